@@ -1,0 +1,17 @@
+"""Small composable checks: each is called with a Trial, returns a CheckResult."""
+
+from grader.checks.comms import Bytes, Count, LargestTransfer, OnlyCollectives
+from grader.checks.memory import TempMemory
+from grader.checks.sharding import OutputSharding
+from grader.checks.values import InputsUntouched, Values
+
+__all__ = [
+    "Bytes",
+    "Count",
+    "InputsUntouched",
+    "LargestTransfer",
+    "OnlyCollectives",
+    "OutputSharding",
+    "TempMemory",
+    "Values",
+]

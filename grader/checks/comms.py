@@ -1,0 +1,147 @@
+"""What the compiled program communicates, against what the exercise allows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from grader import diagnose
+from grader.results import CheckResult
+from grader.spec import Check, Example, Trial
+
+BUILTIN = {
+    "all-gather": "lax.all_gather",
+    "all-reduce": "lax.psum / lax.pmean",
+    "reduce-scatter": "lax.psum_scatter",
+    "all-to-all": "lax.all_to_all",
+    "collective-permute": "lax.ppermute",
+}
+
+
+def _table(trial: Trial) -> list[dict]:
+    return trial.comms.table() if trial.comms is not None else []
+
+
+@dataclass(frozen=True)
+class OnlyCollectives(Check):
+    """No collective kinds outside ``allowed`` appear in the compiled program."""
+
+    allowed: frozenset[str] = frozenset()
+    name: str = "collectives"
+    why: str = ""
+    """Why the others are forbidden, for the hint."""
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        used = trial.comms.kinds()
+        extra = sorted(used - set(self.allowed))
+        details = {"allowed": sorted(self.allowed), "actual": _table(trial)}
+        if not extra:
+            used_txt = ", ".join(sorted(used)) or "no collectives"
+            return CheckResult(self.name, True, f"uses {used_txt}", details=details)
+        names = ", ".join(extra)
+        calls = ", ".join(BUILTIN[k] for k in extra)
+        allowed = ", ".join(sorted(self.allowed)) or "no collectives at all"
+        return CheckResult(
+            self.name,
+            False,
+            f"the compiled program contains {names}; allowed: {allowed}",
+            details=details,
+            hint=f"{names} comes from {calls} (or from the compiler resharding an array for you). "
+            + (self.why or "Build the result from the allowed operations only."),
+        )
+
+
+@dataclass(frozen=True)
+class Count(Check):
+    """``kind`` runs exactly ``expected(example)`` times (loop trip counts included)."""
+
+    kind: str = "collective-permute"
+    expected: Callable[[Example], int] = lambda ex: 0
+    ring_size: Callable[[Example], int] = lambda ex: 1
+    name: str = "steps"
+    what: str = "ring steps"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        want = self.expected(trial.example)
+        got = trial.comms.count(self.kind)
+        details = {"kind": self.kind, "expected": want, "actual": got, "table": _table(trial)}
+        if got is None:
+            return CheckResult(
+                self.name,
+                False,
+                f"a {self.kind} sits in a loop whose trip count the compiler cannot know",
+                details=details,
+                hint="Loop a fixed number of times: a Python for-loop or lax.fori_loop with "
+                "bounds known at trace time (lax.axis_size gives N as a Python int).",
+            )
+        if got == want:
+            return CheckResult(self.name, True, f"{got} × {self.kind} ({self.what})", details=details)
+        return CheckResult(
+            self.name,
+            False,
+            f"{got} × {self.kind} executed; expected {want} ({self.what})",
+            details=details,
+            hint=diagnose.steps(self.kind, got, want, self.ring_size(trial.example)),
+        )
+
+
+@dataclass(frozen=True)
+class Bytes(Check):
+    """Bytes each device sends equal the optimum ``expected(trial)``."""
+
+    expected: Callable[[Trial], int] = lambda t: 0
+    name: str = "bytes"
+    what: str = "the ring optimum"
+    unit: Callable[[Trial], int] | None = None
+    """Bytes of one chunk, to say how far off the student is in chunks."""
+    kinds: frozenset[str] = field(default_factory=frozenset)
+    """Count only these kinds (all if empty)."""
+    itemsize: Callable[[Trial], int] | None = None
+    """Count elements at this width (see :meth:`grader.hlo.Collective.total`)."""
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        want = self.expected(trial)
+        width = self.itemsize(trial) if self.itemsize else None
+        per_kind = [trial.comms.bytes(k, width) for k in (self.kinds or trial.comms.kinds())]
+        got = None if None in per_kind else sum(per_kind)
+        details = {"expected": want, "actual": got, "table": trial.comms.table(width)}
+        if width:
+            details["itemsize"] = width
+        if got is None:
+            return CheckResult(self.name, False, "bytes unknown: a collective sits in a loop of unknown trip count", details=details)
+        if got == want:
+            return CheckResult(self.name, True, f"{got:,} bytes sent per device = {self.what}", details=details)
+        ratio = got / want if want else float("inf")
+        hint = None
+        unit = self.unit(trial) if self.unit else None
+        largest = trial.comms.largest(width)
+        if unit and largest > unit:
+            hint = (
+                f"Each transfer carries {largest:,} bytes but one chunk is {unit:,}: you are "
+                "sending whole arrays where one chunk per step is enough."
+            )
+        elif unit and got > want:
+            hint = f"{(got - want) // unit} chunk(s) more than needed are sent."
+        return CheckResult(
+            self.name,
+            False,
+            f"{got:,} bytes sent per device; {self.what} is {want:,} ({ratio:.2f}×)",
+            details=details,
+            hint=hint,
+        )
+
+
+@dataclass(frozen=True)
+class LargestTransfer(Check):
+    """No single collective moves more than ``bound(trial)`` bytes."""
+
+    bound: Callable[[Trial], int] = lambda t: 0
+    name: str = "transfer size"
+    what: str = "one block"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        bound, got = self.bound(trial), trial.comms.largest()
+        details = {"bound": bound, "actual": got, "table": _table(trial)}
+        if got <= bound:
+            return CheckResult(self.name, True, f"largest transfer {got:,} bytes ≤ {self.what}", details=details)
+        return CheckResult(self.name, False, f"a transfer of {got:,} bytes; at most {self.what} ({bound:,} bytes) is needed", details=details)

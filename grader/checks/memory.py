@@ -1,0 +1,32 @@
+"""Per-device memory of the compiled program, from its memory analysis."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from grader.results import CheckResult
+from grader.spec import Check, Trial
+
+
+@dataclass(frozen=True)
+class TempMemory(Check):
+    """Temporary (scratch) bytes per device stay at or below ``bound(trial)``."""
+
+    bound: Callable[[Trial], int] = lambda t: 0
+    what: str = "the bound"
+    name: str = "memory"
+    hint: str = "Something large is materialised on every device: did you gather a whole operand?"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        bound = self.bound(trial)
+        got = (trial.memory or {}).get("temp")
+        details = {"bound": bound, "memory": trial.memory}
+        if got is None:
+            return CheckResult(self.name, True, "memory analysis unavailable on this backend", details=details)
+        if got <= bound:
+            return CheckResult(self.name, True, f"{got:,} temporary bytes per device ≤ {self.what}", details=details)
+        return CheckResult(
+            self.name, False, f"{got:,} temporary bytes per device; {self.what} is {bound:,}",
+            details=details, hint=self.hint,
+        )  # fmt: skip

@@ -1,0 +1,153 @@
+"""Every device's shard of the output against the unsharded reference."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader import diagnose
+from grader.results import CheckResult
+from grader.spec import Check, Example, Trial
+
+
+def tolerance(dtype: str, reduce_size: int = 1) -> tuple[float, float]:
+    """(atol as a fraction of max|expected|, rtol) for a result summed over ``reduce_size`` terms.
+
+    float32 rounding grows like √K with the length K of a sum (JAX_NOTES:
+    K = 2048 gives |diff| ≈ 1e-4 at |ref| ≈ 200); bfloat16 keeps 8 bits.
+    """
+    k = max(int(reduce_size), 1)
+    if dtype == "bfloat16":
+        return 8e-3 * k**0.5, 2e-2
+    if dtype == "float16":
+        return 2e-3 * k**0.5, 5e-3
+    return 2e-6 * k**0.5, 1e-5
+
+
+def as_numpy(x) -> np.ndarray:
+    a = np.asarray(x)
+    return a.astype(np.float64) if a.dtype.kind in "fcV" or a.dtype.name == "bfloat16" else a
+
+
+def device_coords(mesh) -> dict[int, tuple[int, ...]]:
+    """device id → its coordinate in the mesh."""
+    return {d.id: tuple(int(i) for i in idx) for idx, d in np.ndenumerate(mesh.devices)}
+
+
+@dataclass(frozen=True)
+class Values(Check):
+    """The output is a jax.Array of the right shape and dtype whose every shard
+    matches the reference (``trial.expected``, a global numpy array)."""
+
+    name: str = "values"
+    reduce_size: Callable[[Example], int] = lambda ex: 1
+    block_rows: Callable[[Example], int | None] = lambda ex: None
+    """Rows of one block along dim 0, for results assembled from blocks."""
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        import jax
+
+        out, want = trial.output, np.asarray(trial.expected)
+        if not isinstance(out, jax.Array):
+            kind = type(out).__name__ if out is not None else "None"
+            return CheckResult(
+                self.name,
+                False,
+                f"returned {kind}; expected a jax.Array of shape {want.shape}",
+                hint="Return the jax.Array itself (not a numpy array, list or tuple); "
+                "np.asarray would copy it back to the host and drop its sharding.",
+            )
+        if out.shape != want.shape:
+            return CheckResult(
+                self.name, False, f"returned shape {out.shape}; expected {want.shape}",
+                details={"expected_shape": list(want.shape), "actual_shape": list(out.shape)},
+            )  # fmt: skip
+        want_dtype = trial.extra.get("dtype", want.dtype.name)
+        if out.dtype.name != want_dtype:
+            return CheckResult(
+                self.name,
+                False,
+                f"returned dtype {out.dtype.name}; expected {want_dtype}",
+                hint="Keep the input's dtype: a float32 constant (jnp.zeros without dtype=) or "
+                "a Python float can promote bfloat16 to float32.",
+            )
+        atol_frac, rtol = tolerance(want_dtype, self.reduce_size(trial.example))
+        scale = float(np.max(np.abs(as_numpy(want)))) if want.size else 1.0
+        atol = atol_frac * max(scale, 1.0)
+
+        def close(a: np.ndarray, e: np.ndarray) -> bool:
+            return a.shape == e.shape and bool(
+                np.all(np.abs(as_numpy(a) - as_numpy(e)) <= atol + rtol * np.abs(as_numpy(e)))
+            )
+
+        coords = device_coords(trial.mesh) if trial.mesh is not None else {}
+        shards = sorted(out.addressable_shards, key=lambda s: coords.get(s.device.id, (s.device.id,)))
+        actual = [np.asarray(s.data) for s in shards]
+        expected = [want[s.index] for s in shards]
+        devices, first, worst_abs, worst_rel = [], None, 0.0, 0.0
+        for s, a, e in zip(shards, actual, expected):
+            coord = coords.get(s.device.id, (s.device.id,))
+            if a.shape != e.shape:
+                devices.append({"coord": list(coord), "ok": False, "max_abs": None})
+                continue
+            err = np.abs(as_numpy(a) - as_numpy(e))
+            err = np.where(np.isnan(err), np.inf, err)
+            ok = bool(np.all(err <= atol + rtol * np.abs(as_numpy(e))))
+            m = float(err.max()) if err.size else 0.0
+            worst_abs = max(worst_abs, m)
+            if err.size:
+                worst_rel = max(worst_rel, float((err / np.maximum(np.abs(as_numpy(e)), 1e-30)).max()))
+            devices.append({"coord": list(coord), "ok": ok, "max_abs": m})
+            if not ok and first is None:
+                bad = np.argwhere(~(err <= atol + rtol * np.abs(as_numpy(e))))[0]
+                offset = [sl.start or 0 for sl in s.index] + [0] * (e.ndim - len(s.index))
+                first = {
+                    "coord": list(coord),
+                    "index": [int(o + b) for o, b in zip(offset, bad)],
+                    "expected": float(as_numpy(e)[tuple(bad)]),
+                    "actual": float(as_numpy(a)[tuple(bad)]),
+                }
+        details = {
+            "max_abs_err": worst_abs,
+            "max_rel_err": worst_rel,
+            "atol": atol,
+            "rtol": rtol,
+            "devices": devices,
+            "mesh_shape": list(trial.mesh.devices.shape) if trial.mesh is not None else None,
+            "axis_names": list(trial.mesh.axis_names) if trial.mesh is not None else None,
+        }
+        if all(d["ok"] for d in devices):
+            return CheckResult(self.name, True, "every device's shard matches the reference", details=details)
+        details["first_mismatch"] = first
+        n_bad = sum(not d["ok"] for d in devices)
+        hint = diagnose.values(
+            actual, expected, close, block=self.block_rows(trial.example), n_ring=len(shards)
+        )
+        where = f" (first at global index {tuple(first['index'])}: expected {first['expected']:.6g}, got {first['actual']:.6g})" if first else ""
+        return CheckResult(
+            self.name,
+            False,
+            f"{n_bad} of {len(devices)} devices hold wrong values{where}",
+            details=details,
+            hint=hint,
+        )
+
+
+@dataclass(frozen=True)
+class InputsUntouched(Check):
+    """The function neither modified nor deleted (donated) its inputs."""
+
+    name: str = "inputs"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if trial.inputs_intact is None:
+            return CheckResult(self.name, True, "inputs left untouched")
+        return CheckResult(
+            self.name,
+            False,
+            trial.inputs_intact,
+            hint="Treat inputs as read-only: copy before changing a numpy array, and do not "
+            "donate arguments (donate_argnums) you were handed.",
+        )

@@ -1,0 +1,91 @@
+"""Which devices the grader runs on: real accelerators, or simulated CPUs.
+
+The number of simulated CPU devices must be fixed before jax is first
+imported, so :func:`configure` is called by every entry point (the grading
+worker, the tests' conftest) before anything imports jax.
+
+Environment variables (flags of ``course grade`` set them too):
+
+``COURSE_DEVICES``   simulated CPU devices (default 8)
+``COURSE_PLATFORM``  ``auto`` (default: accelerators when there are at least
+                     two, else CPU) or ``cpu`` (always simulate)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+from typing import Any
+
+DEFAULT_CPU_DEVICES = 8
+_FLAG = "--xla_force_host_platform_device_count"
+
+
+def configure(n_cpu: int | None = None, platform: str | None = None) -> None:
+    """Ask XLA for ``n_cpu`` host devices; call before ``import jax``."""
+    if n_cpu is not None:
+        os.environ["COURSE_DEVICES"] = str(n_cpu)
+    if platform is not None:
+        os.environ["COURSE_PLATFORM"] = platform
+    n = cpu_device_count()
+    flags = re.sub(rf"{_FLAG}=\S+", "", os.environ.get("XLA_FLAGS", "")).strip()
+    os.environ["XLA_FLAGS"] = f"{flags} {_FLAG}={n}".strip()
+    if "jax" in sys.modules:  # too late for XLA_FLAGS; try the config option
+        import jax
+
+        try:
+            jax.config.update("jax_num_cpu_devices", n)
+        except Exception:  # backends already initialised: keep what we have
+            pass
+
+
+def cpu_device_count() -> int:
+    raw = os.environ.get("COURSE_DEVICES", str(DEFAULT_CPU_DEVICES))
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ValueError(f"COURSE_DEVICES must be a whole number, not {raw!r}") from None
+    if n < 1:
+        raise ValueError(f"COURSE_DEVICES must be at least 1, not {n}")
+    return n
+
+
+def platform_choice() -> str:
+    choice = os.environ.get("COURSE_PLATFORM", "auto").lower()
+    if choice not in ("auto", "cpu"):
+        raise ValueError(f"COURSE_PLATFORM must be 'auto' or 'cpu', not {choice!r}")
+    return choice
+
+
+def devices() -> list[Any]:
+    """The devices meshes are built from, in a fixed order."""
+    import jax
+
+    if platform_choice() == "auto":
+        accelerators = [d for d in jax.devices() if d.platform != "cpu"]
+        if len(accelerators) >= 2:
+            return accelerators
+    return list(jax.devices("cpu"))
+
+
+def describe() -> str:
+    devs = devices()
+    kind = devs[0].platform.upper() if devs else "?"
+    simulated = " (simulated)" if kind == "CPU" else ""
+    return f"{len(devs)} {kind} devices{simulated}"
+
+
+def make_mesh(shape: tuple[int, ...], names: tuple[str, ...]) -> Any:
+    """A mesh over the first prod(shape) devices, every axis Explicit."""
+    import jax
+    from jax.sharding import AxisType
+
+    devs = devices()
+    need = math.prod(shape)
+    if need > len(devs):
+        raise ValueError(f"a mesh of shape {shape} needs {need} devices; {len(devs)} available")
+    return jax.make_mesh(
+        shape, names, axis_types=(AxisType.Explicit,) * len(shape), devices=devs[:need]
+    )

@@ -1,0 +1,128 @@
+"""Known mistakes, recognised from the evidence, turned into hints.
+
+Every function takes what a check measured and returns a sentence naming the
+likely mistake, or None when nothing familiar fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+Close = Callable[[np.ndarray, np.ndarray], bool]
+
+
+def _same_shapes(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> bool:
+    return len(a) == len(b) and all(x.shape == y.shape for x, y in zip(a, b))
+
+
+def values(
+    actual: Sequence[np.ndarray],
+    expected: Sequence[np.ndarray],
+    close: Close,
+    *,
+    block: int | None = None,
+    n_ring: int | None = None,
+) -> str | None:
+    """Diagnose wrong per-device results.
+
+    ``actual``/``expected`` are per-device arrays in ring (device) order.
+    ``block`` is the row count of one block along dim 0 when results are made
+    of blocks (an all-gather); ``n_ring`` the ring size.
+    """
+    n = len(actual)
+    if not _same_shapes(actual, expected):
+        return None
+    if any(not np.all(np.isfinite(a)) for a in actual):
+        bad = [d for d, a in enumerate(actual) if not np.all(np.isfinite(a))]
+        return (
+            f"NaN or Inf in the output of device(s) {bad}: look for a division by zero, "
+            "a log of a non-positive number, or an uninitialised buffer (jnp.empty)."
+        )
+    distinct_expected = n > 1 and any(not close(expected[0], e) for e in expected[1:])
+    if distinct_expected and all(close(a, expected[0]) for a in actual):
+        return (
+            "Every device returned device 0's result: the output is replicated where each device "
+            "should hold its own block. With check_vma=False a wrong out_specs=P() hides this; "
+            "keep check_vma=True and return each device's own block."
+        )
+    if n > 1 and distinct_expected:
+        for k in range(1, n):
+            if all(close(actual[d], expected[(d + k) % n]) for d in range(n)):
+                other = f"i + {k}" if k <= n // 2 else f"i − {n - k}"
+                return (
+                    f"Device i holds the result meant for device {other} (mod N): the chunk index "
+                    f"is off by {min(k, n - k)} step(s) — check the ring direction of ppermute "
+                    "against the chunk you add or keep at each step."
+                )
+    if block and n_ring and n_ring > 1 and all(a.shape[0] == n_ring * block for a in actual):
+        for k in range(1, n_ring):
+            if all(close(a, np.roll(e, k * block, axis=0)) for a, e in zip(actual, expected)):
+                shift = k if k <= n_ring // 2 else k - n_ring
+                return (
+                    f"All blocks arrived, but each sits {abs(shift)} position(s) "
+                    f"{'after' if shift > 0 else 'before'} where it belongs: the offset where you "
+                    "write an incoming block assumes the other ring direction (or is off by one "
+                    "step). A block received at step s came from device (i − s − 1) mod N when "
+                    "you send to i + 1."
+                )
+        if all(_blocks_permuted(a, e, block, close) for a, e in zip(actual, expected)):
+            return (
+                "Every block arrived, but some are written at the wrong offset: the index of the "
+                "block you receive at each step does not match where you store it."
+            )
+    if all(np.count_nonzero(a) == 0 for a in actual) and any(np.count_nonzero(e) for e in expected):
+        return "The output is all zeros: the result buffer is never written, or the wrong variable is returned."
+    scale = _scale(actual, expected)
+    if scale is not None and not np.isclose(scale, 1.0):
+        if all(close(a, scale * e) for a, e in zip(actual, expected)):
+            if n_ring and np.isclose(scale, n_ring):
+                return f"The result is exactly N = {n_ring} times too large: a sum where a mean belongs, or a value added once per device twice."
+            if n_ring and np.isclose(scale * n_ring, 1.0):
+                return f"The result is exactly N = {n_ring} times too small: a mean (pmean) where a sum belongs."
+            return f"The result is the right one times {scale:.3g}: a stray scale factor."
+    wrong = [d for d in range(n) if not close(actual[d], expected[d])]
+    if 0 < len(wrong) < n:
+        return f"Only device(s) {wrong} are wrong; the others are right — look at what differs for them (ring edges, the first or last step)."
+    return None
+
+
+def _blocks_permuted(a: np.ndarray, e: np.ndarray, block: int, close: Close) -> bool:
+    nb = a.shape[0] // block
+    got = [a[i * block : (i + 1) * block] for i in range(nb)]
+    want = [e[i * block : (i + 1) * block] for i in range(nb)]
+    used: set[int] = set()
+    for w in want:
+        match = next((i for i, g in enumerate(got) if i not in used and close(g, w)), None)
+        if match is None:
+            return False
+        used.add(match)
+    return True
+
+
+def _scale(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray]) -> float | None:
+    a = np.concatenate([np.ravel(x).astype(np.float64) for x in actual])
+    e = np.concatenate([np.ravel(x).astype(np.float64) for x in expected])
+    denom = float(e @ e)
+    if denom == 0.0:
+        return None
+    return float(a @ e) / denom
+
+
+def steps(kind: str, actual: int, expected: int, n: int) -> str | None:
+    """Diagnose a wrong number of collective executions."""
+    if actual == expected + 1:
+        return (
+            f"One {kind} too many: after N − 1 = {n - 1} steps every block has reached every "
+            "device; the extra step only moves data again. Loop over range(N − 1)."
+        )
+    if actual == expected - 1:
+        return f"One {kind} too few: a ring of N = {n} devices needs {expected} steps to reach every device."
+    if n > 2 and expected > 0 and actual == expected * n // (n - 1):
+        return f"N steps per phase instead of N − 1: every phase of the ring needs only N − 1 = {n - 1} steps."
+    if n > 1 and (n & (n - 1)) == 0 and actual * (n - 1) == expected * int(np.log2(n)):
+        return "log2(N) exchanges: that is a butterfly (recursive doubling), which only works when N is a power of two. Use a ring."
+    if actual == 0 and expected > 0:
+        return f"No {kind} at all: the data never leaves the device."
+    return None

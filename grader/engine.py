@@ -1,0 +1,208 @@
+"""Grade a lesson in this process: draw examples, run them, hold checks.
+
+Used directly by the tests and the developer check, and inside the grading
+worker (``grader.worker``), which adds time limits and crash isolation.
+"""
+
+from __future__ import annotations
+
+import importlib
+import signal
+import threading
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from grader.loader import LoadError, format_student_error, load_module
+from grader.programs import StudentReturnError
+from grader.results import CheckResult, ExerciseResult, LessonResult, Status
+from grader.spec import Context, ExerciseSpec, LessonSpec, draw_examples, format_example
+
+MESH_SIZES = (1, 2, 3, 4, 6, 8)
+Event = Callable[[dict[str, Any]], None]
+
+
+class ExampleTimeout(Exception):
+    """Raised inside the student's code when an example runs past its limit."""
+
+
+def load_spec(module: str) -> LessonSpec:
+    """The grading spec ``grader/specs/<module>.py``."""
+    return importlib.import_module(f"grader.specs.{module}").SPEC
+
+
+def context() -> Context:
+    from grader import devices
+
+    n = len(devices.devices())
+    return Context(n_devices=n, mesh_sizes=tuple(s for s in MESH_SIZES if s <= n))
+
+
+@contextmanager
+def time_limit(seconds: float | None):
+    """Interrupt Python-level work after ``seconds`` (main thread only).
+
+    Compiled code that never returns cannot be interrupted this way; the
+    parent process (``grader.runner``) kills the worker as a backstop.
+    """
+    usable = seconds and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise ExampleTimeout(f"no result after {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def grade_lesson(
+    lesson: int,
+    module: str,
+    directory: Path,
+    *,
+    points: dict[str, int] | None = None,
+    only: list[str] | None = None,
+    seed: int = 0,
+    example: dict | None = None,
+    max_examples: int | None = None,
+    timeout: float | None = None,
+    title: str = "",
+    on_event: Event | None = None,
+) -> LessonResult:
+    """Grade the exercises of one lesson found in ``directory``."""
+    from grader import devices
+
+    emit = on_event or (lambda e: None)
+    start = time.perf_counter()
+    spec = load_spec(module)
+    names = only or [e.name for e in spec.exercises]
+    result = LessonResult(lesson, title, str(directory), devices=devices.describe(), seed=seed)
+    points = points or {}
+    try:
+        mod = load_module(directory, module)
+    except LoadError as exc:
+        for name in names:
+            er = ExerciseResult(lesson, name, Status.ERROR, points.get(name, 1), error=str(exc))
+            result.exercises.append(er)
+            emit({"type": "exercise", "result": er.to_dict()})
+        result.duration = time.perf_counter() - start
+        return result
+    ctx = context()
+    for name in names:
+        fn = getattr(mod, name, None)
+        ex_spec = spec.exercise(name)
+        if not callable(fn):
+            er = ExerciseResult(
+                lesson, name, Status.ERROR, points.get(name, 1),
+                error=f"{module}.py defines no function {name}() — was it renamed or deleted?",
+            )  # fmt: skip
+        else:
+            er = grade_exercise(
+                lesson, ex_spec, fn, ctx, directory=Path(directory), points=points.get(name, 1),
+                seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
+            )  # fmt: skip
+        result.exercises.append(er)
+        emit({"type": "exercise", "result": er.to_dict()})
+    result.duration = time.perf_counter() - start
+    return result
+
+
+def grade_exercise(
+    lesson: int,
+    spec: ExerciseSpec,
+    fn: Callable[..., Any],
+    ctx: Context,
+    *,
+    directory: Path,
+    points: int = 1,
+    seed: int = 0,
+    example: dict | None = None,
+    max_examples: int | None = None,
+    timeout: float | None = None,
+    emit: Event = lambda e: None,
+) -> ExerciseResult:
+    start = time.perf_counter()
+    if example is not None:
+        examples = [example]
+    else:
+        n = spec.max_examples if max_examples is None else max_examples
+        examples = spec.explicit(ctx) + (draw_examples(spec.strategy(ctx), n, seed) if n else [])
+    passed: list[dict] = []
+    totals: dict[str, float] = {}
+    result = ExerciseResult(lesson, spec.name, Status.PASSED, points)
+
+    def finish(status: Status, **fields: Any) -> ExerciseResult:
+        result.status = status
+        result.examples_run = len(passed) + (status != Status.PASSED)
+        result.duration = time.perf_counter() - start
+        for k, v in fields.items():
+            setattr(result, k, v)
+        return result
+
+    for index, ex in enumerate(examples):
+        shown = format_example(ex)
+        emit({"type": "example", "exercise": spec.name, "index": index, "example": shown})
+        try:
+            with time_limit(timeout):
+                trial = spec.run(fn, ex)
+        except NotImplementedError as exc:
+            return finish(Status.NOT_STARTED, example=shown, error=str(exc) or None)
+        except StudentReturnError as exc:
+            check = CheckResult("returns", False, str(exc), example=shown, hint=exc.hint)
+            return finish(Status.FAILED, checks=[check], example=shown, hint=exc.hint)
+        except ExampleTimeout as exc:
+            return finish(
+                Status.TIMEOUT, example=shown,
+                error=f"{spec.name} did not finish on this example: {exc}",
+                hint="Look for a loop whose exit condition never becomes true.",
+            )  # fmt: skip
+        except Exception as exc:
+            hint = spec.diagnose_error(exc, ex, passed) if spec.diagnose_error else None
+            return finish(
+                Status.ERROR, example=shown,
+                error=format_student_error(exc, directory), hint=hint or _generic_error_hint(exc),
+            )  # fmt: skip
+        checks = []
+        for check in spec.checks:
+            t = time.perf_counter()
+            try:
+                cr = check(trial)
+            except Exception as exc:  # a grader bug must not look like a student bug
+                cr = CheckResult(check.name, False, f"internal grader error: {exc!r}")
+            cr.duration = time.perf_counter() - t
+            totals[cr.name] = totals.get(cr.name, 0.0) + cr.duration
+            checks.append(cr)
+        failed = [c for c in checks if not c.passed]
+        if failed:
+            for c in failed:
+                c.example = shown
+            hint = next((c.hint for c in failed if c.hint), None)
+            return finish(Status.FAILED, checks=checks, example=shown, hint=hint)
+        passed.append(ex)
+        result.checks = checks  # the last example's evidence is shown for a pass
+    for c in result.checks:
+        c.message = f"{c.message} — on all {len(passed)} examples" if len(passed) > 1 else c.message
+        c.duration = totals.get(c.name, c.duration)
+    return finish(Status.PASSED)
+
+
+def _generic_error_hint(exc: Exception) -> str | None:
+    text = str(exc)
+    if "vma" in text or "varying" in text:
+        return (
+            "check_vma found a value that should vary across devices but does not (or the "
+            "reverse): a loop carry started from jnp.zeros needs "
+            "lax.pcast(buf, axis_name, to='varying')."
+        )
+    if "ppermute" in text and "perm" in text:
+        return "Every (source, destination) pair of a ppermute must name devices in 0 … N−1, each at most once as source and once as destination."
+    return None

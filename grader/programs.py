@@ -1,0 +1,93 @@
+"""Compile a student's program once, read it, run it: one Trial per example."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from grader import hlo
+from grader.spec import Example, Trial
+
+
+class StudentReturnError(Exception):
+    """The student's function returned something of the wrong kind; the message says what."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
+def check_local_return(out: Any, shape: tuple[int, ...], dtype: Any, fname: str) -> None:
+    """Inside a shard_map body: one array of the per-device shape and dtype."""
+    import jax
+
+    if out is None:
+        raise StudentReturnError(
+            f"{fname} returned None; expected an array of shape {shape} per device",
+            hint="Did you forget the `return` statement?",
+        )
+    if isinstance(out, (tuple, list)):
+        raise StudentReturnError(
+            f"{fname} returned a {type(out).__name__} of {len(out)} items; expected one array of shape {shape}",
+            hint="Return a single array: concatenate the blocks (jnp.concatenate) if you kept a list.",
+        )
+    if not isinstance(out, jax.Array):
+        raise StudentReturnError(
+            f"{fname} returned {type(out).__name__}; expected a jax array of shape {shape}"
+        )
+    if tuple(out.shape) != tuple(shape):
+        raise StudentReturnError(
+            f"{fname} returned shape {tuple(out.shape)} per device; expected {tuple(shape)}"
+        )
+    if out.dtype != dtype:
+        raise StudentReturnError(
+            f"{fname} returned dtype {out.dtype} per device; expected {np.dtype(dtype).name}",
+            hint="Keep the input's dtype: build buffers with dtype=x.dtype.",
+        )
+
+
+def compile_and_run(
+    program: Callable[..., Any], args: tuple[Any, ...], mesh: Any, example: Example, **extra: Any
+) -> Trial:
+    """Lower and compile ``program`` once, read its HLO and memory, run it."""
+    import jax
+
+    jitted = program if hasattr(program, "lower") else jax.jit(program)
+    host_copies = [np.array(a) if isinstance(a, np.ndarray) else None for a in args]
+    compiled = jitted.lower(*args).compile()
+    comms = hlo.summarize(compiled.as_text(), num_devices=mesh.size)
+    memory = None
+    try:
+        stats = compiled.memory_analysis()
+        if stats is not None:
+            memory = {
+                "argument": int(stats.argument_size_in_bytes),
+                "output": int(stats.output_size_in_bytes),
+                "temp": int(stats.temp_size_in_bytes),
+            }
+    except Exception:  # some backends have no memory analysis
+        memory = None
+    output = compiled(*args)
+    jax.block_until_ready(output)
+    return Trial(
+        example=example,
+        output=output,
+        comms=comms,
+        memory=memory,
+        mesh=mesh,
+        inputs_intact=inputs_intact(args, host_copies),
+        extra=extra,
+    )
+
+
+def inputs_intact(args: tuple[Any, ...], host_copies: list[np.ndarray | None]) -> str | None:
+    import jax
+
+    for i, (a, copy) in enumerate(zip(args, host_copies)):
+        if isinstance(a, jax.Array) and a.is_deleted():
+            return f"argument {i} was deleted (donated) by your function"
+        if copy is not None and not np.array_equal(a, copy, equal_nan=True):
+            return f"argument {i} was modified in place by your function"
+    return None

@@ -1,0 +1,150 @@
+"""What a lesson's grading spec declares, and the examples it draws.
+
+A spec module ``grader/specs/lNN_slug.py`` defines ``SPEC = LessonSpec(...)``
+listing one :class:`ExerciseSpec` per exercise: how to draw examples, how to
+run the student's function on one (producing a :class:`Trial`), and which
+checks to hold the trial against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Example = dict[str, Any]
+"""One drawn example: ordered named values (ints, strings, tuples of ints)."""
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the grading run knows about where it runs."""
+
+    n_devices: int
+    """Devices available for meshes."""
+    mesh_sizes: tuple[int, ...]
+    """1-D mesh sizes examples may use (a subset of 1, 2, 3, 4, 6, 8)."""
+
+
+@dataclass
+class Trial:
+    """One example run: what went in, what came out, what it compiled to."""
+
+    example: Example
+    output: Any = None
+    expected: Any = None
+    comms: Any = None
+    """A :class:`grader.hlo.CommSummary`, for exercises that compile a program."""
+    memory: dict[str, int] | None = None
+    """``argument``/``output``/``temp`` bytes per device from memory_analysis."""
+    mesh: Any = None
+    inputs_intact: str | None = None
+    """None when the inputs are unchanged, else what happened to them."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Check:
+    """A small named check: ``check(trial) -> CheckResult``."""
+
+    name: str = "check"
+
+    def __call__(self, trial: Trial) -> Any:  # -> CheckResult
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class ExerciseSpec:
+    name: str
+    """The function's name in the exercise module."""
+    strategy: Callable[[Context], Any]
+    """Context → hypothesis strategy of examples."""
+    explicit: Callable[[Context], list[Example]]
+    """Edge cases always run first: the smallest legal shape, an axis of size 1 …"""
+    run: Callable[[Callable[..., Any], Example], Trial]
+    """Run the student's function on one example."""
+    checks: Sequence[Check]
+    max_examples: int = 6
+    """Drawn examples on top of the explicit ones."""
+    diagnose_error: Callable[[BaseException, Example, list[Example]], str | None] | None = None
+    """Hint for an exception, given the examples that passed before it."""
+
+
+@dataclass(frozen=True)
+class LessonSpec:
+    number: int
+    module: str
+    """Exercise/solution module name, e.g. ``l02_collectives``."""
+    exercises: Sequence[ExerciseSpec]
+
+    def exercise(self, name: str) -> ExerciseSpec:
+        for ex in self.exercises:
+            if ex.name == name:
+                return ex
+        names = ", ".join(e.name for e in self.exercises)
+        raise KeyError(f"lesson {self.number} has no exercise {name!r} (it has {names})")
+
+
+# ---------------------------------------------------------------- examples
+
+
+def format_example(example: Example) -> str:
+    """``{'n': 6, 'shape': (2, 3)}`` → ``'n=6 shape=2x3'`` (``--example`` form)."""
+    parts = []
+    for key, value in example.items():
+        if isinstance(value, tuple):
+            value = "x".join(str(v) for v in value) if value else "()"
+        parts.append(f"{key}={value}")
+    return " ".join(parts)
+
+
+def parse_example(text: str) -> Example:
+    """Inverse of :func:`format_example`."""
+    out: Example = {}
+    for token in text.replace(",", " ").split():
+        key, sep, raw = token.partition("=")
+        if not sep or not key:
+            raise ValueError(f"expected key=value in --example, got {token!r}")
+        out[key] = _parse_value(raw)
+    return out
+
+
+def _parse_value(raw: str) -> Any:
+    if raw == "()":
+        return ()
+    if raw.lstrip("-").isdigit():
+        return int(raw)
+    parts = raw.split("x")
+    if len(parts) > 1 and all(p.isdigit() for p in parts):
+        return tuple(int(p) for p in parts)
+    return raw
+
+
+def draw_examples(strategy: Any, n: int, seed: int) -> list[Example]:
+    """``n`` examples from a hypothesis strategy, deterministic for a seed.
+
+    Only hypothesis' generate phase runs (no shrinking, no database): the
+    grader runs the examples itself afterwards, compiling each once.
+    """
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hseed
+
+    drawn: list[Example] = []
+
+    @settings(
+        max_examples=n,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @hseed(seed)
+    @given(strategy)
+    def collect(example: Example) -> None:
+        drawn.append(example)
+
+    collect()
+    unique: list[Example] = []
+    for ex in drawn:
+        if ex not in unique:
+            unique.append(ex)
+    return unique[:n]

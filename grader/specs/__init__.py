@@ -1,0 +1,1 @@
+"""One grading spec per lesson: ``lNN_slug.py`` defines ``SPEC``."""
