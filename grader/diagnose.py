@@ -67,6 +67,16 @@ def values(
                     "step). A block received at step s came from device (i − s − 1) mod N when "
                     "you send to i + 1."
                 )
+        if n == n_ring and all(
+            close(a[p * block : (p + 1) * block], e[((2 * d - p) % n) * block : ((2 * d - p) % n + 1) * block])
+            for d, (a, e) in enumerate(zip(actual, expected))
+            for p in range(n)
+        ):
+            return (
+                "The blocks are mirrored around each device's own: you send one way round the "
+                "ring but compute the source of an incoming block for the other way. Sending to "
+                "i + 1, the block received at step s came from device (i − s − 1) mod N."
+            )
         if all(_blocks_permuted(a, e, block, close) for a, e in zip(actual, expected)):
             return (
                 "Every block arrived, but some are written at the wrong offset: the index of the "

@@ -1,0 +1,152 @@
+"""The ``course`` command: declarations only; each command lives in course/commands/."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from course.commands.common import App, make_app
+
+pass_app = click.make_pass_decorator(App)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", envvar="COURSE_HOME", type=click.Path(file_okay=False), help="Your workspace (default: workspace/ in the course).")
+@click.option("--db", envvar="COURSE_DB", type=click.Path(dir_okay=False), help="Progress database (default: HOME/progress.db).")
+@click.pass_context
+def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
+    """scaling-course: learn to train large models across many accelerators, with JAX.
+
+    The daily loop: course show N → edit your exercise file → course grade N
+    (or course watch) → course hint N when stuck.
+    """
+    ctx.obj = make_app(home, db)
+
+
+@cli.command("list")
+@pass_app
+def list_cmd(app: App) -> None:
+    """Lessons and exercises, with your status."""
+    from course.commands.status import list_lessons
+
+    sys.exit(list_lessons(app))
+
+
+@cli.command()
+@pass_app
+def status(app: App) -> None:
+    """Your progress and what to do next."""
+    from course.commands.status import status as run
+
+    sys.exit(run(app))
+
+
+@cli.command()
+@click.argument("lesson", type=int)
+@pass_app
+def show(app: App, lesson: int) -> None:
+    """Read lesson LESSON."""
+    from course.commands.show import show as run
+
+    sys.exit(run(app, lesson))
+
+
+GRADE_OPTIONS = [
+    click.option("--seed", type=int, default=0, show_default=True, help="Seed for the drawn examples."),
+    click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds one example may run."),
+    click.option("--devices", type=click.IntRange(1), envvar="COURSE_DEVICES", help="Simulated CPU devices (default 8)."),
+    click.option("--cpu", is_flag=True, help="Simulate devices on the CPU even where accelerators exist."),
+    click.option("--max-examples", type=click.IntRange(0), help="Drawn examples per exercise (beyond the fixed ones)."),
+]
+
+
+def grade_options(f):
+    for option in reversed(GRADE_OPTIONS):
+        f = option(f)
+    return f
+
+
+@cli.command()
+@click.argument("target", required=False)
+@click.option("--all", "all_lessons", is_flag=True, help="Grade every lesson.")
+@click.option("--solutions", is_flag=True, help="Grade the reference solutions instead of your code.")
+@click.option("--path", type=click.Path(exists=True, file_okay=False), help="Grade the modules in this directory.")
+@click.option("--example", help="Re-run one example exactly, as printed by a failure (needs N.exercise).")
+@click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
+@grade_options
+@pass_app
+def grade(app: App, target: str | None, **options) -> None:
+    """Grade TARGET: a lesson N, one exercise N.name, or the current lesson.
+
+    Exit status 0 when everything graded passes, 1 otherwise.
+    """
+    from course.commands.grade import grade as run
+
+    sys.exit(run(app, target, **options))
+
+
+@cli.command()
+@click.argument("lesson", type=int, required=False)
+@grade_options
+@pass_app
+def watch(app: App, lesson: int | None, **options) -> None:
+    """Re-grade LESSON (default: the current one) each time you save its file."""
+    from course.commands.watch import watch as run
+
+    sys.exit(run(app, lesson, **options))
+
+
+@cli.command()
+@click.argument("lesson", type=int)
+@pass_app
+def hint(app: App, lesson: int) -> None:
+    """The next hint for LESSON."""
+    from course.commands.show import hint as run
+
+    sys.exit(run(app, lesson))
+
+
+@cli.command()
+@click.argument("lesson", type=int)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask first.")
+@pass_app
+def reset(app: App, lesson: int, yes: bool) -> None:
+    """Restore LESSON's exercise file to the original stub (keeps a .bak)."""
+    from course.commands.show import reset as run
+
+    sys.exit(run(app, lesson, yes))
+
+
+@cli.command()
+@click.argument("lesson", type=int)
+@click.option("--force", is_flag=True, help="Show it even though the lesson does not pass yet.")
+@pass_app
+def solution(app: App, lesson: int, force: bool) -> None:
+    """The reference solution of LESSON (once it passes)."""
+    from course.commands.show import solution as run
+
+    sys.exit(run(app, lesson, force))
+
+
+@cli.group()
+def dev() -> None:
+    """Commands for the course's developers."""
+
+
+@dev.command("check")
+@click.option("--static", is_flag=True, help="Only the file checks; grade nothing.")
+@click.pass_context
+def dev_check(ctx: click.Context, static: bool) -> None:
+    """Registry matches files; stubs match solutions; solutions pass; stubs are not started."""
+    from course.commands.dev import check
+
+    sys.exit(check(ctx.find_object(App), grade_code=not static))
+
+
+def main() -> None:
+    cli(prog_name="course")
+
+
+if __name__ == "__main__":
+    main()

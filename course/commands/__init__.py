@@ -1,0 +1,1 @@
+"""One module per command; ``course.cli`` only declares them."""

@@ -1,0 +1,48 @@
+"""What several commands share: the console, the app state, lesson lookup."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import click
+from rich.console import Console
+
+from course import registry
+from course.paths import Workspace, workspace
+from course.progress import Progress, ProgressError
+
+
+@dataclass
+class App:
+    """State the CLI group builds once and every command receives."""
+
+    ws: Workspace
+    console: Console
+    course: registry.Course
+
+    def progress(self) -> Progress:
+        try:
+            return Progress(self.ws.db)
+        except ProgressError as exc:
+            raise click.ClickException(str(exc)) from None
+
+    def ensure_workspace(self) -> None:
+        copied = self.ws.ensure([lesson.module for lesson in self.course.lessons])
+        if copied:
+            self.console.print(
+                f"[dim]Set up your workspace: {len(copied)} exercise file(s) copied to {self.ws.exercises}[/dim]"
+            )
+
+    def lesson(self, number: int) -> registry.Lesson:
+        try:
+            return self.course.lesson(number)
+        except KeyError as exc:
+            raise click.BadParameter(str(exc.args[0]), param_hint="LESSON") from None
+
+
+def make_app(home: str | None, db: str | None) -> App:
+    try:
+        course = registry.load()
+    except registry.RegistryError as exc:
+        raise click.ClickException(str(exc)) from None
+    return App(workspace(home, db), Console(highlight=False), course)

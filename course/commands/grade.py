@@ -1,0 +1,149 @@
+"""``course grade``: grade lessons in a worker process, record, report."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from course import paths
+from course.commands.common import App
+from course.registry import Lesson
+from grader.results import ExerciseResult, LessonResult, Status
+
+
+@dataclass
+class Target:
+    lessons: list[Lesson]
+    exercise: str | None = None
+
+
+def parse_target(app: App, target: str | None, all_lessons: bool) -> Target:
+    if all_lessons:
+        if target:
+            raise click.UsageError("give a lesson or --all, not both")
+        return Target(list(app.course.lessons))
+    if not target:
+        return Target([current_lesson(app)])
+    number, _, exercise = target.partition(".")
+    if not number.isdigit():
+        raise click.BadParameter(f"{target!r}: expected N or N.exercise, e.g. 2 or 2.ring_all_gather", param_hint="TARGET")
+    lesson = app.lesson(int(number))
+    if exercise:
+        names = [e.name for e in lesson.exercises]
+        if exercise not in names:
+            raise click.BadParameter(f"lesson {lesson.number} has no exercise {exercise!r} (it has {', '.join(names)})", param_hint="TARGET")
+    return Target([lesson], exercise or None)
+
+
+def current_lesson(app: App) -> Lesson:
+    """The first lesson that does not pass yet (the last one if all do)."""
+    states = {}
+    if app.ws.db.exists():
+        with app.progress() as progress:
+            states = progress.states()
+    for lesson in app.course.lessons:
+        if any(states.get((lesson.number, e.name), None) is None or states[(lesson.number, e.name)].status != "passed" for e in lesson.exercises):
+            return lesson
+    return app.course.lessons[-1]
+
+
+def grade(
+    app: App, target: str | None, *, all_lessons: bool = False, solutions: bool = False,
+    path: str | None = None, seed: int = 0, example: str | None = None, as_json: bool = False,
+    timeout: float = 60.0, devices: int | None = None, cpu: bool = False,
+    max_examples: int | None = None,
+) -> int:  # fmt: skip
+    from grader.runner import LessonRequest, Request, grade as run_grading
+
+    chosen = parse_target(app, target, all_lessons)
+    if example and not chosen.exercise:
+        raise click.UsageError("--example needs one exercise: course grade N.exercise --example '…'")
+    if solutions and path:
+        raise click.UsageError("give --solutions or --path, not both")
+    if solutions:
+        directory, counted = paths.root() / "solutions", False
+    elif path:
+        directory = Path(path).resolve()
+        if not directory.is_dir():
+            raise click.BadParameter(f"{path} is not a directory", param_hint="--path")
+        counted = directory == app.ws.exercises
+    else:
+        app.ensure_workspace()
+        directory, counted = app.ws.exercises, True
+    if example:
+        from grader.spec import parse_example
+
+        try:
+            parse_example(example)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--example") from None
+    request = Request(
+        lessons=[
+            LessonRequest(
+                lesson=lesson.number, module=lesson.module, title=lesson.title,
+                exercises=[e.name for e in lesson.exercises],
+                points={e.name: e.points for e in lesson.exercises},
+                only=[chosen.exercise] if chosen.exercise else None,
+            )
+            for lesson in chosen.lessons
+        ],
+        directory=str(directory), seed=seed, example=example, max_examples=max_examples,
+        timeout=timeout, devices=devices, platform="cpu" if cpu else None,
+    )  # fmt: skip
+    command = "course grade " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if sys.argv[1:2] == ["grade"] else "course grade"
+    console = app.console
+    with app.progress() as progress:
+        attempt = progress.start_attempt(str(directory), counted, command)
+        status = None if as_json or not console.is_terminal else console.status("starting the grader …")
+
+        def on_event(event: dict) -> None:
+            if event["type"] == "exercise":
+                progress.record(attempt, ExerciseResult.from_dict(event["result"]))
+            elif event["type"] == "example" and status is not None:
+                status.update(f"grading {event['lesson']}.{event['exercise']} — example {event['index'] + 1}: {event['example']}")
+
+        try:
+            if status is not None:
+                status.start()
+            results = run_grading(request, on_event)
+        except KeyboardInterrupt:
+            if status is not None:
+                status.stop()
+            progress.finish_attempt(attempt, "interrupted")
+            console.print("\n[yellow]Interrupted.[/yellow] Results recorded so far are kept.")
+            return 130
+        finally:
+            if status is not None:
+                status.stop()
+        progress.finish_attempt(attempt)
+    for lesson, result in zip(chosen.lessons, results):
+        for er in result.exercises:
+            if er.status == Status.NOT_STARTED and lesson.hints:
+                er.hint = lesson.hints[0]
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+    else:
+        render(app, results, solutions=solutions, path=path)
+    return 0 if all(r.passed for r in results) else 1
+
+
+def render(app: App, results: list[LessonResult], *, solutions: bool = False, path: str | None = None) -> None:
+    from grader.report import LessonReport
+
+    def rerun(er: ExerciseResult) -> str:
+        cmd = f"course grade {er.lesson}.{er.exercise}"
+        if er.example:
+            cmd += f" --example {shlex.quote(er.example)}"
+        if solutions:
+            cmd += " --solutions"
+        elif path:
+            cmd += f" --path {shlex.quote(path)}"
+        return cmd
+
+    for result in results:
+        app.console.print(LessonReport(result, rerun))

@@ -1,0 +1,99 @@
+"""``course list`` and ``course status``: what there is, and how far you are."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from course.commands.common import App
+from grader.report import status_text
+
+NOT_STARTED = "not started"
+
+
+def list_lessons(app: App) -> int:
+    states = _states(app)
+    table = Table(box=box.SIMPLE_HEAD, title="scaling-course", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("lesson / exercise", no_wrap=True)
+    table.add_column("what it asks", style="dim", ratio=1)
+    table.add_column("points", justify="right")
+    table.add_column("status", no_wrap=True)
+    for lesson in app.course.lessons:
+        table.add_row(str(lesson.number), Text(lesson.title, style="bold"), lesson.summary, str(lesson.points), "")
+        for ex in lesson.exercises:
+            st = states.get((lesson.number, ex.name))
+            table.add_row(
+                "", Text("  " + ex.name, style="cyan"), ex.summary, str(ex.points),
+                status_text(st.status if st else NOT_STARTED),
+            )  # fmt: skip
+    app.console.print(table)
+    app.console.print("[dim]course show N · course grade N · course hint N[/dim]")
+    return 0
+
+
+def status(app: App) -> int:
+    app.ensure_workspace()
+    states = _states(app)
+    table = Table(box=box.SIMPLE_HEAD, title="Your progress", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("lesson")
+    table.add_column("done", justify="right")
+    table.add_column("points", justify="right")
+    table.add_column("last graded")
+    earned = possible = 0
+    next_step: tuple[int, str] | None = None
+    for lesson in app.course.lessons:
+        done = pts = 0
+        last = None
+        for ex in lesson.exercises:
+            st = states.get((lesson.number, ex.name))
+            if st and st.status == "passed":
+                done += 1
+                pts += ex.points
+            if st:
+                last = max(last or 0, st.last)
+            if next_step is None and not (st and st.status == "passed"):
+                next_step = (lesson.number, ex.name)
+        earned += pts
+        possible += lesson.points
+        mark = Text("✔ ", style="green") if done == len(lesson.exercises) else Text("  ")
+        table.add_row(str(lesson.number), Text.assemble(mark, lesson.title),
+                      f"{done}/{len(lesson.exercises)}", f"{pts}/{lesson.points}",
+                      _ago(last) if last else Text("never", style="dim"))  # fmt: skip
+    app.console.print(table)
+    bar = Table.grid(padding=(0, 1))
+    bar.add_row(ProgressBar(total=possible or 1, completed=earned, width=40), f"{earned}/{possible} points")
+    app.console.print(bar)
+    if next_step:
+        n, name = next_step
+        lesson = app.course.lesson(n)
+        st = states.get(next_step)
+        verb = "Fix" if st and st.status != NOT_STARTED else "Next"
+        app.console.print(
+            f"\n{verb}: [bold]{n}.{name}[/bold] in {app.ws.exercise_file(lesson.module)}\n"
+            f"  read [cyan]course show {n}[/cyan] · grade [cyan]course grade {n}[/cyan] · "
+            f"stuck? [cyan]course hint {n}[/cyan]"
+        )
+    else:
+        app.console.print("\n[bold green]Every lesson passes. Well done.[/bold green]")
+    return 0
+
+
+def _states(app: App) -> dict:
+    if not app.ws.db.exists():
+        return {}
+    with app.progress() as progress:
+        return progress.states()
+
+
+def _ago(t: float) -> str:
+    import time
+
+    s = time.time() - t
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if s >= size:
+            return f"{int(s // size)} {unit} ago"
+    return "just now"

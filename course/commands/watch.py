@@ -1,0 +1,27 @@
+"""``course watch``: re-grade a lesson every time its exercise file is saved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from course.commands.common import App
+from course.commands.grade import current_lesson, grade
+
+
+def watch(app: App, number: int | None, **grade_options) -> int:
+    from watchfiles import watch as watch_changes
+
+    app.ensure_workspace()
+    lesson = app.lesson(number) if number else current_lesson(app)
+    target = app.ws.exercise_file(lesson.module).resolve()
+    app.console.rule(f"watching {target.name} — Ctrl-C to stop")
+    grade(app, str(lesson.number), **grade_options)
+    try:
+        for changes in watch_changes(target.parent, debounce=300, raise_interrupt=True):
+            if any(Path(p).resolve() == target for _, p in changes):
+                app.console.rule(f"{target.name} changed — grading lesson {lesson.number}")
+                grade(app, str(lesson.number), **grade_options)
+    except KeyboardInterrupt:
+        pass
+    app.console.print("\nStopped watching.")
+    return 0

@@ -1,0 +1,51 @@
+"""Where things are: the course's own files, and the student's workspace.
+
+The repository (``root``) holds the pristine stubs in ``exercises/``, the
+references in ``solutions/`` and the lesson texts. The student works in a
+workspace (``home``, default ``<root>/workspace``), which gets a copy of every
+stub the first time it is needed and the progress database; ``course reset``
+copies a stub back from ``root``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def root() -> Path:
+    env = os.environ.get("COURSE_ROOT")
+    return Path(env).resolve() if env else Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Workspace:
+    home: Path
+    db: Path
+
+    @property
+    def exercises(self) -> Path:
+        return self.home / "exercises"
+
+    def exercise_file(self, module: str) -> Path:
+        return self.exercises / f"{module}.py"
+
+    def ensure(self, modules: list[str]) -> list[Path]:
+        """Copy the stub of every module the workspace lacks; return those copied."""
+        copied = []
+        self.exercises.mkdir(parents=True, exist_ok=True)
+        for module in modules:
+            target = self.exercise_file(module)
+            source = root() / "exercises" / f"{module}.py"
+            if not target.exists() and source.exists():
+                shutil.copyfile(source, target)
+                copied.append(target)
+        return copied
+
+
+def workspace(home: str | Path | None = None, db: str | Path | None = None) -> Workspace:
+    h = Path(home or os.environ.get("COURSE_HOME") or root() / "workspace").resolve()
+    d = Path(db or os.environ.get("COURSE_DB") or h / "progress.db").resolve()
+    return Workspace(h, d)

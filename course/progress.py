@@ -1,0 +1,197 @@
+"""Progress: every attempt and result, in a SQLite file in the course home.
+
+Each write is its own transaction (WAL journal, so ``course watch`` and
+``course grade`` may run at once): a kill at any moment loses at most the
+result in flight, never the file. A damaged file or one written by a newer
+version of the course is refused with a message that says what to do.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS attempts (
+    id INTEGER PRIMARY KEY,
+    started REAL NOT NULL,
+    finished REAL,
+    source TEXT NOT NULL,          -- the directory graded
+    counted INTEGER NOT NULL,      -- 1 when it is the student's own workspace
+    command TEXT NOT NULL,
+    state TEXT NOT NULL            -- running, done, interrupted
+);
+CREATE TABLE IF NOT EXISTS results (
+    id INTEGER PRIMARY KEY,
+    attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+    recorded REAL NOT NULL,
+    lesson INTEGER NOT NULL,
+    exercise TEXT NOT NULL,
+    status TEXT NOT NULL,
+    score INTEGER NOT NULL,
+    possible INTEGER NOT NULL,
+    duration REAL NOT NULL,
+    example TEXT
+);
+CREATE INDEX IF NOT EXISTS results_by_exercise ON results(lesson, exercise, id);
+CREATE TABLE IF NOT EXISTS checks (
+    result_id INTEGER NOT NULL REFERENCES results(id),
+    name TEXT NOT NULL,
+    passed INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    duration REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hints (lesson INTEGER PRIMARY KEY, shown INTEGER NOT NULL);
+"""
+
+
+class ProgressError(Exception):
+    """The progress file cannot be used; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class ExerciseState:
+    status: str
+    """The latest counted status: passed, failed, error, timeout, not started."""
+    ever_passed: bool
+    attempts: int
+    last: float
+    """Time of the latest result (seconds since the epoch)."""
+
+
+class Progress:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+            self.db.execute("PRAGMA busy_timeout = 10000")
+            check = self.db.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                raise sqlite3.DatabaseError(check)
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            version = self._version()
+        except sqlite3.DatabaseError as exc:
+            raise ProgressError(
+                f"The progress file {self.path} is damaged ({exc}).\n"
+                f"Move it aside and a fresh one will be started:\n"
+                f"    mv {self.path} {self.path}.broken\n"
+                "Your exercise files are not affected."
+            ) from None
+        if version is not None and version > SCHEMA_VERSION:
+            raise ProgressError(
+                f"The progress file {self.path} was written by a newer version of the course "
+                f"(schema {version}; this one knows {SCHEMA_VERSION}).\n"
+                "Update the course (git pull && pip install -e .), or point --db at another file."
+            )
+        if version is None:  # a new file: the whole schema in one transaction
+            self.db.executescript(
+                f"BEGIN IMMEDIATE; {SCHEMA} INSERT OR REPLACE INTO meta "
+                f"VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
+            )
+
+    def _version(self) -> int | None:
+        has_meta = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        ).fetchone()
+        if not has_meta:
+            return None
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0]) if row else None
+
+    def _tx(self):
+        return _Transaction(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ----------------------------------------------------------- writes
+
+    def start_attempt(self, source: str, counted: bool, command: str) -> int:
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO attempts (started, source, counted, command, state) VALUES (?, ?, ?, ?, 'running')",
+                (time.time(), source, int(counted), command),
+            )
+            return int(cur.lastrowid)
+
+    def record(self, attempt: int, result) -> None:
+        """Record one ExerciseResult (and its checks) in one transaction."""
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO results (attempt_id, recorded, lesson, exercise, status, score, possible, duration, example)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (attempt, time.time(), result.lesson, result.exercise, str(result.status),
+                 result.score, result.points, result.duration, result.example),
+            )  # fmt: skip
+            db.executemany(
+                "INSERT INTO checks VALUES (?, ?, ?, ?, ?)",
+                [(cur.lastrowid, c.name, int(c.passed), c.message, c.duration) for c in result.checks],
+            )
+
+    def finish_attempt(self, attempt: int, state: str = "done") -> None:
+        with self._tx() as db:
+            db.execute("UPDATE attempts SET finished = ?, state = ? WHERE id = ?", (time.time(), state, attempt))
+
+    def next_hint(self, lesson: int, available: int) -> int:
+        """The index of the hint to show now (cycling at the end), and count it."""
+        with self._tx() as db:
+            row = db.execute("SELECT shown FROM hints WHERE lesson = ?", (lesson,)).fetchone()
+            shown = row[0] if row else 0
+            db.execute("INSERT OR REPLACE INTO hints VALUES (?, ?)", (lesson, shown + 1))
+        return shown % available if available else 0
+
+    def hints_shown(self, lesson: int) -> int:
+        row = self.db.execute("SELECT shown FROM hints WHERE lesson = ?", (lesson,)).fetchone()
+        return row[0] if row else 0
+
+    # ----------------------------------------------------------- reads
+
+    def states(self) -> dict[tuple[int, str], ExerciseState]:
+        """Per (lesson, exercise): the latest result of the student's own attempts."""
+        rows = self.db.execute(
+            """
+            SELECT r.lesson, r.exercise, r.status, r.recorded,
+                   (SELECT COUNT(*) FROM results r2 JOIN attempts a2 ON a2.id = r2.attempt_id
+                     WHERE a2.counted AND r2.lesson = r.lesson AND r2.exercise = r.exercise),
+                   (SELECT MAX(r3.status = 'passed') FROM results r3 JOIN attempts a3 ON a3.id = r3.attempt_id
+                     WHERE a3.counted AND r3.lesson = r.lesson AND r3.exercise = r.exercise)
+            FROM results r JOIN attempts a ON a.id = r.attempt_id
+            WHERE a.counted AND r.id = (
+                SELECT MAX(r4.id) FROM results r4 JOIN attempts a4 ON a4.id = r4.attempt_id
+                WHERE a4.counted AND r4.lesson = r.lesson AND r4.exercise = r.exercise)
+            """
+        ).fetchall()
+        return {
+            (lesson, ex): ExerciseState(status, bool(ever), int(n), recorded)
+            for lesson, ex, status, recorded, n, ever in rows
+        }
+
+    def attempts(self) -> list[tuple]:
+        return self.db.execute("SELECT id, started, finished, source, counted, command, state FROM attempts ORDER BY id").fetchall()
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.db.execute("COMMIT")
+        else:
+            self.db.execute("ROLLBACK")

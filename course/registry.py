@@ -1,0 +1,96 @@
+"""course.toml → frozen dataclasses: the single source of lesson order."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+REGISTRY = Path(__file__).with_name("course.toml")
+
+
+@dataclass(frozen=True)
+class Exercise:
+    name: str
+    """The function the student implements; also its name in the grading spec."""
+    points: int
+    """What passing it is worth."""
+    summary: str
+    """One line: what the function must do."""
+
+
+@dataclass(frozen=True)
+class Lesson:
+    number: int
+    """Position in the course, from 1."""
+    slug: str
+    """Short name: files are ``lNN_slug.py`` and ``NN_slug.md``."""
+    title: str
+    summary: str
+    """One line shown by ``course list``."""
+    hints: tuple[str, ...]
+    """Shown one at a time by ``course hint N``; the first also for a stub not started."""
+    exercises: tuple[Exercise, ...]
+
+    @property
+    def module(self) -> str:
+        """The exercise/solution/spec module name, e.g. ``l02_collectives``."""
+        return f"l{self.number:02d}_{self.slug}"
+
+    @property
+    def text_name(self) -> str:
+        """The lesson text's file name in ``course/lessons``."""
+        return f"{self.number:02d}_{self.slug}.md"
+
+    @property
+    def points(self) -> int:
+        return sum(e.points for e in self.exercises)
+
+    def exercise(self, name: str) -> Exercise:
+        for ex in self.exercises:
+            if ex.name == name:
+                return ex
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class Course:
+    lessons: tuple[Lesson, ...]
+
+    def lesson(self, number: int) -> Lesson:
+        for lesson in self.lessons:
+            if lesson.number == number:
+                return lesson
+        known = ", ".join(str(x.number) for x in self.lessons)
+        raise KeyError(f"there is no lesson {number} (lessons: {known})")
+
+
+class RegistryError(Exception):
+    pass
+
+
+@cache
+def load(path: Path = REGISTRY) -> Course:
+    try:
+        raw = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise RegistryError(f"cannot read {path}: {exc}") from None
+    lessons = []
+    for i, entry in enumerate(raw.get("lessons", []), start=1):
+        try:
+            exercises = tuple(
+                Exercise(e["name"], int(e.get("points", 1)), e.get("summary", ""))
+                for e in entry.get("exercises", [])
+            )
+            lesson = Lesson(
+                number=int(entry["number"]), slug=entry["slug"], title=entry["title"],
+                summary=entry.get("summary", ""), hints=tuple(entry.get("hints", [])),
+                exercises=exercises,
+            )  # fmt: skip
+        except KeyError as exc:
+            raise RegistryError(f"{path}: lesson #{i} lacks {exc}") from None
+        if lesson.number != i:
+            raise RegistryError(f"{path}: lesson #{i} is numbered {lesson.number}; keep them in order")
+        lessons.append(lesson)
+    return Course(tuple(lessons))
