@@ -122,6 +122,12 @@ def _scale(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray]) -> floa
 
 def steps(kind: str, actual: int, expected: int, n: int) -> str | None:
     """Diagnose a wrong number of collective executions."""
+    if n > 2 and (n & (n - 1)) == 0 and actual * (n - 1) == expected * int(np.log2(n)):
+        return (
+            f"log2(N) = {int(np.log2(n))} exchanges per phase: that is a butterfly (recursive "
+            "doubling), which only works when N is a power of two — the grader also draws "
+            "N = 3 and 6. Use a ring of N − 1 steps."
+        )
     if actual == expected + 1:
         return (
             f"One {kind} too many: after N − 1 = {n - 1} steps every block has reached every "
@@ -131,8 +137,6 @@ def steps(kind: str, actual: int, expected: int, n: int) -> str | None:
         return f"One {kind} too few: a ring of N = {n} devices needs {expected} steps to reach every device."
     if n > 2 and expected > 0 and actual == expected * n // (n - 1):
         return f"N steps per phase instead of N − 1: every phase of the ring needs only N − 1 = {n - 1} steps."
-    if n > 1 and (n & (n - 1)) == 0 and actual * (n - 1) == expected * int(np.log2(n)):
-        return "log2(N) exchanges: that is a butterfly (recursive doubling), which only works when N is a power of two. Use a ring."
     if actual == 0 and expected > 0:
         return f"No {kind} at all: the data never leaves the device."
     return None

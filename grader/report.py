@@ -104,9 +104,11 @@ class ExercisePanel:
             parts.append(facts)
         if e.checks:
             parts.append(CheckTable(e.checks))
+            comms_shown = False
             for c in e.checks:
                 if not c.passed:
-                    parts.extend(Evidence(c).renderables())
+                    parts.extend(Evidence(c, comms_table=not comms_shown).renderables())
+                    comms_shown = comms_shown or "table" in c.details
         if e.error:
             parts.append(Panel(Text(e.error), title="error", title_align="left", border_style="red", box=box.ROUNDED))
         if e.hint:
@@ -134,8 +136,9 @@ class CheckTable:
 class Evidence:
     """The details of one failed check, drawn."""
 
-    def __init__(self, check: CheckResult):
+    def __init__(self, check: CheckResult, comms_table: bool = True):
         self.check = check
+        self.comms_table = comms_table
 
     def renderables(self) -> list:
         d = self.check.details
@@ -146,6 +149,14 @@ class Evidence:
             stats.add_row("max abs error", f"{d['max_abs_err']:.4g}", "max rel error", f"{d['max_rel_err']:.4g}",
                           "tolerance", f"atol {d['atol']:.2g}, rtol {d['rtol']:.2g}")  # fmt: skip
             out.append(stats)
+            first = d.get("first_mismatch") or {}
+            if "expected_shard" in first:
+                where = "device " + ",".join(map(str, first["coord"]))
+                t = Table(box=box.SIMPLE, title=f"{where}: its whole shard", title_justify="left")
+                t.add_column("expected")
+                t.add_column("yours")
+                t.add_row(_grid(first["expected_shard"]), Text(_grid(first["actual_shard"]), style="red"))
+                out.append(t)
         if self.check.name == "sharding" and "expected" in d:
             t = Table(box=box.SIMPLE, title="sharding", title_justify="left")
             t.add_column("expected")
@@ -153,7 +164,7 @@ class Evidence:
             t.add_row(str(d["expected"]), Text(str(d["actual"]), style="red"))
             out.append(t)
         if "table" in d or (self.check.name == "collectives" and "actual" in d):
-            out.append(CommsTable(self.check))
+            out.append(CommsTable(self.check, show_table=self.comms_table))
         if "memory" in d and d.get("memory"):
             m = d["memory"]
             t = Table(box=box.SIMPLE, title="memory per device", title_justify="left")
@@ -200,6 +211,17 @@ class DeviceMap:
         yield t
 
 
+def _grid(values) -> str:
+    """A small nested list as aligned rows of numbers."""
+    import numpy as np
+
+    a = np.asarray(values)
+    if a.ndim <= 1:
+        return " ".join(f"{v:g}" for v in np.atleast_1d(a))
+    rows = a.reshape(a.shape[0], -1)
+    return "\n".join(" ".join(f"{v:>5g}" for v in row) for row in rows)
+
+
 def _ndindex(shape: list[int]):
     import itertools
 
@@ -209,11 +231,17 @@ def _ndindex(shape: list[int]):
 class CommsTable:
     """Collectives measured from the compiled program, against the expectation."""
 
-    def __init__(self, check: CheckResult):
+    def __init__(self, check: CheckResult, show_table: bool = True):
         self.check = check
+        self.show_table = show_table
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         d = self.check.details
+        if self.show_table:
+            yield from self._table(d)
+        yield from self._expectation(d)
+
+    def _table(self, d: dict) -> RenderResult:
         rows = d.get("table") or d.get("actual") or []
         t = Table(box=box.SIMPLE, title="communication measured in the compiled program (per device)",
                   title_justify="left")  # fmt: skip
@@ -229,13 +257,15 @@ class CommsTable:
         if not rows:
             t.add_row("(none)", "", "", "")
         yield t
+
+    def _expectation(self, d: dict) -> RenderResult:
         expect = []
         if self.check.name == "steps":
             expect.append(f"expected {d['expected']} × {d['kind']}, measured {d['actual']}")
         elif self.check.name == "bytes":
             expect.append(f"expected {_bytes(d['expected'])} per device, measured {_bytes(d['actual'])}")
-            if d.get("itemsize"):
-                expect.append(f"(counted at {d['itemsize']} bytes per element: XLA:CPU widens bf16 transfers to f32)")
+            if d.get("itemsize") == 2:
+                expect.append("(bfloat16 counted at 2 bytes per element; XLA:CPU widens it to f32 in transit)")
         elif self.check.name == "collectives":
             expect.append("allowed: " + (", ".join(d.get("allowed", [])) or "none"))
         if expect:

@@ -49,6 +49,8 @@ class Request:
     timeout: float = 60.0
     devices: int | None = None
     platform: str | None = None
+    grace: float = GRACE
+    """Seconds past ``timeout`` before a worker stuck in compiled code is killed."""
 
 
 Listener = Callable[[dict], None]
@@ -146,7 +148,7 @@ def _run_worker(
                     elif kind == "example":
                         current = (event["lesson"], event["exercise"])
                         current_example = event["example"]
-                        deadline = time.monotonic() + request.timeout + GRACE
+                        deadline = time.monotonic() + request.timeout + request.grace
                     elif kind == "exercise":
                         er = ExerciseResult.from_dict(event["result"])
                         _record(er, results, todo)

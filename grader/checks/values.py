@@ -12,6 +12,10 @@ from grader.results import CheckResult
 from grader.spec import Check, Example, Trial
 
 
+SHOW_LIMIT = 48
+"""Shards of at most this many elements are shown whole in a failure report."""
+
+
 def tolerance(dtype: str, reduce_size: int = 1) -> tuple[float, float]:
     """(atol as a fraction of max|expected|, rtol) for a result summed over ``reduce_size`` terms.
 
@@ -97,8 +101,9 @@ class Values(Check):
             ok = bool(np.all(err <= atol + rtol * np.abs(as_numpy(e))))
             m = float(err.max()) if err.size else 0.0
             worst_abs = max(worst_abs, m)
-            if err.size:
-                worst_rel = max(worst_rel, float((err / np.maximum(np.abs(as_numpy(e)), 1e-30)).max()))
+            nonzero = np.abs(as_numpy(e)) > 0
+            if np.any(nonzero):
+                worst_rel = max(worst_rel, float((err[nonzero] / np.abs(as_numpy(e))[nonzero]).max()))
             devices.append({"coord": list(coord), "ok": ok, "max_abs": m})
             if not ok and first is None:
                 bad = np.argwhere(~(err <= atol + rtol * np.abs(as_numpy(e))))[0]
@@ -109,6 +114,9 @@ class Values(Check):
                     "expected": float(as_numpy(e)[tuple(bad)]),
                     "actual": float(as_numpy(a)[tuple(bad)]),
                 }
+                if e.size <= SHOW_LIMIT:  # small enough to print whole
+                    first["expected_shard"] = as_numpy(e).tolist()
+                    first["actual_shard"] = as_numpy(a).tolist()
         details = {
             "max_abs_err": worst_abs,
             "max_rel_err": worst_rel,

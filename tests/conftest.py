@@ -1,0 +1,22 @@
+"""Test set-up: 8 simulated CPU devices before anything imports jax."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grader import devices  # noqa: E402
+
+os.environ.setdefault("COURSE_PLATFORM", "cpu")
+devices.configure(8)
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def root() -> Path:
+    return ROOT

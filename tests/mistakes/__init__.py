@@ -1,0 +1,347 @@
+"""Realistic wrong implementations, each with the diagnosis the grader must give.
+
+Each mistake replaces one function of a lesson's reference solution (its
+code is appended to a copy of the solution module, so the later ``def``
+wins). ``check`` names the check that must fail (or ``None`` when the whole
+exercise must end in an error/timeout), ``status`` the exercise's status, and
+``says`` words the failing check's message or the hint must contain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mistake:
+    id: str
+    module: str
+    exercise: str
+    code: str
+    status: str
+    check: str | None
+    says: tuple[str, ...]
+
+
+L02 = "l02_collectives"
+L01 = "l01_meshes"
+HEADER = "import jax\nimport jax.numpy as jnp\nimport numpy as np\nfrom jax import lax\n"
+
+MISTAKES = [
+    # ------------------------------------------------------------ lesson 2
+    Mistake(
+        "wrong-ring-direction", L02, "ring_all_gather",
+        '''
+def ring_all_gather(x, axis_name):
+    n = lax.axis_size(axis_name)
+    me = lax.axis_index(axis_name)
+    b = x.shape[0]
+    left = [(i, (i - 1) % n) for i in range(n)]  # sends left ...
+    out = lax.pcast(jnp.zeros((n * b, *x.shape[1:]), x.dtype), axis_name, to="varying")
+    out = lax.dynamic_update_slice_in_dim(out, x, me * b, axis=0)
+
+    def step(s, carry):
+        out, block = carry
+        block = lax.ppermute(block, axis_name, left)
+        owner = (me - s - 1) % n  # ... but indexes as if it sent right
+        return lax.dynamic_update_slice_in_dim(out, block, owner * b, axis=0), block
+
+    return lax.fori_loop(0, n - 1, step, (out, x))[0]
+''',
+        "failed", "values", ("mirrored", "ring"),
+    ),
+    Mistake(
+        "calls-all-gather", L02, "ring_all_gather",
+        '''
+def ring_all_gather(x, axis_name):
+    return lax.all_gather(x, axis_name, tiled=True)
+''',
+        "failed", "collectives", ("all-gather", "lax.all_gather"),
+    ),
+    Mistake(
+        "one-step-too-many", L02, "ring_all_gather",
+        '''
+def ring_all_gather(x, axis_name):
+    n = lax.axis_size(axis_name)
+    me = lax.axis_index(axis_name)
+    b = x.shape[0]
+    right = [(i, (i + 1) % n) for i in range(n)]
+    out = lax.pcast(jnp.zeros((n * b, *x.shape[1:]), x.dtype), axis_name, to="varying")
+    out = lax.dynamic_update_slice_in_dim(out, x, me * b, axis=0)
+
+    def step(s, carry):
+        out, block = carry
+        block = lax.ppermute(block, axis_name, right)
+        return lax.dynamic_update_slice_in_dim(out, block, ((me - s - 1) % n) * b, axis=0), block
+
+    return lax.fori_loop(0, n, step, (out, x))[0]  # n steps: one too many
+''',
+        "failed", "steps", ("too many",),
+    ),
+    Mistake(
+        "butterfly-power-of-two", L02, "ring_all_gather",
+        '''
+def ring_all_gather(x, axis_name):
+    n = lax.axis_size(axis_name)
+    me = lax.axis_index(axis_name)
+    out, d = x, 1
+    while d < n:  # recursive doubling: partner i XOR d
+        other = lax.ppermute(out, axis_name, [(i, i ^ d) for i in range(n)])
+        lower = (me & d) == 0
+        out = jnp.where(lower, jnp.concatenate([out, other]), jnp.concatenate([other, out]))
+        d *= 2
+    return out
+''',
+        "failed", "steps", ("butterfly", "power of two"),
+    ),
+    Mistake(
+        "all-reduce-sends-everything", L02, "ring_all_reduce",
+        '''
+def ring_all_reduce(x, axis_name):
+    n = lax.axis_size(axis_name)
+    right = [(i, (i + 1) % n) for i in range(n)]
+    acc, block = x, x
+    for _ in range(n - 1):  # the whole array, N - 1 times
+        block = lax.ppermute(block, axis_name, right)
+        acc = acc + block
+    return acc
+''',
+        "failed", "bytes", ("whole arrays",),
+    ),
+    Mistake(
+        "reduce-scatter-wrong-chunk", L02, "ring_reduce_scatter",
+        '''
+def ring_reduce_scatter(x, axis_name):
+    n = lax.axis_size(axis_name)
+    me = lax.axis_index(axis_name)
+    c = x.shape[0] // n
+    right = [(i, (i + 1) % n) for i in range(n)]
+
+    def chunk(k):
+        return lax.dynamic_slice_in_dim(x, k * c, c, axis=0)
+
+    acc = chunk(me)  # starts with its own chunk: ends one chunk off
+
+    def step(s, acc):
+        return lax.ppermute(acc, axis_name, right) + chunk((me - s - 1) % n)
+
+    return lax.fori_loop(0, n - 1, step, acc)
+''',
+        "failed", "values", ("meant for device i + 1",),
+    ),
+    Mistake(
+        "reduce-scatter-chunk-0-everywhere", L02, "ring_reduce_scatter",
+        '''
+def ring_reduce_scatter(x, axis_name):
+    n = lax.axis_size(axis_name)
+    c = x.shape[0] // n
+    right = [(i, (i + 1) % n) for i in range(n)]
+    acc, block = x, x
+    for _ in range(n - 1):
+        block = lax.ppermute(block, axis_name, right)
+        acc = acc + block
+    return acc[:c]  # chunk 0 on every device: axis_index forgotten
+''',
+        "failed", "values", ("device 0",),
+    ),
+    Mistake(
+        "all-reduce-mean", L02, "ring_all_reduce",
+        '''
+def ring_all_reduce(x, axis_name):
+    n = lax.axis_size(axis_name)
+    return ring_all_gather(ring_reduce_scatter(x, axis_name), axis_name) / n  # a mean
+''',
+        "failed", "values", ("too small", "mean"),
+    ),
+    Mistake(
+        "returns-none", L02, "ring_all_gather",
+        '''
+def ring_all_gather(x, axis_name):
+    lax.ppermute(x, axis_name, [(0, 0)])
+''',
+        "failed", "returns", ("returned None", "return"),
+    ),
+    Mistake(
+        "returns-list", L02, "ring_all_gather",
+        '''
+def ring_all_gather(x, axis_name):
+    return [x] * lax.axis_size(axis_name)
+''',
+        "failed", "returns", ("list",),
+    ),
+    Mistake(
+        "wrong-shape", L02, "ring_reduce_scatter",
+        '''
+def ring_reduce_scatter(x, axis_name):
+    return x  # forgot to scatter
+''',
+        "failed", "returns", ("shape",),
+    ),
+    Mistake(
+        "wrong-dtype", L02, "ring_all_reduce",
+        '''
+_correct_all_reduce = ring_all_reduce
+
+def ring_all_reduce(x, axis_name):
+    return _correct_all_reduce(x, axis_name).astype(jnp.float32)
+''',
+        "failed", "returns", ("dtype",),
+    ),
+    Mistake(
+        "nan", L02, "ring_all_reduce",
+        '''
+_correct_all_reduce = ring_all_reduce
+
+def ring_all_reduce(x, axis_name):
+    total = _correct_all_reduce(x, axis_name)
+    return total * jnp.log(total - total - 1)  # log of a negative number
+''',
+        "failed", "values", ("NaN",),
+    ),
+    Mistake(
+        "raises", L02, "ring_all_gather",
+        '''
+def ring_all_gather(x, axis_name):
+    return helper(x)
+
+def helper(x):
+    raise ValueError("my own bug")
+''',
+        "error", None, ("my own bug", "helper"),
+    ),
+    # ------------------------------------------------------------ lesson 1
+    Mistake(
+        "floor-division-hides-indivisible", L01, "shard_shape",
+        '''
+def shard_shape(global_shape, mesh_shape, spec):
+    out = []
+    for dim, size in enumerate(global_shape):
+        entry = spec[dim] if dim < len(spec) else None
+        axes = () if entry is None else (entry,) if isinstance(entry, str) else entry
+        out.append(size // math.prod(mesh_shape[a] for a in axes))
+    return tuple(out)
+''',
+        "failed", "values", ("Integer division",),
+    ),
+    Mistake(
+        "tuple-entry-first-axis-only", L01, "shard_shape",
+        '''
+def shard_shape(global_shape, mesh_shape, spec):
+    out = []
+    for dim, size in enumerate(global_shape):
+        entry = spec[dim] if dim < len(spec) else None
+        ways = 1 if entry is None else mesh_shape[entry if isinstance(entry, str) else entry[0]]
+        if size % ways:
+            raise ValueError("indivisible")
+        out.append(size // ways)
+    return tuple(out)
+''',
+        "failed", "values", ("product of all their sizes",),
+    ),
+    Mistake(
+        "zip-truncates-short-spec", L01, "shard_shape",
+        '''
+def shard_shape(global_shape, mesh_shape, spec):
+    out = []
+    for size, entry in zip(global_shape, spec):
+        axes = () if entry is None else (entry,) if isinstance(entry, str) else entry
+        ways = math.prod(mesh_shape[a] for a in axes)
+        if size % ways:
+            raise ValueError("indivisible")
+        out.append(size // ways)
+    return tuple(out)
+''',
+        "failed", "values", ("zip",),
+    ),
+    Mistake(
+        "minor-major-swapped", L01, "device_slices",
+        '''
+def device_slices(global_shape, mesh_shape, spec):
+    block = shard_shape(global_shape, mesh_shape, spec)
+    names = list(mesh_shape)
+    out = {}
+    for coord in np.ndindex(*mesh_shape.values()):
+        where = dict(zip(names, coord))
+        slices = []
+        for dim, size in enumerate(block):
+            entry = spec[dim] if dim < len(spec) else None
+            axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+            index = 0
+            for a in reversed(axes):  # the last axis taken as major
+                index = index * mesh_shape[a] + where[a]
+            slices.append(slice(index * size, (index + 1) * size))
+        out[coord] = tuple(slices)
+    return out
+''',
+        "failed", "values", ("first is major",),
+    ),
+    Mistake(
+        "slice-at-block-index", L01, "device_slices",
+        '''
+def device_slices(global_shape, mesh_shape, spec):
+    block = shard_shape(global_shape, mesh_shape, spec)
+    names = list(mesh_shape)
+    out = {}
+    for coord in np.ndindex(*mesh_shape.values()):
+        where = dict(zip(names, coord))
+        slices = []
+        for dim, size in enumerate(block):
+            entry = spec[dim] if dim < len(spec) else None
+            axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+            index = 0
+            for a in axes:
+                index = index * mesh_shape[a] + where[a]
+            slices.append(slice(index, index + size))  # the index, not the offset
+        out[coord] = tuple(slices)
+    return out
+''',
+        "failed", "values", ("block index × shard size",),
+    ),
+    Mistake(
+        "replicas-left-out", L01, "device_slices",
+        '''
+_correct_device_slices = device_slices
+
+def device_slices(global_shape, mesh_shape, spec):
+    named = {a for e in spec if e is not None for a in ((e,) if isinstance(e, str) else e)}
+    full = _correct_device_slices(global_shape, mesh_shape, spec)
+    names = list(mesh_shape)
+    # keeps only the devices at coordinate 0 of every axis the spec does not name
+    return {c: s for c, s in full.items() if all(c[i] == 0 for i, a in enumerate(names) if a not in named)}
+''',
+        "failed", "values", ("hold copies",),
+    ),
+    Mistake(
+        "place-replicated", L01, "place",
+        '''
+def place(x, mesh, spec):
+    return jax.device_put(x, NamedSharding(mesh, PartitionSpec()))
+''',
+        "failed", "sharding", ("replicated",),
+    ),
+    Mistake(
+        "place-returns-numpy", L01, "place",
+        '''
+def place(x, mesh, spec):
+    return np.asarray(jax.device_put(x, NamedSharding(mesh, spec)))
+''',
+        "failed", "values", ("ndarray", "jax.Array"),
+    ),
+    Mistake(
+        "place-mutates-input", L01, "place",
+        '''
+def place(x, mesh, spec):
+    x[...] = x.astype(np.float16)  # "saves memory", in place
+    return jax.device_put(x, NamedSharding(mesh, spec))
+''',
+        "failed", "inputs", ("modified in place",),
+    ),
+    Mistake(
+        "bytes-counts-elements", L01, "bytes_per_device",
+        '''
+def bytes_per_device(global_shape, dtype, mesh_shape, spec):
+    return math.prod(shard_shape(global_shape, mesh_shape, spec))
+''',
+        "failed", "values", ("itemsize",),
+    ),
+]

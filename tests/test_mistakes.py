@@ -1,0 +1,49 @@
+"""Wrong code fails, each mistake with its own diagnosis."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from grader import engine
+from grader.results import Status
+from tests.mistakes import HEADER, MISTAKES, Mistake
+
+
+def write_variant(root, tmp_path, mistake: Mistake):
+    source = (root / "solutions" / f"{mistake.module}.py").read_text()
+    (tmp_path / f"{mistake.module}.py").write_text(source + "\n" + HEADER + mistake.code)
+    return tmp_path
+
+
+@pytest.mark.parametrize("mistake", MISTAKES, ids=lambda m: m.id)
+def test_mistake_is_caught_with_its_diagnosis(root, tmp_path, mistake: Mistake):
+    directory = write_variant(root, tmp_path, mistake)
+    lesson = int(mistake.module[1:3])
+    result = engine.grade_lesson(lesson, mistake.module, directory, only=[mistake.exercise])
+    (er,) = result.exercises
+    assert er.status == Status(mistake.status), (er.status, er.error, [c.to_dict() for c in er.checks])
+    if mistake.check is None:
+        evidence = f"{er.error} {er.hint}"
+    else:
+        failed = {c.name: c for c in er.checks if not c.passed}
+        assert mistake.check in failed, f"expected {mistake.check} to fail; failed: {sorted(failed)}"
+        check = failed[mistake.check]
+        evidence = f"{check.message} {check.hint} {er.hint}"
+        assert er.example, "a failing exercise names its example"
+    for words in mistake.says:
+        assert words in evidence, f"{words!r} not in: {evidence}"
+
+
+def test_every_mistake_targets_a_real_exercise():
+    for m in MISTAKES:
+        spec = engine.load_spec(m.module)
+        assert spec.exercise(m.exercise)
+
+
+def test_solution_copy_itself_passes(root, tmp_path):
+    """The harness is sound: the unmodified copy passes, so failures come from the mistakes."""
+    shutil.copy(root / "solutions" / "l02_collectives.py", tmp_path)
+    result = engine.grade_lesson(2, "l02_collectives", tmp_path, only=["ring_reduce_scatter"], max_examples=0)
+    assert result.exercises[0].status == Status.PASSED
