@@ -1,0 +1,358 @@
+"""grader/report.py: rich renderables, rendered to plain text and read back."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from grader.report import CommsTable, DeviceMap, ExercisePanel, LessonReport, NotStartedPanel
+from grader.results import CheckResult, ExerciseResult, LessonResult, Status
+
+
+def render(renderable, width: int = 100) -> str:
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    console.print(renderable)
+    return console.file.getvalue()
+
+
+def rerun(e: ExerciseResult) -> str:
+    cmd = f"course grade {e.lesson}.{e.exercise}"
+    return cmd + (f" --example '{e.example}'" if e.example else "")
+
+
+# ------------------------------------------------- evidence as the checks write it
+
+
+def values_check(mesh_shape: list[int], axis_names: list[str], bad: set[tuple]) -> CheckResult:
+    coords = [(i,) for i in range(mesh_shape[0])]
+    if len(mesh_shape) == 2:
+        coords = [(r, c) for r in range(mesh_shape[0]) for c in range(mesh_shape[1])]
+    devices = [
+        {"coord": list(c), "ok": c not in bad, "max_abs": 3.5 if c in bad else 0.0} for c in coords
+    ]
+    first = min(bad)
+    return CheckResult(
+        "values",
+        False,
+        f"{len(bad)} of {len(coords)} devices hold wrong values "
+        "(first at global index (8, 0): expected 16, got 0)",
+        example="n=4 rows=8 cols=2 dtype=float32 seed=0",
+        details={
+            "max_abs_err": 3.5,
+            "max_rel_err": 0.21875,
+            "atol": 3.2e-5,
+            "rtol": 1e-5,
+            "devices": devices,
+            "mesh_shape": mesh_shape,
+            "axis_names": axis_names,
+            "first_mismatch": {"coord": list(first), "index": [8, 0], "expected": 16.0, "actual": 0.0},
+        },
+        hint="Blocks land one position off: check the offset you write each arriving block at.",
+    )
+
+
+def steps_check(got: int, want: int) -> CheckResult:
+    return CheckResult(
+        "steps",
+        got == want,
+        f"{got} × collective-permute executed; expected {want} (ring steps)",
+        details={
+            "kind": "collective-permute",
+            "expected": want,
+            "actual": got,
+            "table": [{"kind": "collective-permute", "ops": 1, "count": got, "bytes": got * 128}],
+        },
+    )
+
+
+def collectives_check() -> CheckResult:
+    return CheckResult(
+        "collectives",
+        False,
+        "the compiled program contains all-gather; allowed: collective-permute",
+        details={
+            "allowed": ["collective-permute"],
+            "actual": [
+                {"kind": "all-gather", "ops": 1, "count": 1, "bytes": 384},
+                {"kind": "collective-permute", "ops": 2, "count": 6, "bytes": 768},
+            ],
+        },
+        hint="all-gather comes from lax.all_gather",
+    )
+
+
+def failed_exercise(check: CheckResult, *extra: CheckResult) -> ExerciseResult:
+    return ExerciseResult(
+        lesson=2,
+        exercise="ring_all_gather",
+        status=Status.FAILED,
+        points=2,
+        checks=[check, *extra],
+        examples_run=4,
+        example=check.example or "n=4 rows=8",
+        hint="The block arriving at step s started on device (i - s - 1) mod n.",
+        duration=1.25,
+    )
+
+
+def lesson(*exercises: ExerciseResult) -> LessonResult:
+    return LessonResult(
+        lesson=2,
+        title="Collectives from first principles",
+        source="workspace/exercises",
+        exercises=list(exercises),
+        devices="8 CPU devices (simulated)",
+        seed=1234,
+    )
+
+
+def passed(name: str, points: int = 1) -> ExerciseResult:
+    return ExerciseResult(
+        lesson=2,
+        exercise=name,
+        status=Status.PASSED,
+        points=points,
+        checks=[CheckResult("values", True, "every device's shard matches the reference")],
+        examples_run=6,
+        duration=0.5,
+    )
+
+
+def not_started(name: str, points: int = 1, hint: str | None = None) -> ExerciseResult:
+    return ExerciseResult(lesson=2, exercise=name, status=Status.NOT_STARTED, points=points, hint=hint)
+
+
+# ------------------------------------------------- the lesson report
+
+
+def test_summary_table_lists_every_exercise_with_status_and_points() -> None:
+    r = lesson(
+        passed("ring_all_gather", 2),
+        failed_exercise(values_check([4], ["x"], {(2,)})),
+        not_started("ring_all_reduce", 1, hint="first hint"),
+        ExerciseResult(2, "ring_timeout", Status.TIMEOUT, points=3),
+        ExerciseResult(2, "ring_error", Status.ERROR, points=1, error="ZeroDivisionError: x"),
+    )
+    r.exercises[1].exercise = "ring_reduce_scatter"
+    text = render(LessonReport(r, rerun))
+    assert "Lesson 2 · Collectives from first principles" in text
+    lines = text.splitlines()
+
+    def row(name: str) -> str:
+        return next(line for line in lines if line.strip().startswith(name))
+
+    assert "✔ passed" in row("ring_all_gather") and "2/2" in row("ring_all_gather")
+    assert "6" in row("ring_all_gather") and "0.5 s" in row("ring_all_gather")
+    assert "✘ failed" in row("ring_reduce_scatter") and "0/2" in row("ring_reduce_scatter")
+    assert "· not started" in row("ring_all_reduce") and "0/1" in row("ring_all_reduce")
+    assert "⏱ timeout" in row("ring_timeout") and "0/3" in row("ring_timeout")
+    assert "✘ error" in row("ring_error") and "0/1" in row("ring_error")
+    assert "graded workspace/exercises on 8 CPU devices (simulated) · seed 1234" in text
+    assert "Score 2/9 — not yet" in text
+    assert "all passed" not in text
+
+
+def test_passing_lesson_says_all_passed() -> None:
+    r = lesson(passed("ring_all_gather", 2), passed("ring_reduce_scatter", 2))
+    text = render(LessonReport(r, rerun))
+    assert "Score 4/4 — all passed" in text
+    assert text.count("✔ passed") == 2
+    # nothing failed: no panel, no re-run command
+    assert "re-run" not in text
+    assert "╭" not in text
+
+
+def test_failed_exercise_panel() -> None:
+    e = failed_exercise(
+        values_check([4], ["x"], {(2,)}),
+        steps_check(3, 3),
+        CheckResult("inputs", True, "inputs left untouched"),
+    )
+    text = render(LessonReport(lesson(e), rerun))
+    assert "✘ ring_all_gather — failed" in text
+    assert "example" in text and "n=4 rows=8 cols=2 dtype=float32 seed=0" in text
+    assert "re-run" in text
+    assert "course grade 2.ring_all_gather --example 'n=4 rows=8 cols=2 dtype=float32 seed=0'" in text
+    lines = text.splitlines()
+    values_line = next(line for line in lines if "values" in line and "devices hold" in line)
+    assert "✘" in values_line
+    assert "1 of 4 devices hold wrong values" in values_line
+    steps_line = next(line for line in lines if "steps" in line and "ring steps" in line)
+    assert "✔" in steps_line and "✘" not in steps_line
+    inputs_line = next(line for line in lines if "inputs left untouched" in line)
+    assert "✔" in inputs_line
+    assert "hint" in text
+    assert "(i - s - 1) mod n" in text
+    # evidence of the failed values check; the passing steps check draws none
+    assert "devices (x=4)" in text
+    assert "max abs error" in text and "3.5" in text
+    assert "max rel error" in text and "0.2188" in text
+    assert "atol 3.2e-05, rtol 1e-05" in text
+    assert "communication measured" not in text
+    assert "Score 0/2 — not yet" in text
+
+
+def test_rerun_omitted_without_callback() -> None:
+    e = failed_exercise(values_check([4], ["x"], {(0,)}))
+    text = render(ExercisePanel(e))
+    assert "n=4 rows=8" in text
+    assert "re-run" not in text
+    assert "course grade" not in text
+
+
+def test_device_map_marks_the_wrong_device_on_a_line() -> None:
+    check = values_check([4], ["x"], {(2,)})
+    text = render(DeviceMap(check.details["devices"], [4], ["x"]))
+    assert "devices (x=4)" in text
+    assert "2 ✘" in text
+    for i in (0, 1, 3):
+        assert f"{i} ✔" in text
+    assert text.count("✘") == 1
+    cell_rows = [line for line in text.splitlines() if "✔" in line or "✘" in line]
+    assert len(cell_rows) == 1
+
+
+def test_device_map_draws_a_2x4_mesh_as_two_rows() -> None:
+    check = values_check([2, 4], ["x", "y"], {(1, 3), (0, 1)})
+    text = render(DeviceMap(check.details["devices"], [2, 4], ["x", "y"]))
+    assert "devices (x=2 × y=4)" in text
+    cell_rows = [line for line in text.splitlines() if "✔" in line or "✘" in line]
+    assert len(cell_rows) == 2
+    top, bottom = cell_rows
+    assert "00 ✔" in top and "01 ✘" in top and "02 ✔" in top and "03 ✔" in top
+    assert "10 ✔" in bottom and "13 ✘" in bottom
+    assert text.count("✘") == 2
+    assert text.count("✔") == 6
+
+
+def test_device_map_in_lesson_report() -> None:
+    e = failed_exercise(values_check([2, 4], ["data", "model"], {(1, 2)}))
+    text = render(LessonReport(lesson(e), rerun))
+    assert "devices (data=2 × model=4)" in text
+    assert "12 ✘" in text
+    assert text.count("✘ ring_all_gather") == 1
+
+
+def test_comms_table_for_a_collectives_check() -> None:
+    e = failed_exercise(collectives_check())
+    text = render(LessonReport(lesson(e), rerun))
+    assert "communication measured in the compiled program" in text
+    lines = text.splitlines()
+    ag = next(line for line in lines if line.strip().startswith("all-gather"))
+    assert "384 B" in ag and " 1 " in ag
+    cp = next(line for line in lines if line.strip().startswith("collective-permute"))
+    assert "768 B" in cp and "6" in cp and "2" in cp
+    assert "allowed: collective-permute" in text
+    assert "all-gather comes from lax.all_gather" in text
+
+
+def test_comms_table_for_steps_and_bytes_checks() -> None:
+    text = render(CommsTable(steps_check(2, 3)))
+    assert "collective-permute" in text and "256 B" in text
+    assert "expected 3 × collective-permute, measured 2" in text
+
+    bytes_check = CheckResult(
+        "bytes",
+        False,
+        "1,536 bytes sent per device; the ring optimum is 384 (4.00×)",
+        details={
+            "expected": 384,
+            "actual": 1536,
+            "table": [{"kind": "collective-permute", "ops": 1, "count": 3, "bytes": 1536}],
+            "itemsize": 2,
+        },
+    )
+    text = render(CommsTable(bytes_check))
+    assert "1,536 B" in text
+    assert "expected 384 B per device, measured 1,536 B" in text
+    assert "counted at 2 bytes per element" in text
+
+
+def test_comms_table_unknown_and_empty() -> None:
+    unknown = CheckResult(
+        "steps",
+        False,
+        "a collective-permute sits in a loop whose trip count the compiler cannot know",
+        details={
+            "kind": "collective-permute",
+            "expected": 3,
+            "actual": None,
+            "table": [{"kind": "collective-permute", "ops": 1, "count": None, "bytes": None}],
+        },
+    )
+    text = render(CommsTable(unknown))
+    row = next(line for line in text.splitlines() if line.strip().startswith("collective-permute"))
+    assert row.count("unknown") == 2
+    empty = CheckResult("steps", False, "0 ×", details={"kind": "x", "expected": 1, "actual": 0, "table": []})
+    assert "(none)" in render(CommsTable(empty))
+
+
+def test_sharding_and_memory_evidence() -> None:
+    sharding = CheckResult(
+        "sharding",
+        False,
+        "sharded as PartitionSpec() on mesh(x=4); expected PartitionSpec('x',) on mesh(x=4)",
+        details={
+            "expected": "PartitionSpec('x',) on mesh(x=4)",
+            "actual": "PartitionSpec() on mesh(x=4)",
+        },
+        hint="The output is replicated on every device: it should stay sharded.",
+    )
+    memory = CheckResult(
+        "memory",
+        False,
+        "65,536 temporary bytes per device; one block is 4,096",
+        details={"bound": 4096, "memory": {"argument": 1024, "output": 2048, "temp": 65536}},
+    )
+    text = render(ExercisePanel(failed_exercise(sharding, memory), "course grade 2.x"))
+    assert "PartitionSpec('x',) on mesh(x=4)" in text
+    assert "PartitionSpec() on mesh(x=4)" in text
+    assert "memory per device" in text
+    mem_row = next(line for line in text.splitlines() if "65,536 B" in line)
+    for value in ("1,024 B", "2,048 B", "4,096 B"):
+        assert value in mem_row
+
+
+def test_not_started_exercises_share_one_panel() -> None:
+    r = lesson(
+        not_started("ring_all_gather", 2, hint="The ring that sends right is perm = ..."),
+        not_started("ring_reduce_scatter", 2, hint="The ring that sends right is perm = ..."),
+        passed("ring_all_reduce"),
+    )
+    text = render(LessonReport(r, rerun))
+    assert text.count("· not started") == 3  # two table rows and one panel title
+    assert "ring_all_gather, ring_reduce_scatter: still raising NotImplementedError" in text
+    assert text.count("The ring that sends right") == 1
+    assert "re-run" not in text
+    assert "Score 1/5 — not yet" in text
+
+
+def test_not_started_panel_without_hint() -> None:
+    text = render(NotStartedPanel([not_started("shard_shape")]))
+    assert "shard_shape: still raising NotImplementedError" in text
+    assert "hint" not in text
+
+
+def test_error_result_shows_the_error_text() -> None:
+    error = (
+        "Traceback (most recent call last):\n"
+        '  File "exercises/l02_collectives.py", line 12, in ring_all_gather\n'
+        "    return x / 0\n"
+        "ZeroDivisionError: division by zero"
+    )
+    e = ExerciseResult(
+        2, "ring_all_gather", Status.ERROR, points=2, example="n=3 rows=6", error=error
+    )
+    text = render(LessonReport(lesson(e), rerun))
+    assert "✘ ring_all_gather — error" in text
+    assert "ZeroDivisionError: division by zero" in text
+    assert 'File "exercises/l02_collectives.py", line 12' in text
+    assert "course grade 2.ring_all_gather --example 'n=3 rows=6'" in text
+
+
+def test_timeout_panel_title() -> None:
+    e = ExerciseResult(2, "ring_all_gather", Status.TIMEOUT, points=2, hint="An endless loop?")
+    text = render(ExercisePanel(e))
+    assert "⏱ ring_all_gather — timeout" in text
+    assert "An endless loop?" in text
