@@ -67,8 +67,8 @@ class Progress:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
         try:
-            self.db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
             self.db.execute("PRAGMA busy_timeout = 10000")
             check = self.db.execute("PRAGMA quick_check").fetchone()[0]
             if check != "ok":
@@ -77,6 +77,7 @@ class Progress:
             self.db.execute("PRAGMA foreign_keys = ON")
             version = self._version()
         except sqlite3.DatabaseError as exc:
+            self.db.close()
             raise ProgressError(
                 f"The progress file {self.path} is damaged ({exc}).\n"
                 f"Move it aside and a fresh one will be started:\n"
@@ -84,6 +85,7 @@ class Progress:
                 "Your exercise files are not affected."
             ) from None
         if version is not None and version > SCHEMA_VERSION:
+            self.db.close()
             raise ProgressError(
                 f"The progress file {self.path} was written by a newer version of the course "
                 f"(schema {version}; this one knows {SCHEMA_VERSION}).\n"

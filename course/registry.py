@@ -77,7 +77,10 @@ def load(path: Path = REGISTRY) -> Course:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RegistryError(f"cannot read {path}: {exc}") from None
     lessons = []
-    for i, entry in enumerate(raw.get("lessons", []), start=1):
+    entries = raw.get("lessons", [])
+    if not isinstance(entries, list):
+        raise RegistryError(f"{path}: 'lessons' must be an array of tables ([[lessons]])")
+    for i, entry in enumerate(entries, start=1):
         try:
             exercises = tuple(
                 Exercise(e["name"], int(e.get("points", 1)), e.get("summary", ""))
@@ -90,6 +93,8 @@ def load(path: Path = REGISTRY) -> Course:
             )  # fmt: skip
         except KeyError as exc:
             raise RegistryError(f"{path}: lesson #{i} lacks {exc}") from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise RegistryError(f"{path}: lesson #{i} is malformed: {exc}") from None
         if lesson.number != i:
             raise RegistryError(f"{path}: lesson #{i} is numbered {lesson.number}; keep them in order")
         lessons.append(lesson)

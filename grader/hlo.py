@@ -301,7 +301,7 @@ def _multiplicities(comps: dict[str, list[Instruction]], entry: str) -> dict[str
             if callee not in comps:
                 continue
             factor: int | None = 1
-            if ins.opcode == "while" and re.search(rf"\bbody=%?{re.escape(callee)}\b", ins.attrs):
+            if ins.opcode == "while" and re.search(rf"\bbody=%?{re.escape(callee)}(?![\w.\-])", ins.attrs):
                 factor = _trip_count(ins.attrs)
             elif ins.opcode == "while":  # the condition runs once more than the body
                 trips = _trip_count(ins.attrs)

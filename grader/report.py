@@ -205,7 +205,7 @@ class DeviceMap:
                 for c in range(cols):
                     coord = (c,) if len(self.shape) == 1 else (r, *block, c)
                     ok = self.devices.get(coord)
-                    label = "".join(map(str, coord))
+                    label = ("," if max(self.shape) > 9 else "").join(map(str, coord))
                     cells.append(Text(f"{label} ✔", style="green") if ok else Text(f"{label} ✘", style="bold red"))
                 t.add_row(*cells)
         yield t

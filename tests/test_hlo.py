@@ -488,9 +488,7 @@ def _compile(f, out_spec):
     x = jax.device_put(
         jnp.arange(ROWS * COLS, dtype=jnp.float32).reshape(ROWS, COLS), NamedSharding(mesh, P("x"))
     )
-    prog = jax.jit(
-        jax.shard_map(f, mesh=mesh, in_specs=P("x"), out_specs=out_spec, check_vma=True)
-    )
+    prog = jax.jit(jax.shard_map(f, mesh=mesh, in_specs=P("x"), out_specs=out_spec, check_vma=True))
     return prog.lower(x).compile().as_text()
 
 
@@ -569,12 +567,6 @@ def test_compiled_python_loop_of_ppermute() -> None:
     assert s.bytes() == 2 * BLOCK_BYTES
 
 
-@pytest.mark.xfail(
-    reason="hlo._multiplicities tells the body from the condition with "
-    r"re.search(rf'\bbody=%?{callee}\b'): a condition named 'b' matches 'body=%b.1', "
-    "so it is counted trips times instead of trips + 1",
-    strict=True,
-)
 def test_condition_named_like_body_prefix_runs_once_more() -> None:
     text = """\
 HloModule prefix

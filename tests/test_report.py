@@ -16,6 +16,15 @@ def render(renderable, width: int = 100) -> str:
     return console.file.getvalue()
 
 
+def lines(text: str) -> list[str]:
+    """The rendered lines without panel borders, stripped."""
+    return [line.strip().strip("│").strip() for line in text.splitlines()]
+
+
+def line_with(text: str, start: str) -> str:
+    return next(line for line in lines(text) if line.startswith(start))
+
+
 def rerun(e: ExerciseResult) -> str:
     cmd = f"course grade {e.lesson}.{e.exercise}"
     return cmd + (f" --example '{e.example}'" if e.example else "")
@@ -46,7 +55,12 @@ def values_check(mesh_shape: list[int], axis_names: list[str], bad: set[tuple]) 
             "devices": devices,
             "mesh_shape": mesh_shape,
             "axis_names": axis_names,
-            "first_mismatch": {"coord": list(first), "index": [8, 0], "expected": 16.0, "actual": 0.0},
+            "first_mismatch": {
+                "coord": list(first),
+                "index": [8, 0],
+                "expected": 16.0,
+                "actual": 0.0,
+            },
         },
         hint="Blocks land one position off: check the offset you write each arriving block at.",
     )
@@ -83,15 +97,17 @@ def collectives_check() -> CheckResult:
 
 
 def failed_exercise(check: CheckResult, *extra: CheckResult) -> ExerciseResult:
+    """A failed exercise as grader/engine.py builds it: the first failed check's hint."""
+    checks = [check, *extra]
     return ExerciseResult(
         lesson=2,
         exercise="ring_all_gather",
         status=Status.FAILED,
         points=2,
-        checks=[check, *extra],
+        checks=checks,
         examples_run=4,
         example=check.example or "n=4 rows=8",
-        hint="The block arriving at step s started on device (i - s - 1) mod n.",
+        hint=next((c.hint for c in checks if not c.passed and c.hint), None),
         duration=1.25,
     )
 
@@ -120,7 +136,9 @@ def passed(name: str, points: int = 1) -> ExerciseResult:
 
 
 def not_started(name: str, points: int = 1, hint: str | None = None) -> ExerciseResult:
-    return ExerciseResult(lesson=2, exercise=name, status=Status.NOT_STARTED, points=points, hint=hint)
+    return ExerciseResult(
+        lesson=2, exercise=name, status=Status.NOT_STARTED, points=points, hint=hint
+    )
 
 
 # ------------------------------------------------- the lesson report
@@ -137,10 +155,9 @@ def test_summary_table_lists_every_exercise_with_status_and_points() -> None:
     r.exercises[1].exercise = "ring_reduce_scatter"
     text = render(LessonReport(r, rerun))
     assert "Lesson 2 · Collectives from first principles" in text
-    lines = text.splitlines()
 
     def row(name: str) -> str:
-        return next(line for line in lines if line.strip().startswith(name))
+        return line_with(text, name)
 
     assert "✔ passed" in row("ring_all_gather") and "2/2" in row("ring_all_gather")
     assert "6" in row("ring_all_gather") and "0.5 s" in row("ring_all_gather")
@@ -173,17 +190,15 @@ def test_failed_exercise_panel() -> None:
     assert "✘ ring_all_gather — failed" in text
     assert "example" in text and "n=4 rows=8 cols=2 dtype=float32 seed=0" in text
     assert "re-run" in text
-    assert "course grade 2.ring_all_gather --example 'n=4 rows=8 cols=2 dtype=float32 seed=0'" in text
-    lines = text.splitlines()
-    values_line = next(line for line in lines if "values" in line and "devices hold" in line)
-    assert "✘" in values_line
+    assert (
+        "course grade 2.ring_all_gather --example 'n=4 rows=8 cols=2 dtype=float32 seed=0'" in text
+    )
+    values_line = line_with(text, "✘    values")
     assert "1 of 4 devices hold wrong values" in values_line
-    steps_line = next(line for line in lines if "steps" in line and "ring steps" in line)
-    assert "✔" in steps_line and "✘" not in steps_line
-    inputs_line = next(line for line in lines if "inputs left untouched" in line)
-    assert "✔" in inputs_line
-    assert "hint" in text
-    assert "(i - s - 1) mod n" in text
+    steps_line = line_with(text, "✔    steps")
+    assert "3 × collective-permute executed; expected 3 (ring steps)" in steps_line
+    assert line_with(text, "✔    inputs").endswith("inputs left untouched")
+    assert line_with(text, "hint").endswith("check the offset you write each arriving block at.")
     # evidence of the failed values check; the passing steps check draws none
     assert "devices (x=4)" in text
     assert "max abs error" in text and "3.5" in text
@@ -238,11 +253,14 @@ def test_comms_table_for_a_collectives_check() -> None:
     e = failed_exercise(collectives_check())
     text = render(LessonReport(lesson(e), rerun))
     assert "communication measured in the compiled program" in text
-    lines = text.splitlines()
-    ag = next(line for line in lines if line.strip().startswith("all-gather"))
-    assert "384 B" in ag and " 1 " in ag
-    cp = next(line for line in lines if line.strip().startswith("collective-permute"))
-    assert "768 B" in cp and "6" in cp and "2" in cp
+    assert line_with(text, "all-gather").split() == ["all-gather", "1", "1", "384", "B"]
+    assert line_with(text, "collective-permute").split() == [
+        "collective-permute",
+        "2",
+        "6",
+        "768",
+        "B",
+    ]
     assert "allowed: collective-permute" in text
     assert "all-gather comes from lax.all_gather" in text
 
@@ -282,9 +300,11 @@ def test_comms_table_unknown_and_empty() -> None:
         },
     )
     text = render(CommsTable(unknown))
-    row = next(line for line in text.splitlines() if line.strip().startswith("collective-permute"))
-    assert row.count("unknown") == 2
-    empty = CheckResult("steps", False, "0 ×", details={"kind": "x", "expected": 1, "actual": 0, "table": []})
+    row = line_with(text, "collective-permute")
+    assert row.split() == ["collective-permute", "1", "unknown", "unknown"]
+    empty = CheckResult(
+        "steps", False, "0 ×", details={"kind": "x", "expected": 1, "actual": 0, "table": []}
+    )
     assert "(none)" in render(CommsTable(empty))
 
 
@@ -309,9 +329,8 @@ def test_sharding_and_memory_evidence() -> None:
     assert "PartitionSpec('x',) on mesh(x=4)" in text
     assert "PartitionSpec() on mesh(x=4)" in text
     assert "memory per device" in text
-    mem_row = next(line for line in text.splitlines() if "65,536 B" in line)
-    for value in ("1,024 B", "2,048 B", "4,096 B"):
-        assert value in mem_row
+    mem_row = line_with(text, "1,024 B")
+    assert mem_row.split() == ["1,024", "B", "2,048", "B", "65,536", "B", "4,096", "B"]
 
 
 def test_not_started_exercises_share_one_panel() -> None:

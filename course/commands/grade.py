@@ -16,6 +16,10 @@ from course.registry import Lesson
 from grader.results import ExerciseResult, LessonResult, Status
 
 
+INTERRUPTED = 130
+"""Exit status after Ctrl-C, as shells report SIGINT."""
+
+
 @dataclass
 class Target:
     lessons: list[Lesson]
@@ -116,7 +120,7 @@ def grade(
                 status.stop()
             progress.finish_attempt(attempt, "interrupted")
             console.print("\n[yellow]Interrupted.[/yellow] Results recorded so far are kept.")
-            return 130
+            return INTERRUPTED
         finally:
             if status is not None:
                 status.stop()

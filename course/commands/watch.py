@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from course.commands.common import App
-from course.commands.grade import current_lesson, grade
+from course.commands.grade import INTERRUPTED, current_lesson, grade
 
 
 def watch(app: App, number: int | None, **grade_options) -> int:
@@ -15,12 +15,13 @@ def watch(app: App, number: int | None, **grade_options) -> int:
     lesson = app.lesson(number) if number else current_lesson(app)
     target = app.ws.exercise_file(lesson.module).resolve()
     app.console.rule(f"watching {target.name} — Ctrl-C to stop")
-    grade(app, str(lesson.number), **grade_options)
+    interrupted = grade(app, str(lesson.number), **grade_options) == INTERRUPTED
     try:
-        for changes in watch_changes(target.parent, debounce=300, raise_interrupt=True):
+        for changes in [] if interrupted else watch_changes(target.parent, debounce=300):
             if any(Path(p).resolve() == target for _, p in changes):
                 app.console.rule(f"{target.name} changed — grading lesson {lesson.number}")
-                grade(app, str(lesson.number), **grade_options)
+                if grade(app, str(lesson.number), **grade_options) == INTERRUPTED:
+                    break
     except KeyboardInterrupt:
         pass
     app.console.print("\nStopped watching.")

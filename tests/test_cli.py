@@ -1,0 +1,233 @@
+"""The ``course`` command end to end, against small fixture workspaces."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.mistakes import HEADER, MISTAKES
+
+
+def course(home: Path, *args: str, input: str | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COURSE_HOME": str(home), "COLUMNS": "100", "COURSE_PLATFORM": "cpu"}
+    return subprocess.run(
+        [sys.executable, "-m", "course.cli", *args],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env, input=input, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def home(tmp_path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def fixture_course(root, home) -> Path:
+    """Lesson 1 solved, lesson 2 with a ring that runs the wrong way."""
+    ex = home / "exercises"
+    ex.mkdir(parents=True)
+    (ex / "l01_meshes.py").write_text((root / "solutions" / "l01_meshes.py").read_text())
+    wrong = next(m for m in MISTAKES if m.id == "wrong-ring-direction")
+    (ex / "l02_collectives.py").write_text((root / "solutions" / "l02_collectives.py").read_text() + HEADER + wrong.code)
+    return home
+
+
+def test_fresh_workspace_is_set_up_and_not_started(home):
+    r = course(home, "grade", "1")
+    assert r.returncode == 1
+    assert "not started" in r.stdout and "hint" in r.stdout
+    assert (home / "exercises" / "l02_collectives.py").exists()  # every stub copied once
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+def test_passing_lesson_exits_0_failing_exits_1_with_diagnosis(fixture_course):
+    ok = course(fixture_course, "grade", "1")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "Score 5/5" in ok.stdout and "all passed" in ok.stdout
+    bad = course(fixture_course, "grade", "2")
+    assert bad.returncode == 1
+    assert "mirrored" in bad.stdout  # the diagnosis
+    assert "course grade 2.ring_all_gather --example 'n=4" in bad.stdout  # the exact re-run
+    assert "0 ✘" in bad.stdout  # the device map
+
+
+def test_rerun_command_reproduces_the_failure(fixture_course):
+    bad = course(fixture_course, "grade", "2.ring_all_gather", "--json")
+    (lesson,) = json.loads(bad.stdout)
+    (ex,) = lesson["exercises"]
+    again = course(fixture_course, "grade", "2.ring_all_gather", "--example", ex["example"], "--json")
+    (ex2,) = json.loads(again.stdout)[0]["exercises"]
+    assert again.returncode == 1 and ex2["examples_run"] == 1 and ex2["example"] == ex["example"]
+    assert ex2["checks"][0]["details"]["first_mismatch"] == ex["checks"][0]["details"]["first_mismatch"]
+
+
+def test_json_output_and_status_after_grading(fixture_course):
+    r = course(fixture_course, "grade", "--all", "--json")
+    assert r.returncode == 1
+    data = json.loads(r.stdout)
+    assert [d["lesson"] for d in data] == [1, 2]
+    assert data[0]["passed"] and data[0]["score"] == 5 and not data[1]["passed"]
+    status = course(fixture_course, "status")
+    assert status.returncode == 0
+    assert "4/4" in status.stdout and "5/5" in status.stdout and "Fix: 2.ring_all_gather" in status.stdout
+    listing = course(fixture_course, "list")
+    assert "✔ passed" in listing.stdout and "✘ failed" in listing.stdout
+
+
+def test_solutions_flag_grades_the_references_without_counting_them(home):
+    r = course(home, "grade", "2", "--solutions", "--max-examples", "1")
+    assert r.returncode == 0 and "Score 5/5" in r.stdout
+    assert "0/10 points" in course(home, "status").stdout
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["grade", "99"], "no lesson 99"),
+        (["grade", "1.nope"], "no exercise 'nope'"),
+        (["grade", "one"], "expected N or N.exercise"),
+        (["grade", "1", "--example", "n=1"], "needs one exercise"),
+        (["grade", "1", "--all"], "not both"),
+        (["show", "7"], "no lesson 7"),
+        (["frobnicate"], "No such command"),
+    ],
+)
+def test_usage_errors_exit_2(home, args, message):
+    r = course(home, *args)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert message in r.stderr
+
+
+def test_hints_come_one_after_another(home):
+    first = course(home, "hint", "2").stdout
+    second = course(home, "hint", "2").stdout
+    assert "hint 1 of 5" in first and "hint 2 of 5" in second and "perm = " in first
+
+
+def test_show_renders_the_lesson_text(home):
+    r = course(home, "show", "2")
+    assert r.returncode == 0 and "ring" in r.stdout.lower() and "ring_all_gather" in r.stdout
+
+
+def test_reset_asks_first_and_keeps_a_backup(root, fixture_course):
+    target = fixture_course / "exercises" / "l01_meshes.py"
+    r = course(fixture_course, "reset", "1", input="n\n")
+    assert r.returncode == 1 and "Nothing changed" in r.stdout
+    assert "NotImplementedError" not in target.read_text()
+    r = course(fixture_course, "reset", "1", "--yes")
+    assert r.returncode == 0
+    assert target.read_text() == (root / "exercises" / "l01_meshes.py").read_text()
+    assert "def place" in (target.with_suffix(".py.bak")).read_text()
+
+
+def test_solution_unlocks_after_passing(fixture_course):
+    locked = course(fixture_course, "solution", "1")
+    assert locked.returncode == 1 and "--force" in locked.stdout
+    assert course(fixture_course, "solution", "1", "--force").returncode == 0
+    course(fixture_course, "grade", "1")
+    shown = course(fixture_course, "solution", "1")
+    assert shown.returncode == 0 and "def device_slices" in shown.stdout
+
+
+def test_quick_commands_do_not_import_jax(home):
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from course.cli import cli\n"
+        "for args in (['status'], ['list'], ['hint', '1']):\n"
+        "    r = CliRunner().invoke(cli, args)\n"
+        "    assert r.exit_code == 0, r.output\n"
+        "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))\n"
+    )
+    env = {**os.environ, "COURSE_HOME": str(home)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       cwd=Path(__file__).resolve().parent.parent, timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+def test_damaged_progress_file_gets_a_way_forward(home):
+    home.mkdir(parents=True)
+    (home / "progress.db").write_bytes(b"this is not a database" * 100)
+    r = course(home, "status")
+    assert r.returncode == 1 and "damaged" in r.stderr and "mv " in r.stderr
+
+
+def _wait_for(predicate, timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting")
+
+
+def _results(db: Path) -> list[tuple]:
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(db) as conn:
+            return conn.execute("SELECT exercise, status FROM results").fetchall()
+    except sqlite3.OperationalError:
+        return []
+
+
+def _done_attempts(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT COUNT(*) FROM attempts WHERE state = 'done'").fetchone()[0]
+
+
+def test_ctrl_c_during_grading_keeps_recorded_progress(root, home):
+    ex = home / "exercises"
+    ex.mkdir(parents=True)
+    slow = "import time\ndef ring_reduce_scatter(x, axis_name):\n    time.sleep(120)\n"
+    (ex / "l02_collectives.py").write_text((root / "solutions" / "l02_collectives.py").read_text() + slow)
+    env = {**os.environ, "COURSE_HOME": str(home), "COURSE_PLATFORM": "cpu"}
+    proc = subprocess.Popen([sys.executable, "-m", "course.cli", "grade", "2"], cwd=root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    _wait_for(lambda: len(_results(home / "progress.db")) >= 1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    assert "Interrupted" in out and "Traceback" not in err
+    assert _results(home / "progress.db") == [("ring_all_gather", "passed")]
+    with sqlite3.connect(home / "progress.db") as conn:
+        assert conn.execute("SELECT state FROM attempts").fetchall() == [("interrupted",)]
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_watch_regrades_on_save_and_stops_cleanly(root, home):
+    course(home, "status")  # sets up the workspace
+    target = home / "exercises" / "l01_meshes.py"
+    env = {**os.environ, "COURSE_HOME": str(home), "COURSE_PLATFORM": "cpu", "COLUMNS": "100"}
+    proc = subprocess.Popen([sys.executable, "-m", "course.cli", "watch", "1", "--max-examples", "1"], cwd=root,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        _wait_for(lambda: len(_results(home / "progress.db")) >= 4)
+        assert {s for _, s in _results(home / "progress.db")} == {"not started"}
+        time.sleep(1.0)
+        staged = target.with_suffix(".tmp")
+        staged.write_text((root / "solutions" / "l01_meshes.py").read_text())
+        os.replace(staged, target)  # one save, as editors do it
+        _wait_for(lambda: _done_attempts(home / "progress.db") >= 2)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "changed" in out and "Stopped watching" in out and "Score 5/5" in out
+
+
+def test_dev_check_passes_on_the_course(home):
+    r = course(home, "dev", "check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "solutions pass, stubs not started" in r.stdout

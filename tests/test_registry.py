@@ -1,0 +1,186 @@
+"""course/registry.py: course.toml → frozen dataclasses."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from course import registry
+from course.registry import Course, Exercise, Lesson, RegistryError
+
+
+def test_real_course_loads_in_order() -> None:
+    course = registry.load()
+    assert isinstance(course, Course)
+    assert len(course.lessons) >= 2
+    assert [lesson.number for lesson in course.lessons] == list(range(1, len(course.lessons) + 1))
+    raw = tomllib.loads(registry.REGISTRY.read_text())
+    assert [lesson.slug for lesson in course.lessons] == [e["slug"] for e in raw["lessons"]]
+    for lesson in course.lessons:
+        assert lesson.title
+        assert lesson.exercises, f"lesson {lesson.number} has no exercises"
+        assert lesson.hints, f"lesson {lesson.number} has no hints"
+        assert all(isinstance(h, str) and h for h in lesson.hints)
+        names = [e.name for e in lesson.exercises]
+        assert len(names) == len(set(names)), f"lesson {lesson.number} repeats an exercise"
+        assert all(e.points >= 1 for e in lesson.exercises)
+
+
+def test_real_course_first_lessons() -> None:
+    course = registry.load()
+    l1, l2 = course.lesson(1), course.lesson(2)
+    assert (l1.slug, l2.slug) == ("meshes", "collectives")
+    assert l1.module == "l01_meshes"
+    assert l1.text_name == "01_meshes.md"
+    assert l2.module == "l02_collectives"
+    assert l2.text_name == "02_collectives.md"
+    assert [e.name for e in l2.exercises][:3] == [
+        "ring_all_gather",
+        "ring_reduce_scatter",
+        "ring_all_reduce",
+    ]
+    assert l2.points == sum(e.points for e in l2.exercises)
+
+
+def test_load_is_cached() -> None:
+    assert registry.load() is registry.load()
+
+
+TOML = """
+[[lessons]]
+number = 1
+slug = "first"
+title = "The first lesson"
+summary = "One line."
+hints = ["hint one", "hint two"]
+
+[[lessons.exercises]]
+name = "alpha"
+points = 2
+summary = "Does alpha."
+
+[[lessons.exercises]]
+name = "beta"
+
+[[lessons]]
+number = 2
+slug = "second_part"
+title = "The second lesson"
+
+[[lessons.exercises]]
+name = "gamma"
+points = 3
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "course.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_load_from_file(tmp_path: Path) -> None:
+    course = registry.load(write(tmp_path, TOML))
+    first, second = course.lessons
+    assert first == Lesson(
+        number=1,
+        slug="first",
+        title="The first lesson",
+        summary="One line.",
+        hints=("hint one", "hint two"),
+        exercises=(Exercise("alpha", 2, "Does alpha."), Exercise("beta", 1, "")),
+    )
+    assert first.points == 3
+    assert second.summary == ""
+    assert second.hints == ()
+    assert second.points == 3
+    assert second.module == "l02_second_part"
+    assert second.text_name == "02_second_part.md"
+
+
+def test_lessons_are_frozen(tmp_path: Path) -> None:
+    lesson = registry.load(write(tmp_path, TOML)).lesson(1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        lesson.title = "changed"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        lesson.exercises[0].points = 10  # type: ignore[misc]
+
+
+def test_module_name_pads_two_digits() -> None:
+    lesson = Lesson(12, "capstone", "Capstone", "", (), ())
+    assert lesson.module == "l12_capstone"
+    assert lesson.text_name == "12_capstone.md"
+    assert lesson.points == 0
+
+
+def test_exercise_lookup(tmp_path: Path) -> None:
+    lesson = registry.load(write(tmp_path, TOML)).lesson(1)
+    assert lesson.exercise("beta") == Exercise("beta", 1, "")
+    assert lesson.exercise("alpha").points == 2
+    with pytest.raises(KeyError):
+        lesson.exercise("gamma")  # belongs to lesson 2
+
+
+def test_missing_lesson_number(tmp_path: Path) -> None:
+    course = registry.load(write(tmp_path, TOML))
+    assert course.lesson(2).title == "The second lesson"
+    with pytest.raises(KeyError) as info:
+        course.lesson(3)
+    assert "no lesson 3" in str(info.value)
+    assert "1, 2" in str(info.value)
+    with pytest.raises(KeyError):
+        course.lesson(0)
+
+
+def test_lessons_out_of_order(tmp_path: Path) -> None:
+    swapped = TOML.replace("number = 1", "number = @").replace("number = 2", "number = 1")
+    swapped = swapped.replace("number = @", "number = 2")
+    path = write(tmp_path, swapped, "swapped.toml")
+    with pytest.raises(RegistryError) as info:
+        registry.load(path)
+    msg = str(info.value)
+    assert str(path) in msg
+    assert "lesson #1 is numbered 2" in msg
+
+
+def test_gap_in_numbers(tmp_path: Path) -> None:
+    path = write(tmp_path, TOML.replace("number = 2", "number = 3"), "gap.toml")
+    with pytest.raises(RegistryError, match="lesson #2 is numbered 3"):
+        registry.load(path)
+
+
+def test_lesson_missing_title(tmp_path: Path) -> None:
+    path = write(tmp_path, TOML.replace('title = "The second lesson"\n', ""), "untitled.toml")
+    with pytest.raises(RegistryError) as info:
+        registry.load(path)
+    assert "lesson #2 lacks 'title'" in str(info.value)
+
+
+def test_exercise_missing_name(tmp_path: Path) -> None:
+    path = write(tmp_path, TOML.replace('name = "gamma"\n', ""), "nameless.toml")
+    with pytest.raises(RegistryError, match="lesson #2 lacks 'name'"):
+        registry.load(path)
+
+
+def test_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(RegistryError, match="cannot read"):
+        registry.load(tmp_path / "absent.toml")
+    bad = write(tmp_path, "[[lessons]\nnumber = ", "broken.toml")
+    with pytest.raises(RegistryError, match="cannot read"):
+        registry.load(bad)
+
+
+def test_uncached_load_sees_edits(tmp_path: Path) -> None:
+    path = write(tmp_path, TOML, "edited.toml")
+    assert len(registry.load.__wrapped__(path).lessons) == 2
+    path.write_text(TOML.split("[[lessons]]\nnumber = 2")[0])
+    assert len(registry.load.__wrapped__(path).lessons) == 1
+
+
+def test_non_integer_points(tmp_path: Path) -> None:
+    path = write(tmp_path, TOML.replace("points = 2", 'points = "two"'), "points.toml")
+    with pytest.raises(RegistryError, match="lesson #1"):
+        registry.load(path)
