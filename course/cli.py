@@ -12,8 +12,18 @@ pass_app = click.make_pass_decorator(App)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", envvar="COURSE_HOME", type=click.Path(file_okay=False), help="Your workspace (default: workspace/ in the course).")
-@click.option("--db", envvar="COURSE_DB", type=click.Path(dir_okay=False), help="Progress database (default: HOME/progress.db).")
+@click.option(
+    "--home",
+    envvar="COURSE_HOME",
+    type=click.Path(file_okay=False),
+    help="Your workspace (default: workspace/ in the course).",
+)
+@click.option(
+    "--db",
+    envvar="COURSE_DB",
+    type=click.Path(dir_okay=False),
+    help="Progress database (default: HOME/progress.db).",
+)
 @click.pass_context
 def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
     """scaling-course: learn to train large models across many accelerators, with JAX.
@@ -53,11 +63,30 @@ def show(app: App, lesson: int) -> None:
 
 
 GRADE_OPTIONS = [
-    click.option("--seed", type=int, default=0, show_default=True, help="Seed for the drawn examples."),
-    click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds one example may run."),
-    click.option("--devices", type=click.IntRange(1), envvar="COURSE_DEVICES", help="Simulated CPU devices (default 8)."),
-    click.option("--cpu", is_flag=True, help="Simulate devices on the CPU even where accelerators exist."),
-    click.option("--max-examples", type=click.IntRange(0), help="Drawn examples per exercise (beyond the fixed ones)."),
+    click.option(
+        "--seed", type=int, default=0, show_default=True, help="Seed for the drawn examples."
+    ),
+    click.option(
+        "--timeout",
+        type=float,
+        default=60.0,
+        show_default=True,
+        help="Seconds one example may run.",
+    ),
+    click.option(
+        "--devices",
+        type=click.IntRange(1),
+        envvar="COURSE_DEVICES",
+        help="Simulated CPU devices (default 8).",
+    ),
+    click.option(
+        "--cpu", is_flag=True, help="Simulate devices on the CPU even where accelerators exist."
+    ),
+    click.option(
+        "--max-examples",
+        type=click.IntRange(0),
+        help="Drawn examples per exercise (beyond the fixed ones).",
+    ),
 ]
 
 
@@ -70,9 +99,17 @@ def grade_options(f):
 @cli.command()
 @click.argument("target", required=False)
 @click.option("--all", "all_lessons", is_flag=True, help="Grade every lesson.")
-@click.option("--solutions", is_flag=True, help="Grade the reference solutions instead of your code.")
-@click.option("--path", type=click.Path(exists=True, file_okay=False), help="Grade the modules in this directory.")
-@click.option("--example", help="Re-run one example exactly, as printed by a failure (needs N.exercise).")
+@click.option(
+    "--solutions", is_flag=True, help="Grade the reference solutions instead of your code."
+)
+@click.option(
+    "--path",
+    type=click.Path(exists=True, file_okay=False),
+    help="Grade the modules in this directory.",
+)
+@click.option(
+    "--example", help="Re-run one example exactly, as printed by a failure (needs N.exercise)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
 @grade_options
 @pass_app

@@ -139,12 +139,18 @@ class Progress:
             )  # fmt: skip
             db.executemany(
                 "INSERT INTO checks VALUES (?, ?, ?, ?, ?)",
-                [(cur.lastrowid, c.name, int(c.passed), c.message, c.duration) for c in result.checks],
+                [
+                    (cur.lastrowid, c.name, int(c.passed), c.message, c.duration)
+                    for c in result.checks
+                ],
             )
 
     def finish_attempt(self, attempt: int, state: str = "done") -> None:
         with self._tx() as db:
-            db.execute("UPDATE attempts SET finished = ?, state = ? WHERE id = ?", (time.time(), state, attempt))
+            db.execute(
+                "UPDATE attempts SET finished = ?, state = ? WHERE id = ?",
+                (time.time(), state, attempt),
+            )
 
     def next_hint(self, lesson: int, available: int) -> int:
         """The index of the hint to show now (cycling at the end), and count it."""
@@ -181,7 +187,9 @@ class Progress:
         }
 
     def attempts(self) -> list[tuple]:
-        return self.db.execute("SELECT id, started, finished, source, counted, command, state FROM attempts ORDER BY id").fetchall()
+        return self.db.execute(
+            "SELECT id, started, finished, source, counted, command, state FROM attempts ORDER BY id"
+        ).fetchall()
 
 
 class _Transaction:

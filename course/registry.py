@@ -96,6 +96,8 @@ def load(path: Path = REGISTRY) -> Course:
         except (TypeError, ValueError, AttributeError) as exc:
             raise RegistryError(f"{path}: lesson #{i} is malformed: {exc}") from None
         if lesson.number != i:
-            raise RegistryError(f"{path}: lesson #{i} is numbered {lesson.number}; keep them in order")
+            raise RegistryError(
+                f"{path}: lesson #{i} is numbered {lesson.number}; keep them in order"
+            )
         lessons.append(lesson)
     return Course(tuple(lessons))

@@ -13,6 +13,7 @@ Environment variables (flags of ``course grade`` set them too):
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -35,10 +36,8 @@ def configure(n_cpu: int | None = None, platform: str | None = None) -> None:
     if "jax" in sys.modules:  # too late for XLA_FLAGS; try the config option
         import jax
 
-        try:
+        with contextlib.suppress(Exception):  # backends already up: keep what we have
             jax.config.update("jax_num_cpu_devices", n)
-        except Exception:  # backends already initialised: keep what we have
-            pass
 
 
 def cpu_device_count() -> int:

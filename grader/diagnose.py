@@ -32,7 +32,7 @@ def values(
     of blocks (an all-gather); ``n_ring`` the ring size.
     """
     n = len(actual)
-    if not _same_shapes(actual, expected):
+    if not _same_shapes(actual, expected) or all(close(a, e) for a, e in zip(actual, expected)):
         return None
     if any(not np.all(np.isfinite(a)) for a in actual):
         bad = [d for d, a in enumerate(actual) if not np.all(np.isfinite(a))]
@@ -68,7 +68,10 @@ def values(
                     "you send to i + 1."
                 )
         if n == n_ring and all(
-            close(a[p * block : (p + 1) * block], e[((2 * d - p) % n) * block : ((2 * d - p) % n + 1) * block])
+            close(
+                a[p * block : (p + 1) * block],
+                e[((2 * d - p) % n) * block : ((2 * d - p) % n + 1) * block],
+            )
             for d, (a, e) in enumerate(zip(actual, expected))
             for p in range(n)
         ):
@@ -85,13 +88,16 @@ def values(
     if all(np.count_nonzero(a) == 0 for a in actual) and any(np.count_nonzero(e) for e in expected):
         return "The output is all zeros: the result buffer is never written, or the wrong variable is returned."
     scale = _scale(actual, expected)
-    if scale is not None and not np.isclose(scale, 1.0):
-        if all(close(a, scale * e) for a, e in zip(actual, expected)):
-            if n_ring and np.isclose(scale, n_ring):
-                return f"The result is exactly N = {n_ring} times too large: a sum where a mean belongs, or a value added once per device twice."
-            if n_ring and np.isclose(scale * n_ring, 1.0):
-                return f"The result is exactly N = {n_ring} times too small: a mean (pmean) where a sum belongs."
-            return f"The result is the right one times {scale:.3g}: a stray scale factor."
+    if (
+        scale is not None
+        and not np.isclose(scale, 1.0)
+        and all(close(a, scale * e) for a, e in zip(actual, expected))
+    ):
+        if n_ring and np.isclose(scale, n_ring):
+            return f"The result is exactly N = {n_ring} times too large: a sum where a mean belongs, or a value added once per device twice."
+        if n_ring and np.isclose(scale * n_ring, 1.0):
+            return f"The result is exactly N = {n_ring} times too small: a mean (pmean) where a sum belongs."
+        return f"The result is the right one times {scale:.3g}: a stray scale factor."
     wrong = [d for d in range(n) if not close(actual[d], expected[d])]
     if 0 < len(wrong) < n:
         return f"Only device(s) {wrong} are wrong; the others are right — look at what differs for them (ring edges, the first or last step)."

@@ -157,7 +157,9 @@ def grade_exercise(
         except NotImplementedError as exc:
             return finish(Status.NOT_STARTED, example=shown, error=str(exc) or None)
         except StudentReturnError as exc:
-            hint = exc.hint or (spec.diagnose_error(exc, ex, passed) if spec.diagnose_error else None)
+            hint = exc.hint or (
+                spec.diagnose_error(exc, ex, passed) if spec.diagnose_error else None
+            )
             check = CheckResult("returns", False, str(exc), example=shown, hint=hint)
             return finish(Status.FAILED, checks=[check], example=shown, hint=hint)
         except ExampleTimeout as exc:

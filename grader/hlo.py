@@ -205,9 +205,11 @@ class CommSummary:
         return total
 
     def largest(self, itemsize: int | None = None) -> int:
-        """Bytes of the largest single transfer (operand of one collective)."""
+        """Bytes of the largest single collective: its operand or its result, whichever is larger."""
         sizes = [
-            c.operand_bytes if itemsize is None else c.operand_elements * itemsize
+            max(c.operand_bytes, shape_bytes(c.shape))
+            if itemsize is None
+            else max(c.operand_elements, shape_elements(c.shape)) * itemsize
             for c in self.collectives
             if c.count != 0
         ]
@@ -219,7 +221,9 @@ class CommSummary:
         for c in self.collectives:
             row = rows.setdefault(c.kind, {"kind": c.kind, "ops": 0, "count": 0, "bytes": 0})
             row["ops"] += 1
-            row["count"] = None if row["count"] is None or c.count is None else row["count"] + c.count
+            row["count"] = (
+                None if row["count"] is None or c.count is None else row["count"] + c.count
+            )
             tb = c.total(itemsize)
             row["bytes"] = None if row["bytes"] is None or tb is None else row["bytes"] + tb
         return [rows[k] for k in KINDS if k in rows]
@@ -250,9 +254,7 @@ def parse(text: str) -> tuple[dict[str, list[Instruction]], str | None]:
             continue
         shape, call = _split_shape(m.group(3))
         opcode = call.split("(", 1)[0].strip()
-        comps[current].append(
-            Instruction(m.group(2), shape, opcode, tuple(_operands(call)), call)
-        )
+        comps[current].append(Instruction(m.group(2), shape, opcode, tuple(_operands(call)), call))
     return comps, entry
 
 
@@ -301,7 +303,9 @@ def _multiplicities(comps: dict[str, list[Instruction]], entry: str) -> dict[str
             if callee not in comps:
                 continue
             factor: int | None = 1
-            if ins.opcode == "while" and re.search(rf"\bbody=%?{re.escape(callee)}(?![\w.\-])", ins.attrs):
+            if ins.opcode == "while" and re.search(
+                rf"\bbody=%?{re.escape(callee)}(?![\w.\-])", ins.attrs
+            ):
                 factor = _trip_count(ins.attrs)
             elif ins.opcode == "while":  # the condition runs once more than the body
                 trips = _trip_count(ins.attrs)
@@ -335,7 +339,9 @@ def summarize(text: str, num_devices: int = 1) -> CommSummary:
             if kind == "collective-permute":
                 pairs = tuple(
                     (int(a), int(b))
-                    for a, b in re.findall(r"\{(\d+),(\d+)\}", _attr(ins.attrs, "source_target_pairs"))
+                    for a, b in re.findall(
+                        r"\{(\d+),(\d+)\}", _attr(ins.attrs, "source_target_pairs")
+                    )
                 )
                 group = num_devices
             else:
@@ -343,10 +349,16 @@ def summarize(text: str, num_devices: int = 1) -> CommSummary:
                 group = _group_size(ins.attrs, num_devices)
             found.append(
                 Collective(
-                    kind=kind, name=ins.name, shape=ins.shape, operand_bytes=operand_bytes,
-                    operand_elements=operand_elements, group_size=group, count=mult[comp],
+                    kind=kind,
+                    name=ins.name,
+                    shape=ins.shape,
+                    operand_bytes=operand_bytes,
+                    operand_elements=operand_elements,
+                    group_size=group,
+                    count=mult[comp],
                     bytes_each=_ring_share(kind, operand_bytes, group),
-                    elements_each=_ring_share(kind, operand_elements, group), pairs=pairs,
+                    elements_each=_ring_share(kind, operand_elements, group),
+                    pairs=pairs,
                 )
             )
     return CommSummary(found)

@@ -46,7 +46,9 @@ def format_student_error(exc: BaseException, directory: Path) -> str:
     """The exception with only the frames from files in ``directory``."""
     root = str(Path(directory).resolve())
     frames = [
-        f for f in traceback.extract_tb(exc.__traceback__) if str(Path(f.filename).resolve()).startswith(root)
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if str(Path(f.filename).resolve()).startswith(root)
     ]
     lines = []
     if frames:

@@ -57,7 +57,9 @@ class LessonReport:
             table.add_row(e.exercise, status_text(e.status), f"{e.score}/{e.points}",
                           str(e.examples_run), f"{e.duration:.1f} s")  # fmt: skip
         yield table
-        yield Text(f"graded {r.source} on {r.devices or 'the devices'} · seed {r.seed}", style="dim")
+        yield Text(
+            f"graded {r.source} on {r.devices or 'the devices'} · seed {r.seed}", style="dim"
+        )
         fresh = [e for e in r.exercises if e.status == Status.NOT_STARTED]
         if fresh:
             yield NotStartedPanel(fresh)
@@ -77,7 +79,9 @@ class NotStartedPanel:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         names = ", ".join(e.exercise for e in self.results)
-        parts: list = [Text(f"{names}: still raising NotImplementedError — replace the TODOs with your code.")]
+        parts: list = [
+            Text(f"{names}: still raising NotImplementedError — replace the TODOs with your code.")
+        ]
         hint = next((e.hint for e in self.results if e.hint), None)
         if hint:
             parts.append(Text.assemble(("hint  ", "bold yellow"), hint))
@@ -110,7 +114,15 @@ class ExercisePanel:
                     parts.extend(Evidence(c, comms_table=not comms_shown).renderables())
                     comms_shown = comms_shown or "table" in c.details
         if e.error:
-            parts.append(Panel(Text(e.error), title="error", title_align="left", border_style="red", box=box.ROUNDED))
+            parts.append(
+                Panel(
+                    Text(e.error),
+                    title="error",
+                    title_align="left",
+                    border_style="red",
+                    box=box.ROUNDED,
+                )
+            )
         if e.hint:
             parts.append(Text.assemble(("hint  ", "bold yellow"), e.hint))
         label, style = STYLE.get(e.status, (str(e.status), "white"))
@@ -155,7 +167,9 @@ class Evidence:
                 t = Table(box=box.SIMPLE, title=f"{where}: its whole shard", title_justify="left")
                 t.add_column("expected")
                 t.add_column("yours")
-                t.add_row(_grid(first["expected_shard"]), Text(_grid(first["actual_shard"]), style="red"))
+                t.add_row(
+                    _grid(first["expected_shard"]), Text(_grid(first["actual_shard"]), style="red")
+                )
                 out.append(t)
         if self.check.name == "sharding" and "expected" in d:
             t = Table(box=box.SIMPLE, title="sharding", title_justify="left")
@@ -194,7 +208,9 @@ class DeviceMap:
         rows_axis = self.shape[0] if len(self.shape) > 1 else 1
         cols = self.shape[-1]
         caption = "devices (" + " × ".join(f"{n}={s}" for n, s in zip(self.names, self.shape)) + ")"
-        t = Table(box=box.SQUARE, show_header=False, title=caption, title_justify="left", padding=(0, 1))
+        t = Table(
+            box=box.SQUARE, show_header=False, title=caption, title_justify="left", padding=(0, 1)
+        )
         for _ in range(cols):
             t.add_column(justify="center")
         inner = self.shape[1:-1] if len(self.shape) > 2 else []
@@ -206,7 +222,11 @@ class DeviceMap:
                     coord = (c,) if len(self.shape) == 1 else (r, *block, c)
                     ok = self.devices.get(coord)
                     label = ("," if max(self.shape) > 9 else "").join(map(str, coord))
-                    cells.append(Text(f"{label} ✔", style="green") if ok else Text(f"{label} ✘", style="bold red"))
+                    cells.append(
+                        Text(f"{label} ✔", style="green")
+                        if ok
+                        else Text(f"{label} ✘", style="bold red")
+                    )
                 t.add_row(*cells)
         yield t
 
@@ -263,9 +283,13 @@ class CommsTable:
         if self.check.name == "steps":
             expect.append(f"expected {d['expected']} × {d['kind']}, measured {d['actual']}")
         elif self.check.name == "bytes":
-            expect.append(f"expected {_bytes(d['expected'])} per device, measured {_bytes(d['actual'])}")
+            expect.append(
+                f"expected {_bytes(d['expected'])} per device, measured {_bytes(d['actual'])}"
+            )
             if d.get("itemsize") == 2:
-                expect.append("(bfloat16 counted at 2 bytes per element; XLA:CPU widens it to f32 in transit)")
+                expect.append(
+                    "(bfloat16 counted at 2 bytes per element; XLA:CPU widens it to f32 in transit)"
+                )
         elif self.check.name == "collectives":
             expect.append("allowed: " + (", ".join(d.get("allowed", [])) or "none"))
         if expect:

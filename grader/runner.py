@@ -184,7 +184,9 @@ def _verbose() -> bool:
     return os.environ.get("COURSE_DEBUG") == "1"
 
 
-def _record(er: ExerciseResult, results: dict[int, LessonResult], todo: dict[int, list[str]]) -> None:
+def _record(
+    er: ExerciseResult, results: dict[int, LessonResult], todo: dict[int, list[str]]
+) -> None:
     results[er.lesson].exercises.append(er)
     if er.exercise in todo.get(er.lesson, []):
         todo[er.lesson].remove(er.exercise)

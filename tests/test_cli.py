@@ -16,7 +16,9 @@ import pytest
 from tests.mistakes import HEADER, MISTAKES
 
 
-def course(home: Path, *args: str, input: str | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+def course(
+    home: Path, *args: str, input: str | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess:
     env = {**os.environ, "COURSE_HOME": str(home), "COLUMNS": "100", "COURSE_PLATFORM": "cpu"}
     return subprocess.run(
         [sys.executable, "-m", "course.cli", *args],
@@ -37,7 +39,9 @@ def fixture_course(root, home) -> Path:
     ex.mkdir(parents=True)
     (ex / "l01_meshes.py").write_text((root / "solutions" / "l01_meshes.py").read_text())
     wrong = next(m for m in MISTAKES if m.id == "wrong-ring-direction")
-    (ex / "l02_collectives.py").write_text((root / "solutions" / "l02_collectives.py").read_text() + HEADER + wrong.code)
+    (ex / "l02_collectives.py").write_text(
+        (root / "solutions" / "l02_collectives.py").read_text() + HEADER + wrong.code
+    )
     return home
 
 
@@ -64,10 +68,15 @@ def test_rerun_command_reproduces_the_failure(fixture_course):
     bad = course(fixture_course, "grade", "2.ring_all_gather", "--json")
     (lesson,) = json.loads(bad.stdout)
     (ex,) = lesson["exercises"]
-    again = course(fixture_course, "grade", "2.ring_all_gather", "--example", ex["example"], "--json")
+    again = course(
+        fixture_course, "grade", "2.ring_all_gather", "--example", ex["example"], "--json"
+    )
     (ex2,) = json.loads(again.stdout)[0]["exercises"]
     assert again.returncode == 1 and ex2["examples_run"] == 1 and ex2["example"] == ex["example"]
-    assert ex2["checks"][0]["details"]["first_mismatch"] == ex["checks"][0]["details"]["first_mismatch"]
+    assert (
+        ex2["checks"][0]["details"]["first_mismatch"]
+        == ex["checks"][0]["details"]["first_mismatch"]
+    )
 
 
 def test_json_output_and_status_after_grading(fixture_course):
@@ -78,7 +87,11 @@ def test_json_output_and_status_after_grading(fixture_course):
     assert data[0]["passed"] and data[0]["score"] == 5 and not data[1]["passed"]
     status = course(fixture_course, "status")
     assert status.returncode == 0
-    assert "4/4" in status.stdout and "5/5" in status.stdout and "Fix: 2.ring_all_gather" in status.stdout
+    assert (
+        "4/4" in status.stdout
+        and "5/5" in status.stdout
+        and "Fix: 2.ring_all_gather" in status.stdout
+    )
     listing = course(fixture_course, "list")
     assert "✔ passed" in listing.stdout and "✘ failed" in listing.stdout
 
@@ -190,7 +203,9 @@ def test_ctrl_c_during_grading_keeps_recorded_progress(root, home):
     ex = home / "exercises"
     ex.mkdir(parents=True)
     slow = "import time\ndef ring_reduce_scatter(x, axis_name):\n    time.sleep(120)\n"
-    (ex / "l02_collectives.py").write_text((root / "solutions" / "l02_collectives.py").read_text() + slow)
+    (ex / "l02_collectives.py").write_text(
+        (root / "solutions" / "l02_collectives.py").read_text() + slow
+    )
     env = {**os.environ, "COURSE_HOME": str(home), "COURSE_PLATFORM": "cpu"}
     proc = subprocess.Popen([sys.executable, "-m", "course.cli", "grade", "2"], cwd=root, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip

@@ -34,7 +34,9 @@ def _copy_with(root, tmp_path, module: str, extra: str) -> None:
 
 
 def test_syntax_error_is_reported_for_every_exercise(tmp_path):
-    (tmp_path / "l02_collectives.py").write_text("def ring_all_gather(x, axis_name)\n    return x\n")
+    (tmp_path / "l02_collectives.py").write_text(
+        "def ring_all_gather(x, axis_name)\n    return x\n"
+    )
     result = engine.grade_lesson(2, "l02_collectives", tmp_path)
     assert len(result.exercises) == 3
     for e in result.exercises:
@@ -61,7 +63,9 @@ def test_missing_function_is_named(root, tmp_path):
 
 
 def test_student_exception_shows_the_students_frames_only(root, tmp_path):
-    _copy_with(root, tmp_path, "l02_collectives", "def ring_all_gather(x, axis_name):\n    return 1 / 0\n")
+    _copy_with(
+        root, tmp_path, "l02_collectives", "def ring_all_gather(x, axis_name):\n    return 1 / 0\n"
+    )
     (e,) = engine.grade_lesson(2, "l02_collectives", tmp_path, only=["ring_all_gather"]).exercises
     assert e.status == Status.ERROR
     assert "ZeroDivisionError" in e.error
@@ -70,8 +74,12 @@ def test_student_exception_shows_the_students_frames_only(root, tmp_path):
 
 
 def test_python_level_hang_times_out_and_grading_goes_on(root, tmp_path):
-    _copy_with(root, tmp_path, "l01_meshes", "import time\ndef shard_shape(g, m, s):\n    time.sleep(60)\n")
-    result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"], timeout=1.0)
+    _copy_with(
+        root, tmp_path, "l01_meshes", "import time\ndef shard_shape(g, m, s):\n    time.sleep(60)\n"
+    )
+    result = engine.grade_lesson(
+        1, "l01_meshes", tmp_path, only=["shard_shape", "place"], timeout=1.0
+    )
     by_name = {e.exercise: e for e in result.exercises}
     assert by_name["shard_shape"].status == Status.TIMEOUT
     assert "did not finish" in by_name["shard_shape"].error
@@ -84,7 +92,9 @@ def test_power_of_two_only_code_raises_on_n3_and_is_diagnosed(root, tmp_path):
     butterfly = next(m for m in MISTAKES if m.id == "butterfly-power-of-two")
     _copy_with(root, tmp_path, "l02_collectives", HEADER + butterfly.code)
     example = parse_example("n=3 rows=1 cols=1 dtype=float32 seed=0")
-    (e,) = engine.grade_lesson(2, "l02_collectives", tmp_path, only=["ring_all_gather"], example=example).exercises
+    (e,) = engine.grade_lesson(
+        2, "l02_collectives", tmp_path, only=["ring_all_gather"], example=example
+    ).exercises
     # partners i XOR d that do not exist leave it with the wrong number of blocks
     assert e.status == Status.FAILED and "expected (3, 1)" in e.checks[0].message
     spec = engine.load_spec("l02_collectives").exercise("ring_all_gather")
@@ -113,8 +123,14 @@ def test_example_round_trips_and_reruns_exactly(root):
     ex = {"n": 6, "rows": 2, "cols": 3, "dtype": "bfloat16", "seed": 17}
     text = format_example(ex)
     assert text == "n=6 rows=2 cols=3 dtype=bfloat16 seed=17" and parse_example(text) == ex
-    assert parse_example("mesh=2x4 shape=8 spec=x+y/-") == {"mesh": (2, 4), "shape": 8, "spec": "x+y/-"}
-    (e,) = engine.grade_lesson(2, "l02_collectives", root / "solutions", only=["ring_all_gather"], example=ex).exercises
+    assert parse_example("mesh=2x4 shape=8 spec=x+y/-") == {
+        "mesh": (2, 4),
+        "shape": 8,
+        "spec": "x+y/-",
+    }
+    (e,) = engine.grade_lesson(
+        2, "l02_collectives", root / "solutions", only=["ring_all_gather"], example=ex
+    ).exercises
     assert e.status == Status.PASSED and e.examples_run == 1
 
 
@@ -133,7 +149,11 @@ def test_values_compare_every_device_not_just_the_assembled_array(root, tmp_path
         "    return full[: x.shape[0] // lax.axis_size(axis_name)]\n"
     )
     _copy_with(root, tmp_path, "l02_collectives", code)
-    (e,) = engine.grade_lesson(2, "l02_collectives", tmp_path, only=["ring_reduce_scatter"]).exercises
+    (e,) = engine.grade_lesson(
+        2, "l02_collectives", tmp_path, only=["ring_reduce_scatter"]
+    ).exercises
     values = next(c for c in e.checks if c.name == "values")
     assert not values.passed and "device 0" in values.hint
-    assert sum(not d["ok"] for d in values.details["devices"]) == values.details["mesh_shape"][0] - 1
+    assert (
+        sum(not d["ok"] for d in values.details["devices"]) == values.details["mesh_shape"][0] - 1
+    )

@@ -23,12 +23,18 @@ def test_mistake_is_caught_with_its_diagnosis(root, tmp_path, mistake: Mistake):
     lesson = int(mistake.module[1:3])
     result = engine.grade_lesson(lesson, mistake.module, directory, only=[mistake.exercise])
     (er,) = result.exercises
-    assert er.status == Status(mistake.status), (er.status, er.error, [c.to_dict() for c in er.checks])
+    assert er.status == Status(mistake.status), (
+        er.status,
+        er.error,
+        [c.to_dict() for c in er.checks],
+    )
     if mistake.check is None:
         evidence = f"{er.error} {er.hint}"
     else:
         failed = {c.name: c for c in er.checks if not c.passed}
-        assert mistake.check in failed, f"expected {mistake.check} to fail; failed: {sorted(failed)}"
+        assert mistake.check in failed, (
+            f"expected {mistake.check} to fail; failed: {sorted(failed)}"
+        )
         check = failed[mistake.check]
         evidence = f"{check.message} {check.hint} {er.hint}"
         assert er.example, "a failing exercise names its example"
@@ -45,5 +51,7 @@ def test_every_mistake_targets_a_real_exercise():
 def test_solution_copy_itself_passes(root, tmp_path):
     """The harness is sound: the unmodified copy passes, so failures come from the mistakes."""
     shutil.copy(root / "solutions" / "l02_collectives.py", tmp_path)
-    result = engine.grade_lesson(2, "l02_collectives", tmp_path, only=["ring_reduce_scatter"], max_examples=0)
+    result = engine.grade_lesson(
+        2, "l02_collectives", tmp_path, only=["ring_reduce_scatter"], max_examples=0
+    )
     assert result.exercises[0].status == Status.PASSED

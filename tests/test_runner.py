@@ -5,7 +5,12 @@ from __future__ import annotations
 from grader.results import Status
 from grader.runner import LessonRequest, Request, grade
 
-L02 = LessonRequest(2, "l02_collectives", "Collectives", ["ring_all_gather", "ring_reduce_scatter", "ring_all_reduce"])
+L02 = LessonRequest(
+    2,
+    "l02_collectives",
+    "Collectives",
+    ["ring_all_gather", "ring_reduce_scatter", "ring_all_reduce"],
+)
 
 
 def _variant(root, tmp_path, code: str):
@@ -15,7 +20,7 @@ def _variant(root, tmp_path, code: str):
 
 
 def test_hangs_time_out_and_the_rest_is_still_graded(root, tmp_path):
-    code = '''
+    code = """
 _ag, _rs = ring_all_gather, ring_reduce_scatter
 
 def ring_all_gather(x, axis_name):
@@ -30,7 +35,7 @@ def ring_reduce_scatter(x, axis_name):
 
 def ring_all_reduce(x, axis_name):
     return _ag(_rs(x, axis_name), axis_name)
-'''
+"""
     events = []
     request = Request([L02], _variant(root, tmp_path, code), timeout=2.0, grace=1.0, max_examples=0)
     (result,) = grade(request, events.append)
@@ -47,22 +52,26 @@ def ring_all_reduce(x, axis_name):
 
 
 def test_a_crashing_worker_is_an_error_and_grading_goes_on(root, tmp_path):
-    code = '''
+    code = """
 import os
 
 def ring_all_gather(x, axis_name):
     os._exit(3)
-'''
+"""
     request = Request([L02], _variant(root, tmp_path, code), timeout=30.0, max_examples=0)
     (result,) = grade(request)
     gather, scatter, reduce = result.exercises
     assert gather.status == Status.ERROR and "exit code 3" in gather.error
     assert scatter.status == Status.PASSED  # a fresh worker graded the rest
-    assert reduce.status == Status.ERROR and "exit code 3" in reduce.error  # it calls ring_all_gather
+    assert (
+        reduce.status == Status.ERROR and "exit code 3" in reduce.error
+    )  # it calls ring_all_gather
 
 
 def test_results_come_back_in_registry_order_with_points(root):
-    lesson = LessonRequest(2, "l02_collectives", "Collectives", L02.exercises, points={"ring_all_gather": 2})
+    lesson = LessonRequest(
+        2, "l02_collectives", "Collectives", L02.exercises, points={"ring_all_gather": 2}
+    )
     (result,) = grade(Request([lesson], str(root / "solutions"), max_examples=0, timeout=60.0))
     assert [e.exercise for e in result.exercises] == L02.exercises
     assert result.exercises[0].points == 2 and result.score == 4 and result.passed

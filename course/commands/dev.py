@@ -54,7 +54,9 @@ def static_problems(course: Course, root: Path) -> list[str]:
             "text": root / "course" / "lessons" / lesson.text_name,
         }
         missing = [k for k, f in files.items() if not f.exists()]
-        problems += [f"lesson {lesson.number}: no {k} ({files[k].relative_to(root)})" for k in missing]
+        problems += [
+            f"lesson {lesson.number}: no {k} ({files[k].relative_to(root)})" for k in missing
+        ]
         if {"stub", "solution"} & set(missing):
             continue
         stub, sol = public_functions(files["stub"]), public_functions(files["solution"])
@@ -67,9 +69,13 @@ def static_problems(course: Course, root: Path) -> list[str]:
         for name in sorted(set(stub) | set(sol)):
             if name in stub and name in sol:
                 if stub[name][0] != sol[name][0]:
-                    problems.append(f"lesson {lesson.number}: {name} signatures differ: stub {stub[name][0]} vs solution {sol[name][0]}")
+                    problems.append(
+                        f"lesson {lesson.number}: {name} signatures differ: stub {stub[name][0]} vs solution {sol[name][0]}"
+                    )
                 if stub[name][1] != sol[name][1]:
-                    problems.append(f"lesson {lesson.number}: {name} docstrings differ between stub and solution")
+                    problems.append(
+                        f"lesson {lesson.number}: {name} docstrings differ between stub and solution"
+                    )
             else:
                 where = "stub" if name in stub else "solution"
                 problems.append(f"lesson {lesson.number}: {name}() is public in the {where} only")
@@ -81,7 +87,9 @@ def static_problems(course: Course, root: Path) -> list[str]:
 
             spec_names = [e.name for e in load_spec(lesson.module).exercises]
             if spec_names != names:
-                problems.append(f"lesson {lesson.number}: the grading spec grades {spec_names}, course.toml lists {names}")
+                problems.append(
+                    f"lesson {lesson.number}: the grading spec grades {spec_names}, course.toml lists {names}"
+                )
     return problems
 
 
@@ -93,7 +101,9 @@ def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
     rows: list[tuple[str, str, bool, str]] = []
     if grade_code and not problems:
         lessons = [
-            LessonRequest(lesson.number, lesson.module, lesson.title, [e.name for e in lesson.exercises])
+            LessonRequest(
+                lesson.number, lesson.module, lesson.title, [e.name for e in lesson.exercises]
+            )
             for lesson in app.course.lessons
         ]
         for folder, want in (("solutions", Status.PASSED), ("exercises", Status.NOT_STARTED)):
@@ -105,7 +115,9 @@ def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
                     rows.append((folder, f"{er.lesson}.{er.exercise}", ok, str(er.status)))
                     if not ok:
                         why = er.error or next((c.message for c in er.checks if not c.passed), "")
-                        problems.append(f"{folder}: {er.lesson}.{er.exercise} is {er.status}, expected {want}: {why}")
+                        problems.append(
+                            f"{folder}: {er.lesson}.{er.exercise} is {er.status}, expected {want}: {why}"
+                        )
     if rows:
         table = Table(title="course dev check", title_justify="left")
         table.add_column("graded")
@@ -118,5 +130,11 @@ def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
         app.console.print(Text("✘ " + p, style="red"))
     if problems:
         return 1
-    app.console.print(Text(f"✔ {len(app.course.lessons)} lessons consistent" + (", solutions pass, stubs not started" if grade_code else ""), style="green"))
+    app.console.print(
+        Text(
+            f"✔ {len(app.course.lessons)} lessons consistent"
+            + (", solutions pass, stubs not started" if grade_code else ""),
+            style="green",
+        )
+    )
     return 0

@@ -15,7 +15,6 @@ from course.commands.common import App
 from course.registry import Lesson
 from grader.results import ExerciseResult, LessonResult, Status
 
-
 INTERRUPTED = 130
 """Exit status after Ctrl-C, as shells report SIGINT."""
 
@@ -35,12 +34,18 @@ def parse_target(app: App, target: str | None, all_lessons: bool) -> Target:
         return Target([current_lesson(app)])
     number, _, exercise = target.partition(".")
     if not number.isdigit():
-        raise click.BadParameter(f"{target!r}: expected N or N.exercise, e.g. 2 or 2.ring_all_gather", param_hint="TARGET")
+        raise click.BadParameter(
+            f"{target!r}: expected N or N.exercise, e.g. 2 or 2.ring_all_gather",
+            param_hint="TARGET",
+        )
     lesson = app.lesson(int(number))
     if exercise:
         names = [e.name for e in lesson.exercises]
         if exercise not in names:
-            raise click.BadParameter(f"lesson {lesson.number} has no exercise {exercise!r} (it has {', '.join(names)})", param_hint="TARGET")
+            raise click.BadParameter(
+                f"lesson {lesson.number} has no exercise {exercise!r} (it has {', '.join(names)})",
+                param_hint="TARGET",
+            )
     return Target([lesson], exercise or None)
 
 
@@ -51,7 +56,11 @@ def current_lesson(app: App) -> Lesson:
         with app.progress() as progress:
             states = progress.states()
     for lesson in app.course.lessons:
-        if any(states.get((lesson.number, e.name), None) is None or states[(lesson.number, e.name)].status != "passed" for e in lesson.exercises):
+        if any(
+            states.get((lesson.number, e.name), None) is None
+            or states[(lesson.number, e.name)].status != "passed"
+            for e in lesson.exercises
+        ):
             return lesson
     return app.course.lessons[-1]
 
@@ -62,11 +71,14 @@ def grade(
     timeout: float = 60.0, devices: int | None = None, cpu: bool = False,
     max_examples: int | None = None,
 ) -> int:  # fmt: skip
-    from grader.runner import LessonRequest, Request, grade as run_grading
+    from grader.runner import LessonRequest, Request
+    from grader.runner import grade as run_grading
 
     chosen = parse_target(app, target, all_lessons)
     if example and not chosen.exercise:
-        raise click.UsageError("--example needs one exercise: course grade N.exercise --example '…'")
+        raise click.UsageError(
+            "--example needs one exercise: course grade N.exercise --example '…'"
+        )
     if solutions and path:
         raise click.UsageError("give --solutions or --path, not both")
     if solutions:
@@ -99,17 +111,25 @@ def grade(
         directory=str(directory), seed=seed, example=example, max_examples=max_examples,
         timeout=timeout, devices=devices, platform="cpu" if cpu else None,
     )  # fmt: skip
-    command = "course grade " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if sys.argv[1:2] == ["grade"] else "course grade"
+    command = (
+        "course grade " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        if sys.argv[1:2] == ["grade"]
+        else "course grade"
+    )
     console = app.console
     with app.progress() as progress:
         attempt = progress.start_attempt(str(directory), counted, command)
-        status = None if as_json or not console.is_terminal else console.status("starting the grader …")
+        status = (
+            None if as_json or not console.is_terminal else console.status("starting the grader …")
+        )
 
         def on_event(event: dict) -> None:
             if event["type"] == "exercise":
                 progress.record(attempt, ExerciseResult.from_dict(event["result"]))
             elif event["type"] == "example" and status is not None:
-                status.update(f"grading {event['lesson']}.{event['exercise']} — example {event['index'] + 1}: {event['example']}")
+                status.update(
+                    f"grading {event['lesson']}.{event['exercise']} — example {event['index'] + 1}: {event['example']}"
+                )
 
         try:
             if status is not None:
@@ -136,7 +156,9 @@ def grade(
     return 0 if all(r.passed for r in results) else 1
 
 
-def render(app: App, results: list[LessonResult], *, solutions: bool = False, path: str | None = None) -> None:
+def render(
+    app: App, results: list[LessonResult], *, solutions: bool = False, path: str | None = None
+) -> None:
     from grader.report import LessonReport
 
     def rerun(er: ExerciseResult) -> str:

@@ -24,7 +24,9 @@ def show(app: App, number: int) -> int:
     app.console.print(Markdown(text_file.read_text(), code_theme="ansi_dark"))
     app.console.print(
         Panel(
-            "\n".join(f"[cyan]{e.name}[/cyan] ({e.points} pt) — {e.summary}" for e in lesson.exercises)
+            "\n".join(
+                f"[cyan]{e.name}[/cyan] ({e.points} pt) — {e.summary}" for e in lesson.exercises
+            )
             + f"\n\nEdit [bold]{app.ws.exercise_file(lesson.module)}[/bold], then [cyan]course grade {number}[/cyan].",
             title=f"Lesson {number} exercises",
             title_align="left",
@@ -41,8 +43,12 @@ def hint(app: App, number: int) -> int:
     with app.progress() as progress:
         i = progress.next_hint(number, len(lesson.hints))
     app.console.print(
-        Panel(lesson.hints[i], title=f"Lesson {number} · hint {i + 1} of {len(lesson.hints)}",
-              title_align="left", border_style="yellow")  # fmt: skip
+        Panel(
+            lesson.hints[i],
+            title=f"Lesson {number} · hint {i + 1} of {len(lesson.hints)}",
+            title_align="left",
+            border_style="yellow",
+        )  # fmt: skip
     )
     if i + 1 < len(lesson.hints):
         app.console.print(f"[dim]Run course hint {number} again for the next one.[/dim]")

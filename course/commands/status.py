@@ -22,7 +22,13 @@ def list_lessons(app: App) -> int:
     table.add_column("points", justify="right")
     table.add_column("status", no_wrap=True)
     for lesson in app.course.lessons:
-        table.add_row(str(lesson.number), Text(lesson.title, style="bold"), lesson.summary, str(lesson.points), "")
+        table.add_row(
+            str(lesson.number),
+            Text(lesson.title, style="bold"),
+            lesson.summary,
+            str(lesson.points),
+            "",
+        )
         for ex in lesson.exercises:
             st = states.get((lesson.number, ex.name))
             table.add_row(
@@ -65,7 +71,9 @@ def status(app: App) -> int:
                       _ago(last) if last else Text("never", style="dim"))  # fmt: skip
     app.console.print(table)
     bar = Table.grid(padding=(0, 1))
-    bar.add_row(ProgressBar(total=possible or 1, completed=earned, width=40), f"{earned}/{possible} points")
+    bar.add_row(
+        ProgressBar(total=possible or 1, completed=earned, width=40), f"{earned}/{possible} points"
+    )
     app.console.print(bar)
     if next_step:
         n, name = next_step

@@ -75,7 +75,9 @@ class Count(Check):
                 "bounds known at trace time (lax.axis_size gives N as a Python int).",
             )
         if got == want:
-            return CheckResult(self.name, True, f"{got} × {self.kind} ({self.what})", details=details)
+            return CheckResult(
+                self.name, True, f"{got} × {self.kind} ({self.what})", details=details
+            )
         return CheckResult(
             self.name,
             False,
@@ -108,9 +110,16 @@ class Bytes(Check):
         if width:
             details["itemsize"] = width
         if got is None:
-            return CheckResult(self.name, False, "bytes unknown: a collective sits in a loop of unknown trip count", details=details)
+            return CheckResult(
+                self.name,
+                False,
+                "bytes unknown: a collective sits in a loop of unknown trip count",
+                details=details,
+            )
         if got == want:
-            return CheckResult(self.name, True, f"{got:,} bytes sent per device = {self.what}", details=details)
+            return CheckResult(
+                self.name, True, f"{got:,} bytes sent per device = {self.what}", details=details
+            )
         ratio = got / want if want else float("inf")
         hint = None
         unit = self.unit(trial) if self.unit else None
@@ -143,5 +152,12 @@ class LargestTransfer(Check):
         bound, got = self.bound(trial), trial.comms.largest()
         details = {"bound": bound, "actual": got, "table": _table(trial)}
         if got <= bound:
-            return CheckResult(self.name, True, f"largest transfer {got:,} bytes ≤ {self.what}", details=details)
-        return CheckResult(self.name, False, f"a transfer of {got:,} bytes; at most {self.what} ({bound:,} bytes) is needed", details=details)
+            return CheckResult(
+                self.name, True, f"largest transfer {got:,} bytes ≤ {self.what}", details=details
+            )
+        return CheckResult(
+            self.name,
+            False,
+            f"a transfer of {got:,} bytes; at most {self.what} ({bound:,} bytes) is needed",
+            details=details,
+        )

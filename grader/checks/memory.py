@@ -23,9 +23,16 @@ class TempMemory(Check):
         got = (trial.memory or {}).get("temp")
         details = {"bound": bound, "memory": trial.memory}
         if got is None:
-            return CheckResult(self.name, True, "memory analysis unavailable on this backend", details=details)
+            return CheckResult(
+                self.name, True, "memory analysis unavailable on this backend", details=details
+            )
         if got <= bound:
-            return CheckResult(self.name, True, f"{got:,} temporary bytes per device ≤ {self.what}", details=details)
+            return CheckResult(
+                self.name,
+                True,
+                f"{got:,} temporary bytes per device ≤ {self.what}",
+                details=details,
+            )
         return CheckResult(
             self.name, False, f"{got:,} temporary bytes per device; {self.what} is {bound:,}",
             details=details, hint=self.hint,

@@ -32,7 +32,9 @@ class OutputSharding(Check):
         want = self.expected(trial)
         out = trial.output
         if not isinstance(out, jax.Array):
-            return CheckResult(self.name, False, f"returned {type(out).__name__}, which has no sharding")
+            return CheckResult(
+                self.name, False, f"returned {type(out).__name__}, which has no sharding"
+            )
         got = out.sharding
         details = {"expected": describe_sharding(want), "actual": describe_sharding(got)}
         if got.is_equivalent_to(want, out.ndim):

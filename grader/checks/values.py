@@ -11,7 +11,6 @@ from grader import diagnose
 from grader.results import CheckResult
 from grader.spec import Check, Example, Trial
 
-
 SHOW_LIMIT = 48
 """Shards of at most this many elements are shown whole in a failure report."""
 
@@ -87,7 +86,9 @@ class Values(Check):
             )
 
         coords = device_coords(trial.mesh) if trial.mesh is not None else {}
-        shards = sorted(out.addressable_shards, key=lambda s: coords.get(s.device.id, (s.device.id,)))
+        shards = sorted(
+            out.addressable_shards, key=lambda s: coords.get(s.device.id, (s.device.id,))
+        )
         actual = [np.asarray(s.data) for s in shards]
         expected = [want[s.index] for s in shards]
         devices, first, worst_abs, worst_rel = [], None, 0.0, 0.0
@@ -103,7 +104,9 @@ class Values(Check):
             worst_abs = max(worst_abs, m)
             nonzero = np.abs(as_numpy(e)) > 0
             if np.any(nonzero):
-                worst_rel = max(worst_rel, float((err[nonzero] / np.abs(as_numpy(e))[nonzero]).max()))
+                worst_rel = max(
+                    worst_rel, float((err[nonzero] / np.abs(as_numpy(e))[nonzero]).max())
+                )
             devices.append({"coord": list(coord), "ok": ok, "max_abs": m})
             if not ok and first is None:
                 bad = np.argwhere(~(err <= atol + rtol * np.abs(as_numpy(e))))[0]
@@ -127,13 +130,19 @@ class Values(Check):
             "axis_names": list(trial.mesh.axis_names) if trial.mesh is not None else None,
         }
         if all(d["ok"] for d in devices):
-            return CheckResult(self.name, True, "every device's shard matches the reference", details=details)
+            return CheckResult(
+                self.name, True, "every device's shard matches the reference", details=details
+            )
         details["first_mismatch"] = first
         n_bad = sum(not d["ok"] for d in devices)
         hint = diagnose.values(
             actual, expected, close, block=self.block_rows(trial.example), n_ring=len(shards)
         )
-        where = f" (first at global index {tuple(first['index'])}: expected {first['expected']:.6g}, got {first['actual']:.6g})" if first else ""
+        where = (
+            f" (first at global index {tuple(first['index'])}: expected {first['expected']:.6g}, got {first['actual']:.6g})"
+            if first
+            else ""
+        )
         return CheckResult(
             self.name,
             False,

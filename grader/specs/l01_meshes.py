@@ -67,7 +67,9 @@ def _axes(entry: Any) -> tuple[str, ...]:
 
 
 @st.composite
-def _layout(draw, ctx: Context, indivisible: bool = True, with_dtype: bool = False, with_seed: bool = False):
+def _layout(
+    draw, ctx: Context, indivisible: bool = True, with_dtype: bool = False, with_seed: bool = False
+):
     mesh = draw(st.sampled_from([m for m in MESHES if math.prod(m) <= ctx.n_devices]))
     names = AXES[: len(mesh)]
     ndim = draw(st.integers(1, 3))
@@ -133,7 +135,13 @@ def _reference(ex: Example):
     mesh_dims = _tuple(ex["mesh"])
     mesh = devices.make_mesh(mesh_dims, AXES[: len(mesh_dims)])
     spec = decode_spec(ex["spec"])
-    return mesh, NamedSharding(mesh, PartitionSpec(*spec)), _tuple(ex["shape"]), spec, dict(zip(AXES, mesh_dims))
+    return (
+        mesh,
+        NamedSharding(mesh, PartitionSpec(*spec)),
+        _tuple(ex["shape"]),
+        spec,
+        dict(zip(AXES, mesh_dims)),
+    )
 
 
 def _call_pure(fn: Callable[..., Any], args: tuple, expect_raise: bool) -> Any:
@@ -164,7 +172,9 @@ class Agrees(Check):
         got, want = trial.output, trial.expected
         if want == RAISES:
             if isinstance(got, ValueError):
-                return CheckResult(self.name, True, "agrees with JAX's NamedSharding, ValueError included")
+                return CheckResult(
+                    self.name, True, "agrees with JAX's NamedSharding, ValueError included"
+                )
             if isinstance(got, BaseException):
                 return CheckResult(
                     self.name, False, f"raised {type(got).__name__}: {got}; expected a ValueError",
@@ -181,7 +191,9 @@ class Agrees(Check):
         except (TypeError, ValueError) as exc:
             return CheckResult(self.name, False, str(exc))
         if norm == want:
-            return CheckResult(self.name, True, "agrees with JAX's NamedSharding, ValueError included")
+            return CheckResult(
+                self.name, True, "agrees with JAX's NamedSharding, ValueError included"
+            )
         return CheckResult(
             self.name, False, f"returned {_show(norm)}; JAX says {_show(want)}",
             details={"expected": _show(want), "actual": _show(norm)},
@@ -234,7 +246,9 @@ def _as_slices(out: Any, trial: Trial) -> dict:
     for key, value in out.items():
         coord = (key,) if isinstance(key, (int, np.integer)) else key
         if not isinstance(coord, tuple) or not isinstance(value, tuple):
-            raise TypeError(f"entry {key!r}: {value!r}; expected a tuple coordinate → tuple of slices")
+            raise TypeError(
+                f"entry {key!r}: {value!r}; expected a tuple coordinate → tuple of slices"
+            )
         if not all(isinstance(s, slice) for s in value) or len(value) > len(shape):
             raise TypeError(f"entry {key!r}: {value!r}; expected one slice per dim")
         full = value + (slice(None),) * (len(shape) - len(value))
@@ -255,8 +269,13 @@ def _explain_slices(got: dict, want: dict, trial: Trial) -> str | None:
     bad = next(k for k in want if got[k] != want[k])
     hint = f"Device {bad} should hold {_show_slices(want[bad])}, not {_show_slices(got[bad])}."
     if any(len(_axes(e)) > 1 for e in spec):
-        hint += " For a tuple of axes the first is major: block = c_first · size(second) + c_second."
-    if any(g[0] != w[0] and w[1] > w[0] and g[0] * (w[1] - w[0]) == w[0] for g, w in zip(got[bad], want[bad])):
+        hint += (
+            " For a tuple of axes the first is major: block = c_first · size(second) + c_second."
+        )
+    if any(
+        g[0] != w[0] and w[1] > w[0] and g[0] * (w[1] - w[0]) == w[0]
+        for g, w in zip(got[bad], want[bad])
+    ):
         hint += " A slice starts at block index × shard size, not at the block index."
     return hint
 
@@ -267,7 +286,9 @@ def _explain_slices(got: dict, want: dict, trial: Trial) -> str | None:
 def _run_shard_shape(fn: Callable[..., Any], ex: Example) -> Trial:
     _, sharding, shape, spec, sizes = _reference(ex)
     want = _expected(lambda: tuple(sharding.shard_shape(shape)))
-    return Trial(ex, output=_call_pure(fn, (shape, dict(sizes), spec), want == RAISES), expected=want)
+    return Trial(
+        ex, output=_call_pure(fn, (shape, dict(sizes), spec), want == RAISES), expected=want
+    )
 
 
 def _run_device_slices(fn: Callable[..., Any], ex: Example) -> Trial:
@@ -284,7 +305,9 @@ def _run_device_slices(fn: Callable[..., Any], ex: Example) -> Trial:
         }
 
     want = _expected(jax_answer)
-    return Trial(ex, output=_call_pure(fn, (shape, dict(sizes), spec), want == RAISES), expected=want)
+    return Trial(
+        ex, output=_call_pure(fn, (shape, dict(sizes), spec), want == RAISES), expected=want
+    )
 
 
 def _run_bytes(fn: Callable[..., Any], ex: Example) -> Trial:
@@ -293,7 +316,9 @@ def _run_bytes(fn: Callable[..., Any], ex: Example) -> Trial:
     _, sharding, shape, spec, sizes = _reference(ex)
     dtype = jnp.dtype(ex["dtype"])
     want = _expected(lambda: math.prod(sharding.shard_shape(shape)) * dtype.itemsize)
-    return Trial(ex, output=_call_pure(fn, (shape, dtype, dict(sizes), spec), want == RAISES), expected=want)
+    return Trial(
+        ex, output=_call_pure(fn, (shape, dtype, dict(sizes), spec), want == RAISES), expected=want
+    )
 
 
 def _run_place(fn: Callable[..., Any], ex: Example) -> Trial:

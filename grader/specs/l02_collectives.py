@@ -41,7 +41,12 @@ def _strategy(ctx: Context):
 def _explicit(ctx: Context) -> list[Example]:
     """Axis of size 1, then a power of two, then N = 3 and 6: code that only
     works for powers of two passes the first two and fails the others."""
-    cases = [(1, 1, 1, "float32"), (4, 1, 2, "float32"), (3, 2, 3, "float32"), (6, 1, 2, "bfloat16")]
+    cases = [
+        (1, 1, 1, "float32"),
+        (4, 1, 2, "float32"),
+        (3, 2, 3, "float32"),
+        (6, 1, 2, "bfloat16"),
+    ]
     return [
         {"n": n, "rows": r, "cols": c, "dtype": d, "seed": i}
         for i, (n, r, c, d) in enumerate(cases)
@@ -131,8 +136,13 @@ def _exercise(name, run, values, steps, optimum, what) -> ExerciseSpec:
             InputsUntouched(),
             ONLY_PERMUTES,
             Count(kind=PERMUTE, expected=steps, ring_size=lambda ex: ex["n"], what=what),
-            Bytes(expected=optimum, unit=_chunk_bytes, kinds=frozenset({PERMUTE}),
-                  itemsize=lambda t: _itemsize(t.example), what="the ring optimum"),
+            Bytes(
+                expected=optimum,
+                unit=_chunk_bytes,
+                kinds=frozenset({PERMUTE}),
+                itemsize=lambda t: _itemsize(t.example),
+                what="the ring optimum",
+            ),
         ),  # fmt: skip
         max_examples=4,
         diagnose_error=_diagnose_error,

@@ -30,8 +30,10 @@ HEADER = "import jax\nimport jax.numpy as jnp\nimport numpy as np\nfrom jax impo
 MISTAKES = [
     # ------------------------------------------------------------ lesson 2
     Mistake(
-        "wrong-ring-direction", L02, "ring_all_gather",
-        '''
+        "wrong-ring-direction",
+        L02,
+        "ring_all_gather",
+        """
 def ring_all_gather(x, axis_name):
     n = lax.axis_size(axis_name)
     me = lax.axis_index(axis_name)
@@ -47,20 +49,28 @@ def ring_all_gather(x, axis_name):
         return lax.dynamic_update_slice_in_dim(out, block, owner * b, axis=0), block
 
     return lax.fori_loop(0, n - 1, step, (out, x))[0]
-''',
-        "failed", "values", ("mirrored", "ring"),
+""",
+        "failed",
+        "values",
+        ("mirrored", "ring"),
     ),
     Mistake(
-        "calls-all-gather", L02, "ring_all_gather",
-        '''
+        "calls-all-gather",
+        L02,
+        "ring_all_gather",
+        """
 def ring_all_gather(x, axis_name):
     return lax.all_gather(x, axis_name, tiled=True)
-''',
-        "failed", "collectives", ("all-gather", "lax.all_gather"),
+""",
+        "failed",
+        "collectives",
+        ("all-gather", "lax.all_gather"),
     ),
     Mistake(
-        "one-step-too-many", L02, "ring_all_gather",
-        '''
+        "one-step-too-many",
+        L02,
+        "ring_all_gather",
+        """
 def ring_all_gather(x, axis_name):
     n = lax.axis_size(axis_name)
     me = lax.axis_index(axis_name)
@@ -75,12 +85,16 @@ def ring_all_gather(x, axis_name):
         return lax.dynamic_update_slice_in_dim(out, block, ((me - s - 1) % n) * b, axis=0), block
 
     return lax.fori_loop(0, n, step, (out, x))[0]  # n steps: one too many
-''',
-        "failed", "steps", ("too many",),
+""",
+        "failed",
+        "steps",
+        ("too many",),
     ),
     Mistake(
-        "butterfly-power-of-two", L02, "ring_all_gather",
-        '''
+        "butterfly-power-of-two",
+        L02,
+        "ring_all_gather",
+        """
 def ring_all_gather(x, axis_name):
     n = lax.axis_size(axis_name)
     me = lax.axis_index(axis_name)
@@ -91,12 +105,16 @@ def ring_all_gather(x, axis_name):
         out = jnp.where(lower, jnp.concatenate([out, other]), jnp.concatenate([other, out]))
         d *= 2
     return out
-''',
-        "failed", "steps", ("butterfly", "power of two"),
+""",
+        "failed",
+        "steps",
+        ("butterfly", "power of two"),
     ),
     Mistake(
-        "all-reduce-sends-everything", L02, "ring_all_reduce",
-        '''
+        "all-reduce-sends-everything",
+        L02,
+        "ring_all_reduce",
+        """
 def ring_all_reduce(x, axis_name):
     n = lax.axis_size(axis_name)
     right = [(i, (i + 1) % n) for i in range(n)]
@@ -105,12 +123,16 @@ def ring_all_reduce(x, axis_name):
         block = lax.ppermute(block, axis_name, right)
         acc = acc + block
     return acc
-''',
-        "failed", "bytes", ("whole arrays",),
+""",
+        "failed",
+        "bytes",
+        ("whole arrays",),
     ),
     Mistake(
-        "reduce-scatter-wrong-chunk", L02, "ring_reduce_scatter",
-        '''
+        "reduce-scatter-wrong-chunk",
+        L02,
+        "ring_reduce_scatter",
+        """
 def ring_reduce_scatter(x, axis_name):
     n = lax.axis_size(axis_name)
     me = lax.axis_index(axis_name)
@@ -126,12 +148,16 @@ def ring_reduce_scatter(x, axis_name):
         return lax.ppermute(acc, axis_name, right) + chunk((me - s - 1) % n)
 
     return lax.fori_loop(0, n - 1, step, acc)
-''',
-        "failed", "values", ("meant for device i + 1",),
+""",
+        "failed",
+        "values",
+        ("meant for device i + 1",),
     ),
     Mistake(
-        "reduce-scatter-chunk-0-everywhere", L02, "ring_reduce_scatter",
-        '''
+        "reduce-scatter-chunk-0-everywhere",
+        L02,
+        "ring_reduce_scatter",
+        """
 def ring_reduce_scatter(x, axis_name):
     n = lax.axis_size(axis_name)
     c = x.shape[0] // n
@@ -141,78 +167,110 @@ def ring_reduce_scatter(x, axis_name):
         block = lax.ppermute(block, axis_name, right)
         acc = acc + block
     return acc[:c]  # chunk 0 on every device: axis_index forgotten
-''',
-        "failed", "values", ("device 0",),
+""",
+        "failed",
+        "values",
+        ("device 0",),
     ),
     Mistake(
-        "all-reduce-mean", L02, "ring_all_reduce",
-        '''
+        "all-reduce-mean",
+        L02,
+        "ring_all_reduce",
+        """
 def ring_all_reduce(x, axis_name):
     n = lax.axis_size(axis_name)
     return ring_all_gather(ring_reduce_scatter(x, axis_name), axis_name) / n  # a mean
-''',
-        "failed", "values", ("too small", "mean"),
+""",
+        "failed",
+        "values",
+        ("too small", "mean"),
     ),
     Mistake(
-        "returns-none", L02, "ring_all_gather",
-        '''
+        "returns-none",
+        L02,
+        "ring_all_gather",
+        """
 def ring_all_gather(x, axis_name):
     lax.ppermute(x, axis_name, [(0, 0)])
-''',
-        "failed", "returns", ("returned None", "return"),
+""",
+        "failed",
+        "returns",
+        ("returned None", "return"),
     ),
     Mistake(
-        "returns-list", L02, "ring_all_gather",
-        '''
+        "returns-list",
+        L02,
+        "ring_all_gather",
+        """
 def ring_all_gather(x, axis_name):
     return [x] * lax.axis_size(axis_name)
-''',
-        "failed", "returns", ("list",),
+""",
+        "failed",
+        "returns",
+        ("list",),
     ),
     Mistake(
-        "wrong-shape", L02, "ring_reduce_scatter",
-        '''
+        "wrong-shape",
+        L02,
+        "ring_reduce_scatter",
+        """
 def ring_reduce_scatter(x, axis_name):
     return x  # forgot to scatter
-''',
-        "failed", "returns", ("shape",),
+""",
+        "failed",
+        "returns",
+        ("shape",),
     ),
     Mistake(
-        "wrong-dtype", L02, "ring_all_reduce",
-        '''
+        "wrong-dtype",
+        L02,
+        "ring_all_reduce",
+        """
 _correct_all_reduce = ring_all_reduce
 
 def ring_all_reduce(x, axis_name):
     return _correct_all_reduce(x, axis_name).astype(jnp.float32)
-''',
-        "failed", "returns", ("dtype",),
+""",
+        "failed",
+        "returns",
+        ("dtype",),
     ),
     Mistake(
-        "nan", L02, "ring_all_reduce",
-        '''
+        "nan",
+        L02,
+        "ring_all_reduce",
+        """
 _correct_all_reduce = ring_all_reduce
 
 def ring_all_reduce(x, axis_name):
     total = _correct_all_reduce(x, axis_name)
     return total * jnp.log(total - total - 1)  # log of a negative number
-''',
-        "failed", "values", ("NaN",),
+""",
+        "failed",
+        "values",
+        ("NaN",),
     ),
     Mistake(
-        "raises", L02, "ring_all_gather",
-        '''
+        "raises",
+        L02,
+        "ring_all_gather",
+        """
 def ring_all_gather(x, axis_name):
     return helper(x)
 
 def helper(x):
     raise ValueError("my own bug")
-''',
-        "error", None, ("my own bug", "helper"),
+""",
+        "error",
+        None,
+        ("my own bug", "helper"),
     ),
     # ------------------------------------------------------------ lesson 1
     Mistake(
-        "floor-division-hides-indivisible", L01, "shard_shape",
-        '''
+        "floor-division-hides-indivisible",
+        L01,
+        "shard_shape",
+        """
 def shard_shape(global_shape, mesh_shape, spec):
     out = []
     for dim, size in enumerate(global_shape):
@@ -220,12 +278,16 @@ def shard_shape(global_shape, mesh_shape, spec):
         axes = () if entry is None else (entry,) if isinstance(entry, str) else entry
         out.append(size // math.prod(mesh_shape[a] for a in axes))
     return tuple(out)
-''',
-        "failed", "values", ("Integer division",),
+""",
+        "failed",
+        "values",
+        ("Integer division",),
     ),
     Mistake(
-        "tuple-entry-first-axis-only", L01, "shard_shape",
-        '''
+        "tuple-entry-first-axis-only",
+        L01,
+        "shard_shape",
+        """
 def shard_shape(global_shape, mesh_shape, spec):
     out = []
     for dim, size in enumerate(global_shape):
@@ -235,12 +297,16 @@ def shard_shape(global_shape, mesh_shape, spec):
             raise ValueError("indivisible")
         out.append(size // ways)
     return tuple(out)
-''',
-        "failed", "values", ("product of all their sizes",),
+""",
+        "failed",
+        "values",
+        ("product of all their sizes",),
     ),
     Mistake(
-        "zip-truncates-short-spec", L01, "shard_shape",
-        '''
+        "zip-truncates-short-spec",
+        L01,
+        "shard_shape",
+        """
 def shard_shape(global_shape, mesh_shape, spec):
     out = []
     for size, entry in zip(global_shape, spec):
@@ -250,12 +316,16 @@ def shard_shape(global_shape, mesh_shape, spec):
             raise ValueError("indivisible")
         out.append(size // ways)
     return tuple(out)
-''',
-        "failed", "values", ("zip",),
+""",
+        "failed",
+        "values",
+        ("zip",),
     ),
     Mistake(
-        "minor-major-swapped", L01, "device_slices",
-        '''
+        "minor-major-swapped",
+        L01,
+        "device_slices",
+        """
 def device_slices(global_shape, mesh_shape, spec):
     block = shard_shape(global_shape, mesh_shape, spec)
     names = list(mesh_shape)
@@ -272,12 +342,16 @@ def device_slices(global_shape, mesh_shape, spec):
             slices.append(slice(index * size, (index + 1) * size))
         out[coord] = tuple(slices)
     return out
-''',
-        "failed", "values", ("first is major",),
+""",
+        "failed",
+        "values",
+        ("first is major",),
     ),
     Mistake(
-        "slice-at-block-index", L01, "device_slices",
-        '''
+        "slice-at-block-index",
+        L01,
+        "device_slices",
+        """
 def device_slices(global_shape, mesh_shape, spec):
     block = shard_shape(global_shape, mesh_shape, spec)
     names = list(mesh_shape)
@@ -294,12 +368,16 @@ def device_slices(global_shape, mesh_shape, spec):
             slices.append(slice(index, index + size))  # the index, not the offset
         out[coord] = tuple(slices)
     return out
-''',
-        "failed", "values", ("block index × shard size",),
+""",
+        "failed",
+        "values",
+        ("block index × shard size",),
     ),
     Mistake(
-        "replicas-left-out", L01, "device_slices",
-        '''
+        "replicas-left-out",
+        L01,
+        "device_slices",
+        """
 _correct_device_slices = device_slices
 
 def device_slices(global_shape, mesh_shape, spec):
@@ -308,40 +386,58 @@ def device_slices(global_shape, mesh_shape, spec):
     names = list(mesh_shape)
     # keeps only the devices at coordinate 0 of every axis the spec does not name
     return {c: s for c, s in full.items() if all(c[i] == 0 for i, a in enumerate(names) if a not in named)}
-''',
-        "failed", "values", ("hold copies",),
+""",
+        "failed",
+        "values",
+        ("hold copies",),
     ),
     Mistake(
-        "place-replicated", L01, "place",
-        '''
+        "place-replicated",
+        L01,
+        "place",
+        """
 def place(x, mesh, spec):
     return jax.device_put(x, NamedSharding(mesh, PartitionSpec()))
-''',
-        "failed", "sharding", ("replicated",),
+""",
+        "failed",
+        "sharding",
+        ("replicated",),
     ),
     Mistake(
-        "place-returns-numpy", L01, "place",
-        '''
+        "place-returns-numpy",
+        L01,
+        "place",
+        """
 def place(x, mesh, spec):
     return np.asarray(jax.device_put(x, NamedSharding(mesh, spec)))
-''',
-        "failed", "values", ("ndarray", "jax.Array"),
+""",
+        "failed",
+        "values",
+        ("ndarray", "jax.Array"),
     ),
     Mistake(
-        "place-mutates-input", L01, "place",
-        '''
+        "place-mutates-input",
+        L01,
+        "place",
+        """
 def place(x, mesh, spec):
     x[...] = x.astype(np.float16)  # "saves memory", in place
     return jax.device_put(x, NamedSharding(mesh, spec))
-''',
-        "failed", "inputs", ("modified in place",),
+""",
+        "failed",
+        "inputs",
+        ("modified in place",),
     ),
     Mistake(
-        "bytes-counts-elements", L01, "bytes_per_device",
-        '''
+        "bytes-counts-elements",
+        L01,
+        "bytes_per_device",
+        """
 def bytes_per_device(global_shape, dtype, mesh_shape, spec):
     return math.prod(shard_shape(global_shape, mesh_shape, spec))
-''',
-        "failed", "values", ("itemsize",),
+""",
+        "failed",
+        "values",
+        ("itemsize",),
     ),
 ]

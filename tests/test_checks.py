@@ -1,0 +1,178 @@
+"""Each check on a passing and a failing program or value, outside any lesson."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader import diagnose
+from grader.checks import (
+    Bytes,
+    Count,
+    LargestTransfer,
+    OnlyCollectives,
+    OutputSharding,
+    TempMemory,
+    Values,
+)
+from grader.spec import Trial
+
+N, B, F = 8, 32, 256  # W is [N·B, F] float32: 256 KiB in all, 32 KiB per device
+
+
+def _compile(body, out_specs):
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from grader import devices
+    from grader.programs import compile_and_run
+
+    mesh = devices.make_mesh((N,), ("x",))
+    w = jax.device_put(np.ones((N * B, F), np.float32), NamedSharding(mesh, P("x")))
+    program = jax.jit(
+        jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=out_specs, check_vma=True)
+    )
+    return compile_and_run(program, (w,), mesh, {"n": N})
+
+
+def _gather_then_sum(w):
+    from jax import lax
+
+    return lax.all_gather(w, "x", tiled=True).sum(
+        axis=0, keepdims=True
+    )  # the whole W on every device
+
+
+def _stream_then_sum(w):
+    from jax import lax
+
+    right = [(i, (i + 1) % N) for i in range(N)]
+
+    def step(_, carry):
+        acc, block = carry
+        block = lax.ppermute(block, "x", right)
+        return acc + block.sum(axis=0, keepdims=True), block
+
+    return lax.fori_loop(0, N - 1, step, (w.sum(axis=0, keepdims=True), w))[0]
+
+
+@pytest.fixture(scope="module")
+def gathered():
+    from jax.sharding import PartitionSpec as P
+
+    return _compile(_gather_then_sum, P("x"))
+
+
+@pytest.fixture(scope="module")
+def streamed():
+    from jax.sharding import PartitionSpec as P
+
+    return _compile(_stream_then_sum, P("x"))
+
+
+WHOLE_W = N * B * F * 4
+BLOCK = B * F * 4
+
+
+def test_temp_memory_passes_a_stream_and_fails_a_gather(gathered, streamed):
+    check = TempMemory(bound=lambda t: WHOLE_W // 2, what="half of W")
+    assert check(streamed).passed, streamed.memory
+    failed = check(gathered)
+    assert not failed.passed and "half of W" in failed.message and failed.hint
+    assert gathered.memory["temp"] >= WHOLE_W  # the gathered weight really sits in scratch memory
+
+
+def test_largest_transfer(gathered, streamed):
+    check = LargestTransfer(bound=lambda t: BLOCK, what="one block")
+    assert check(streamed).passed
+    failed = check(gathered)  # an all-gather's operand is one block, its result the whole W
+    assert not failed.passed and f"{WHOLE_W:,} bytes" in failed.message
+    bytes_check = Bytes(expected=lambda t: (N - 1) * BLOCK, unit=lambda t: BLOCK)
+    assert (
+        bytes_check(streamed).passed and bytes_check(gathered).passed
+    )  # same bytes, different memory
+
+
+def test_only_collectives_and_count(gathered, streamed):
+    only = OnlyCollectives(frozenset({"collective-permute"}))
+    assert only(streamed).passed
+    failed = only(gathered)
+    assert not failed.passed and "all-gather" in failed.message and "lax.all_gather" in failed.hint
+    count = Count(kind="collective-permute", expected=lambda ex: N - 1, ring_size=lambda ex: N)
+    assert count(streamed).passed
+    assert "0 × collective-permute" in count(gathered).message
+
+
+def test_values_and_sharding_on_a_real_array():
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from grader import devices
+
+    mesh = devices.make_mesh((2, 4), ("x", "y"))
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    good = jax.device_put(x, NamedSharding(mesh, P("x", "y")))
+    trial = Trial({}, output=good, expected=x, mesh=mesh)
+    assert Values()(trial).passed
+    assert OutputSharding(expected=lambda t: NamedSharding(mesh, P("x", "y")))(trial).passed
+    wrong = OutputSharding(expected=lambda t: NamedSharding(mesh, P("y", "x")))(trial)
+    assert not wrong.passed and "P('y', 'x')" in wrong.message
+    off = x.copy()
+    off[5, 7] += 1.0  # one element on one device
+    bad = Values()(Trial({}, output=good, expected=off, mesh=mesh))
+    assert not bad.passed and bad.message.startswith("1 of 8 devices")
+    assert bad.details["first_mismatch"]["index"] == [5, 7]
+    assert [d["coord"] for d in bad.details["devices"] if not d["ok"]] == [[1, 3]]
+    as_list = Values()(Trial({}, output=[good], expected=x, mesh=mesh))
+    assert not as_list.passed and "returned list" in as_list.message
+
+
+def test_tolerance_grows_with_the_reduction():
+    from grader.checks.values import tolerance
+
+    assert tolerance("float32", 2048)[0] > tolerance("float32", 1)[0]
+    assert tolerance("bfloat16", 1)[1] > tolerance("float32", 1)[1]
+
+
+def _close(a, e):
+    return a.shape == e.shape and np.allclose(a, e)
+
+
+EXPECTED = [np.full((2, 2), float(d + 1)) for d in range(4)]
+
+
+@pytest.mark.parametrize(
+    "actual,words",
+    [
+        ([EXPECTED[0]] * 4, "device 0"),
+        ([EXPECTED[(d + 1) % 4] for d in range(4)], "meant for device i + 1"),
+        ([EXPECTED[(d - 1) % 4] for d in range(4)], "meant for device i − 1"),
+        ([e * 4 for e in EXPECTED], "4 times too large"),
+        ([e / 4 for e in EXPECTED], "4 times too small"),
+        ([e * 0 for e in EXPECTED], "all zeros"),
+        ([EXPECTED[0], EXPECTED[1], EXPECTED[2] + 1, EXPECTED[3]], "Only device(s) [2]"),
+        ([EXPECTED[0] * np.nan] + EXPECTED[1:], "NaN"),
+    ],
+)
+def test_value_diagnoses(actual, words):
+    assert words in diagnose.values(actual, EXPECTED, _close, n_ring=4)
+
+
+def test_block_rotation_and_permutation_diagnoses():
+    blocks = [np.full((1, 2), float(k)) for k in range(4)]
+    full = np.concatenate(blocks)
+    expected = [full] * 4
+    rotated = [np.roll(full, 1, axis=0)] * 4
+    assert "1 position(s) after" in diagnose.values(rotated, expected, _close, block=1, n_ring=4)
+    shuffled = [np.concatenate([blocks[k] for k in (0, 2, 1, 3)])] * 4
+    assert "wrong offset" in diagnose.values(shuffled, expected, _close, block=1, n_ring=4)
+    assert diagnose.values(expected, expected, _close, block=1, n_ring=4) is None
+
+
+def test_step_diagnoses():
+    assert "too many" in diagnose.steps("collective-permute", 4, 3, 4)
+    assert "too few" in diagnose.steps("collective-permute", 2, 3, 3)
+    assert "butterfly" in diagnose.steps("collective-permute", 3, 7, 8)
+    assert "No collective-permute" in diagnose.steps("collective-permute", 0, 5, 6)
