@@ -157,3 +157,13 @@ def test_values_compare_every_device_not_just_the_assembled_array(root, tmp_path
     assert (
         sum(not d["ok"] for d in values.details["devices"]) == values.details["mesh_shape"][0] - 1
     )
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_solutions_pass_on_other_seeds(root, seed):
+    """Drawn examples stay legal (dtypes JAX keeps, divisible dims) whatever the seed."""
+    one = engine.grade_lesson(1, "l01_meshes", root / "solutions", seed=seed, max_examples=40)
+    two = engine.grade_lesson(2, "l02_collectives", root / "solutions", seed=seed, max_examples=3)
+    assert one.passed and two.passed, [
+        (e.exercise, e.example, e.checks) for e in one.exercises + two.exercises if not e.passed
+    ]

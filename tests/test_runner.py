@@ -75,3 +75,11 @@ def test_results_come_back_in_registry_order_with_points(root):
     (result,) = grade(Request([lesson], str(root / "solutions"), max_examples=0, timeout=60.0))
     assert [e.exercise for e in result.exercises] == L02.exercises
     assert result.exercises[0].points == 2 and result.score == 4 and result.passed
+
+
+def test_fewer_devices_limit_the_meshes(root):
+    lesson = LessonRequest(1, "l01_meshes", "Meshes", ["shard_shape", "place"])
+    (result,) = grade(
+        Request([lesson], str(root / "solutions"), devices=3, timeout=60.0, max_examples=10)
+    )
+    assert result.passed and result.devices.startswith("3 CPU")
