@@ -126,8 +126,13 @@ class ExercisePanel:
         if e.hint:
             parts.append(Text.assemble(("hint  ", "bold yellow"), e.hint))
         label, style = STYLE.get(e.status, (str(e.status), "white"))
-        yield Panel(Group(*parts), title=f"{label.split(' ', 1)[0]} {e.exercise} — {label.split(' ', 1)[1]}",
-                    title_align="left", border_style=style)  # fmt: skip
+        mark, word = label.split(" ", 1)
+        yield Panel(
+            Group(*parts),
+            title=f"{mark} {e.exercise} — {word}",
+            title_align="left",
+            border_style=style,
+        )
 
 
 class CheckTable:

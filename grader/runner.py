@@ -130,7 +130,8 @@ def _run_worker(
                 if key.fileobj is proc.stderr:
                     chunk = os.read(proc.stderr.fileno(), 65536)
                     stderr_tail = (stderr_tail + chunk)[-4000:]
-                    sys.stderr.buffer.write(chunk) if chunk and _verbose() else None
+                    if chunk and _verbose():
+                        sys.stderr.buffer.write(chunk)
                     if not chunk:
                         sel.unregister(proc.stderr)
                     continue

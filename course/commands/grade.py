@@ -55,14 +55,16 @@ def current_lesson(app: App) -> Lesson:
     if app.ws.db.exists():
         with app.progress() as progress:
             states = progress.states()
-    for lesson in app.course.lessons:
-        if any(
-            states.get((lesson.number, e.name), None) is None
-            or states[(lesson.number, e.name)].status != "passed"
+
+    def passes(lesson: Lesson) -> bool:
+        return all(
+            (s := states.get((lesson.number, e.name))) is not None and s.status == "passed"
             for e in lesson.exercises
-        ):
-            return lesson
-    return app.course.lessons[-1]
+        )
+
+    return next(
+        (lesson for lesson in app.course.lessons if not passes(lesson)), app.course.lessons[-1]
+    )
 
 
 def grade(
@@ -111,11 +113,7 @@ def grade(
         directory=str(directory), seed=seed, example=example, max_examples=max_examples,
         timeout=timeout, devices=devices, platform="cpu" if cpu else None,
     )  # fmt: skip
-    command = (
-        "course grade " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-        if sys.argv[1:2] == ["grade"]
-        else "course grade"
-    )
+    command = "course " + " ".join(shlex.quote(a) for a in sys.argv[1:])  # as typed, for the record
     console = app.console
     with app.progress() as progress:
         attempt = progress.start_attempt(str(directory), counted, command)

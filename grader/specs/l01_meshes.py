@@ -70,7 +70,11 @@ def _axes(entry: Any) -> tuple[str, ...]:
 
 @st.composite
 def _layout(
-    draw, ctx: Context, indivisible: bool = True, dtypes: tuple[str, ...] = (), with_seed: bool = False
+    draw,
+    ctx: Context,
+    indivisible: bool = True,
+    dtypes: tuple[str, ...] = (),
+    with_seed: bool = False,
 ):
     mesh = draw(st.sampled_from([m for m in MESHES if math.prod(m) <= ctx.n_devices]))
     names = AXES[: len(mesh)]
