@@ -1,0 +1,86 @@
+"""``course dev check`` finds each kind of inconsistency it promises to."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from course import registry
+from course.commands.dev import public_functions, static_problems
+
+
+@pytest.fixture
+def tree(root, tmp_path) -> Path:
+    """A copy of the course's checked folders."""
+    for folder in ("exercises", "solutions", "grader/specs", "course/lessons"):
+        shutil.copytree(root / folder, tmp_path / folder)
+    return tmp_path
+
+
+def test_the_real_course_is_consistent(root):
+    assert static_problems(registry.load(), root) == []
+
+
+def test_signature_drift_is_found(tree):
+    stub = tree / "exercises" / "l02_collectives.py"
+    stub.write_text(
+        stub.read_text().replace(
+            "def ring_all_gather(x: jax.Array, axis_name: str)", "def ring_all_gather(x, axis)"
+        )
+    )
+    (problem,) = static_problems(registry.load(), tree)
+    assert "ring_all_gather signatures differ" in problem
+
+
+def test_docstring_drift_is_found(tree):
+    sol = tree / "solutions" / "l01_meshes.py"
+    sol.write_text(sol.read_text().replace("Bytes of the block each device holds", "Bytes held"))
+    assert any(
+        "bytes_per_device docstrings differ" in p for p in static_problems(registry.load(), tree)
+    )
+
+
+def test_missing_and_stray_files_are_found(tree):
+    (tree / "course" / "lessons" / "02_collectives.md").unlink()
+    (tree / "solutions" / "l09_pipeline.py").write_text("")
+    problems = static_problems(registry.load(), tree)
+    assert "lesson 2: no text (course/lessons/02_collectives.md)" in problems
+    assert "solutions/l09_pipeline.py belongs to no lesson in course.toml" in problems
+
+
+def test_a_stub_that_is_not_a_stub_is_found(tree):
+    shutil.copy(tree / "solutions" / "l01_meshes.py", tree / "exercises" / "l01_meshes.py")
+    assert "lesson 1: the stub has no TODO / NotImplementedError" in static_problems(
+        registry.load(), tree
+    )
+
+
+def test_public_functions_reads_without_importing(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text(
+        'import no_such_module\n\ndef f(a, b: int = 2) -> int:\n    """Doc."""\n\ndef _private(): pass\n'
+    )
+    assert public_functions(f) == {"f": ("(a, b: int=2) -> int", "Doc.")}
+
+
+def test_a_failing_solution_fails_the_check(root, tree, tmp_path):
+    sol = tree / "solutions" / "l01_meshes.py"
+    right = "jax.device_put(x, NamedSharding(mesh, spec))"
+    sol.write_text(
+        sol.read_text().replace(right, "jax.device_put(x, NamedSharding(mesh, PartitionSpec()))")
+    )
+    env = {
+        **os.environ,
+        "COURSE_ROOT": str(tree),
+        "COURSE_HOME": str(tmp_path / "home"),
+        "COURSE_PLATFORM": "cpu",
+    }
+    r = subprocess.run([sys.executable, "-m", "course.cli", "dev", "check"], cwd=root, env=env,
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "solutions: 1.place is failed, expected passed" in " ".join(r.stdout.split())
