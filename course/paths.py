@@ -29,6 +29,13 @@ class Workspace:
     def exercises(self) -> Path:
         return self.home / "exercises"
 
+    @property
+    def compile_cache(self) -> Path | None:
+        """Compiled programs kept between gradings; ``COURSE_COMPILE_CACHE=off`` disables it."""
+        if os.environ.get("COURSE_COMPILE_CACHE", "on").lower() in ("off", "0", "no"):
+            return None
+        return self.home / ".cache" / "jax"
+
     def exercise_file(self, module: str) -> Path:
         return self.exercises / f"{module}.py"
 

@@ -51,6 +51,8 @@ class Request:
     platform: str | None = None
     grace: float = GRACE
     """Seconds past ``timeout`` before a worker stuck in compiled code is killed."""
+    cache_dir: str | None = None
+    """Where the worker keeps compiled programs between runs (None: no cache)."""
 
 
 Listener = Callable[[dict], None]

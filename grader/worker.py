@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     from grader import devices
 
     devices.configure(request.get("devices"), request.get("platform"))
+    if request.get("cache_dir"):
+        enable_compilation_cache(request["cache_dir"])
     from grader import engine
     from grader.spec import parse_example
 
@@ -62,6 +64,18 @@ def main(argv: list[str] | None = None) -> int:
         emit({"type": "lesson_end", "lesson": number, "duration": result.duration})
     events.close()
     return 0
+
+
+def enable_compilation_cache(directory: str) -> None:
+    """Keep compiled programs on disk: re-grading code that did not change
+    (the other exercises of a lesson, a watch that re-runs everything) then
+    skips XLA's compile. Entries are keyed by the program's HLO, so changed
+    code never hits a stale entry."""
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 if __name__ == "__main__":

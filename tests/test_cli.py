@@ -100,6 +100,11 @@ def test_solutions_flag_grades_the_references_without_counting_them(home):
     r = course(home, "grade", "2", "--solutions", "--max-examples", "1")
     assert r.returncode == 0 and "Score 5/5" in r.stdout
     assert "0/10 points" in course(home, "status").stdout
+    cached = sorted((home / ".cache" / "jax").iterdir())
+    assert cached  # compiled programs kept for the next run
+    again = course(home, "grade", "2", "--solutions", "--max-examples", "1", "--json")
+    assert json.loads(again.stdout)[0]["passed"]  # programs read back from the cache grade the same
+    assert sorted((home / ".cache" / "jax").iterdir()) == cached  # nothing new had to be compiled
 
 
 @pytest.mark.parametrize(

@@ -108,7 +108,10 @@ def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
         ]
         for folder, want in (("solutions", Status.PASSED), ("exercises", Status.NOT_STARTED)):
             with app.console.status(f"grading {folder}/ …"):
-                results = grade(Request(lessons, str(root / folder), timeout=timeout))
+                cache = str(app.ws.compile_cache) if app.ws.compile_cache else None
+                results = grade(
+                    Request(lessons, str(root / folder), timeout=timeout, cache_dir=cache)
+                )
             for lr in results:
                 for er in lr.exercises:
                     ok = er.status == want

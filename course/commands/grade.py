@@ -112,6 +112,7 @@ def grade(
         ],
         directory=str(directory), seed=seed, example=example, max_examples=max_examples,
         timeout=timeout, devices=devices, platform="cpu" if cpu else None,
+        cache_dir=str(app.ws.compile_cache) if app.ws.compile_cache else None,
     )  # fmt: skip
     command = "course " + " ".join(shlex.quote(a) for a in sys.argv[1:])  # as typed, for the record
     console = app.console

@@ -144,7 +144,7 @@ def _exercise(name, run, values, steps, optimum, what) -> ExerciseSpec:
                 what="the ring optimum",
             ),
         ),  # fmt: skip
-        max_examples=4,
+        max_examples=3,
         diagnose_error=_diagnose_error,
     )
 
