@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mistakes import HEADER, MISTAKES
+from tests.mistakes import MISTAKES
 
 
 def course(
@@ -40,7 +40,7 @@ def fixture_course(root, home) -> Path:
     (ex / "l01_meshes.py").write_text((root / "solutions" / "l01_meshes.py").read_text())
     wrong = next(m for m in MISTAKES if m.id == "wrong-ring-direction")
     (ex / "l02_collectives.py").write_text(
-        (root / "solutions" / "l02_collectives.py").read_text() + HEADER + wrong.code
+        wrong.source((root / "solutions" / "l02_collectives.py").read_text())
     )
     return home
 

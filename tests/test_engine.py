@@ -87,10 +87,11 @@ def test_python_level_hang_times_out_and_grading_goes_on(root, tmp_path):
 
 
 def test_power_of_two_only_code_raises_on_n3_and_is_diagnosed(root, tmp_path):
-    from tests.mistakes import HEADER, MISTAKES
+    from tests.mistakes import MISTAKES
 
     butterfly = next(m for m in MISTAKES if m.id == "butterfly-power-of-two")
-    _copy_with(root, tmp_path, "l02_collectives", HEADER + butterfly.code)
+    solution = (root / "solutions" / "l02_collectives.py").read_text()
+    (tmp_path / "l02_collectives.py").write_text(butterfly.source(solution))
     example = parse_example("n=3 rows=1 cols=1 dtype=float32 seed=0")
     (e,) = engine.grade_lesson(
         2, "l02_collectives", tmp_path, only=["ring_all_gather"], example=example

@@ -8,12 +8,12 @@ import pytest
 
 from grader import engine
 from grader.results import Status
-from tests.mistakes import HEADER, MISTAKES, Mistake
+from tests.mistakes import MISTAKES, Mistake
 
 
 def write_variant(root, tmp_path, mistake: Mistake):
     source = (root / "solutions" / f"{mistake.module}.py").read_text()
-    (tmp_path / f"{mistake.module}.py").write_text(source + "\n" + HEADER + mistake.code)
+    (tmp_path / f"{mistake.module}.py").write_text(mistake.source(source))
     return tmp_path
 
 

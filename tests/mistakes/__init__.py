@@ -1,8 +1,8 @@
 """Realistic wrong implementations, each with the diagnosis the grader must give.
 
-Each mistake replaces one function of a lesson's reference solution (its
-code is appended to a copy of the solution module, so the later ``def``
-wins). ``check`` names the check that must fail (or ``None`` when the whole
+Each mistake changes one function of a lesson's reference solution: either
+a one-line edit of the solution's text (``patch``), or a whole wrong
+function appended to a copy of it (``code``; the later ``def`` wins). ``check`` names the check that must fail (or ``None`` when the whole
 exercise must end in an error/timeout), ``status`` the exercise's status, and
 ``says`` words the failing check's message or the hint must contain.
 """
@@ -21,6 +21,15 @@ class Mistake:
     status: str
     check: str | None
     says: tuple[str, ...]
+    patch: tuple[tuple[str, str], ...] = ()
+    """(old, new) edits of the solution's own text, for one-line mistakes."""
+
+    def source(self, solution: str) -> str:
+        """The solution module with this mistake in it."""
+        for old, new in self.patch:
+            assert solution.count(old) == 1, f"{self.id}: {old!r} no longer in the solution"
+            solution = solution.replace(old, new)
+        return solution + ("\n" + HEADER + self.code if self.code else "")
 
 
 L02 = "l02_collectives"
@@ -70,25 +79,11 @@ def ring_all_gather(x, axis_name):
         "one-step-too-many",
         L02,
         "ring_all_gather",
-        """
-def ring_all_gather(x, axis_name):
-    n = lax.axis_size(axis_name)
-    me = lax.axis_index(axis_name)
-    b = x.shape[0]
-    right = [(i, (i + 1) % n) for i in range(n)]
-    out = lax.pcast(jnp.zeros((n * b, *x.shape[1:]), x.dtype), axis_name, to="varying")
-    out = lax.dynamic_update_slice_in_dim(out, x, me * b, axis=0)
-
-    def step(s, carry):
-        out, block = carry
-        block = lax.ppermute(block, axis_name, right)
-        return lax.dynamic_update_slice_in_dim(out, block, ((me - s - 1) % n) * b, axis=0), block
-
-    return lax.fori_loop(0, n, step, (out, x))[0]  # n steps: one too many
-""",
+        "",
         "failed",
         "steps",
         ("too many",),
+        patch=(("lax.fori_loop(0, n - 1, step, (out, x))", "lax.fori_loop(0, n, step, (out, x))"),),
     ),
     Mistake(
         "butterfly-power-of-two",
@@ -132,26 +127,15 @@ def ring_all_reduce(x, axis_name):
         "reduce-scatter-wrong-chunk",
         L02,
         "ring_reduce_scatter",
-        """
-def ring_reduce_scatter(x, axis_name):
-    n = lax.axis_size(axis_name)
-    me = lax.axis_index(axis_name)
-    c = x.shape[0] // n
-    right = [(i, (i + 1) % n) for i in range(n)]
-
-    def chunk(k):
-        return lax.dynamic_slice_in_dim(x, k * c, c, axis=0)
-
-    acc = chunk(me)  # starts with its own chunk: ends one chunk off
-
-    def step(s, acc):
-        return lax.ppermute(acc, axis_name, right) + chunk((me - s - 1) % n)
-
-    return lax.fori_loop(0, n - 1, step, acc)
-""",
+        "",
         "failed",
         "values",
         ("meant for device i + 1",),
+        # starts with its own chunk, so every sum ends one device too far
+        patch=(
+            ("acc = chunk((me - 1) % n)", "acc = chunk(me)"),
+            ("chunk((me - s - 2) % n)", "chunk((me - s - 1) % n)"),
+        ),
     ),
     Mistake(
         "reduce-scatter-chunk-0-everywhere",
@@ -325,53 +309,21 @@ def shard_shape(global_shape, mesh_shape, spec):
         "minor-major-swapped",
         L01,
         "device_slices",
-        """
-def device_slices(global_shape, mesh_shape, spec):
-    block = shard_shape(global_shape, mesh_shape, spec)
-    names = list(mesh_shape)
-    out = {}
-    for coord in np.ndindex(*mesh_shape.values()):
-        where = dict(zip(names, coord))
-        slices = []
-        for dim, size in enumerate(block):
-            entry = spec[dim] if dim < len(spec) else None
-            axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
-            index = 0
-            for a in reversed(axes):  # the last axis taken as major
-                index = index * mesh_shape[a] + where[a]
-            slices.append(slice(index * size, (index + 1) * size))
-        out[coord] = tuple(slices)
-    return out
-""",
+        "",
         "failed",
         "values",
         ("first is major",),
+        patch=(("for a in axes:  # row-major", "for a in reversed(axes):  # row-major"),),
     ),
     Mistake(
         "slice-at-block-index",
         L01,
         "device_slices",
-        """
-def device_slices(global_shape, mesh_shape, spec):
-    block = shard_shape(global_shape, mesh_shape, spec)
-    names = list(mesh_shape)
-    out = {}
-    for coord in np.ndindex(*mesh_shape.values()):
-        where = dict(zip(names, coord))
-        slices = []
-        for dim, size in enumerate(block):
-            entry = spec[dim] if dim < len(spec) else None
-            axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
-            index = 0
-            for a in axes:
-                index = index * mesh_shape[a] + where[a]
-            slices.append(slice(index, index + size))  # the index, not the offset
-        out[coord] = tuple(slices)
-    return out
-""",
+        "",
         "failed",
         "values",
         ("block index × shard size",),
+        patch=(("slice(index * size, (index + 1) * size)", "slice(index, index + size)"),),
     ),
     Mistake(
         "replicas-left-out",
