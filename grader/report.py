@@ -192,11 +192,12 @@ class Evidence:
             t.add_row(_bytes(m.get("argument")), _bytes(m.get("output")),
                       Text(_bytes(m.get("temp")), style="red"), _bytes(d.get("bound")))  # fmt: skip
             out.append(t)
-        if self.check.name == "values" and "expected" in d and "devices" not in d:
+        if "rows" in d:  # a table of what differs, e.g. per device: expected, yours
             t = Table(box=box.SIMPLE)
-            t.add_column("expected")
-            t.add_column("actual")
-            t.add_row(str(d["expected"]), Text(str(d["actual"]), style="red"))
+            for i, col in enumerate(d.get("columns") or []):
+                t.add_column(col, style="red" if i == len(d["columns"]) - 1 else None)
+            for row in d["rows"]:
+                t.add_row(*map(str, row))
             out.append(t)
         return out
 

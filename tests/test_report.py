@@ -375,3 +375,15 @@ def test_timeout_panel_title() -> None:
     text = render(ExercisePanel(e))
     assert "⏱ ring_all_gather — timeout" in text
     assert "An endless loop?" in text
+
+
+def test_rows_table_lists_what_differs_per_device() -> None:
+    check = CheckResult(
+        "values", False, "2 of 8 devices get the wrong slice",
+        details={"columns": ["device", "JAX says", "yours"],
+                 "rows": [["(0, 1)", "[1:2, 0:2]", "[2:3, 0:2]"], ["(1, 0)", "[4:5, 0:2]", "[1:2, 0:2]"]]},
+    )  # fmt: skip
+    text = render(ExercisePanel(failed_exercise(check)))
+    assert "JAX says" in text and "yours" in text
+    row = line_with(text, "(1, 0)")
+    assert "[4:5, 0:2]" in row and row.index("[4:5, 0:2]") < row.index("[1:2, 0:2]")

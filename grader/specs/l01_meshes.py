@@ -200,11 +200,21 @@ class Agrees(Check):
             return CheckResult(
                 self.name, True, "agrees with JAX's NamedSharding, ValueError included"
             )
+        hint = self.explain(norm, want, trial)
+        if isinstance(want, dict) and isinstance(norm, dict):
+            keys = sorted(set(want) | set(norm))
+            bad = [k for k in keys if want.get(k) != norm.get(k)]
+            rows = [
+                [str(k), _show_slices(want.get(k, "—")), _show_slices(norm.get(k, "—"))]
+                for k in bad[:8]
+            ]
+            return CheckResult(
+                self.name, False, f"{len(bad)} of {len(want)} devices get the wrong slice",
+                details={"rows": rows, "columns": ["device", "JAX says", "yours"]}, hint=hint,
+            )  # fmt: skip
         return CheckResult(
-            self.name, False, f"returned {_show(norm)}; JAX says {_show(want)}",
-            details={"expected": _show(want), "actual": _show(norm)},
-            hint=self.explain(norm, want, trial),
-        )  # fmt: skip
+            self.name, False, f"returned {_show(norm)}; JAX says {_show(want)}", hint=hint
+        )
 
 
 def _show(v: Any) -> str:
