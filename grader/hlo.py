@@ -151,7 +151,7 @@ class Collective:
 
     @property
     def total_bytes(self) -> int | None:
-        return None if self.count is None else self.count * self.bytes_each
+        return self.total()
 
     def total(self, itemsize: int | None = None) -> int | None:
         """Bytes sent over all executions; at ``itemsize`` bytes per element if given.

@@ -7,6 +7,7 @@ re-runs it, each check's verdict and evidence, and a hint.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 from rich import box
@@ -220,7 +221,7 @@ class DeviceMap:
         for _ in range(cols):
             t.add_column(justify="center")
         inner = self.shape[1:-1] if len(self.shape) > 2 else []
-        blocks = [()] if not inner else [tuple(i) for i in _ndindex(inner)]
+        blocks = list(itertools.product(*(range(s) for s in inner)))
         for block in blocks:
             for r in range(rows_axis):
                 cells = []
@@ -246,12 +247,6 @@ def _grid(values) -> str:
         return " ".join(f"{v:g}" for v in np.atleast_1d(a))
     rows = a.reshape(a.shape[0], -1)
     return "\n".join(" ".join(f"{v:>5g}" for v in row) for row in rows)
-
-
-def _ndindex(shape: list[int]):
-    import itertools
-
-    return itertools.product(*(range(s) for s in shape))
 
 
 class CommsTable:

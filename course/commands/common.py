@@ -33,6 +33,13 @@ class App:
                 f"[dim]Set up your workspace: {len(copied)} exercise file(s) copied to {self.ws.exercises}[/dim]"
             )
 
+    def states(self) -> dict:
+        """The student's latest result per (lesson, exercise); empty before any grading."""
+        if not self.ws.db.exists():
+            return {}
+        with self.progress() as progress:
+            return progress.states()
+
     def lesson(self, number: int) -> registry.Lesson:
         try:
             return self.course.lesson(number)

@@ -51,10 +51,7 @@ def parse_target(app: App, target: str | None, all_lessons: bool) -> Target:
 
 def current_lesson(app: App) -> Lesson:
     """The first lesson that does not pass yet (the last one if all do)."""
-    states = {}
-    if app.ws.db.exists():
-        with app.progress() as progress:
-            states = progress.states()
+    states = app.states()
 
     def passes(lesson: Lesson) -> bool:
         return all(

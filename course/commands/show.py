@@ -57,10 +57,7 @@ def hint(app: App, number: int) -> int:
 
 def solution(app: App, number: int, force: bool) -> int:
     lesson = app.lesson(number)
-    states = {}
-    if app.ws.db.exists():
-        with app.progress() as progress:
-            states = progress.states()
+    states = app.states()
     passed = all(
         (s := states.get((number, e.name))) is not None and s.ever_passed for e in lesson.exercises
     )

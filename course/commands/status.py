@@ -14,7 +14,7 @@ NOT_STARTED = "not started"
 
 
 def list_lessons(app: App) -> int:
-    states = _states(app)
+    states = app.states()
     table = Table(box=box.SIMPLE_HEAD, title="scaling-course", title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("lesson / exercise", no_wrap=True)
@@ -42,7 +42,7 @@ def list_lessons(app: App) -> int:
 
 def status(app: App) -> int:
     app.ensure_workspace()
-    states = _states(app)
+    states = app.states()
     table = Table(box=box.SIMPLE_HEAD, title="Your progress", title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("lesson")
@@ -88,13 +88,6 @@ def status(app: App) -> int:
     else:
         app.console.print("\n[bold green]Every lesson passes. Well done.[/bold green]")
     return 0
-
-
-def _states(app: App) -> dict:
-    if not app.ws.db.exists():
-        return {}
-    with app.progress() as progress:
-        return progress.states()
 
 
 def _ago(t: float) -> str:
