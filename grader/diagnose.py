@@ -41,6 +41,14 @@ def values(
             "a log of a non-positive number, or an uninitialised buffer (jnp.empty)."
         )
     distinct_expected = n > 1 and any(not close(expected[0], e) for e in expected[1:])
+    differ = any(not close(actual[0], a) for a in actual[1:])
+    if n > 1 and not distinct_expected and differ and close(np.sum(actual, axis=0), expected[0]):
+        return (
+            "Each device returned only its own partial sum: added up over the devices they give "
+            "the right answer, so the psum that should combine them is missing. With "
+            "check_vma=False, out_specs=P() does not complain and the global array shows device "
+            "0's partial; keep check_vma=True and add the psum."
+        )
     if distinct_expected and all(close(a, expected[0]) for a in actual):
         return (
             "Every device returned device 0's result: the output is replicated where each device "

@@ -137,6 +137,7 @@ def grade_exercise(
         n = spec.max_examples if max_examples is None else max_examples
         examples = spec.explicit(ctx) + (draw_examples(spec.strategy(ctx), n, seed) if n else [])
     passed: list[dict] = []
+    trials: list[Any] = []
     totals: dict[str, float] = {}
     result = ExerciseResult(lesson, spec.name, Status.PASSED, points)
 
@@ -189,17 +190,37 @@ def grade_exercise(
             for c in failed:
                 c.example = shown
             hint = next((c.hint for c in failed if c.hint), None)
-            return finish(Status.FAILED, checks=checks, example=shown, hint=hint)
+            return finish(
+                Status.FAILED, checks=checks, example=shown, hint=hint,
+                explanation=_explain(spec, [trial]),
+            )  # fmt: skip
         passed.append(ex)
+        trials.append(trial)
         result.checks = checks  # the last example's evidence is shown for a pass
     for c in result.checks:
         c.message = f"{c.message} — on all {len(passed)} examples" if len(passed) > 1 else c.message
         c.duration = totals.get(c.name, c.duration)
-    return finish(Status.PASSED)
+    return finish(Status.PASSED, explanation=_explain(spec, trials))
+
+
+def _explain(spec: ExerciseSpec, trials: list[Any]) -> dict[str, Any]:
+    """The spec's report material; a failure here must never change a verdict."""
+    if spec.explain is None or not trials:
+        return {}
+    try:
+        return spec.explain(trials)
+    except Exception as exc:  # noqa: BLE001 - report material only
+        return {"error": f"could not prepare the explanation: {exc!r}"}
 
 
 def _generic_error_hint(exc: Exception) -> str | None:
     text = str(exc)
+    if "pcast from=varying" in text:
+        return (
+            "lax.pcast(..., to='varying') on a value that already varies across devices: "
+            "anything computed from a sharded input or from lax.axis_index varies already. "
+            "Drop that pcast; only buffers made from constants (jnp.zeros) need it."
+        )
     if "vma" in text or "varying" in text:
         return (
             "check_vma found a value that should vary across devices but does not (or the "

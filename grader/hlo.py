@@ -150,6 +150,14 @@ class Collective:
     """``source_target_pairs`` of a collective-permute."""
 
     @property
+    def moves_data(self) -> bool:
+        """False for a collective over a group of one device (or a permute of
+        every device to itself): XLA keeps those on a 1-device mesh, and they move nothing."""
+        if self.kind == "collective-permute":
+            return not self.pairs or any(a != b for a, b in self.pairs)
+        return self.group_size > 1
+
+    @property
     def total_bytes(self) -> int | None:
         return self.total()
 
@@ -181,7 +189,7 @@ class CommSummary:
     collectives: list[Collective] = field(default_factory=list)
 
     def kinds(self) -> set[str]:
-        return {c.kind for c in self.collectives if c.count != 0}
+        return {c.kind for c in self.collectives if c.count != 0 and c.moves_data}
 
     def count(self, kind: str | None = None) -> int | None:
         """Executions of ``kind`` (all kinds if None); None if any count is unknown."""

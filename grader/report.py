@@ -61,6 +61,12 @@ class LessonReport:
         yield Text(
             f"graded {r.source} on {r.devices or 'the devices'} · seed {r.seed}", style="dim"
         )
+        compared = [e for e in r.exercises if "comparison" in e.explanation]
+        if compared:
+            yield ComparisonTable(compared)
+        for e in r.exercises:
+            if e.passed and "timeline" in e.explanation:
+                yield Timeline(e.exercise, e.explanation["timeline"])
         fresh = [e for e in r.exercises if e.status == Status.NOT_STARTED]
         if fresh:
             yield NotStartedPanel(fresh)
@@ -124,6 +130,8 @@ class ExercisePanel:
                     box=box.ROUNDED,
                 )
             )
+        if "timeline" in e.explanation:
+            parts.append(Timeline(e.exercise, e.explanation["timeline"]))
         if e.hint:
             parts.append(Text.assemble(("hint  ", "bold yellow"), e.hint))
         label, style = STYLE.get(e.status, (str(e.status), "white"))
@@ -295,3 +303,86 @@ class CommsTable:
             expect.append("allowed: " + (", ".join(d.get("allowed", [])) or "none"))
         if expect:
             yield Text(" ".join(expect), style="dim")
+
+
+class ComparisonTable:
+    """Bytes per device: the student's program, the optimum, and XLA's own partitioner."""
+
+    def __init__(self, results: list[ExerciseResult]):
+        self.results = results
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        t = Table(
+            box=box.SIMPLE_HEAD,
+            title="bytes sent per device: yours, the optimum, and XLA's own partitioner",
+            padding=(0, 1),
+            caption="XLA: jax.jit of the unsharded a @ b with the same in/out shardings · "
+            "AG all-gather, AR all-reduce, RS reduce-scatter",
+            title_justify="left",
+        )
+        for col, just in (("exercise", "left"), ("mesh", "left"), ("I×J×K", "left"),
+                          ("yours", "right"), ("optimum", "right"), ("XLA", "right"),
+                          ("", "left")):  # fmt: skip
+            t.add_column(col, justify=just, no_wrap=col in ("exercise", "I×J×K"))
+        for e in self.results:
+            c = e.explanation["comparison"]
+            yours, best, xla = c.get("yours"), c.get("optimum"), c.get("xla")
+            style = "green" if yours == best else "red"
+            t.add_row(
+                e.exercise,
+                c.get("mesh", ""),
+                c.get("shapes", ""),
+                Text(_kb(yours, c.get("yours_kinds")), style=style),
+                _kb(best, None),
+                _kb(xla, c.get("xla_kinds")),
+                _versus(yours, xla),
+            )
+        yield t
+
+
+SHORT = {"all-gather": "AG", "all-reduce": "AR", "reduce-scatter": "RS",
+         "all-to-all": "A2A", "collective-permute": "CP"}  # fmt: skip
+
+
+def _kb(n: int | None, kinds: list[str] | None) -> str:
+    if n is None:
+        return "unknown"
+    return f"{n:,} B" + (f" {'+'.join(SHORT.get(k, k) for k in kinds)}" if kinds else "")
+
+
+def _versus(yours: int | None, xla: int | None) -> Text:
+    if yours is None or xla is None:
+        return Text("—")
+    if yours == xla:
+        return Text("= XLA", style="green")
+    if yours < xla:
+        return Text(f"{xla / yours:.2g}× fewer" if yours else "none needed", style="bold green")
+    return Text(f"{yours / xla:.2g}× more" if xla else "XLA sends none", style="red")
+
+
+class Timeline:
+    """Ring steps of a collective matmul: per step and device, the block held
+    (multiplied) and where it goes next.
+
+    ``data``: ``{"n", "example", "rows": [[step, cell per device…]], "note"}``.
+    """
+
+    def __init__(self, exercise: str, data: dict):
+        self.exercise = exercise
+        self.data = data
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        d = self.data
+        t = Table(
+            box=box.SIMPLE_HEAD,
+            title=f"{self.exercise}: step timeline of your program, {d.get('example', '')}",
+            title_justify="left",
+        )
+        t.add_column("step", justify="right")
+        for i in range(d["n"]):
+            t.add_column(f"device {i}")
+        for row in d["rows"]:
+            t.add_row(*map(str, row))
+        yield t
+        if d.get("note"):
+            yield Text(d["note"], style="dim")

@@ -62,6 +62,9 @@ class ExerciseResult:
     hint: str | None = None
     """The likeliest mistake, diagnosed from the evidence."""
     duration: float = 0.0
+    explanation: dict[str, Any] = field(default_factory=dict)
+    """Report material that is not a verdict: ``comparison`` (bytes against the
+    optimum and XLA's partitioner), ``timeline`` (ring steps), ``example``."""
 
     @property
     def passed(self) -> bool:

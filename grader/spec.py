@@ -67,6 +67,9 @@ class ExerciseSpec:
     """Drawn examples on top of the explicit ones."""
     diagnose_error: Callable[[BaseException, Example, list[Example]], str | None] | None = None
     """Hint for an exception, given the examples that passed before it."""
+    explain: Callable[[list[Trial]], dict[str, Any]] | None = None
+    """Report material from the trials: all passed ones, or the failing one
+    alone. Called once per exercise, never a verdict (see ExerciseResult.explanation)."""
 
 
 @dataclass(frozen=True)

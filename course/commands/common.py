@@ -28,8 +28,8 @@ class App:
 
     def ensure_workspace(self) -> None:
         copied = self.ws.ensure([lesson.module for lesson in self.course.lessons])
-        if copied:
-            self.console.print(
+        if copied:  # a notice, not output: stderr keeps --json clean
+            Console(stderr=True).print(
                 f"[dim]Set up your workspace: {len(copied)} exercise file(s) copied to {self.ws.exercises}[/dim]"
             )
 

@@ -6,8 +6,10 @@ import shutil
 
 import click
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
+from rich.text import Text
 
 from course import paths
 from course.commands.common import App
@@ -25,7 +27,8 @@ def show(app: App, number: int) -> int:
     app.console.print(
         Panel(
             "\n".join(
-                f"[cyan]{e.name}[/cyan] ({e.points} pt) — {e.summary}" for e in lesson.exercises
+                f"[cyan]{e.name}[/cyan] ({e.points} pt) — {escape(e.summary)}"
+                for e in lesson.exercises
             )
             + f"\n\nEdit [bold]{app.ws.exercise_file(lesson.module)}[/bold], then [cyan]course grade {number}[/cyan].",
             title=f"Lesson {number} exercises",
@@ -44,7 +47,7 @@ def hint(app: App, number: int) -> int:
         i = progress.next_hint(number, len(lesson.hints))
     app.console.print(
         Panel(
-            lesson.hints[i],
+            Text(lesson.hints[i]),
             title=f"Lesson {number} · hint {i + 1} of {len(lesson.hints)}",
             title_align="left",
             border_style="yellow",

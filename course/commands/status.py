@@ -25,14 +25,14 @@ def list_lessons(app: App) -> int:
         table.add_row(
             str(lesson.number),
             Text(lesson.title, style="bold"),
-            lesson.summary,
+            Text(lesson.summary),
             str(lesson.points),
             "",
         )
         for ex in lesson.exercises:
             st = states.get((lesson.number, ex.name))
             table.add_row(
-                "", Text("  " + ex.name, style="cyan"), ex.summary, str(ex.points),
+                "", Text("  " + ex.name, style="cyan"), Text(ex.summary), str(ex.points),
                 status_text(st.status if st else NOT_STARTED),
             )  # fmt: skip
     app.console.print(table)

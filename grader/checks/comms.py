@@ -30,6 +30,9 @@ class OnlyCollectives(Check):
     name: str = "collectives"
     why: str = ""
     """Why the others are forbidden, for the hint."""
+    advice: Callable[[str, Trial], str | None] | None = None
+    """A hint for one forbidden kind found in this exercise, when the spec knows
+    the mistake that usually puts it there."""
 
     def __call__(self, trial: Trial) -> CheckResult:
         used = trial.comms.kinds()
@@ -41,12 +44,14 @@ class OnlyCollectives(Check):
         names = ", ".join(extra)
         calls = ", ".join(BUILTIN[k] for k in extra)
         allowed = ", ".join(sorted(self.allowed)) or "no collectives at all"
+        specific = next((a for k in extra if self.advice and (a := self.advice(k, trial))), None)
         return CheckResult(
             self.name,
             False,
             f"the compiled program contains {names}; allowed: {allowed}",
             details=details,
-            hint=f"{names} comes from {calls} (or from the compiler resharding an array for you). "
+            hint=specific
+            or f"{names} comes from {calls} (or from the compiler resharding an array for you). "
             + (self.why or "Build the result from the allowed operations only."),
         )
 
@@ -147,10 +152,14 @@ class LargestTransfer(Check):
     bound: Callable[[Trial], int] = lambda t: 0
     name: str = "transfer size"
     what: str = "one block"
+    itemsize: Callable[[Trial], int] | None = None
+    """Count elements at this width (see :meth:`grader.hlo.Collective.total`)."""
+    hint: str | None = None
 
     def __call__(self, trial: Trial) -> CheckResult:
-        bound, got = self.bound(trial), trial.comms.largest()
-        details = {"bound": bound, "actual": got, "table": _table(trial)}
+        width = self.itemsize(trial) if self.itemsize else None
+        bound, got = self.bound(trial), trial.comms.largest(width)
+        details = {"bound": bound, "actual": got, "table": trial.comms.table(width)}
         if got <= bound:
             return CheckResult(
                 self.name, True, f"largest transfer {got:,} bytes ≤ {self.what}", details=details
@@ -160,4 +169,5 @@ class LargestTransfer(Check):
             False,
             f"a transfer of {got:,} bytes; at most {self.what} ({bound:,} bytes) is needed",
             details=details,
+            hint=self.hint,
         )

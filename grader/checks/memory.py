@@ -18,10 +18,16 @@ class TempMemory(Check):
     name: str = "memory"
     hint: str = "Something large is materialised on every device: did you gather a whole operand?"
 
+    skip: Callable[[Trial], str | None] = lambda t: None
+    """Why this example cannot tell (e.g. one device, where W is one block), or None."""
+
     def __call__(self, trial: Trial) -> CheckResult:
         bound = self.bound(trial)
         got = (trial.memory or {}).get("temp")
         details = {"bound": bound, "memory": trial.memory}
+        reason = self.skip(trial)
+        if reason:
+            return CheckResult(self.name, True, f"not measured here: {reason}", details=details)
         if got is None:
             return CheckResult(
                 self.name, True, "memory analysis unavailable on this backend", details=details

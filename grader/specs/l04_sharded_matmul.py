@@ -1,0 +1,428 @@
+"""Grading spec for lesson 4: the four cases of a sharded matmul.
+
+Each exercise multiplies A[I, J] by B[J, K] placed on a mesh with the case's
+shardings. The grader checks every device's shard of C against the unsharded
+product, C's sharding, the collective kinds in the compiled program, and the
+bytes each device sends against the optimum for the case. Its explanation
+compiles the unsharded ``a @ b`` with the same input and output shardings
+and lets XLA's partitioner choose the collectives, for the report's
+side-by-side.
+
+Shapes are drawn where the case's plan is the cheapest one (see
+:data:`CASES`); inputs are small integers, so float32 results are exact.
+
+``measure_reference`` is lesson 3's link to the compiler: it compiles the
+lesson-4 reference solution and returns the bytes it moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values
+from grader.programs import compile_and_run
+from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
+
+MODULE = "l04_sharded_matmul"
+ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER = "all-gather", "all-reduce", "reduce-scatter"
+ITEMSIZE = {"float32": 4, "bfloat16": 2}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One layout: specs as tuples of axis names (None = not split)."""
+
+    name: str
+    a: tuple[str | None, ...]
+    b: tuple[str | None, ...]
+    c: tuple[str | None, ...]
+    allowed: frozenset[str]
+    optimum: Callable[[int, int, int, tuple[int, ...], int], int]
+    """(I, J, K, mesh shape, itemsize) → bytes one device must send."""
+    cheapest: Callable[[int, int, int, tuple[int, ...]], bool]
+    """True where this plan moves no more than the alternatives named in the lesson."""
+
+    @property
+    def two_d(self) -> bool:
+        return self.name == "2d"
+
+
+def _ring(n: int, size: int) -> int:
+    """(N − 1)/N of ``size`` bytes, exact for sizes that divide."""
+    return (n - 1) * size // n
+
+
+CASES = {
+    c.name: c
+    for c in (
+        Case(
+            "local",
+            ("x", None),
+            (None, None),
+            ("x", None),
+            frozenset(),
+            lambda i, j, k, m, b: 0,
+            lambda i, j, k, m: True,
+        ),
+        # gathering A moves (N−1)/N·IJ; all-reducing partial C would move 2(N−1)/N·IK
+        Case(
+            "allgather",
+            (None, "x"),
+            (None, None),
+            (None, None),
+            frozenset({ALL_GATHER}),
+            lambda i, j, k, m, b: _ring(m[0], i * j * b),
+            lambda i, j, k, m: j <= 2 * k,
+        ),
+        # all-reducing C moves 2(N−1)/N·IK; gathering both operands (N−1)/N·(IJ + JK)
+        Case(
+            "allreduce",
+            (None, "x"),
+            ("x", None),
+            (None, None),
+            frozenset({ALL_REDUCE}),
+            lambda i, j, k, m, b: 2 * _ring(m[0], i * k * b),
+            lambda i, j, k, m: 2 * i * k <= i * j + j * k,
+        ),
+        Case(
+            "reducescatter",
+            (None, "x"),
+            ("x", None),
+            (None, "x"),
+            frozenset({REDUCE_SCATTER}),
+            lambda i, j, k, m, b: _ring(m[0], i * k * b),
+            lambda i, j, k, m: i * k <= i * j + j * k,
+        ),
+        # gathering B moves (N−1)/N·JK; gathering A and re-splitting C: (N−1)/N·(IJ + IK/N)
+        Case(
+            "conflict",
+            ("x", None),
+            (None, "x"),
+            ("x", None),
+            frozenset({ALL_GATHER}),
+            lambda i, j, k, m, b: _ring(m[0], j * k * b),
+            lambda i, j, k, m: j * k * m[0] <= i * j * m[0] + i * k,
+        ),
+        # all-reduce over 'y' of the [I/X, K] partial: 2(Y−1)/Y·IK/X; gathering both over 'y':
+        # (Y−1)/Y·(IJ/X + JK)
+        Case(
+            "2d",
+            ("x", "y"),
+            ("y", None),
+            ("x", None),
+            frozenset({ALL_REDUCE}),
+            lambda i, j, k, m, b: 2 * _ring(m[1], i // m[0] * k * b),
+            lambda i, j, k, m: 2 * i * k <= i * j + j * k * m[0],
+        ),
+    )  # fmt: skip
+}
+
+MESHES_2D = ((2, 2), (2, 4), (4, 2), (2, 3), (3, 2), (1, 4), (4, 1), (2, 1))
+
+
+def _mesh_shape(ex: Example) -> tuple[int, ...]:
+    return tuple(ex["mesh"]) if "mesh" in ex else (ex["n"],)
+
+
+def _strategy(case: Case) -> Callable[[Context], Any]:
+    def strategy(ctx: Context):
+        if case.two_d:
+            meshes = [m for m in MESHES_2D if m[0] * m[1] <= ctx.n_devices]
+            mesh = st.sampled_from(meshes).map(lambda m: {"mesh": m})
+        else:
+            mesh = st.sampled_from(ctx.mesh_sizes).map(lambda n: {"n": n})
+
+        def full(draw_mesh: dict) -> Any:
+            unit = int(np.prod(_mesh_shape(draw_mesh)))
+            dims = st.tuples(*(st.integers(1, 4).map(lambda v: v * unit) for _ in range(3)))
+            return st.fixed_dictionaries(
+                {
+                    **{k: st.just(v) for k, v in draw_mesh.items()},
+                    "shape": dims,
+                    "dtype": st.sampled_from(["float32", "bfloat16"]),
+                    "seed": st.integers(0, 2**16),
+                }
+            )
+
+        return mesh.flatmap(full).filter(lambda ex: case.cheapest(*ex["shape"], _mesh_shape(ex)))
+
+    return strategy
+
+
+def _explicit(case: Case) -> Callable[[Context], list[Example]]:
+    """A mesh of one device (no communication may be needed), then N = 4, then
+    N = 3: code that hard-codes a size or a power of two fails the last."""
+
+    def explicit(ctx: Context) -> list[Example]:
+        if case.two_d:
+            meshes = [(1, 2), (2, 2), (2, 3)]
+            out = [{"mesh": m} for m in meshes if m[0] * m[1] <= ctx.n_devices]
+        else:
+            out = [{"n": n} for n in (1, 4, 3) if n in ctx.mesh_sizes]
+        examples = []
+        for i, ex in enumerate(out):
+            u = int(np.prod(_mesh_shape(ex)))
+            shape = next(
+                s
+                for s in ((2 * u, 2 * u, 2 * u), (u, 2 * u, 2 * u), (2 * u, u, u), (u, u, u))
+                if case.cheapest(*s, _mesh_shape(ex))
+            )
+            examples.append({**ex, "shape": shape, "dtype": "float32", "seed": i})
+        return examples
+
+    return explicit
+
+
+def _spec(names: tuple[str | None, ...]) -> Any:
+    from jax.sharding import PartitionSpec as P
+
+    return P(*names)
+
+
+def _place(case: Case, ex: Example, *, auto: bool = False) -> dict[str, Any]:
+    """The example's mesh, inputs (numpy and placed) and expected C."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import AxisType, NamedSharding
+
+    from grader import devices
+
+    shape = _mesh_shape(ex)
+    names = ("x", "y")[: len(shape)]
+    if auto:  # XLA's partitioner chooses the collectives on an Auto mesh
+        mesh = jax.make_mesh(
+            shape, names, axis_types=(AxisType.Auto,) * len(shape),
+            devices=devices.devices()[: int(np.prod(shape))],
+        )  # fmt: skip
+    else:
+        mesh = devices.make_mesh(shape, names)
+    i, j, k = ex["shape"]
+    dtype = jnp.dtype(ex["dtype"])
+    rng = np.random.default_rng(ex["seed"])
+    a = rng.integers(-4, 5, size=(i, j)).astype(dtype)
+    b = rng.integers(-4, 5, size=(j, k)).astype(dtype)
+    return {
+        "mesh": mesh,
+        "a": a,
+        "b": b,
+        "args": (
+            jax.device_put(a, NamedSharding(mesh, _spec(case.a))),
+            jax.device_put(b, NamedSharding(mesh, _spec(case.b))),
+        ),
+        "out": NamedSharding(mesh, _spec(case.c)),
+        "expected": (a.astype(np.float64) @ b.astype(np.float64)).astype(dtype),
+    }
+
+
+def _run(case: Case) -> Callable[[Callable[..., Any], Example], Trial]:
+    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+        import jax
+
+        placed = _place(case, ex)
+        mesh = placed["mesh"]
+        trial = compile_and_run(
+            jax.jit(lambda a, b: fn(a, b, mesh)), placed["args"], mesh, ex,
+            dtype=ex["dtype"], sharding=placed["out"], case=case.name,
+        )  # fmt: skip
+        trial.expected = placed["expected"]
+        return trial
+
+    return run
+
+
+def _optimum(case: Case, ex: Example) -> int:
+    return case.optimum(*ex["shape"], _mesh_shape(ex), ITEMSIZE[ex["dtype"]])
+
+
+def xla_bytes(case: Case, ex: Example) -> tuple[int | None, list[str]]:
+    """What XLA's partitioner moves for the case's layouts: (bytes per device, kinds)."""
+    import jax
+
+    from grader import hlo
+
+    placed = _place(case, ex, auto=True)
+    compiled = (
+        jax.jit(lambda a, b: a @ b, out_shardings=placed["out"]).lower(*placed["args"]).compile()
+    )
+    comms = hlo.summarize(compiled.as_text(), num_devices=placed["mesh"].size)
+    return comms.bytes(None, ITEMSIZE[ex["dtype"]]), sorted(comms.kinds())
+
+
+def _explain(case: Case) -> Callable[[list[Trial]], dict[str, Any]]:
+    def explain(trials: list[Trial]) -> dict[str, Any]:
+        from grader.spec import format_example
+
+        trial = max(trials, key=lambda t: _optimum(case, t.example))  # the most telling one
+        ex = trial.example
+        width = ITEMSIZE[ex["dtype"]]
+        xla, xla_kinds = xla_bytes(case, ex)
+        i, j, k = ex["shape"]
+        return {
+            "comparison": {
+                "example": format_example(ex),
+                "mesh": "×".join(map(str, _mesh_shape(ex))),
+                "shapes": f"{i}×{j}×{k}",
+                "yours": trial.comms.bytes(None, width),
+                "yours_kinds": sorted(trial.comms.kinds()),
+                "optimum": _optimum(case, ex),
+                "optimum_kinds": sorted(case.allowed),
+                "xla": xla,
+                "xla_kinds": xla_kinds,
+            }
+        }
+
+    return explain
+
+
+# ------------------------------------------------------------------ hints
+
+_GATHERED_BOTH = (
+    "You gathered operands (all-gather) although both are split along J: each device "
+    "can multiply its own blocks into a partial C, and one psum adds the partials — "
+    "2(N − 1)/N·|C| bytes instead of (N − 1)/N·(|A| + |B|). One all-reduce is enough."
+)
+ADVICE: dict[str, dict[str, str]] = {
+    "local": {
+        "*": "A[I_X, J] · B[J, K]: each device already has whole rows of A and all of B, so "
+        "its rows of C need nothing from anyone. A collective here usually means in_specs "
+        "or out_specs differ from the arrays' shardings and the compiler resharded for you."
+    },
+    "allgather": {
+        ALL_REDUCE: "You summed partial products with psum. With B whole on every device, "
+        "gathering A's columns moves (N − 1)/N·|A| where all-reducing C moves "
+        "2(N − 1)/N·|C|; this exercise asks for the all-gather of A.",
+    },
+    "allreduce": {ALL_GATHER: _GATHERED_BOTH},
+    "reducescatter": {
+        ALL_REDUCE: "A psum followed by slicing out your columns moves 2(N − 1)/N·|C| bytes; "
+        "lax.psum_scatter(partial, 'x', scatter_dimension=1, tiled=True) sums and scatters in "
+        "one reduce-scatter of (N − 1)/N·|C| — half the bytes.",
+        ALL_GATHER: _GATHERED_BOTH.replace(
+            "one psum adds the partials", "one psum_scatter adds and scatters them"
+        )
+        .replace("2(N − 1)/N", "(N − 1)/N")
+        .replace("One all-reduce", "One reduce-scatter"),
+    },  # fmt: skip
+    "conflict": {
+        "*": "C keeps A's split by rows, so A's rows never need to move: gather B's columns "
+        "(lax.all_gather(b_blk, 'x', axis=1, tiled=True)) and multiply. Resharding C or "
+        "gathering A moves more.",
+    },
+    "2d": {
+        ALL_GATHER: "You gathered operands: the contracting dim J is split over 'y', so each "
+        "device can multiply its blocks into a partial C and psum over 'y' only.",
+    },
+}
+
+
+def _advice(case: Case) -> Callable[[str, Trial], str | None]:
+    table = ADVICE.get(case.name, {})
+    return lambda kind, trial: table.get(kind) or table.get("*")
+
+
+def _alternatives(case: Case) -> Callable[[Trial], list[tuple[str, Any]]] | None:
+    if not case.two_d:
+        return None
+
+    def wrong_axis(trial: Trial) -> list[tuple[str, Any]]:
+        """Device (r, c) holding Σ_r' A[I_r', J_c] · B[J_c]: a psum over 'x', not 'y'."""
+        ex = trial.example
+        x, y = _mesh_shape(ex)
+        i, j, _ = ex["shape"]
+        placed = _place(case, ex)
+        a, b = placed["a"].astype(np.float64), placed["b"].astype(np.float64)
+
+        def shard(coord: tuple, index: tuple) -> np.ndarray:
+            r, c = coord
+            cols = slice(c * j // y, (c + 1) * j // y)
+            return sum(a[rr * i // x : (rr + 1) * i // x, cols] @ b[cols] for rr in range(x))
+
+        return [
+            (
+                "Your C matches a psum over 'x' instead of 'y': the contracting dim J is split "
+                "over 'y' (A[I_X, J_Y]), so the partial products must be summed over 'y'.",
+                shard,
+            )
+        ]
+
+    return wrong_axis
+
+
+def _diagnose_error(case: Case) -> Callable[[BaseException, Example, list[Example]], str | None]:
+    def diagnose(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+        text = str(exc)
+        if case.two_d and "out_specs" in text and "'y'" in text:
+            return (
+                "shard_map says your result is not the same across 'y', yet out_specs "
+                "P('x', None) promises it is: the partial products over J (split over 'y') "
+                "were not summed over 'y' — psum over 'y', not 'x'."
+            )
+        if "out_specs" in text and "replicat" in text:
+            return (
+                "out_specs says the result is the same on every device, but shard_map cannot "
+                "see why: sum the partials (psum), or gather with to='invarying', before "
+                "returning with out_specs=P()."
+            )
+        return None
+
+    return diagnose
+
+
+# ------------------------------------------------------------------ the lesson
+
+
+def _exercise(case: Case) -> ExerciseSpec:
+    return ExerciseSpec(
+        name=f"matmul_{case.name}",
+        strategy=_strategy(case),
+        explicit=_explicit(case),
+        run=_run(case),
+        checks=(
+            Values(reduce_size=lambda ex: ex["shape"][1], alternatives=_alternatives(case)),
+            OutputSharding(expected=lambda t: t.extra["sharding"]),
+            InputsUntouched(),
+            OnlyCollectives(
+                case.allowed,
+                why="Each case needs exactly one kind of collective (none for the local case).",
+                advice=_advice(case),
+            ),
+            Bytes(
+                expected=lambda t: _optimum(case, t.example),
+                itemsize=lambda t: ITEMSIZE[t.example["dtype"]],
+                what="the optimum for this case",
+            ),
+        ),
+        max_examples=1,  # on top of 3 explicit ones, plus XLA's compile: within 3 s a lesson
+        diagnose_error=_diagnose_error(case),
+        explain=_explain(case),
+    )
+
+
+SPEC = LessonSpec(number=4, module=MODULE, exercises=tuple(_exercise(c) for c in CASES.values()))
+
+
+# ------------------------------------------------------------------ lesson 3's measurement
+
+
+def measure_reference(
+    case: str, shapes: tuple[int, int, int], mesh_shape: tuple[int, ...], dtype: str
+) -> int:
+    """Bytes per device the compiled lesson-4 reference solution sends for
+    ``case`` (counted at ``dtype``'s width), on a mesh of ``mesh_shape``."""
+    from grader.loader import load_module
+
+    solutions = Path(__file__).resolve().parents[2] / "solutions"
+    fn = getattr(load_module(solutions, MODULE), f"matmul_{case}")
+    key = "mesh" if case == "2d" else "n"
+    mesh = tuple(mesh_shape) if case == "2d" else mesh_shape[0]
+    ex = {key: mesh, "shape": tuple(shapes), "dtype": dtype, "seed": 0}
+    trial = _run(CASES[case])(fn, ex)
+    got = trial.comms.bytes(None, ITEMSIZE[dtype])
+    assert got is not None, "the reference has no loops of unknown length"
+    return got

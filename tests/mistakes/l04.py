@@ -1,0 +1,176 @@
+"""Realistic wrong implementations for lesson 4 (see tests/mistakes/__init__.py)."""
+
+from __future__ import annotations
+
+from tests.mistakes import Mistake
+
+L04 = "l04_sharded_matmul"
+SPECS = "from jax.sharding import PartitionSpec as P\n"
+
+MISTAKES: list[Mistake] = [
+    Mistake(
+        "allreduce-gathers-both-operands",
+        L04,
+        "matmul_allreduce",
+        SPECS
+        + """
+def matmul_allreduce(a, b, mesh):
+    def body(a_blk, b_blk):
+        a_full = lax.all_gather(a_blk, "x", axis=1, tiled=True, to="invarying")
+        b_full = lax.all_gather(b_blk, "x", axis=0, tiled=True, to="invarying")
+        return a_full @ b_full
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P()
+    )(a, b)
+""",
+        "failed",
+        "collectives",
+        ("all-gather", "One all-reduce is enough"),
+    ),
+    Mistake(
+        "reducescatter-psum-then-slice",
+        L04,
+        "matmul_reducescatter",
+        SPECS
+        + """
+def matmul_reducescatter(a, b, mesh):
+    def body(a_blk, b_blk):
+        total = lax.psum(a_blk @ b_blk, "x")
+        k = total.shape[1] // lax.axis_size("x")
+        return lax.dynamic_slice_in_dim(total, lax.axis_index("x") * k, k, axis=1)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P(None, "x")
+    )(a, b)
+""",
+        "failed",
+        "collectives",
+        ("all-reduce", "psum_scatter", "half the bytes"),
+    ),
+    Mistake(
+        "reducescatter-result-replicated",
+        L04,
+        "matmul_reducescatter",
+        "",
+        "failed",
+        "sharding",
+        ("replicated", "stay sharded"),
+        patch=(
+            (
+                'return lax.psum_scatter(a_blk @ b_blk, "x", scatter_dimension=1, tiled=True)',
+                'return lax.psum(a_blk @ b_blk, "x")',
+            ),
+            (
+                'in_specs=(P(None, "x"), P("x", None)), out_specs=P(None, "x")\n    )(a, b)\n\n\n'
+                "def matmul_conflict",
+                'in_specs=(P(None, "x"), P("x", None)), out_specs=P()\n    )(a, b)\n\n\n'
+                "def matmul_conflict",
+            ),
+        ),  # fmt: skip
+    ),
+    Mistake(
+        "allreduce-missing-psum-unchecked",
+        L04,
+        "matmul_allreduce",
+        SPECS
+        + """
+def matmul_allreduce(a, b, mesh):
+    def body(a_blk, b_blk):
+        return a_blk @ b_blk  # the psum is missing; check_vma=False keeps quiet
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P(),
+        check_vma=False,
+    )(a, b)
+""",
+        "failed",
+        "values",
+        ("own partial sum", "psum", "missing"),
+    ),
+    Mistake(
+        "2d-psum-over-wrong-axis",
+        L04,
+        "matmul_2d",
+        "",
+        "error",
+        None,
+        ("'y'", "psum over 'y', not 'x'"),
+        patch=(('return lax.psum(a_blk @ b_blk, "y")', 'return lax.psum(a_blk @ b_blk, "x")'),),
+    ),
+    Mistake(
+        "2d-psum-over-wrong-axis-unchecked",
+        L04,
+        "matmul_2d",
+        SPECS
+        + """
+def matmul_2d(a, b, mesh):
+    def body(a_blk, b_blk):
+        return lax.psum(a_blk @ b_blk, "x")
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P("x", "y"), P("y", None)), out_specs=P("x", None),
+        check_vma=False,
+    )(a, b)
+""",
+        "failed",
+        "values",
+        ("psum over 'x' instead of 'y'",),
+    ),
+    Mistake(
+        "allgather-sums-partials-instead",
+        L04,
+        "matmul_allgather",
+        SPECS
+        + """
+def matmul_allgather(a, b, mesh):
+    def body(a_blk, b_full):
+        j = a_blk.shape[1]
+        rows = lax.dynamic_slice_in_dim(b_full, lax.axis_index("x") * j, j, axis=0)
+        return lax.psum(a_blk @ rows, "x")
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P(None, "x"), P()), out_specs=P())(a, b)
+""",
+        "failed",
+        "collectives",
+        ("psum", "all-gather of A"),
+    ),
+    Mistake(
+        "local-returns-replicated",
+        L04,
+        "matmul_local",
+        SPECS
+        + """
+def matmul_local(a, b, mesh):
+    def body(a_blk, b_full):
+        return lax.all_gather(a_blk @ b_full, "x", tiled=True, to="invarying")
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P("x", None), P()), out_specs=P())(a, b)
+""",
+        "failed",
+        "collectives",
+        ("need nothing from anyone",),
+    ),
+    Mistake(
+        "conflict-gathers-a-and-b",
+        L04,
+        "matmul_conflict",
+        SPECS
+        + """
+def matmul_conflict(a, b, mesh):
+    def body(a_blk, b_blk):
+        a_full = lax.all_gather(a_blk, "x", axis=0, tiled=True)
+        b_full = lax.all_gather(b_blk, "x", axis=1, tiled=True)
+        rows = a_full.shape[0] // lax.axis_size("x")
+        c = a_full @ b_full
+        return lax.dynamic_slice_in_dim(c, lax.axis_index("x") * rows, rows, axis=0)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P("x", None), P(None, "x")), out_specs=P("x", None)
+    )(a, b)
+""",
+        "failed",
+        "bytes",
+        ("optimum",),
+    ),
+]

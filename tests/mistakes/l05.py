@@ -1,0 +1,132 @@
+"""Realistic wrong implementations for lesson 5 (see tests/mistakes/__init__.py)."""
+
+from __future__ import annotations
+
+from tests.mistakes import Mistake
+
+L05 = "l05_collective_matmul"
+SPECS = "from jax.sharding import PartitionSpec as P\n"
+
+MISTAKES: list[Mistake] = [
+    Mistake(
+        "collective-matmul-calls-all-gather",
+        L05,
+        "allgather_matmul",
+        SPECS
+        + """
+def allgather_matmul(x, w, mesh):
+    def body(x_blk, w_blk):
+        return x_blk @ lax.all_gather(w_blk, "x", tiled=True)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P("x", None), P("x", None)), out_specs=P("x", None)
+    )(x, w)
+""",
+        "failed",
+        "collectives",
+        ("all-gather", "materialises the whole W"),
+    ),
+    Mistake(
+        "collects-every-block-then-one-matmul",
+        L05,
+        "allgather_matmul",
+        SPECS
+        + """
+def allgather_matmul(x, w, mesh):
+    def body(x_blk, w_blk):
+        n = lax.axis_size("x")
+        me = lax.axis_index("x")
+        left = [(i, (i - 1) % n) for i in range(n)]
+        blocks, held = [w_blk], w_blk
+        for _ in range(n - 1):
+            held = lax.ppermute(held, "x", left)  # block me + s arrives
+            blocks.append(held)
+        # blocks[s] is W block (me + s) mod N: roll them into order and multiply once
+        w_full = jnp.roll(jnp.concatenate(blocks), me * w_blk.shape[0], axis=0)
+        return x_blk @ w_full
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P("x", None), P("x", None)), out_specs=P("x", None)
+    )(x, w)
+""",
+        "failed",
+        "memory",
+        ("whole W", "collected every block"),
+    ),
+    Mistake(
+        "collective-matmul-one-transfer-too-many",
+        L05,
+        "allgather_matmul",
+        "",
+        "failed",
+        "steps",
+        ("One collective-permute too many",),
+        patch=(
+            (
+                "y, w_last = lax.fori_loop(0, n - 1, step,",
+                "y, w_last = lax.fori_loop(0, n, step,",
+            ),
+            ("return (y + partial(w_last, n - 1)).astype", "return y.astype"),
+        ),
+    ),
+    Mistake(
+        "collective-matmul-wrong-x-slice",
+        L05,
+        "allgather_matmul",
+        "",
+        "failed",
+        "values",
+        ("wrong columns of X", "other way round the ring"),
+        patch=(
+            (
+                "cols = lax.dynamic_slice_in_dim(x_blk, ((me + s) % n) * d, d, axis=1)",
+                "cols = lax.dynamic_slice_in_dim(x_blk, ((me - s) % n) * d, d, axis=1)",
+            ),
+        ),
+    ),
+    Mistake(
+        "collective-matmul-own-x-slice",
+        L05,
+        "allgather_matmul",
+        "",
+        "failed",
+        "values",
+        ("your own block",),
+        patch=(
+            (
+                "cols = lax.dynamic_slice_in_dim(x_blk, ((me + s) % n) * d, d, axis=1)",
+                "cols = lax.dynamic_slice_in_dim(x_blk, me * d, d, axis=1)",
+            ),
+        ),
+    ),
+    Mistake(
+        "reducescatter-matmul-calls-psum-scatter",
+        L05,
+        "matmul_reducescatter",
+        SPECS
+        + """
+def matmul_reducescatter(x, w, mesh):
+    def body(x_blk, w_blk):
+        return lax.psum_scatter(x_blk @ w_blk, "x", scatter_dimension=1, tiled=True)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P(None, "x")
+    )(x, w)
+""",
+        "failed",
+        "collectives",
+        ("reduce-scatter", "running partial sum"),
+    ),
+    Mistake(
+        "bidirectional-goes-one-way",
+        L05,
+        "allgather_matmul_bidirectional",
+        """
+def allgather_matmul_bidirectional(x, w, mesh):
+    return allgather_matmul(x, w, mesh)
+""",
+        "failed",
+        "directions",
+        ("same way round the ring",),
+    ),
+]
