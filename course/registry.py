@@ -18,6 +18,8 @@ class Exercise:
     """What passing it is worth."""
     summary: str
     """One line: what the function must do."""
+    bonus: bool = False
+    """Extra credit: its points come on top, and the lesson passes without it."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,13 @@ class Lesson:
 
     @property
     def points(self) -> int:
-        return sum(e.points for e in self.exercises)
+        """Points of the required exercises (bonus points come on top)."""
+        return sum(e.points for e in self.exercises if not e.bonus)
+
+    @property
+    def required(self) -> tuple[Exercise, ...]:
+        """The exercises the lesson needs to pass: all but the bonus ones."""
+        return tuple(e for e in self.exercises if not e.bonus)
 
     def exercise(self, name: str) -> Exercise:
         for ex in self.exercises:
@@ -83,7 +91,12 @@ def load(path: Path = REGISTRY) -> Course:
     for i, entry in enumerate(entries, start=1):
         try:
             exercises = tuple(
-                Exercise(e["name"], int(e.get("points", 1)), e.get("summary", ""))
+                Exercise(
+                    e["name"],
+                    int(e.get("points", 1)),
+                    e.get("summary", ""),
+                    bool(e.get("bonus", False)),
+                )  # fmt: skip
                 for e in entry.get("exercises", [])
             )
             lesson = Lesson(

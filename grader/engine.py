@@ -71,6 +71,7 @@ def grade_lesson(
     *,
     points: dict[str, int] | None = None,
     only: list[str] | None = None,
+    bonus: list[str] | None = None,
     seed: int = 0,
     example: dict | None = None,
     max_examples: int | None = None,
@@ -91,7 +92,8 @@ def grade_lesson(
         mod = load_module(directory, module)
     except LoadError as exc:
         for name in names:
-            er = ExerciseResult(lesson, name, Status.ERROR, points.get(name, 1), error=str(exc))
+            er = ExerciseResult(lesson, name, Status.ERROR, points.get(name, 1), error=str(exc),
+                                bonus=name in (bonus or ()))  # fmt: skip
             result.exercises.append(er)
             emit({"type": "exercise", "result": er.to_dict()})
         result.duration = time.perf_counter() - start
@@ -110,6 +112,7 @@ def grade_lesson(
                 lesson, ex_spec, fn, ctx, directory=Path(directory), points=points.get(name, 1),
                 seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
             )  # fmt: skip
+        er.bonus = name in (bonus or ())
         result.exercises.append(er)
         emit({"type": "exercise", "result": er.to_dict()})
     result.duration = time.perf_counter() - start

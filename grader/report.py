@@ -49,13 +49,14 @@ class LessonReport:
             (f"Lesson {r.lesson}", "bold"), (f" · {r.title}" if r.title else "", "bold"),
         )  # fmt: skip
         table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", expand=False)
-        table.add_column("exercise")
+        table.add_column("exercise", no_wrap=True)
         table.add_column("status")
         table.add_column("points", justify="right")
         table.add_column("examples", justify="right")
         table.add_column("time", justify="right")
         for e in r.exercises:
-            table.add_row(e.exercise, status_text(e.status), f"{e.score}/{e.points}",
+            table.add_row(e.exercise + (" (bonus)" if e.bonus else ""), status_text(e.status),
+                          f"{e.score}/{e.points}",
                           str(e.examples_run), f"{e.duration:.1f} s")  # fmt: skip
         yield table
         yield Text(
@@ -75,7 +76,8 @@ class LessonReport:
                 yield ExercisePanel(e, self.rerun(e) if self.rerun else None)
         verdict = "all passed" if r.passed else "not yet"
         style = "bold green" if r.passed else "bold"
-        yield Text(f"Score {r.score}/{r.possible} — {verdict}", style=style)
+        extra = f" + {r.bonus_score} bonus" if r.bonus_score else ""
+        yield Text(f"Score {r.score}/{r.possible}{extra} — {verdict}", style=style)
 
 
 class NotStartedPanel:
@@ -335,7 +337,7 @@ class ComparisonTable:
                 Text(_kb(yours, c.get("yours_kinds")), style=style),
                 _kb(best, None),
                 _kb(xla, c.get("xla_kinds")),
-                _versus(yours, xla),
+                _versus(yours, xla) if e.passed else Text("fails: see below", style="red"),
             )
         yield t
 

@@ -62,6 +62,8 @@ class ExerciseResult:
     hint: str | None = None
     """The likeliest mistake, diagnosed from the evidence."""
     duration: float = 0.0
+    bonus: bool = False
+    """Extra credit: the lesson passes without it, and its points come on top."""
     explanation: dict[str, Any] = field(default_factory=dict)
     """Report material that is not a verdict: ``comparison`` (bytes against the
     optimum and XLA's partitioner), ``timeline`` (ring steps), ``example``."""
@@ -103,24 +105,32 @@ class LessonResult:
 
     @property
     def score(self) -> int:
-        return sum(e.score for e in self.exercises)
+        """Points earned on the required exercises."""
+        return sum(e.score for e in self.exercises if not e.bonus)
+
+    @property
+    def bonus_score(self) -> int:
+        return sum(e.score for e in self.exercises if e.bonus)
 
     @property
     def possible(self) -> int:
-        return sum(e.points for e in self.exercises)
+        """Points of the required exercises; bonus points come on top of these."""
+        return sum(e.points for e in self.exercises if not e.bonus)
 
     @property
     def passed(self) -> bool:
-        return bool(self.exercises) and all(e.passed for e in self.exercises)
+        required = [e for e in self.exercises if not e.bonus]
+        return bool(required) and all(e.passed for e in required)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["exercises"] = [e.to_dict() for e in self.exercises]
-        d.update(score=self.score, possible=self.possible, passed=self.passed)
+        d.update(score=self.score, bonus_score=self.bonus_score, possible=self.possible,
+                 passed=self.passed)  # fmt: skip
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LessonResult:
-        d = {k: v for k, v in d.items() if k not in ("score", "possible", "passed")}
+        d = {k: v for k, v in d.items() if k not in ("score", "bonus_score", "possible", "passed")}
         d["exercises"] = [ExerciseResult.from_dict(e) for e in d.get("exercises", [])]
         return cls(**d)

@@ -37,6 +37,8 @@ class LessonRequest:
     exercises: list[str]
     points: dict[str, int] = field(default_factory=dict)
     only: list[str] | None = None
+    bonus: list[str] = field(default_factory=list)
+    """Exercises that are extra credit."""
 
 
 @dataclass
@@ -200,14 +202,16 @@ def _give_up(
     results: dict[int, LessonResult], todo: dict[int, list[str]], emit: Listener, why: str,
 ) -> None:  # fmt: skip
     lesson, exercise = current
-    points = next((lr.points.get(exercise, 1) for lr in request.lessons if lr.lesson == lesson), 1)
+    lr = next((lr for lr in request.lessons if lr.lesson == lesson), None)
+    points = lr.points.get(exercise, 1) if lr else 1
     hint = (
         "Look for a loop that never ends: a while_loop whose condition stays true, or a "
         "Python loop over a value that never changes."
         if status == Status.TIMEOUT
         else None
     )
-    er = ExerciseResult(lesson, exercise, status, points, example=example, error=why, hint=hint)
+    er = ExerciseResult(lesson, exercise, status, points, example=example, error=why, hint=hint,
+                        bonus=bool(lr and exercise in lr.bonus))  # fmt: skip
     _record(er, results, todo)
     emit({"type": "exercise", "lesson": lesson, "result": er.to_dict()})
 

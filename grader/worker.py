@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             lesson["module"],
             Path(request["directory"]),
             points=lesson.get("points"),
+            bonus=lesson.get("bonus"),
             only=lesson.get("only"),
             seed=request.get("seed", 0),
             example=example,

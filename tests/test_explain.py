@@ -106,3 +106,32 @@ ENTRY %main (p: f32[4]) -> f32[4] {{
 """
     summary = hlo.summarize(text, num_devices=2)
     assert (summary.kinds() == {"all-reduce"}) is moves
+
+
+def test_a_bonus_exercise_is_extra_credit(root, tmp_path):
+    """Lesson 5 passes without its bonus; the bonus points come on top."""
+    from course import registry
+
+    lesson = registry.load().lesson(5)
+    assert [e.name for e in lesson.exercises if e.bonus] == ["allgather_matmul_bidirectional"]
+    assert lesson.points == sum(e.points for e in lesson.required)
+    text = (root / "solutions" / "l05_collective_matmul.py").read_text()
+    stubbed = text.split("def allgather_matmul_bidirectional")[0] + (
+        "def allgather_matmul_bidirectional(x, w, mesh):\n"
+        "    raise NotImplementedError('allgather_matmul_bidirectional: TODO')\n"
+    )
+    (tmp_path / "l05_collective_matmul.py").write_text(stubbed)
+    bonus = ["allgather_matmul_bidirectional"]
+    points = {e.name: e.points for e in lesson.exercises}
+    result = engine.grade_lesson(
+        5, "l05_collective_matmul", tmp_path, points=points, bonus=bonus, max_examples=0
+    )
+    assert result.passed and result.score == result.possible == 4 and result.bonus_score == 0
+    assert result.exercises[-1].status == Status.NOT_STARTED and result.exercises[-1].bonus
+    done = engine.grade_lesson(
+        5, "l05_collective_matmul", root / "solutions", points=points, bonus=bonus,
+        max_examples=0,
+    )  # fmt: skip
+    assert done.passed and done.score == 4 and done.bonus_score == 1
+    again = LessonResult.from_dict(done.to_dict())
+    assert again.bonus_score == 1 and again.possible == 4

@@ -56,7 +56,7 @@ def current_lesson(app: App) -> Lesson:
     def passes(lesson: Lesson) -> bool:
         return all(
             (s := states.get((lesson.number, e.name))) is not None and s.status == "passed"
-            for e in lesson.exercises
+            for e in lesson.required
         )
 
     return next(
@@ -103,6 +103,7 @@ def grade(
                 lesson=lesson.number, module=lesson.module, title=lesson.title,
                 exercises=[e.name for e in lesson.exercises],
                 points={e.name: e.points for e in lesson.exercises},
+                bonus=[e.name for e in lesson.exercises if e.bonus],
                 only=[chosen.exercise] if chosen.exercise else None,
             )
             for lesson in chosen.lessons

@@ -27,7 +27,8 @@ def show(app: App, number: int) -> int:
     app.console.print(
         Panel(
             "\n".join(
-                f"[cyan]{e.name}[/cyan] ({e.points} pt) — {escape(e.summary)}"
+                f"[cyan]{e.name}[/cyan] ({e.points} pt{', bonus' if e.bonus else ''}) — "
+                f"{escape(e.summary)}"
                 for e in lesson.exercises
             )
             + f"\n\nEdit [bold]{app.ws.exercise_file(lesson.module)}[/bold], then [cyan]course grade {number}[/cyan].",
@@ -62,7 +63,7 @@ def solution(app: App, number: int, force: bool) -> int:
     lesson = app.lesson(number)
     states = app.states()
     passed = all(
-        (s := states.get((number, e.name))) is not None and s.ever_passed for e in lesson.exercises
+        (s := states.get((number, e.name))) is not None and s.ever_passed for e in lesson.required
     )
     if not passed and not force:
         app.console.print(

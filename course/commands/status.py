@@ -32,7 +32,8 @@ def list_lessons(app: App) -> int:
         for ex in lesson.exercises:
             st = states.get((lesson.number, ex.name))
             table.add_row(
-                "", Text("  " + ex.name, style="cyan"), Text(ex.summary), str(ex.points),
+                "", Text("  " + ex.name, style="cyan"), Text(ex.summary),
+                f"+{ex.points} bonus" if ex.bonus else str(ex.points),
                 status_text(st.status if st else NOT_STARTED),
             )  # fmt: skip
     app.console.print(table)
@@ -54,20 +55,25 @@ def status(app: App) -> int:
     for lesson in app.course.lessons:
         done = pts = 0
         last = None
+        extra = 0  # bonus points, on top
         for ex in lesson.exercises:
             st = states.get((lesson.number, ex.name))
-            if st and st.status == "passed":
+            ok = bool(st and st.status == "passed")
+            if ex.bonus:
+                extra += ex.points if ok else 0
+            elif ok:
                 done += 1
                 pts += ex.points
             if st:
                 last = max(last or 0, st.last)
-            if next_step is None and not (st and st.status == "passed"):
+            if next_step is None and not ok and not ex.bonus:
                 next_step = (lesson.number, ex.name)
         earned += pts
         possible += lesson.points
-        mark = Text("✔ ", style="green") if done == len(lesson.exercises) else Text("  ")
+        mark = Text("✔ ", style="green") if done == len(lesson.required) else Text("  ")
         table.add_row(str(lesson.number), Text.assemble(mark, lesson.title),
-                      f"{done}/{len(lesson.exercises)}", f"{pts}/{lesson.points}",
+                      f"{done}/{len(lesson.required)}",
+                      f"{pts}/{lesson.points}" + (f" +{extra}" if extra else ""),
                       _ago(last) if last else Text("never", style="dim"))  # fmt: skip
     app.console.print(table)
     bar = Table.grid(padding=(0, 1))

@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from grader.checks import InputsUntouched, OutputSharding, Values
-from grader.programs import inputs_intact
+from grader.programs import call_pure, inputs_intact
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
 
@@ -148,18 +148,6 @@ def _reference(ex: Example):
         spec,
         dict(zip(AXES, mesh_dims)),
     )
-
-
-def _call_pure(fn: Callable[..., Any], args: tuple, expect_raise: bool) -> Any:
-    """Call a pure student function; an exception is the answer only when one is expected."""
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        if expect_raise:
-            return exc
-        raise
 
 
 # ------------------------------------------------------------ checks
@@ -303,7 +291,7 @@ def _run_shard_shape(fn: Callable[..., Any], ex: Example) -> Trial:
     _, sharding, shape, spec, sizes = _reference(ex)
     want = _expected(lambda: tuple(sharding.shard_shape(shape)))
     return Trial(
-        ex, output=_call_pure(fn, (shape, dict(sizes), spec), want == RAISES), expected=want
+        ex, output=call_pure(fn, (shape, dict(sizes), spec), want == RAISES), expected=want
     )
 
 
@@ -322,7 +310,7 @@ def _run_device_slices(fn: Callable[..., Any], ex: Example) -> Trial:
 
     want = _expected(jax_answer)
     return Trial(
-        ex, output=_call_pure(fn, (shape, dict(sizes), spec), want == RAISES), expected=want
+        ex, output=call_pure(fn, (shape, dict(sizes), spec), want == RAISES), expected=want
     )
 
 
@@ -333,7 +321,7 @@ def _run_bytes(fn: Callable[..., Any], ex: Example) -> Trial:
     dtype = jnp.dtype(ex["dtype"])
     want = _expected(lambda: math.prod(sharding.shard_shape(shape)) * dtype.itemsize)
     return Trial(
-        ex, output=_call_pure(fn, (shape, dtype, dict(sizes), spec), want == RAISES), expected=want
+        ex, output=call_pure(fn, (shape, dtype, dict(sizes), spec), want == RAISES), expected=want
     )
 
 

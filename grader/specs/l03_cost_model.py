@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from grader.programs import call_pure
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
 
@@ -281,18 +282,6 @@ class Agrees(Check):
         return hints[0] if hints else self.fallback(ex)
 
 
-def _call(fn: Callable[..., Any], args: tuple, expect_raise: bool) -> Any:
-    """Call a pure student function; an exception is the answer only when one is expected."""
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        if expect_raise:
-            return exc
-        raise
-
-
 def _earlier(explicit: Callable[[Any], list[Example]]) -> Callable[[Example], list[Example]]:
     """The explicit examples graded before ``ex`` (all of them, for a drawn one).
 
@@ -508,7 +497,7 @@ def _run_collective(fn: Callable[..., Any], ex: Example) -> Trial:
             f"W={link.bandwidth:g} B/s"
         )
     return Trial(
-        ex, output=_call(fn, (kind, v, n, link), want == RAISES), expected=want,
+        ex, output=call_pure(fn, (kind, v, n, link), want == RAISES), expected=want,
         extra={
             "call": f"collective_time({kind!r}, nbytes={v}, n_devices={n}, {_show_link(link)})",
             "formula": formula,
@@ -715,7 +704,7 @@ def _run_bytes(fn: Callable[..., Any], ex: Example) -> Trial:
     b = ITEMSIZE[dtype]
     call = f"predict_bytes({case!r}, {shapes}, {mesh}, bytes_per_elem={b})"
     if case not in CASES:
-        out = _call(fn, (case, shapes, mesh, b), True)
+        out = call_pure(fn, (case, shapes, mesh, b), True)
         return Trial(ex, output=out, expected=RAISES, extra={"call": call, "formula": ""})
     out = fn(case, shapes, mesh, b)
     from grader.specs.l04_sharded_matmul import measure_reference  # compiles: imports jax

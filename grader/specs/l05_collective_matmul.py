@@ -275,14 +275,19 @@ def _explain(kind: str) -> Callable[[list[Trial]], dict[str, Any]]:
                     sends = [(i + sh) % n] if s < steps else []
                 cells.append(text + "".join(f" →{d}" for d in sends))
             rows.append([s, *cells])
-        what = "W block multiplied" if kind == "gather" else "partial sum of block Y_j added to"
+        what = (
+            "the W block held at that step, to multiply by X's columns of block j"
+            if kind == "gather"
+            else "the partial sum of output block j, to which the device adds its product"
+        )
         return {
             "timeline": {
                 "n": n,
                 "example": format_example(trial.example),
                 "rows": rows,
-                "note": f"×Wj: {what}; →d: sent to device d next. Derived from the direction "
-                "and number of the collective-permutes in your compiled program.",
+                "note": f"{'×Wj' if kind == 'gather' else '+Yj'}: {what}; →d: sent to device d "
+                "next. Derived from the direction and number of the collective-permutes in "
+                "your compiled program.",
             }
         }
 
