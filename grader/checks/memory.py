@@ -14,7 +14,8 @@ class TempMemory(Check):
     """Temporary (scratch) bytes per device stay at or below ``bound(trial)``."""
 
     bound: Callable[[Trial], int] = lambda t: 0
-    what: str = "the bound"
+    what: str | Callable[[Trial], str] = "the bound"
+    """What the bound is, or a function of the trial that says it in the example's sizes."""
     name: str = "memory"
     hint: str = "Something large is materialised on every device: did you gather a whole operand?"
 
@@ -23,6 +24,7 @@ class TempMemory(Check):
 
     def __call__(self, trial: Trial) -> CheckResult:
         bound = self.bound(trial)
+        what = self.what(trial) if callable(self.what) else self.what
         got = (trial.memory or {}).get("temp")
         details = {"bound": bound, "memory": trial.memory}
         reason = self.skip(trial)
@@ -36,10 +38,10 @@ class TempMemory(Check):
             return CheckResult(
                 self.name,
                 True,
-                f"{got:,} temporary bytes per device ≤ {self.what}",
+                f"{got:,} temporary bytes per device ≤ {what} = {bound:,}",
                 details=details,
             )
         return CheckResult(
-            self.name, False, f"{got:,} temporary bytes per device; {self.what} is {bound:,}",
+            self.name, False, f"{got:,} temporary bytes per device; {what} = {bound:,}",
             details=details, hint=self.hint,
         )  # fmt: skip

@@ -364,7 +364,9 @@ def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
                 skip=lambda t: (
                     "one device holds the whole W anyway" if t.example["n"] == 1 else None
                 ),
-                what="the whole W (D·F·itemsize bytes)",
+                what=lambda t: "the whole W, D·F·itemsize = {}·{}·{}".format(
+                    *_layout(t.extra["kind"], t.example).w, _itemsize(t)
+                ),
                 hint="The compiled program holds a buffer as large as the whole W: you collected "
                 "every block and multiplied once, which is an all-gather built from permutes. "
                 "Multiply each block as it arrives and keep only the one you hold.",
