@@ -357,6 +357,18 @@ def _alternatives(case: Case) -> Callable[[Trial], list[tuple[str, Any]]] | None
 def _diagnose_error(case: Case) -> Callable[[BaseException, Example, list[Example]], str | None]:
     def diagnose(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
         text = str(exc)
+        if type(exc).__name__ == "ShardingTypeError":
+            return (
+                "On this Explicit mesh a plain a @ b must know how to combine the shards, and "
+                "here it cannot: "
+                + (
+                    "both operands split the contracting dim J, so every device holds a partial "
+                    "sum. "
+                    if "Contracting" in text
+                    else "A and B are split over the same axis along different dims. "
+                )
+                + "Write the body under jax.shard_map and choose the collective yourself."
+            )
         if case.two_d and "out_specs" in text and "'y'" in text:
             return (
                 "shard_map says your result is not the same across 'y', yet out_specs "

@@ -173,4 +173,16 @@ def matmul_conflict(a, b, mesh):
         "bytes",
         ("optimum",),
     ),
+    Mistake(
+        "plain-matmul-on-explicit-mesh",
+        L04,
+        "matmul_allreduce",
+        """
+def matmul_allreduce(a, b, mesh):
+    return a @ b
+""",
+        "error",
+        None,
+        ("partial sum", "jax.shard_map"),
+    ),
 ]
