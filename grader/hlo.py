@@ -355,6 +355,8 @@ def summarize(text: str, num_devices: int = 1) -> CommSummary:
             else:
                 pairs = ()
                 group = _group_size(ins.attrs, num_devices)
+            # a permute of every device to itself moves nothing (XLA keeps it on one device)
+            moves = kind != "collective-permute" or not pairs or any(a != b for a, b in pairs)
             found.append(
                 Collective(
                     kind=kind,
@@ -364,8 +366,8 @@ def summarize(text: str, num_devices: int = 1) -> CommSummary:
                     operand_elements=operand_elements,
                     group_size=group,
                     count=mult[comp],
-                    bytes_each=_ring_share(kind, operand_bytes, group),
-                    elements_each=_ring_share(kind, operand_elements, group),
+                    bytes_each=_ring_share(kind, operand_bytes, group) if moves else 0,
+                    elements_each=_ring_share(kind, operand_elements, group) if moves else 0,
                     pairs=pairs,
                 )
             )

@@ -135,3 +135,17 @@ def test_a_bonus_exercise_is_extra_credit(root, tmp_path):
     assert done.passed and done.score == 4 and done.bonus_score == 1
     again = LessonResult.from_dict(done.to_dict())
     assert again.bonus_score == 1 and again.possible == 4
+
+
+def test_a_permute_of_every_device_to_itself_sends_nothing():
+    text = """HloModule m
+
+ENTRY %main (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  ROOT %cp = f32[4]{0} collective-permute(f32[4]{0} %p), source_target_pairs={{0,0}}
+}
+"""
+    summary = hlo.summarize(text, num_devices=1)
+    assert summary.kinds() == set() and summary.bytes() == 0
+    moved = hlo.summarize(text.replace("{{0,0}}", "{{0,1},{1,0}}"), num_devices=2)
+    assert moved.kinds() == {"collective-permute"} and moved.bytes() == 16
