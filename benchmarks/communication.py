@@ -103,7 +103,7 @@ def main() -> None:
         )
         vs = f"{r['bytes'] / r['xla']:.2f}" if r["xla"] else ("—" if not r["bytes"] else "∞")
         temp = f"{r['temp']:,} / {r['xla_temp']:,}" if "temp" in r else ""
-        table.add_row(r["exercise"], r["mesh"], f"{r['bytes']:,}", opt, vs,
+        table.add_row(f"{r['lesson']}.{r['exercise']}", r["mesh"], f"{r['bytes']:,}", opt, vs,
                       ", ".join(r["xla_kinds"]) or "none", temp)  # fmt: skip
     Console(width=130).print(table)
     out = ROOT / "benchmarks" / "results" / "communication.json"
