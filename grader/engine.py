@@ -139,14 +139,14 @@ def grade_exercise(
     else:
         n = spec.max_examples if max_examples is None else max_examples
         examples = spec.explicit(ctx) + (draw_examples(spec.strategy(ctx), n, seed) if n else [])
-    passed: list[dict] = []
     trials: list[Any] = []
+    """Trials of the examples passed so far."""
     totals: dict[str, float] = {}
     result = ExerciseResult(lesson, spec.name, Status.PASSED, points)
 
     def finish(status: Status, **fields: Any) -> ExerciseResult:
         result.status = status
-        result.examples_run = len(passed) + (status != Status.PASSED)
+        result.examples_run = len(trials) + (status != Status.PASSED)
         result.duration = time.perf_counter() - start
         for k, v in fields.items():
             setattr(result, k, v)
@@ -162,7 +162,7 @@ def grade_exercise(
             return finish(Status.NOT_STARTED, example=shown, error=str(exc) or None)
         except StudentReturnError as exc:
             hint = exc.hint or (
-                spec.diagnose_error(exc, ex, passed) if spec.diagnose_error else None
+                spec.diagnose_error(exc, ex, _examples(trials)) if spec.diagnose_error else None
             )
             check = CheckResult("returns", False, str(exc), example=shown, hint=hint)
             return finish(Status.FAILED, checks=[check], example=shown, hint=hint)
@@ -173,7 +173,7 @@ def grade_exercise(
                 hint="Look for a loop whose exit condition never becomes true.",
             )  # fmt: skip
         except Exception as exc:
-            hint = spec.diagnose_error(exc, ex, passed) if spec.diagnose_error else None
+            hint = spec.diagnose_error(exc, ex, _examples(trials)) if spec.diagnose_error else None
             return finish(
                 Status.ERROR, example=shown,
                 error=format_student_error(exc, directory), hint=hint or _generic_error_hint(exc),
@@ -197,13 +197,16 @@ def grade_exercise(
                 Status.FAILED, checks=checks, example=shown, hint=hint,
                 explanation=_explain(spec, [trial]),
             )  # fmt: skip
-        passed.append(ex)
         trials.append(trial)
         result.checks = checks  # the last example's evidence is shown for a pass
     for c in result.checks:
-        c.message = f"{c.message} — on all {len(passed)} examples" if len(passed) > 1 else c.message
+        c.message = f"{c.message} — on all {len(trials)} examples" if len(trials) > 1 else c.message
         c.duration = totals.get(c.name, c.duration)
     return finish(Status.PASSED, explanation=_explain(spec, trials))
+
+
+def _examples(trials: list[Any]) -> list[dict]:
+    return [t.example for t in trials]
 
 
 def _explain(spec: ExerciseSpec, trials: list[Any]) -> dict[str, Any]:
