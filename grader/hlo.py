@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all", "collective-permute")
 
@@ -355,23 +355,28 @@ def summarize(text: str, num_devices: int = 1) -> CommSummary:
             else:
                 pairs = ()
                 group = _group_size(ins.attrs, num_devices)
-            # a permute of every device to itself moves nothing (XLA keeps it on one device)
-            moves = kind != "collective-permute" or not pairs or any(a != b for a, b in pairs)
             found.append(
-                Collective(
-                    kind=kind,
-                    name=ins.name,
-                    shape=ins.shape,
-                    operand_bytes=operand_bytes,
-                    operand_elements=operand_elements,
-                    group_size=group,
-                    count=mult[comp],
-                    bytes_each=_ring_share(kind, operand_bytes, group) if moves else 0,
-                    elements_each=_ring_share(kind, operand_elements, group) if moves else 0,
-                    pairs=pairs,
+                _unless_idle(
+                    Collective(
+                        kind=kind,
+                        name=ins.name,
+                        shape=ins.shape,
+                        operand_bytes=operand_bytes,
+                        operand_elements=operand_elements,
+                        group_size=group,
+                        count=mult[comp],
+                        bytes_each=_ring_share(kind, operand_bytes, group),
+                        elements_each=_ring_share(kind, operand_elements, group),
+                        pairs=pairs,
+                    )
                 )
             )
     return CommSummary(found)
+
+
+def _unless_idle(c: Collective) -> Collective:
+    """A collective that moves nothing (see :attr:`Collective.moves_data`) sends 0 bytes."""
+    return c if c.moves_data else replace(c, bytes_each=0, elements_each=0)
 
 
 def _attr(attrs: str, key: str) -> str:

@@ -303,11 +303,10 @@ ADVICE: dict[str, dict[str, str]] = {
         ALL_REDUCE: "A psum followed by slicing out your columns moves 2(N − 1)/N·|C| bytes; "
         "lax.psum_scatter(partial, 'x', scatter_dimension=1, tiled=True) sums and scatters in "
         "one reduce-scatter of (N − 1)/N·|C| — half the bytes.",
-        ALL_GATHER: _GATHERED_BOTH.replace(
-            "one psum adds the partials", "one psum_scatter adds and scatters them"
-        )
-        .replace("2(N − 1)/N", "(N − 1)/N")
-        .replace("One all-reduce", "One reduce-scatter"),
+        ALL_GATHER: "You gathered operands (all-gather) although both are split along J: each "
+        "device can multiply its own blocks into a partial C, and one psum_scatter adds and "
+        "scatters them — (N − 1)/N·|C| bytes instead of (N − 1)/N·(|A| + |B|). One "
+        "reduce-scatter is enough.",
     },  # fmt: skip
     "conflict": {
         "*": "C keeps A's split by rows, so A's rows never need to move: gather B's columns "
