@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from grader.evidence import Evidence, Note
 from grader.loader import LoadError, format_student_error, load_module
 from grader.programs import StudentReturnError
 from grader.results import CheckResult, ExerciseResult, LessonResult, Status
@@ -69,14 +70,11 @@ def grade_lesson(
     module: str,
     directory: Path,
     *,
-    points: dict[str, int] | None = None,
     only: list[str] | None = None,
-    bonus: list[str] | None = None,
     seed: int = 0,
     example: dict | None = None,
     max_examples: int | None = None,
     timeout: float | None = None,
-    title: str = "",
     on_event: Event | None = None,
 ) -> LessonResult:
     """Grade the exercises of one lesson found in ``directory``."""
@@ -86,14 +84,12 @@ def grade_lesson(
     start = time.perf_counter()
     spec = load_spec(module)
     names = only or [e.name for e in spec.exercises]
-    result = LessonResult(lesson, title, str(directory), devices=devices.describe(), seed=seed)
-    points = points or {}
+    result = LessonResult(lesson, str(directory), devices=devices.describe(), seed=seed)
     try:
         mod = load_module(directory, module)
     except LoadError as exc:
         for name in names:
-            er = ExerciseResult(lesson, name, Status.ERROR, points.get(name, 1), error=str(exc),
-                                bonus=name in (bonus or ()))  # fmt: skip
+            er = ExerciseResult(lesson, name, Status.ERROR, error=str(exc))
             result.exercises.append(er)
             emit({"type": "exercise", "result": er.to_dict()})
         result.duration = time.perf_counter() - start
@@ -104,15 +100,13 @@ def grade_lesson(
         ex_spec = spec.exercise(name)
         if not callable(fn):
             er = ExerciseResult(
-                lesson, name, Status.ERROR, points.get(name, 1),
+                lesson, name, Status.ERROR,
                 error=f"{module}.py defines no function {name}() — was it renamed or deleted?",
             )  # fmt: skip
         else:
             er = grade_exercise(
-                lesson, ex_spec, fn, ctx, directory=Path(directory), points=points.get(name, 1),
-                seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
+                lesson, ex_spec, fn, ctx, directory=Path(directory), seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
             )  # fmt: skip
-        er.bonus = name in (bonus or ())
         result.exercises.append(er)
         emit({"type": "exercise", "result": er.to_dict()})
     result.duration = time.perf_counter() - start
@@ -126,7 +120,6 @@ def grade_exercise(
     ctx: Context,
     *,
     directory: Path,
-    points: int = 1,
     seed: int = 0,
     example: dict | None = None,
     max_examples: int | None = None,
@@ -142,7 +135,7 @@ def grade_exercise(
     trials: list[Any] = []
     """Trials of the examples passed so far."""
     totals: dict[str, float] = {}
-    result = ExerciseResult(lesson, spec.name, Status.PASSED, points)
+    result = ExerciseResult(lesson, spec.name, Status.PASSED)
 
     def finish(status: Status, **fields: Any) -> ExerciseResult:
         result.status = status
@@ -209,14 +202,14 @@ def _examples(trials: list[Any]) -> list[dict]:
     return [t.example for t in trials]
 
 
-def _explain(spec: ExerciseSpec, trials: list[Any]) -> dict[str, Any]:
+def _explain(spec: ExerciseSpec, trials: list[Any]) -> list[Evidence]:
     """The spec's report material; a failure here must never change a verdict."""
     if spec.explain is None or not trials:
-        return {}
+        return []
     try:
         return spec.explain(trials)
     except Exception as exc:  # noqa: BLE001 - report material only
-        return {"error": f"could not prepare the explanation: {exc!r}"}
+        return [Note(f"could not prepare the explanation: {exc!r}")]
 
 
 def _generic_error_hint(exc: Exception) -> str | None:

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grader.results import ExerciseResult, LessonResult, Status
@@ -33,12 +33,8 @@ STARTUP = 120.0
 class LessonRequest:
     lesson: int
     module: str
-    title: str
     exercises: list[str]
-    points: dict[str, int] = field(default_factory=dict)
     only: list[str] | None = None
-    bonus: list[str] = field(default_factory=list)
-    """Exercises that are extra credit."""
 
 
 @dataclass
@@ -64,7 +60,7 @@ def grade(request: Request, on_event: Listener | None = None) -> list[LessonResu
     """Grade every lesson of ``request``; results arrive through ``on_event`` too."""
     emit = on_event or (lambda e: None)
     results = {
-        lr.lesson: LessonResult(lr.lesson, lr.title, str(request.directory), seed=request.seed)
+        lr.lesson: LessonResult(lr.lesson, str(request.directory), seed=request.seed)
         for lr in request.lessons
     }
     todo = {lr.lesson: list(lr.only or lr.exercises) for lr in request.lessons}
@@ -125,7 +121,7 @@ def _run_worker(
                 _stop(proc)
                 if current is None:  # stuck before any example: blame the first pending one
                     current = (pending[0]["lesson"], pending[0]["only"][0])
-                _give_up(current, Status.TIMEOUT, current_example, request, results, todo, emit,
+                _give_up(current, Status.TIMEOUT, current_example, results, todo, emit,
                          f"no result after {request.timeout:g} s; the grader stopped it")  # fmt: skip
                 return
             events = sel.select(timeout=min(wait, 1.0))
@@ -170,7 +166,7 @@ def _run_worker(
                 lesson = next(p["lesson"] for p in pending if todo.get(p["lesson"]))
                 current = (lesson, todo[lesson][0])
             tail = stderr_tail.decode(errors="replace").strip().splitlines()[-8:]
-            _give_up(current, Status.ERROR, current_example, request, results, todo, emit,
+            _give_up(current, Status.ERROR, current_example, results, todo, emit,
                      f"the grading process stopped (exit code {code}) while running this "
                      "exercise:\n" + "\n".join(tail))  # fmt: skip
     except BaseException:
@@ -198,20 +194,17 @@ def _record(
 
 
 def _give_up(
-    current: tuple[int, str], status: Status, example: str | None, request: Request,
+    current: tuple[int, str], status: Status, example: str | None,
     results: dict[int, LessonResult], todo: dict[int, list[str]], emit: Listener, why: str,
 ) -> None:  # fmt: skip
     lesson, exercise = current
-    lr = next((lr for lr in request.lessons if lr.lesson == lesson), None)
-    points = lr.points.get(exercise, 1) if lr else 1
     hint = (
         "Look for a loop that never ends: a while_loop whose condition stays true, or a "
         "Python loop over a value that never changes."
         if status == Status.TIMEOUT
         else None
     )
-    er = ExerciseResult(lesson, exercise, status, points, example=example, error=why, hint=hint,
-                        bonus=bool(lr and exercise in lr.bonus))  # fmt: skip
+    er = ExerciseResult(lesson, exercise, status, example=example, error=why, hint=hint)
     _record(er, results, todo)
     emit({"type": "exercise", "lesson": lesson, "result": er.to_dict()})
 

@@ -44,7 +44,8 @@ class Trial:
 
 
 class Check:
-    """A small named check: ``check(trial) -> CheckResult``."""
+    """A small named check: ``check(trial) -> CheckResult``, its evidence typed
+    (:mod:`grader.evidence`)."""
 
     name: str = "check"
 
@@ -67,9 +68,10 @@ class ExerciseSpec:
     """Drawn examples on top of the explicit ones."""
     diagnose_error: Callable[[BaseException, Example, list[Example]], str | None] | None = None
     """Hint for an exception, given the examples that passed before it."""
-    explain: Callable[[list[Trial]], dict[str, Any]] | None = None
-    """Report material from the trials: all passed ones, or the failing one
-    alone. Called once per exercise, never a verdict (see ExerciseResult.explanation)."""
+    explain: Callable[[list[Trial]], list[Any]] | None = None
+    """Report material (:mod:`grader.evidence` items) from the trials: all passed
+    ones, or the failing one alone. Called once per exercise, never a verdict
+    (see ExerciseResult.explanation)."""
 
 
 @dataclass(frozen=True)

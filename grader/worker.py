@@ -52,14 +52,11 @@ def main(argv: list[str] | None = None) -> int:
             number,
             lesson["module"],
             Path(request["directory"]),
-            points=lesson.get("points"),
-            bonus=lesson.get("bonus"),
             only=lesson.get("only"),
             seed=request.get("seed", 0),
             example=example,
             max_examples=request.get("max_examples"),
             timeout=request.get("timeout"),
-            title=lesson.get("title", ""),
             on_event=on_event,
         )
         emit({"type": "lesson_end", "lesson": number, "duration": result.duration})

@@ -8,7 +8,6 @@ from grader.runner import LessonRequest, Request, grade
 L02 = LessonRequest(
     2,
     "l02_collectives",
-    "Collectives",
     ["ring_all_gather", "ring_reduce_scatter", "ring_all_reduce"],
 )
 
@@ -68,18 +67,16 @@ def ring_all_gather(x, axis_name):
     )  # it calls ring_all_gather
 
 
-def test_results_come_back_in_registry_order_with_points(root):
-    lesson = LessonRequest(
-        2, "l02_collectives", "Collectives", L02.exercises, points={"ring_all_gather": 2}
-    )
+def test_results_come_back_in_registry_order(root):
+    lesson = LessonRequest(2, "l02_collectives", list(reversed(L02.exercises)))
     (result,) = grade(Request([lesson], str(root / "solutions"), max_examples=0, timeout=60.0))
-    assert [e.exercise for e in result.exercises] == L02.exercises
-    assert result.exercises[0].points == 2 and result.score == 4 and result.passed
+    assert [e.exercise for e in result.exercises] == lesson.exercises
+    assert all(e.passed for e in result.exercises)
 
 
 def test_fewer_devices_limit_the_meshes(root):
-    lesson = LessonRequest(1, "l01_meshes", "Meshes", ["shard_shape", "place"])
+    lesson = LessonRequest(1, "l01_meshes", ["shard_shape", "place"])
     (result,) = grade(
         Request([lesson], str(root / "solutions"), devices=3, timeout=60.0, max_examples=10)
     )
-    assert result.passed and result.devices.startswith("3 CPU")
+    assert all(e.passed for e in result.exercises) and result.devices.startswith("3 CPU")

@@ -101,9 +101,7 @@ def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
     rows: list[tuple[str, str, bool, str]] = []
     if grade_code and not problems:
         lessons = [
-            LessonRequest(
-                lesson.number, lesson.module, lesson.title, [e.name for e in lesson.exercises]
-            )
+            LessonRequest(lesson.number, lesson.module, [e.name for e in lesson.exercises])
             for lesson in app.course.lessons
         ]
         for folder, want in (("solutions", Status.PASSED), ("exercises", Status.NOT_STARTED)):

@@ -13,7 +13,7 @@ import click
 from course import paths
 from course.commands.common import App
 from course.registry import Lesson
-from grader.results import ExerciseResult, LessonResult, Status
+from grader.results import ExerciseResult, LessonResult, Scorecard, Status, to_json
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C, as shells report SIGINT."""
@@ -54,10 +54,10 @@ def current_lesson(app: App) -> Lesson:
     states = app.states()
 
     def passes(lesson: Lesson) -> bool:
-        return all(
-            (s := states.get((lesson.number, e.name))) is not None and s.status == "passed"
-            for e in lesson.required
-        )
+        statuses = {
+            e.name: s.status for e in lesson.exercises if (s := states.get((lesson.number, e.name)))
+        }
+        return lesson.scorecard(statuses).passed
 
     return next(
         (lesson for lesson in app.course.lessons if not passes(lesson)), app.course.lessons[-1]
@@ -100,10 +100,8 @@ def grade(
     request = Request(
         lessons=[
             LessonRequest(
-                lesson=lesson.number, module=lesson.module, title=lesson.title,
+                lesson=lesson.number, module=lesson.module,
                 exercises=[e.name for e in lesson.exercises],
-                points={e.name: e.points for e in lesson.exercises},
-                bonus=[e.name for e in lesson.exercises if e.bonus],
                 only=[chosen.exercise] if chosen.exercise else None,
             )
             for lesson in chosen.lessons
@@ -122,7 +120,9 @@ def grade(
 
         def on_event(event: dict) -> None:
             if event["type"] == "exercise":
-                progress.record(attempt, ExerciseResult.from_dict(event["result"]))
+                er = ExerciseResult.from_dict(event["result"])
+                scored = app.lesson(er.lesson).exercise(er.exercise).scored(er.status)
+                progress.record(attempt, er, scored)
             elif event["type"] == "example" and status is not None:
                 status.update(
                     f"grading {event['lesson']}.{event['exercise']} — example {event['index'] + 1}: {event['example']}"
@@ -146,16 +146,18 @@ def grade(
         for er in result.exercises:
             if er.status == Status.NOT_STARTED and lesson.hints:
                 er.hint = lesson.hints[0]
+    cards = [lesson.score_result(result) for lesson, result in zip(chosen.lessons, results)]
     if as_json:
-        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+        click.echo(json.dumps(to_json(results, cards), indent=2))
     else:
-        render(app, results, solutions=solutions, path=path)
-    return 0 if all(r.passed for r in results) else 1
+        render(app, results, cards, solutions=solutions, path=path)
+    return 0 if all(card.passed for card in cards) else 1
 
 
 def render(
-    app: App, results: list[LessonResult], *, solutions: bool = False, path: str | None = None
-) -> None:
+    app: App, results: list[LessonResult], cards: list[Scorecard], *, solutions: bool = False,
+    path: str | None = None,
+) -> None:  # fmt: skip
     from grader.report import LessonReport
 
     def rerun(er: ExerciseResult) -> str:
@@ -168,5 +170,5 @@ def render(
             cmd += f" --path {shlex.quote(path)}"
         return cmd
 
-    for result in results:
-        app.console.print(LessonReport(result, rerun))
+    for result, card in zip(results, cards):
+        app.console.print(LessonReport(result, card, rerun))

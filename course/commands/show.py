@@ -13,6 +13,7 @@ from rich.text import Text
 
 from course import paths
 from course.commands.common import App
+from grader.results import Status
 
 LESSONS = paths.root() / "course" / "lessons"
 
@@ -62,10 +63,12 @@ def hint(app: App, number: int) -> int:
 def solution(app: App, number: int, force: bool) -> int:
     lesson = app.lesson(number)
     states = app.states()
-    passed = all(
-        (s := states.get((number, e.name))) is not None and s.ever_passed for e in lesson.required
-    )
-    if not passed and not force:
+    ever = {
+        e.name: Status.PASSED
+        for e in lesson.exercises
+        if (s := states.get((number, e.name))) and s.ever_passed
+    }
+    if not lesson.scorecard(ever).passed and not force:
         app.console.print(
             f"Lesson {number}'s solution unlocks once every exercise of it has passed "
             f"(course grade {number}). To look anyway: course solution {number} --force"

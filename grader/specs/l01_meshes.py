@@ -15,6 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from grader.checks import InputsUntouched, OutputSharding, Values
+from grader.evidence import Table
 from grader.programs import call_pure, inputs_intact
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
@@ -198,7 +199,7 @@ class Agrees(Check):
             ]
             return CheckResult(
                 self.name, False, f"{len(bad)} of {len(want)} devices get the wrong slice",
-                details={"rows": rows, "columns": ["device", "JAX says", "yours"]}, hint=hint,
+                evidence=[Table(["device", "JAX says", "yours"], rows)], hint=hint,
             )  # fmt: skip
         return CheckResult(
             self.name, False, f"returned {_show(norm)}; JAX says {_show(want)}", hint=hint

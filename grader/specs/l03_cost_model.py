@@ -230,11 +230,7 @@ class Agrees(Check):
             message = (
                 f"{call} returned {_fmt(got, want)}; expected {_fmt(want, got)}{sep} {formula}"
             )
-        return CheckResult(
-            self.name, False, message,
-            details={"yours": got, "expected": want, "measured": measured},
-            hint=self._diagnose(got, want, trial.example),
-        )  # fmt: skip
+        return CheckResult(self.name, False, message, hint=self._diagnose(got, want, trial.example))
 
     def _normalize(self, out: Any) -> Any:
         if self.kind is bool:

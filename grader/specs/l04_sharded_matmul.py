@@ -26,6 +26,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values
+from grader.evidence import XlaComparison
 from grader.programs import compile_and_run
 from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 
@@ -254,8 +255,8 @@ def xla_bytes(case: Case, ex: Example) -> tuple[int | None, list[str]]:
     return comms.bytes(None, ITEMSIZE[ex["dtype"]]), sorted(comms.kinds())
 
 
-def _explain(case: Case) -> Callable[[list[Trial]], dict[str, Any]]:
-    def explain(trials: list[Trial]) -> dict[str, Any]:
+def _explain(case: Case) -> Callable[[list[Trial]], list[XlaComparison]]:
+    def explain(trials: list[Trial]) -> list[XlaComparison]:
         from grader.spec import format_example
 
         trial = max(trials, key=lambda t: _optimum(case, t.example))  # the most telling one
@@ -263,19 +264,19 @@ def _explain(case: Case) -> Callable[[list[Trial]], dict[str, Any]]:
         width = ITEMSIZE[ex["dtype"]]
         xla, xla_kinds = xla_bytes(case, ex)
         i, j, k = ex["shape"]
-        return {
-            "comparison": {
-                "example": format_example(ex),
-                "mesh": "×".join(map(str, _mesh_shape(ex))),
-                "shapes": f"{i}×{j}×{k}",
-                "yours": trial.comms.bytes(None, width),
-                "yours_kinds": sorted(trial.comms.kinds()),
-                "optimum": _optimum(case, ex),
-                "optimum_kinds": sorted(case.allowed),
-                "xla": xla,
-                "xla_kinds": xla_kinds,
-            }
-        }
+        return [
+            XlaComparison(
+                example=format_example(ex),
+                mesh="×".join(map(str, _mesh_shape(ex))),
+                shapes=f"{i}×{j}×{k}",
+                yours=trial.comms.bytes(None, width),
+                yours_kinds=sorted(trial.comms.kinds()),
+                optimum=_optimum(case, ex),
+                optimum_kinds=sorted(case.allowed),
+                xla=xla,
+                xla_kinds=xla_kinds,
+            )
+        ]
 
     return explain
 
