@@ -9,7 +9,7 @@ Nothing here imports jax or rich.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -119,7 +119,7 @@ class LessonResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LessonResult:
-        d = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
+        d = dict(d)
         d["exercises"] = [ExerciseResult.from_dict(e) for e in d.get("exercises", [])]
         return cls(**d)
 
