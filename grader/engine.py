@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.loader import LoadError, format_student_error, load_module
-from grader.programs import StudentReturnError
+from grader.programs import GraderFault, StudentReturnError
 from grader.results import CheckResult, ExerciseResult, LessonResult, Status
 from grader.spec import Context, ExerciseSpec, LessonSpec, draw_examples, format_example
 
@@ -166,6 +166,11 @@ def grade_exercise(
             )
             check = CheckResult("returns", False, str(exc), example=shown, hint=hint)
             return finish(Status.FAILED, checks=[check], example=shown, hint=hint)
+        except GraderFault as exc:
+            return finish(
+                Status.ERROR, example=shown,
+                error=f"internal grader error: {exc} — not your code's fault; please report it",
+            )  # fmt: skip
         except ExampleTimeout as exc:
             return finish(
                 Status.TIMEOUT, example=shown,
