@@ -17,11 +17,12 @@ from typing import Any
 
 from grader.loader import LoadError, format_student_error, load_module
 from grader.programs import GraderFault, StudentReturnError
+from grader.protocol import Event, ExampleStarted, ExerciseGraded, unfinished
 from grader.results import CheckResult, ExerciseResult, LessonResult, Status
 from grader.spec import Context, ExerciseSpec, LessonSpec, draw_examples, format_example
 
 MESH_SIZES = (1, 2, 3, 4, 6, 8)
-Event = Callable[[dict[str, Any]], None]
+Listener = Callable[[Event], None]
 
 
 class ExampleTimeout(Exception):
@@ -77,7 +78,7 @@ def grade_lesson(
     max_examples: int | None = None,
     timeout: float | None = None,
     title: str = "",
-    on_event: Event | None = None,
+    on_event: Listener | None = None,
 ) -> LessonResult:
     """Grade the exercises of one lesson found in ``directory``."""
     from grader import devices
@@ -88,33 +89,30 @@ def grade_lesson(
     names = only or [e.name for e in spec.exercises]
     result = LessonResult(lesson, title, str(directory), devices=devices.describe(), seed=seed)
     points = points or {}
+
+    def record(er: ExerciseResult) -> None:
+        er.points, er.bonus = points.get(er.exercise, 1), er.exercise in (bonus or ())
+        result.exercises.append(er)
+        emit(ExerciseGraded(lesson, er))
+
     try:
         mod = load_module(directory, module)
     except LoadError as exc:
         for name in names:
-            er = ExerciseResult(lesson, name, Status.ERROR, points.get(name, 1), error=str(exc),
-                                bonus=name in (bonus or ()))  # fmt: skip
-            result.exercises.append(er)
-            emit({"type": "exercise", "result": er.to_dict()})
+            record(unfinished(lesson, name, Status.ERROR, str(exc)))
         result.duration = time.perf_counter() - start
         return result
     ctx = context()
     for name in names:
         fn = getattr(mod, name, None)
-        ex_spec = spec.exercise(name)
         if not callable(fn):
-            er = ExerciseResult(
-                lesson, name, Status.ERROR, points.get(name, 1),
-                error=f"{module}.py defines no function {name}() — was it renamed or deleted?",
-            )  # fmt: skip
-        else:
-            er = grade_exercise(
-                lesson, ex_spec, fn, ctx, directory=Path(directory), points=points.get(name, 1),
-                seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
-            )  # fmt: skip
-        er.bonus = name in (bonus or ())
-        result.exercises.append(er)
-        emit({"type": "exercise", "result": er.to_dict()})
+            record(unfinished(lesson, name, Status.ERROR,
+                              f"{module}.py defines no function {name}() — was it renamed or deleted?"))  # fmt: skip
+            continue
+        record(grade_exercise(
+            lesson, spec.exercise(name), fn, ctx, directory=Path(directory),
+            seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
+        ))  # fmt: skip
     result.duration = time.perf_counter() - start
     return result
 
@@ -126,12 +124,11 @@ def grade_exercise(
     ctx: Context,
     *,
     directory: Path,
-    points: int = 1,
     seed: int = 0,
     example: dict | None = None,
     max_examples: int | None = None,
     timeout: float | None = None,
-    emit: Event = lambda e: None,
+    emit: Listener = lambda e: None,
 ) -> ExerciseResult:
     start = time.perf_counter()
     if example is not None:
@@ -142,7 +139,7 @@ def grade_exercise(
     trials: list[Any] = []
     """Trials of the examples passed so far."""
     totals: dict[str, float] = {}
-    result = ExerciseResult(lesson, spec.name, Status.PASSED, points)
+    result = ExerciseResult(lesson, spec.name, Status.PASSED)
 
     def finish(status: Status, **fields: Any) -> ExerciseResult:
         result.status = status
@@ -154,7 +151,7 @@ def grade_exercise(
 
     for index, ex in enumerate(examples):
         shown = format_example(ex)
-        emit({"type": "example", "exercise": spec.name, "index": index, "example": shown})
+        emit(ExampleStarted(lesson, spec.name, index, shown))
         try:
             with time_limit(timeout):
                 trial = spec.run(fn, ex)

@@ -94,18 +94,17 @@ def static_problems(course: Course, root: Path) -> list[str]:
 
 
 def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
-    from grader.runner import LessonRequest, Request, grade
+    from grader.protocol import LessonJob, Request
+    from grader.runner import grade
 
     root = paths.root()
     problems = static_problems(app.course, root)
     rows: list[tuple[str, str, bool, str]] = []
     if grade_code and not problems:
-        lessons = [
-            LessonRequest(
-                lesson.number, lesson.module, lesson.title, [e.name for e in lesson.exercises]
-            )
+        lessons = tuple(
+            LessonJob(lesson.number, lesson.module, tuple(e.name for e in lesson.exercises))
             for lesson in app.course.lessons
-        ]
+        )
         for folder, want in (("solutions", Status.PASSED), ("exercises", Status.NOT_STARTED)):
             with app.console.status(f"grading {folder}/ …"):
                 cache = str(app.ws.compile_cache) if app.ws.compile_cache else None

@@ -13,6 +13,7 @@ import click
 from course import paths
 from course.commands.common import App
 from course.registry import Lesson
+from grader.protocol import DEFAULT_TIMEOUT, Event
 from grader.results import ExerciseResult, LessonResult, Status
 
 INTERRUPTED = 130
@@ -67,10 +68,10 @@ def current_lesson(app: App) -> Lesson:
 def grade(
     app: App, target: str | None, *, all_lessons: bool = False, solutions: bool = False,
     path: str | None = None, seed: int = 0, example: str | None = None, as_json: bool = False,
-    timeout: float = 60.0, devices: int | None = None, cpu: bool = False,
+    timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
     max_examples: int | None = None,
 ) -> int:  # fmt: skip
-    from grader.runner import LessonRequest, Request
+    from grader.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
     from grader.runner import grade as run_grading
 
     chosen = parse_target(app, target, all_lessons)
@@ -98,20 +99,16 @@ def grade(
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--example") from None
     request = Request(
-        lessons=[
-            LessonRequest(
-                lesson=lesson.number, module=lesson.module, title=lesson.title,
-                exercises=[e.name for e in lesson.exercises],
-                points={e.name: e.points for e in lesson.exercises},
-                bonus=[e.name for e in lesson.exercises if e.bonus],
-                only=[chosen.exercise] if chosen.exercise else None,
-            )
+        lessons=tuple(
+            LessonJob(lesson.number, lesson.module,
+                      (chosen.exercise,) if chosen.exercise else tuple(e.name for e in lesson.exercises))
             for lesson in chosen.lessons
-        ],
+        ),
         directory=str(directory), seed=seed, example=example, max_examples=max_examples,
         timeout=timeout, devices=devices, platform="cpu" if cpu else None,
         cache_dir=str(app.ws.compile_cache) if app.ws.compile_cache else None,
     )  # fmt: skip
+    lessons = {lesson.number: lesson for lesson in chosen.lessons}
     command = "course " + " ".join(shlex.quote(a) for a in sys.argv[1:])  # as typed, for the record
     console = app.console
     with app.progress() as progress:
@@ -120,12 +117,12 @@ def grade(
             None if as_json or not console.is_terminal else console.status("starting the grader …")
         )
 
-        def on_event(event: dict) -> None:
-            if event["type"] == "exercise":
-                progress.record(attempt, ExerciseResult.from_dict(event["result"]))
-            elif event["type"] == "example" and status is not None:
+        def on_event(event: Event) -> None:
+            if isinstance(event, ExerciseGraded):
+                progress.record(attempt, scored(lessons[event.lesson], event.result))
+            elif isinstance(event, ExampleStarted) and status is not None:
                 status.update(
-                    f"grading {event['lesson']}.{event['exercise']} — example {event['index'] + 1}: {event['example']}"
+                    f"grading {event.lesson}.{event.exercise} — example {event.index + 1}: {event.example}"
                 )
 
         try:
@@ -143,7 +140,9 @@ def grade(
                 status.stop()
         progress.finish_attempt(attempt)
     for lesson, result in zip(chosen.lessons, results):
+        result.title = lesson.title
         for er in result.exercises:
+            scored(lesson, er)
             if er.status == Status.NOT_STARTED and lesson.hints:
                 er.hint = lesson.hints[0]
     if as_json:
@@ -151,6 +150,13 @@ def grade(
     else:
         render(app, results, solutions=solutions, path=path)
     return 0 if all(r.passed for r in results) else 1
+
+
+def scored(lesson: Lesson, er: ExerciseResult) -> ExerciseResult:
+    """``er`` with the registry's points and bonus flag (the grader knows neither)."""
+    exercise = lesson.exercise(er.exercise)
+    er.points, er.bonus = exercise.points, exercise.bonus
+    return er
 
 
 def render(
