@@ -217,7 +217,7 @@ def _explain(spec: ExerciseSpec, trials: list[Any]) -> dict[str, Any]:
         return {}
     try:
         return spec.explain(trials)
-    except Exception as exc:  # noqa: BLE001 - report material only
+    except Exception as exc:  # report material only
         return {"error": f"could not prepare the explanation: {exc!r}"}
 
 
