@@ -5,7 +5,7 @@ One module per lesson, ``tests/mistakes/lNN.py``, holds that lesson's
 lesson adds its file and nothing else. Each mistake changes one function of
 the lesson's reference solution: either a one-line edit of the solution's
 text (``patch``), or a whole wrong function appended to a copy of it
-(``code``; the later ``def`` wins). Build entries with keywords.
+(``code``; the later ``def`` wins). Entries are built with keywords only.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ HEADER = "import jax\nimport jax.numpy as jnp\nimport numpy as np\nfrom jax impo
 """Imports put in front of ``code``."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Mistake:
     id: str
     """Unique across the course: the test's id."""
