@@ -105,12 +105,13 @@ def grade_lesson(
     ctx = context()
     for name in names:
         fn = getattr(mod, name, None)
+        ex_spec = spec.exercise(name)
         if not callable(fn):
             record(unfinished(lesson, name, Status.ERROR,
                               f"{module}.py defines no function {name}() — was it renamed or deleted?"))  # fmt: skip
             continue
         record(grade_exercise(
-            lesson, spec.exercise(name), fn, ctx, directory=Path(directory),
+            lesson, ex_spec, fn, ctx, directory=Path(directory),
             seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
         ))  # fmt: skip
     result.duration = time.perf_counter() - start
