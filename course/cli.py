@@ -7,6 +7,7 @@ import sys
 import click
 
 from course.commands.common import App, make_app
+from grader.protocol import DEFAULT_TIMEOUT
 
 pass_app = click.make_pass_decorator(App)
 
@@ -69,7 +70,7 @@ GRADE_OPTIONS = [
     click.option(
         "--timeout",
         type=float,
-        default=60.0,
+        default=DEFAULT_TIMEOUT,
         show_default=True,
         help="Seconds one example may run.",
     ),

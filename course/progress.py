@@ -162,10 +162,6 @@ class Progress:
             db.execute("INSERT OR REPLACE INTO hints VALUES (?, ?)", (lesson, shown + 1))
         return shown % available if available else 0
 
-    def hints_shown(self, lesson: int) -> int:
-        row = self.db.execute("SELECT shown FROM hints WHERE lesson = ?", (lesson,)).fetchone()
-        return row[0] if row else 0
-
     # ----------------------------------------------------------- reads
 
     def states(self) -> dict[tuple[int, str], ExerciseState]:

@@ -17,12 +17,13 @@ from typing import Any
 
 from grader.evidence import Evidence, Note
 from grader.loader import LoadError, format_student_error, load_module
-from grader.programs import StudentReturnError
+from grader.programs import GraderFault, StudentReturnError
+from grader.protocol import Event, ExampleStarted, ExerciseGraded, unfinished
 from grader.results import CheckResult, ExerciseResult, LessonResult, Status
 from grader.spec import Context, ExerciseSpec, LessonSpec, draw_examples, format_example
 
 MESH_SIZES = (1, 2, 3, 4, 6, 8)
-Event = Callable[[dict[str, Any]], None]
+Listener = Callable[[Event], None]
 
 
 class ExampleTimeout(Exception):
@@ -75,7 +76,7 @@ def grade_lesson(
     example: dict | None = None,
     max_examples: int | None = None,
     timeout: float | None = None,
-    on_event: Event | None = None,
+    on_event: Listener | None = None,
 ) -> LessonResult:
     """Grade the exercises of one lesson found in ``directory``."""
     from grader import devices
@@ -85,13 +86,16 @@ def grade_lesson(
     spec = load_spec(module)
     names = only or [e.name for e in spec.exercises]
     result = LessonResult(lesson, str(directory), devices=devices.describe(), seed=seed)
+
+    def record(er: ExerciseResult) -> None:
+        result.exercises.append(er)
+        emit(ExerciseGraded(lesson, er))
+
     try:
         mod = load_module(directory, module)
     except LoadError as exc:
         for name in names:
-            er = ExerciseResult(lesson, name, Status.ERROR, error=str(exc))
-            result.exercises.append(er)
-            emit({"type": "exercise", "result": er.to_dict()})
+            record(unfinished(lesson, name, Status.ERROR, str(exc)))
         result.duration = time.perf_counter() - start
         return result
     ctx = context()
@@ -99,16 +103,13 @@ def grade_lesson(
         fn = getattr(mod, name, None)
         ex_spec = spec.exercise(name)
         if not callable(fn):
-            er = ExerciseResult(
-                lesson, name, Status.ERROR,
-                error=f"{module}.py defines no function {name}() — was it renamed or deleted?",
-            )  # fmt: skip
-        else:
-            er = grade_exercise(
-                lesson, ex_spec, fn, ctx, directory=Path(directory), seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
-            )  # fmt: skip
-        result.exercises.append(er)
-        emit({"type": "exercise", "result": er.to_dict()})
+            record(unfinished(lesson, name, Status.ERROR,
+                              f"{module}.py defines no function {name}() — was it renamed or deleted?"))  # fmt: skip
+            continue
+        record(grade_exercise(
+            lesson, ex_spec, fn, ctx, directory=Path(directory),
+            seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
+        ))  # fmt: skip
     result.duration = time.perf_counter() - start
     return result
 
@@ -124,7 +125,7 @@ def grade_exercise(
     example: dict | None = None,
     max_examples: int | None = None,
     timeout: float | None = None,
-    emit: Event = lambda e: None,
+    emit: Listener = lambda e: None,
 ) -> ExerciseResult:
     start = time.perf_counter()
     if example is not None:
@@ -147,7 +148,7 @@ def grade_exercise(
 
     for index, ex in enumerate(examples):
         shown = format_example(ex)
-        emit({"type": "example", "exercise": spec.name, "index": index, "example": shown})
+        emit(ExampleStarted(lesson, spec.name, index, shown))
         try:
             with time_limit(timeout):
                 trial = spec.run(fn, ex)
@@ -159,6 +160,11 @@ def grade_exercise(
             )
             check = CheckResult("returns", False, str(exc), example=shown, hint=hint)
             return finish(Status.FAILED, checks=[check], example=shown, hint=hint)
+        except GraderFault as exc:
+            return finish(
+                Status.ERROR, example=shown,
+                error=f"internal grader error: {exc} — not your code's fault; please report it",
+            )  # fmt: skip
         except ExampleTimeout as exc:
             return finish(
                 Status.TIMEOUT, example=shown,
@@ -208,7 +214,7 @@ def _explain(spec: ExerciseSpec, trials: list[Any]) -> list[Evidence]:
         return []
     try:
         return spec.explain(trials)
-    except Exception as exc:  # noqa: BLE001 - report material only
+    except Exception as exc:  # report material only
         return [Note(f"could not prepare the explanation: {exc!r}")]
 
 

@@ -13,6 +13,7 @@ import click
 from course import paths
 from course.commands.common import App
 from course.registry import Lesson
+from grader.protocol import DEFAULT_TIMEOUT, Event
 from grader.results import ExerciseResult, LessonResult, Scorecard, Status, to_json
 
 INTERRUPTED = 130
@@ -67,10 +68,10 @@ def current_lesson(app: App) -> Lesson:
 def grade(
     app: App, target: str | None, *, all_lessons: bool = False, solutions: bool = False,
     path: str | None = None, seed: int = 0, example: str | None = None, as_json: bool = False,
-    timeout: float = 60.0, devices: int | None = None, cpu: bool = False,
+    timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
     max_examples: int | None = None,
 ) -> int:  # fmt: skip
-    from grader.runner import LessonRequest, Request
+    from grader.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
     from grader.runner import grade as run_grading
 
     chosen = parse_target(app, target, all_lessons)
@@ -98,18 +99,16 @@ def grade(
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--example") from None
     request = Request(
-        lessons=[
-            LessonRequest(
-                lesson=lesson.number, module=lesson.module,
-                exercises=[e.name for e in lesson.exercises],
-                only=[chosen.exercise] if chosen.exercise else None,
-            )
+        lessons=tuple(
+            LessonJob(lesson.number, lesson.module,
+                      (chosen.exercise,) if chosen.exercise else tuple(e.name for e in lesson.exercises))
             for lesson in chosen.lessons
-        ],
+        ),
         directory=str(directory), seed=seed, example=example, max_examples=max_examples,
         timeout=timeout, devices=devices, platform="cpu" if cpu else None,
         cache_dir=str(app.ws.compile_cache) if app.ws.compile_cache else None,
     )  # fmt: skip
+    lessons = {lesson.number: lesson for lesson in chosen.lessons}
     command = "course " + " ".join(shlex.quote(a) for a in sys.argv[1:])  # as typed, for the record
     console = app.console
     with app.progress() as progress:
@@ -118,14 +117,15 @@ def grade(
             None if as_json or not console.is_terminal else console.status("starting the grader …")
         )
 
-        def on_event(event: dict) -> None:
-            if event["type"] == "exercise":
-                er = ExerciseResult.from_dict(event["result"])
-                scored = app.lesson(er.lesson).exercise(er.exercise).scored(er.status)
-                progress.record(attempt, er, scored)
-            elif event["type"] == "example" and status is not None:
+        def on_event(event: Event) -> None:
+            if isinstance(event, ExerciseGraded):
+                er = event.result
+                progress.record(
+                    attempt, er, lessons[er.lesson].exercise(er.exercise).scored(er.status)
+                )
+            elif isinstance(event, ExampleStarted) and status is not None:
                 status.update(
-                    f"grading {event['lesson']}.{event['exercise']} — example {event['index'] + 1}: {event['example']}"
+                    f"grading {event.lesson}.{event.exercise} — example {event.index + 1}: {event.example}"
                 )
 
         try:

@@ -38,12 +38,12 @@ from grader.checks import (
 )
 from grader.checks.comms import communication
 from grader.evidence import Timeline
+from grader.matmul import ITEMSIZE
 from grader.programs import compile_and_run
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
 
 PERMUTE = "collective-permute"
-ITEMSIZE = {"float32": 4, "bfloat16": 2}
 
 
 def _itemsize(t: Trial) -> int:
