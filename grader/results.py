@@ -110,7 +110,6 @@ class LessonResult:
     devices: str = ""
     seed: int = 0
     duration: float = 0.0
-    interrupted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
