@@ -150,7 +150,7 @@ def hint(app: App, lesson: int) -> None:
 @click.option("--yes", "-y", is_flag=True, help="Do not ask first.")
 @pass_app
 def reset(app: App, lesson: int, yes: bool) -> None:
-    """Restore LESSON's exercise file to the original stub (keeps a .bak)."""
+    """Restore LESSON's exercise file to the original stub (your code is kept as a numbered .bak)."""
     from course.commands.show import reset as run
 
     sys.exit(run(app, lesson, yes))

@@ -132,7 +132,9 @@ def grade_exercise(
         examples = [example]
     else:
         n = spec.max_examples if max_examples is None else max_examples
-        examples = spec.explicit(ctx) + (draw_examples(spec.strategy(ctx), n, seed) if n else [])
+        explicit = spec.explicit(ctx)
+        drawn = draw_examples(spec.strategy(ctx), n, seed, exclude=explicit) if n else []
+        examples = explicit + drawn
     trials: list[Any] = []
     """Trials of the examples passed so far."""
     totals: dict[str, float] = {}

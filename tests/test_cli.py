@@ -152,7 +152,25 @@ def test_reset_asks_first_and_keeps_a_backup(root, fixture_course):
     r = course(fixture_course, "reset", "1", "--yes")
     assert r.returncode == 0
     assert target.read_text() == (root / "exercises" / "l01_meshes.py").read_text()
-    assert "def place" in (target.with_suffix(".py.bak")).read_text()
+    first = target.with_name("l01_meshes.py.1.bak")
+    assert "def place" in first.read_text() and str(first) in "".join(r.stdout.split())
+
+
+def test_reset_never_overwrites_an_earlier_backup(root, fixture_course):
+    target = fixture_course / "exercises" / "l01_meshes.py"
+    stub = (root / "exercises" / "l01_meshes.py").read_text()
+    target.write_text(stub + "\n# attempt one\n")
+    asked = course(fixture_course, "reset", "1", input="n\n")
+    assert "l01_meshes.py.1.bak" in asked.stdout and "will be kept" in asked.stdout
+    assert course(fixture_course, "reset", "1", "--yes").returncode == 0
+    target.write_text(stub + "\n# attempt two\n")
+    second = course(fixture_course, "reset", "1", "--yes")
+    assert second.returncode == 0 and "l01_meshes.py.2.bak" in "".join(second.stdout.split())
+    assert "attempt one" in target.with_name("l01_meshes.py.1.bak").read_text()
+    assert "attempt two" in target.with_name("l01_meshes.py.2.bak").read_text()
+    # resetting an untouched stub keeps nothing: there is nothing of the student's to keep
+    assert "previous version" not in course(fixture_course, "reset", "1", "--yes").stdout
+    assert not target.with_name("l01_meshes.py.3.bak").exists()
 
 
 def test_solution_unlocks_after_passing(fixture_course):

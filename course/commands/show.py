@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import click
 from rich.markdown import Markdown
@@ -84,15 +85,26 @@ def reset(app: App, number: int, yes: bool) -> int:
     target = app.ws.exercise_file(lesson.module)
     stub = paths.root() / "exercises" / f"{lesson.module}.py"
     backup = None
-    if target.exists():
-        question = f"Replace {target} with the original stub? Your code in it will be lost"
+    if target.exists() and target.read_bytes() != stub.read_bytes():
+        backup = next_backup(target)
+        question = (
+            f"Replace {target} with the original stub? Your current code will be kept in {backup}"
+        )
         if not yes and not click.confirm(question, default=False):
             app.console.print("Nothing changed.")
             return 1
-        backup = target.with_suffix(".py.bak")
         shutil.copyfile(target, backup)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(stub, target)
     note = f" (your previous version is in {backup})" if backup else ""
     app.console.print(f"Restored the stub of lesson {number}: {target}{note}")
     return 0
+
+
+def next_backup(target: Path) -> Path:
+    """``l02_collectives.py`` → ``l02_collectives.py.1.bak``, ``.2.bak`` …: the first
+    number not taken, so that no reset ever overwrites an earlier backup."""
+    n = 1
+    while (candidate := target.with_name(f"{target.name}.{n}.bak")).exists():
+        n += 1
+    return candidate

@@ -72,6 +72,9 @@ class Count(Check):
     ring_size: Callable[[Example], int] = lambda ex: 1
     name: str = "steps"
     what: str = "ring steps"
+    hint: Callable[[Example, int, int], str | None] | None = None
+    """(example, measured, expected) → the exercise's own diagnosis, tried before
+    the generic one (which assumes a one-directional ring)."""
 
     def __call__(self, trial: Trial) -> CheckResult:
         want = self.expected(trial.example)
@@ -95,7 +98,8 @@ class Count(Check):
             False,
             f"{got} × {self.kind} executed; expected {want} ({self.what})",
             evidence=evidence,
-            hint=diagnose.steps(self.kind, got, want, self.ring_size(trial.example)),
+            hint=(self.hint and self.hint(trial.example, got, want))
+            or diagnose.steps(self.kind, got, want, self.ring_size(trial.example)),
         )
 
 

@@ -207,6 +207,17 @@ class Rounds(Check):
         )
 
 
+def _bidirectional_steps(example: Example, got: int, want: int) -> str | None:
+    n = example["n"]
+    if n % 2 == 0 and got == want + 1:
+        return (
+            f"One send too many: at N = {n} (even) the block N/2 = {n // 2} devices away is the "
+            f"same block from either side, so of the ⌊N/2⌋ = {n // 2} steps the last one moves "
+            "a single stream: pass it on one way only, and N − 1 blocks travel in all."
+        )
+    return None
+
+
 def _direction(shift: int) -> str:
     return {1: "to i + 1", -1: "to i − 1", 0: "mixed pairs"}.get(shift, f"to i {shift:+d}")
 
@@ -339,6 +350,7 @@ def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
             what="N − 1 blocks passed on, in both directions together"
             if bidirectional
             else "N − 1 ring steps",
+            hint=_bidirectional_steps if bidirectional else None,
         ),
     ]
     if bidirectional:

@@ -115,6 +115,41 @@ def matmul_reducescatter(x, w, mesh):
         says=("reduce-scatter", "running partial sum"),
     ),
     Mistake(
+        id="bidirectional-both-streams-on-the-last-step",
+        module=L05,
+        exercise="allgather_matmul_bidirectional",
+        code="""
+def allgather_matmul_bidirectional(x, w, mesh):
+    def body(x_blk, w_blk):
+        n = lax.axis_size("x")
+        me = lax.axis_index("x")
+        d = w_blk.shape[0]
+
+        def partial(w_held, block):
+            cols = lax.dynamic_slice_in_dim(x_blk, (block % n) * d, d, axis=1)
+            return jnp.dot(cols, w_held, preferred_element_type=jnp.float32)
+
+        def step(s, carry):
+            y, from_right, from_left = carry
+            from_right = lax.ppermute(from_right, "x", _left(n))
+            from_left = lax.ppermute(from_left, "x", _right(n))
+            twice = (2 * s) % n == 0  # the block N/2 away came from both sides: count it once
+            y = y + partial(from_right, me + s) + jnp.where(twice, 0.0, partial(from_left, me - s))
+            return y, from_right, from_left
+
+        y = partial(w_blk, me)
+        y, _, _ = lax.fori_loop(1, n // 2 + 1, step, (y, w_blk, w_blk))
+        return y.astype(x_blk.dtype)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P("x", None), P("x", None)), out_specs=P("x", None)
+    )(x, w)
+""",
+        status="failed",
+        check="steps",
+        says=("last one moves a single stream", "one way only"),
+    ),
+    Mistake(
         id="bidirectional-goes-one-way",
         module=L05,
         exercise="allgather_matmul_bidirectional",
