@@ -2,17 +2,55 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
 import click
 
-from course.commands.common import App, make_app
+from course.commands.common import App, UsageProblem, make_app
 from grader.protocol import DEFAULT_TIMEOUT
 
 pass_app = click.make_pass_decorator(App)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Seconds(click.ParamType):
+    """A time limit: a finite number of seconds above zero."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            seconds = math.nan
+        if not math.isfinite(seconds) or seconds <= 0:  # one line, exit status 2
+            raise UsageProblem(f"--timeout {value}: give a number of seconds above 0, e.g. 60")
+        return seconds
+
+
+class CourseGroup(click.Group):
+    """Usage errors in one line (``Error: …``, exit status 2), without the usage
+    text and help hint click puts before them."""
+
+    def main(self, *args, **kwargs):
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as exc:  # `course` alone: its help
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            exc.ctx = None
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=CourseGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--home",
     envvar="COURSE_HOME",
@@ -69,7 +107,7 @@ GRADE_OPTIONS = [
     ),
     click.option(
         "--timeout",
-        type=float,
+        type=Seconds(),
         default=DEFAULT_TIMEOUT,
         show_default=True,
         help="Seconds one example may run.",

@@ -8,6 +8,7 @@ version of the course is refused with a message that says what to do.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ CREATE TABLE IF NOT EXISTS checks (
 );
 CREATE TABLE IF NOT EXISTS hints (lesson INTEGER PRIMARY KEY, shown INTEGER NOT NULL);
 """
+TABLES = ("meta", "attempts", "results", "checks", "hints")
 
 
 class ProgressError(Exception):
@@ -68,6 +70,7 @@ class ExerciseState:
 class Progress:
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._refuse_read_only()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
         try:
@@ -78,14 +81,25 @@ class Progress:
             self.db.execute("PRAGMA journal_mode = WAL")
             self.db.execute("PRAGMA foreign_keys = ON")
             version = self._version()
+            missing = [t for t in TABLES if version is not None and not self._has(t)]
         except sqlite3.DatabaseError as exc:
             self.db.close()
+            self._refuse_read_only()  # it became read-only meanwhile: say so, not "damaged"
             raise ProgressError(
-                f"The progress file {self.path} is damaged ({exc}).\n"
-                f"Move it aside and a fresh one will be started:\n"
-                f"    mv {self.path} {self.path}.broken\n"
-                "Your exercise files are not affected."
+                f"The progress file {self.path} is damaged ({exc}).\n{self._fresh}"
             ) from None
+        except ValueError as exc:  # a schema version that is not a number
+            self.db.close()
+            raise ProgressError(
+                f"The progress file {self.path} has an unknown schema version ({exc}); it was not "
+                f"written by this course, or was damaged.\n{self._fresh}"
+            ) from None
+        if missing:
+            self.db.close()
+            raise ProgressError(
+                f"The progress file {self.path} lacks the table(s) {', '.join(missing)}; it was "
+                f"not written by this course, or was damaged.\n{self._fresh}"
+            )
         if version is not None and version > SCHEMA_VERSION:
             self.db.close()
             raise ProgressError(
@@ -99,11 +113,34 @@ class Progress:
                 f"VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
             )
 
+    @property
+    def _fresh(self) -> str:
+        return (
+            f"Move it aside and a fresh one will be started:\n"
+            f"    mv {self.path} {self.path}.broken\n"
+            "Your exercise files are not affected."
+        )
+
+    def _refuse_read_only(self) -> None:
+        """SQLite needs to write the file and, for its journal, the folder it is in."""
+        folder = next((p for p in (self.path.parent, *self.path.parents) if p.exists()), None)
+        for what in (self.path, folder):
+            if what is not None and what.exists() and not os.access(what, os.W_OK):
+                raise ProgressError(
+                    f"{what} is read-only: the course keeps your progress in {self.path} and "
+                    "must be able to write it (and the folder it is in). Make it writable "
+                    "(chmod u+w), or point --db (COURSE_DB) at a file in a writable folder."
+                )
+
+    def _has(self, table: str) -> bool:
+        return bool(
+            self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)
+            ).fetchone()
+        )
+
     def _version(self) -> int | None:
-        has_meta = self.db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-        ).fetchone()
-        if not has_meta:
+        if not self._has("meta"):
             return None
         row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         return int(row[0]) if row else None

@@ -6,6 +6,7 @@ worker (``grader.worker``), which adds time limits and crash isolation.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import signal
 import threading
@@ -16,18 +17,33 @@ from pathlib import Path
 from typing import Any
 
 from grader.evidence import Evidence, Note
-from grader.loader import LoadError, format_student_error, load_module
+from grader.loader import ExampleTimeout, LoadError, format_student_error, load_module
 from grader.programs import GraderFault, StudentReturnError
-from grader.protocol import Event, ExampleStarted, ExerciseGraded, unfinished
+from grader.protocol import (
+    REPORT,
+    Event,
+    ExampleStarted,
+    ExerciseGraded,
+    ImportStarted,
+    unfinished,
+)
 from grader.results import CheckResult, ExerciseResult, LessonResult, Status
-from grader.spec import Context, ExerciseSpec, LessonSpec, draw_examples, format_example
+from grader.spec import (
+    POOL,
+    Context,
+    Example,
+    ExerciseSpec,
+    LessonSpec,
+    draw_examples,
+    format_example,
+)
 
 MESH_SIZES = (1, 2, 3, 4, 6, 8)
 Listener = Callable[[Event], None]
 
 
-class ExampleTimeout(Exception):
-    """Raised inside the student's code when an example runs past its limit."""
+class BadExample(Exception):
+    """An example given with ``--example`` that the exercise cannot be set up for."""
 
 
 def load_spec(module: str) -> LessonSpec:
@@ -91,11 +107,17 @@ def grade_lesson(
         result.exercises.append(er)
         emit(ExerciseGraded(lesson, er))
 
+    emit(ImportStarted(lesson))
     try:
-        mod = load_module(directory, module)
-    except LoadError as exc:
+        with time_limit(timeout):
+            mod = load_module(directory, module)
+    except (LoadError, ExampleTimeout) as exc:
+        status = Status.TIMEOUT if isinstance(exc, ExampleTimeout) else Status.ERROR
+        why = (
+            f"importing {module}.py did not finish: {exc}" if status == Status.TIMEOUT else str(exc)
+        )
         for name in names:
-            record(unfinished(lesson, name, Status.ERROR, str(exc)))
+            record(unfinished(lesson, name, status, why))
         result.duration = time.perf_counter() - start
         return result
     ctx = context()
@@ -151,9 +173,10 @@ def grade_exercise(
     for index, ex in enumerate(examples):
         shown = format_example(ex)
         emit(ExampleStarted(lesson, spec.name, index, shown))
+        called = _Called(fn)
         try:
             with time_limit(timeout):
-                trial = spec.run(fn, ex)
+                trial = spec.run(called, ex)
         except NotImplementedError as exc:
             return finish(Status.NOT_STARTED, example=shown, error=str(exc) or None)
         except StudentReturnError as exc:
@@ -164,9 +187,8 @@ def grade_exercise(
             return finish(Status.FAILED, checks=[check], example=shown, hint=hint)
         except GraderFault as exc:
             return finish(
-                Status.ERROR, example=shown,
-                error=f"internal grader error: {exc} — not your code's fault; please report it",
-            )  # fmt: skip
+                Status.FAULT, example=shown, error=f"internal grader error: {exc} — {REPORT}"
+            )
         except ExampleTimeout as exc:
             return finish(
                 Status.TIMEOUT, example=shown,
@@ -174,6 +196,11 @@ def grade_exercise(
                 hint="Look for a loop whose exit condition never becomes true.",
             )  # fmt: skip
         except Exception as exc:
+            if not called.count:  # it failed before your function ran: the grader's doing
+                if example is not None:
+                    raise BadExample(f"{spec.name} cannot be run on it ({exc!r})") from None
+                return finish(Status.FAULT, example=shown,
+                              error=f"internal grader error while setting up this example: {exc!r} — {REPORT}")  # fmt: skip
             hint = spec.diagnose_error(exc, ex, _examples(trials)) if spec.diagnose_error else None
             return finish(
                 Status.ERROR, example=shown,
@@ -185,7 +212,8 @@ def grade_exercise(
             try:
                 cr = check(trial)
             except Exception as exc:  # a grader bug must not look like a student bug
-                cr = CheckResult(check.name, False, f"internal grader error: {exc!r}")
+                return finish(Status.FAULT, example=shown,
+                              error=f"internal grader error in the {check.name!r} check: {exc!r} — {REPORT}")  # fmt: skip
             cr.duration = time.perf_counter() - t
             totals[cr.name] = totals.get(cr.name, 0.0) + cr.duration
             checks.append(cr)
@@ -204,6 +232,50 @@ def grade_exercise(
         c.message = f"{c.message} — on all {len(trials)} examples" if len(trials) > 1 else c.message
         c.duration = totals.get(c.name, c.duration)
     return finish(Status.PASSED, explanation=_explain(spec, trials))
+
+
+class _Called:
+    """The student's function, counting its calls: an exception before the
+    first call comes from the grader's side of the example."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        functools.update_wrapper(self, fn)
+        self.fn, self.count = fn, 0
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.count += 1
+        return self.fn(*args, **kwargs)
+
+
+def example_problem(module: str, name: str, example: Example) -> str | None:
+    """Why exercise ``name`` cannot take ``example`` (given with ``--example``),
+    judged against the examples it draws itself: the same keys, values of the
+    same kinds, words from the same set. None when it can."""
+    spec = load_spec(module).exercise(name)
+    ctx = context()
+    explicit = spec.explicit(ctx)
+    pool = explicit + draw_examples(spec.strategy(ctx), POOL, 0, exclude=explicit)
+    alike = [ex for ex in pool if set(ex) == set(example)]
+    if not alike and pool:
+        keys = list(pool[0])
+        missing = [k for k in keys if k not in example]
+        extra = [k for k in example if k not in keys]
+        said = ([f"no {', '.join(missing)}"] if missing else []) + (
+            [f"{', '.join(extra)} is not one of its keys"] if extra else []
+        )
+        return f"{'; '.join(said)} (an example of {name}: {format_example(pool[0])!r})"
+    for key, value in example.items():
+        seen = {ex[key] for ex in alike}
+        kinds = {type(v) for v in seen} | ({int} if tuple in {type(v) for v in seen} else set())
+        if type(value) not in kinds:  # a 1-tuple is printed, and parsed back, as a number
+            kind = {int: "a whole number", tuple: "a shape like 4x8"}.get(
+                type(next(iter(seen))), "a word"
+            )
+            return f"{key}={format_example({key: value}).partition('=')[2]} is not {kind}"
+        words = sorted(v for v in seen if isinstance(v, str))
+        if isinstance(value, str) and value not in words:
+            return f"{key} must be one of {', '.join(words)}, not {value!r}"
+    return None
 
 
 def _examples(trials: list[Any]) -> list[dict]:

@@ -13,6 +13,10 @@ from pathlib import Path
 from types import ModuleType
 
 
+class ExampleTimeout(Exception):
+    """Raised inside the student's code (or its module's import) when it runs past its limit."""
+
+
 class LoadError(Exception):
     """The module could not be imported; ``str()`` is the student-facing message."""
 
@@ -34,7 +38,7 @@ def load_module(directory: Path, module: str) -> ModuleType:
         raise LoadError(f"{path.name} has a syntax error (line {exc.lineno}):\n{detail}") from None
     except BaseException as exc:  # any import-time failure is the student's
         sys.modules.pop(name, None)
-        if isinstance(exc, KeyboardInterrupt):
+        if isinstance(exc, KeyboardInterrupt | ExampleTimeout):
             raise
         raise LoadError(
             f"importing {path.name} failed:\n{format_student_error(exc, path.parent)}"

@@ -79,6 +79,35 @@ class LessonStarted:
 
 
 @dataclass(frozen=True)
+class ImportStarted:
+    """The student's module is about to be imported: the time limit starts now
+    (a module that hangs at import is stopped like an example that hangs)."""
+
+    lesson: int
+    type: str = field(default="import", init=False)
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """The request cannot be graded as asked (an ``--example`` the exercise
+    cannot take): a usage error, reported before anything is graded."""
+
+    message: str
+    lesson: int = 0
+    type: str = field(default="rejected", init=False)
+
+
+@dataclass(frozen=True)
+class GraderFailed:
+    """The grader's own code failed outside any exercise (a spec that will not
+    load, a bug in the engine): never the student's error."""
+
+    message: str
+    lesson: int = 0
+    type: str = field(default="grader_failed", init=False)
+
+
+@dataclass(frozen=True)
 class ExampleStarted:
     """An example is about to run: the time limit starts now."""
 
@@ -104,10 +133,21 @@ class LessonFinished:
     type: str = field(default="lesson_end", init=False)
 
 
-Event = LessonStarted | ExampleStarted | ExerciseGraded | LessonFinished
+Event = (
+    LessonStarted | ImportStarted | ExampleStarted | ExerciseGraded | LessonFinished
+    | Rejected | GraderFailed
+)  # fmt: skip
 _EVENTS: dict[str, Any] = {
-    c.type: c for c in (LessonStarted, ExampleStarted, ExerciseGraded, LessonFinished)
-}
+    c.type: c
+    for c in (
+        LessonStarted, ImportStarted, ExampleStarted, ExerciseGraded, LessonFinished, Rejected,
+        GraderFailed,
+    )
+}  # fmt: skip
+
+
+class BadEvent(ValueError):
+    """A line on the events channel that is not an event this protocol knows."""
 
 
 def encode_event(event: Event) -> str:
@@ -119,14 +159,26 @@ def encode_event(event: Event) -> str:
 
 
 def decode_event(line: str | bytes) -> Event:
-    d = json.loads(line)
-    cls = _EVENTS[d.pop("type")]
-    if cls is ExerciseGraded:
-        return ExerciseGraded(d["lesson"], ExerciseResult.from_dict(d["result"]))
-    return cls(**d)
+    """The event on one line; :class:`BadEvent` for anything else (bad JSON,
+    an unknown type, missing or extra fields, a field of the wrong type)."""
+    try:
+        d = json.loads(line)
+        cls = _EVENTS[d.pop("type")]
+        if cls is ExerciseGraded:
+            event = ExerciseGraded(d["lesson"], ExerciseResult.from_dict(d["result"]))
+        else:
+            event = cls(**d)
+    except Exception as exc:  # anything malformed, however it fails
+        raise BadEvent(f"{type(exc).__name__}: {exc}") from None
+    if not isinstance(event.lesson, int) or isinstance(event.lesson, bool):
+        raise BadEvent(f"lesson is not a whole number: {event.lesson!r}")
+    return event
 
 
 # ---------------------------------------------------------------- results
+
+REPORT = "not your code's fault; please report it with the command you ran and this message"
+"""Said with every fault of the grader's own code."""
 
 STUCK_HINT = (
     "Look for a loop that never ends: a while_loop whose condition stays true, or a "

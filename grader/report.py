@@ -30,6 +30,7 @@ STYLE = {
     Status.FAILED: ("✘ failed", "red"),
     Status.ERROR: ("✘ error", "red"),
     Status.TIMEOUT: ("⏱ timeout", "red"),
+    Status.FAULT: ("⚠ grader fault", "magenta"),
     Status.NOT_STARTED: ("· not started", "yellow"),
 }
 

@@ -27,6 +27,9 @@ class Status(StrEnum):
     ERROR = "error"
     """The student's code raised, or its module would not import."""
     TIMEOUT = "timeout"
+    FAULT = "grader fault"
+    """The grader's own code failed on this exercise: reported, never recorded
+    as the student's attempt."""
 
 
 @dataclass

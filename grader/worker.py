@@ -11,22 +11,58 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
-from grader.protocol import Event, LessonFinished, LessonStarted, Request, encode_event
+from grader.protocol import (
+    REPORT,
+    Event,
+    GraderFailed,
+    LessonFinished,
+    LessonStarted,
+    Rejected,
+    Request,
+    encode_event,
+)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Grade, then leave at once: ``os._exit`` skips the student's ``atexit``
+    handlers and does not wait for threads it started."""
     parser = argparse.ArgumentParser(prog="python -m grader.worker")
     parser.add_argument("--events-fd", type=int, required=True)
     args = parser.parse_args(argv)
-    request = Request.decode(sys.stdin.read())
     events = os.fdopen(args.events_fd, "w", buffering=1)
+    owner = os.getpid()
 
     def emit(event: Event) -> None:
+        if os.getpid() != owner:  # a child the student's code forked: it has no say
+            os._exit(0)
         events.write(encode_event(event) + "\n")
         events.flush()
 
+    _watch_parent()
+    try:
+        grade(Request.decode(sys.stdin.read()), emit)
+    except _Rejected as exc:
+        emit(Rejected(str(exc)))
+    except Exception:
+        emit(GraderFailed(f"{traceback.format_exc().rstrip()}\n— {REPORT}"))
+    events.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+class _Rejected(Exception):
+    """The request asks for something the exercise cannot take."""
+
+
+def grade(request: Request, emit: Callable[[Event], None]) -> None:
     from grader import devices
 
     devices.configure(request.devices, request.platform)
@@ -36,22 +72,41 @@ def main(argv: list[str] | None = None) -> int:
     from grader.spec import parse_example
 
     example = parse_example(request.example) if request.example else None
+    if example is not None:
+        for job in request.lessons:
+            for name in job.exercises:
+                if why := engine.example_problem(job.module, name, example):
+                    raise _Rejected(f"--example {request.example!r}: {why}")
     for job in request.lessons:
         emit(LessonStarted(job.lesson, devices.describe()))
-        result = engine.grade_lesson(
-            job.lesson,
-            job.module,
-            Path(request.directory),
-            only=list(job.exercises),
-            seed=request.seed,
-            example=example,
-            max_examples=request.max_examples,
-            timeout=request.timeout,
-            on_event=emit,
-        )
+        try:
+            result = engine.grade_lesson(
+                job.lesson,
+                job.module,
+                Path(request.directory),
+                only=list(job.exercises),
+                seed=request.seed,
+                example=example,
+                max_examples=request.max_examples,
+                timeout=request.timeout,
+                on_event=emit,
+            )
+        except engine.BadExample as exc:
+            raise _Rejected(f"--example {request.example!r}: {exc}") from None
         emit(LessonFinished(job.lesson, result.duration))
-    events.close()
-    return 0
+
+
+def _watch_parent() -> None:
+    """Leave when the ``course`` process is gone (killed with SIGKILL, say),
+    instead of grading on for no one."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="watch-parent").start()
 
 
 def enable_compilation_cache(directory: str) -> None:
@@ -67,4 +122,4 @@ def enable_compilation_cache(directory: str) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

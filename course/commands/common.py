@@ -12,6 +12,13 @@ from course.paths import Workspace, workspace
 from course.progress import Progress, ProgressError
 
 
+class UsageProblem(click.ClickException):
+    """A mistake in how a command was called: one line, exit status 2, before
+    anything is graded or recorded."""
+
+    exit_code = 2
+
+
 @dataclass
 class App:
     """State the CLI group builds once and every command receives."""

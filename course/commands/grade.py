@@ -2,22 +2,81 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
 import shlex
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
 from course import paths
-from course.commands.common import App
+from course.commands.common import App, UsageProblem
 from course.registry import Lesson
 from grader.protocol import DEFAULT_TIMEOUT, Event
 from grader.results import ExerciseResult, LessonResult, Scorecard, Status, to_json
 
 INTERRUPTED = 130
-"""Exit status after Ctrl-C, as shells report SIGINT."""
+"""Exit status after Ctrl-C, as shells report SIGINT (128 + the signal's number)."""
+GRADER_FAULT = 3
+"""Exit status when the grader's own code failed: nothing of it was recorded."""
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Ctrl-C, ``kill``/``timeout``, a closed terminal: each stops grading the same way."""
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop signal arrived; grading is stopped like on Ctrl-C."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[None]:
+    """Turn SIGINT, SIGTERM and SIGHUP into :class:`Stopped` in the main
+    thread; the first one only, so that the worker is stopped and the attempt
+    closed without a second signal cutting that short."""
+
+    def stop(signum, frame):
+        for s in STOP_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
+        raise Stopped(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers; KeyboardInterrupt still works there
+        return
+    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+@contextlib.contextmanager
+def stdout_kept_for_json(as_json: bool) -> Iterator[int]:
+    """The file descriptor the JSON document goes to. With ``--json``, fd 1
+    points at stderr while grading runs, so nothing else (a student's code
+    writing to ``/proc/<our pid>/fd/1``) can land in the document."""
+    if not as_json:
+        yield 1
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)  # not inherited by the worker
+    os.dup2(2, 1)
+    try:
+        yield saved
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 @dataclass
@@ -34,18 +93,17 @@ def parse_target(app: App, target: str | None, all_lessons: bool) -> Target:
     if not target:
         return Target([current_lesson(app)])
     number, _, exercise = target.partition(".")
-    if not number.isdigit():
-        raise click.BadParameter(
-            f"{target!r}: expected N or N.exercise, e.g. 2 or 2.ring_all_gather",
-            param_hint="TARGET",
-        )
-    lesson = app.lesson(int(number))
+    if not re.fullmatch(r"[0-9]{1,6}", number):  # ASCII digits only: "²".isdigit() is true
+        raise UsageProblem(f"{target!r}: expected N or N.exercise, e.g. 2 or 2.ring_all_gather")
+    try:
+        lesson = app.course.lesson(int(number))
+    except KeyError as exc:
+        raise UsageProblem(str(exc.args[0])) from None
     if exercise:
         names = [e.name for e in lesson.exercises]
         if exercise not in names:
-            raise click.BadParameter(
-                f"lesson {lesson.number} has no exercise {exercise!r} (it has {', '.join(names)})",
-                param_hint="TARGET",
+            raise UsageProblem(
+                f"lesson {lesson.number} has no exercise {exercise!r} (it has {', '.join(names)})"
             )
     return Target([lesson], exercise or None)
 
@@ -72,8 +130,10 @@ def grade(
     max_examples: int | None = None,
 ) -> int:  # fmt: skip
     from grader.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
+    from grader.runner import GraderCrashed, RequestRejected
     from grader.runner import grade as run_grading
 
+    check_environment()
     chosen = parse_target(app, target, all_lessons)
     if example and not chosen.exercise:
         raise click.UsageError(
@@ -97,7 +157,7 @@ def grade(
         try:
             parse_example(example)
         except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--example") from None
+            raise UsageProblem(str(exc)) from None
     request = Request(
         lessons=tuple(
             LessonJob(lesson.number, lesson.module,
@@ -111,15 +171,24 @@ def grade(
     lessons = {lesson.number: lesson for lesson in chosen.lessons}
     command = "course " + " ".join(shlex.quote(a) for a in sys.argv[1:])  # as typed, for the record
     console = app.console
-    with app.progress() as progress:
-        attempt = progress.start_attempt(str(directory), counted, command)
+    graded: dict[int, list[ExerciseResult]] = {n: [] for n in lessons}
+    """What the worker graded so far, for the JSON document of an interrupted run."""
+    with app.progress() as progress, stop_signals(), stdout_kept_for_json(as_json) as out:
+        attempt: int | None = None
+        """Started with the first result: a run refused or stopped before has nothing to record."""
         status = (
             None if as_json or not console.is_terminal else console.status("starting the grader …")
         )
 
         def on_event(event: Event) -> None:
+            nonlocal attempt
             if isinstance(event, ExerciseGraded):
                 er = event.result
+                graded[er.lesson].append(er)
+                if er.status == Status.FAULT:  # the grader's failure is not the student's attempt
+                    return
+                if attempt is None:
+                    attempt = progress.start_attempt(str(directory), counted, command)
                 progress.record(
                     attempt, er, lessons[er.lesson].exercise(er.exercise).scored(er.status)
                 )
@@ -128,30 +197,76 @@ def grade(
                     f"grading {event.lesson}.{event.exercise} — example {event.index + 1}: {event.example}"
                 )
 
+        def close(state: str) -> None:
+            if attempt is not None:
+                progress.finish_attempt(attempt, state)
+
         try:
             if status is not None:
                 status.start()
             results = run_grading(request, on_event)
-        except KeyboardInterrupt:
+        except RequestRejected as exc:
+            raise UsageProblem(str(exc)) from None
+        except GraderCrashed as exc:
+            close("grader fault")
+            _say(f"internal grader error — not your code's fault:\n{exc}")
+            return GRADER_FAULT
+        except KeyboardInterrupt as exc:
+            close("interrupted")
             if status is not None:
                 status.stop()
-            progress.finish_attempt(attempt, "interrupted")
-            console.print("\n[yellow]Interrupted.[/yellow] Results recorded so far are kept.")
-            return INTERRUPTED
+            _say("\nInterrupted. Results recorded so far are kept.")
+            if as_json:
+                partial = [
+                    LessonResult(n, str(directory), exercises=ers, seed=seed)
+                    for n, ers in graded.items()
+                ]
+                cards = [lessons[r.lesson].score_result(r) for r in partial]
+                _json_to(out, {**to_json(partial, cards), "interrupted": True})
+            return 128 + exc.signum if isinstance(exc, Stopped) else INTERRUPTED
         finally:
             if status is not None:
                 status.stop()
-        progress.finish_attempt(attempt)
+        close("done")
     for lesson, result in zip(chosen.lessons, results):
         for er in result.exercises:
             if er.status == Status.NOT_STARTED and lesson.hints:
                 er.hint = lesson.hints[0]
     cards = [lesson.score_result(result) for lesson, result in zip(chosen.lessons, results)]
     if as_json:
-        click.echo(json.dumps(to_json(results, cards), indent=2))
+        _json_to(1, to_json(results, cards))
     else:
         render(app, results, cards, solutions=solutions, path=path)
+    faults = [er for r in results for er in r.exercises if er.status == Status.FAULT]
+    if faults:
+        _say(f"{len(faults)} exercise(s) could not be graded because of a fault in the grader; "
+             "they were not recorded. Please report it with the command you ran and its output.")  # fmt: skip
+        return GRADER_FAULT
     return 0 if all(card.passed for card in cards) else 1
+
+
+def check_environment() -> None:
+    """COURSE_PLATFORM and COURSE_DEVICES hold values the worker can use."""
+    from grader import devices
+
+    try:
+        devices.platform_choice()
+        devices.cpu_device_count()
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def _say(message: str) -> None:
+    """A notice on stderr (never stdout: it may hold --json), even with the terminal gone."""
+    with contextlib.suppress(OSError, ValueError):
+        click.echo(message, err=True)
+
+
+def _json_to(fd: int, document: dict) -> None:
+    data = (json.dumps(document, indent=2) + "\n").encode()
+    with contextlib.suppress(OSError):  # a closed terminal (SIGHUP) has nowhere to print
+        while data:
+            data = data[os.write(fd, data) :]
 
 
 def render(
