@@ -181,8 +181,9 @@ def test_a_stop_signal_stops_the_worker_keeps_results_and_closes_the_attempt(hom
     "code",
     [
         "while True:\n    pass",
-        "import jax\nfrom jax import lax\n"
-        "jax.jit(lambda: lax.while_loop(lambda c: c < 1, lambda c: c * 1, 0))()",
+        "import jax, jax.numpy as jnp\nfrom jax import lax\n"  # a loop XLA cannot fold away
+        "jax.jit(lambda x: lax.while_loop(lambda c: c[0] < 1, lambda c: (c[0] * 1, c[1] + 1),"
+        " (0, x)))(jnp.zeros(3))",
     ],
     ids=["python", "compiled"],
 )
