@@ -222,6 +222,11 @@ class Progress:
             for lesson, ex, status, recorded, n, ever in rows
         }
 
+    def version_mark(self) -> int:
+        """Changes whenever another connection commits to the file (SQLite's
+        ``data_version``); this connection's own writes leave it alone."""
+        return int(self.db.execute("PRAGMA data_version").fetchone()[0])
+
     def attempts(self) -> list[tuple]:
         return self.db.execute(
             "SELECT id, started, finished, source, counted, command, state FROM attempts ORDER BY id"

@@ -14,6 +14,8 @@ This module does not import jax.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -54,6 +56,8 @@ class Request:
     platform: str | None = None
     cache_dir: str | None = None
     """Where the worker keeps compiled programs between runs (None: no cache)."""
+    key: str = ""
+    """The secret the worker signs its events with (see :func:`sign`); fresh per worker."""
 
     def encode(self) -> str:
         return json.dumps(asdict(self))
@@ -173,6 +177,23 @@ def decode_event(line: str | bytes) -> Event:
     if not isinstance(event.lesson, int) or isinstance(event.lesson, bool):
         raise BadEvent(f"lesson is not a whole number: {event.lesson!r}")
     return event
+
+
+def sign(key: str, seq: int, line: str) -> str:
+    """``line`` (one encoded event) as sent: prefixed with its MAC, which binds
+    it to its place ``seq`` in the stream. Code that writes to the channel
+    without the key cannot make a line the parent accepts."""
+    return f"{_mac(key, seq, line.encode())} {line}"
+
+
+def verify(key: str, seq: int, signed: bytes) -> bytes | None:
+    """The event line inside ``signed`` if its MAC is right for place ``seq``, else None."""
+    mac, _, line = signed.partition(b" ")
+    return line if hmac.compare_digest(mac, _mac(key, seq, line).encode()) else None
+
+
+def _mac(key: str, seq: int, line: bytes) -> str:
+    return hmac.new(key.encode(), b"%d\n" % seq + line, hashlib.sha256).hexdigest()
 
 
 # ---------------------------------------------------------------- results

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import selectors
 import signal
 import subprocess
@@ -45,6 +46,7 @@ from grader.protocol import (
     Request,
     decode_event,
     unfinished,
+    verify,
 )
 from grader.repo import CODE
 from grader.results import ExerciseResult, LessonResult, Status
@@ -63,6 +65,11 @@ EVENT_LINE = 8 * 1024 * 1024
 """Longest events line accepted; a longer one is dropped as garbage."""
 SHOWN_LINES = 8
 """Lines of the student's stderr shown with an error."""
+
+FORGED = (
+    "Something other than the grader wrote results on the grader's events channel while "
+    "your code ran; nothing from this run of it is trusted. Grade code that does not."
+)
 
 Listener = Callable[[Event], None]
 
@@ -145,7 +152,11 @@ class WorkerSession:
     """
 
     def __init__(self, request: Request, grace: float = GRACE):
-        self.request = request
+        self.request = replace(request, key=secrets.token_hex(16))
+        self.received = 0
+        """Events accepted so far: the place the next one must be signed for."""
+        self.forged: str | None = None
+        """Why this worker's results are not trusted, once a forged event arrived."""
         self.grace = grace
         self.remaining = [(job.lesson, name) for job in request.lessons for name in job.exercises]
         """(lesson, exercise) not graded yet, in order."""
@@ -247,12 +258,19 @@ class WorkerSession:
     def _events(self, buffer: bytes, emit: Listener) -> bytes:
         """Pass on every whole line of ``buffer``; return what is left."""
         *lines, rest = buffer.split(b"\n")
-        for line in lines:
+        for signed in lines:
+            line = verify(self.request.key, self.received, signed)
             try:
-                event = decode_event(line)
+                event = decode_event(signed.partition(b" ")[2] if line is None else line)
             except BadEvent as exc:
                 self._warn(f"ignored a line on the events channel that is not an event ({exc})")
                 continue
+            if line is None:  # an event, not written by the grader: someone forges results
+                self._warn("ignored an event the grader did not sign; this worker's results "
+                           "are marked as not trusted")  # fmt: skip
+                self.forged = FORGED
+                continue
+            self.received += 1
             if self._expected(event):
                 self._note(event)
                 emit(event)
@@ -326,6 +344,8 @@ class WorkerSession:
             done = (event.lesson, event.result.exercise)
             self.remaining.remove(done)
             er = event.result
+            if self.forged:
+                er.status, er.error, er.checks, er.explanation = Status.ERROR, self.forged, [], []
             if er.status in (Status.ERROR, Status.TIMEOUT) and (said := self._tail()):
                 er.error = f"{er.error or ''}\n\nThe last lines your code wrote to stderr:\n{said}"
             self.current, self.example, self.importing = None, None, None

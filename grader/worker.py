@@ -15,19 +15,24 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
 from grader.protocol import (
     REPORT,
     Event,
+    ExerciseGraded,
     GraderFailed,
+    ImportStarted,
     LessonFinished,
     LessonStarted,
     Rejected,
     Request,
     encode_event,
+    sign,
 )
+from grader.results import ExerciseResult, Status
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
@@ -38,16 +43,26 @@ def main(argv: list[str] | None = None) -> NoReturn:
     args = parser.parse_args(argv)
     events = os.fdopen(args.events_fd, "w", buffering=1)
     owner = os.getpid()
+    request = Request.decode(sys.stdin.read())
+    key, sent = request.key, 0
+
+    seal = Seal()
 
     def emit(event: Event) -> None:
+        nonlocal sent
         if os.getpid() != owner:  # a child the student's code forked: it has no say
             os._exit(0)
-        events.write(encode_event(event) + "\n")
+        if isinstance(event, ImportStarted):
+            seal.take()
+        elif isinstance(event, ExerciseGraded) and (changed := seal.broken()):
+            event = ExerciseGraded(event.lesson, tampered(event.result, changed))
+        events.write(sign(key, sent, encode_event(event)) + "\n")
         events.flush()
+        sent += 1
 
     _watch_parent()
     try:
-        grade(Request.decode(sys.stdin.read()), emit)
+        grade(replace(request, key=""), emit)
     except _Rejected as exc:
         emit(Rejected(str(exc)))
     except Exception:
@@ -94,6 +109,57 @@ def grade(request: Request, emit: Callable[[Event], None]) -> None:
         except engine.BadExample as exc:
             raise _Rejected(f"--example {request.example!r}: {exc}") from None
         emit(LessonFinished(job.lesson, result.duration))
+
+
+WATCHED = ("json", "hmac", "numpy", "numpy.testing")
+"""Modules besides the grader's whose functions checks and events rely on."""
+
+
+class Seal:
+    """Which functions and classes the grader (and what it relies on) had
+    before the student's module was imported, to notice code that patches
+    them (``grader.checks.Values.__call__ = …``). A mitigation: code that
+    patches and restores them, or patches what is not watched, goes unseen."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def take(self) -> None:
+        """Add what is loaded now (and was not seen before) to the seal."""
+        for name, value in _callables().items():
+            self.seen.setdefault(name, value)
+
+    def broken(self) -> list[str]:
+        """Names whose function or class is no longer the one sealed."""
+        now = _callables()
+        changed = [name for name, v in self.seen.items() if now.get(name, v) != v]
+        self.take()  # grader modules imported lazily since are sealed from here on
+        return changed
+
+
+def _callables() -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, module in list(sys.modules.items()):
+        if not (name in WATCHED or name == "__main__" or name.split(".")[0] == "grader"):
+            continue
+        for attr, value in list(vars(module).items()):
+            if callable(value):
+                out[f"{name}.{attr}"] = id(value)
+                out[f"{name}.{attr}.__code__"] = id(getattr(value, "__code__", None))
+            if isinstance(value, type) and value.__module__ == name:
+                for member, v in list(vars(value).items()):
+                    if callable(v) or isinstance(v, staticmethod | classmethod | property):
+                        out[f"{name}.{attr}.{member}"] = id(v)
+    return out
+
+
+def tampered(result: ExerciseResult, changed: list[str]) -> ExerciseResult:
+    shown = ", ".join(changed[:3]) + (" …" if len(changed) > 3 else "")
+    return ExerciseResult(
+        result.lesson, result.exercise, Status.ERROR, example=result.example,
+        error=f"Your code changed the grader's own code ({shown}); an exercise graded "
+        "that way is not trusted. Grade code that leaves the grader alone.",
+    )  # fmt: skip
 
 
 def _watch_parent() -> None:

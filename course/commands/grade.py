@@ -26,6 +26,11 @@ INTERRUPTED = 130
 """Exit status after Ctrl-C, as shells report SIGINT (128 + the signal's number)."""
 GRADER_FAULT = 3
 """Exit status when the grader's own code failed: nothing of it was recorded."""
+OTHER_WRITER = (
+    "warning: {db} was written by another process while grading ran. If no other course "
+    "command (course watch, a second course grade) was running, the code under test wrote "
+    "it: progress from this workspace is then not to be trusted."
+)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """Ctrl-C, ``kill``/``timeout``, a closed terminal: each stops grading the same way."""
 
@@ -201,6 +206,7 @@ def grade(
             if attempt is not None:
                 progress.finish_attempt(attempt, state)
 
+        mark = progress.version_mark()
         try:
             if status is not None:
                 status.start()
@@ -228,6 +234,8 @@ def grade(
             if status is not None:
                 status.stop()
         close("done")
+        if progress.version_mark() != mark:
+            _say(OTHER_WRITER.format(db=app.ws.db))
     for lesson, result in zip(chosen.lessons, results):
         for er in result.exercises:
             if er.status == Status.NOT_STARTED and lesson.hints:
