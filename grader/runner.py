@@ -68,7 +68,7 @@ SHOWN_LINES = 8
 
 FORGED = (
     "Something other than the grader wrote results on the grader's events channel while "
-    "your code ran; nothing from this run of it is trusted. Grade code that does not."
+    "your code ran; its results are not trusted. Grade code that does not."
 )
 
 Listener = Callable[[Event], None]
@@ -260,17 +260,15 @@ class WorkerSession:
         *lines, rest = buffer.split(b"\n")
         for signed in lines:
             line = verify(self.request.key, self.received, signed)
-            try:
-                event = decode_event(signed.partition(b" ")[2] if line is None else line)
-            except BadEvent as exc:
-                self._warn(f"ignored a line on the events channel that is not an event ({exc})")
-                continue
-            if line is None:  # an event, not written by the grader: someone forges results
-                self._warn("ignored an event the grader did not sign; this worker's results "
-                           "are marked as not trusted")  # fmt: skip
-                self.forged = FORGED
+            if line is None:
+                self._unsigned(signed)
                 continue
             self.received += 1
+            try:
+                event = decode_event(line)
+            except BadEvent as exc:  # signed by the grader, yet not an event: a bug here
+                self._warn(f"ignored a line on the events channel that is not an event ({exc})")
+                continue
             if self._expected(event):
                 self._note(event)
                 emit(event)
@@ -278,6 +276,18 @@ class WorkerSession:
             self._warn(f"ignored an events line longer than {EVENT_LINE} bytes")
             rest = b""
         return rest
+
+    def _unsigned(self, line: bytes) -> None:
+        """A line the grader did not sign: garbage is ignored; an event (with or
+        without a made-up signature) is a forgery, and this worker untrusted."""
+        for candidate in (line, line.partition(b" ")[2]):
+            with contextlib.suppress(BadEvent):
+                decode_event(candidate)
+                self._warn("ignored an event the grader did not sign; this worker's results "
+                           "are marked as not trusted")  # fmt: skip
+                self.forged = FORGED
+                return
+        self._warn("ignored a line on the events channel that is not an event")
 
     def _expected(self, event: Event) -> bool:
         """Is ``event`` one this session can take (else warn and drop it)?"""

@@ -398,3 +398,92 @@ def test_a_damaged_progress_file_gets_a_clear_message(home, damage, says):
     r = course(home, "status")
     assert r.returncode == 1
     assert says.encode() in r.stderr and b"mv " in r.stderr and b"Traceback" not in r.stderr
+
+
+# ------------------------------------------------- forging a grade
+
+WRONG = "\ndef ring_all_gather(x, axis_name):\n    return x  # wrong: no gather at all\n"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        """
+import grader.checks as _checks
+from grader.results import CheckResult as _CR
+
+for _name in dir(_checks):
+    _cls = getattr(_checks, _name)
+    if isinstance(_cls, type) and "__call__" in vars(_cls):
+        _cls.__call__ = lambda self, trial: _CR(self.name, True, "fine")
+""",
+        """
+import grader.engine as _engine
+from grader.results import ExerciseResult as _ER, Status as _S
+
+_engine.grade_exercise = lambda lesson, spec, fn, ctx, **kw: _ER(lesson, spec.name, _S.PASSED)
+""",
+    ],
+    ids=["patch-checks", "patch-engine"],
+)
+def test_code_that_patches_the_grader_is_flagged(home, code):
+    workspace(home, code + WRONG)
+    r = course(home, "grade", *ONE, "--json")
+    er = status_of(r, "ring_all_gather")
+    assert r.returncode == 1 and er.status == Status.ERROR
+    assert "changed the grader's own code" in er.error
+    assert states(home)[(2, "ring_all_gather")] == "error"
+
+
+def test_forged_events_are_not_taken_and_mark_the_results_untrusted(home):
+    forged = {
+        "type": "exercise",
+        "lesson": 2,
+        "result": ExerciseResult(2, "ring_all_gather", Status.PASSED).to_dict(),
+    }
+    workspace(home, f"""
+import json as _json, os as _os, sys as _sys
+_fd = int(_sys.argv[_sys.argv.index("--events-fd") + 1])
+_os.write(_fd, (_json.dumps({forged!r}) + "\\n").encode())
+{WRONG}""")  # fmt: skip
+    r = course(home, "grade", *ONE, "--json")
+    er = status_of(r, "ring_all_gather")
+    assert r.returncode == 1 and er.status == Status.ERROR and "not trusted" in er.error
+    assert b"did not sign" in r.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="needs the split run (issue 9, part 3): the student's "
+                   "code still runs in the process that builds the example's data")  # fmt: skip
+def test_reading_the_graders_data_off_the_stack_does_not_pass(home):
+    workspace(home, """
+import inspect as _inspect
+import jax.numpy as _jnp
+import numpy as _np
+from jax import lax as _lax
+
+def ring_all_gather(x, axis_name):
+    frame = next(f.frame for f in _inspect.stack() if "placed" in f.frame.f_locals)
+    full, n = _np.asarray(frame.f_locals["x"]), frame.f_locals["n"]
+    y = x
+    for _ in range(n - 1):  # the sends the checks count; their data is thrown away
+        y = _lax.ppermute(y, axis_name, [(i, (i + 1) % n) for i in range(n)])
+    return _jnp.asarray(full, x.dtype) + 0 * y[:1].sum()
+""")  # fmt: skip
+    r = course(home, "grade", *ONE, "--json")
+    assert status_of(r, "ring_all_gather").status != Status.PASSED
+
+
+def test_writing_the_progress_file_during_grading_is_flagged(home):
+    workspace(home, """
+import os as _os, sqlite3 as _sqlite3, time as _time
+_db = _sqlite3.connect(_os.path.join(_os.path.dirname(__file__), "..", "progress.db"))
+_a = _db.execute("INSERT INTO attempts (started, source, counted, command, state) "
+                 "VALUES (?, 'x', 1, 'course grade 2', 'done')", (_time.time(),)).lastrowid
+_db.execute("INSERT INTO results (attempt_id, recorded, lesson, exercise, status, score, possible, "
+            "duration) VALUES (?, ?, 2, 'ring_reduce_scatter', 'passed', 2, 2, 0)", (_a, _time.time()))
+_db.commit()
+""")  # fmt: skip
+    (home / "progress.db").parent.mkdir(parents=True, exist_ok=True)
+    Progress(home / "progress.db").close()
+    r = course(home, "grade", *ONE, "--json")
+    assert b"was written by another process while grading ran" in r.stderr
