@@ -196,6 +196,7 @@ class WorkerSession:
                               f"{code}) while running this exercise")  # fmt: skip
         finally:
             _stop(proc)
+            _stop_strays(self.request.key[:16])
             sel.close()
             os.close(read_fd)
             proc.stdout.close()
@@ -205,6 +206,8 @@ class WorkerSession:
     def _start(self, events_fd: int) -> subprocess.Popen:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
+        env[MARK] = self.request.key[:16]  # inherited by all it starts: see _stop_strays
+        _adopt_orphans()
         proc = subprocess.Popen(
             [sys.executable, "-m", "grader.worker", "--events-fd", str(events_fd)],
             pass_fds=(events_fd,),
@@ -389,6 +392,57 @@ def _write_stderr(data: bytes) -> None:
     except (AttributeError, ValueError, OSError):  # a replaced or closed stderr (tests, notebooks)
         with contextlib.suppress(Exception):
             sys.stderr.write(data.decode(errors="replace"))
+
+
+MARK = "COURSE_GRADING_SESSION"
+"""Environment variable naming the session a worker (and whatever it starts) belongs to."""
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _adopt_orphans() -> None:
+    """Become the parent of orphans among our descendants (Linux), so that a
+    process the student's code started and detached with ``setsid()`` (out of
+    the worker's group) is still ours to stop. Elsewhere: a no-op."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _stop_strays(session: str) -> None:
+    """Kill and reap our children started by ``session``'s worker that outlived it."""
+    marker = f"{MARK}={session}\0".encode()
+    for _ in range(10):  # a stray's own children are adopted once it dies: repeat
+        strays = [pid for pid in _children() if marker in _environ(pid)]
+        if not strays:
+            return
+        for pid in strays:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+
+
+def _children() -> list[int]:
+    me, found = os.getpid(), []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with (
+                    contextlib.suppress(OSError, IndexError, ValueError),
+                    open(f"/proc/{entry.name}/stat") as f,
+                ):
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == me:
+                        found.append(int(entry.name))
+    return found
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 def _stop(proc: subprocess.Popen) -> int:

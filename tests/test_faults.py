@@ -487,3 +487,16 @@ _db.commit()
     Progress(home / "progress.db").close()
     r = course(home, "grade", *ONE, "--json")
     assert b"was written by another process while grading ran" in r.stderr
+
+
+def test_a_child_detached_with_setsid_is_stopped_too(home):
+    workspace(home, """
+import os as _os, time as _time
+if _os.fork() == 0:
+    _os.setsid()  # out of the worker's process group
+    if _os.fork() == 0:
+        _time.sleep(10000)
+    _os._exit(0)
+""")  # fmt: skip
+    r = course(home, "grade", *ONE, "--json")  # asserts no process is left
+    assert r.returncode == 0
