@@ -68,20 +68,27 @@ class ExerciseState:
 
 
 class Progress:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, read_only: bool = False):
+        """Open (or start) the file; ``read_only`` for commands that only read
+        it (``course status``), which then work in a read-only workspace too."""
         self.path = Path(path)
-        self._refuse_read_only()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+        if read_only:
+            uri = f"{self.path.resolve().as_uri()}?mode=ro"
+            self.db = sqlite3.connect(uri, uri=True, timeout=10.0, isolation_level=None)
+        else:
+            self._refuse_read_only()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
         try:
             self.db.execute("PRAGMA busy_timeout = 10000")
             check = self.db.execute("PRAGMA quick_check").fetchone()[0]
             if check != "ok":
                 raise sqlite3.DatabaseError(check)
-            self.db.execute("PRAGMA journal_mode = WAL")
-            self.db.execute("PRAGMA foreign_keys = ON")
+            if not read_only:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                self.db.execute("PRAGMA foreign_keys = ON")
             version = self._version()
-            missing = [t for t in TABLES if version is not None and not self._has(t)]
+            missing = [t for t in TABLES if (read_only or version is not None) and not self._has(t)]
         except sqlite3.DatabaseError as exc:
             self.db.close()
             self._refuse_read_only()  # it became read-only meanwhile: say so, not "damaged"

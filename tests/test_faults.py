@@ -368,6 +368,20 @@ def test_a_read_only_progress_file_is_reported_as_read_only(tmp_path, monkeypatc
     assert "damaged" not in str(exc.value)
 
 
+def test_a_read_only_progress_file_can_still_be_read(tmp_path, monkeypatch):
+    db = tmp_path / "progress.db"
+    with Progress(db) as p:
+        a = p.start_attempt(str(tmp_path), True, "course grade 2")
+        p.record(
+            a, ExerciseResult(2, "ring_all_gather", Status.PASSED), ExerciseScore(2, False, True, 2)
+        )
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    with Progress(db, read_only=True) as p:
+        assert p.states()[(2, "ring_all_gather")].status == "passed"
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            p.start_attempt(str(tmp_path), True, "course grade 2")
+
+
 def test_a_read_only_workspace_is_reported_by_status(home):
     workspace(home)
     Progress(home / "progress.db").close()

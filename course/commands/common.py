@@ -27,9 +27,9 @@ class App:
     console: Console
     course: registry.Course
 
-    def progress(self) -> Progress:
+    def progress(self, *, read_only: bool = False) -> Progress:
         try:
-            return Progress(self.ws.db)
+            return Progress(self.ws.db, read_only=read_only)
         except ProgressError as exc:
             raise click.ClickException(str(exc)) from None
 
@@ -44,7 +44,7 @@ class App:
         """The student's latest result per (lesson, exercise); empty before any grading."""
         if not self.ws.db.exists():
             return {}
-        with self.progress() as progress:
+        with self.progress(read_only=True) as progress:
             return progress.states()
 
     def lesson(self, number: int) -> registry.Lesson:
