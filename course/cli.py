@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-import math
 import sys
 
 import click
 
-from course.commands.common import App, UsageProblem, make_app
+from course.commands.common import App, make_app
 from grader.protocol import DEFAULT_TIMEOUT
 
 pass_app = click.make_pass_decorator(App)
-
-
-class Seconds(click.ParamType):
-    """A time limit: a finite number of seconds above zero."""
-
-    name = "seconds"
-
-    def convert(self, value, param, ctx) -> float:
-        try:
-            seconds = float(value)
-        except (TypeError, ValueError):
-            seconds = math.nan
-        if not math.isfinite(seconds) or seconds <= 0:  # one line, exit status 2
-            raise UsageProblem(f"--timeout {value}: give a number of seconds above 0, e.g. 60")
-        return seconds
 
 
 class CourseGroup(click.Group):
@@ -107,7 +91,7 @@ GRADE_OPTIONS = [
     ),
     click.option(
         "--timeout",
-        type=Seconds(),
+        type=float,
         default=DEFAULT_TIMEOUT,
         show_default=True,
         help="Seconds one example may run.",

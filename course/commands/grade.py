@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import shlex
@@ -139,6 +140,8 @@ def grade(
     from grader.runner import grade as run_grading
 
     check_environment()
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise UsageProblem(f"--timeout {timeout:g}: give a number of seconds above 0, e.g. 60")
     chosen = parse_target(app, target, all_lessons)
     if example and not chosen.exercise:
         raise click.UsageError(
