@@ -6,7 +6,9 @@ collectives are widened to float32 on CPU, loops are renamed and fused, and
 a Python loop is indistinguishable from its unrolled copies. The jaxpr keeps
 all of that, so hints and structural checks read it:
 
-- which primitives appear (``Program.primitives``),
+- which primitives appear (``Program.primitives``) and which dtypes the
+  program computes in (``Program.dtypes``: a bfloat16 cast inside a float32
+  exercise shows there),
 - every collective with the dtype it sends and the loops around it
   (``Program.collectives``; ``Site.loops``, innermost last),
 - every loop with its length (``scan``; a ``fori_loop`` with static bounds
@@ -92,6 +94,8 @@ class Program:
     loops: tuple[Loop, ...]
     """Every loop, in program order (outer before inner)."""
     collectives: tuple[Site, ...]
+    dtypes: Counter = field(default_factory=Counter)
+    """dtype name → equations producing a value of it, nested bodies included."""
 
     def primitives(self) -> set[str]:
         return set(self.counts)
@@ -117,14 +121,18 @@ def read(jaxpr: Any) -> Program:
     counts: Counter = Counter()
     loops: list[Loop] = []
     sites: list[Site] = []
-    _walk(_open(jaxpr), (), counts, loops, sites)
-    return Program(counts, tuple(loops), tuple(sites))
+    dtypes: Counter = Counter()
+    _walk(_open(jaxpr), (), counts, loops, sites, dtypes)
+    return Program(counts, tuple(loops), tuple(sites), dtypes)
 
 
-def _walk(jaxpr: Any, around: tuple[Loop, ...], counts: Counter, loops: list, sites: list) -> None:
+def _walk(
+    jaxpr: Any, around: tuple[Loop, ...], counts: Counter, loops: list, sites: list, dtypes: Counter
+) -> None:
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         counts[name] += 1
+        dtypes.update(str(v.aval.dtype) for v in eqn.outvars if hasattr(v.aval, "dtype"))
         if name in COLLECTIVES:
             sites.append(_site(eqn, around))
         subs = list(_subjaxprs(eqn.params))
@@ -134,12 +142,12 @@ def _walk(jaxpr: Any, around: tuple[Loop, ...], counts: Counter, loops: list, si
             loops.append(loop)
             for sub in subs:
                 inner: Counter = Counter()
-                _walk(sub, (*around, loop), inner, loops, sites)
+                _walk(sub, (*around, loop), inner, loops, sites, dtypes)
                 body.update(inner)
                 counts.update(inner)
         else:
             for sub in subs:
-                _walk(sub, around, counts, loops, sites)
+                _walk(sub, around, counts, loops, sites, dtypes)
 
 
 def _site(eqn: Any, around: tuple[Loop, ...]) -> Site:

@@ -49,6 +49,7 @@ def test_collective_inside_a_fori_loop_knows_its_loop_and_dtype():
     prog = _program(body)
     (site,) = prog.collectives
     assert site.dtypes == ("bfloat16",)  # what the program sends, before XLA widens it
+    assert prog.dtypes["bfloat16"] >= 2 and prog.dtypes["float32"] >= 1
     assert [(lp.primitive, lp.length) for lp in site.loops] == [("scan", 5)]
     assert prog.collectives_in(lambda lp: lp.length == 5) == [site]
     assert prog.collectives_in(lambda lp: lp.length == 6) == []
