@@ -323,8 +323,10 @@ class AllReduceBytes(Check):
                     "lax.fori_loop with Python int bounds).",
                 )  # fmt: skip
             got += c.count * Fraction(2 * (c.group_size - 1), c.group_size) * c.operand_bytes
-        what = "2(N − 1)/N · (|params| + 4 bytes of loss)" if self.with_loss else (
-            "2(N − 1)/N · |params|"
+        what = (
+            "2(N − 1)/N · (|params| + 4 bytes of loss)"
+            if self.with_loss
+            else ("2(N − 1)/N · |params|")
         )
         details = {"expected": float(want), "actual": float(got), "table": trial.comms.table()}
         if got == want:
@@ -336,8 +338,7 @@ class AllReduceBytes(Check):
         return CheckResult(
             self.name,
             False,
-            f"{float(got):,.1f} bytes sent per device; {what} is {float(want):,.1f} "
-            f"({ratio:.2f}×)",
+            f"{float(got):,.1f} bytes sent per device; {what} is {float(want):,.1f} ({ratio:.2f}×)",
             details=details,
             hint=_bytes_hint(trial, ratio),
         )
@@ -353,7 +354,9 @@ def _bytes_hint(trial: Trial, ratio: float) -> str | None:
             "Sum them over 'data' once (lax.pmean), or keep check_vma=True so jax.grad does it."
         )
     if np.isclose(ratio, 2) and _summed_inside_model(program):
-        return f"The gradient crosses the devices twice. {TRANSPOSE_RULE} Do not all-reduce it again."
+        return (
+            f"The gradient crosses the devices twice. {TRANSPOSE_RULE} Do not all-reduce it again."
+        )
     return None
 
 
@@ -379,8 +382,7 @@ def _micro_loops(program: jaxpr.Program, micro: int) -> list[jaxpr.Loop]:
 def _in_micro_loop(program: jaxpr.Program, micro: int) -> bool:
     loops = {id(lp) for lp in _micro_loops(program, micro)}
     return any(
-        s.kind == ALL_REDUCE and any(id(lp) in loops for lp in s.loops)
-        for s in program.collectives
+        s.kind == ALL_REDUCE and any(id(lp) in loops for lp in s.loops) for s in program.collectives
     )
 
 
