@@ -16,8 +16,10 @@ Sizes. Values and bytes draw small shapes (2–6 rows per device). The
 accumulation draws 128 rows per device, D = 8, F ∈ {24, 32} and
 n_micro ∈ {4, 8}, so A = 10–10.7·|params| (activations dominate) and a
 micro-batch holds 16–32 rows. Measured on this machine (N = 3, 4, 8; L = 2,
-3): the reference's temporaries 0.47–0.77·A; the gradient of the whole local
-batch 2.37–2.63·A; a Python loop over micro-batches 2.27–2.73·A.
+3): the reference's temporaries 0.47–0.79·A; the gradient of the whole local
+batch 2.37–2.64·A; a Python loop over micro-batches 2.27–2.73·A; over every
+drawn size (N = 3, 8; L = 2, 3; F = 24, 32; n_micro = 4, 8) the reference
+stays at 0.42–0.79·A.
 """
 
 from __future__ import annotations
@@ -45,6 +47,11 @@ LOSS_BYTES = FLOAT32
 """The loss is one float32 scalar."""
 ACCUMULATE_ROWS = 128
 """Rows per device for dp_accumulate: enough that activations dominate params."""
+FAST_COMPILE = {"xla_backend_optimization_level": 0}
+"""XLA's backend (code generation) optimisation off: compiles take ~35% less CPU
+time (0.52 → 0.33 s per program, measured) and the HLO's collectives and the
+memory analysis are identical (measured for the reference and four wrong
+accumulations at N = 3, 4, 8). Only the speed of the CPU code changes."""
 
 TRANSPOSE_RULE = (
     "Under shard_map with check_vma=True, params that come in replicated are invariant "
@@ -157,8 +164,8 @@ def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
         jitted = jax.jit(lambda p, a, b: fn(p, a, b, mesh, *last))
         program = jaxpr.trace(jitted, *args)  # the student's code runs (traces) here first
         trial = compile_and_run(
-            jitted, args, mesh, ex, kind=kind, traced=program, inputs=(params, x, y),
-            replicated=NamedSharding(mesh, P()), dtype="float32",
+            jitted, args, mesh, ex, compiler_options=FAST_COMPILE, kind=kind, traced=program,
+            inputs=(params, x, y), replicated=NamedSharding(mesh, P()), dtype="float32",
         )  # fmt: skip
         trial.expected = _expected(kind, ex, params, x, y)
         return trial
