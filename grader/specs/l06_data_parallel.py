@@ -297,6 +297,12 @@ def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> s
             "is refused: something returned still varies over 'data'. All-reduce it (lax.pmean) "
             "— the loss of the local rows, or gradients of params you lax.pcast to varying."
         )
+    if type(exc).__name__ == "TracerArrayConversionError":
+        return (
+            "The grader runs your function under jax.jit, where arrays are traced, not "
+            "computed: np.asarray or float() of one cannot work. Return jax arrays "
+            "(jax.tree.map keeps a dict of them)."
+        )
     return None
 
 
