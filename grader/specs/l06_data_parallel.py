@@ -24,6 +24,7 @@ stays at 0.42–0.79·A.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -209,6 +210,12 @@ def _local_grads(trial: Trial, coord: tuple) -> tuple[float, dict[str, np.ndarra
     return training.grads(params, x[mine], y[mine])
 
 
+def _param_name(leaf: str) -> str | None:
+    """``"['w_in']"`` or ``"[0]['w_in']"`` → ``"w_in"``; the loss (``"[1]"``) → None."""
+    found = re.search(r"'(\w+)'", leaf)
+    return found[1] if found else None
+
+
 def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.ndarray]]]:
     """Known wrong results for one leaf (``trial.extra['leaf']``): the right
     gradient scaled by N, n_micro or 1/N, and each device's unreduced own gradient."""
@@ -216,24 +223,22 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
     n, micro = ex["n"], ex.get("micro", 1)
     params, x, y = trial.extra["inputs"]
     value, grads = training.grads(params, x, y)
-    key = leaf.strip("[]'\"")
-    lr = float(ex.get("lr", 0))
+    name = _param_name(leaf)  # None for the loss
 
     def result(g: Any, loss_value: float) -> np.ndarray:
-        """The output leaf given gradient dict g and a loss."""
-        if kind != "train":
-            return g[key]
-        if leaf == "[1]":
+        """The output leaf, given gradient dict g and a loss."""
+        if name is None:
             return np.asarray(loss_value)
-        key_t = leaf.split("'")[1]
-        return np.asarray(params[key_t], np.float64) - lr * g[key_t]
+        if kind != "train":
+            return g[name]
+        return np.asarray(params[name], np.float64) - float(ex["lr"]) * g[name]
 
     def scaled(factor: float) -> Callable[[tuple, tuple], np.ndarray]:
         wrong = result({k: factor * v for k, v in grads.items()}, factor * value)
         return lambda coord, index: wrong[index]
 
     out: list[tuple[str, Callable[[tuple, tuple], np.ndarray]]] = []
-    if n > 1 and leaf == "[1]":
+    if n > 1 and name is None:
         out.append((
             f"Your loss is N = {n} times the reference: you summed the N local means. Every "
             "device has B/N rows, so the mean over all B rows is the mean of the local means: "
