@@ -349,17 +349,21 @@ class AllReduceBytes(Check):
         details = {"expected": float(want), "actual": float(got), "table": trial.comms.table()}
         if got == want:
             return CheckResult(
-                self.name, True, f"{float(got):,.1f} bytes sent per device = {what}",
-                details=details,
-            )  # fmt: skip
+                self.name, True, f"{_bytes(got)} bytes sent per device = {what}", details=details
+            )
         ratio = float(got / want) if want else float("inf")
         return CheckResult(
             self.name,
             False,
-            f"{float(got):,.1f} bytes sent per device; {what} is {float(want):,.1f} ({ratio:.2f}×)",
+            f"{_bytes(got)} bytes sent per device; {what} is {_bytes(want)} ({ratio:.2f}×)",
             details=details,
             hint=_bytes_hint(trial, ratio),
         )
+
+
+def _bytes(n: Fraction) -> str:
+    """Whole bytes as ``4,608``; a ring share of an indivisible size as ``5.3``."""
+    return f"{int(n):,}" if n.denominator == 1 else f"{float(n):,.1f}"
 
 
 def _bytes_hint(trial: Trial, ratio: float) -> str | None:
