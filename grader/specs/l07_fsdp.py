@@ -49,7 +49,7 @@ from grader.checks import (
     TempMemory,
     Values,
 )
-from grader.checks.leaves import Leaf, Leaves
+from grader.checks.trees import PerLeaf
 from grader.programs import StudentReturnError, compile_and_run
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
@@ -61,9 +61,6 @@ ITEMSIZE = 4
 MEMORY_FROM = 4
 """Temporaries are checked from this mesh size: below it the gradient shards
 alone (|params|/N) come near the |params|/2 bound."""
-LOW_PRECISION = (2e-4, 5e-2)
-"""Errors, as a fraction of max|ref|, that look like a 16-bit float somewhere (bfloat16
-rounding is 2⁻⁹ ≈ 2e-3 per operation; float32 programs here stay below 1e-5)."""
 NARROW = ("bfloat16", "float16")
 LR = 0.5
 """Learning rate of the graded train step: large enough that a wrong gradient moves the params visibly."""
@@ -213,35 +210,26 @@ def _kind_of(out: Any) -> str:
 # ------------------------------------------------------------------ leaves
 
 
-def _param_leaves(output: dict, expected: dict, trial: Trial) -> list[Leaf]:
-    return [(k, output[k], expected[k], {"sharding": trial.extra["shardings"][k]}) for k in NAMES]
-
-
-def _leaves(trial: Trial) -> list[Leaf]:
-    kind = trial.extra["kind"]
-    if kind == "forward":
-        return [
-            ("y", trial.output, trial.expected, {"sharding": trial.extra["shardings"]["batch"]})
-        ]
-    if kind == "grads":
-        return _param_leaves(trial.output, trial.expected, trial)
-    (params, loss), (new, value) = trial.output, trial.expected
-    return [
-        *_param_leaves(params, new, trial),
-        ("loss", loss, value, {"sharding": trial.extra["replicated"]}),
-    ]
+def _leaf_extra(trial: Trial, path: str) -> dict[str, Any]:
+    """What the value and sharding checks need per array: its sharding, its param name."""
+    name = next((k for k in NAMES if f"'{k}'" in path), None)
+    if name is not None:
+        return {"sharding": trial.extra["shardings"][name], "param": name}
+    if trial.extra["kind"] == "forward":
+        return {"sharding": trial.extra["shardings"]["batch"], "param": None}
+    return {"sharding": trial.extra["replicated"], "param": None}  # the loss
 
 
 def _unscaled(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
     """The gradient of a loss averaged over the local batch B/N: N× too large."""
-    n, leaf, kind = trial.example["n"], trial.extra["leaf"], trial.extra["kind"]
-    if n == 1 or leaf not in NAMES or kind == "forward":
+    n, name, kind = trial.example["n"], trial.extra["param"], trial.extra["kind"]
+    if n == 1 or name is None:
         return []
     want = np.asarray(trial.expected)
     if kind == "grads":
         wrong = n * want
     else:  # p − lr·(N·g) = p − N·(p − expected)
-        before = np.asarray(trial.extra["before"][leaf], np.float64)
+        before = np.asarray(trial.extra["before"][name], np.float64)
         wrong = before - n * (before - want)
     return [
         (
@@ -254,29 +242,24 @@ def _unscaled(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
     ]
 
 
-def _values_hint(name: str, trial: Trial, result: CheckResult) -> str | None:
-    """Errors of the size of bfloat16 rounding in a float32 exercise name the cast."""
+def _precision_hint(trial: Trial, result: CheckResult) -> str | None:
+    """A float32 exercise whose traced program computes in a 16-bit float: name the cast."""
     if result.hint:
         return None  # a known wrong result was recognised
-    scale = float(np.max(np.abs(np.asarray(trial.expected, np.float64))))
-    err = result.details.get("max_abs_err", 0.0) / max(scale, 1e-30)
-    if not LOW_PRECISION[0] <= err <= LOW_PRECISION[1]:
+    narrow = sorted(d for d in NARROW if trial.extra["trace"]().dtypes[d])
+    if not narrow:
         return None
-    narrow = sorted(
-        {d for s in trial.extra["trace"]().collectives for d in s.dtypes if d in NARROW}
-    )
-    where = f"Your program sends {', '.join(narrow)} in its collectives. " if narrow else ""
     return (
-        f"{where}The largest error is {err:.1e} of the largest value: the size of bfloat16 rounding "
-        "(2⁻⁹ ≈ 2e-3), far above float32's. This exercise is float32 throughout: a cast to "
-        "bfloat16 to halve the bytes of a gather changes the gradients, so keep every array "
-        "float32."
+        f"Your program computes in {' and '.join(narrow)} (a cast inside it): its rounding, "
+        "2⁻⁹ ≈ 2e-3 for bfloat16, is far above the float32 error this exercise allows. A "
+        "gather in bfloat16 halves its bytes but changes every gradient: keep every array "
+        "float32 here."
     )
 
 
-def _sharding_hint(name: str, trial: Trial, result: CheckResult) -> str | None:
-    sharding = getattr(trial.output, "sharding", None)
-    if name not in NAMES or sharding is None or trial.example["n"] == 1:
+def _sharding_hint(trial: Trial, result: CheckResult) -> str | None:
+    name, sharding = trial.extra["param"], getattr(trial.output, "sharding", None)
+    if name is None or sharding is None or trial.example["n"] == 1:
         return None
     if not sharding.is_fully_replicated:
         return None
@@ -286,6 +269,24 @@ def _sharding_hint(name: str, trial: Trial, result: CheckResult) -> str | None:
         "w_in, P(None, None, 'data') for w_out) and update each device's shard with its "
         "gradient shard; never return the gathered weights."
     )
+
+
+@dataclass(frozen=True)
+class Hinted(Check):
+    """``inner``, with this lesson's hint where it knows the failure better."""
+
+    inner: Check = Check()
+    better: Callable[[Trial, CheckResult], str | None] = lambda t, r: None
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        result = self.inner(trial)
+        if not result.passed:
+            result.hint = self.better(trial, result) or result.hint
+        return result
 
 
 # ------------------------------------------------------------------ communication
@@ -492,17 +493,20 @@ def _explain(trials: list[Trial]) -> dict[str, Any]:
 # ------------------------------------------------------------------ exercises
 
 
+def _atol(trial: Trial) -> float:
+    return training.tolerance(sizes(trial.example))
+
+
 def _checks(kind: str) -> tuple[Check, ...]:
     return (
-        Leaves(
-            Values(
-                reduce_size=lambda ex: sizes(ex).reduction,
-                alternatives=_unscaled,
-            ),
-            _leaves,
-            _values_hint,
+        PerLeaf(
+            inner=Hinted(Values(atol=_atol, alternatives=_unscaled), _precision_hint),
+            leaf_extra=_leaf_extra,
         ),
-        Leaves(OutputSharding(expected=lambda t: t.extra["sharding"]), _leaves, _sharding_hint),
+        PerLeaf(
+            inner=Hinted(OutputSharding(expected=lambda t: t.extra["sharding"]), _sharding_hint),
+            leaf_extra=_leaf_extra,
+        ),
         InputsUntouched(),
         *_comm_checks(kind),
         LargestTransfer(
