@@ -1,4 +1,4 @@
-"""Bytes each lesson-4 and lesson-5 reference moves, against the optimum and XLA.
+"""Bytes each lesson-4, 5 and 7 reference moves, against the optimum and XLA.
 
     python benchmarks/communication.py
 
@@ -6,8 +6,11 @@ For every reference solution of lessons 4 and 5, on meshes of 2, 4 and 8
 devices (2×2 and 2×4 for the 2-D case): bytes sent per device by the
 compiled program, divided by the optimum for the case (target 1.00) and by
 what XLA's own partitioner sends for the same input and output shardings
-(``jax.jit`` of the unsharded product on an Auto mesh). For lesson 5 it also
-gives temporary memory per device, ours against XLA's. Prints a table and
+(``jax.jit`` of the unsharded product on an Auto mesh). For lessons 5 and 7
+it also gives temporary memory per device, ours against XLA's. Lesson 7's
+optimum is FSDP with remat: (N−1)/N·|params| of all-gather per forward
+pass, twice that plus one reduce-scatter of (N−1)/N·|params| for the
+gradients, and one scalar all-reduce more for the train step. Prints a table and
 writes benchmarks/results/communication.json.
 """
 
@@ -31,10 +34,12 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+import tinymodels  # noqa: E402
 from grader import hlo  # noqa: E402
 from grader.loader import load_module  # noqa: E402
 from grader.specs import l04_sharded_matmul as l04  # noqa: E402
 from grader.specs import l05_collective_matmul as l05  # noqa: E402
+from grader.specs import l07_fsdp as l07  # noqa: E402
 
 SHAPE = (128, 128, 96)  # I, J, K: every lesson-4 plan is the cheapest one here
 
@@ -90,8 +95,52 @@ def lesson5() -> list[dict]:
     return rows
 
 
+def lesson7() -> list[dict]:
+    sol = load_module(ROOT / "solutions", "l07_fsdp")
+    rows = []
+    for name, kind in (("fsdp_forward", "forward"), ("fsdp_grads", "grads"),
+                       ("fsdp_train_step", "train")):  # fmt: skip
+        for n in (2, 4, 8):
+            ex = {"n": n, "layers": 12, "rows": 2, "dblock": 8, "f": 64, "seed": 0}
+            trial = l07._run(kind)(getattr(sol, name), ex)
+            once = l07.ring(ex, l07.params_bytes(ex))
+            optimum = {"forward": once, "grads": 3 * once}.get(
+                kind, 3 * once + l07._scalar_all_reduce(ex)
+            )
+            theirs, xla_temp = _xla_fsdp(kind, trial, n)
+            rows.append({"lesson": 7, "exercise": name, "mesh": str(n), "bytes": trial.comms.bytes(),
+                         "optimum": optimum, "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds()),
+                         "temp": trial.memory["temp"], "xla_temp": xla_temp,
+                         "params_bytes": l07.params_bytes(ex)})  # fmt: skip
+    return rows
+
+
+def _xla_fsdp(kind: str, trial, n: int):
+    """XLA's partitioner on the unsharded model with the same input and output shardings."""
+    auto = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,),
+                         devices=devices.devices()[:n])  # fmt: skip
+    shard = {k: NamedSharding(auto, spec) for k, spec in l07._specs().items()}
+    params = {k: jax.device_put(v, shard[k]) for k, v in trial.extra["before"].items()}
+    s = l07.sizes(trial.example)
+    x = jax.device_put(np.zeros((s.batch, s.d), np.float32), shard["batch"])
+    weights = {k: shard[k] for k in params}
+    if kind == "forward":
+        fn, args, out = tinymodels.forward, (params, x), shard["batch"]
+    elif kind == "grads":
+        fn, args, out = jax.grad(tinymodels.loss), (params, x, x), weights
+    else:
+
+        def fn(p, a, b):
+            value, g = jax.value_and_grad(tinymodels.loss)(p, a, b)
+            return jax.tree.map(lambda w, gw: w - l07.LR * gw, p, g), value
+
+        args, out = (params, x, x), (weights, NamedSharding(auto, P()))
+    compiled = jax.jit(fn, out_shardings=out).lower(*args).compile()
+    return hlo.summarize(compiled.as_text(), n), compiled.memory_analysis().temp_size_in_bytes
+
+
 def main() -> None:
-    rows = lesson4() + lesson5()
+    rows = lesson4() + lesson5() + lesson7()
     table = Table(title="bytes sent per device by the reference solutions (float32)")
     for col in ("exercise", "mesh", "bytes", "÷ optimum", "÷ XLA", "XLA uses", "temp / XLA temp"):
         table.add_column(col, justify="left" if col in ("exercise", "XLA uses") else "right")
