@@ -28,6 +28,9 @@ class PerLeaf(Check):
     inner: Check = None  # type: ignore[assignment]
     leaf_extra: Callable[[Trial, str], dict[str, Any]] = lambda t, path: {}
     """(trial, leaf path) → entries for that leaf's ``trial.extra``."""
+    explain_failure: Callable[[Trial], str | None] | None = None
+    """A hint for any failure of this trial that outranks the leaf's own (e.g. the
+    program computes in bfloat16), or None."""
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -59,8 +62,9 @@ class PerLeaf(Check):
             return CheckResult(self.name, True, text, details=details)
         where, first = failed[0]
         others = f" (and {len(failed) - 1} more arrays)" if len(failed) > 1 else ""
+        hint = (self.explain_failure and self.explain_failure(trial)) or first.hint
         return CheckResult(
-            self.name, False, f"{where}: {first.message}{others}", details=details, hint=first.hint
+            self.name, False, f"{where}: {first.message}{others}", details=details, hint=hint
         )
 
 
