@@ -54,7 +54,9 @@ from grader.checks import (
     TempMemory,
     Values,
 )
+from grader.checks.comms import communication
 from grader.checks.trees import PerLeaf
+from grader.evidence import Bar, Evidence, MemoryBars, Table
 from grader.programs import StudentReturnError, compile_and_run
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
@@ -316,24 +318,31 @@ class KindBytes(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         lo, hi = self.low(trial.example), self.high(trial.example)
         got = trial.comms.bytes(self.kind)
-        details = {"expected": hi, "low": lo, "actual": got, "table": trial.comms.table()}
         allowed = f"{lo:,}" if lo == hi else f"{lo:,} … {hi:,}"
+        evidence = [
+            communication(trial),
+            Table([self.kind, "allowed", "yours"], [["bytes per device", allowed, _count(got)]]),
+        ]
         if got is None:
             return CheckResult(
                 self.name, False,
                 f"{self.kind} bytes unknown: it sits in a loop of unknown trip count",
-                details=details,
+                evidence=evidence,
                 hint="Loop over the layers with lax.scan (or lax.fori_loop with static bounds).",
             )  # fmt: skip
         if lo <= got <= hi:
             return CheckResult(
-                self.name, True, f"{got:,} bytes per device ({self.what})", details=details
+                self.name, True, f"{got:,} bytes per device ({self.what})", evidence=evidence
             )
         return CheckResult(
             self.name, False,
             f"{got:,} bytes per device in {self.kind}; allowed {allowed} ({self.what})",
-            details=details, hint=self.too_many if got > hi else self.too_few,
+            evidence=evidence, hint=self.too_many if got > hi else self.too_few,
         )  # fmt: skip
+
+
+def _count(n: int | None) -> str:
+    return "unknown" if n is None else f"{n:,}"
 
 
 def _scalar_all_reduce(ex: Example) -> int:
@@ -460,39 +469,43 @@ class ShardedMemory(Check):
                 *_model(t.example)
             ),
             skip=lambda t: (
-                f"checked from N = {MEMORY_FROM}" if t.example["n"] < MEMORY_FROM else None
+                None if _memory_checked(t.example) else f"checked from N = {MEMORY_FROM}"
             ),
         )
         result = check(trial)
+        result.evidence = [memory_bars(trial)] if trial.memory else []
         if not result.passed:
             result.hint = _memory_hint(trial)
         return result
 
 
-def memory_bars(trial: Trial) -> dict[str, Any]:
-    """One device's memory against |params| and |params|/N, for the report's bar chart.
+def _memory_checked(ex: Example) -> bool:
+    return ex["n"] >= MEMORY_FROM
 
-    The program is SPMD: every device runs the same one, so the compiled
-    program's memory analysis holds for each of them.
-    """
+
+def memory_bars(trial: Trial) -> MemoryBars:
+    """One device's memory against |params| and |params|/N, for the report's bar chart."""
     ex, mem = trial.example, trial.memory or {}
     total = params_bytes(ex)
-    return {
-        "example": format_example(ex),
-        "n": ex["n"],
-        "bars": [
-            ("arguments", mem.get("argument")),
-            ("temporaries", mem.get("temp")),
-            ("outputs", mem.get("output")),
+    return MemoryBars(
+        example=format_example(ex),
+        bars=[
+            Bar("arguments", mem.get("argument")),
+            Bar("temporaries", mem.get("temp")),
+            Bar("outputs", mem.get("output")),
         ],
-        "marks": [("|params|", total), ("|params|/N", total // ex["n"]), ("bound", total // 2)],
-        "checked": ex["n"] >= MEMORY_FROM,
-    }
+        marks=[Bar("|params|", total), Bar("|params|/N", total // ex["n"])],
+        bound=total // 2 if _memory_checked(ex) else None,
+        note="Every device runs the same program: these bytes hold for each of them.",
+    )
 
 
-def _explain(trials: list[Trial]) -> dict[str, Any]:
+def _explain(trials: list[Trial]) -> list[Evidence]:
+    """The memory chart of a passed fsdp_grads (a failed memory check carries its own)."""
     trial = next((t for t in trials if t.example["n"] == MEMORY_FROM), trials[-1])
-    return {"memory_bars": memory_bars(trial)} if trial.memory else {}
+    if trial.extra["kind"] != "grads" or not trial.memory or not ShardedMemory()(trial).passed:
+        return []
+    return [memory_bars(trial)]
 
 
 # ------------------------------------------------------------------ exercises
