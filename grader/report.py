@@ -282,7 +282,7 @@ def _memory(d: ev.Memory, exercise: ExerciseResult | None) -> list[RenderableTyp
     return [t]
 
 
-BAR_WIDTH = 30
+BAR_WIDTH = 24
 """Cells of the longest bar in a memory chart: with labels and sizes it fits 60 columns."""
 EIGHTHS = " ▏▎▍▌▋▊▉"
 
@@ -299,7 +299,7 @@ def _memory_bars(d: ev.MemoryBars, exercise: ExerciseResult | None) -> list[Rend
         over = d.bound is not None and b.label == "temporaries" and (b.bytes or 0) > d.bound
         t.add_row(b.label, Text(_bar(b.bytes, top), style="red" if over else "cyan"),
                   _bytes(b.bytes))  # fmt: skip
-    bound = [ev.Bar("bound on temporaries", d.bound)] if d.bound is not None else []
+    bound = [ev.Bar("temp bound", d.bound)] if d.bound is not None else []
     for b in (*d.marks, *bound):
         t.add_row(Text(b.label, style="dim"), Text(_bar(b.bytes, top), style="dim"),
                   Text(_bytes(b.bytes), style="dim"))  # fmt: skip
