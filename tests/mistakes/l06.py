@@ -9,10 +9,10 @@ L06 = "l06_data_parallel"
 MISTAKES: list[Mistake] = [
     # ---------------------------------------------------------------- dp_grads
     Mistake(
-        "dp-pmean-of-already-summed-grads",
-        L06,
-        "dp_grads",
-        """
+        id="dp-pmean-of-already-summed-grads",
+        module=L06,
+        exercise="dp_grads",
+        code="""
 def dp_grads(params, x, y, mesh):
     def body(p, x_rows, y_rows):
         g = jax.grad(tinymodels.loss)(p, x_rows, y_rows)  # already summed over 'data'
@@ -20,15 +20,15 @@ def dp_grads(params, x, y, mesh):
 
     return _data_parallel(body, mesh, P())(params, x, y)
 """,
-        "failed",
-        "values",
-        ("N = 4 times", "transpose", "already summed"),
+        status="failed",
+        check="values",
+        says=("N = 4 times", "transpose", "already summed"),
     ),
     Mistake(
-        "dp-local-mean-not-scaled-to-global-batch",
-        L06,
-        "dp_grads",
-        """
+        id="dp-local-mean-not-scaled-to-global-batch",
+        module=L06,
+        exercise="dp_grads",
+        code="""
 def dp_grads(params, x, y, mesh):
     def body(p, x_rows, y_rows):
         pv = jax.tree.map(lambda w: lax.pcast(w, AXIS, to="varying"), p)
@@ -37,15 +37,15 @@ def dp_grads(params, x, y, mesh):
 
     return _data_parallel(body, mesh, P())(params, x, y)
 """,
-        "failed",
-        "values",
-        ("N = 4 times", "N local means", "global batch"),
+        status="failed",
+        check="values",
+        says=("N = 4 times", "N local means", "global batch"),
     ),
     Mistake(
-        "dp-check-vma-off-unreduced-grads",
-        L06,
-        "dp_grads",
-        """
+        id="dp-check-vma-off-unreduced-grads",
+        module=L06,
+        exercise="dp_grads",
+        code="""
 def dp_grads(params, x, y, mesh):
     def body(p, x_rows, y_rows):
         return jax.grad(tinymodels.loss)(p, x_rows, y_rows)
@@ -54,15 +54,15 @@ def dp_grads(params, x, y, mesh):
         body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=P(), check_vma=False
     )(params, x, y)
 """,
-        "failed",
-        "values",
-        ("own rows only", "check_vma=False"),
+        status="failed",
+        check="values",
+        says=("own rows only", "check_vma=False"),
     ),
     Mistake(
-        "dp-bfloat16-inside-float32",
-        L06,
-        "dp_grads",
-        """
+        id="dp-bfloat16-inside-float32",
+        module=L06,
+        exercise="dp_grads",
+        code="""
 def dp_grads(params, x, y, mesh):
     def body(p, x_rows, y_rows):
         half = jax.tree.map(lambda w: w.astype(jnp.bfloat16), p)  # "to save memory"
@@ -72,15 +72,15 @@ def dp_grads(params, x, y, mesh):
 
     return _data_parallel(body, mesh, P())(params, x, y)
 """,
-        "failed",
-        "values",
-        ("bfloat16", "float32"),
+        status="failed",
+        check="values",
+        says=("bfloat16", "float32"),
     ),
     Mistake(
-        "dp-gathers-the-batch",
-        L06,
-        "dp_grads",
-        """
+        id="dp-gathers-the-batch",
+        module=L06,
+        exercise="dp_grads",
+        code="""
 def dp_grads(params, x, y, mesh):
     def body(p, x_rows, y_rows):
         xs = lax.all_gather(x_rows, AXIS, tiled=True)
@@ -89,19 +89,19 @@ def dp_grads(params, x, y, mesh):
 
     return _data_parallel(body, mesh, P())(params, x, y)
 """,
-        "failed",
-        "collectives",
-        ("all-gather", "the batch stays"),
+        status="failed",
+        check="collectives",
+        says=("all-gather", "the batch stays"),
     ),
     # ---------------------------------------------------------------- dp_train_step
     Mistake(
-        "dp-step-sums-the-local-losses",
-        L06,
-        "dp_train_step",
-        "",
-        "failed",
-        "values",
-        ("loss is N = 4 times", "lax.pmean"),
+        id="dp-step-sums-the-local-losses",
+        module=L06,
+        exercise="dp_train_step",
+        code="",
+        status="failed",
+        check="values",
+        says=("loss is N = 4 times", "lax.pmean"),
         patch=(
             (
                 "return new, lax.pmean(local_loss, AXIS)",
@@ -110,13 +110,28 @@ def dp_grads(params, x, y, mesh):
         ),
     ),
     Mistake(
-        "dp-step-returns-the-local-loss",
-        L06,
-        "dp_train_step",
-        "",
-        "error",
-        None,
-        ("out_specs=P()", "lax.pmean"),
+        id="dp-step-pmean-of-already-summed-grads",
+        code="",
+        module=L06,
+        exercise="dp_train_step",
+        status="failed",
+        check="values",
+        says=("N = 4 times", "transpose"),
+        patch=(
+            (
+                "new = jax.tree.map(lambda w, g: w - lr * (g / n), p, summed)",
+                "new = jax.tree.map(lambda w, g: w - lr * lax.pmean(g, AXIS), p, summed)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="dp-step-returns-the-local-loss",
+        module=L06,
+        exercise="dp_train_step",
+        code="",
+        status="error",
+        check=None,
+        says=("out_specs=P()", "lax.pmean"),
         patch=(
             (
                 "return new, lax.pmean(local_loss, AXIS)",
@@ -126,13 +141,13 @@ def dp_grads(params, x, y, mesh):
     ),
     # ---------------------------------------------------------------- dp_accumulate
     Mistake(
-        "dp-accumulate-all-reduce-inside-the-loop",
-        L06,
-        "dp_accumulate",
-        "",
-        "failed",
-        "bytes",
-        ("8.00×", "inside the loop over micro-batches"),
+        id="dp-accumulate-all-reduce-inside-the-loop",
+        module=L06,
+        exercise="dp_accumulate",
+        code="",
+        status="failed",
+        check="bytes",
+        says=("8.00×", "inside the loop over micro-batches"),
         patch=(
             (
                 "g = jax.grad(tinymodels.loss)(pv, *batch)",
@@ -150,10 +165,10 @@ def dp_grads(params, x, y, mesh):
         ),
     ),
     Mistake(
-        "dp-accumulate-params-left-invariant",
-        L06,
-        "dp_accumulate",
-        """
+        id="dp-accumulate-params-left-invariant",
+        module=L06,
+        exercise="dp_accumulate",
+        code="""
 def dp_accumulate(params, x, y, mesh, n_micro):
     def body(p, x_rows, y_rows):
         xs = x_rows.reshape(n_micro, -1, x_rows.shape[-1])
@@ -167,18 +182,18 @@ def dp_accumulate(params, x, y, mesh, n_micro):
 
     return _data_parallel(body, mesh, P())(params, x, y)
 """,
-        "failed",
-        "bytes",
-        ("8.00×", "still invariant", "lax.pcast"),
+        status="failed",
+        check="bytes",
+        says=("8.00×", "still invariant", "lax.pcast"),
     ),
     Mistake(
-        "dp-accumulate-whole-local-batch-divided-by-n-micro",
-        L06,
-        "dp_accumulate",
-        "",
-        "failed",
-        "memory",
-        ("whole local batch", "A = L·(B/N)·(D + F)·4"),
+        id="dp-accumulate-whole-local-batch-divided-by-n-micro",
+        module=L06,
+        exercise="dp_accumulate",
+        code="",
+        status="failed",
+        check="memory",
+        says=("whole local batch", "A = L·(B/N)·(D + F)·4"),
         patch=(
             (
                 "g = jax.grad(tinymodels.loss)(pv, *batch)",
@@ -192,10 +207,10 @@ def dp_accumulate(params, x, y, mesh, n_micro):
         ),
     ),
     Mistake(
-        "dp-accumulate-python-loop",
-        L06,
-        "dp_accumulate",
-        """
+        id="dp-accumulate-python-loop",
+        module=L06,
+        exercise="dp_accumulate",
+        code="""
 def dp_accumulate(params, x, y, mesh, n_micro):
     def body(p, x_rows, y_rows):
         pv = jax.tree.map(lambda w: lax.pcast(w, AXIS, to="varying"), p)
@@ -209,18 +224,18 @@ def dp_accumulate(params, x, y, mesh, n_micro):
 
     return _data_parallel(body, mesh, P())(params, x, y)
 """,
-        "failed",
-        "loop",
-        ("no loop of n_micro = 8", "Python for-loop is unrolled"),
+        status="failed",
+        check="loop",
+        says=("no loop of n_micro = 8", "Python for-loop is unrolled"),
     ),
     Mistake(
-        "dp-accumulate-forgets-n-micro",
-        L06,
-        "dp_accumulate",
-        "",
-        "failed",
-        "values",
-        ("n_micro = 8 times",),
+        id="dp-accumulate-forgets-n-micro",
+        module=L06,
+        exercise="dp_accumulate",
+        code="",
+        status="failed",
+        check="values",
+        says=("n_micro = 8 times",),
         patch=(
             (
                 "return jax.tree.map(lambda g: lax.pmean(g, AXIS) / n_micro, total)",
