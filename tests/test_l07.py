@@ -1,10 +1,11 @@
-"""Lesson 7's grading spec: other correct FSDP programs pass, and the memory picture's data."""
+"""Lesson 7's grading spec: other correct FSDP programs pass; the memory chart's figures."""
 
 from __future__ import annotations
 
 import pytest
 
 from grader import engine
+from grader.evidence import MemoryBars
 from grader.results import Status
 from grader.specs import l07_fsdp as spec
 
@@ -28,6 +29,13 @@ def fsdp_grads(params, x, y, mesh):
 def fsdp_train_step(params, x, y, mesh, lr):
     value, g = jax.value_and_grad(_global_loss)(params, x, y, mesh)
     return jax.tree.map(lambda w, gw: w - lr * gw, params, g), value
+"""
+
+
+NO_REMAT = """
+def _local_forward(params, x):
+    step = lambda h, w: (_gathered_layer(h, w["w_in"], w["w_out"]), None)
+    return lax.scan(step, x, params)[0]
 """
 
 
@@ -55,16 +63,32 @@ def test_other_correct_programs_pass(root, tmp_path, code, exercises):
 def test_memory_bars_of_the_reference(root):
     result = engine.grade_lesson(7, MODULE, root / "solutions", only=["fsdp_grads"], max_examples=0)
     (e,) = result.exercises
-    bars = e.explanation["memory_bars"]
+    (bars,) = e.explanation
+    assert isinstance(bars, MemoryBars)
     ex = {"n": 4, "layers": 12, "rows": 2, "dblock": 8, "f": 64, "seed": 0}
-    assert bars["example"] == "n=4 layers=12 rows=2 dblock=8 f=64 seed=0" and bars["checked"]
-    marks, held = dict(bars["marks"]), dict(bars["bars"])
+    assert bars.example == "n=4 layers=12 rows=2 dblock=8 f=64 seed=0"
     total = spec.params_bytes(ex)
-    assert marks == {"|params|": total, "|params|/N": total // 4, "bound": total // 2}
+    assert [(m.label, m.bytes) for m in bars.marks] == [
+        ("|params|", total),
+        ("|params|/N", total // 4),
+    ]
+    assert bars.bound == total // 2
+    held = {b.label: b.bytes for b in bars.bars}
     x_and_y = 2 * 2 * 32 * 4  # two rows of x and of y, D = 32, float32
     assert held["arguments"] == total // 4 + x_and_y  # the weight shards and the batch rows
     assert held["outputs"] >= total // 4  # the gradient shards
-    assert held["temporaries"] < marks["bound"]
+    assert held["temporaries"] < bars.bound
+
+
+def test_a_failed_memory_check_carries_the_bars(root, tmp_path):
+    directory = _variant(root, tmp_path, NO_REMAT)
+    result = engine.grade_lesson(7, MODULE, directory, only=["fsdp_grads"], max_examples=0)
+    (e,) = result.exercises
+    (memory,) = [c for c in e.checks if c.name == "memory"]
+    (bars,) = memory.evidence
+    assert not memory.passed and isinstance(bars, MemoryBars)
+    assert {b.label: b.bytes for b in bars.bars}["temporaries"] > bars.bound
+    assert e.explanation == []  # drawn once, with the check
 
 
 def test_sizes_in_bytes():
