@@ -31,8 +31,8 @@ before the loop 2.52. Hence L ≥ 12 in every example: with fewer layers one
 gathered layer (1/L of the params) takes a large share of the bound.
 
 Values: tolerance :func:`grader.training.tolerance`, 16·u·√K·max|ref| per
-array with K = B + L·(D + F). Measured on the examples of this spec and
-three more (N = 1, 2, 8): the reference solution's worst array reaches
+array with K = B + L·(D + F). Measured on six examples (N = 1, 2, 3, 4, 6,
+8; L = 12 and 16): the reference solution's worst array reaches
 0.08–0.62 u·√K·max|ref|; a bfloat16 gather 388–12,700.
 """
 
@@ -91,8 +91,11 @@ def _strategy(ctx: Context):
 
 
 def _explicit(ctx: Context) -> list[Example]:
-    """N = 4 (memory checked), 6 and 3 (not powers of two; 3 below the memory check)."""
-    sizes = [n for n in (4, 6, 3) if n in ctx.mesh_sizes] or [1]
+    """N = 4, the smallest mesh whose memory is checked, and 6, not a power of two.
+
+    Two explicit examples and one drawn (any N from 1 to 8): every program here
+    compiles in 0.3–0.6 s, and issue 10 trades examples for speed."""
+    sizes = [n for n in (4, 6) if n in ctx.mesh_sizes] or [max(ctx.mesh_sizes)]
     return [
         {"n": n, "layers": 12, "rows": 2, "dblock": 8, "f": 64, "seed": i}
         for i, n in enumerate(sizes)
