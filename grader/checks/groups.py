@@ -1,0 +1,144 @@
+"""Which devices each collective groups together, and which mesh axes that spans.
+
+XLA prints a collective's ``replica_groups`` in one of three forms:
+
+=========  ======================================  ==============================
+form       example                                 groups
+=========  ======================================  ==============================
+list       ``{{0,1,2},{3,4,5}}``                   as written; ``{}`` = everyone
+iota       ``[3,2]<=[2,3]T(1,0)``                  iota(6) reshaped [2,3],
+                                                   transposed (1,0), cut in rows
+mesh       ``mesh['x'=2,'y'=3] {'y'}``             devices that differ only
+                                                   along the named axes
+=========  ======================================  ==============================
+
+The numbers are positions in the program's device assignment, which for a
+``shard_map`` over a mesh is the mesh's devices in row-major order (measured
+on jax 0.10: a mesh built from devices 5, 2, 7, 0, 1, 3 still prints
+``{{0,1,2},{3,4,5}}`` for a psum over its second axis). Position k is
+therefore mesh coordinate ``np.unravel_index(k, mesh shape)``. A form this
+module does not know raises ``ValueError``: a reader that guesses would let
+a wrong program pass.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.results import CheckResult
+from grader.spec import Check, Trial
+
+Groups = tuple[tuple[int, ...], ...]
+
+_IOTA = re.compile(r"^\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?$")
+_MESH = re.compile(r"^mesh\[([^\]]*)\]\s*\{([^}]*)\}$")
+_MESH_AXIS = re.compile(r"'([^']+)'=(\d+)")
+
+
+def parse_groups(text: str, n_devices: int) -> Groups:
+    """The device positions of every group in a ``replica_groups`` attribute."""
+    text = text.strip()
+    if text in ("", "{}"):  # no groups printed: one group of every device
+        return (tuple(range(n_devices)),)
+    if text.startswith("{{") and text.endswith("}}"):
+        return tuple(
+            tuple(int(i) for i in group.split(",") if i.strip())
+            for group in re.findall(r"\{([\d,\s]*)\}", text[1:-1])
+        )
+    if m := _IOTA.match(text):
+        n_groups, size = int(m.group(1)), int(m.group(2))
+        dims = [int(d) for d in m.group(3).split(",")]
+        ids = np.arange(int(np.prod(dims))).reshape(dims)
+        if m.group(4):
+            ids = ids.transpose([int(p) for p in m.group(4).split(",")])
+        return tuple(tuple(int(i) for i in row) for row in ids.reshape(n_groups, size))
+    if m := _MESH.match(text):
+        axes = [(name, int(size)) for name, size in _MESH_AXIS.findall(m.group(1))]
+        inside = set(re.findall(r"'([^']+)'", m.group(2)))
+        unknown = inside - {name for name, _ in axes}
+        if not axes or unknown:
+            raise ValueError(f"replica_groups={text}: cannot tell which axes group devices")
+        ids = np.arange(int(np.prod([s for _, s in axes]))).reshape([s for _, s in axes])
+        outer = [i for i, (name, _) in enumerate(axes) if name not in inside]
+        inner = [i for i, (name, _) in enumerate(axes) if name in inside]
+        size = int(np.prod([axes[i][1] for i in inner]))
+        return tuple(
+            tuple(int(i) for i in row) for row in ids.transpose(outer + inner).reshape(-1, size)
+        )
+    raise ValueError(f"replica_groups={text}: a form of replica groups this grader cannot read")
+
+
+def spanned_axes(groups: Groups, mesh_shape: Sequence[int], axis_names: Sequence[str]) -> set[str]:
+    """The mesh axes along which some group's members differ."""
+    out: set[str] = set()
+    for group in groups:
+        if len(group) < 2:
+            continue
+        coords = np.array(np.unravel_index(list(group), tuple(mesh_shape))).T  # [members, axes]
+        out |= {name for a, name in enumerate(axis_names) if len(set(coords[:, a])) > 1}
+    return out
+
+
+def show_groups(groups: Groups, limit: int = 4) -> str:
+    """``((0, 1), (2, 3))`` → ``'{0,1} {2,3}'`` (at most ``limit`` groups shown)."""
+    shown = " ".join("{" + ",".join(map(str, g)) + "}" for g in groups[:limit])
+    return shown + (f" … ({len(groups)} groups)" if len(groups) > limit else "")
+
+
+@dataclass(frozen=True)
+class GroupsWithin(Check):
+    """Every collective that moves data groups devices along ``axes`` only.
+
+    For ``dp_tp_mlp`` on a mesh ``('data', 'model')``: the partial sums of
+    y belong to one row of the mesh, so a collective whose group holds
+    devices at two ``'data'`` coordinates sums (or moves) across batches.
+    """
+
+    axes: frozenset[str] = frozenset()
+    name: str = "groups"
+    hint: str = ""
+    """What usually puts a collective across the other axes."""
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        mesh = trial.mesh
+        shape, names = tuple(mesh.devices.shape), tuple(mesh.axis_names)
+        rows, crossing = [], []
+        for c in trial.comms.collectives:
+            if not c.count or not c.moves_data or c.kind == "collective-permute":
+                continue
+            try:
+                groups = parse_groups(c.replica_groups, mesh.size)
+            except ValueError as exc:
+                return CheckResult(
+                    self.name, False, f"{c.kind} {c.name}: {exc}",
+                    hint="The grader met a replica-group form it does not know; please "
+                    "report it with your JAX version.",
+                )  # fmt: skip
+            spans = spanned_axes(groups, shape, names)
+            row = {"kind": c.kind, "name": c.name, "groups": show_groups(groups),
+                   "axes": sorted(spans)}  # fmt: skip
+            rows.append(row)
+            if spans - self.axes:
+                crossing.append(row)
+        details = {"allowed_axes": sorted(self.axes), "collectives": rows}
+        within = " and ".join(f"'{a}'" for a in sorted(self.axes))
+        if not crossing:
+            return CheckResult(
+                self.name, True,
+                f"every collective stays within {within} groups" if rows else "no collectives",
+                details=details,
+            )  # fmt: skip
+        first = crossing[0]
+        across = ", ".join(f"'{a}'" for a in first["axes"] if a not in self.axes)
+        return CheckResult(
+            self.name,
+            False,
+            f"{first['kind']} groups devices {first['groups']}, which spans {across}; "
+            f"collectives here must stay within {within} groups",
+            details=details,
+            hint=self.hint or None,
+        )
