@@ -36,7 +36,6 @@ Groups = tuple[tuple[int, ...], ...]
 
 _IOTA = re.compile(r"^\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?$")
 _MESH = re.compile(r"^mesh\[([^\]]*)\]\s*\{([^}]*)\}$")
-_MESH_AXIS = re.compile(r"'([^']+)'=(\d+)")
 
 
 def parse_groups(text: str, n_devices: int) -> Groups:
@@ -57,19 +56,26 @@ def parse_groups(text: str, n_devices: int) -> Groups:
             ids = ids.transpose([int(p) for p in m.group(4).split(",")])
         return tuple(tuple(int(i) for i in row) for row in ids.reshape(n_groups, size))
     if m := _MESH.match(text):
-        axes = [(name, int(size)) for name, size in _MESH_AXIS.findall(m.group(1))]
-        inside = set(re.findall(r"'([^']+)'", m.group(2)))
-        unknown = inside - {name for name, _ in axes}
-        if not axes or unknown:
-            raise ValueError(f"replica_groups={text}: cannot tell which axes group devices")
-        ids = np.arange(int(np.prod([s for _, s in axes]))).reshape([s for _, s in axes])
-        outer = [i for i, (name, _) in enumerate(axes) if name not in inside]
-        inner = [i for i, (name, _) in enumerate(axes) if name in inside]
-        size = int(np.prod([axes[i][1] for i in inner]))
-        return tuple(
-            tuple(int(i) for i in row) for row in ids.transpose(outer + inner).reshape(-1, size)
-        )
+        return _mesh_groups(text, m.group(1), m.group(2))
     raise ValueError(f"replica_groups={text}: a form of replica groups this grader cannot read")
+
+
+def _mesh_groups(text: str, axes_text: str, inside_text: str) -> Groups:
+    """Groups of the mesh form: devices (row-major over the printed mesh) that
+    differ only along the named axes. Sub-axes (``'x':(1)2``) are refused."""
+    axes = [tuple(a.split("=")) for a in filter(None, (t.strip() for t in axes_text.split(",")))]
+    inside = [t.strip() for t in inside_text.split(",") if t.strip()]
+    names = [a[0] for a in axes]
+    if not all(len(a) == 2 and a[1].isdigit() for a in axes) or any(i not in names for i in inside):
+        raise ValueError(f"replica_groups={text}: cannot tell which axes group devices")
+    sizes = [int(a[1]) for a in axes]
+    ids = np.arange(int(np.prod(sizes))).reshape(sizes)
+    outer = [i for i, name in enumerate(names) if name not in inside]
+    inner = [i for i, name in enumerate(names) if name in inside]
+    size = int(np.prod([sizes[i] for i in inner]))
+    return tuple(
+        tuple(int(i) for i in row) for row in ids.transpose(outer + inner).reshape(-1, size)
+    )
 
 
 def spanned_axes(groups: Groups, mesh_shape: Sequence[int], axis_names: Sequence[str]) -> set[str]:
