@@ -45,8 +45,9 @@ from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 MODULE = "l08_tensor_parallel"
 ITEMSIZE = 4  # float32
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER = "all-reduce", "all-gather", "reduce-scatter"
-MESHES_2D = ((2, 1), (1, 2), (2, 2), (2, 3), (3, 2), (2, 4), (4, 2))
-"""(data, model) shapes for dp_tp_mlp; drawn ones must fit the devices."""
+MESHES_2D = ((2, 2), (1, 2), (2, 4), (4, 2), (1, 4))
+"""(data, model) shapes drawn for dp_tp_mlp on top of the explicit 2×1, 2×3 and
+3×2, simplest first (hypothesis starts there); those that fit the devices."""
 
 # Layouts, as tuples of axis names (None = not split).
 REPLICATED: tuple = ()
@@ -145,8 +146,13 @@ def _setup(name: str, ex: Example) -> Setup:
     return Setup(mesh, inputs, (x_and_y, COLUMNS, ROWS), x_and_y, expected)
 
 
+def _drawn_sizes(ctx: Context) -> tuple[int, ...]:
+    """Mesh sizes to draw: N = 1 is an explicit example already."""
+    return tuple(n for n in ctx.mesh_sizes if n > 1) or ctx.mesh_sizes
+
+
 def _one_d(ctx: Context, draw_shape: Callable[[int], Any]) -> Any:
-    return st.sampled_from(ctx.mesh_sizes).flatmap(
+    return st.sampled_from(_drawn_sizes(ctx)).flatmap(
         lambda n: st.fixed_dictionaries(
             {"n": st.just(n), "shape": draw_shape(n), "seed": st.integers(0, 2**16)}
         )
@@ -187,14 +193,14 @@ def _attention_strategy(ctx: Context) -> Any:
 
     # H·Dh > B·S: a gathered wq [D, H·Dh] is larger than y [B, S, D]
     return (
-        st.sampled_from(ctx.mesh_sizes)
+        st.sampled_from(_drawn_sizes(ctx))
         .flatmap(full)
         .filter(lambda ex: ex["heads"] * ex["dh"] > ex["shape"][0] * ex["shape"][1])
     )
 
 
 def _dp_tp_strategy(ctx: Context) -> Any:
-    meshes = [m for m in MESHES_2D if m[0] * m[1] <= ctx.n_devices]
+    meshes = [m for m in MESHES_2D if m[0] * m[1] <= ctx.n_devices] or [(1, 1)]
     return st.sampled_from(meshes).flatmap(
         lambda m: st.fixed_dictionaries(
             {
