@@ -118,3 +118,17 @@ def test_groups_read_from_a_compiled_psum_name_the_axes_summed(order: list[int])
     assert _psum_groups("model", order)[0] == {"model"}
     assert _psum_groups("data", order)[0] == {"data"}
     assert _psum_groups(("data", "model"), order)[0] == {"data", "model"}
+
+
+def test_a_collective_whose_groups_cannot_be_read_fails_loudly() -> None:
+    import jax
+
+    from grader.checks.groups import GroupsWithin
+    from grader.spec import Trial
+
+    mesh = jax.make_mesh((2, 2), ("data", "model"), devices=jax.devices()[:4])
+    odd = hlo.Collective("all-reduce", "ar.1", "f32[4]", 16, 4, 2, 1, 16, 4, (),
+                         "mesh['data'=2,'model'=2] {'model':(1)2}")  # fmt: skip
+    result = GroupsWithin(frozenset({"model"}))(Trial({}, comms=hlo.CommSummary([odd]), mesh=mesh))
+    assert not result.passed
+    assert "cannot tell which axes" in result.message

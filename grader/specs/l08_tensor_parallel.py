@@ -64,17 +64,20 @@ def mlp(x: np.ndarray, w_in: np.ndarray, w_out: np.ndarray) -> np.ndarray:
 
 
 def attention(
-    x: np.ndarray, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray, wo: np.ndarray, n_heads: int
-) -> np.ndarray:
-    """Softmax attention, no mask; head h = columns h·Dh … (h+1)·Dh of wq/wk/wv."""
+    x: np.ndarray, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray, wo: np.ndarray, n_heads: int,
+    scale: float | None = None,
+) -> np.ndarray:  # fmt: skip
+    """Softmax attention, no mask; head h = columns h·Dh … (h+1)·Dh of wq/wk/wv.
+    Scores are scaled by ``scale``, 1/√Dh unless given (other scales are mistakes)."""
     b, s, _ = x.shape
     dh = wq.shape[1] // n_heads
+    scale = 1 / np.sqrt(dh) if scale is None else scale
 
     def split(t: np.ndarray) -> np.ndarray:
         return t.reshape(b, s, n_heads, dh)
 
     q, k, v = split(x @ wq), split(x @ wk), split(x @ wv)
-    scores = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(dh)
+    scores = np.einsum("bqhd,bkhd->bhqk", q, k) * scale
     p = np.exp(scores - scores.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     return np.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, s, n_heads * dh) @ wo
@@ -392,18 +395,27 @@ def _dp_tp_alternatives(t: Trial) -> list[tuple[str, Callable[[tuple, tuple], An
 
 def _attention_alternatives(t: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
     ex = t.example
-    n, heads = ex["n"], ex["heads"]
-    if heads // n < 2 or ex["dh"] < 2:
-        return []  # one head per device or Dh = 1: every stride reads the same columns
-    wrong = _wrong_stride(*_f64(*_attention_inputs(ex)), heads, n)
-    return [
-        (
+    n, heads, dh, d = ex["n"], ex["heads"], ex["dh"], ex["shape"][2]
+    inputs = _f64(*_attention_inputs(ex))
+    out: list[tuple[str, np.ndarray]] = []
+    if heads // n >= 2 and dh >= 2:  # else every stride reads the same columns
+        out.append((
             "The heads are split at the wrong stride: head h is the contiguous columns "
             "h·Dh … (h+1)·Dh, so a device's H/N·Dh columns reshape to [B, S, H/N, Dh] (head "
             "first); [B, S, Dh, H/N] interleaves the heads' columns.",
-            lambda coord, index: wrong[index],
-        )
-    ]
+            _wrong_stride(*inputs, heads, n),
+        ))  # fmt: skip
+    widths: dict[int, list[str]] = {}
+    for width, what in ((d, "D, the model width"), (heads // n * dh, "H/N·Dh, your columns")):
+        if width != dh:
+            widths.setdefault(width, []).append(what)
+    for width, whats in widths.items():
+        out.append((
+            f"The scores are scaled by 1/√{width} ({' or '.join(whats)}): scale by 1/√Dh, the "
+            "width of one head, Dh = wq.shape[1] // n_heads from the global shapes.",
+            attention(*inputs, heads, scale=1 / np.sqrt(width)),
+        ))  # fmt: skip
+    return [(why, lambda coord, index, y=y: y[index]) for why, y in out]
 
 
 def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:

@@ -138,4 +138,19 @@ def sp_mlp(x, w_in, w_out, mesh):
             ),
         ),
     ),
+    Mistake(
+        "tp-attention-scaled-by-local-width",
+        L08,
+        "tp_attention",
+        "",
+        "failed",
+        "values",
+        ("1/√Dh",),
+        patch=(
+            (
+                "/ np.sqrt(dh).astype(x.dtype)",
+                "/ np.sqrt(q.shape[2] * q.shape[3]).astype(x.dtype)",
+            ),
+        ),
+    ),
 ]
