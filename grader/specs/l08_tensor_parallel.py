@@ -127,8 +127,8 @@ def _attention_inputs(ex: Example) -> tuple[np.ndarray, ...]:
     return (x, *(_normal(rng, (d, hd), d) for _ in range(3)), _normal(rng, (hd, d), hd))
 
 
-def _f64(*arrays: np.ndarray) -> list[np.ndarray]:
-    return [a.astype(np.float64) for a in arrays]
+def _f64(*xs: np.ndarray) -> list[np.ndarray]:
+    return [a.astype(np.float64) for a in xs]
 
 
 def _setup(name: str, ex: Example) -> Setup:
