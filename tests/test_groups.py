@@ -132,3 +132,23 @@ def test_a_collective_whose_groups_cannot_be_read_fails_loudly() -> None:
     result = GroupsWithin(frozenset({"model"}))(Trial({}, comms=hlo.CommSummary([odd]), mesh=mesh))
     assert not result.passed
     assert "cannot tell which axes" in result.message
+
+
+def test_the_report_draws_each_device_with_its_group() -> None:
+    from io import StringIO
+
+    from rich.console import Console, Group
+
+    from grader import evidence as ev
+    from grader.report import draw
+
+    item = ev.ReplicaGroups(
+        example="mesh=2x3", mesh_shape=[2, 3], axis_names=["data", "model"],
+        rows=[ev.GroupedCollective("all-reduce", "f32[4,8]", 85, [0, 0, 0, 1, 1, 1], ["model"])],
+    )  # fmt: skip
+    out = StringIO()
+    Console(file=out, width=80).print(Group(*draw(item)))
+    text = out.getvalue()
+    assert "all-reduce of f32[4,8], 85 B sent per device, 2 group(s) spanning model" in text
+    assert "│ 0               │ a │ a │ a │" in text
+    assert "│ 1               │ b │ b │ b │" in text

@@ -29,8 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grader.evidence import GroupedCollective, ReplicaGroups
+from grader.hlo import Collective
 from grader.results import CheckResult
-from grader.spec import Check, Trial
+from grader.spec import Check, Trial, format_example
 
 Groups = tuple[tuple[int, ...], ...]
 
@@ -95,6 +97,32 @@ def show_groups(groups: Groups, limit: int = 4) -> str:
     return shown + (f" … ({len(groups)} groups)" if len(groups) > limit else "")
 
 
+def grouped(trial: Trial) -> list[tuple[Collective, Groups]]:
+    """Every collective of the trial that runs and moves data, with its groups
+    (``ValueError`` for a form :func:`parse_groups` cannot read)."""
+    size = trial.mesh.size
+    return [
+        (c, parse_groups(c.replica_groups, size))
+        for c in trial.comms.collectives
+        if c.count and c.moves_data and c.kind != "collective-permute"
+    ]
+
+
+def replica_groups(trial: Trial, collectives: list[tuple[Collective, Groups]]) -> ReplicaGroups:
+    """Report evidence: each collective's groups, as a group index per mesh position."""
+    mesh = trial.mesh
+    shape, names = tuple(mesh.devices.shape), tuple(mesh.axis_names)
+    rows = []
+    for c, groups in collectives:
+        group_of = [0] * mesh.size
+        for index, group in enumerate(groups):
+            for position in group:
+                group_of[position] = index
+        rows.append(GroupedCollective(c.kind, c.shape, c.total(), group_of,
+                                      sorted(spanned_axes(groups, shape, names))))  # fmt: skip
+    return ReplicaGroups(format_example(trial.example), list(shape), list(names), rows)
+
+
 @dataclass(frozen=True)
 class GroupsWithin(Check):
     """Every collective that moves data groups devices along ``axes`` only.
@@ -110,41 +138,31 @@ class GroupsWithin(Check):
     """What usually puts a collective across the other axes."""
 
     def __call__(self, trial: Trial) -> CheckResult:
-        mesh = trial.mesh
-        shape, names = tuple(mesh.devices.shape), tuple(mesh.axis_names)
-        rows, crossing = [], []
-        for c in trial.comms.collectives:
-            if not c.count or not c.moves_data or c.kind == "collective-permute":
-                continue
-            try:
-                groups = parse_groups(c.replica_groups, mesh.size)
-            except ValueError as exc:
-                return CheckResult(
-                    self.name, False, f"{c.kind} {c.name}: {exc}",
-                    hint="The grader met a replica-group form it does not know; please "
-                    "report it with your JAX version.",
-                )  # fmt: skip
-            spans = spanned_axes(groups, shape, names)
-            row = {"kind": c.kind, "name": c.name, "groups": show_groups(groups),
-                   "axes": sorted(spans)}  # fmt: skip
-            rows.append(row)
-            if spans - self.axes:
-                crossing.append(row)
-        details = {"allowed_axes": sorted(self.axes), "collectives": rows}
-        within = " and ".join(f"'{a}'" for a in sorted(self.axes))
-        if not crossing:
+        try:
+            collectives = grouped(trial)
+        except ValueError as exc:
             return CheckResult(
-                self.name, True,
-                f"every collective stays within {within} groups" if rows else "no collectives",
-                details=details,
+                self.name, False, str(exc),
+                hint="The grader met a replica-group form it does not know; please report it "
+                "with your JAX version.",
             )  # fmt: skip
-        first = crossing[0]
-        across = ", ".join(f"'{a}'" for a in first["axes"] if a not in self.axes)
+        evidence = [replica_groups(trial, collectives)]
+        shape, names = tuple(trial.mesh.devices.shape), tuple(trial.mesh.axis_names)
+        within = " and ".join(f"'{a}'" for a in sorted(self.axes))
+        for c, groups in collectives:
+            across = sorted(spanned_axes(groups, shape, names) - self.axes)
+            if across:
+                return CheckResult(
+                    self.name,
+                    False,
+                    f"{c.kind} groups devices {show_groups(groups)}, which spans "
+                    f"{', '.join(repr(a) for a in across)}; collectives here must stay within "
+                    f"{within} groups",
+                    evidence=evidence,
+                    hint=self.hint or None,
+                )
         return CheckResult(
-            self.name,
-            False,
-            f"{first['kind']} groups devices {first['groups']}, which spans {across}; "
-            f"collectives here must stay within {within} groups",
-            details=details,
-            hint=self.hint or None,
-        )
+            self.name, True,
+            f"every collective stays within {within} groups" if collectives else "no collectives",
+            evidence=evidence,
+        )  # fmt: skip

@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from grader.checks.comms import communication
+from grader.evidence import Table
 from grader.hlo import Collective, shape_bytes
 from grader.results import CheckResult
 from grader.spec import Check, Trial
@@ -64,37 +66,42 @@ class Carries(Check):
         want = self.size(trial)
         runs = sum(c.count or 0 for c in found) if all(c.count for c in found) else None
         carried = [carried_bytes(c) for c in found]
-        details = {
-            "kind": self.kind, "expected_runs": int(self.needed(trial)), "runs": runs,
-            "expected_bytes": want, "carried": carried, "table": trial.comms.table(),
-        }  # fmt: skip
+        expected = f"{want:,} B" if self.needed(trial) else "none"
+        evidence = [
+            communication(trial),
+            Table(
+                ["collective", "runs", "arrays", f"carries (expected {expected})"],
+                [[c.name, str(c.count), str(len(arrays(c))), f"{carried_bytes(c):,} B"]
+                 for c in found] or [[f"no {self.kind}", "0", "0", "0 B"]],
+            ),
+        ]  # fmt: skip
         if not self.needed(trial):
             if not found:
                 return CheckResult(self.name, True, f"no {self.kind}: one device on the axis",
-                                   details=details)  # fmt: skip
-            return self._fail(found, trial, details, f"{runs} × {self.kind} on a mesh axis of one "
+                                   evidence=evidence)  # fmt: skip
+            return self._fail(found, trial, evidence, f"{runs} × {self.kind} on a mesh axis of one "
                               "device, where nothing needs to move")  # fmt: skip
         if runs == 1 and carried == [want]:
             return CheckResult(
                 self.name, True, f"one {self.kind} carrying {want:,} bytes = {self.what}",
-                details=details,
+                evidence=evidence,
             )  # fmt: skip
         if runs is None:
-            return self._fail(found, trial, details,
+            return self._fail(found, trial, evidence,
                               f"a {self.kind} sits in a loop of unknown trip count")  # fmt: skip
         if runs == 0:
-            return self._fail(found, trial, details, f"no {self.kind}; expected one carrying "
+            return self._fail(found, trial, evidence, f"no {self.kind}; expected one carrying "
                               f"{self.what} ({want:,} bytes)")  # fmt: skip
         n_arrays = sum(len(arrays(c)) for c in found)
         return self._fail(
-            found, trial, details,
+            found, trial, evidence,
             f"{runs} × {self.kind} carrying {sum(carried):,} bytes in {n_arrays} array(s); "
             f"expected one {self.kind} carrying {self.what} ({want:,} bytes)",
         )  # fmt: skip
 
-    def _fail(self, found: list[Collective], trial: Trial, details: dict, message: str):
+    def _fail(self, found: list[Collective], trial: Trial, evidence: list, message: str):
         hint = self.advice(found, trial) if self.advice else None
-        return CheckResult(self.name, False, message, details=details, hint=hint)
+        return CheckResult(self.name, False, message, evidence=evidence, hint=hint)
 
 
 @dataclass(frozen=True)
@@ -113,13 +120,19 @@ class WeightsStay(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         bound = self.bound(trial)
         large = [c for c in moving(trial) if largest_array(c) > bound]
-        details = {"bound": bound, "table": trial.comms.table()}
+        shapes = self.weights(trial)
+        evidence = [
+            Table(
+                ["collective", "shape", "largest array", f"bound ({self.what})", "weight"],
+                [[c.name, c.shape, f"{largest_array(c):,} B", f"{bound:,} B",
+                  _weight_named(c, shapes) or "—"] for c in large],
+            )
+        ] if large else []  # fmt: skip
         if not large:
             return CheckResult(
                 self.name, True, f"no collective carries more than {self.what} ({bound:,} bytes)",
-                details=details,
+                evidence=evidence,
             )  # fmt: skip
-        shapes = self.weights(trial)
         moved = list(dict.fromkeys(w for c in large if (w := _weight_named(c, shapes))))
         moved.sort(key=lambda w: list(shapes).index(w.split(" or ")[0]))  # the weights' order
         c = max(large, key=largest_array)
@@ -130,7 +143,7 @@ class WeightsStay(Check):
             False,
             f"{c.kind} {c.name} carries {c.shape} ({largest_array(c):,} bytes){more}: {what}; "
             f"at most {self.what} ({bound:,} bytes) needs to move",
-            details=details,
+            evidence=evidence,
             hint=(
                 f"You move {' and '.join(moved)}: in tensor parallelism the weights stay where "
                 "they are and only activations travel. Multiply by the block of each weight you "

@@ -8,10 +8,10 @@ L08 = "l08_tensor_parallel"
 
 MISTAKES: list[Mistake] = [
     Mistake(
-        "tp-mlp-gathers-the-weights",
-        L08,
-        "tp_mlp",
-        """
+        id="tp-mlp-gathers-the-weights",
+        module=L08,
+        exercise="tp_mlp",
+        code="""
 def tp_mlp(x, w_in, w_out, mesh):
     def body(x, w_in_cols, w_out_rows):  # rebuild the whole weights, then run the plain MLP
         w_in_full = lax.all_gather(w_in_cols, "model", axis=1, tiled=True, to="invarying")
@@ -22,15 +22,15 @@ def tp_mlp(x, w_in, w_out, mesh):
         x, w_in, w_out
     )
 """,
-        "failed",
-        "weights stay",
-        ("the shape of w_in and w_out", "weights stay where they are"),
+        status="failed",
+        check="weights stay",
+        says=("the shape of w_in and w_out", "weights stay where they are"),
     ),
     Mistake(
-        "tp-mlp-all-reduce-after-each-matmul",
-        L08,
-        "tp_mlp",
-        """
+        id="tp-mlp-all-reduce-after-each-matmul",
+        module=L08,
+        exercise="tp_mlp",
+        code="""
 def tp_mlp(x, w_in, w_out, mesh):
     def body(x, w_in_cols, w_out_rows):
         n, me = lax.axis_size("model"), lax.axis_index("model")
@@ -45,15 +45,15 @@ def tp_mlp(x, w_in, w_out, mesh):
         x, w_in, w_out
     )
 """,
-        "failed",
-        "one all-reduce",
-        ("2 × all-reduce", "column-parallel", "psum once"),
+        status="failed",
+        check="one all-reduce",
+        says=("2 × all-reduce", "column-parallel", "psum once"),
     ),
     Mistake(
-        "tp-mlp-bfloat16-inside",
-        L08,
-        "tp_mlp",
-        """
+        id="tp-mlp-bfloat16-inside",
+        module=L08,
+        exercise="tp_mlp",
+        code="""
 def tp_mlp(x, w_in, w_out, mesh):
     def body(x, w_in_cols, w_out_rows):  # "bf16 matmuls are faster"
         bf = jnp.bfloat16
@@ -64,18 +64,17 @@ def tp_mlp(x, w_in, w_out, mesh):
         x, w_in, w_out
     )
 """,
-        "failed",
-        "values",
-        ("bfloat16",),
+        status="failed",
+        check="values",
+        says=("bfloat16",),
     ),
     Mistake(
-        "tp-attention-psum-per-head",
-        L08,
-        "tp_attention",
-        "",
-        "failed",
-        "one all-reduce",
-        ("merged", "psum each head"),
+        id="tp-attention-psum-per-head",
+        module=L08,
+        exercise="tp_attention",
+        status="failed",
+        check="one all-reduce",
+        says=("merged", "psum each head"),
         patch=(
             (
                 '        return lax.psum(o.reshape(b, s, heads * dh) @ wo, "model")',
@@ -85,13 +84,12 @@ def tp_mlp(x, w_in, w_out, mesh):
         ),
     ),
     Mistake(
-        "tp-attention-heads-at-the-wrong-stride",
-        L08,
-        "tp_attention",
-        "",
-        "failed",
-        "values",
-        ("wrong stride",),
+        id="tp-attention-heads-at-the-wrong-stride",
+        module=L08,
+        exercise="tp_attention",
+        status="failed",
+        check="values",
+        says=("wrong stride",),
         patch=(
             (
                 "            return t.reshape(b, s, heads, dh)",
@@ -104,10 +102,10 @@ def tp_mlp(x, w_in, w_out, mesh):
         ),
     ),
     Mistake(
-        "sp-mlp-all-reduce-then-slice",
-        L08,
-        "sp_mlp",
-        """
+        id="sp-mlp-all-reduce-then-slice",
+        module=L08,
+        exercise="sp_mlp",
+        code="""
 def sp_mlp(x, w_in, w_out, mesh):
     def body(x_rows, w_in_cols, w_out_rows):
         x_full = lax.all_gather(x_rows, "model", axis=0, tiled=True)
@@ -119,18 +117,17 @@ def sp_mlp(x, w_in, w_out, mesh):
         x, w_in, w_out
     )
 """,
-        "failed",
-        "collectives",
-        ("all-reduce", "psum_scatter"),
+        status="failed",
+        check="collectives",
+        says=("all-reduce", "psum_scatter"),
     ),
     Mistake(
-        "dp-tp-mlp-reduces-over-both-axes",
-        L08,
-        "dp_tp_mlp",
-        "",
-        "failed",
-        "groups",
-        ("spans 'data'", "psum over 'model' only"),
+        id="dp-tp-mlp-reduces-over-both-axes",
+        module=L08,
+        exercise="dp_tp_mlp",
+        status="failed",
+        check="groups",
+        says=("spans 'data'", "psum over 'model' only"),
         patch=(
             (
                 'return lax.psum(_mlp_partial(x_rows, w_in_cols, w_out_rows), "model")',
@@ -139,13 +136,12 @@ def sp_mlp(x, w_in, w_out, mesh):
         ),
     ),
     Mistake(
-        "tp-attention-scaled-by-local-width",
-        L08,
-        "tp_attention",
-        "",
-        "failed",
-        "values",
-        ("1/√Dh",),
+        id="tp-attention-scaled-by-local-width",
+        module=L08,
+        exercise="tp_attention",
+        status="failed",
+        check="values",
+        says=("1/√Dh",),
         patch=(
             (
                 "/ np.sqrt(dh).astype(x.dtype)",
