@@ -10,8 +10,8 @@ what XLA's own partitioner sends for the same input and output shardings
 gives temporary memory per device, ours against XLA's. Prints a table and
 writes benchmarks/results/communication.json. Lesson 8's references run on
 meshes of 2, 4 and 8 'model' devices (2×2 and 2×4 for ``dp_tp_mlp``) at
-shapes where a gathered weight is 16× the activation; XLA gets the unsharded
-MLP or attention with the same shardings.
+shapes where a gathered weight is 16× the activation (8× for attention);
+XLA gets the unsharded MLP or attention with the same shardings.
 """
 
 from __future__ import annotations
