@@ -445,9 +445,10 @@ def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> s
 # ------------------------------------------------------------------ the lesson
 
 
-BF16_BAND = (1e-4, 3e-2)
+BF16_BAND = (1e-4, 5e-2)
 """Errors, as a fraction of max|ref|, that bfloat16 rounding inside a float32
-program makes here (measured 1e-3 to 4e-3); a wrong formula errs by O(1)."""
+program makes here: 4,000–34,000 u·√K with K = 16 … 144 (benchmarks/tolerance_l08.py),
+i.e. about 1e-3 to 2e-2; a wrong formula errs by O(1)."""
 
 
 @dataclass(frozen=True)
