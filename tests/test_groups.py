@@ -127,8 +127,11 @@ def test_a_collective_whose_groups_cannot_be_read_fails_loudly() -> None:
     from grader.spec import Trial
 
     mesh = jax.make_mesh((2, 2), ("data", "model"), devices=jax.devices()[:4])
-    odd = hlo.Collective("all-reduce", "ar.1", "f32[4]", 16, 4, 2, 1, 16, 4, (),
-                         "mesh['data'=2,'model'=2] {'model':(1)2}")  # fmt: skip
+    odd = hlo.Collective(
+        kind="all-reduce", name="ar.1", shape="f32[4]", operand_bytes=16, operand_elements=4,
+        group_size=2, count=1, bytes_each=16, elements_each=4,
+        replica_groups="mesh['data'=2,'model'=2] {'model':(1)2}",
+    )  # fmt: skip
     result = GroupsWithin(frozenset({"model"}))(Trial({}, comms=hlo.CommSummary([odd]), mesh=mesh))
     assert not result.passed
     assert "cannot tell which axes" in result.message
