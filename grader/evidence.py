@@ -232,6 +232,32 @@ class Note(Evidence):
     text: str
 
 
+@dataclass
+class GroupedCollective:
+    """One collective of a program and the devices it groups."""
+
+    kind: str
+    carries: str
+    """Its result shape, as HLO prints it."""
+    bytes: int | None
+    """Sent per device over all executions; None if unknown."""
+    group_of: list[int]
+    """For each device, by position in the mesh (row-major), the index of its group."""
+    axes: list[str]
+    """The mesh axes its groups span."""
+
+
+@evidence("replica_groups")
+@dataclass
+class ReplicaGroups(Evidence):
+    """Which devices each collective of a program groups, drawn on the mesh."""
+
+    example: str
+    mesh_shape: list[int]
+    axis_names: list[str]
+    rows: list[GroupedCollective]
+
+
 # ------------------------------------------------------------ explanations
 
 

@@ -327,6 +327,40 @@ def _note(d: ev.Note, exercise: ExerciseResult | None) -> list[RenderableType]:
     return [Text(d.text, style="dim")]
 
 
+def _replica_groups(d: ev.ReplicaGroups, exercise: ExerciseResult | None) -> list[RenderableType]:
+    """Each collective in one line; on a 2-D mesh also the mesh, every device labelled by
+    its group (a, b, …), so a group that crosses a row shows at a glance."""
+    name = exercise.exercise if exercise else ""
+    out: list[RenderableType] = [Text(f"{name}: collectives and their groups, {d.example}")]
+    for row in d.rows:
+        n_groups = max(row.group_of, default=0) + 1
+        out.append(Text(
+            f"  {row.kind} of {row.carries}, {_bytes(row.bytes)} sent per device, "
+            f"{n_groups} group(s) spanning {', '.join(row.axes) or 'no axis'}", style="dim",
+        ))  # fmt: skip
+        if len(d.mesh_shape) == 2:
+            out.append(_group_grid(d, row))
+    if not d.rows:
+        out.append(Text("  no collectives", style="dim"))
+    return out
+
+
+def _group_grid(d: ev.ReplicaGroups, row: ev.GroupedCollective) -> Table:
+    rows_axis, cols = d.mesh_shape
+    t = Table(box=box.SQUARE, padding=(0, 1))
+    t.add_column(f"{d.axis_names[0]} ↓  {d.axis_names[1]} →")
+    for c in range(cols):
+        t.add_column(str(c), justify="center")
+    for r in range(rows_axis):
+        t.add_row(str(r), *(_group_label(g) for g in row.group_of[r * cols : (r + 1) * cols]))
+    return t
+
+
+def _group_label(index: int) -> Text:
+    colours = ("cyan", "magenta", "yellow", "green", "blue", "red")
+    return Text(chr(ord("a") + index % 26), style=colours[index % len(colours)])
+
+
 def _timeline(d: ev.Timeline, exercise: ExerciseResult | None) -> list[RenderableType]:
     """Ring steps: per step and device, the block held and where it goes next."""
     name = exercise.exercise if exercise else ""
@@ -380,6 +414,7 @@ RENDERERS: dict[type, Renderer] = {
     ev.Table: Renderer(_table),
     ev.Note: Renderer(_note),
     ev.Timeline: Renderer(_timeline),
+    ev.ReplicaGroups: Renderer(_replica_groups, once=True),
     ev.XlaComparison: Renderer(together=_comparison),
 }
 """Evidence type → how it is drawn: the one place a new picture is registered."""

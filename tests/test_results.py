@@ -39,6 +39,10 @@ EXAMPLES: list[ev.Evidence] = [
         yours_kinds=["reduce-scatter"], optimum=1152, optimum_kinds=["reduce-scatter"],
         xla=None, xla_kinds=[],
     ),
+    ev.ReplicaGroups(
+        example="mesh=2x3", mesh_shape=[2, 3], axis_names=["data", "model"],
+        rows=[ev.GroupedCollective("all-reduce", "f32[4,8]", 192, [0, 0, 0, 1, 1, 1], ["model"])],
+    ),
 ]  # fmt: skip
 """One item of every evidence type: a new type must add one here (and to the schema)."""
 
