@@ -152,6 +152,18 @@ class Makespan(Check):
 
 
 def _makespan_hint(sim: Simulation, bound: int) -> str:
+    if sim.split_w:
+        return (
+            "No op needs a W, so it can wait: run each W where the stage would otherwise idle "
+            "waiting for a B (ZB-H1), not straight after its B. Fill the warm-up and cool-down "
+            "gaps with W passes, and keep at most p micro-batches alive."
+        )
+    if sim.ticks == bound + 2:
+        return (
+            "Two ticks too many — one per phase? A phase takes m + p − 1 ticks, not m + p: the "
+            "last micro-batch enters stage 0 at tick m − 1 and leaves stage p − 1 at tick "
+            "m + p − 2."
+        )
     empty = 0
     while empty < sim.ticks and not any(sim.grid[sim.ticks - 1 - empty]):
         empty += 1
@@ -159,12 +171,6 @@ def _makespan_hint(sim: Simulation, bound: int) -> str:
         return (
             f"Your schedule ends with {empty} empty tick(s): they count. Make the grid exactly "
             "as long as the last op needs."
-        )
-    if not sim.split_w and sim.ticks == bound + 2:
-        return (
-            "Two ticks too many — one per phase? A phase takes m + p − 1 ticks, not m + p: the "
-            "last micro-batch enters stage 0 at tick m − 1 and leaves stage p − 1 at tick "
-            "m + p − 2."
         )
     return (
         f"{sim.ticks - bound} tick(s) more than needed: some stage waits although an op is "
@@ -179,6 +185,8 @@ class ActivationMemory(Check):
 
     bound: Callable[[int, int, int], int] = lambda p, m, s: m
     formula: str = "m"
+    who: str = "this schedule"
+    """Whose memory the bound is, for the message: ``1F1B allows …``."""
     exact: bool = False
     hint: str = ""
     name: str = "memory"
@@ -192,17 +200,17 @@ class ActivationMemory(Check):
             want = self.bound(sim.p, sim.m, s)
             if got > want or (self.exact and got != want):
                 tick = _peak_tick(sim, s, got)
-                word = "at most" if got < want else "up to"
-                v = Violation(
-                    "memory", f"stage {s} keeps {word} {got} micro-batch(es) alive",
-                    tick=tick, stage=s,
-                )  # fmt: skip
-                relation = "=" if self.exact else "≤"
+                if got > want:
+                    text = (
+                        f"stage {s} keeps {got} micro-batches alive at tick {tick}; {self.who} "
+                        f"allows {self.formula} = {want}"
+                    )
+                else:
+                    text = f"stage {s} keeps at most {got} alive; {self.who} keeps {self.formula} = {want}"
+                v = Violation("memory", text, tick=tick, stage=s)
                 return CheckResult(
-                    self.name, False,
-                    f"stage {s} keeps {word} {got} micro-batch(es) alive (tick {tick}); this "
-                    f"schedule keeps {relation} {self.formula} = {want}",
-                    details={"chart": _chart(trial, v), "peaks": peaks}, hint=self.hint or None,
+                    self.name, False, text, details={"chart": _chart(trial, v), "peaks": peaks},
+                    hint=self.hint or None,
                 )  # fmt: skip
         return CheckResult(
             self.name, True, f"micro-batches alive per stage: {peaks} ({self.formula})",
@@ -291,7 +299,7 @@ class WeightsStay(Check):
         c = max(heavy, key=_size)
         return CheckResult(
             self.name, False,
-            f"a {c.kind} of {_size(c):,} bytes: weights move (one stage's "
+            f"{_article(c.kind)} {c.kind} of {_size(c):,} bytes: weights move (one stage's "
             f"{self.what(trial.example)} = {bound:,} bytes, more than the whole batch)",
             details=details,
             hint="In a pipeline the weights stay where they are — stage s holds layer s "
@@ -299,6 +307,10 @@ class WeightsStay(Check):
             "w_in[0], w_out[0] inside shard_map; do not all_gather the params (nor index a "
             "layer outside shard_map: jit then moves it for you).",
         )  # fmt: skip
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
 
 
 @dataclass(frozen=True)
