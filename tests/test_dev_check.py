@@ -47,10 +47,10 @@ def test_docstring_drift_is_found(tree):
 
 def test_missing_and_stray_files_are_found(tree):
     (tree / "course" / "lessons" / "02_collectives.md").unlink()
-    (tree / "solutions" / "l09_pipeline.py").write_text("")
+    (tree / "solutions" / "l99_stray.py").write_text("")
     problems = static_problems(registry.load(), tree)
     assert "lesson 2: no text (course/lessons/02_collectives.md)" in problems
-    assert "solutions/l09_pipeline.py belongs to no lesson in course.toml" in problems
+    assert "solutions/l99_stray.py belongs to no lesson in course.toml" in problems
 
 
 def test_a_stub_that_is_not_a_stub_is_found(tree):
