@@ -397,6 +397,33 @@ def _missing_micro_batches(trial: Trial) -> str | None:
     )
 
 
+def _grads_alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
+    m = trial.example["m"]
+    if m == 1:
+        return []
+    scaled = np.asarray(trial.expected) * m
+    return [
+        (
+            f"Your gradient is m = {m} times the reference: the loss is the mean over all B "
+            "rows, so the last stage's output gradient is (out − y_i)/B, not divided by the "
+            "B/m rows of the micro-batch.",
+            lambda coord, index: scaled[index],
+        )
+    ]
+
+
+def _grads_advice(kind: str, trial: Trial) -> str | None:
+    if kind != "all-reduce":
+        return None
+    return (
+        "An all-reduce in the gradient program: each stage's weight gradient is its own, so "
+        "nothing needs summing across stages. If you took jax.grad of a loss built on "
+        "pipeline_forward, that forward still runs the psum that gives y to every stage — the "
+        "all-reduce. Only the last stage needs its output: start the backward there, from "
+        "(out − y_i)/B, and send input gradients back with lax.ppermute (lesson section 6)."
+    )
+
+
 def _exec_checks(grads: bool) -> tuple:
     weights = WeightsStay(
         weight=_weight_bytes,
@@ -405,7 +432,7 @@ def _exec_checks(grads: bool) -> tuple:
     micro = OneMicroBatch(bound=_micro_bytes, batch=_batch_bytes)
     if grads:
         return (
-            PerLeaf(inner=Values(atol=_atol)),
+            PerLeaf(inner=Values(atol=_atol, alternatives=_grads_alternatives)),
             PerLeaf(inner=OutputSharding(expected=lambda t: t.extra["layers"])),
             InputsUntouched(),
             weights,
@@ -414,6 +441,7 @@ def _exec_checks(grads: bool) -> tuple:
                 why="Each stage's weight gradient stays on its stage, and x and y are on every "
                 "stage already: only the activations (forward) and their gradients (backward) "
                 "move, stage to stage, with lax.ppermute. No all-reduce.",
+                advice=_grads_advice,
             ),
             micro,
             Ticks(

@@ -291,4 +291,30 @@ def pipeline_forward(params, x, mesh, n_micro):
         check="ticks",
         says=("m·(p − 1)", "one stage works at a time"),
     ),
+    Mistake(
+        id="pp-grads-through-the-forward-psum",
+        module=L09,
+        exercise="pipeline_grads",
+        code="""
+def pipeline_grads(params, x, y, mesh, n_micro):
+    def loss(p):  # autodiff through pipeline_forward, psum of y included
+        err = pipeline_forward(p, x, mesh, n_micro) - y
+        return 0.5 * jnp.mean(jnp.sum(err * err, axis=-1))
+
+    return jax.grad(loss)(params)
+""",
+        status="failed",
+        check="collectives",
+        says=("all-reduce", "gives y to every stage"),
+    ),
+    Mistake(
+        id="pp-grads-mean-over-the-micro-batch",
+        module=L09,
+        exercise="pipeline_grads",
+        code="",
+        patch=(("(out - target) / b", "(out - target) / rows"),),
+        status="failed",
+        check="values",
+        says=("m = 3 times", "(out − y_i)/B"),
+    ),
 ]
