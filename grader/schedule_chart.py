@@ -28,15 +28,21 @@ class ScheduleChart:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         c = self.chart
-        ticks = max(len(row) for row in c.yours + c.expected) if c.yours or c.expected else 0
-        width = max(len(cell) for row in c.yours + c.expected for cell in row) if ticks else 1
+        grids = c.yours + (c.expected or [])
+        ticks = max((len(row) for row in grids), default=0)
+        width = max((len(cell) for row in grids for cell in row), default=1)
         step = max(width, 2) + 1
         first, last = _window(ticks, (options.max_width - LABEL) // step, c.mark)
         shown = f" (ticks {first}–{last - 1} of {ticks})" if (first, last) != (0, ticks) else ""
-        yield Text(f"{c.title}: yours above, expected below{shown}", style="bold")
-        yield _axis(first, last, step)
-        yield from _rows("yours", c.yours, first, last, step, c.mark, c.waits_for)
-        yield from _rows("expected", c.expected, first, last, step, None, None)
+        if c.expected is None:
+            yield Text(f"{c.title}{shown}", style="bold")
+            yield _axis(first, last, step)
+            yield from _rows("given", c.yours, first, last, step, c.mark, c.waits_for)
+        else:
+            yield Text(f"{c.title}: yours above, expected below{shown}", style="bold")
+            yield _axis(first, last, step)
+            yield from _rows("yours", c.yours, first, last, step, c.mark, c.waits_for)
+            yield from _rows("expected", c.expected, first, last, step, None, None)
         yield _legend(c)
         if c.note:
             yield Text(c.note, style="red")
@@ -44,7 +50,7 @@ class ScheduleChart:
 
 def _legend(c: Chart) -> Text:
     parts: list = [("F", STYLE["F"]), " forward  ", ("B", STYLE["B"]), " backward  "]
-    if any("W" in cell for row in c.yours + c.expected for cell in row):
+    if any("W" in cell for row in c.yours + (c.expected or []) for cell in row):
         parts += [("W", STYLE["W"]), " weight gradient  "]
     parts += [(IDLE, "dim"), " idle"]
     if c.mark:

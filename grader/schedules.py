@@ -65,6 +65,13 @@ def describe_op(kind: str, stage: int, micro: int) -> str:
     return f"{WHAT[kind]} {NAMES[kind]}{micro} of micro-batch {micro} on stage {stage}"
 
 
+def describe_example(example: dict[str, Any]) -> str:
+    """``kind=random p=3 m=4 seed=1`` → ``a random schedule, p = 3, m = 4``."""
+    kind = {"gpipe": "GPipe", "1f1b": "1F1B", "zb": "zero bubble", "random": "random",
+            "random_w": "random with W"}.get(example.get("kind", ""), "a")  # fmt: skip
+    return f"{kind}, p = {example['p']}, m = {example['m']}"
+
+
 def cell(kind: str, micro: int) -> str:
     """How a cell is drawn: ``F3``."""
     return f"{kind}{micro}"
@@ -379,13 +386,14 @@ def random_schedule(p: int, m: int, seed: int, split_w: bool = False) -> Schedul
 
 @dataclass
 class Chart:
-    """A schedule drawn for the report: the student's beside the expected one.
+    """A schedule drawn for the report: the student's beside the expected one,
+    or (``expected`` None) the one schedule a measuring exercise was given.
 
     Grids are ``[stage][tick]`` of cells as :class:`Simulation` draws them."""
 
     title: str
     yours: list[list[str]]
-    expected: list[list[str]]
+    expected: list[list[str]] | None
     mark: list[int] | None = None
     """[tick, stage] of the first violation."""
     waits_for: list[int] | None = None
@@ -393,13 +401,13 @@ class Chart:
     note: str = ""
 
 
-def chart(title: str, yours: Simulation, expected: Simulation, v: Violation | None) -> Chart:
+def chart(title: str, yours: Simulation, expected: Simulation | None, v: Violation | None) -> Chart:
     """The chart of one example with its first violation ``v`` marked."""
     mark = [v.tick, v.stage] if v and v.tick is not None and v.stage is not None else None
     return Chart(
         title=title,
         yours=_by_stage(yours),
-        expected=_by_stage(expected),
+        expected=_by_stage(expected) if expected else None,
         mark=mark,
         waits_for=list(v.waits_for) if v and v.waits_for else None,
         note=v.message if v else "",

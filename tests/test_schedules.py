@@ -139,3 +139,11 @@ def test_a_wide_chart_shows_the_ticks_around_the_mark():
     assert "of 46)" in text
     ticks = [int(t) for t in text.splitlines()[1].split()[1:]]
     assert 40 in ticks and ticks == list(range(ticks[0], ticks[-1] + 1))
+
+
+def test_a_given_schedule_is_drawn_alone():
+    sim = S.simulate(S.random_schedule(3, 2, 0), 3, 2)
+    title = "the schedule given to bubble_fraction (random, p = 3, m = 2)"
+    text = _render(S.chart(title, sim, None, None), 80)
+    assert "expected" not in text and "yours" not in text
+    assert text.splitlines()[2].split()[0] == "given"

@@ -28,8 +28,11 @@ PERMUTE = "collective-permute"
 
 
 def _chart(trial: Trial, v: Violation | None) -> dict[str, Any]:
-    ex = trial.example
-    title = f"{trial.extra['exercise']}({ex['p']}, {ex['m']})"
+    ex, name = trial.example, trial.extra["exercise"]
+    if "reference" not in trial.extra:  # a measuring exercise: one schedule, given
+        title = f"the schedule given to {name} ({schedules.describe_example(ex)})"
+        return asdict(schedules.chart(title, trial.extra["sim"], None, v))
+    title = f"{name}({ex['p']}, {ex['m']})"
     return asdict(schedules.chart(title, trial.extra["sim"], trial.extra["reference"], v))
 
 
