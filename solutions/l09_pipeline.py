@@ -195,8 +195,7 @@ def pipeline_forward(params: dict, x: jax.Array, mesh: Mesh, n_micro: int) -> ja
             done = t - (p - 1)  # the micro-batch leaving the last stage at tick t
             keep = lax.dynamic_update_index_in_dim(out, h, jnp.maximum(done, 0), 0)
             out = jnp.where((s == p - 1) & (done >= 0), keep, out)
-            if p > 1:
-                received = lax.ppermute(h, AXIS, to_next)
+            received = lax.ppermute(h, AXIS, to_next)  # an empty perm at p = 1
             return received, out
 
         start = lax.pcast(jnp.zeros((rows, d), x.dtype), AXIS, to="varying")
@@ -239,8 +238,7 @@ def pipeline_grads(params: dict, x: jax.Array, y: jax.Array, mesh: Mesh, n_micro
             kept = lax.dynamic_update_index_in_dim(saved, h, jnp.clip(i, 0, n_micro - 1), 0)
             saved = jnp.where((i >= 0) & (i < n_micro), kept, saved)
             out = tinymodels.layer(h, w_in[0], w_out[0])
-            if p > 1:
-                received = lax.ppermute(out, AXIS, to_next)
+            received = lax.ppermute(out, AXIS, to_next)
             return received, saved
 
         def backward_tick(t, carry):
@@ -255,8 +253,7 @@ def pipeline_grads(params: dict, x: jax.Array, y: jax.Array, mesh: Mesh, n_micro
             valid = (i >= 0) & (i < n_micro)
             g_in = g_in + jnp.where(valid, gw_in, 0.0)
             g_out = g_out + jnp.where(valid, gw_out, 0.0)
-            if p > 1:
-                received = lax.ppermute(g_h, AXIS, to_prev)
+            received = lax.ppermute(g_h, AXIS, to_prev)
             return received, g_in, g_out
 
         zeros = lax.pcast(jnp.zeros((rows, d), x.dtype), AXIS, to="varying")

@@ -94,6 +94,16 @@ def _run_schedule(name: str, split_w: bool) -> Callable[[Callable[..., Any], Exa
     return run
 
 
+def _schedule_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+    if isinstance(exc, IndexError):
+        return (
+            f"An index past the end of a list at p = {ex['p']}, m = {ex['m']}: is the grid as "
+            "long as the last op's tick + 1 (2(m + p − 1) ticks for GPipe and 1F1B), with p "
+            "cells per tick? Check the edge cases m = 1 and m < p too."
+        )
+    return None
+
+
 def _schedule_exercise(name: str, memory: ActivationMemory, split_w: bool = False) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
@@ -102,6 +112,7 @@ def _schedule_exercise(name: str, memory: ActivationMemory, split_w: bool = Fals
         run=_run_schedule(name, split_w),
         checks=(ScheduleOps(), ScheduleDependencies(), Makespan(), memory),
         max_examples=16,
+        diagnose_error=_schedule_error,
     )
 
 
@@ -468,6 +479,17 @@ def _exec_checks(grads: bool) -> tuple:
     )
 
 
+def _exec_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+    name = type(exc).__name__
+    if name in ("TracerBoolConversionError", "ConcretizationTypeError"):
+        return (
+            "lax.axis_index('stage') and the loop counter are traced values: a Python `if` or "
+            "`range` cannot test them. Choose with jnp.where (e.g. jnp.where(s == 0, own, "
+            "received)) and slice with lax.dynamic_index_in_dim."
+        )
+    return None
+
+
 def _exec_exercise(name: str, grads: bool) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
@@ -476,6 +498,7 @@ def _exec_exercise(name: str, grads: bool) -> ExerciseSpec:
         run=_run_exec(grads),
         checks=_exec_checks(grads),
         max_examples=0 if grads else 1,
+        diagnose_error=_exec_error,
     )
 
 

@@ -220,8 +220,7 @@ def pipeline_forward(params, x, mesh, n_micro):
             done = t - (p - 1)
             keep = lax.dynamic_update_index_in_dim(out, h, jnp.maximum(done, 0), 0)
             out = jnp.where((s == 0) & (done >= 0), keep, out)
-            if p > 1:
-                received = lax.ppermute(h, AXIS, to_prev)
+            received = lax.ppermute(h, AXIS, to_prev)
             return received, out
 
         start = lax.pcast(jnp.zeros((rows, d), x.dtype), AXIS, to="varying")
