@@ -435,6 +435,21 @@ def _grads_advice(kind: str, trial: Trial) -> str | None:
     )
 
 
+def _precision(trial: Trial) -> str | None:
+    low = sorted(d for d in ("bfloat16", "float16") if trial.extra["traced"].dtypes[d])
+    if not low:
+        return None
+    return (
+        f"Your program computes in {' and '.join(low)}, and this exercise is float32: 8 "
+        "significant bits round hundreds of times more than the tolerance allows. Keep the "
+        "activations and weights in float32."
+    )
+
+
+def _forward_values_hint(trial: Trial) -> str | None:
+    return _precision(trial) or _missing_micro_batches(trial)
+
+
 def _exec_checks(grads: bool) -> tuple:
     weights = WeightsStay(
         weight=_weight_bytes,
@@ -443,7 +458,10 @@ def _exec_checks(grads: bool) -> tuple:
     micro = OneMicroBatch(bound=_micro_bytes, batch=_batch_bytes)
     if grads:
         return (
-            PerLeaf(inner=Values(atol=_atol, alternatives=_grads_alternatives)),
+            PerLeaf(
+                inner=Values(atol=_atol, alternatives=_grads_alternatives),
+                explain_failure=_precision,
+            ),
             PerLeaf(inner=OutputSharding(expected=lambda t: t.extra["layers"])),
             InputsUntouched(),
             weights,
@@ -465,7 +483,7 @@ def _exec_checks(grads: bool) -> tuple:
     return (
         Diagnosed(
             inner=Values(atol=_atol, alternatives=_forward_alternatives),
-            explain=_missing_micro_batches,
+            explain=_forward_values_hint,
         ),
         OutputSharding(expected=lambda t: t.extra["replicated"]),
         InputsUntouched(),

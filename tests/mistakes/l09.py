@@ -316,4 +316,21 @@ def pipeline_grads(params, x, y, mesh, n_micro):
         check="values",
         says=("m = 3 times", "(out − y_i)/B"),
     ),
+    Mistake(
+        id="pp-forward-bfloat16-inside-float32",
+        module=L09,
+        exercise="pipeline_forward",
+        code="",
+        patch=(
+            (
+                "h = tinymodels.layer(jnp.where(s == 0, own, received), w_in[0], w_out[0])",
+                "half = [a.astype(jnp.bfloat16) for a in (jnp.where(s == 0, own, received), "
+                "w_in[0], w_out[0])]\n"
+                "            h = tinymodels.layer(*half).astype(x.dtype)  # half the bytes to send",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="values",
+        says=("bfloat16", "float32"),
+    ),
 ]
