@@ -18,7 +18,14 @@ LESSONS = [(lesson.number, lesson.module) for lesson in registry.load().lessons]
 def test_solutions_pass(root, lesson, module):
     result = engine.grade_lesson(lesson, module, root / "solutions")
     assert [e.status for e in result.exercises] == [Status.PASSED] * len(result.exercises)
-    assert all(e.examples_run >= 4 for e in result.exercises)
+    assert all(e.examples_run >= min_examples(lesson) for e in result.exercises)
+
+
+def min_examples(lesson: int) -> int:
+    """Examples each exercise must run. The training lessons (6 on) compile
+    jax.grad and lax.scan programs several times slower, and issue 10 trades
+    examples for speed: two sharp explicit ones and one drawn."""
+    return 3 if lesson >= 6 else 4
 
 
 @pytest.mark.parametrize("lesson,module", LESSONS)
@@ -114,6 +121,23 @@ def test_examples_are_deterministic_per_seed():
     assert a == b and a != c and len(a) == 6
 
 
+@pytest.mark.parametrize("module", [module for _, module in LESSONS])
+def test_drawn_examples_are_new_distinct_and_change_with_the_seed(module):
+    """Drawn examples never repeat an explicit case or each other, and another
+    --seed draws others: otherwise a seed would re-run the same few examples."""
+    ctx = engine.context()
+    for spec in engine.load_spec(module).exercises:
+        if not spec.max_examples:
+            continue
+        explicit = spec.explicit(ctx)
+        draws = [draw_examples(spec.strategy(ctx), spec.max_examples, s, explicit) for s in (0, 1)]
+        for drawn in draws:
+            assert len(drawn) == spec.max_examples, spec.name
+            assert not [ex for ex in drawn if ex in explicit], spec.name
+            assert all(drawn.count(ex) == 1 for ex in drawn), spec.name
+        assert draws[0] != draws[1], f"{spec.name}: seeds 0 and 1 draw the same examples"
+
+
 def test_meshes_include_non_powers_of_two_and_size_one():
     spec = engine.load_spec("l02_collectives").exercise("ring_all_gather")
     ctx = engine.context()
@@ -156,9 +180,8 @@ def test_values_compare_every_device_not_just_the_assembled_array(root, tmp_path
     ).exercises
     values = next(c for c in e.checks if c.name == "values")
     assert not values.passed and "device 0" in values.hint
-    assert (
-        sum(not d["ok"] for d in values.details["devices"]) == values.details["mesh_shape"][0] - 1
-    )
+    (device_map,) = values.evidence
+    assert sum(not d.ok for d in device_map.devices) == device_map.mesh_shape[0] - 1
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -171,6 +194,6 @@ def test_solutions_pass_on_other_seeds(root, seed):
             for n, module in LESSONS[1:]
         ),
     ]
-    assert all(r.passed for r in graded), [
+    assert all(e.passed for r in graded for e in r.exercises), [
         (e.exercise, e.example, e.checks) for r in graded for e in r.exercises if not e.passed
     ]

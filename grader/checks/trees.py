@@ -58,7 +58,11 @@ class PerLeaf(Check):
         details = {where: r.details for where, r in results}
         failed = [(where, r) for where, r in results if not r.passed]
         if not failed:
-            text = "; ".join(f"{where}: {r.message}" for where, r in results)
+            messages = {r.message for _, r in results}
+            if len(messages) == 1 and len(results) > 1:
+                text = f"every array: {messages.pop()}"
+            else:
+                text = "; ".join(f"{where}: {r.message}" for where, r in results)
             return CheckResult(self.name, True, text, details=details)
         where, first = failed[0]
         others = f" (and {len(failed) - 1} more arrays)" if len(failed) > 1 else ""
