@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 
-from grader.schedules import Chart
+from grader.evidence import ScheduleChart
 
 STYLE = {"F": "green", "B": "cyan", "W": "magenta", "?": "bold red"}
 MARK, WAITS = "bold white on red", "black on yellow"
@@ -20,10 +20,10 @@ LABEL = 12
 """Columns before the first tick: ``expected  7``."""
 
 
-class ScheduleChart:
-    """A :class:`grader.schedules.Chart`, drawn."""
+class ChartView:
+    """A :class:`grader.evidence.ScheduleChart`, drawn."""
 
-    def __init__(self, chart: Chart):
+    def __init__(self, chart: ScheduleChart):
         self.chart = chart
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -43,12 +43,10 @@ class ScheduleChart:
             yield _axis(first, last, step)
             yield from _rows("yours", c.yours, first, last, step, c.mark, c.waits_for)
             yield from _rows("expected", c.expected, first, last, step, None, None)
-        yield _legend(c)
-        if c.note:
-            yield Text(c.note, style="red")
+        yield _legend(c)  # the violation itself is the failing check's message, above
 
 
-def _legend(c: Chart) -> Text:
+def _legend(c: ScheduleChart) -> Text:
     parts: list = [("F", STYLE["F"]), " forward  ", ("B", STYLE["B"]), " backward  "]
     if any("W" in cell for row in c.yours + (c.expected or []) for cell in row):
         parts += [("W", STYLE["W"]), " weight gradient  "]

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Any
 
+from grader.evidence import ScheduleChart
+
 Op = tuple[str, int]
 Schedule = list[list[Op | None]]
 Key = tuple[str, int, int]
@@ -384,27 +386,12 @@ def random_schedule(p: int, m: int, seed: int, split_w: bool = False) -> Schedul
 # ------------------------------------------------------------------ the picture
 
 
-@dataclass
-class Chart:
-    """A schedule drawn for the report: the student's beside the expected one,
-    or (``expected`` None) the one schedule a measuring exercise was given.
-
-    Grids are ``[stage][tick]`` of cells as :class:`Simulation` draws them."""
-
-    title: str
-    yours: list[list[str]]
-    expected: list[list[str]] | None
-    mark: list[int] | None = None
-    """[tick, stage] of the first violation."""
-    waits_for: list[int] | None = None
-    """[tick, stage] of the op the marked one waits for."""
-    note: str = ""
-
-
-def chart(title: str, yours: Simulation, expected: Simulation | None, v: Violation | None) -> Chart:
-    """The chart of one example with its first violation ``v`` marked."""
+def chart(
+    title: str, yours: Simulation, expected: Simulation | None, v: Violation | None
+) -> ScheduleChart:
+    """The report's picture of one example, its first violation ``v`` marked."""
     mark = [v.tick, v.stage] if v and v.tick is not None and v.stage is not None else None
-    return Chart(
+    return ScheduleChart(
         title=title,
         yours=_by_stage(yours),
         expected=_by_stage(expected) if expected else None,

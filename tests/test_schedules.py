@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from grader import schedules as S
-from grader.schedule_chart import ScheduleChart
+from grader.schedule_chart import ChartView
 
 ALL_PM = [(p, m) for p in range(1, 9) for m in range(1, 17)]
 
@@ -111,9 +111,9 @@ def test_random_schedules_are_the_same_in_every_process(root):
     assert len(outs) == 1
 
 
-def _render(chart: S.Chart, width: int) -> str:
+def _render(chart, width: int) -> str:
     console = Console(file=io.StringIO(), width=width, color_system=None)
-    console.print(ScheduleChart(chart))
+    console.print(ChartView(chart))
     return console.file.getvalue()
 
 
@@ -127,7 +127,6 @@ def test_the_chart_draws_both_schedules_and_the_violation():
     assert rows[2].split() == ["yours", "0", "F0", "·", "B0"]
     assert rows[4].split() == ["expected", "0", "F0", "·", "·", "B0"]
     assert "first violation" in text and "what it waits for" in text
-    assert "which runs at the same tick 2" in text
 
 
 def test_a_wide_chart_shows_the_ticks_around_the_mark():

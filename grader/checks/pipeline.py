@@ -13,10 +13,12 @@ and their traced program (which loop the permutes sit in).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from grader import schedules
+from grader.checks.comms import communication
+from grader.evidence import CountExpectation, ScheduleChart
 from grader.results import CheckResult
 from grader.schedules import Simulation, Violation
 from grader.spec import Check, Example, Trial
@@ -27,13 +29,13 @@ PERMUTE = "collective-permute"
 # ------------------------------------------------------------------ schedules
 
 
-def _chart(trial: Trial, v: Violation | None) -> dict[str, Any]:
+def _chart(trial: Trial, v: Violation | None) -> ScheduleChart:
     ex, name = trial.example, trial.extra["exercise"]
     if "reference" not in trial.extra:  # a measuring exercise: one schedule, given
         title = f"the schedule given to {name} ({schedules.describe_example(ex)})"
-        return asdict(schedules.chart(title, trial.extra["sim"], None, v))
+        return schedules.chart(title, trial.extra["sim"], None, v)
     title = f"{name}({ex['p']}, {ex['m']})"
-    return asdict(schedules.chart(title, trial.extra["sim"], trial.extra["reference"], v))
+    return schedules.chart(title, trial.extra["sim"], trial.extra["reference"], v)
 
 
 def _unreadable(trial: Trial) -> bool:
@@ -56,11 +58,11 @@ class ScheduleOps(Check):
         if v is None:
             kinds = "F, B and W" if sim.split_w else "F and B"
             return CheckResult(
-                self.name, True, f"{kinds} of all {sim.m} micro-batches on all {sim.p} "
-                "stages, each once, one op per stage per tick",
+                self.name, True, f"{kinds} of every micro-batch (m = {sim.m}) on every stage "
+                f"(p = {sim.p}), each once, one op per stage per tick",
             )  # fmt: skip
         return CheckResult(
-            self.name, False, v.message, details={"chart": _chart(trial, v)},
+            self.name, False, v.message, evidence=[_chart(trial, v)],
             hint=_ops_hint(trial, v),
         )  # fmt: skip
 
@@ -98,7 +100,7 @@ class ScheduleDependencies(Check):
         if v is None:
             return CheckResult(self.name, True, "every op runs after the ops it needs")
         return CheckResult(
-            self.name, False, v.message, details={"chart": _chart(trial, v)},
+            self.name, False, v.message, evidence=[_chart(trial, v)],
             hint=_dependency_hint(v),
         )  # fmt: skip
 
@@ -147,11 +149,20 @@ class Makespan(Check):
         )
         if sim.ticks <= bound:
             return CheckResult(self.name, True, f"{sim.ticks} ticks ≤ {formula} = {bound}")
-        v = Violation("makespan", f"{sim.ticks} ticks; {formula} = {bound}")
+        v = Violation("makespan", f"{sim.ticks} ticks; {formula} = {bound}", *_last_op(sim))
         return CheckResult(
             self.name, False, f"{sim.ticks} ticks; {formula} = {bound} is enough",
-            details={"chart": _chart(trial, v)}, hint=_makespan_hint(sim, bound),
+            evidence=[_chart(trial, v)], hint=_makespan_hint(sim, bound),
         )  # fmt: skip
+
+
+def _last_op(sim: Simulation) -> tuple[int, int]:
+    """(tick, stage) of the last op run (the last tick if none runs)."""
+    for t in reversed(range(sim.ticks)):
+        for s in range(sim.p):
+            if sim.grid[t][s]:
+                return t, s
+    return sim.ticks - 1, 0
 
 
 def _makespan_hint(sim: Simulation, bound: int) -> str:
@@ -212,12 +223,12 @@ class ActivationMemory(Check):
                     text = f"stage {s} keeps at most {got} alive; {self.who} keeps {self.formula} = {want}"
                 v = Violation("memory", text, tick=tick, stage=s)
                 return CheckResult(
-                    self.name, False, text, details={"chart": _chart(trial, v), "peaks": peaks},
+                    self.name, False, text, evidence=[_chart(trial, v)],
                     hint=self.hint or None,
                 )  # fmt: skip
         return CheckResult(
-            self.name, True, f"micro-batches alive per stage: {peaks} ({self.formula})",
-            details={"peaks": peaks},
+            self.name, True, f"micro-batches alive per stage: {peaks}; {self.who} keeps "
+            f"{'' if self.exact else 'at most '}{self.formula}",
         )  # fmt: skip
 
 
@@ -254,7 +265,7 @@ class Measured(Check):
             self.name, False,
             f"returned {_show(got)}; this schedule's {self.what} is {_show(want)} "
             f"({self.explain(trial)})",
-            details={"chart": _chart(trial, None)}, hint=hint,
+            evidence=[_chart(trial, None)], hint=hint,
         )  # fmt: skip
 
 
@@ -293,18 +304,18 @@ class WeightsStay(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         bound = self.weight(trial.example)
         heavy = [c for c in _moving(trial) if _size(c) >= bound]
-        details = {"table": trial.comms.table()}
+        evidence = [communication(trial)]
         if not heavy:
             return CheckResult(
                 self.name, True, f"no transfer as large as one stage's weight ({bound:,} B)",
-                details=details,
+                evidence=evidence,
             )  # fmt: skip
         c = max(heavy, key=_size)
         return CheckResult(
             self.name, False,
             f"{_article(c.kind)} {c.kind} of {_size(c):,} bytes: weights move (one stage's "
             f"{self.what(trial.example)} = {bound:,} bytes, more than the whole batch)",
-            details=details,
+            evidence=evidence,
             hint="In a pipeline the weights stay where they are — stage s holds layer s "
             "(params sharded P('stage', None, None)) — and the activations travel. Use your own "
             "w_in[0], w_out[0] inside shard_map; do not all_gather the params (nor index a "
@@ -326,16 +337,15 @@ class PipelineCollectives(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         others = [c for c in _moving(trial) if c.kind != PERMUTE]
         runs = sum(c.count or 0 for c in others) + sum(c.count is None for c in others)
-        details = {"allowed": [PERMUTE], "actual": trial.comms.table()}
         used = ", ".join(sorted(trial.comms.kinds())) or "no collectives"
         if runs <= 1:
-            return CheckResult(self.name, True, f"uses {used}", details=details)
+            return CheckResult(self.name, True, f"uses {used}", evidence=[communication(trial)])
         kinds = ", ".join(sorted({c.kind for c in others}))
         return CheckResult(
             self.name, False,
             f"{runs} executions of {kinds} besides the permutes; at most one collective may "
             "return y to every stage",
-            details=details,
+            evidence=[communication(trial, allowed=frozenset({PERMUTE}))],
             hint="Activations move stage to stage with lax.ppermute only. Once, after the "
             "loop, one collective (a psum of the output that only the last stage filled) "
             "gives y to every stage.",
@@ -355,11 +365,11 @@ class OneMicroBatch(Check):
         bound, ex = self.bound(trial.example), trial.example
         what = f"one micro-batch of B/m = {ex['rows']} rows × D = {ex['d']}"
         largest = max((_size(c) for c in _moving(trial, PERMUTE)), default=0)
-        details = {"bound": bound, "actual": largest, "table": trial.comms.table()}
+        evidence = [communication(trial)]
         if largest <= bound:
             return CheckResult(
                 self.name, True, f"largest permute {largest:,} bytes ≤ {what} ({bound:,} bytes)",
-                details=details,
+                evidence=evidence,
             )  # fmt: skip
         hint = (
             "Each permute carries the whole batch: no micro-batching. Split x into n_micro "
@@ -371,7 +381,7 @@ class OneMicroBatch(Check):
         )
         return CheckResult(
             self.name, False, f"a permute carries {largest:,} bytes; {what} is {bound:,} bytes",
-            details=details, hint=hint,
+            evidence=evidence, hint=hint,
         )  # fmt: skip
 
 
@@ -390,16 +400,16 @@ class Ticks(Check):
 
     def __call__(self, trial: Trial) -> CheckResult:
         ex = trial.example
-        details = {"table": trial.comms.table()}
+        evidence: list = [communication(trial)]
         if ex["p"] == 1:
             sent = _moving(trial)
             if not sent:
                 return CheckResult(
-                    self.name, True, "p = 1: one stage, nothing sent", details=details
+                    self.name, True, "p = 1: one stage, nothing sent", evidence=evidence
                 )
             return CheckResult(
                 self.name, False, f"p = 1, yet the program runs {sent[0].kind}",
-                details=details,
+                evidence=evidence,
                 hint="With one stage there is nowhere to send to: build the permutation from "
                 "range(p − 1) (empty at p = 1) and skip the psum's data movement.",
             )  # fmt: skip
@@ -407,27 +417,28 @@ class Ticks(Check):
             return CheckResult(self.name, True, "not measured here (p < 4 or m < 3)")
         want = self.expected(ex)
         got = trial.comms.count(PERMUTE)
+        evidence.append(CountExpectation(PERMUTE, want, got))
         low, high = want - self.slack, want + self.slack
         if got is None:
             return CheckResult(
                 self.name, False, "a permute sits in a loop whose trip count is unknown",
-                details=details,
+                evidence=evidence,
                 hint="Loop over the ticks with lax.fori_loop(0, n_micro + p - 1, …): Python int "
                 "bounds make it a scan of known length.",
             )  # fmt: skip
         sends = f"{got} permutes; {self.formula} = {want}"
         if not low <= got <= high:
             return CheckResult(
-                self.name, False, f"{sends} (± {self.slack})", details=details,
+                self.name, False, f"{sends} (± {self.slack})", evidence=evidence,
                 hint=_ticks_hint(ex, got, want),
             )  # fmt: skip
         if self.loop:
             failure = _one_loop(trial, low, high)
             if failure:
-                return CheckResult(self.name, False, failure, details=details,
+                return CheckResult(self.name, False, failure, evidence=evidence,
                                    hint=LOOP_HINT)  # fmt: skip
         where = " in one loop" if self.loop else ""
-        return CheckResult(self.name, True, f"{sends}{where}", details=details)
+        return CheckResult(self.name, True, f"{sends}{where}", evidence=evidence)
 
 
 LOOP_HINT = (
