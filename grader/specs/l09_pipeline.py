@@ -515,7 +515,7 @@ def _exec_exercise(name: str, grads: bool) -> ExerciseSpec:
         explicit=_exec_explicit(grads),
         run=_run_exec(grads),
         checks=_exec_checks(grads),
-        max_examples=0 if grads else 1,
+        max_examples=1,
         diagnose_error=_exec_error,
     )
 
