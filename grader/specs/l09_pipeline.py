@@ -246,7 +246,13 @@ def _peaks_suspects(trial: Trial) -> list[tuple[Any, str]]:
 
 
 def _same_list(got: Any, want: Any) -> bool:
-    return isinstance(got, (list, tuple)) and [int(g) for g in got] == list(want)
+    """A list, tuple or 1-D array of the same integers."""
+    if not isinstance(got, (list, tuple, np.ndarray)) or np.ndim(got) != 1:
+        return False
+    try:
+        return all(float(g).is_integer() for g in got) and [int(g) for g in got] == list(want)
+    except (TypeError, ValueError):
+        return False
 
 
 def _measure_exercise(name: str) -> ExerciseSpec:
