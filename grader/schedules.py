@@ -34,7 +34,6 @@ Key = tuple[str, int, int]
 
 FORWARD, BACKWARD, WEIGHT = "F", "B", "W"
 ORDER = {FORWARD: 0, BACKWARD: 1, WEIGHT: 2}
-NAMES = {FORWARD: "F", BACKWARD: "B", WEIGHT: "W"}
 WHAT = {FORWARD: "forward", BACKWARD: "backward", WEIGHT: "weight gradient"}
 
 # Kinds of violation, in the order the grader reports them.
@@ -63,20 +62,8 @@ def one_f_one_b_peak(p: int, m: int, stage: int) -> int:
 
 
 def describe_op(kind: str, stage: int, micro: int) -> str:
-    """``B of micro-batch 2 on stage 1`` — the words the grader uses everywhere."""
-    return f"{WHAT[kind]} {NAMES[kind]}{micro} of micro-batch {micro} on stage {stage}"
-
-
-def describe_example(example: dict[str, Any]) -> str:
-    """``kind=random p=3 m=4 seed=1`` → ``a random schedule, p = 3, m = 4``."""
-    kind = {"gpipe": "GPipe", "1f1b": "1F1B", "zb": "zero bubble", "random": "random",
-            "random_w": "random with W"}.get(example.get("kind", ""), "a")  # fmt: skip
-    return f"{kind}, p = {example['p']}, m = {example['m']}"
-
-
-def cell(kind: str, micro: int) -> str:
-    """How a cell is drawn: ``F3``."""
-    return f"{kind}{micro}"
+    """``backward B2 of micro-batch 2 on stage 1``: the words the grader uses everywhere."""
+    return f"{WHAT[kind]} {kind}{micro} of micro-batch {micro} on stage {stage}"
 
 
 # ------------------------------------------------------------------ reading
@@ -217,7 +204,7 @@ def _read_cell(value: Any, t: int, s: int, sim: Simulation, kinds: tuple[str, ..
         )  # fmt: skip
     else:
         sim.times[key] = t
-    return cell(kind, micro)
+    return f"{kind}{micro}"  # as the chart draws it
 
 
 def _missing(missing: list[Key], p: int, m: int) -> Violation:

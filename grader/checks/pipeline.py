@@ -30,12 +30,10 @@ PERMUTE = "collective-permute"
 
 
 def _chart(trial: Trial, v: Violation | None) -> ScheduleChart:
-    ex, name = trial.example, trial.extra["exercise"]
-    if "reference" not in trial.extra:  # a measuring exercise: one schedule, given
-        title = f"the schedule given to {name} ({schedules.describe_example(ex)})"
-        return schedules.chart(title, trial.extra["sim"], None, v)
-    title = f"{name}({ex['p']}, {ex['m']})"
-    return schedules.chart(title, trial.extra["sim"], trial.extra["reference"], v)
+    """The student's schedule beside the reference, or (for a measuring
+    exercise, which has no reference) the schedule it was given."""
+    x = trial.extra
+    return schedules.chart(x["title"], x["sim"], x.get("reference"), v)
 
 
 def _unreadable(trial: Trial) -> bool:
@@ -263,7 +261,7 @@ class Measured(Check):
         hint = next((why for value, why in self.suspects(trial) if self.same(got, value)), None)
         return CheckResult(
             self.name, False,
-            f"returned {_show(got)}; this schedule's {self.what} is {_show(want)} "
+            f"returned {_show(got)}; the {self.what} of this schedule: {_show(want)} "
             f"({self.explain(trial)})",
             evidence=[_chart(trial, None)], hint=hint,
         )  # fmt: skip

@@ -84,7 +84,7 @@ def _run_schedule(name: str, split_w: bool) -> Callable[[Callable[..., Any], Exa
         return Trial(
             ex, output=out,
             extra={
-                "exercise": name,
+                "title": f"{name}({p}, {m})",
                 "sim": schedules.simulate(out, p, m, split_w),
                 "reference": schedules.simulate(reference(p, m), p, m, split_w),
                 "aliased": isinstance(out, list) and len({id(r) for r in out}) < len(out) > 1,
@@ -174,6 +174,12 @@ def given_schedule(ex: Example) -> schedules.Schedule:
     return BUILDERS[kind](p, m)
 
 
+def _describe(ex: Example) -> str:
+    """``random with W, p = 4, m = 3``."""
+    kind = {"gpipe": "GPipe", "1f1b": "1F1B", "zb": "zero bubble", "random_w": "random with W"}
+    return f"{kind.get(ex['kind'], ex['kind'])}, p = {ex['p']}, m = {ex['m']}"
+
+
 def _run_measure(name: str) -> Callable[[Callable[..., Any], Example], Trial]:
     def run(fn: Callable[..., Any], ex: Example) -> Trial:
         schedule = given_schedule(ex)
@@ -185,7 +191,7 @@ def _run_measure(name: str) -> Callable[[Callable[..., Any], Example], Trial]:
             output=out,
             expected=sim.bubble if name == "bubble_fraction" else sim.peaks,
             inputs_intact=None if handed == schedule else "your function changed the schedule",
-            extra={"exercise": name, "sim": sim},
+            extra={"title": f"the schedule given to {name} ({_describe(ex)})", "sim": sim},
         )
 
     return run
