@@ -75,9 +75,14 @@ def _edges(ctx: Context) -> list[Example]:
     return [{"p": p, "m": m} for p, m in EDGES]
 
 
-def _run_schedule(name: str, split_w: bool) -> Callable[[Callable[..., Any], Example], Trial]:
-    reference = BUILDERS["zb" if split_w else "gpipe" if name == "gpipe_schedule" else "1f1b"]
+def _shares_rows(schedule: Any) -> bool:
+    """Ticks that are one list object (``[[None] * p] * ticks``)."""
+    return isinstance(schedule, list) and len({id(row) for row in schedule}) < len(schedule)
 
+
+def _run_schedule(
+    name: str, reference: Callable[[int, int], schedules.Schedule], split_w: bool
+) -> Callable[[Callable[..., Any], Example], Trial]:
     def run(fn: Callable[..., Any], ex: Example) -> Trial:
         p, m = ex["p"], ex["m"]
         out = fn(p, m)
@@ -87,7 +92,7 @@ def _run_schedule(name: str, split_w: bool) -> Callable[[Callable[..., Any], Exa
                 "title": f"{name}({p}, {m})",
                 "sim": schedules.simulate(out, p, m, split_w),
                 "reference": schedules.simulate(reference(p, m), p, m, split_w),
-                "aliased": isinstance(out, list) and len({id(r) for r in out}) < len(out) > 1,
+                "aliased": _shares_rows(out),
             },
         )  # fmt: skip
 
@@ -104,12 +109,14 @@ def _schedule_error(exc: BaseException, ex: Example, passed: list[Example]) -> s
     return None
 
 
-def _schedule_exercise(name: str, memory: ActivationMemory, split_w: bool = False) -> ExerciseSpec:
+def _schedule_exercise(
+    name: str, reference: str, memory: ActivationMemory, split_w: bool = False
+) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
         strategy=_pm,
         explicit=_edges,
-        run=_run_schedule(name, split_w),
+        run=_run_schedule(name, BUILDERS[reference], split_w),
         checks=(ScheduleOps(), ScheduleDependencies(), Makespan(), memory),
         max_examples=16,
         diagnose_error=_schedule_error,
@@ -536,11 +543,11 @@ SPEC = LessonSpec(
     number=9,
     module=MODULE,
     exercises=(
-        _schedule_exercise("gpipe_schedule", GPIPE_MEMORY),
-        _schedule_exercise("one_f_one_b_schedule", ONE_F_ONE_B_MEMORY),
+        _schedule_exercise("gpipe_schedule", "gpipe", GPIPE_MEMORY),
+        _schedule_exercise("one_f_one_b_schedule", "1f1b", ONE_F_ONE_B_MEMORY),
         _measure_exercise("bubble_fraction"),
         _measure_exercise("peak_activations"),
-        _schedule_exercise("zero_bubble_schedule", ZERO_BUBBLE_MEMORY, split_w=True),
+        _schedule_exercise("zero_bubble_schedule", "zb", ZERO_BUBBLE_MEMORY, split_w=True),
         _exec_exercise("pipeline_forward", grads=False),
         _exec_exercise("pipeline_grads", grads=True),
     ),
