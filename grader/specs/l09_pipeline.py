@@ -18,8 +18,8 @@ compiled program may hold collective-permutes of at most one micro-batch
 every stage; no transfer is as large as one stage's weight (examples draw
 F > B, so every activation — even the whole batch — is smaller); at p ≥ 4,
 m ≥ 3 the forward's permutes run m + p − 1 (± 1) times, all in one loop; at
-p = 1 nothing is sent. The gradients: only permutes, 2(m + p − 1) ± 2 of
-them.
+p = 1 nothing is sent. The gradients: only permutes, each of at most one
+micro-batch (so no weight moves), 2(m + p − 1) ± 2 of them.
 """
 
 from __future__ import annotations
@@ -470,10 +470,6 @@ def _forward_values_hint(trial: Trial) -> str | None:
 
 
 def _exec_checks(grads: bool) -> tuple:
-    weights = WeightsStay(
-        weight=_weight_bytes,
-        what=lambda ex: f"w_in[s] of D × F = {ex['d']} × {ex['f']} float32",
-    )
     micro = OneMicroBatch(bound=_micro_bytes, batch=_batch_bytes)
     if grads:
         return (
@@ -483,7 +479,6 @@ def _exec_checks(grads: bool) -> tuple:
             ),
             PerLeaf(inner=OutputSharding(expected=lambda t: t.extra["layers"])),
             InputsUntouched(),
-            weights,
             OnlyCollectives(
                 frozenset({PERMUTE}),
                 why="Each stage's weight gradient stays on its stage, and x and y are on every "
@@ -506,7 +501,10 @@ def _exec_checks(grads: bool) -> tuple:
         ),
         OutputSharding(expected=lambda t: t.extra["replicated"]),
         InputsUntouched(),
-        weights,
+        WeightsStay(
+            weight=_weight_bytes,
+            what=lambda ex: f"w_in[s] of D × F = {ex['d']} × {ex['f']} float32",
+        ),
         PipelineCollectives(),
         micro,
         Ticks(
