@@ -160,5 +160,5 @@ def test_a_fault_in_the_graders_measurement_is_not_the_students(root):
     ctx = engine.context()
     fn = load_module(root / "solutions", "l03_cost_model").predict_bytes
     er = engine.grade_exercise(3, broken.spec(), fn, ctx, directory=root, max_examples=0)
-    assert er.status == "error" and er.error.startswith("internal grader error")
+    assert er.status == "grader fault" and er.error.startswith("internal grader error")
     assert "ZeroDivisionError" in er.error and "please report it" in er.error
