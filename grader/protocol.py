@@ -2,8 +2,10 @@
 
 The parent writes one :class:`Request` to the worker's stdin; the worker
 streams :data:`Event` s back, one JSON line each, on a pipe of their own
-(the student's prints go to stdout/stderr and never mix with them). Both
-directions are encoded and decoded here and nowhere else.
+(the student's prints go to stdout/stderr and never mix with them). Each
+line is signed with a key fresh per worker (:func:`sign`, :func:`verify`),
+so code that writes to the pipe without the key cannot pass for the grader.
+Both directions are encoded and decoded here and nowhere else.
 
 The request carries only what grading needs: which modules and exercises,
 which directory, and the run options. Titles, points and bonus flags stay
