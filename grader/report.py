@@ -24,6 +24,7 @@ from rich.text import Text
 
 from grader import evidence as ev
 from grader.results import CheckResult, ExerciseResult, LessonResult, Scorecard, Status
+from grader.spec import FULL
 
 STYLE = {
     Status.PASSED: ("✔ passed", "green"),
@@ -73,13 +74,17 @@ class LessonReport:
         table.add_column("time", justify="right")
         for e in r.exercises:
             s = card.exercises[e.exercise]
-            table.add_row(e.exercise + (" (bonus)" if s.bonus else ""), status_text(e.status),
+            shown = status_text(e.status)
+            if e.narrowed:
+                shown.append(" · not counted", style="yellow")
+            table.add_row(e.exercise + (" (bonus)" if s.bonus else ""), shown,
                           f"{s.score}/{s.points}",
                           str(e.examples_run), f"{e.duration:.1f} s")  # fmt: skip
         yield table
         yield Text(
             f"graded {r.source} on {r.devices or 'the devices'} · seed {r.seed}", style="dim"
         )
+        yield from _not_counted(r)
         yield from lesson_wide(r.exercises)
         for e in r.exercises:
             if e.passed:
@@ -91,9 +96,28 @@ class LessonReport:
             if not e.passed and e.status != Status.NOT_STARTED:
                 yield ExercisePanel(e, self.rerun(e) if self.rerun else None)
         verdict = "all passed" if card.passed else "not yet"
+        if not card.counted:
+            verdict = "not counted (a narrowed run)"
         style = "bold green" if card.passed else "bold"
         extra = f" + {card.bonus_score} bonus" if card.bonus_score else ""
         yield Text(f"Score {card.score}/{card.possible}{extra} — {verdict}", style=style)
+
+
+def _not_counted(r: LessonResult) -> list[RenderableType]:
+    """Say plainly which exercises ran fewer examples than a grade needs, and why."""
+    narrowed = [e for e in r.exercises if e.narrowed]
+    if not narrowed:
+        return []
+    reasons = dict.fromkeys(e.narrowed for e in narrowed)
+    lines = Text.assemble(
+        ("Not counted: ", "bold yellow"),
+        f"{', '.join(e.exercise for e in narrowed)} ran fewer examples than a grade needs — ",
+        "; ".join(r for r in reasons if r),
+        ". This run is shown, but it is not recorded as passed and unlocks no solution; "
+        f"course grade {r.lesson} on {FULL.n_devices} devices, without --example or --max-examples, "
+        "runs the full set.",
+    )
+    return [lines]
 
 
 class NotStartedPanel:

@@ -182,6 +182,27 @@ def test_solution_unlocks_after_passing(fixture_course):
     assert shown.returncode == 0 and "def device_slices" in shown.stdout
 
 
+def test_a_narrowed_run_is_shown_but_never_counted(fixture_course):
+    """Lesson 2's ring runs the wrong way: right on 1 and 2 devices, wrong from 3 on."""
+    two = course(fixture_course, "grade", "2", "--devices", "2", "--json")
+    (lesson,) = json.loads(two.stdout)["lessons"]
+    ring = lesson["exercises"][0]
+    assert ring["status"] == "passed" and not ring["counted"] and ring["score"] == 0
+    assert "2 devices here" in ring["narrowed"] and "e.g. n=4" in ring["narrowed"]
+    assert two.returncode == 1 and not lesson["passed"]
+    shown = course(fixture_course, "grade", "2.ring_all_gather", "--example", "n=2 rows=2 cols=3 dtype=float32 seed=5")
+    assert shown.returncode == 1, shown.stdout
+    assert "not counted" in shown.stdout and "unlocks no solution" in shown.stdout
+    locked = course(fixture_course, "solution", "2")
+    assert locked.returncode == 1 and "--force" in locked.stdout
+    assert "2.ring_all_gather" not in course(fixture_course, "status").stdout.split("Fix:")[0]
+    with sqlite3.connect(fixture_course / "progress.db") as db:
+        counted = db.execute(
+            "SELECT COUNT(*) FROM results JOIN attempts a ON a.id = attempt_id WHERE a.counted"
+        ).fetchone()[0]
+    assert counted == 0  # kept under attempts that do not count, never the student's
+
+
 def test_quick_commands_do_not_import_jax(home):
     code = (
         "import sys\n"
