@@ -190,7 +190,8 @@ def test_a_narrowed_run_is_shown_but_never_counted(fixture_course):
     assert ring["status"] == "passed" and not ring["counted"] and ring["score"] == 0
     assert "2 devices here" in ring["narrowed"] and "e.g. n=4" in ring["narrowed"]
     assert two.returncode == 1 and not lesson["passed"]
-    shown = course(fixture_course, "grade", "2.ring_all_gather", "--example", "n=2 rows=2 cols=3 dtype=float32 seed=5")
+    one = "n=2 rows=2 cols=3 dtype=float32 seed=5"
+    shown = course(fixture_course, "grade", "2.ring_all_gather", "--example", one)
     assert shown.returncode == 1, shown.stdout
     assert "not counted" in shown.stdout and "unlocks no solution" in shown.stdout
     locked = course(fixture_course, "solution", "2")
