@@ -1,6 +1,6 @@
 """Small composable checks: each is called with a Trial, returns a CheckResult."""
 
-from grader.checks.comms import Bytes, Count, LargestTransfer, OnlyCollectives
+from grader.checks.comms import Bytes, Count, LargestTransfer, OnlyCollectives, RingHops
 from grader.checks.memory import TempMemory
 from grader.checks.sharding import OutputSharding
 from grader.checks.values import InputsUntouched, Values
@@ -12,6 +12,7 @@ __all__ = [
     "LargestTransfer",
     "OnlyCollectives",
     "OutputSharding",
+    "RingHops",
     "TempMemory",
     "Values",
 ]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader.checks import Bytes, Count, InputsUntouched, OnlyCollectives, Values
+from grader.checks import Bytes, Count, InputsUntouched, OnlyCollectives, RingHops, Values
 from grader.programs import check_local_return, compile_and_run
 from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 
@@ -135,6 +135,7 @@ def _exercise(name, run, values, steps, optimum, what) -> ExerciseSpec:
             values,
             InputsUntouched(),
             ONLY_PERMUTES,
+            RingHops(ring_size=lambda ex: ex["n"]),
             Count(kind=PERMUTE, expected=steps, ring_size=lambda ex: ex["n"], what=what),
             Bytes(
                 expected=optimum,

@@ -33,6 +33,7 @@ from grader.checks import (
     LargestTransfer,
     OnlyCollectives,
     OutputSharding,
+    RingHops,
     TempMemory,
     Values,
 )
@@ -343,6 +344,7 @@ def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
         OutputSharding(expected=lambda t: t.extra["sharding"]),
         InputsUntouched(),
         ONLY_PERMUTES,
+        RingHops(ring_size=lambda ex: ex["n"]),
         Count(
             kind=PERMUTE,
             expected=lambda ex: ex["n"] - 1,

@@ -161,4 +161,29 @@ def allgather_matmul_bidirectional(x, w, mesh):
         check="directions",
         says=("same way round the ring",),
     ),
+    Mistake(
+        id="collective-matmul-direct-sends",
+        module=L05,
+        exercise="allgather_matmul",
+        code=SPECS
+        + """
+def allgather_matmul(x, w, mesh):
+    def body(x_blk, w_blk):
+        n = lax.axis_size("x")
+        me = lax.axis_index("x")
+        d = w_blk.shape[0]
+        y = jnp.dot(lax.dynamic_slice_in_dim(x_blk, me * d, d, axis=1), w_blk)
+        for s in range(1, n):  # W block i + s, sent straight from device i + s
+            held = lax.ppermute(w_blk, "x", [(j, (j - s) % n) for j in range(n)])
+            y = y + jnp.dot(lax.dynamic_slice_in_dim(x_blk, ((me + s) % n) * d, d, axis=1), held)
+        return y
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P("x", None), P("x", None)), out_specs=P("x", None)
+    )(x, w)
+""",
+        status="failed",
+        check="ring",
+        says=("send past the neighbours", "crosses s links"),
+    ),
 ]
