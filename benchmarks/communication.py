@@ -1,4 +1,4 @@
-"""Bytes each lesson-4 and lesson-5 reference moves, against the optimum and XLA.
+"""Bytes each lesson-4, 5 and 6 reference moves, against the optimum and XLA.
 
     python benchmarks/communication.py
 
@@ -7,7 +7,11 @@ devices (2×2 and 2×4 for the 2-D case): bytes sent per device by the
 compiled program, divided by the optimum for the case (target 1.00) and by
 what XLA's own partitioner sends for the same input and output shardings
 (``jax.jit`` of the unsharded product on an Auto mesh). For lesson 5 it also
-gives temporary memory per device, ours against XLA's. Prints a table and
+gives temporary memory per device, ours against XLA's. For lesson 6 (the
+course model, L = 2, D = 8, F = 24, 128 rows per device, n_micro = 8) the
+optimum is 2(N−1)/N·|params| (+ the loss scalar for the train step), and
+XLA's plan is ``jax.grad`` of the unsharded loss with the same shardings
+(``dp_accumulate`` against the same whole-batch gradient). Prints a table and
 writes benchmarks/results/communication.json.
 """
 
@@ -35,6 +39,7 @@ from grader import hlo, matmul  # noqa: E402
 from grader.loader import load_module  # noqa: E402
 from grader.specs import l04_sharded_matmul as l04  # noqa: E402
 from grader.specs import l05_collective_matmul as l05  # noqa: E402
+from grader.specs import l06_data_parallel as l06  # noqa: E402
 
 SHAPE = (128, 128, 96)  # I, J, K: every lesson-4 plan is the cheapest one here
 
@@ -92,8 +97,46 @@ def lesson5() -> list[dict]:
     return rows
 
 
+def lesson6() -> list[dict]:
+    import tinymodels
+
+    sol = load_module(ROOT / "solutions", "l06_data_parallel")
+    calls = {
+        "dp_grads": lambda fn, m: lambda p, x, y: fn(p, x, y, m),
+        "dp_train_step": lambda fn, m: lambda p, x, y: fn(p, x, y, m, 0.5),
+        "dp_accumulate": lambda fn, m: lambda p, x, y: fn(p, x, y, m, 8),
+    }
+    rows = []
+    for name, call in calls.items():
+        for n in (2, 4, 8):
+            ex = {"n": n, "layers": 2, "rows": l06.ACCUMULATE_ROWS, "d": 8, "f": 24, "seed": 0}
+            params, x, y = l06._inputs(ex)
+            loss = l06.LOSS_BYTES if name == "dp_train_step" else 0
+            mesh = devices.make_mesh((n,), (l06.AXIS,))
+            ours, temp = _compile_dp(call(getattr(sol, name), mesh), mesh, params, x, y)
+            auto = jax.make_mesh((n,), (l06.AXIS,), axis_types=(AxisType.Auto,),
+                                 devices=devices.devices()[:n])  # fmt: skip
+            grad = jax.grad(tinymodels.loss)
+            theirs, xla_temp = _compile_dp(grad, auto, params, x, y, out=NamedSharding(auto, P()))
+            rows.append({"lesson": 6, "exercise": name, "mesh": str(n), "bytes": ours.bytes(),
+                         "optimum": 2 * (n - 1) * (l06._params_bytes(ex) + loss) // n,
+                         "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds()),
+                         "temp": temp, "xla_temp": xla_temp})  # fmt: skip
+    return rows
+
+
+def _compile_dp(fn, mesh, params, x, y, out=None):
+    """Params replicated, x and y split by rows over the mesh's one axis."""
+    rows = NamedSharding(mesh, P(mesh.axis_names[0], None))
+    args = (jax.device_put(params, NamedSharding(mesh, P())),
+            jax.device_put(x, rows), jax.device_put(y, rows))  # fmt: skip
+    compiled = jax.jit(fn, out_shardings=out).lower(*args).compile()
+    comms = hlo.summarize(compiled.as_text(), num_devices=mesh.size)
+    return comms, compiled.memory_analysis().temp_size_in_bytes
+
+
 def main() -> None:
-    rows = lesson4() + lesson5()
+    rows = lesson4() + lesson5() + lesson6()
     table = Table(title="bytes sent per device by the reference solutions (float32)")
     for col in ("exercise", "mesh", "bytes", "÷ optimum", "÷ XLA", "XLA uses", "temp / XLA temp"):
         table.add_column(col, justify="left" if col in ("exercise", "XLA uses") else "right")
@@ -109,6 +152,7 @@ def main() -> None:
                       ", ".join(r["xla_kinds"]) or "none", temp)  # fmt: skip
     Console(width=130).print(table)
     out = ROOT / "benchmarks" / "results" / "communication.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
 
