@@ -45,6 +45,9 @@ class Trial:
     mesh: Any = None
     inputs_intact: str | None = None
     """None when the inputs are unchanged, else what happened to them."""
+    program: Any = None
+    """The traced program (:class:`grader.jaxpr.Program`): what the student wrote,
+    with the dtypes it asked for, before XLA compiled it."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -2,6 +2,7 @@
 
 from grader.checks.comms import Bytes, Count, LargestTransfer, OnlyCollectives, RingHops
 from grader.checks.memory import TempMemory
+from grader.checks.program import SendsIn, UnderShardMap
 from grader.checks.sharding import OutputSharding
 from grader.checks.values import InputsUntouched, Values
 
@@ -13,6 +14,8 @@ __all__ = [
     "OnlyCollectives",
     "OutputSharding",
     "RingHops",
+    "SendsIn",
     "TempMemory",
+    "UnderShardMap",
     "Values",
 ]

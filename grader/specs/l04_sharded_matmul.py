@@ -22,7 +22,15 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values
+from grader.checks import (
+    Bytes,
+    InputsUntouched,
+    OnlyCollectives,
+    OutputSharding,
+    SendsIn,
+    UnderShardMap,
+    Values,
+)
 from grader.evidence import XlaComparison
 from grader.matmul import (
     ALL_GATHER,
@@ -35,7 +43,7 @@ from grader.matmul import (
     place,
     xla_bytes,
 )
-from grader.programs import compile_and_run
+from grader.programs import FLOAT, compile_and_run
 from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 
 MODULE = "l04_sharded_matmul"
@@ -61,9 +69,16 @@ def _strategy(case: Case) -> Callable[[Context], Any]:
                 }
             )
 
-        return mesh.flatmap(full).filter(lambda ex: case.cheapest(*ex["shape"], mesh_shape(ex)))
+        return mesh.flatmap(full).filter(lambda ex: case.contrasted(ex["shape"], mesh_shape(ex)))
 
     return strategy
+
+
+DTYPES = ("float32", "float32", "bfloat16")
+VALUES: tuple[dict[str, str], ...] = ({}, {"values": FLOAT}, {})
+"""The explicit examples' dtypes and values: the second holds floats (a bfloat16
+cast inside a float32 program shows there), the third is bfloat16 (a float32
+result or collective shows there)."""
 
 
 def _explicit(case: Case) -> Callable[[Context], list[Example]]:
@@ -81,10 +96,10 @@ def _explicit(case: Case) -> Callable[[Context], list[Example]]:
             u = int(np.prod(mesh_shape(ex)))
             shape = next(
                 s
-                for s in ((2 * u, 2 * u, 2 * u), (u, 2 * u, 2 * u), (2 * u, u, u), (u, u, u))
-                if case.cheapest(*s, mesh_shape(ex))
+                for s in ((2 * u, 2 * u, u), (u, 2 * u, 2 * u), (2 * u, u, u), (u, u, u))
+                if case.contrasted(s, mesh_shape(ex))
             )
-            examples.append({**ex, "shape": shape, "dtype": "float32", "seed": i})
+            examples.append({**ex, "shape": shape, "dtype": DTYPES[i], "seed": i, **VALUES[i]})
         return examples
 
     return explicit
@@ -254,6 +269,8 @@ def _exercise(case: Case) -> ExerciseSpec:
             Values(reduce_size=lambda ex: ex["shape"][1], alternatives=_alternatives(case)),
             OutputSharding(expected=lambda t: t.extra["sharding"]),
             InputsUntouched(),
+            UnderShardMap(itemsize=lambda t: ITEMSIZE[t.example["dtype"]]),
+            SendsIn(),
             OnlyCollectives(
                 case.allowed,
                 why="Each case needs exactly one kind of collective (none for the local case).",

@@ -34,13 +34,15 @@ from grader.checks import (
     OnlyCollectives,
     OutputSharding,
     RingHops,
+    SendsIn,
     TempMemory,
+    UnderShardMap,
     Values,
 )
 from grader.checks.comms import communication
 from grader.evidence import Timeline
 from grader.matmul import ITEMSIZE
-from grader.programs import compile_and_run
+from grader.programs import FLOAT, compile_and_run, example_values
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
 
@@ -93,9 +95,18 @@ def _explicit(kind: str) -> Callable[[Context], list[Example]]:
             base = {"rows": 1, "dblock": 16, "f": 64}
         else:
             base = {"b": 2, "dblock": 8, "fblock": 8}
-        return [{"n": n, **base, "dtype": "float32", "seed": i} for i, n in enumerate(sizes)]
+        return [{"n": n, **base, **_variant(kind, n), "seed": i} for i, n in enumerate(sizes)]
 
     return explicit
+
+
+def _variant(kind: str, n: int) -> dict[str, str]:
+    """dtype and values of an explicit example: floats at N = 4 (a lower precision
+    inside shows), bfloat16 at N = 3 for the reduce-scatter (a float32 running sum
+    shows; the all-gather versions draw float32 only, see ``_gather_strategy``)."""
+    if n == 4:
+        return {"dtype": "float32", "values": FLOAT}
+    return {"dtype": "bfloat16" if kind == "scatter" and n == 3 else "float32"}
 
 
 @dataclass(frozen=True)
@@ -125,8 +136,8 @@ def _inputs(kind: str, ex: Example) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(ex["seed"])
     dtype = np.dtype("float32") if ex["dtype"] == "float32" else _bf16()
     return (
-        rng.integers(-3, 4, size=lay.x).astype(dtype),
-        rng.integers(-3, 4, size=lay.w).astype(dtype),
+        example_values(rng, lay.x, ex, 3).astype(dtype),
+        example_values(rng, lay.w, ex, 3).astype(dtype),
     )
 
 
@@ -343,6 +354,8 @@ def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
         ),
         OutputSharding(expected=lambda t: t.extra["sharding"]),
         InputsUntouched(),
+        UnderShardMap(itemsize=_itemsize),
+        SendsIn(),
         ONLY_PERMUTES,
         RingHops(ring_size=lambda ex: ex["n"]),
         Count(
