@@ -2,7 +2,7 @@
 
 from grader.checks.comms import Bytes, Count, LargestTransfer, OnlyCollectives, RingHops
 from grader.checks.memory import TempMemory
-from grader.checks.program import SendsIn, UnderShardMap
+from grader.checks.program import Precision, UnderShardMap
 from grader.checks.sharding import OutputSharding
 from grader.checks.values import InputsUntouched, Values
 
@@ -14,7 +14,7 @@ __all__ = [
     "OnlyCollectives",
     "OutputSharding",
     "RingHops",
-    "SendsIn",
+    "Precision",
     "TempMemory",
     "UnderShardMap",
     "Values",

@@ -46,21 +46,37 @@ class UnderShardMap(Check):
         )
 
 
+NARROWER = {"float32": ("bfloat16", "float16"), "bfloat16": (), "float16": ()}
+"""Float dtypes narrower than an exercise's own: computing in them loses precision."""
+
+
 @dataclass(frozen=True)
-class SendsIn(Check):
-    """Every collective the student wrote sends ``dtype(example)``, as traced: a
-    float32 running sum on bfloat16 inputs doubles the bytes on a real link."""
+class Precision(Check):
+    """Every collective the student wrote sends ``dtype(trial)``, as traced (a float32
+    running sum on bfloat16 inputs doubles the bytes on a real link; XLA:CPU
+    widens bfloat16 in its compiled program, so the HLO cannot tell), and nothing
+    is computed in a narrower float than the inputs (a bfloat16 cast inside a
+    float32 exercise)."""
 
     dtype: Callable[[Trial], str] = lambda t: t.example["dtype"]
     name: str = "precision"
 
     def __call__(self, trial: Trial) -> CheckResult:
-        want = self.dtype(trial)
-        if not trial.program.collectives:
-            return CheckResult(self.name, True, "no collectives written")
-        wrong = [s for s in trial.program.collectives if any(d != want for d in s.dtypes)]
+        want, program = self.dtype(trial), trial.program
+        narrow = [d for d in NARROWER.get(want, ()) if program.dtypes[d]]
+        if narrow:
+            return CheckResult(
+                self.name,
+                False,
+                f"your program computes in {', '.join(narrow)}; the inputs are {want}",
+                hint=f"A cast to {narrow[0]} inside a {want} exercise rounds every product "
+                f"to {narrow[0]}'s 8 bits of mantissa: with float-valued inputs the result is "
+                f"off by far more than {want}'s rounding. Keep the inputs' dtype.",
+            )
+        wrong = [s for s in program.collectives if any(d != want for d in s.dtypes)]
         if not wrong:
-            return CheckResult(self.name, True, f"every collective sends {want}")
+            sent = "every collective sends " + want if program.collectives else "no collectives"
+            return CheckResult(self.name, True, f"computes in {want}; {sent}")
         rows = [[s.primitive, ", ".join(s.axes), want, ", ".join(s.dtypes)] for s in wrong]
         got = sorted({d for s in wrong for d in s.dtypes if d != want})
         return CheckResult(
@@ -69,7 +85,7 @@ class SendsIn(Check):
             f"{len(wrong)} collective(s) send {', '.join(got)} where the inputs are {want}",
             evidence=[Table(["collective", "axes", "expected", "yours"], rows)],
             hint=f"Cast to {want} before the collective (x.astype(a.dtype)): a wider dtype "
-            f"on the wire sends more bytes than the optimum on a GPU or TPU, even where "
+            "on the wire sends more bytes than the optimum on a GPU or TPU, even where "
             "XLA:CPU hides it. Accumulate locally in float32 if you like, but send the "
             "inputs' dtype.",
         )

@@ -14,7 +14,15 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader.checks import Bytes, Count, InputsUntouched, OnlyCollectives, RingHops, Values
+from grader.checks import (
+    Bytes,
+    Count,
+    InputsUntouched,
+    OnlyCollectives,
+    Precision,
+    RingHops,
+    Values,
+)
 from grader.programs import FLOAT, check_local_return, compile_and_run, example_values
 from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 
@@ -135,6 +143,7 @@ def _exercise(name, run, values, steps, optimum, what) -> ExerciseSpec:
         checks=(
             values,
             InputsUntouched(),
+            Precision(),
             ONLY_PERMUTES,
             RingHops(ring_size=lambda ex: ex["n"]),
             Count(kind=PERMUTE, expected=steps, ring_size=lambda ex: ex["n"], what=what),

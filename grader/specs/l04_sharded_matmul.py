@@ -27,7 +27,7 @@ from grader.checks import (
     InputsUntouched,
     OnlyCollectives,
     OutputSharding,
-    SendsIn,
+    Precision,
     UnderShardMap,
     Values,
 )
@@ -270,7 +270,7 @@ def _exercise(case: Case) -> ExerciseSpec:
             OutputSharding(expected=lambda t: t.extra["sharding"]),
             InputsUntouched(),
             UnderShardMap(itemsize=lambda t: ITEMSIZE[t.example["dtype"]]),
-            SendsIn(),
+            Precision(),
             OnlyCollectives(
                 case.allowed,
                 why="Each case needs exactly one kind of collective (none for the local case).",

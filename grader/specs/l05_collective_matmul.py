@@ -33,8 +33,8 @@ from grader.checks import (
     LargestTransfer,
     OnlyCollectives,
     OutputSharding,
+    Precision,
     RingHops,
-    SendsIn,
     TempMemory,
     UnderShardMap,
     Values,
@@ -355,7 +355,7 @@ def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
         OutputSharding(expected=lambda t: t.extra["sharding"]),
         InputsUntouched(),
         UnderShardMap(itemsize=_itemsize),
-        SendsIn(),
+        Precision(),
         ONLY_PERMUTES,
         RingHops(ring_size=lambda ex: ex["n"]),
         Count(

@@ -236,4 +236,18 @@ def ring_all_gather(x, axis_name):
         check="ring",
         says=("send past the neighbours", "crosses s links"),
     ),
+    Mistake(
+        id="reduce-scatter-sums-in-bfloat16",
+        module=L02,
+        exercise="ring_reduce_scatter",
+        patch=(
+            (
+                "return acc + chunk((me - s - 2) % n)",
+                "return (acc.astype(jnp.bfloat16) + chunk((me - s - 2) % n).astype(jnp.bfloat16)).astype(x.dtype)",
+            ),
+        ),
+        status="failed",
+        check="precision",
+        says=("computes in bfloat16", "Keep the inputs' dtype"),
+    ),
 ]

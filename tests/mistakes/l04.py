@@ -251,4 +251,41 @@ def matmul_allreduce(a, b, mesh):
         check=None,
         says=("partial sum", "jax.shard_map"),
     ),
+    Mistake(
+        id="allreduce-float32-result-on-bfloat16",
+        module=L04,
+        exercise="matmul_allreduce",
+        code=SPECS
+        + """
+def matmul_allreduce(a, b, mesh):
+    def body(a_blk, b_blk):
+        return lax.psum(jnp.dot(a_blk, b_blk, preferred_element_type=jnp.float32), "x")
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P()
+    )(a, b)
+""",
+        status="failed",
+        check="precision",
+        says=("send float32 where the inputs are bfloat16",),
+    ),
+    Mistake(
+        id="allreduce-bfloat16-inside-float32",
+        module=L04,
+        exercise="matmul_allreduce",
+        code=SPECS
+        + """
+def matmul_allreduce(a, b, mesh):
+    def body(a_blk, b_blk):
+        low = a_blk.astype(jnp.bfloat16) @ b_blk.astype(jnp.bfloat16)  # "faster"
+        return lax.psum(low.astype(a_blk.dtype), "x")
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P()
+    )(a, b)
+""",
+        status="failed",
+        check="precision",
+        says=("computes in bfloat16", "Keep the inputs' dtype"),
+    ),
 ]

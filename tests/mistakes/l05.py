@@ -186,4 +186,35 @@ def allgather_matmul(x, w, mesh):
         check="ring",
         says=("send past the neighbours", "crosses s links"),
     ),
+    Mistake(
+        id="reducescatter-float32-running-sum",
+        module=L05,
+        exercise="matmul_reducescatter",
+        code=SPECS
+        + """
+def matmul_reducescatter(x, w, mesh):
+    def body(x_blk, w_blk):
+        n = lax.axis_size("x")
+        me = lax.axis_index("x")
+        f = w_blk.shape[1] // n
+        right = [(i, (i + 1) % n) for i in range(n)]
+
+        def product(block):  # float32 products, and a float32 sum on the wire
+            cols = lax.dynamic_slice_in_dim(w_blk, block * f, f, axis=1)
+            return jnp.dot(x_blk, cols, preferred_element_type=jnp.float32)
+
+        def step(s, acc):
+            return lax.ppermute(acc, "x", right) + product((me - s - 2) % n)
+
+        acc = lax.fori_loop(0, n - 1, step, product((me - 1) % n))
+        return acc.astype(x_blk.dtype)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P(None, "x")
+    )(x, w)
+""",
+        status="failed",
+        check="precision",
+        says=("send float32 where the inputs are bfloat16", "Cast to bfloat16"),
+    ),
 ]
