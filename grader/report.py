@@ -92,8 +92,11 @@ class LessonReport:
         fresh = [e for e in r.exercises if e.status == Status.NOT_STARTED]
         if fresh:
             yield NotStartedPanel(fresh)
+        shared = shared_error(r.exercises)
+        if shared:
+            yield SharedErrorPanel(shared)
         for e in r.exercises:
-            if not e.passed and e.status != Status.NOT_STARTED:
+            if not e.passed and e.status != Status.NOT_STARTED and e not in shared:
                 yield ExercisePanel(e, self.rerun(e) if self.rerun else None)
         verdict = "all passed" if card.passed else "not yet"
         if not card.counted:
@@ -118,6 +121,36 @@ def _not_counted(r: LessonResult) -> list[RenderableType]:
         "runs the full set.",
     )
     return [lines]
+
+
+def shared_error(exercises: list[ExerciseResult]) -> list[ExerciseResult]:
+    """Exercises that ended with one and the same error before any example ran: the
+    module itself would not load (missing file, syntax error). Shown once."""
+    errs = [
+        e for e in exercises
+        if e.status == Status.ERROR and e.error and e.example is None and not e.checks
+    ]  # fmt: skip
+    return errs if len(errs) > 1 and len({e.error for e in errs}) == 1 else []
+
+
+class SharedErrorPanel:
+    """One error that stopped several exercises at once, drawn once."""
+
+    def __init__(self, results: list[ExerciseResult]):
+        self.results = results
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        names = ", ".join(e.exercise for e in self.results)
+        parts: list = [
+            Text(f"{names}: none could run, for one reason —"),
+            Panel(Text(self.results[0].error or ""), title="error", title_align="left",
+                  border_style="red", box=box.ROUNDED),
+        ]  # fmt: skip
+        hint = self.results[0].hint
+        if hint:
+            parts.append(Text.assemble(("hint  ", "bold yellow"), hint))
+        yield Panel(Group(*parts), title=f"✘ lesson {self.results[0].lesson}'s exercise file — error", title_align="left",
+                    border_style="red")  # fmt: skip
 
 
 class NotStartedPanel:
@@ -324,7 +357,7 @@ def _timeline(d: ev.Timeline, exercise: ExerciseResult | None) -> list[Renderabl
     name = exercise.exercise if exercise else ""
     t = Table(
         box=box.SIMPLE_HEAD,
-        title=f"{name}: step timeline of your program, {d.example}",
+        title=f"{name}: the ring schedule your permutes imply, {d.example}",
         title_justify="left",
     )
     t.add_column("step", justify="right")

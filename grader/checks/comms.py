@@ -136,10 +136,12 @@ class Bytes(Check):
                 "bytes unknown: a collective sits in a loop of unknown trip count",
                 evidence=evidence,
             )
+        counted = f" in {', '.join(sorted(self.kinds))}s" if self.kinds else ""
         if got == want:
             return CheckResult(
-                self.name, True, f"{got:,} bytes sent per device = {self.what}", evidence=evidence
-            )
+                self.name, True, f"{got:,} bytes sent per device{counted} = {self.what}",
+                evidence=evidence,
+            )  # fmt: skip
         ratio = got / want if want else float("inf")
         hint = None
         unit = self.unit(trial) if self.unit else None
@@ -154,7 +156,8 @@ class Bytes(Check):
         return CheckResult(
             self.name,
             False,
-            f"{got:,} bytes sent per device; {self.what} is {want:,} ({ratio:.2f}×)",
+            f"{got:,} bytes sent per device{counted}; {self.what} is {want:,} ({ratio:.2f}×)"
+            + (" (other kinds are not counted here)" if self.kinds else ""),
             evidence=evidence,
             hint=hint,
         )

@@ -201,24 +201,36 @@ def _alternatives(case: Case) -> Callable[[Trial], list[tuple[str, Any]]] | None
         return None
 
     def wrong_axis(trial: Trial) -> list[tuple[str, Any]]:
-        """Device (r, c) holding Σ_r' A[I_r', J_c] · B[J_c]: a psum over 'x', not 'y'."""
+        """Device (r, c) holding Σ_r' A[I_r', J_c] · B[J_c] (a psum over 'x', not 'y'),
+        or Σ_r' A[I_r', :] · B (a psum over both axes)."""
         ex = trial.example
         x, y = mesh_shape(ex)
         i, j, _ = ex["shape"]
         placed = place(case, ex)
         a, b = placed["a"].astype(np.float64), placed["b"].astype(np.float64)
 
-        def shard(coord: tuple, index: tuple) -> np.ndarray:
-            r, c = coord
-            cols = slice(c * j // y, (c + 1) * j // y)
-            return sum(a[rr * i // x : (rr + 1) * i // x, cols] @ b[cols] for rr in range(x))
+        def rows(r: int) -> slice:
+            return slice(r * i // x, (r + 1) * i // x)
+
+        def over_x(coord: tuple, index: tuple) -> np.ndarray:
+            cols = slice(coord[1] * j // y, (coord[1] + 1) * j // y)
+            return sum(a[rows(rr), cols] @ b[cols] for rr in range(x))
+
+        def over_both(coord: tuple, index: tuple) -> np.ndarray:
+            return sum(a[rows(rr)] @ b for rr in range(x))
 
         return [
             (
                 "Your C matches a psum over 'x' instead of 'y': the contracting dim J is split "
                 "over 'y' (A[I_X, J_Y]), so the partial products must be summed over 'y'.",
-                shard,
-            )
+                over_x,
+            ),
+            (
+                "Your C matches a psum over ('x', 'y'): summing over 'x' as well adds the row "
+                "blocks of the other devices into yours, in a group of X·Y devices. Only J is "
+                "split over 'y', so psum over 'y' alone.",
+                over_both,
+            ),
         ]
 
     return wrong_axis

@@ -279,7 +279,8 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
 
 
 def _explain(kind: str) -> Callable[[list[Trial]], list[Timeline]]:
-    """The step timeline, from the directions and counts of the permutes compiled."""
+    """The ring schedule the permutes imply (their directions and counts in the
+    compiled program); labelled as such, since no step is observed on its own."""
 
     def explain(trials: list[Trial]) -> list[Timeline]:
         trial = next((t for t in trials if t.example["n"] == 4), trials[-1])
@@ -311,8 +312,9 @@ def _explain(kind: str) -> Callable[[list[Trial]], list[Timeline]]:
                 example=format_example(trial.example),
                 rows=rows,
                 note=f"{'×Wj' if kind == 'gather' else '+Yj'}: {what}; →d: sent to device d "
-                "next. Derived from the direction and number of the collective-permutes in "
-                "your compiled program.",
+                "next. Worked out from the direction and number of the collective-permutes "
+                "in your compiled program, not measured step by step: which block each step "
+                "really uses is what the values check tests.",
             )
         ]
 

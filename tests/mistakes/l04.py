@@ -288,4 +288,15 @@ def matmul_allreduce(a, b, mesh):
         check="precision",
         says=("computes in bfloat16", "Keep the inputs' dtype"),
     ),
+    Mistake(
+        id="2d-psum-over-both-axes",
+        module=L04,
+        exercise="matmul_2d",
+        status="failed",
+        check="values",
+        says=("psum over ('x', 'y')", "psum over 'y' alone"),
+        patch=(
+            ('return lax.psum(a_blk @ b_blk, "y")', 'return lax.psum(a_blk @ b_blk, ("x", "y"))'),
+        ),
+    ),
 ]
