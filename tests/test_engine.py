@@ -219,3 +219,22 @@ def test_solutions_pass_on_other_seeds(root, seed):
     assert all(e.passed for r in graded for e in r.exercises), [
         (e.exercise, e.example, e.checks) for r in graded for e in r.exercises if not e.passed
     ]
+
+
+def test_too_few_accelerators_grade_the_lesson_on_simulated_cpus(monkeypatch):
+    """Two accelerators cannot run lesson 2's N = 3 … 8: the engine switches that
+    lesson to the simulated CPU devices (8 here), where the full set runs."""
+    from grader import devices
+
+    cpus = devices.devices()
+    two_accelerators = cpus[:2]
+    monkeypatch.setattr(devices, "on_accelerators", lambda: not devices._simulating)
+    monkeypatch.setattr(
+        devices, "devices", lambda: cpus if devices._simulating else two_accelerators
+    )
+    l02, l03 = engine.load_spec("l02_collectives"), engine.load_spec("l03_cost_model")
+    assert engine._needs_simulation(l02, ["ring_all_gather"], seed=0)
+    assert not engine._needs_simulation(l03, ["matmul_flops"], seed=0)  # no mesh needed
+    with devices.simulated():
+        assert engine.context() == FULL
+    assert engine.context().n_devices == 2

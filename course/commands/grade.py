@@ -113,8 +113,9 @@ def grade(
     console = app.console
     with app.progress() as progress:
         attempt = progress.start_attempt(str(directory), counted, command)
-        # narrowed results go to an attempt of their own that never counts, opened
-        # when the first comes: kept, but never the student's progress
+        # a pass on a narrowed run goes to an attempt of its own that never counts,
+        # opened when the first comes: kept, but never the student's progress (a
+        # failure is one on any example set, and counts)
         narrow_attempt: list[int] = []
         status = (
             None if as_json or not console.is_terminal else console.status("starting the grader …")
@@ -123,9 +124,10 @@ def grade(
         def on_event(event: Event) -> None:
             if isinstance(event, ExerciseGraded):
                 er = event.result
-                if er.narrowed and counted and not narrow_attempt:
+                aside = bool(er.narrowed) and er.passed and counted
+                if aside and not narrow_attempt:
                     narrow_attempt.append(progress.start_attempt(str(directory), False, command))
-                into = narrow_attempt[0] if er.narrowed and counted else attempt
+                into = narrow_attempt[0] if aside else attempt
                 scored = lessons[er.lesson].exercise(er.exercise).scored(er.status, not er.narrowed)
                 progress.record(into, er, scored)
             elif isinstance(event, ExampleStarted) and status is not None:
