@@ -26,7 +26,6 @@ from grader.protocol import (
     GraderFailed,
     ImportStarted,
     LessonFinished,
-    LessonStarted,
     Rejected,
     Request,
     encode_event,
@@ -93,7 +92,6 @@ def grade(request: Request, emit: Callable[[Event], None]) -> None:
                 if why := engine.example_problem(job.module, name, example):
                     raise _Rejected(f"--example {request.example!r}: {why}")
     for job in request.lessons:
-        emit(LessonStarted(job.lesson, devices.describe()))
         try:
             result = engine.grade_lesson(
                 job.lesson,

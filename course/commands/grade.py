@@ -182,31 +182,34 @@ def grade(
     graded: dict[int, list[ExerciseResult]] = {n: [] for n in lessons}
     """What the worker graded so far, for the JSON document of an interrupted run."""
     with app.progress() as progress, stop_signals(), stdout_kept_for_json(as_json) as out:
-        attempt: int | None = None
-        """Started with the first result: a run refused or stopped before has nothing to record."""
+        opened: dict[bool, int] = {}
+        """Attempts, each opened with its first result (a run refused or stopped before
+        has none): the run's own, and, aside (True), one for passes on a narrowed run,
+        kept but never the student's progress (a failure counts on any example set)."""
         status = (
             None if as_json or not console.is_terminal else console.status("starting the grader …")
         )
 
         def on_event(event: Event) -> None:
-            nonlocal attempt
             if isinstance(event, ExerciseGraded):
                 er = event.result
                 graded[er.lesson].append(er)
                 if er.status == Status.FAULT:  # the grader's failure is not the student's attempt
                     return
-                if attempt is None:
-                    attempt = progress.start_attempt(str(directory), counted, command)
-                progress.record(
-                    attempt, er, lessons[er.lesson].exercise(er.exercise).scored(er.status)
-                )
+                aside = bool(er.narrowed) and er.passed and counted
+                if aside not in opened:
+                    opened[aside] = progress.start_attempt(
+                        str(directory), counted and not aside, command
+                    )
+                scored = lessons[er.lesson].exercise(er.exercise).scored(er.status, not er.narrowed)
+                progress.record(opened[aside], er, scored)
             elif isinstance(event, ExampleStarted) and status is not None:
                 status.update(
                     f"grading {event.lesson}.{event.exercise} — example {event.index + 1}: {event.example}"
                 )
 
         def close(state: str) -> None:
-            if attempt is not None:
+            for attempt in opened.values():
                 progress.finish_attempt(attempt, state)
 
         mark = progress.version_mark()
