@@ -258,6 +258,27 @@ class ReplicaGroups(Evidence):
     rows: list[GroupedCollective]
 
 
+@dataclass
+class KindBytesRow:
+    """One collective kind: bytes per device predicted, measured, and the reference's."""
+
+    kind: str
+    predicted: int | None
+    """The student's ``predict_step_bytes``; None when it is not available."""
+    measured: int | None
+    """Measured in the student's compiled program; None when not measured (or unknown)."""
+    reference: int | None
+
+
+@evidence("kind_bytes")
+@dataclass
+class KindBytes(Evidence):
+    """Bytes per collective kind of one training step: predicted against measured."""
+
+    example: str
+    rows: list[KindBytesRow]
+
+
 # ------------------------------------------------------------ explanations
 
 

@@ -323,6 +323,21 @@ def _table(d: ev.Table, exercise: ExerciseResult | None) -> list[RenderableType]
     return [t]
 
 
+def _kind_bytes(d: ev.KindBytes, exercise: ExerciseResult | None) -> list[RenderableType]:
+    """Predicted against measured bytes per collective kind, with the reference's."""
+    t = Table(box=box.SIMPLE, title=f"bytes per device, one step · {d.example}",
+              title_justify="left")  # fmt: skip
+    for col in ("kind", "predicted", "measured", "reference"):
+        t.add_column(col, justify="left" if col == "kind" else "right")
+    for r in d.rows:
+        off = r.predicted is not None and r.measured is not None and (
+            abs(r.predicted - r.measured) > 0.1 * max(r.measured, 1)
+        )
+        t.add_row(r.kind, Text(_bytes(r.predicted), style="red" if off else ""),
+                  _bytes(r.measured), Text(_bytes(r.reference), style="dim"))  # fmt: skip
+    return [t]
+
+
 def _note(d: ev.Note, exercise: ExerciseResult | None) -> list[RenderableType]:
     return [Text(d.text, style="dim")]
 
@@ -415,6 +430,7 @@ RENDERERS: dict[type, Renderer] = {
     ev.Note: Renderer(_note),
     ev.Timeline: Renderer(_timeline),
     ev.ReplicaGroups: Renderer(_replica_groups, once=True),
+    ev.KindBytes: Renderer(_kind_bytes),
     ev.XlaComparison: Renderer(together=_comparison),
 }
 """Evidence type → how it is drawn: the one place a new picture is registered."""

@@ -43,6 +43,8 @@ EXAMPLES: list[ev.Evidence] = [
         example="mesh=2x3", mesh_shape=[2, 3], axis_names=["data", "model"],
         rows=[ev.GroupedCollective("all-reduce", "f32[4,8]", 192, [0, 0, 0, 1, 1, 1], ["model"])],
     ),
+    ev.KindBytes(example="mesh=4x2", rows=[ev.KindBytesRow("all-gather", 86016, 172032, 172032),
+                                           ev.KindBytesRow("all-reduce", None, None, 16390)]),
 ]  # fmt: skip
 """One item of every evidence type: a new type must add one here (and to the schema)."""
 
