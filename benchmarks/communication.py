@@ -1,8 +1,8 @@
-"""Bytes each reference of lessons 4 to 8 moves, against the optimum and XLA.
+"""Bytes each reference of lessons 4 to 9 moves, against the optimum and XLA.
 
     python benchmarks/communication.py
 
-For every reference solution of lessons 4 to 7, on meshes of 2, 4 and 8
+For every reference solution of lessons 4 to 9, on meshes of 2, 4 and 8
 devices (2×2 and 2×4 for the 2-D case): bytes sent per device by the
 compiled program, divided by the optimum for the case (target 1.00) and by
 what XLA's own partitioner sends for the same input and output shardings
@@ -19,7 +19,11 @@ table and writes benchmarks/results/communication.json.
 Lesson 8's references run on meshes of 2, 4 and 8 'model' devices (2×2 and
 2×4 for ``dp_tp_mlp``) at shapes where a gathered weight is 16× the
 activation (8× for attention); XLA gets the unsharded MLP or attention with
-the same shardings.
+the same shardings. For lesson 9 (one layer per stage, m = 8 micro-batches of
+2 rows, D = 8, F = 24) the optimum of a loop of m + p − 1 ticks is one
+micro-batch per tick and device, plus, for the forward, the all-reduce that
+returns y (2(p−1)/p·|y|); XLA's plan is ``jax.jit`` of the unsharded model
+with the layers sharded over 'stage' (it gathers the weights).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from grader.specs import l05_collective_matmul as l05  # noqa: E402
 from grader.specs import l06_data_parallel as l06  # noqa: E402
 from grader.specs import l07_fsdp as l07  # noqa: E402
 from grader.specs import l08_tensor_parallel as l08  # noqa: E402
+from grader.specs import l09_pipeline as l09  # noqa: E402
 
 SHAPE = (128, 128, 96)  # I, J, K: every lesson-4 plan is the cheapest one here
 
@@ -235,8 +240,37 @@ def lesson8() -> list[dict]:
     return rows
 
 
+def lesson9() -> list[dict]:
+    import tinymodels
+
+    sol = load_module(ROOT / "solutions", "l09_pipeline")
+    rows = []
+    for name, grads in (("pipeline_forward", False), ("pipeline_grads", True)):
+        for p in (2, 4, 8):
+            ex = {"p": p, "m": 8, "rows": 2, "d": 8, "f": 24, "seed": 0}
+            trial = l09._run_exec(grads)(getattr(sol, name), ex)
+            ticks = (2 if grads else 1) * (ex["m"] + p - 1)
+            y_bytes = 0 if grads else 2 * (p - 1) * l09._batch_bytes(ex) // p
+            params, x, y = trial.extra["inputs"]
+            auto = jax.make_mesh((p,), (l09.AXIS,), axis_types=(AxisType.Auto,),
+                                 devices=devices.devices()[:p])  # fmt: skip
+            layers, everywhere = NamedSharding(auto, P(l09.AXIS)), NamedSharding(auto, P())
+            args = [jax.device_put(params, layers), jax.device_put(x, everywhere)]
+            if grads:
+                plan = jax.jit(jax.grad(tinymodels.loss), out_shardings=layers)
+                args.append(jax.device_put(y, everywhere))
+            else:
+                plan = jax.jit(tinymodels.forward, out_shardings=everywhere)
+            theirs = hlo.summarize(plan.lower(*args).compile().as_text(), num_devices=p)
+            rows.append({"lesson": 9, "exercise": name, "mesh": str(p),
+                         "bytes": trial.comms.bytes(),
+                         "optimum": ticks * l09._micro_bytes(ex) + y_bytes,
+                         "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds())})  # fmt: skip
+    return rows
+
+
 def main() -> None:
-    rows = lesson4() + lesson5() + lesson6() + lesson7() + lesson8()
+    rows = lesson4() + lesson5() + lesson6() + lesson7() + lesson8() + lesson9()
     table = Table(title="bytes sent per device by the reference solutions (float32)")
     for col in ("exercise", "mesh", "bytes", "÷ optimum", "÷ XLA", "XLA uses", "temp / XLA temp"):
         table.add_column(col, justify="left" if col in ("exercise", "XLA uses") else "right")

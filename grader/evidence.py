@@ -258,6 +258,27 @@ class ReplicaGroups(Evidence):
     rows: list[GroupedCollective]
 
 
+# ------------------------------------------------------------ schedules
+
+
+@evidence("schedule_chart")
+@dataclass
+class ScheduleChart(Evidence):
+    """A pipeline schedule drawn for the report: the student's beside the
+    expected one, or (``expected`` None) the one schedule a measuring exercise
+    was given. Grids are ``[stage][tick]`` of cells such as ``F3``, ``""`` idle."""
+
+    title: str
+    yours: list[list[str]]
+    expected: list[list[str]] | None
+    mark: list[int] | None = None
+    """[tick, stage] of the first violation."""
+    waits_for: list[int] | None = None
+    """[tick, stage] of the op the marked one waits for."""
+    note: str = ""
+    """The violation, in words."""
+
+
 @dataclass
 class KindBytesRow:
     """One collective kind: bytes per device predicted, measured, and the reference's."""

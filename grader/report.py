@@ -24,6 +24,7 @@ from rich.text import Text
 
 from grader import evidence as ev
 from grader.results import CheckResult, ExerciseResult, LessonResult, Scorecard, Status
+from grader.schedule_chart import ChartView
 
 STYLE = {
     Status.PASSED: ("✔ passed", "green"),
@@ -418,6 +419,10 @@ def _comparison(items: list[tuple[ExerciseResult, ev.XlaComparison]]) -> list[Re
     return [t]
 
 
+def _schedule_chart(d: ev.ScheduleChart, exercise: ExerciseResult | None) -> list[RenderableType]:
+    return [ChartView(d)]
+
+
 RENDERERS: dict[type, Renderer] = {
     ev.DeviceMap: Renderer(_device_map),
     ev.Sharding: Renderer(_sharding),
@@ -432,6 +437,7 @@ RENDERERS: dict[type, Renderer] = {
     ev.ReplicaGroups: Renderer(_replica_groups, once=True),
     ev.KindBytes: Renderer(_kind_bytes),
     ev.XlaComparison: Renderer(together=_comparison),
+    ev.ScheduleChart: Renderer(_schedule_chart, once=True),
 }
 """Evidence type → how it is drawn: the one place a new picture is registered."""
 

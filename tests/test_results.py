@@ -33,6 +33,11 @@ EXAMPLES: list[ev.Evidence] = [
     ),
     ev.Table(["device", "JAX says", "yours"], [["(0,)", "[0:2]", "[2:4]"]]),
     ev.Note("could not prepare the explanation: ZeroDivisionError()"),
+    ev.ScheduleChart(
+        title="gpipe_schedule(2, 1)", yours=[["F0", "", "B0"], ["", "F0", "B0"]],
+        expected=[["F0", "", "", "B0"], ["", "F0", "B0", ""]], mark=[2, 0], waits_for=[2, 1],
+        note="tick 2: backward B0 … needs backward B0 … on stage 1, which runs at the same tick 2",
+    ),
     ev.Timeline(n=2, example="n=2", rows=[[0, "×W0 →1", "×W1 →0"], [1, "×W1", "×W0"]], note="…"),
     ev.XlaComparison(
         example="shape=16x32x24", mesh="4", shapes="16×32×24", yours=1152,
