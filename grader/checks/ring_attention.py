@@ -36,11 +36,12 @@ MERGE_SAFETY = 16.0
 class MergeValues(Check):
     """``(o, lse)`` against the float64 merge of the drawn partials.
 
-    float32 error: lse ≈ ±300 is stored to u·300 ≈ 2e-5 absolute, and that
-    error moves the weights e^(lse_i − lse) by the same relative amount, so the
-    allowance is ``MERGE_SAFETY · u · (1 + max|lse|)`` — relative for lse,
-    times max|o| for o. Where the expected lse is −inf the answer must be
-    exactly o = 0, lse = −inf."""
+    float32 error: an lse near ±300 is stored to u·300 ≈ 2e-5 absolute, and
+    that error moves the weights e^(lse_i − lse) by as much relatively. So o
+    may be off by ``MERGE_SAFETY·u·(1 + max|lse|)·max|o|`` and each lse by
+    ``MERGE_SAFETY·u·(1 + |lse|)``. Measured over 20 draws: the reference
+    uses 0.47 and 0.94 of one such unit; weighting bfloat16 o's, 212. Where
+    the expected lse is −inf the answer must be o = 0, lse = −inf exactly."""
 
     name: str = "values"
 
@@ -50,14 +51,15 @@ class MergeValues(Check):
         if shaped:
             return CheckResult(self.name, False, shaped[0], hint=shaped[1])
         got_o, got_lse = (as_numpy(a) for a in trial.output)
-        tol = MERGE_SAFETY * U32 * (1.0 + float(np.max(np.abs(want_lse[np.isfinite(want_lse)]))))
+        largest = float(np.max(np.abs(want_lse[np.isfinite(want_lse)])))
+        tol = MERGE_SAFETY * U32
         empty = np.isneginf(want_lse)
         with np.errstate(
             invalid="ignore"
         ):  # −inf − (−inf) where both are empty: decided by `empty`
-            near = np.abs(got_lse - want_lse) <= tol * (1 + np.abs(want_lse))
+            near = np.abs(got_lse - want_lse) <= tol * (1.0 + np.abs(want_lse))
         lse_ok = np.where(empty, np.isneginf(got_lse), near)
-        o_ok = np.abs(got_o - want_o) <= tol * float(np.max(np.abs(want_o)))
+        o_ok = np.abs(got_o - want_o) <= tol * (1.0 + largest) * float(np.max(np.abs(want_o)))
         rows_ok = lse_ok & np.all(o_ok, axis=-1)
         details = {"rows": int(rows_ok.size), "wrong": int((~rows_ok).sum()), "tolerance": tol}
         if rows_ok.all():
@@ -293,8 +295,9 @@ def score_products(closed: Any, dh: int, heads: int) -> list[tuple[int, int | No
 def ring_cells(n: int, steps: int, shift: int, causal: bool, zigzag: bool) -> list[list[str]]:
     """Rows [step, cell per device]: the K/V block device i holds at step s,
     sending ``shift`` (+1 to i + 1, −1 to i − 1) and how much of it is used:
-    ■ whole, ◩ diagonal (half, the causal triangle), ▌ half (zigzag), · fully
-    masked (computed for nothing)."""
+    ■ whole, ◩ diagonal (half, the causal triangle), · fully masked (computed
+    for nothing); zigzag: ▌ every query against the first key chunk (j < i),
+    ▄ the second query chunk against every key (j > i)."""
     rows: list[list[Any]] = []
     for s in range(steps + 1):
         cells = []
@@ -306,11 +309,13 @@ def ring_cells(n: int, steps: int, shift: int, causal: bool, zigzag: bool) -> li
 
 
 def _use(i: int, j: int, causal: bool, zigzag: bool) -> str:
+    if j == i and causal:
+        return "◩"
     if not causal or (j < i and not zigzag):
         return "■"
-    if j == i:
-        return "◩"
-    return "▌" if zigzag else "·"
+    if zigzag:
+        return "▌" if j < i else "▄"
+    return "·"
 
 
 def direction(trial: Trial, shifts: Callable[[Trial], dict[int, int]]) -> int | None:
