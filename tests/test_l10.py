@@ -8,7 +8,7 @@ import numpy as np
 from grader import attention, engine, jaxpr
 from grader.checks.ring_attention import ring_cells, score_products
 from grader.results import Status
-from grader.spec import Context
+from grader.spec import Context, draw_examples
 from grader.specs import l10_context_parallel as spec
 from tests.mistakes import l10 as mistakes
 from tests.test_mistakes import write_variant
@@ -46,9 +46,11 @@ def test_merge_inputs_hold_rows_that_saw_no_key_and_large_lse():
 def test_explicit_examples_reach_every_check():
     """Causal at N ≥ 3 (ring direction), float32 and bfloat16, and one example where
     the memory check measures (float32, N ≥ 6, S/N ≤ Dh, ≥ 64 elements per block)."""
-    for explicit in (spec._ring_explicit, spec._zigzag_explicit):
+    drawn = {"ring": spec._ring_strategy(CTX), "zigzag": spec._zigzag_strategy(CTX)}
+    for kind, explicit in (("ring", spec._ring_explicit), ("zigzag", spec._zigzag_explicit)):
         examples = explicit(CTX)
-        assert {ex["dtype"] for ex in examples} == {"float32", "bfloat16"}
+        examples += draw_examples(drawn[kind], 1, seed=0)
+        assert {ex["dtype"] for ex in examples} == {"float32", "bfloat16"}, examples
         assert any(spec._causal(ex) and ex["n"] >= 3 for ex in examples)
         measured = [
             ex

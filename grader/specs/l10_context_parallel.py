@@ -122,7 +122,7 @@ def _zigzag_strategy(ctx: Context):
             "chunk": st.sampled_from([1, 2, 4]),  # S/2N; Dh = 16 differs from S/N and S/2N
             "h": st.integers(1, 2),
             "dh": st.just(16),
-            "dtype": st.sampled_from(["float32", "bfloat16"]),
+            "dtype": st.just("bfloat16"),  # the explicit example is float32
             "seed": st.integers(0, 2**16),
         }
     )
@@ -147,11 +147,10 @@ def _ring_explicit(ctx: Context) -> list[Example]:
 
 
 def _zigzag_explicit(ctx: Context) -> list[Example]:
-    a, b = (_first((6, 8, 4), ctx) + _first((3,), ctx))[:2]
-    return [
-        {"n": a, "chunk": 2, "h": 2, "dh": 16, "dtype": "float32", "seed": 0},
-        {"n": b, "chunk": 2, "h": 1, "dh": 16, "dtype": "bfloat16", "seed": 1},
-    ]
+    """Float32 at N = 6 (memory is measured there); the drawn example is bfloat16.
+    Two compiles in all: the zigzag program is the slowest of the lesson to compile."""
+    (n,) = _first((6, 8, 4, 3), ctx)[:1]
+    return [{"n": n, "chunk": 2, "h": 2, "dh": 16, "dtype": "float32", "seed": 0}]
 
 
 def _rows(ex: Example) -> int:
@@ -535,7 +534,7 @@ MERGE = ExerciseSpec(
     explicit=_merge_explicit,
     run=_run_merge,
     checks=(MergeValues(),),
-    max_examples=2,  # elementwise: compiles in milliseconds
+    max_examples=1,
 )
 
 SPEC = LessonSpec(
