@@ -1,4 +1,4 @@
-"""Bytes each lesson-4, 5 and 6 reference moves, against the optimum and XLA.
+"""Bytes each lesson-4, 5, 6 and 10 reference moves, against the optimum and XLA.
 
     python benchmarks/communication.py
 
@@ -11,14 +11,17 @@ gives temporary memory per device, ours against XLA's. For lesson 6 (the
 course model, L = 2, D = 8, F = 24, 128 rows per device, n_micro = 8) the
 optimum is 2(N−1)/N·|params| (+ the loss scalar for the train step), and
 XLA's plan is ``jax.grad`` of the unsharded loss with the same shardings
-(``dp_accumulate`` against the same whole-batch gradient). Prints a table and
-writes benchmarks/results/communication.json.
+(``dp_accumulate`` against the same whole-batch gradient). For lesson 10
+(S/N = 8, H = 2, Dh = 16, float32) the optimum is (N − 1)·|local K + local V|
+and XLA's plan is ``tinymodels.attention`` with q, k, v and the output split
+by rows. Prints a table and writes benchmarks/results/communication.json.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +43,7 @@ from grader.loader import load_module  # noqa: E402
 from grader.specs import l04_sharded_matmul as l04  # noqa: E402
 from grader.specs import l05_collective_matmul as l05  # noqa: E402
 from grader.specs import l06_data_parallel as l06  # noqa: E402
+from grader.specs import l10_context_parallel as l10  # noqa: E402
 
 SHAPE = (128, 128, 96)  # I, J, K: every lesson-4 plan is the cheapest one here
 
@@ -133,8 +137,44 @@ def _compile_dp(fn, mesh, params, x, y, out=None):
     return comms, compiled.memory_analysis().temp_size_in_bytes
 
 
+def lesson10() -> list[dict]:
+    from tinymodels.attention import attention
+
+    sol = load_module(ROOT / "solutions", "l10_context_parallel")
+    calls = {
+        "ring_attention (causal)": lambda m: lambda q, k, v: sol.ring_attention(q, k, v, m, True),
+        "ring_attention": lambda m: lambda q, k, v: sol.ring_attention(q, k, v, m, False),
+        "zigzag_ring_attention": lambda m: lambda q, k, v: sol.zigzag_ring_attention(q, k, v, m),
+    }
+    rows = []
+    for name, call in calls.items():
+        for n in (2, 4, 8):
+            ex = {"n": n, "rows": 8, "h": 2, "dh": 16, "dtype": "float32", "seed": 0}
+            qkv = l10._qkv(ex)
+            mesh = devices.make_mesh((n,), (l10.AXIS,))
+            ours, temp = _compile_rows(call(mesh), mesh, qkv)
+            auto = jax.make_mesh((n,), (l10.AXIS,), axis_types=(AxisType.Auto,),
+                                 devices=devices.devices()[:n])  # fmt: skip
+            xla_plan = partial(attention, causal=name != "ring_attention")
+            theirs, xla_temp = _compile_rows(xla_plan, auto, qkv)
+            rows.append({"lesson": 10, "exercise": name, "mesh": str(n), "bytes": ours.bytes(),
+                         "optimum": (n - 1) * 2 * qkv[1].nbytes // n,
+                         "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds()),
+                         "temp": temp, "xla_temp": xla_temp})  # fmt: skip
+    return rows
+
+
+def _compile_rows(fn, mesh, arrays):
+    """Every array and the output split by rows over the mesh's one axis."""
+    rows = NamedSharding(mesh, P(mesh.axis_names[0], None, None))
+    args = tuple(jax.device_put(a, rows) for a in arrays)
+    compiled = jax.jit(fn, out_shardings=rows).lower(*args).compile()
+    comms = hlo.summarize(compiled.as_text(), num_devices=mesh.size)
+    return comms, compiled.memory_analysis().temp_size_in_bytes
+
+
 def main() -> None:
-    rows = lesson4() + lesson5() + lesson6()
+    rows = lesson4() + lesson5() + lesson6() + lesson10()
     table = Table(title="bytes sent per device by the reference solutions (float32)")
     for col in ("exercise", "mesh", "bytes", "÷ optimum", "÷ XLA", "XLA uses", "temp / XLA temp"):
         table.add_column(col, justify="left" if col in ("exercise", "XLA uses") else "right")

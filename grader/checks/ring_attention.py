@@ -316,9 +316,3 @@ def _use(i: int, j: int, causal: bool, zigzag: bool) -> str:
     if zigzag:
         return "▌" if j < i else "▄"
     return "·"
-
-
-def direction(trial: Trial, shifts: Callable[[Trial], dict[int, int]]) -> int | None:
-    """The one ring direction the permutes use, or None."""
-    per = shifts(trial)
-    return next(iter(per)) if len(per) == 1 and next(iter(per)) in (1, -1) else None
