@@ -229,20 +229,16 @@ def _merge_inputs(ex: Example) -> tuple[np.ndarray, ...]:
 def _run_merge(fn: Callable[..., Any], ex: Example) -> Trial:
     import jax
 
-    o1, lse1, o2, lse2 = _merge_inputs(ex)
-    host = [o1.copy(), lse1.copy(), o2.copy(), lse2.copy()]
-    args = tuple(jax.numpy.asarray(a) for a in host)
-    output = jax.jit(fn)(*args)
+    inputs = _merge_inputs(ex)
+    output = jax.jit(fn)(*(jax.numpy.asarray(a) for a in inputs))
     jax.block_until_ready(output)
-    want = attention.merge(
-        (o1.astype(np.float64), lse1.astype(np.float64)),
-        (o2.astype(np.float64), lse2.astype(np.float64)),
-    )
+    o1, lse1, o2, lse2 = (a.astype(np.float64) for a in inputs)
     return Trial(
-        example=ex, output=output, expected=want,
-        extra={"lse": (lse1.astype(np.float64), lse2.astype(np.float64)),
-               "o": (o1.astype(np.float64), o2.astype(np.float64))},
-    )  # fmt: skip
+        example=ex,
+        output=output,
+        expected=attention.merge((o1, lse1), (o2, lse2)),
+        extra={"lse": (lse1, lse2), "o": (o1, o2)},
+    )
 
 
 # ------------------------------------------------------------------ diagnoses
@@ -294,10 +290,11 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
     if trial.extra["zigzag"]:
         return []
     n = trial.example["n"]
-    per = streams(trial)
-    shift = next(iter(per)) if len(per) == 1 else 1
-    held = lambda i, s: (i - s * shift) % n  # noqa: E731 — after s sends of `shift`
-    towards = "i + 1" if shift == 1 else f"i {shift:+d}" if shift != -1 else "i − 1"
+    shift = _shift(trial)
+
+    def held(i: int, s: int) -> int:  # after s sends of `shift`
+        return (i - s * shift) % n
+
     cases = [
         (
             "Each block's softmax is normalised over its own keys and the blocks' outputs are "
@@ -321,13 +318,14 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
             dict(local_mask=True),
         ))  # fmt: skip
         if n >= 3 and shift in (1, -1):
-            theirs = "i − s" if shift == -1 else "i + s"
-            mine = "i + s" if shift == -1 else "i − s"
+            towards, holds, assumed = (
+                ("i + 1", "i − s", "i + s") if shift == 1 else ("i − 1", "i + s", "i − s")
+            )
             cases.append((
                 f"Your blocks travel to {towards}, so after s steps device i holds the K/V "
-                f"block of device ({mine}) mod N — but your mask takes it as block ({theirs}) "
-                "mod N, the block coming the other way round the ring. Flip the ring's "
-                "direction or the index.",
+                f"block of device ({holds}) mod N — but your mask takes it as block "
+                f"({assumed}) mod N, the block coming the other way round the ring. Flip the "
+                "ring's direction or the index.",
                 dict(mask_block=lambda i, s: (i + s * shift) % n),
             ))  # fmt: skip
     out = []
@@ -335,6 +333,13 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
         wrong = _simulate(trial, held, **kw)
         out.append((why, lambda coord, index, wrong=wrong: wrong[index]))
     return out
+
+
+def _shift(trial: Trial) -> int:
+    """The ring's direction from the compiled permutes: +1 sends to i + 1, −1 to i − 1
+    (+1 when they do not all turn one way)."""
+    per = streams(trial)
+    return next(iter(per)) if len(per) == 1 else 1
 
 
 def _precision_hint(trial: Trial) -> str | None:
@@ -491,8 +496,7 @@ def _explain(trials: list[Trial]) -> dict[str, Any]:
     the causal mask leaves (from the direction and amount of the compiled permutes)."""
     trial = next((t for t in trials if 3 <= t.example["n"] <= 6), trials[-1])
     ex, zigzag = trial.example, trial.extra["zigzag"]
-    per = streams(trial)
-    shift = next(iter(per)) if len(per) == 1 else 1
+    shift = _shift(trial)
     elements = trial.comms.bytes(PERMUTE, itemsize=1) or 0
     steps = elements // kv_block_elements(trial)
     causal = zigzag or _causal(ex)
