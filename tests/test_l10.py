@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader import attention, engine, jaxpr
-from grader.checks.ring_attention import ring_cells, score_products
+from grader.checks.ring_attention import ring_steps, score_products
 from grader.results import Status
 from grader.spec import Context, draw_examples
 from grader.specs import l10_context_parallel as spec
@@ -68,19 +68,17 @@ def _trial(ex):
     return Trial(example=ex, extra={"block_elements": spec._rows(ex) * ex["h"] * ex["dh"]})
 
 
-def test_ring_picture_marks_fully_masked_blocks():
-    rows = ring_cells(n=4, steps=3, shift=1, causal=True, zigzag=False)
+def test_ring_picture_marks_fully_masked_blocks_and_the_imbalance():
+    rows = ring_steps(n=4, steps=3, shift=1, causal=True, zigzag=False).rows()
     assert rows[0] == [0, "KV0 ◩", "KV1 ◩", "KV2 ◩", "KV3 ◩"]
     assert rows[1] == [1, "KV3 ·", "KV0 ■", "KV1 ■", "KV2 ■"]
     assert rows[3] == [3, "KV1 ·", "KV2 ·", "KV3 ·", "KV0 ■"]
-    zig = ring_cells(n=4, steps=3, shift=1, causal=True, zigzag=True)
+    assert rows[4] == ["work", "0.5", "1.5", "2.5", "3.5"]  # N − ½ on the last device
+    zig = ring_steps(n=4, steps=3, shift=1, causal=True, zigzag=True).rows()
     assert zig[1] == [1, "KV3 ▄", "KV0 ▌", "KV1 ▌", "KV2 ▌"]  # half a block everywhere
-    assert ring_cells(n=3, steps=2, shift=1, causal=False, zigzag=False)[2] == [
-        2,
-        "KV1 ■",
-        "KV2 ■",
-        "KV0 ■",
-    ]
+    assert zig[4] == ["work", "2", "2", "2", "2"]  # N/2 on every device
+    left = ring_steps(n=3, steps=2, shift=-1, causal=False, zigzag=False).rows()
+    assert left[2] == [2, "KV2 ■", "KV0 ■", "KV1 ■"]  # sending to i − 1: block i + s
 
 
 def test_equations_carry_their_loop_lengths():

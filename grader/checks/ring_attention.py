@@ -292,27 +292,51 @@ def score_products(closed: Any, dh: int, heads: int) -> list[tuple[int, int | No
 # ------------------------------------------------------------------ the ring picture
 
 
-def ring_cells(n: int, steps: int, shift: int, causal: bool, zigzag: bool) -> list[list[str]]:
-    """Rows [step, cell per device]: the K/V block device i holds at step s,
-    sending ``shift`` (+1 to i + 1, −1 to i − 1) and how much of it is used:
-    ■ whole, ◩ diagonal (half, the causal triangle), · fully masked (computed
-    for nothing); zigzag: ▌ every query against the first key chunk (j < i),
-    ▄ the second query chunk against every key (j > i)."""
-    rows: list[list[Any]] = []
-    for s in range(steps + 1):
-        cells = []
-        for i in range(n):
-            j = (i - s * shift) % n
-            cells.append(f"KV{j} {_use(i, j, causal, zigzag)}")
-        rows.append([s, *cells])
-    return rows
+USE = {
+    "whole": ("■", 1.0),
+    "diagonal": ("◩", 0.5),
+    "masked": ("·", 0.0),
+    "first key chunk": ("▌", 0.5),
+    "second query chunk": ("▄", 0.5),
+}
+"""How much of a K/V block a step uses → (mark, fraction of a whole block's scores)."""
+
+
+@dataclass(frozen=True)
+class RingSteps:
+    """Which K/V block each device holds at each step, and how much of it is used."""
+
+    held: list[list[int]]
+    """[step][device] → the device the block started on."""
+    use: list[list[str]]
+    """[step][device] → a key of :data:`USE`."""
+
+    def work(self) -> list[float]:
+        """Blocks' worth of useful scores per device over the whole ring."""
+        return [sum(USE[row[i]][1] for row in self.use) for i in range(len(self.use[0]))]
+
+    def rows(self) -> list[list[Any]]:
+        """[step, "KVj mark" per device] …, then ["work", blocks per device]."""
+        out: list[list[Any]] = [
+            [s, *(f"KV{j} {USE[u][0]}" for j, u in zip(held, use))]
+            for s, (held, use) in enumerate(zip(self.held, self.use))
+        ]
+        return out + [["work", *(f"{w:g}" for w in self.work())]]
+
+
+def ring_steps(n: int, steps: int, shift: int, causal: bool, zigzag: bool) -> RingSteps:
+    """The ring sending ``shift`` (+1 to i + 1, −1 to i − 1) for ``steps`` rotations:
+    after s of them device i holds the block of device (i − s·shift) mod N."""
+    held = [[(i - s * shift) % n for i in range(n)] for s in range(steps + 1)]
+    use = [[_use(i, j, causal, zigzag) for i, j in enumerate(row)] for row in held]
+    return RingSteps(held, use)
 
 
 def _use(i: int, j: int, causal: bool, zigzag: bool) -> str:
     if j == i and causal:
-        return "◩"
+        return "diagonal"
     if not causal or (j < i and not zigzag):
-        return "■"
-    if zigzag:
-        return "▌" if j < i else "▄"
-    return "·"
+        return "whole"
+    if zigzag:  # j < i: every query, key chunk j; j > i: query chunk 2N − 1 − i, every key
+        return "first key chunk" if j < i else "second query chunk"
+    return "masked"

@@ -56,7 +56,7 @@ from grader.checks.ring_attention import (
     RotationSteps,
     ScoreBlocks,
     kv_block_elements,
-    ring_cells,
+    ring_steps,
 )
 from grader.checks.trees import PerLeaf
 from grader.programs import compile_and_run
@@ -500,7 +500,7 @@ def _explain(trials: list[Trial]) -> dict[str, Any]:
     elements = trial.comms.bytes(PERMUTE, itemsize=1) or 0
     steps = elements // kv_block_elements(trial)
     causal = zigzag or _causal(ex)
-    legend = "■ whole block used"
+    legend = "■ whole block used; work: blocks' worth of useful scores per device"
     if causal:
         legend += ", ◩ diagonal (the causal triangle)" + (
             ", ▌ all queries × first key chunk, ▄ second query chunk × all keys"
@@ -511,7 +511,7 @@ def _explain(trials: list[Trial]) -> dict[str, Any]:
         "timeline": {
             "n": ex["n"],
             "example": format_example(ex),
-            "rows": ring_cells(ex["n"], steps, shift, causal, zigzag),
+            "rows": ring_steps(ex["n"], steps, shift, causal, zigzag).rows(),
             "note": f"KVj: the K/V block that started on device j, held at that step; {legend}. "
             "Derived from the direction and amount of the collective-permutes in your "
             "compiled program.",
