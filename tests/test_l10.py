@@ -109,3 +109,14 @@ def test_all_gather_of_k_and_v_fails_memory_too(root, tmp_path):
 def test_stubs_are_not_started(root):
     result = engine.grade_lesson(10, spec.MODULE, root / "exercises")
     assert [e.status for e in result.exercises] == [Status.NOT_STARTED] * 3
+
+
+def test_k_and_v_may_travel_stacked(root, tmp_path):
+    """One permute of jnp.stack([k, v]) per step is the same N − 1 rotations as two."""
+    source = (root / "solutions" / f"{spec.MODULE}.py").read_text()
+    separate = "step, (_empty(q_blk), (k_blk, v_blk)))"
+    assert source.count(separate) == 1
+    stacked = source.replace(separate, "step, (_empty(q_blk), jnp.stack([k_blk, v_blk])))")
+    (tmp_path / f"{spec.MODULE}.py").write_text(stacked)
+    result = engine.grade_lesson(10, spec.MODULE, tmp_path, only=["ring_attention"])
+    assert result.exercises[0].status == Status.PASSED, result.exercises[0].checks

@@ -173,6 +173,21 @@ def ring_attention(q, k, v, mesh, causal):
             ),
         ),
     ),
+    Mistake(
+        id="ring-carry-not-cast-to-varying",
+        module=L10,
+        exercise="ring_attention",
+        code="",
+        status="error",
+        check=None,
+        says=("invariant over 'seq'", "lax.pcast"),
+        patch=(
+            (
+                'return lax.pcast(o, AXIS, to="varying"), lax.pcast(lse, AXIS, to="varying")',
+                "return o, lse",
+            ),
+        ),
+    ),
     # ---------------------------------------------------------------- zigzag_ring_attention
     Mistake(
         id="zigzag-masked-plain-ring",
