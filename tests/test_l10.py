@@ -3,6 +3,8 @@ that the examples drawn are ones where the checks can tell."""
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 
 from grader import attention, engine, jaxpr
@@ -69,16 +71,31 @@ def _trial(ex):
 
 
 def test_ring_picture_marks_fully_masked_blocks_and_the_imbalance():
-    rows = ring_steps(n=4, steps=3, shift=1, causal=True, zigzag=False).rows()
-    assert rows[0] == [0, "KV0 ◩", "KV1 ◩", "KV2 ◩", "KV3 ◩"]
-    assert rows[1] == [1, "KV3 ·", "KV0 ■", "KV1 ■", "KV2 ■"]
-    assert rows[3] == [3, "KV1 ·", "KV2 ·", "KV3 ·", "KV0 ■"]
-    assert rows[4] == ["work", "0.5", "1.5", "2.5", "3.5"]  # N − ½ on the last device
-    zig = ring_steps(n=4, steps=3, shift=1, causal=True, zigzag=True).rows()
-    assert zig[1] == [1, "KV3 ▄", "KV0 ▌", "KV1 ▌", "KV2 ▌"]  # half a block everywhere
-    assert zig[4] == ["work", "2", "2", "2", "2"]  # N/2 on every device
-    left = ring_steps(n=3, steps=2, shift=-1, causal=False, zigzag=False).rows()
-    assert left[2] == [2, "KV2 ■", "KV0 ■", "KV1 ■"]  # sending to i − 1: block i + s
+    plain = ring_steps(n=4, steps=3, shift=1, causal=True, zigzag=False)
+    assert plain.held[1] == [3, 0, 1, 2]  # sending to i + 1: block i − s
+    assert plain.use[0] == ["diagonal"] * 4
+    assert plain.use[3] == ["masked", "masked", "masked", "whole"]
+    assert plain.work() == [0.5, 1.5, 2.5, 3.5]  # N − ½ on the last device
+    zig = ring_steps(n=4, steps=3, shift=1, causal=True, zigzag=True)
+    assert zig.use[1] == ["second query chunk"] + ["first key chunk"] * 3
+    assert zig.work() == [2, 2, 2, 2]  # N/2 on every device
+    left = ring_steps(n=3, steps=2, shift=-1, causal=False, zigzag=False)
+    assert left.held[2] == [2, 0, 1] and left.work() == [3, 3, 3]  # to i − 1: block i + s
+
+
+def test_ring_picture_is_drawn_with_its_work_row():
+    from rich.console import Console, Group
+
+    from grader.report import draw
+
+    item = ring_steps(n=4, steps=3, shift=1, causal=True, zigzag=False, example="n=4")
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    console.print(Group(*draw(item)))
+    text = console.file.getvalue()
+    lines = [line.split() for line in text.splitlines()]
+    assert ["1", "KV3", "·", "KV0", "■", "KV1", "■", "KV2", "■"] in lines
+    assert ["work", "0.5", "1.5", "2.5", "3.5"] in lines
+    assert "· fully masked" in text and "▌" not in text  # the legend names what is drawn
 
 
 def test_equations_carry_their_loop_lengths():

@@ -30,6 +30,8 @@ EXAMPLES: list[ev.Evidence] = [
     ev.Table(["device", "JAX says", "yours"], [["(0,)", "[0:2]", "[2:4]"]]),
     ev.Note("could not prepare the explanation: ZeroDivisionError()"),
     ev.Timeline(n=2, example="n=2", rows=[[0, "×W0 →1", "×W1 →0"], [1, "×W1", "×W0"]], note="…"),
+    ev.RingSteps(n=2, example="n=2", held=[[0, 1], [1, 0]],
+                 use=[["diagonal", "diagonal"], ["masked", "whole"]], note="…"),
     ev.XlaComparison(
         example="shape=16x32x24", mesh="4", shapes="16×32×24", yours=1152,
         yours_kinds=["reduce-scatter"], optimum=1152, optimum_kinds=["reduce-scatter"],

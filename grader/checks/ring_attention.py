@@ -19,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from grader import jaxpr
+from grader.checks.comms import communication
 from grader.checks.values import as_numpy
+from grader.evidence import CountExpectation, Note, RingSteps, Table
 from grader.results import CheckResult
 from grader.spec import Check, Trial
 
@@ -27,6 +29,8 @@ PERMUTE = "collective-permute"
 U32 = 2.0**-24
 MERGE_SAFETY = 16.0
 """Allowance for merge_partials in units of u·(1 + |lse|) (see :class:`MergeValues`)."""
+SHOW_ROWS = 5
+"""Wrong (row, head) pairs shown in a merge_partials report."""
 
 
 # ------------------------------------------------------------------ merge_partials
@@ -61,27 +65,40 @@ class MergeValues(Check):
         lse_ok = np.where(empty, np.isneginf(got_lse), near)
         o_ok = np.abs(got_o - want_o) <= tol * (1.0 + largest) * float(np.max(np.abs(want_o)))
         rows_ok = lse_ok & np.all(o_ok, axis=-1)
-        details = {"rows": int(rows_ok.size), "wrong": int((~rows_ok).sum()), "tolerance": tol}
         if rows_ok.all():
             return CheckResult(
-                self.name, True,
-                "o and lse match the float64 merge, rows that saw no key included",
-                details=details,
-            )  # fmt: skip
-        bad = tuple(int(i) for i in np.argwhere(~rows_ok)[0])
-        lse1, lse2 = trial.extra["lse"]
-        where = (
-            f"row {bad[0]}, head {bad[1]} (lse1 = {lse1[bad]:.6g}, lse2 = {lse2[bad]:.6g}): "
-            f"expected lse {want_lse[bad]:.6g}, got {got_lse[bad]:.6g}; "
-            f"o[:4] expected {np.round(want_o[bad][:4], 4).tolist()}, got {np.round(got_o[bad][:4], 4).tolist()}"
-        )
+                self.name, True, "o and lse match the float64 merge, rows that saw no key included"
+            )
+        bad = [tuple(int(i) for i in at) for at in np.argwhere(~rows_ok)]
         return CheckResult(
             self.name,
             False,
-            f"{int((~rows_ok).sum())} of {rows_ok.size} (row, head) pairs wrong; first at {where}",
-            details=details,
+            f"{len(bad)} of {rows_ok.size} (row, head) pairs wrong, first at row {bad[0][0]}, "
+            f"head {bad[0][1]}",
+            evidence=[_wrong_rows(bad[:SHOW_ROWS], trial, got_o, got_lse)],
             hint=_merge_hint(got_o, got_lse, trial),
         )
+
+
+def _wrong_rows(
+    bad: list[tuple[int, int]], trial: Trial, got_o: np.ndarray, got_lse: np.ndarray
+) -> Table:
+    """The first wrong (row, head) pairs: both inputs' lse, the merged lse and o, expected and yours."""
+    (lse1, lse2), (want_o, want_lse) = trial.extra["lse"], trial.expected
+    rows = [
+        [
+            f"{r}, {h}", f"{lse1[r, h]:.6g}", f"{lse2[r, h]:.6g}",
+            f"{want_lse[r, h]:.6g}", f"{got_lse[r, h]:.6g}",
+            _first(want_o[r, h]), _first(got_o[r, h]),
+        ]
+        for r, h in bad
+    ]  # fmt: skip
+    columns = ["row, head", "lse1", "lse2", "lse", "your lse", "o[:3]", "your o[:3]"]
+    return Table(columns, rows)
+
+
+def _first(o: np.ndarray) -> str:
+    return ", ".join(f"{x:.4g}" for x in o[:3])
 
 
 def _shape_problem(out: Any, want_o: np.ndarray, want_lse: np.ndarray) -> tuple[str, str] | None:
@@ -189,23 +206,27 @@ class RotationSteps(Check):
             return CheckResult(
                 self.name, False,
                 "a collective-permute sits in a loop whose trip count the compiler cannot know",
+                evidence=[communication(trial)],
                 hint="Loop a fixed number of times: lax.fori_loop with Python int bounds "
                 "(lax.axis_size gives N as a Python int), or a Python for-loop.",
             )  # fmt: skip
         steps = Fraction(elements, kv_block_elements(trial))
         shown = str(steps) if steps.denominator == 1 else f"{float(steps):.2f}"
-        details = {"expected": n - 1, "actual": float(steps), "table": trial.comms.table()}
+        evidence = [
+            communication(trial),
+            CountExpectation("K/V block rotations", n - 1, round(steps)),
+        ]
         if steps == n - 1:
             return CheckResult(
                 self.name, True, f"{shown} rotations of the local K/V block (N − 1)",
-                details=details,
+                evidence=evidence,
             )  # fmt: skip
         return CheckResult(
             self.name,
             False,
             f"the permutes carry {shown} local K/V blocks per device; N − 1 = {n - 1} rotations "
             "bring every block to every device",
-            details=details,
+            evidence=evidence,
             hint=_steps_hint(steps, n),
         )
 
@@ -247,19 +268,19 @@ class ScoreBlocks(Check):
         runs = score_products(trial.extra["jaxpr"], ex["dh"], ex["h"])
         full = [(per_head, times) for per_head, times in runs if per_head > block * half]
         count = None if any(t is None for _, t in full) else sum(t for _, t in full)
-        details = {"products": [[p, t] for p, t in runs]}
         what = f"[S/N, S/N] = [{block}, {block}]"
         if not runs:
             return CheckResult(
                 self.name, False, "no q·kᵀ product (a contraction over Dh) found in the program",
-                details=details,
+                evidence=[Note(f"Looked for dot_generals contracting over Dh = {ex['dh']}.")],
             )  # fmt: skip
+        evidence = [_products_table(runs, block * half)]
         if count is not None and count <= 1:
             return CheckResult(
                 self.name, True,
                 f"{count} whole {what} score block per head (the diagonal), every other step "
                 f"half of one ({block}·{half} scores)",
-                details=details,
+                evidence=evidence,
             )  # fmt: skip
         shown = "an unknown number of" if count is None else str(count)
         return CheckResult(
@@ -267,13 +288,23 @@ class ScoreBlocks(Check):
             False,
             f"{shown} whole {what} score blocks per head computed; zigzag needs one (the "
             f"diagonal) and half a block ({block}·{half} scores) at each other step",
-            details=details,
+            evidence=evidence,
             hint="You compute the whole block of scores at every step and mask it: with the "
             "zigzag layout the mask makes half of every off-diagonal block useless. Against the "
             "K/V block of device j < i use your queries and key chunk j only ([S/N, S/2N]); for "
             "j > i use your second query chunk and both key chunks ([S/2N, S/N]) — lax.cond on "
             "j < i. Do the diagonal step (j = i) before the loop.",
         )
+
+
+def _products_table(runs: list[tuple[int, int | None]], half: int) -> Table:
+    """Each q·kᵀ product of the traced program: scores per head, how often it runs."""
+    rows = [
+        [str(per_head), "?" if times is None else str(times),
+         "half a block or less" if per_head <= half else "more than half a block"]
+        for per_head, times in runs
+    ]  # fmt: skip
+    return Table(["scores per head", "runs", "size"], rows)
 
 
 def score_products(closed: Any, dh: int, heads: int) -> list[tuple[int, int | None]]:
@@ -292,44 +323,14 @@ def score_products(closed: Any, dh: int, heads: int) -> list[tuple[int, int | No
 # ------------------------------------------------------------------ the ring picture
 
 
-USE = {
-    "whole": ("■", 1.0),
-    "diagonal": ("◩", 0.5),
-    "masked": ("·", 0.0),
-    "first key chunk": ("▌", 0.5),
-    "second query chunk": ("▄", 0.5),
-}
-"""How much of a K/V block a step uses → (mark, fraction of a whole block's scores)."""
-
-
-@dataclass(frozen=True)
-class RingSteps:
-    """Which K/V block each device holds at each step, and how much of it is used."""
-
-    held: list[list[int]]
-    """[step][device] → the device the block started on."""
-    use: list[list[str]]
-    """[step][device] → a key of :data:`USE`."""
-
-    def work(self) -> list[float]:
-        """Blocks' worth of useful scores per device over the whole ring."""
-        return [sum(USE[row[i]][1] for row in self.use) for i in range(len(self.use[0]))]
-
-    def rows(self) -> list[list[Any]]:
-        """[step, "KVj mark" per device] …, then ["work", blocks per device]."""
-        out: list[list[Any]] = [
-            [s, *(f"KV{j} {USE[u][0]}" for j, u in zip(held, use))]
-            for s, (held, use) in enumerate(zip(self.held, self.use))
-        ]
-        return out + [["work", *(f"{w:g}" for w in self.work())]]
-
-
-def ring_steps(n: int, steps: int, shift: int, causal: bool, zigzag: bool) -> RingSteps:
+def ring_steps(
+    n: int, steps: int, shift: int, causal: bool, zigzag: bool, example: str = "", note: str = ""
+) -> RingSteps:
     """The ring sending ``shift`` (+1 to i + 1, −1 to i − 1) for ``steps`` rotations:
     after s of them device i holds the block of device (i − s·shift) mod N."""
     held = [[(i - s * shift) % n for i in range(n)] for s in range(steps + 1)]
     use = [[_use(i, j, causal, zigzag) for i, j in enumerate(row)] for row in held]
-    return RingSteps(held, use)
+    return RingSteps(n, example, held, use, note)
 
 
 def _use(i: int, j: int, causal: bool, zigzag: bool) -> str:

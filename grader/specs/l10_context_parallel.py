@@ -58,7 +58,7 @@ from grader.checks.ring_attention import (
     kv_block_elements,
     ring_steps,
 )
-from grader.checks.trees import PerLeaf
+from grader.evidence import RingSteps
 from grader.programs import compile_and_run
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
 from grader.specs.l05_collective_matmul import streams
@@ -122,7 +122,7 @@ def _zigzag_strategy(ctx: Context):
             "chunk": st.sampled_from([1, 2, 4]),  # S/2N; Dh = 16 differs from S/N and S/2N
             "h": st.integers(1, 2),
             "dh": st.just(16),
-            "dtype": st.just("bfloat16"),  # the explicit example is float32
+            "dtype": st.sampled_from(["float32", "bfloat16"]),
             "seed": st.integers(0, 2**16),
         }
     )
@@ -147,10 +147,12 @@ def _ring_explicit(ctx: Context) -> list[Example]:
 
 
 def _zigzag_explicit(ctx: Context) -> list[Example]:
-    """Float32 at N = 6 (memory is measured there); the drawn example is bfloat16.
-    Two compiles in all: the zigzag program is the slowest of the lesson to compile."""
-    (n,) = _first((6, 8, 4, 3), ctx)[:1]
-    return [{"n": n, "chunk": 2, "h": 2, "dh": 16, "dtype": "float32", "seed": 0}]
+    """Float32 at N = 6 (memory is measured there), bfloat16 at N = 3."""
+    a, b = (_first((6, 8, 4), ctx) + _first((3,), ctx))[:2]
+    return [
+        {"n": a, "chunk": 2, "h": 2, "dh": 16, "dtype": "float32", "seed": 0},
+        {"n": b, "chunk": 1, "h": 1, "dh": 16, "dtype": "bfloat16", "seed": 1},
+    ]
 
 
 def _rows(ex: Example) -> int:
@@ -445,9 +447,7 @@ ONLY_PERMUTES = OnlyCollectives(
 
 def _ring_checks(zigzag: bool) -> tuple[Check, ...]:
     checks: list[Check] = [
-        PerLeaf(
-            inner=Values(atol=_atol, alternatives=_alternatives), explain_failure=_precision_hint
-        ),
+        Explained(Values(atol=_atol, alternatives=_alternatives), _precision_hint),
         OutputSharding(expected=lambda t: t.extra["sharding"]),
         InputsUntouched(),
         ONLY_PERMUTES,
@@ -491,32 +491,17 @@ def _ring_checks(zigzag: bool) -> tuple[Check, ...]:
     return tuple(checks)
 
 
-def _explain(trials: list[Trial]) -> dict[str, Any]:
+def _explain(trials: list[Trial]) -> list[RingSteps]:
     """The ring picture: which K/V block each device holds at each step, and how much of it
     the causal mask leaves (from the direction and amount of the compiled permutes)."""
     trial = next((t for t in trials if 3 <= t.example["n"] <= 6), trials[-1])
     ex, zigzag = trial.example, trial.extra["zigzag"]
-    shift = _shift(trial)
-    elements = trial.comms.bytes(PERMUTE, itemsize=1) or 0
-    steps = elements // kv_block_elements(trial)
+    steps = (trial.comms.bytes(PERMUTE, itemsize=1) or 0) // kv_block_elements(trial)
+    note = "Derived from the direction and amount of the collective-permutes in your program" + (
+        "." if steps else ": none carries a K/V block, so each device only holds its own."
+    )
     causal = zigzag or _causal(ex)
-    legend = "■ whole block used; work: blocks' worth of useful scores per device"
-    if causal:
-        legend += ", ◩ diagonal (the causal triangle)" + (
-            ", ▌ all queries × first key chunk, ▄ second query chunk × all keys"
-            if zigzag
-            else ", · fully masked (computed for nothing)"
-        )
-    return {
-        "timeline": {
-            "n": ex["n"],
-            "example": format_example(ex),
-            "rows": ring_steps(ex["n"], steps, shift, causal, zigzag).rows(),
-            "note": f"KVj: the K/V block that started on device j, held at that step; {legend}. "
-            "Derived from the direction and amount of the collective-permutes in your "
-            "compiled program.",
-        }
-    }
+    return [ring_steps(ex["n"], steps, _shift(trial), causal, zigzag, format_example(ex), note)]
 
 
 def _ring_exercise(name: str, zigzag: bool) -> ExerciseSpec:
@@ -538,7 +523,7 @@ MERGE = ExerciseSpec(
     explicit=_merge_explicit,
     run=_run_merge,
     checks=(MergeValues(),),
-    max_examples=1,
+    max_examples=2,
 )
 
 SPEC = LessonSpec(
