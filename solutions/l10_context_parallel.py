@@ -127,16 +127,16 @@ def zigzag_ring_attention(q: jax.Array, k: jax.Array, v: jax.Array, mesh: Mesh) 
         n, me = lax.axis_size(AXIS), lax.axis_index(AXIS)
         c = q_blk.shape[0] // 2
         pos = jnp.concatenate([me * c + jnp.arange(c), (2 * n - 1 - me) * c + jnp.arange(c)])
-        own = _block_attention(q_blk, k_blk, v_blk, pos[:, None] >= pos[None, :])
+        o, lse = _block_attention(q_blk, k_blk, v_blk, pos[:, None] >= pos[None, :])
+        halves = ((o[:c], lse[:c]), (o[c:], lse[c:]))  # (o, lse) of each query chunk
 
         def earlier(acc, kv):  # j < i: all queries, first key chunk
             k_j, v_j = kv
-            return merge_partials(*acc, *_block_attention(q_blk, k_j[:c], v_j[:c], None))
+            o, lse = _block_attention(q_blk, k_j[:c], v_j[:c], None)
+            return merge_partials(*acc[0], o[:c], lse[:c]), merge_partials(*acc[1], o[c:], lse[c:])
 
         def later(acc, kv):  # j > i: second query chunk, both key chunks
-            o, lse = acc
-            o2, lse2 = merge_partials(o[c:], lse[c:], *_block_attention(q_blk[c:], *kv, None))
-            return o.at[c:].set(o2), lse.at[c:].set(lse2)
+            return acc[0], merge_partials(*acc[1], *_block_attention(q_blk[c:], *kv, None))
 
         def step(s, carry):
             acc, kv = carry
@@ -144,7 +144,7 @@ def zigzag_ring_attention(q: jax.Array, k: jax.Array, v: jax.Array, mesh: Mesh) 
             j = (me - s) % n
             return lax.cond(j < me, earlier, later, acc, kv), kv
 
-        (o, _), _ = lax.fori_loop(1, n, step, (own, (k_blk, v_blk)))
-        return o.astype(q_blk.dtype)
+        ((o_first, _), (o_second, _)), _ = lax.fori_loop(1, n, step, (halves, (k_blk, v_blk)))
+        return jnp.concatenate([o_first, o_second]).astype(q_blk.dtype)
 
     return jax.shard_map(body, mesh=mesh, in_specs=(ROWS, ROWS, ROWS), out_specs=ROWS)(q, k, v)

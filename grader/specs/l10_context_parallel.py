@@ -75,11 +75,12 @@ LSE_RANGE = 300.0
 MEMORY_MIN_N = 6
 MEMORY_MIN_BLOCK = 64
 """Memory is checked at N ≥ 6, S/N ≤ Dh, ≥ 64 elements per K block. Measured (float32,
-temp / global |K| + |V|, 13 shapes with N = 6, 8): reference ring 0.49–0.79, zigzag
-0.55–0.85, all-gather of K and V 1.50–1.52, every block collected with permutes
-1.44–1.58. At N = 4 the reference ring needs 0.73–1.09 (1.75 at one block of 16
-elements): its own buffers (the K/V it holds and receives, o and lse, the scores) are
-about nine blocks, and the whole K and V only eight."""
+temp / global |K| + |V|, N = 6, 8): on the 10 shapes checked, reference ring 0.49–0.75,
+zigzag 0.49–0.79; on 8 shapes, all-gather of K and V 1.50–1.52, every block collected
+with permutes 1.44–1.58. Blocks of 32 elements: zigzag 0.85–1.13. At N = 4 the
+reference ring needs 0.73–1.09 (1.75 at one block of 16 elements): its own buffers (the
+K/V it holds and receives, o and lse, the scores) are about nine blocks, and the whole
+K and V only eight."""
 
 
 # ------------------------------------------------------------------ examples
