@@ -51,6 +51,7 @@ def test_explicit_examples_reach_every_check():
     drawn = {"ring": spec._ring_strategy(CTX), "zigzag": spec._zigzag_strategy(CTX)}
     for kind, explicit in (("ring", spec._ring_explicit), ("zigzag", spec._zigzag_explicit)):
         examples = explicit(CTX)
+        assert [ex["n"] for ex in examples] == [6, 3]
         examples += draw_examples(drawn[kind], 1, seed=0)
         assert {ex["dtype"] for ex in examples} == {"float32", "bfloat16"}, examples
         assert any(spec._causal(ex) and ex["n"] >= 3 for ex in examples)
