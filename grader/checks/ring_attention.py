@@ -240,6 +240,11 @@ def _steps_hint(steps: Fraction, n: int) -> str:
         )
     if steps == 0:
         return "Nothing travels: pass the K and V blocks round the ring with lax.ppermute."
+    if steps == Fraction(n - 1, 2):
+        return (
+            "Half of what N − 1 rotations carry: only K (or only V) travels. Every step needs "
+            "the K and the V block of the same device: rotate both (separately, or stacked)."
+        )
     if steps < n - 1:
         return "Too few rotations: some K/V blocks never reach some devices."
     return (
