@@ -43,8 +43,9 @@ class MergeValues(Check):
     float32 error: an lse near ±300 is stored to u·300 ≈ 2e-5 absolute, and
     that error moves the weights e^(lse_i − lse) by as much relatively. So o
     may be off by ``MERGE_SAFETY·u·(1 + max|lse|)·max|o|`` and each lse by
-    ``MERGE_SAFETY·u·(1 + |lse|)``. Measured over 20 draws: the reference
-    uses 0.47 and 0.94 of one such unit; weighting bfloat16 o's, 212. Where
+    ``MERGE_SAFETY·u·(1 + |lse|)``. Measured over 20 draws
+    (``python benchmarks/ring_attention.py``): the reference uses 0.47 and
+    0.92 of one such unit; weighting bfloat16 o's, 212. Where
     the expected lse is −inf the answer must be o = 0, lse = −inf exactly."""
 
     name: str = "values"

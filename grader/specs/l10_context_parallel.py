@@ -16,15 +16,16 @@ program does, bfloat16-rounded where the example is bfloat16):
 
 - float32: ``SAFETY·u·√(S + Dh)·max|ref|`` (u = 2⁻²⁴, SAFETY = 16 as in
   :mod:`grader.training`: a length-S softmax sum after a length-Dh product).
-  Measured on nine shapes (N = 3–8, both rings): off by 2.0–8.1 u·max|ref|
-  against an allowance of ≥ 72 u; bfloat16 scores inside are off by ≈ 3·10⁴ u
+  Measured (``python benchmarks/ring_attention.py``: six shapes, N = 3–8,
+  both rings, causal and not): off by 1.4–8.1 u·max|ref| against an
+  allowance of ≥ 72 u; bfloat16 scores inside are off by ≈ 3·10⁴ u
   (370–450 times the allowance, two shapes).
-- bfloat16: ``BF16_ALLOWANCE·max|ref|`` = 2⁻⁶ ≈ 0.016·max|ref|: rounding the
-  output alone costs 2⁻⁹ relative. Measured on six shapes (N = 3–8): the
-  reference (bfloat16 blocks sent, scores and softmax sums in float32) is off
-  by 0.0012–0.0030·max|ref|; a ring that keeps the scores, o and lse in
-  bfloat16 drifts 0.0085–0.026 and is told to keep them in float32, as flash
-  attention does.
+- bfloat16: ``BF16_ALLOWANCE·max|ref|`` = 2⁻⁴·max|ref|: rounding the output
+  alone costs 2⁻⁹ relative. Measured: the reference (bfloat16 blocks sent,
+  scores and softmax sums in float32) is off by 0.0015–0.0030·max|ref|; a
+  ring that keeps the scores, o and lse in bfloat16 by 0.005–0.026 — worse,
+  but not wrong, so it passes; logic mistakes are off by O(1) and fail in
+  the float32 examples.
 
 Memory is checked in float32 at N ≥ 6 with S/N ≤ Dh, where a correct ring's
 scratch (a few blocks and [H, S/N, S/N] scores) stays below the global
@@ -68,16 +69,17 @@ MODULE = "l10_context_parallel"
 AXIS = "seq"
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}
 FLOAT32 = 4
-BF16_ALLOWANCE = 2.0**-6
+BF16_ALLOWANCE = 2.0**-4
 """bfloat16 allowance as a fraction of max|ref| (measured figures in the module docstring)."""
 LSE_RANGE = 300.0
 """merge_partials draws lse in [−300, 300]: e^lse overflows float32 above ≈ 88.7."""
 MEMORY_MIN_N = 6
 MEMORY_MIN_BLOCK = 64
 """Memory is checked at N ≥ 6, S/N ≤ Dh, ≥ 64 elements per K block. Measured (float32,
-temp / global |K| + |V|, N = 6, 8): on the 10 shapes checked, reference ring 0.49–0.75,
-zigzag 0.49–0.79; on 8 shapes, all-gather of K and V 1.50–1.52, every block collected
-with permutes 1.44–1.58. Blocks of 32 elements: zigzag 0.85–1.13. At N = 4 the
+temp / global |K| + |V|, ``python benchmarks/ring_attention.py``): on the 10 shapes
+checked, reference ring 0.49–0.75, zigzag 0.49–0.79, all-gather of K and V 1.50–1.52,
+every block collected with permutes 1.44–1.58. Blocks of 32 elements: zigzag up to
+1.13. At N = 4 the
 reference ring needs 0.73–1.09 (1.75 at one block of 16 elements): its own buffers (the
 K/V it holds and receives, o and lse, the scores) are about nine blocks, and the whole
 K and V only eight."""

@@ -74,6 +74,32 @@ def ring_attention(q, k, v, mesh, causal):
         says=("all-gather", "whole K and V"),
     ),
     Mistake(
+        id="ring-collects-every-block",
+        module=L10,
+        exercise="ring_attention",
+        code="""
+def ring_attention(q, k, v, mesh, causal):
+    def body(q_blk, k_blk, v_blk):
+        n, me = lax.axis_size(AXIS), lax.axis_index(AXIS)
+        b = q_blk.shape[0]
+        kv, keys, values = (k_blk, v_blk), [k_blk], [v_blk]
+        for _ in range(n - 1):  # N − 1 permutes of one block each, every block kept
+            kv = lax.ppermute(kv, AXIS, _right(n))
+            keys.append(kv[0])
+            values.append(kv[1])
+        held = jnp.concatenate([((me - s) % n) * b + jnp.arange(b) for s in range(n)])
+        rows = me * b + jnp.arange(b)
+        mask = rows[:, None] >= held[None, :] if causal else None
+        o, _ = _block_attention(q_blk, jnp.concatenate(keys), jnp.concatenate(values), mask)
+        return o.astype(q_blk.dtype)
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(ROWS, ROWS, ROWS), out_specs=ROWS)(q, k, v)
+""",
+        status="failed",
+        check="memory",
+        says=("as large as the whole K and V",),
+    ),
+    Mistake(
         id="ring-softmax-per-block-summed",
         module=L10,
         exercise="ring_attention",
