@@ -8,8 +8,9 @@
 2. bfloat16 error, as a fraction of max|ref|: the reference (float32 scores
    and softmax sums) and a ring that keeps everything in bfloat16, against
    the allowance 2⁻⁶.
-3. merge_partials: the reference's error in the units of the check
-   (u·(1 + max|lse|)·max|o| for o, u·(1 + |lse|) for lse) over 20 draws.
+3. merge_partials: the error of the reference, and of one that weights
+   bfloat16 o's, in the units of the check (u·(1 + max|lse|)·max|o| for o,
+   u·(1 + |lse|) for lse) over 20 draws.
 4. Temporary memory over the global |K| + |V| for the reference rings and
    two wrong ones from ``tests/mistakes/l10.py`` (K and V all-gathered; every
    block collected with permutes), on shapes the memory check measures and
@@ -136,23 +137,26 @@ def all_bfloat16(sol):
 
 
 def merge_errors(sol) -> None:
-    o_units, lse_units = [], []
-    for seed in range(20):
-        o1, lse1, o2, lse2 = l10._merge_inputs({"s": 12, "h": 3, "dh": 8, "seed": seed})
-        got_o, got_lse = (
-            np.asarray(a, np.float64) for a in jax.jit(sol.merge_partials)(o1, lse1, o2, lse2)
-        )
-        want_o, want_lse = attention.merge(
-            (o1.astype(float), lse1.astype(float)), (o2.astype(float), lse2.astype(float))
-        )
-        finite = np.isfinite(want_lse)
-        largest = np.abs(want_lse[finite]).max()
-        o_units.append(np.abs(got_o - want_o).max() / (U32 * (1 + largest) * np.abs(want_o).max()))
-        lse_units.append(
-            (np.abs(got_lse - want_lse)[finite] / (U32 * (1 + np.abs(want_lse[finite])))).max()
-        )
-    print(f"3. merge_partials over 20 draws: o {max(o_units):.2f}, lse {max(lse_units):.2f} "
-          f"units (allowance {MERGE_SAFETY:g})")  # fmt: skip
+    def in_bfloat16(o1, lse1, o2, lse2):
+        o, lse = sol.merge_partials(o1.astype(jnp.bfloat16), lse1, o2.astype(jnp.bfloat16), lse2)
+        return o.astype(jnp.float32), lse
+
+    for name, fn in (("reference", sol.merge_partials), ("o in bfloat16", in_bfloat16)):
+        o_units, lse_units = [], []
+        for seed in range(20):
+            inputs = l10._merge_inputs({"s": 12, "h": 3, "dh": 8, "seed": seed})
+            got_o, got_lse = (np.asarray(a, np.float64) for a in jax.jit(fn)(*inputs))
+            o1, lse1, o2, lse2 = (a.astype(np.float64) for a in inputs)
+            want_o, want_lse = attention.merge((o1, lse1), (o2, lse2))
+            finite = np.isfinite(want_lse)
+            largest = np.abs(want_lse[finite]).max()
+            o_units.append(
+                np.abs(got_o - want_o).max() / (U32 * (1 + largest) * np.abs(want_o).max())
+            )
+            off = np.abs(got_lse[finite] - want_lse[finite])
+            lse_units.append((off / (U32 * (1 + np.abs(want_lse[finite])))).max())
+        print(f"3. merge_partials, {name}, 20 draws: o {max(o_units):.2f}, lse "
+              f"{max(lse_units):.2f} units (allowance {MERGE_SAFETY:g})")  # fmt: skip
 
 
 def memory(sol) -> None:
