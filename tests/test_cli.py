@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -258,6 +259,14 @@ def test_watch_regrades_on_save_and_stops_cleanly(root, home):
     env = {**os.environ, "COURSE_HOME": str(home), "COURSE_PLATFORM": "cpu", "COLUMNS": "100"}
     proc = subprocess.Popen([sys.executable, "-m", "course.cli", "watch", "1", "--max-examples", "1"], cwd=root,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    lines: list[str] = []
+    errors: list[str] = []
+    readers = [
+        threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True),
+        threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
     try:
         _wait_for(lambda: len(_results(home / "progress.db")) >= 4)
         assert {s for _, s in _results(home / "progress.db")} == {"not started"}
@@ -266,10 +275,15 @@ def test_watch_regrades_on_save_and_stops_cleanly(root, home):
         staged.write_text((root / "solutions" / "l01_meshes.py").read_text())
         os.replace(staged, target)  # one save, as editors do it
         _wait_for(lambda: _done_attempts(home / "progress.db") >= 2)
+        # the attempt is recorded before its report is drawn: wait for the report too
+        _wait_for(lambda: any("Score 5/5" in line for line in lines))
     finally:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
+        proc.wait(timeout=30)
+        for reader in readers:
+            reader.join(timeout=30)
+    out = "".join(lines)
+    assert proc.returncode == 0, "".join(errors)
     assert "changed" in out and "Stopped watching" in out and "Score 5/5" in out
 
 

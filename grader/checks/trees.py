@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from grader.evidence import Note
 from grader.results import CheckResult
 from grader.spec import Check, Trial
 
@@ -55,16 +56,24 @@ class PerLeaf(Check):
             extra = {**trial.extra, "leaf": where, **self.leaf_extra(trial, where)}
             leaf = replace(trial, output=got, expected=want, extra=extra)
             results.append((where, self.inner(leaf)))
-        details = {where: r.details for where, r in results}
         failed = [(where, r) for where, r in results if not r.passed]
         if not failed:
-            text = "; ".join(f"{where}: {r.message}" for where, r in results)
-            return CheckResult(self.name, True, text, details=details)
+            messages = {r.message for _, r in results}
+            if len(messages) == 1 and len(results) > 1:
+                text = f"every array: {messages.pop()}"
+            else:
+                text = "; ".join(f"{where}: {r.message}" for where, r in results)
+            evidence = [e for _, r in results for e in r.evidence]
+            return CheckResult(self.name, True, text, evidence=evidence)
         where, first = failed[0]
         others = f" (and {len(failed) - 1} more arrays)" if len(failed) > 1 else ""
         hint = (self.explain_failure and self.explain_failure(trial)) or first.hint
         return CheckResult(
-            self.name, False, f"{where}: {first.message}{others}", details=details, hint=hint
+            self.name,
+            False,
+            f"{where}: {first.message}{others}",
+            evidence=[Note(f"the first wrong array: {where}"), *first.evidence],
+            hint=hint,
         )
 
 
