@@ -1,8 +1,8 @@
-"""Bytes each reference of lessons 4 to 9 moves, against the optimum and XLA.
+"""Bytes each reference of lessons 4 to 10 moves, against the optimum and XLA.
 
     python benchmarks/communication.py
 
-For every reference solution of lessons 4 to 9, on meshes of 2, 4 and 8
+For every reference solution of lessons 4 to 10, on meshes of 2, 4 and 8
 devices (2×2 and 2×4 for the 2-D case): bytes sent per device by the
 compiled program, divided by the optimum for the case (target 1.00) and by
 what XLA's own partitioner sends for the same input and output shardings
@@ -23,13 +23,17 @@ the same shardings. For lesson 9 (one layer per stage, m = 8 micro-batches of
 2 rows, D = 8, F = 24) the optimum of a loop of m + p − 1 ticks is one
 micro-batch per tick and device, plus, for the forward, the all-reduce that
 returns y (2(p−1)/p·|y|); XLA's plan is ``jax.jit`` of the unsharded model
-with the layers sharded over 'stage' (it gathers the weights).
+with the layers sharded over 'stage' (it gathers the weights). For lesson 10
+(S/N = 8, H = 2, Dh = 16, float32) the optimum is (N − 1)·|local K + local V|
+and XLA's plan is ``tinymodels.attention`` with q, k, v and the output split
+by rows. Prints a table and writes benchmarks/results/communication.json.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,6 +59,7 @@ from grader.specs import l06_data_parallel as l06  # noqa: E402
 from grader.specs import l07_fsdp as l07  # noqa: E402
 from grader.specs import l08_tensor_parallel as l08  # noqa: E402
 from grader.specs import l09_pipeline as l09  # noqa: E402
+from grader.specs import l10_context_parallel as l10  # noqa: E402
 
 SHAPE = (128, 128, 96)  # I, J, K: every lesson-4 plan is the cheapest one here
 
@@ -269,8 +274,44 @@ def lesson9() -> list[dict]:
     return rows
 
 
+def lesson10() -> list[dict]:
+    from tinymodels.attention import attention
+
+    sol = load_module(ROOT / "solutions", "l10_context_parallel")
+    calls = {
+        "ring_attention (causal)": lambda m: lambda q, k, v: sol.ring_attention(q, k, v, m, True),
+        "ring_attention": lambda m: lambda q, k, v: sol.ring_attention(q, k, v, m, False),
+        "zigzag_ring_attention": lambda m: lambda q, k, v: sol.zigzag_ring_attention(q, k, v, m),
+    }
+    rows = []
+    for name, call in calls.items():
+        for n in (2, 4, 8):
+            ex = {"n": n, "rows": 8, "h": 2, "dh": 16, "dtype": "float32", "seed": 0}
+            qkv = l10._qkv(ex)
+            mesh = devices.make_mesh((n,), (l10.AXIS,))
+            ours, temp = _compile_rows(call(mesh), mesh, qkv)
+            auto = jax.make_mesh((n,), (l10.AXIS,), axis_types=(AxisType.Auto,),
+                                 devices=devices.devices()[:n])  # fmt: skip
+            xla_plan = partial(attention, causal=name != "ring_attention")
+            theirs, xla_temp = _compile_rows(xla_plan, auto, qkv)
+            rows.append({"lesson": 10, "exercise": name, "mesh": str(n), "bytes": ours.bytes(),
+                         "optimum": (n - 1) * 2 * qkv[1].nbytes // n,
+                         "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds()),
+                         "temp": temp, "xla_temp": xla_temp})  # fmt: skip
+    return rows
+
+
+def _compile_rows(fn, mesh, arrays):
+    """Every array and the output split by rows over the mesh's one axis."""
+    rows = NamedSharding(mesh, P(mesh.axis_names[0], None, None))
+    args = tuple(jax.device_put(a, rows) for a in arrays)
+    compiled = jax.jit(fn, out_shardings=rows).lower(*args).compile()
+    comms = hlo.summarize(compiled.as_text(), num_devices=mesh.size)
+    return comms, compiled.memory_analysis().temp_size_in_bytes
+
+
 def main() -> None:
-    rows = lesson4() + lesson5() + lesson6() + lesson7() + lesson8() + lesson9()
+    rows = lesson4() + lesson5() + lesson6() + lesson7() + lesson8() + lesson9() + lesson10()
     table = Table(title="bytes sent per device by the reference solutions (float32)")
     for col in ("exercise", "mesh", "bytes", "÷ optimum", "÷ XLA", "XLA uses", "temp / XLA temp"):
         table.add_column(col, justify="left" if col in ("exercise", "XLA uses") else "right")

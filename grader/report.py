@@ -393,6 +393,36 @@ def _timeline(d: ev.Timeline, exercise: ExerciseResult | None) -> list[Renderabl
     return [t, Text(d.note, style="dim")] if d.note else [t]
 
 
+RING_MARKS = {
+    "whole": ("■", "green", "whole block"),
+    "diagonal": ("◩", "yellow", "diagonal (the causal triangle)"),
+    "masked": ("·", "red", "fully masked (computed for nothing)"),
+    "first key chunk": ("▌", "cyan", "every query × the first key chunk"),
+    "second query chunk": ("▄", "cyan", "the second query chunk × every key"),
+}
+"""How each use of a K/V block is drawn (see :data:`grader.evidence.RING_USE`)."""
+
+
+def _ring_steps(d: ev.RingSteps, exercise: ExerciseResult | None) -> list[RenderableType]:
+    """Ring attention: the K/V block each device holds at each step, how much of it is
+    used, and the useful work per device (the causal imbalance, or zigzag's balance)."""
+    title = f"K/V blocks held, {d.example}"
+    t = Table(box=box.SIMPLE_HEAD, title=f"{exercise.exercise}: {title}" if exercise else title,
+              title_justify="left")  # fmt: skip
+    t.add_column("step", justify="right")
+    for i in range(d.n):
+        t.add_column(f"dev {i}")
+    for s, (held, use) in enumerate(zip(d.held, d.use)):
+        marks = [RING_MARKS[u] for u in use]
+        t.add_row(str(s), *(Text(f"KV{j} {m}", style=c) for j, (m, c, _) in zip(held, marks)))
+    t.add_row("work", *(f"{w:g}" for w in d.work()), style="bold")
+    used = {u for row in d.use for u in row}
+    legend = ", ".join(f"{m} {what}" for u, (m, _, what) in RING_MARKS.items() if u in used)
+    notes = [f"KVj: the K/V block that started on device j; {legend}; work: blocks' worth of "
+             "useful scores per device.", d.note]  # fmt: skip
+    return [t, Text(" ".join(n for n in notes if n), style="dim")]
+
+
 def _comparison(items: list[tuple[ExerciseResult, ev.XlaComparison]]) -> list[RenderableType]:
     """Bytes per device: the student's program, the optimum, and XLA's own partitioner."""
     t = Table(
@@ -436,6 +466,7 @@ RENDERERS: dict[type, Renderer] = {
     ev.Timeline: Renderer(_timeline),
     ev.ReplicaGroups: Renderer(_replica_groups, once=True),
     ev.KindBytes: Renderer(_kind_bytes),
+    ev.RingSteps: Renderer(_ring_steps),
     ev.XlaComparison: Renderer(together=_comparison),
     ev.ScheduleChart: Renderer(_schedule_chart, once=True),
 }

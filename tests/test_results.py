@@ -39,6 +39,8 @@ EXAMPLES: list[ev.Evidence] = [
         note="tick 2: backward B0 … needs backward B0 … on stage 1, which runs at the same tick 2",
     ),
     ev.Timeline(n=2, example="n=2", rows=[[0, "×W0 →1", "×W1 →0"], [1, "×W1", "×W0"]], note="…"),
+    ev.RingSteps(n=2, example="n=2", held=[[0, 1], [1, 0]],
+                 use=[["diagonal", "diagonal"], ["masked", "whole"]], note="…"),
     ev.XlaComparison(
         example="shape=16x32x24", mesh="4", shapes="16×32×24", yours=1152,
         yours_kinds=["reduce-scatter"], optimum=1152, optimum_kinds=["reduce-scatter"],
