@@ -181,13 +181,17 @@ def combine_mistakes(trial: Trial) -> list[tuple[str, np.ndarray]]:
         ),
     ]
     if routing.choice.shape[1] == 2:
+        why = (
+            "Your gates are renormalised over the token's choices (g / (g₁ + g₂)); this "
+            "exercise keeps softmax(logits)[t, e] as it is, not renormalised."
+        )
+        combine = routing.combine()
         chosen = np.take_along_axis(routing.gates, routing.choice, axis=1).sum(axis=1)
-        out.append((
-            "Your gates are renormalised over the two choices (g / (g₁ + g₂)); this exercise "
-            "keeps softmax(logits)[t, e] as it is, as GShard's top-2 does before its own "
-            "normalisation.",
-            routing.combine() / chosen[:, None, None],
-        ))  # fmt: skip
+        kept = combine.sum(axis=(1, 2))
+        out += [
+            (why, combine / chosen[:, None, None]),
+            (why, combine / np.where(kept > 0, kept, 1.0)[:, None, None]),  # over kept ones
+        ]
     return out
 
 

@@ -25,8 +25,12 @@ Tolerance of the layer: ``|y − ref| ≤ SAFETY·u·√K·max|ref|`` with K = D
 + E (the expert's two matmuls and the softmax), as in
 :mod:`grader.training`; bfloat16 examples are held to
 ``BF16_SAFETY·2⁻⁸·max|ref|`` against the reference on the bfloat16 inputs.
-Measured (``python benchmarks/moe_tolerance.py``; figures in
-``_BF16_MEASURED``).
+Measured (``python benchmarks/moe_tolerance.py``; N = 2, 3, 4, 8, D 8–16,
+F 16–32): the float32 reference 0.18–0.42 units of u·√K (SAFETY = 16 leaves
+it under 3% of the allowance); a bfloat16 expert inside a float32 example
+5951–10231 units (370× the allowance or more); bfloat16 examples 0.56–2.2
+units of 2⁻⁸ over 24 examples (BF16_SAFETY = 8, i.e. 3% of max|ref|, far
+below what any wrong layer below changes).
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ GRID = 4
 """Routed values are multiples of 1/GRID in [−1, 1]."""
 TIE_EVERY = 3
 """Every TIE_EVERY-th token has its routed dims at 0: equal logits for every expert."""
-BF16_SAFETY = 4.0
+BF16_SAFETY = 8.0
 """bfloat16 allowance in units of 2⁻⁸·max|ref| (see the module docstring)."""
 FAST_COMPILE = {"xla_backend_optimization_level": 0}
 """As lesson 6: XLA's backend optimisation off compiles faster; the HLO's
@@ -387,7 +391,11 @@ def _layer_checks() -> tuple[Check, ...]:
 
 def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
     name = type(exc).__name__
-    if name in ("TracerArrayConversionError", "ConcretizationTypeError", "TracerBoolConversionError"):
+    if name in (
+        "TracerArrayConversionError",
+        "ConcretizationTypeError",
+        "TracerBoolConversionError",
+    ):
         return (
             "The grader runs your function under jax.jit, where arrays are traced, not "
             "computed: np.asarray, float(), int() or a Python if on one cannot work. Keep to "

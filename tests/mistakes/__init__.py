@@ -395,6 +395,6 @@ def bytes_per_device(global_shape, dtype, mesh_shape, spec):
 ]
 
 # Lessons 3 onwards keep their mistakes in a module each.
-from tests.mistakes import l03, l04, l05, l06  # noqa: E402
+from tests.mistakes import l03, l04, l05, l06, l11  # noqa: E402
 
-MISTAKES += l03.MISTAKES + l04.MISTAKES + l05.MISTAKES + l06.MISTAKES
+MISTAKES += l03.MISTAKES + l04.MISTAKES + l05.MISTAKES + l06.MISTAKES + l11.MISTAKES
