@@ -87,13 +87,13 @@ def _dispatch_strategy(k: int) -> Callable[[Context], Any]:
 
 
 def _dispatch_explicit(k: int) -> Callable[[Context], list[Example]]:
-    """Drops with ties (the common case), a capacity nothing overflows, C = 1,
-    and for top-1 a single expert (everything goes to it, the rest dropped)."""
+    """Drops with ties (the common case) and C = 1; for top-1 a single expert
+    (everything goes to it, the rest dropped), for top-2 a capacity nothing
+    overflows."""
 
     def explicit(ctx: Context) -> list[Example]:
-        cases = [(8, 4, 2, "ties"), (6, 3, 6, "normal"), (7, 3, 1, "ties")]
-        if k == 1:
-            cases.append((5, 1, 3, "normal"))
+        cases = [(8, 4, 2, "ties"), (7, 3, 1, "ties")]
+        cases.append((5, 1, 3, "normal") if k == 1 else (6, 3, 6, "normal"))
         return [
             {"t": t, "e": e, "capacity": c, "logits": kind, "seed": i}
             for i, (t, e, c, kind) in enumerate(cases)
@@ -188,10 +188,10 @@ def _layer_strategy(ctx: Context):
 
 
 def _layer_explicit(ctx: Context) -> list[Example]:
-    """N = 4 and 3 in float32 with drops; N = 1 (no all-to-all); N = 6 in
-    bfloat16 (bytes at the program's item size)."""
-    cases = [(4, 6, 2, "float32"), (3, 6, 2, "float32"), (1, 4, 2, "float32")]
-    cases.append((6, 6, 2, "bfloat16"))
+    """N = 4 in float32 with drops (every wrong layer of the spec differs there);
+    N = 1 (no all-to-all); N = 3 in bfloat16 (not a power of two; bytes at the
+    program's item size)."""
+    cases = [(4, 6, 2, "float32"), (1, 4, 2, "float32"), (3, 6, 2, "bfloat16")]
     return [
         {"n": n, "rows": rows, "d": 8, "f": 16, "capacity": c, "dtype": dtype, "seed": i}
         for i, (n, rows, c, dtype) in enumerate(cases)
