@@ -19,10 +19,5 @@ def grade(target: str | int | None = None, **options: Any) -> bool:
     from course.commands.common import make_app
     from course.commands.grade import grade as run
 
-    defaults = {"seed": 0, "timeout": 60.0}
-    return (
-        run(
-            make_app(None, None), None if target is None else str(target), **{**defaults, **options}
-        )
-        == 0
-    )
+    target = None if target is None else str(target)
+    return run(make_app(None, None), target, **options) == 0

@@ -1,7 +1,8 @@
 """Where things are: the course's own files, and the student's workspace.
 
-The repository (``root``) holds the pristine stubs in ``exercises/``, the
-references in ``solutions/`` and the lesson texts. The student works in a
+The repository (``root``: :func:`grader.repo.root`, which honours
+``COURSE_ROOT``) holds the pristine stubs in ``exercises/``, the references
+in ``solutions/`` and the lesson texts. The student works in a
 workspace (``home``, default ``<root>/workspace``), which gets a copy of every
 stub the first time it is needed and the progress database; ``course reset``
 copies a stub back from ``root``.
@@ -14,10 +15,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.repo import root
 
-def root() -> Path:
-    env = os.environ.get("COURSE_ROOT")
-    return Path(env).resolve() if env else Path(__file__).resolve().parent.parent
+__all__ = ["Workspace", "root", "workspace"]
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from rich.console import Group
 
 from grader import engine, moe_routing
 from grader.checks.moe_routing import dispatch_mistakes
 from grader.engine import context
+from grader.evidence import ExpertLoad
+from grader.report import draw
+from grader.results import ExerciseResult, Status
 from grader.spec import draw_examples
 from grader.specs import l11_expert_parallel as l11
 from tests.mistakes.l11 import MISTAKES
@@ -107,9 +111,10 @@ def test_layer_explicit_examples_drop_and_tell_each_wrong_layer():
     check knows differs from the reference by several times the loosest allowance."""
     for ex in l11._layer_explicit(context()):
         inputs = l11.layer_inputs(ex)
-        load = l11.layer_load(ex, inputs)
-        assert sum(e["dropped"] for e in load) > 0
-        assert sum(e["routed"] for e in load) == ex["n"] * ex["rows"]
+        (load,) = l11._explain_layer([l11.Trial(example=ex, extra={"inputs": inputs})])
+        assert sum(load.routed) == ex["n"] * ex["rows"] and load.groups == ex["n"]
+        assert sum(load.kept) < sum(load.routed)  # tokens dropped
+        assert max(load.kept) <= ex["n"] * ex["capacity"]
         if ex["n"] < 2:
             continue
         want = l11.reference(ex, inputs)
@@ -151,3 +156,31 @@ def test_missing_return_all_to_all_fails_on_values_and_count(root, tmp_path):
     assert {"values", "all-to-alls"} <= set(failed)
     assert "1 × all-to-all executed; expected 2" in failed["all-to-alls"].message
     assert "second all-to-all" in failed["all-to-alls"].hint
+
+
+# ------------------------------------------------------------------ the report
+
+
+def test_expert_load_is_drawn_per_expert_within_80_columns():
+    from tests.test_report import lines, render
+
+    item = ExpertLoad(example="n=2 rows=6", capacity=2, groups=2, routed=[7, 3, 2], kept=[4, 3, 2])
+    exercise = ExerciseResult(11, "moe_layer", Status.PASSED, explanation=[item])
+    text = render(Group(*draw(item, exercise)), width=80)
+    assert "moe_layer: tokens per expert, n=2 rows=6" in text
+    rows = {line.split()[0]: line.split()[1:4] for line in lines(text) if line[:1].isdigit()}
+    assert rows["0"] == ["7", "4", "3"] and rows["1"] == ["3", "3", "0"]
+    assert "C = 2 slot(s) per expert on each of 2 devices: an expert keeps at most 4" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_a_passed_layer_explains_its_expert_load(root):
+    result = engine.grade_lesson(11, l11.MODULE, root / "solutions", only=["moe_layer"])
+    (er,) = result.exercises
+    (load,) = er.explanation
+    assert isinstance(load, ExpertLoad) and load.groups >= max(ex["n"] for ex in _layer_examples())
+    assert sum(load.routed) > sum(load.kept)
+
+
+def _layer_examples() -> list[dict]:
+    return l11._layer_explicit(context())

@@ -13,7 +13,8 @@ import click
 from course import paths
 from course.commands.common import App
 from course.registry import Lesson
-from grader.results import ExerciseResult, LessonResult, Status
+from grader.protocol import DEFAULT_TIMEOUT, Event
+from grader.results import ExerciseResult, LessonResult, Scorecard, Status, to_json
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C, as shells report SIGINT."""
@@ -54,10 +55,10 @@ def current_lesson(app: App) -> Lesson:
     states = app.states()
 
     def passes(lesson: Lesson) -> bool:
-        return all(
-            (s := states.get((lesson.number, e.name))) is not None and s.status == "passed"
-            for e in lesson.required
-        )
+        statuses = {
+            e.name: s.status for e in lesson.exercises if (s := states.get((lesson.number, e.name)))
+        }
+        return lesson.scorecard(statuses).passed
 
     return next(
         (lesson for lesson in app.course.lessons if not passes(lesson)), app.course.lessons[-1]
@@ -67,10 +68,10 @@ def current_lesson(app: App) -> Lesson:
 def grade(
     app: App, target: str | None, *, all_lessons: bool = False, solutions: bool = False,
     path: str | None = None, seed: int = 0, example: str | None = None, as_json: bool = False,
-    timeout: float = 60.0, devices: int | None = None, cpu: bool = False,
+    timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
     max_examples: int | None = None,
 ) -> int:  # fmt: skip
-    from grader.runner import LessonRequest, Request
+    from grader.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
     from grader.runner import grade as run_grading
 
     chosen = parse_target(app, target, all_lessons)
@@ -98,20 +99,16 @@ def grade(
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--example") from None
     request = Request(
-        lessons=[
-            LessonRequest(
-                lesson=lesson.number, module=lesson.module, title=lesson.title,
-                exercises=[e.name for e in lesson.exercises],
-                points={e.name: e.points for e in lesson.exercises},
-                bonus=[e.name for e in lesson.exercises if e.bonus],
-                only=[chosen.exercise] if chosen.exercise else None,
-            )
+        lessons=tuple(
+            LessonJob(lesson.number, lesson.module,
+                      (chosen.exercise,) if chosen.exercise else tuple(e.name for e in lesson.exercises))
             for lesson in chosen.lessons
-        ],
+        ),
         directory=str(directory), seed=seed, example=example, max_examples=max_examples,
         timeout=timeout, devices=devices, platform="cpu" if cpu else None,
         cache_dir=str(app.ws.compile_cache) if app.ws.compile_cache else None,
     )  # fmt: skip
+    lessons = {lesson.number: lesson for lesson in chosen.lessons}
     command = "course " + " ".join(shlex.quote(a) for a in sys.argv[1:])  # as typed, for the record
     console = app.console
     with app.progress() as progress:
@@ -120,12 +117,15 @@ def grade(
             None if as_json or not console.is_terminal else console.status("starting the grader …")
         )
 
-        def on_event(event: dict) -> None:
-            if event["type"] == "exercise":
-                progress.record(attempt, ExerciseResult.from_dict(event["result"]))
-            elif event["type"] == "example" and status is not None:
+        def on_event(event: Event) -> None:
+            if isinstance(event, ExerciseGraded):
+                er = event.result
+                progress.record(
+                    attempt, er, lessons[er.lesson].exercise(er.exercise).scored(er.status)
+                )
+            elif isinstance(event, ExampleStarted) and status is not None:
                 status.update(
-                    f"grading {event['lesson']}.{event['exercise']} — example {event['index'] + 1}: {event['example']}"
+                    f"grading {event.lesson}.{event.exercise} — example {event.index + 1}: {event.example}"
                 )
 
         try:
@@ -146,16 +146,18 @@ def grade(
         for er in result.exercises:
             if er.status == Status.NOT_STARTED and lesson.hints:
                 er.hint = lesson.hints[0]
+    cards = [lesson.score_result(result) for lesson, result in zip(chosen.lessons, results)]
     if as_json:
-        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+        click.echo(json.dumps(to_json(results, cards), indent=2))
     else:
-        render(app, results, solutions=solutions, path=path)
-    return 0 if all(r.passed for r in results) else 1
+        render(app, results, cards, solutions=solutions, path=path)
+    return 0 if all(card.passed for card in cards) else 1
 
 
 def render(
-    app: App, results: list[LessonResult], *, solutions: bool = False, path: str | None = None
-) -> None:
+    app: App, results: list[LessonResult], cards: list[Scorecard], *, solutions: bool = False,
+    path: str | None = None,
+) -> None:  # fmt: skip
     from grader.report import LessonReport
 
     def rerun(er: ExerciseResult) -> str:
@@ -168,5 +170,5 @@ def render(
             cmd += f" --path {shlex.quote(path)}"
         return cmd
 
-    for result in results:
-        app.console.print(LessonReport(result, rerun))
+    for result, card in zip(results, cards):
+        app.console.print(LessonReport(result, card, rerun))

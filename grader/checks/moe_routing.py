@@ -21,10 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader import moe_routing, training
+from grader.checks.comms import communication
+from grader.evidence import CountExpectation, Table
 from grader.results import CheckResult
 from grader.spec import Check, Trial
 
 ALL_TO_ALL = "all-to-all"
+SHOW_TOKENS = 6
+"""Wrong tokens (or combine entries) listed in a failure report."""
 
 
 # ------------------------------------------------------------------ dispatch
@@ -108,19 +112,19 @@ class Dispatch(Check):
         want = routing.dispatch()
         logits = trial.extra["logits"]
         kept = int(routing.kept.sum())
-        details = {"load": routing.load(), "capacity": routing.capacity}
         if np.array_equal(got, want):
             return CheckResult(
                 self.name, True,
                 f"every token in its expert and slot ({kept} kept, "
-                f"{routing.kept.size - kept} dropped)", details=details,
+                f"{routing.kept.size - kept} dropped)",
             )  # fmt: skip
         wrong = [t for t in range(len(want)) if not np.array_equal(got[t], want[t])]
         t = wrong[0]
-        details["first_token"] = {
-            "token": t, "logits": logits[t].tolist(),
-            "expected": _places(want[t]), "actual": _places(got[t]),
-        }  # fmt: skip
+        table = Table(
+            ["token", "logits", "expected", "yours"],
+            [[str(i), _logits_text(logits[i]), _places(want[i]), _places(got[i])]
+             for i in wrong[:SHOW_TOKENS]],
+        )  # fmt: skip
         message = (
             f"{len(wrong)} of {len(want)} tokens routed differently; first, token {t} with "
             f"logits {_logits_text(logits[t])}: expected {_places(want[t])}, yours {_places(got[t])}"
@@ -131,7 +135,7 @@ class Dispatch(Check):
              if np.array_equal(got, alt)),
             None,
         ) or _dispatch_hint(got, k)  # fmt: skip
-        return CheckResult(self.name, False, message, details=details, hint=hint)
+        return CheckResult(self.name, False, message, evidence=[table], hint=hint)
 
 
 def _dispatch_hint(got: np.ndarray, k: int) -> str | None:
@@ -207,12 +211,15 @@ class Combine(Check):
         want = routing.combine()
         atol = combine_tolerance(routing.n_experts)
         err = np.where(np.isnan(got), np.inf, np.abs(got - want))
-        details = {"max_abs_err": float(err.max(initial=0.0)), "atol": atol}
         if np.all(err <= atol):
-            return CheckResult(
-                self.name, True, f"gates within {atol:.1e} of softmax(logits)", details=details
-            )
-        t, e, c = (int(i) for i in np.argwhere(err > atol)[0])
+            return CheckResult(self.name, True, f"gates within {atol:.1e} of softmax(logits)")
+        bad = np.argwhere(err > atol)
+        t, e, c = (int(i) for i in bad[0])
+        table = Table(
+            ["combine[t, e, c]", "expected", "yours"],
+            [[str(tuple(map(int, i))), f"{want[tuple(i)]:.6g}", f"{got[tuple(i)]:.6g}"]
+             for i in bad[:SHOW_TOKENS]],
+        )  # fmt: skip
         message = (
             f"combine[{t}, {e}, {c}] is {got[t, e, c]:.6g}; expected {want[t, e, c]:.6g} "
             f"(allowed error {atol:.1e})"
@@ -222,7 +229,7 @@ class Combine(Check):
             return bool(np.all(np.abs(got - alt) <= atol))
 
         hint = next((why for why, alt in combine_mistakes(trial) if close(alt)), None)
-        return CheckResult(self.name, False, message, details=details, hint=hint)
+        return CheckResult(self.name, False, message, evidence=[table], hint=hint)
 
 
 # ------------------------------------------------------------------ the layer's all-to-alls
@@ -246,13 +253,13 @@ class AllToAllCount(Check):
                 "buffer: no loop is needed.",
             )  # fmt: skip
         got = sum(c.count for c in moving)
-        details = {"expected": want, "actual": got, "table": trial.comms.table()}
+        evidence = [communication(trial), CountExpectation(ALL_TO_ALL, want, got)]
         if got == want:
             what = "there and back" if want else "one device: nothing to send"
-            return CheckResult(self.name, True, f"{got} × all-to-all ({what})", details=details)
+            return CheckResult(self.name, True, f"{got} × all-to-all ({what})", evidence=evidence)
         return CheckResult(
             self.name, False, f"{got} × all-to-all executed; expected {want} (N = {n})",
-            details=details, hint=_count_hint(got, want),
+            evidence=evidence, hint=_count_hint(got, want),
         )  # fmt: skip
 
 

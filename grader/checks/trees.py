@@ -55,16 +55,20 @@ class PerLeaf(Check):
             extra = {**trial.extra, "leaf": where, **self.leaf_extra(trial, where)}
             leaf = replace(trial, output=got, expected=want, extra=extra)
             results.append((where, self.inner(leaf)))
-        details = {where: r.details for where, r in results}
         failed = [(where, r) for where, r in results if not r.passed]
         if not failed:
             text = "; ".join(f"{where}: {r.message}" for where, r in results)
-            return CheckResult(self.name, True, text, details=details)
+            evidence = [item for _, r in results for item in r.evidence]
+            return CheckResult(self.name, True, text, evidence=evidence)
         where, first = failed[0]
         others = f" (and {len(failed) - 1} more arrays)" if len(failed) > 1 else ""
         hint = (self.explain_failure and self.explain_failure(trial)) or first.hint
         return CheckResult(
-            self.name, False, f"{where}: {first.message}{others}", details=details, hint=hint
+            self.name,
+            False,
+            f"{where}: {first.message}{others}",
+            evidence=first.evidence,
+            hint=hint,
         )
 
 

@@ -34,7 +34,9 @@ from hypothesis import strategies as st
 
 from grader import jaxpr, training
 from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, TempMemory, Values
+from grader.checks.comms import communication
 from grader.checks.trees import PerLeaf
+from grader.evidence import BytesExpectation, Table
 from grader.programs import compile_and_run
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
@@ -341,18 +343,18 @@ class AllReduceBytes(Check):
             if self.with_loss
             else ("2(N − 1)/N · |params|")
         )
-        details = {"expected": float(want), "actual": float(got), "table": trial.comms.table()}
+        evidence = [communication(trial), BytesExpectation(round(want), round(got))]
         if got == want:
             return CheckResult(
                 self.name, True, f"{float(got):,.1f} bytes sent per device = {what}",
-                details=details,
+                evidence=evidence,
             )  # fmt: skip
         ratio = float(got / want) if want else float("inf")
         return CheckResult(
             self.name,
             False,
             f"{float(got):,.1f} bytes sent per device; {what} is {float(want):,.1f} ({ratio:.2f}×)",
-            details=details,
+            evidence=evidence,
             hint=_bytes_hint(trial, ratio),
         )
 
@@ -408,13 +410,18 @@ class MicroBatchLoop(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         micro, program = trial.example["micro"], trial.extra["traced"]
         loops = _micro_loops(program, micro)
-        details = {"loops": [(lp.primitive, lp.length, lp.depth) for lp in program.loops]}
+        evidence = [
+            Table(
+                ["loop", "iterations", "loops around it"],
+                [[lp.primitive, str(lp.length), str(lp.depth)] for lp in program.loops],
+            )
+        ]
         if not loops:
             return CheckResult(
                 self.name,
                 False,
                 f"no loop of n_micro = {micro} iterations runs the model",
-                details=details,
+                evidence=evidence,
                 hint="Loop over the micro-batches with lax.scan (or lax.fori_loop): a Python "
                 "for-loop is unrolled into n_micro copies of the forward and backward, and XLA "
                 "is free to run every forward first, keeping all their activations alive.",
@@ -422,13 +429,13 @@ class MicroBatchLoop(Check):
         if _in_micro_loop(program, micro):
             return CheckResult(
                 self.name, False, "an all-reduce runs inside the loop over micro-batches",
-                details=details, hint=_IN_LOOP_HINT.format(micro=micro),
+                evidence=evidence, hint=_IN_LOOP_HINT.format(micro=micro),
             )  # fmt: skip
         kind = "scan" if loops[0].length else "while loop"
         return CheckResult(
             self.name, True,
             f"loops over {micro} micro-batches ({kind}), all-reduce after the loop",
-            details=details,
+            evidence=evidence,
         )  # fmt: skip
 
 

@@ -45,8 +45,9 @@ from grader import jaxpr, moe_routing, training
 from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values
 from grader.checks.moe_routing import AllToAllCount, Combine, Dispatch
 from grader.checks.trees import PerLeaf
+from grader.evidence import Evidence, ExpertLoad
 from grader.programs import StudentReturnError, compile_and_run
-from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
+from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
 
 MODULE = "l11_expert_parallel"
 AXIS = "expert"
@@ -415,44 +416,31 @@ def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> s
 # ------------------------------------------------------------------ report material
 
 
-def expert_load(routing: moe_routing.Routing) -> list[dict[str, int]]:
-    """Per expert: choices routed there, kept and dropped."""
-    return [
-        {"expert": e, "routed": r, "kept": k, "dropped": r - k}
-        for e, (r, k) in enumerate(routing.load())
-    ]
+def _load(ex: Example, routings: list[moe_routing.Routing]) -> ExpertLoad:
+    """Tokens routed and kept per expert, summed over the routing groups."""
+    routed, kept = np.sum([r.load() for r in routings], axis=0).T
+    return ExpertLoad(
+        example=format_example(ex), capacity=ex["capacity"], groups=len(routings),
+        routed=[int(v) for v in routed], kept=[int(v) for v in kept],
+    )  # fmt: skip
 
 
-def _explain_dispatch(trials: list[Trial]) -> dict[str, Any]:
+def _explain_dispatch(trials: list[Trial]) -> list[Evidence]:
+    """The first example that drops tokens (or the only one there is)."""
     trial = next((t for t in trials if not t.expected.kept.all()), trials[0])
-    return {
-        "expert_load": {
-            "example": trial.example, "capacity": trial.example["capacity"],
-            "experts": expert_load(trial.expected),
-        }
-    }  # fmt: skip
+    return [_load(trial.example, [trial.expected])]
 
 
-def layer_load(ex: Example, inputs: dict[str, np.ndarray]) -> list[dict[str, int]]:
-    """Per expert, over all devices: tokens routed, kept and dropped."""
+def layer_routings(ex: Example, inputs: dict[str, np.ndarray]) -> list[moe_routing.Routing]:
+    """Each device's routing of its own tokens (the reference's)."""
     logits = np.asarray(inputs["x"], np.float64) @ np.asarray(inputs["router_w"], np.float64)
-    rows = [moe_routing.route(b, ex["capacity"]).load() for b in np.split(logits, ex["n"])]
-    totals = np.sum(rows, axis=0)
-    return [
-        {"expert": e, "routed": int(r), "kept": int(k), "dropped": int(r - k)}
-        for e, (r, k) in enumerate(totals)
-    ]
+    return [moe_routing.route(b, ex["capacity"]) for b in np.split(logits, ex["n"])]
 
 
-def _explain_layer(trials: list[Trial]) -> dict[str, Any]:
+def _explain_layer(trials: list[Trial]) -> list[Evidence]:
+    """The largest mesh among the trials: per expert, over every device's tokens."""
     trial = max(trials, key=lambda t: t.example["n"])
-    ex = trial.example
-    return {
-        "expert_load": {
-            "example": ex, "capacity": ex["capacity"], "per_device_tokens": ex["rows"],
-            "experts": layer_load(ex, trial.extra["inputs"]),
-        }
-    }  # fmt: skip
+    return [_load(trial.example, layer_routings(trial.example, trial.extra["inputs"]))]
 
 
 SPEC = LessonSpec(
