@@ -124,14 +124,11 @@ def test_layer_explicit_examples_drop_and_tell_each_wrong_layer():
             assert err > 4 * l11.BF16_SAFETY * 2.0**-8, why  # 4× the loosest allowance
 
 
-def test_bytes_are_the_ring_share_of_the_buffer():
+def test_bytes_are_the_ring_share_of_the_buffer_in_the_exercise_dtype():
     ex = {"n": 6, "capacity": 2, "d": 8}
-    trial = l11.Trial(example={**ex, "dtype": "float32"}, extra={"traced": _NoCollectives()})
-    assert l11.optimum_bytes(trial) == 2 * 5 * (6 * 2 * 8 * 4) // 6
-
-
-class _NoCollectives:
-    collectives = ()
+    for dtype, size in l11.ITEMSIZE.items():
+        trial = l11.Trial(example={**ex, "dtype": dtype})
+        assert l11.optimum_bytes(trial) == 2 * 5 * (6 * 2 * 8 * size) // 6
 
 
 # ------------------------------------------------------------------ mistakes failing several checks

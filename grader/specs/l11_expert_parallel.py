@@ -333,8 +333,10 @@ def _precision_hint(trial: Trial) -> str | None:
 
 
 def _itemsize(trial: Trial) -> int:
-    """Bytes per element the student's collectives send (jaxpr): XLA:CPU widens bfloat16
-    in transit, so the HLO's own element size is not what a GPU or TPU would move."""
+    """Bytes per element the student's collectives send (jaxpr; the widest, if they
+    differ): XLA:CPU widens bfloat16 in transit, so the HLO's own element size is not
+    what a GPU or TPU would move. A buffer widened to float32 by the student counts at
+    4 bytes, against the optimum at the exercise's own item size."""
     import jax.numpy as jnp
 
     sent = [jnp.dtype(d).itemsize for s in trial.extra["traced"].collectives for d in s.dtypes]
@@ -347,9 +349,11 @@ def buffer_bytes(ex: Example, itemsize: int) -> int:
 
 
 def optimum_bytes(trial: Trial) -> int:
-    """2·(N − 1)/N · |[E, C, D]| (an integer: E = N)."""
+    """2·(N − 1)/N · |[E, C, D]| in the example's dtype (an integer: E = N). Measured
+    bytes count at the width the program sends (:func:`_itemsize`): a bfloat16 buffer
+    widened to float32 before the all-to-all sends twice this."""
     ex = trial.example
-    return 2 * (ex["n"] - 1) * buffer_bytes(ex, _itemsize(trial)) // ex["n"]
+    return 2 * (ex["n"] - 1) * buffer_bytes(ex, ITEMSIZE[ex["dtype"]]) // ex["n"]
 
 
 def _collective_advice(kind: str, trial: Trial) -> str | None:

@@ -183,6 +183,24 @@ def moe_layer(x, router_w, w_in, w_out, mesh, capacity):
         ),
     ),
     Mistake(
+        id="moe-bfloat16-buffer-sent-as-float32",
+        module=L11,
+        exercise="moe_layer",
+        code="",
+        status="failed",
+        check="bytes",
+        # every collective counts at the widest item the program sends (jaxpr): float32
+        says=("2.00×", "2·(N − 1)/N · |[E, C, D] buffer|"),
+        patch=(
+            (
+                "mine = lax.all_to_all(sent, AXIS, split_axis=0, concat_axis=0, tiled=True)",
+                "wide = sent.astype(jnp.float32)  # 'more accurate' in transit\n"
+                "        mine = lax.all_to_all(wide, AXIS, split_axis=0, concat_axis=0, tiled=True)"
+                ".astype(sent.dtype)",
+            ),
+        ),
+    ),
+    Mistake(
         id="moe-layer-ties-to-the-highest-index",
         module=L11,
         exercise="moe_layer",
