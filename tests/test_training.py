@@ -85,6 +85,7 @@ def test_sgd_step_is_params_minus_lr_grads():
 
 
 def _leaf_values(trial_output, expected):
+    from grader import devices
     from grader.checks import Values
     from grader.checks.trees import PerLeaf
     from grader.spec import Trial
@@ -93,7 +94,8 @@ def _leaf_values(trial_output, expected):
         inner=Values(atol=lambda t: training.tolerance(SIZES)),
         leaf_extra=lambda t, path: {"dtype": "float32"},
     )
-    return check(Trial(example={}, output=trial_output, expected=expected))
+    mesh = devices.make_mesh((1,), ("data",))
+    return check(Trial(example={}, output=trial_output, expected=expected, mesh=mesh))
 
 
 def test_per_leaf_values_names_the_wrong_array():
@@ -109,6 +111,8 @@ def test_per_leaf_values_names_the_wrong_array():
     wrong = {"w_in": got["w_in"], "w_out": 4 * got["w_out"]}
     result = _leaf_values(wrong, ref)
     assert not result.passed and result.message.startswith("['w_out']:")
+    assert "['w_out']" in result.evidence[0].text  # a Note naming the array, then its map
+    assert [type(e).__name__ for e in result.evidence[1:]] == ["DeviceMap"]
     lossy = jax.tree.map(lambda a: a.astype(jnp.bfloat16).astype(jnp.float32), got)
     assert not _leaf_values(lossy, ref).passed  # rounding the result alone is caught
     result = _leaf_values((got["w_in"], got["w_out"]), ref)

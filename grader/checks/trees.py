@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from grader.evidence import Note
 from grader.results import CheckResult
 from grader.spec import Check, Trial
 
@@ -57,8 +58,12 @@ class PerLeaf(Check):
             results.append((where, self.inner(leaf)))
         failed = [(where, r) for where, r in results if not r.passed]
         if not failed:
-            text = "; ".join(f"{where}: {r.message}" for where, r in results)
-            evidence = [item for _, r in results for item in r.evidence]
+            messages = {r.message for _, r in results}
+            if len(messages) == 1 and len(results) > 1:
+                text = f"every array: {messages.pop()}"
+            else:
+                text = "; ".join(f"{where}: {r.message}" for where, r in results)
+            evidence = [e for _, r in results for e in r.evidence]
             return CheckResult(self.name, True, text, evidence=evidence)
         where, first = failed[0]
         others = f" (and {len(failed) - 1} more arrays)" if len(failed) > 1 else ""
@@ -67,7 +72,7 @@ class PerLeaf(Check):
             self.name,
             False,
             f"{where}: {first.message}{others}",
-            evidence=first.evidence,
+            evidence=[Note(f"the first wrong array: {where}"), *first.evidence],
             hint=hint,
         )
 

@@ -24,6 +24,7 @@ stays at 0.42–0.79·A.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -36,10 +37,10 @@ from grader import jaxpr, training
 from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, TempMemory, Values
 from grader.checks.comms import communication
 from grader.checks.trees import PerLeaf
-from grader.evidence import BytesExpectation, Table
+from grader.evidence import BytesExpectation, Note, Table
 from grader.programs import compile_and_run
 from grader.results import CheckResult
-from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
+from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
 
 MODULE = "l06_data_parallel"
 AXIS = "data"
@@ -93,7 +94,8 @@ def _strategy(kind: str) -> Callable[[Context], Any]:
         if kind == "train":
             fields["lr"] = st.sampled_from(["0.5", "0.25"])
         fields["seed"] = st.integers(0, 2**16)
-        return st.fixed_dictionaries(fields)
+        order = list(fields)  # shown (and re-run with --example) in this order
+        return st.fixed_dictionaries(fields).map(lambda ex: {k: ex[k] for k in order})
 
     return strategy
 
@@ -211,6 +213,12 @@ def _local_grads(trial: Trial, coord: tuple) -> tuple[float, dict[str, np.ndarra
     return training.grads(params, x[mine], y[mine])
 
 
+def _param_name(leaf: str) -> str | None:
+    """``"['w_in']"`` or ``"[0]['w_in']"`` → ``"w_in"``; the loss (``"[1]"``) → None."""
+    found = re.search(r"'(\w+)'", leaf)
+    return found[1] if found else None
+
+
 def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.ndarray]]]:
     """Known wrong results for one leaf (``trial.extra['leaf']``): the right
     gradient scaled by N, n_micro or 1/N, and each device's unreduced own gradient."""
@@ -218,24 +226,22 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
     n, micro = ex["n"], ex.get("micro", 1)
     params, x, y = trial.extra["inputs"]
     value, grads = training.grads(params, x, y)
-    key = leaf.strip("[]'\"")
-    lr = float(ex.get("lr", 0))
+    name = _param_name(leaf)  # None for the loss
 
     def result(g: Any, loss_value: float) -> np.ndarray:
-        """The output leaf given gradient dict g and a loss."""
-        if kind != "train":
-            return g[key]
-        if leaf == "[1]":
+        """The output leaf, given gradient dict g and a loss."""
+        if name is None:
             return np.asarray(loss_value)
-        key_t = leaf.split("'")[1]
-        return np.asarray(params[key_t], np.float64) - lr * g[key_t]
+        if kind != "train":
+            return g[name]
+        return np.asarray(params[name], np.float64) - float(ex["lr"]) * g[name]
 
     def scaled(factor: float) -> Callable[[tuple, tuple], np.ndarray]:
         wrong = result({k: factor * v for k, v in grads.items()}, factor * value)
         return lambda coord, index: wrong[index]
 
     out: list[tuple[str, Callable[[tuple, tuple], np.ndarray]]] = []
-    if n > 1 and leaf == "[1]":
+    if n > 1 and name is None:
         out.append((
             f"Your loss is N = {n} times the reference: you summed the N local means. Every "
             "device has B/N rows, so the mean over all B rows is the mean of the local means: "
@@ -326,37 +332,53 @@ class AllReduceBytes(Check):
         n = trial.example["n"]
         payload = _params_bytes(trial.example) + (LOSS_BYTES if self.with_loss else 0)
         want = Fraction(2 * (n - 1), n) * payload
-        got = Fraction(0)
-        for c in trial.comms.collectives:
-            if c.kind != ALL_REDUCE or not c.moves_data:
-                continue
-            if c.count is None:
-                return CheckResult(
-                    self.name, False,
-                    "bytes unknown: an all-reduce sits in a loop of unknown trip count",
-                    hint="Loop over micro-batches a fixed number of times (lax.scan, or "
-                    "lax.fori_loop with Python int bounds).",
-                )  # fmt: skip
-            got += c.count * Fraction(2 * (c.group_size - 1), c.group_size) * c.operand_bytes
+        got = all_reduce_bytes(trial)
+        if got is None:
+            return CheckResult(
+                self.name, False,
+                "bytes unknown: an all-reduce sits in a loop of unknown trip count",
+                hint="Loop over micro-batches a fixed number of times (lax.scan, or "
+                "lax.fori_loop with Python int bounds).",
+            )  # fmt: skip
         what = (
             "2(N − 1)/N · (|params| + 4 bytes of loss)"
             if self.with_loss
             else ("2(N − 1)/N · |params|")
         )
-        evidence = [communication(trial), BytesExpectation(round(want), round(got))]
+        evidence = [
+            communication(trial, allowed=frozenset({ALL_REDUCE})),
+            BytesExpectation(expected=round(want), actual=round(got)),
+        ]
         if got == want:
             return CheckResult(
-                self.name, True, f"{float(got):,.1f} bytes sent per device = {what}",
-                evidence=evidence,
-            )  # fmt: skip
+                self.name, True, f"{_bytes(got)} bytes sent per device = {what}", evidence=evidence
+            )
         ratio = float(got / want) if want else float("inf")
         return CheckResult(
             self.name,
             False,
-            f"{float(got):,.1f} bytes sent per device; {what} is {float(want):,.1f} ({ratio:.2f}×)",
+            f"{_bytes(got)} bytes sent per device; {what} is {_bytes(want)} ({ratio:.2f}×)",
             evidence=evidence,
             hint=_bytes_hint(trial, ratio),
         )
+
+
+def all_reduce_bytes(trial: Trial) -> Fraction | None:
+    """Bytes one device sends in all-reduces per call, exactly: Σ count · 2(G − 1)/G ·
+    operand bytes (None if a trip count is unknown)."""
+    total = Fraction(0)
+    for c in trial.comms.collectives:
+        if c.kind != ALL_REDUCE or not c.moves_data:
+            continue
+        if c.count is None:
+            return None
+        total += c.count * Fraction(2 * (c.group_size - 1), c.group_size) * c.operand_bytes
+    return total
+
+
+def _bytes(n: Fraction) -> str:
+    """Whole bytes as ``4,608``; a ring share of an indivisible size as ``5.3``."""
+    return f"{int(n):,}" if n.denominator == 1 else f"{float(n):,.1f}"
 
 
 def _bytes_hint(trial: Trial, ratio: float) -> str | None:
@@ -401,6 +423,22 @@ def _in_micro_loop(program: jaxpr.Program, micro: int) -> bool:
     )
 
 
+def _loop_table(program: jaxpr.Program, micro: int) -> Table:
+    """Every loop of the traced program: what it runs, and whether an all-reduce is inside."""
+    rows = []
+    for lp in program.loops:
+        reduces = sum(
+            1 for s in program.collectives if s.kind == ALL_REDUCE and any(x is lp for x in s.loops)
+        )
+        rows.append([
+            "  " * lp.depth + lp.primitive,
+            str(lp.length) if lp.length is not None else "unknown",
+            "yes" if lp.contains("dot_general") else "no",
+            str(reduces) if reduces else "",
+        ])  # fmt: skip
+    return Table(["loop (traced)", "iterations", "matmuls inside", "all-reduces inside"], rows)
+
+
 @dataclass(frozen=True)
 class MicroBatchLoop(Check):
     """The micro-batches are looped over (scan/fori_loop), with no all-reduce inside."""
@@ -410,12 +448,7 @@ class MicroBatchLoop(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         micro, program = trial.example["micro"], trial.extra["traced"]
         loops = _micro_loops(program, micro)
-        evidence = [
-            Table(
-                ["loop", "iterations", "loops around it"],
-                [[lp.primitive, str(lp.length), str(lp.depth)] for lp in program.loops],
-            )
-        ]
+        evidence = [_loop_table(program, micro)]
         if not loops:
             return CheckResult(
                 self.name,
@@ -478,6 +511,43 @@ def _checks(kind: str) -> tuple[Check, ...]:
     return tuple(checks)
 
 
+def _explain(name: str, kind: str) -> Callable[[list[Trial]], list[Any]]:
+    """Per example: all-reduce bytes per call against the ring optimum and, for the
+    accumulation, temporary memory against A."""
+
+    def explain(trials: list[Trial]) -> list[Any]:
+        columns = ["example", "all-reduce B per call", "ring optimum"]
+        if kind == "accumulate":
+            columns += ["temp per device", "A"]
+        rows = []
+        for t in trials:
+            ex = t.example
+            payload = _params_bytes(ex) + (LOSS_BYTES if kind == "train" else 0)
+            row = [
+                format_example(ex),
+                _bytes(sent) if (sent := all_reduce_bytes(t)) is not None else "?",
+                _bytes(Fraction(2 * (ex["n"] - 1), ex["n"]) * payload),
+            ]
+            if kind == "accumulate":
+                temp = (t.memory or {}).get("temp")
+                a = _activation_bytes(ex)
+                row += [f"{temp:,} = {temp / a:.2f}·A" if temp is not None else "?", f"{a:,}"]
+            rows.append(row)
+        what = "the loss scalar" if kind == "train" else ""
+        note = (
+            f"{name}: all-reduce bytes each device sends per call, against the ring optimum "
+            f"2(N − 1)/N · |params|{' + ' + what if what else ''}"
+            + (
+                ", and temporary memory against A = L·(B/N)·(D + F)·4"
+                if kind == "accumulate"
+                else ""
+            )
+        )
+        return [Note(note), Table(columns, rows)]
+
+    return explain
+
+
 def _exercise(name: str, kind: str) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
@@ -487,6 +557,7 @@ def _exercise(name: str, kind: str) -> ExerciseSpec:
         checks=_checks(kind),
         max_examples=1,
         diagnose_error=_diagnose_error,
+        explain=_explain(name, kind),
     )
 
 

@@ -110,6 +110,21 @@ def dp_grads(params, x, y, mesh):
         ),
     ),
     Mistake(
+        id="dp-step-pmean-of-already-summed-grads",
+        code="",
+        module=L06,
+        exercise="dp_train_step",
+        status="failed",
+        check="values",
+        says=("N = 4 times", "transpose"),
+        patch=(
+            (
+                "new = jax.tree.map(lambda w, g: w - lr * (g / n), p, summed)",
+                "new = jax.tree.map(lambda w, g: w - lr * lax.pmean(g, AXIS), p, summed)",
+            ),
+        ),
+    ),
+    Mistake(
         id="dp-step-returns-the-local-loss",
         module=L06,
         exercise="dp_train_step",
