@@ -353,7 +353,7 @@ def _expert_load(d: ev.ExpertLoad, exercise: ExerciseResult | None) -> list[Rend
     slots = f"C = {d.capacity} slot(s) per expert"
     where = f" on each of {d.groups} devices" if d.groups > 1 else ""
     return [
-        Text(f"{name}tokens per expert, {d.example}", style="bold"),
+        Text(f"{name}tokens per expert as the reference routes them, {d.example}", style="bold"),
         t,
         Text(f"{slots}{where}: an expert keeps at most {d.groups * d.capacity}", style="dim"),
     ]

@@ -15,7 +15,8 @@ first ``ROUTED`` dims of x feed the router (its other rows are 0), and those
 dims and the router's weights lie on a ¼ grid, so every logit is a multiple
 of 1/16 of magnitude ≤ 2, exact in float32 and bfloat16 whatever the
 summation order; every third token has those dims at 0, so it ties all E
-experts (it goes to expert 0) and expert 0 overflows. The compiled program
+experts (it goes to expert 0); the explicit examples' capacities drop tokens
+(tests/test_l11.py holds both). The compiled program
 may hold two all-to-alls (none at N = 1) and nothing else, sending exactly
 2·(N − 1)/N · |[E, C, D] buffer| per device: in float32 from the HLO; in
 bfloat16, which XLA:CPU widens to float32 in transit, the HLO's element
