@@ -353,9 +353,10 @@ def _expert_load(d: ev.ExpertLoad, exercise: ExerciseResult | None) -> list[Rend
     slots = f"C = {d.capacity} slot(s) per expert"
     where = f" on each of {d.groups} devices" if d.groups > 1 else ""
     return [
-        Text(f"{name}tokens per expert as the reference routes them, {d.example}", style="bold"),
+        Text(f"{name}tokens per expert, as the reference routes them", style="bold"),
         t,
         Text(f"{slots}{where}: an expert keeps at most {d.groups * d.capacity}", style="dim"),
+        Text(f"example {d.example}", style="dim"),
     ]
 
 

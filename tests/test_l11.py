@@ -164,7 +164,8 @@ def test_expert_load_is_drawn_per_expert_within_80_columns():
     item = ExpertLoad(example="n=2 rows=6", capacity=2, groups=2, routed=[7, 3, 2], kept=[4, 3, 2])
     exercise = ExerciseResult(11, "moe_layer", Status.PASSED, explanation=[item])
     text = render(Group(*draw(item, exercise)), width=80)
-    assert "moe_layer: tokens per expert as the reference routes them, n=2 rows=6" in text
+    assert "moe_layer: tokens per expert, as the reference routes them" in text
+    assert "example n=2 rows=6" in text
     rows = {line.split()[0]: line.split()[1:4] for line in lines(text) if line[:1].isdigit()}
     assert rows["0"] == ["7", "4", "3"] and rows["1"] == ["3", "3", "0"]
     assert "C = 2 slot(s) per expert on each of 2 devices: an expert keeps at most 4" in text
