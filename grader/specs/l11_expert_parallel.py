@@ -63,9 +63,10 @@ TIE_EVERY = 3
 BF16_SAFETY = 8.0
 """bfloat16 allowance in units of 2⁻⁸·max|ref| (see the module docstring)."""
 FAST_COMPILE = {"xla_backend_optimization_level": 0}
-"""As lesson 6: XLA's backend optimisation off compiles faster; the HLO's
-collectives are unchanged (measured for the reference and the wrong layers
-of tests/mistakes/l11.py)."""
+"""As lesson 6: XLA's backend optimisation off compiles faster, and the HLO's
+collectives are unchanged (measured: the same collective table at both levels
+for the reference and the 8 wrong layers of tests/mistakes/l11.py on the
+explicit examples, 27 programs)."""
 
 
 # ------------------------------------------------------------------ routing exercises
