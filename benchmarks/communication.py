@@ -1,8 +1,8 @@
-"""Bytes each reference of lessons 4 to 10 moves, against the optimum and XLA.
+"""Bytes each reference of lessons 4 to 11 moves, against the optimum and XLA.
 
     python benchmarks/communication.py
 
-For every reference solution of lessons 4 to 10, on meshes of 2, 4 and 8
+For every reference solution of lessons 4 to 11, on meshes of 2, 4 and 8
 devices (2×2 and 2×4 for the 2-D case): bytes sent per device by the
 compiled program, divided by the optimum for the case (target 1.00) and by
 what XLA's own partitioner sends for the same input and output shardings
@@ -26,7 +26,12 @@ returns y (2(p−1)/p·|y|); XLA's plan is ``jax.jit`` of the unsharded model
 with the layers sharded over 'stage' (it gathers the weights). For lesson 10
 (S/N = 8, H = 2, Dh = 16, float32) the optimum is (N − 1)·|local K + local V|
 and XLA's plan is ``tinymodels.attention`` with q, k, v and the output split
-by rows. Prints a table and writes benchmarks/results/communication.json.
+by rows. For lesson 11
+(``moe_layer``, 64 tokens per device, D = 16, F = 32, C = 16) the optimum is
+2(N−1)/N·|[E, C, D]|, and XLA's plan is the same layer written GShard's way:
+global einsums over [groups, tokens, E, C] with the buffer constrained to
+``P('expert')``, partitioned by XLA. Prints a table and writes
+benchmarks/results/communication.json.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from grader import devices  # noqa: E402
 devices.configure(8, "cpu")
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
@@ -60,6 +66,7 @@ from grader.specs import l07_fsdp as l07  # noqa: E402
 from grader.specs import l08_tensor_parallel as l08  # noqa: E402
 from grader.specs import l09_pipeline as l09  # noqa: E402
 from grader.specs import l10_context_parallel as l10  # noqa: E402
+from grader.specs import l11_expert_parallel as l11  # noqa: E402
 
 SHAPE = (128, 128, 96)  # I, J, K: every lesson-4 plan is the cheapest one here
 
@@ -310,8 +317,54 @@ def _compile_rows(fn, mesh, arrays):
     return comms, compiled.memory_analysis().temp_size_in_bytes
 
 
+def lesson11() -> list[dict]:
+    sol = load_module(ROOT / "solutions", "l11_expert_parallel")
+    rows = []
+    for n in (2, 4, 8):
+        ex = {"n": n, "rows": 64, "d": 16, "f": 32, "capacity": 16, "dtype": "float32", "seed": 0}
+        inputs = l11.layer_inputs(ex)
+        mesh = devices.make_mesh((n,), (l11.AXIS,))
+        auto = jax.make_mesh((n,), (l11.AXIS,), axis_types=(AxisType.Auto,),
+                             devices=devices.devices()[:n])  # fmt: skip
+        layer = partial(sol.moe_layer, mesh=mesh, capacity=ex["capacity"])
+        ours = _compile_moe(layer, mesh, inputs)
+        theirs = _compile_moe(_gshard(sol, auto, ex["capacity"]), auto, inputs)
+        rows.append({"lesson": 11, "exercise": "moe_layer", "mesh": str(n), "bytes": ours.bytes(),
+                     "optimum": 2 * (n - 1) * l11.buffer_bytes(ex, 4) // n,
+                     "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds())})  # fmt: skip
+    return rows
+
+
+def _gshard(sol, mesh, capacity):
+    """The layer on global arrays, each device's tokens a routing group; XLA partitions it."""
+    experts = NamedSharding(mesh, P(l11.AXIS))
+
+    def layer(x, router_w, w_in, w_out):
+        groups = x.reshape(mesh.size, -1, x.shape[-1])  # [G, T/G, D]
+        route = jax.vmap(lambda logits: sol.top1_dispatch(logits, capacity))
+        dispatch, combine = route(groups @ router_w)  # [G, T/G, E, C]
+        buf = jnp.einsum("gsec,gsd->egcd", dispatch.astype(x.dtype), groups)
+        buf = jax.lax.with_sharding_constraint(buf, experts)  # expert e's tokens on device e
+        h = jnp.tanh(jnp.einsum("egcd,edf->egcf", buf, w_in))
+        out = jnp.einsum("egcf,efd->egcd", h, w_out)
+        out = jax.lax.with_sharding_constraint(out, NamedSharding(mesh, P(None, l11.AXIS)))
+        return jnp.einsum("gsec,egcd->gsd", combine, out).reshape(x.shape)
+
+    return layer
+
+
+def _compile_moe(fn, mesh, inputs):
+    tokens = NamedSharding(mesh, P(l11.AXIS, None))
+    specs = {"x": P(l11.AXIS, None), "router_w": P(), "w_in": P(l11.AXIS, None, None)}
+    specs["w_out"] = specs["w_in"]
+    args = [jax.device_put(a, NamedSharding(mesh, specs[k])) for k, a in inputs.items()]
+    compiled = jax.jit(fn, out_shardings=tokens).lower(*args).compile()
+    return hlo.summarize(compiled.as_text(), num_devices=mesh.size)
+
+
 def main() -> None:
-    rows = lesson4() + lesson5() + lesson6() + lesson7() + lesson8() + lesson9() + lesson10()
+    rows = (lesson4() + lesson5() + lesson6() + lesson7() + lesson8() + lesson9() + lesson10()
+            + lesson11())  # fmt: skip
     table = Table(title="bytes sent per device by the reference solutions (float32)")
     for col in ("exercise", "mesh", "bytes", "÷ optimum", "÷ XLA", "XLA uses", "temp / XLA temp"):
         table.add_column(col, justify="left" if col in ("exercise", "XLA uses") else "right")

@@ -362,3 +362,19 @@ class XlaComparison(Evidence):
     optimum_kinds: list[str]
     xla: int | None
     xla_kinds: list[str]
+
+
+@evidence("expert_load")
+@dataclass
+class ExpertLoad(Evidence):
+    """Mixture of experts: per expert, the tokens routed there, kept and dropped."""
+
+    example: str
+    capacity: int
+    """Slots per expert in each routing group (each device routes its own tokens)."""
+    groups: int
+    """Routing groups: an expert keeps at most groups · capacity tokens."""
+    routed: list[int]
+    """Per expert: tokens (choices, for top-2) routed there."""
+    kept: list[int]
+    """Per expert: those that found a slot; routed − kept were dropped."""

@@ -453,6 +453,33 @@ def _schedule_chart(d: ev.ScheduleChart, exercise: ExerciseResult | None) -> lis
     return [ChartView(d)]
 
 
+def _expert_load(d: ev.ExpertLoad, exercise: ExerciseResult | None) -> list[RenderableType]:
+    """Per expert: kept tokens as a bar, dropped ones after it in red."""
+    name = f"{exercise.exercise}: " if exercise else ""
+    t = Table(box=box.SIMPLE_HEAD)
+    for col in ("expert", "routed", "kept", "dropped"):
+        t.add_column(col, justify="right")
+    t.add_column("")
+    scale = min(1.0, EXPERT_BAR / max(max(d.routed, default=0), 1))
+    for e, (routed, kept) in enumerate(zip(d.routed, d.kept)):
+        bar = Text("█" * round(kept * scale), style="green")
+        bar.append("█" * round((routed - kept) * scale), style="red")
+        dropped = Text(str(routed - kept), style="red" if routed > kept else "")
+        t.add_row(str(e), str(routed), str(kept), dropped, bar)
+    slots = f"C = {d.capacity} slot(s) per expert"
+    where = f" on each of {d.groups} devices" if d.groups > 1 else ""
+    return [
+        Text(f"{name}tokens per expert, as the reference routes them", style="bold"),
+        t,
+        Text(f"{slots}{where}: an expert keeps at most {d.groups * d.capacity}", style="dim"),
+        Text(f"example {d.example}", style="dim"),
+    ]
+
+
+EXPERT_BAR = 24
+"""Columns of the longest bar in the expert-load table."""
+
+
 RENDERERS: dict[type, Renderer] = {
     ev.DeviceMap: Renderer(_device_map),
     ev.Sharding: Renderer(_sharding),
@@ -469,6 +496,7 @@ RENDERERS: dict[type, Renderer] = {
     ev.RingSteps: Renderer(_ring_steps),
     ev.XlaComparison: Renderer(together=_comparison),
     ev.ScheduleChart: Renderer(_schedule_chart, once=True),
+    ev.ExpertLoad: Renderer(_expert_load),
 }
 """Evidence type → how it is drawn: the one place a new picture is registered."""
 

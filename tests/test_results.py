@@ -52,6 +52,7 @@ EXAMPLES: list[ev.Evidence] = [
     ),
     ev.KindBytes(example="mesh=4x2", rows=[ev.KindBytesRow("all-gather", 86016, 172032, 172032),
                                            ev.KindBytesRow("all-reduce", None, None, 16390)]),
+    ev.ExpertLoad(example="n=2", capacity=2, groups=2, routed=[5, 1], kept=[4, 1]),
 ]  # fmt: skip
 """One item of every evidence type: a new type must add one here (and to the schema)."""
 
