@@ -331,8 +331,10 @@ def _kind_bytes(d: ev.KindBytes, exercise: ExerciseResult | None) -> list[Render
     for col in ("kind", "predicted", "measured", "reference"):
         t.add_column(col, justify="left" if col == "kind" else "right")
     for r in d.rows:
-        off = r.predicted is not None and r.measured is not None and (
-            abs(r.predicted - r.measured) > 0.1 * max(r.measured, 1)
+        off = (
+            r.predicted is not None
+            and r.measured is not None
+            and (abs(r.predicted - r.measured) > 0.1 * max(r.measured, 1))
         )
         t.add_row(r.kind, Text(_bytes(r.predicted), style="red" if off else ""),
                   _bytes(r.measured), Text(_bytes(r.reference), style="dim"))  # fmt: skip

@@ -52,14 +52,14 @@ MID = "mid"
 SAVE_MID = jax.checkpoint_policies.save_only_these_names(MID)
 
 
-def spec(name: str) -> P:
+def _spec(name: str) -> P:
     """The PartitionSpec of array ``name`` under RULES."""
     return P(*(RULES[axis] for axis in LOGICAL[name]))
 
 
 def shard_params(params: dict, mesh: Mesh) -> dict:
     """Place every param on ``mesh`` by its logical axes and RULES."""
-    return {k: jax.device_put(v, NamedSharding(mesh, spec(k))) for k, v in params.items()}
+    return {k: jax.device_put(v, NamedSharding(mesh, _spec(k))) for k, v in params.items()}
 
 
 def _gather(w: dict) -> dict:
@@ -108,25 +108,28 @@ def train_step(
     """
     dh = params["wq"].shape[2] // n_heads
     rows = x.shape[0] * x.shape[1]
-    specs = {k: spec(k) for k in params}
-    batch = spec("x")
+    specs = {k: _spec(k) for k in params}
+    batch = _spec("x")
 
     def body(p, xb, yb):
         local, g = jax.value_and_grad(_local_loss)(p, xb, yb, dh, rows)
         new = jax.tree.map(lambda w, gw: w - lr * gw, p, g)
         return new, lax.psum(local, "data")
 
-    return jax.shard_map(
-        body, mesh=mesh, in_specs=(specs, batch, batch), out_specs=(specs, P())
-    )(params, x, y)
+    return jax.shard_map(body, mesh=mesh, in_specs=(specs, batch, batch), out_specs=(specs, P()))(
+        params, x, y
+    )
 
 
 def predict_step_bytes(shapes: dict, mesh_shape: dict, itemsize: int) -> dict[str, int]:
     """Bytes one device sends per collective kind in one :func:`train_step`.
 
-    Ring model: gathering (or reduce-scattering) an array of n bytes over a
-    group of G sends (G−1)/G·n; an all-reduce sends twice that.
+    ``shapes``: each param's shape and ``'x'``'s; ``mesh_shape``:
+    ``{'data': …, 'model': …}``. Keys are HLO op names: ``'all-gather'``,
+    ``'reduce-scatter'``, ``'all-reduce'``.
     """
+    # Ring model: gathering or reduce-scattering n bytes over G devices sends
+    # (G−1)/G·n; an all-reduce sends twice that.
     data, model = mesh_shape["data"], mesh_shape["model"]
     weights = sum(_size(shapes[k]) for k in NAMES) * itemsize // model  # one 'model' column
     b, s, d = shapes["x"]

@@ -47,7 +47,7 @@ from hypothesis import strategies as st
 from grader import training
 from grader import transformer as model
 from grader.checks import InputsUntouched, OutputSharding, TempMemory, Values
-from grader.checks.groups import grouped, replica_groups, spanned_axes, show_groups
+from grader.checks.groups import grouped, replica_groups, show_groups, spanned_axes
 from grader.checks.trees import PerLeaf
 from grader.evidence import KindBytes, KindBytesRow, Table
 from grader.programs import StudentReturnError, compile_and_run
@@ -78,6 +78,12 @@ LAYOUT = {
     "x": (DATA, None, None),
 }  # fmt: skip
 """Each array's PartitionSpec, as the lesson's RULES give them."""
+LOGICAL = {
+    "wq": ("layers", "embed", "heads"), "wk": ("layers", "embed", "heads"),
+    "wv": ("layers", "embed", "heads"), "wo": ("layers", "heads", "embed"),
+    "w_in": ("layers", "embed", "mlp"), "w_out": ("layers", "mlp", "embed"),
+}  # fmt: skip
+"""Each param's logical axes, as the stub gives them (for naming a wrong rule)."""
 
 
 # ------------------------------------------------------------------ examples
@@ -155,8 +161,6 @@ def sizes(ex: Example) -> Sizes:
 def reference_bytes(shapes: dict[str, tuple], data: int, m: int, itemsize: int) -> dict[str, int]:
     """What the reference train_step sends per device per kind (module docstring)."""
     column = sum(int(np.prod(shapes[k])) for k in NAMES) * itemsize // m
-    b, s, d = shapes["x"]
-    act = b // data * s * d * itemsize
     out = {
         ALL_GATHER: 2 * (data - 1) * column // data,
         REDUCE_SCATTER: (data - 1) * column // data,
@@ -197,7 +201,7 @@ def _run_shard(fn: Callable[..., Any], ex: Example) -> Trial:
     out = fn({k: v.copy() for k, v in params.items()}, mesh)
     _check_dict(out, "shard_params", "the placed params")
     return Trial(example=ex, output=out, expected=params, mesh=mesh,
-                 extra={"shardings": {k: _sharding(mesh, k) for k in NAMES}})  # fmt: skip
+                 extra={"dtype": "float32", "shardings": {k: _sharding(mesh, k) for k in NAMES}})  # fmt: skip
 
 
 def _run_train(fn: Callable[..., Any], ex: Example) -> Trial:
@@ -214,7 +218,7 @@ def _run_train(fn: Callable[..., Any], ex: Example) -> Trial:
     args = (placed, jax.device_put(x, batch), jax.device_put(y, batch))
     heads = s.heads
     jitted = jax.jit(lambda p, xb, yb: fn(p, xb, yb, mesh, LR, heads))
-    trial = compile_and_run(jitted, args, mesh, ex, before=params,
+    trial = compile_and_run(jitted, args, mesh, ex, before=params, dtype="float32",
                             shardings={k: _sharding(mesh, k) for k in NAMES},
                             replicated=NamedSharding(mesh, P()))  # fmt: skip
     out = trial.output
@@ -228,7 +232,14 @@ def _run_train(fn: Callable[..., Any], ex: Example) -> Trial:
     trial.expected = (new, np.float64(value))
     trial.extra["grads"] = model.grads(params, x, y, heads)[1]
     trial.extra["predict"] = _students_prediction(fn)
+    trial.extra["trace"] = lambda: _trace(jitted, args)
     return trial
+
+
+def _trace(jitted: Any, args: tuple) -> Any:
+    from grader import jaxpr
+
+    return jaxpr.trace(jitted, *args)
 
 
 def _students_prediction(fn: Callable[..., Any]) -> Callable[..., Any] | None:
@@ -295,9 +306,15 @@ class Divergence(Check):
         loss_ok = self._loss_ok(trial)
         if first is not None:
             layer, name = first
+            every = all("✗" in cell for row in table.rows for cell in row[1:])
+            where = (
+                "every layer's gradients differ"
+                if every
+                else f"gradients first differ at layer {layer}, {name} (walking back from the "
+                "last layer)"
+            )
             result.message = (
-                f"gradients first differ at layer {layer}, {name} (walking back from the last "
-                f"layer); the loss {'agrees' if loss_ok else 'differs too'}. {result.message}"
+                f"{where}; the loss {'agrees' if loss_ok else 'differs too'}. {result.message}"
             )
         if not loss_ok and not (result.hint or "").startswith("Every gradient"):
             result.hint = (
@@ -306,7 +323,8 @@ class Divergence(Check):
                 "partial sum over 'model' that is never all-reduced: psum it over 'model' "
                 "before adding it to h."
             )
-        result.evidence = [table, *result.evidence]
+        if first is not None:
+            result.evidence = [table, *result.evidence]
         return result
 
     @staticmethod
@@ -345,28 +363,44 @@ def _ratio(r: float) -> str:
     return "ok" if r <= 1.0 else (f"{r:,.0f}× ✗" if np.isfinite(r) else "nan ✗")
 
 
-def _sharding_hint(trial: Trial, result: CheckResult) -> str | None:
-    name = trial.extra["param"]
-    got = getattr(getattr(trial.output, "sharding", None), "spec", None)
-    if name is None or got is None:
+def _rules_hint(trial: Trial) -> str | None:
+    """Which logical axes went to the wrong mesh axis, read from every param's sharding."""
+    wrong: dict[str, set[str]] = {}
+    example = None
+    for name in NAMES:
+        spec = getattr(getattr(trial.output[name] if isinstance(trial.output, dict) else None,
+                               "sharding", None), "spec", None)  # fmt: skip
+        if spec is None:
+            continue
+        got = tuple(spec) + (None,) * (3 - len(spec))
+        for axis, have, want in zip(LOGICAL[name], got, LAYOUT[name]):
+            if have != want:
+                wrong.setdefault(axis, set()).add(repr(have))
+                example = example or (name, got)
+    if not wrong or example is None:
         return None
-    want = LAYOUT[name]
+    said = ", ".join(f"{axis} on {' and '.join(sorted(v))}" for axis, v in sorted(wrong.items()))
+    name, got = example
     return (
-        f"{name} should be P{want}: its embedding dim (D) over 'data', its "
-        f"{'heads' if name in ('wq', 'wk', 'wv', 'wo') else 'F'} dim over 'model'; yours is "
-        f"{got}. Check RULES: heads and mlp → 'model', embed and batch → 'data'."
+        f"Your rules put {said}: {name} comes out P{got}, expected P{LAYOUT[name]}. The RULES "
+        "are: batch and embed → 'data' (FSDP splits every weight on D), heads and mlp → "
+        "'model' (Megatron), layers, seq and act_embed → None."
     )
 
 
-@dataclass(frozen=True)
-class HintedSharding(Check):
-    name: str = "sharding"
+def _param_shardings() -> PerLeaf:
+    """Every param (and the loss) sharded as promised; a wrong rule named."""
+    return PerLeaf(inner=OutputSharding(expected=lambda t: t.extra["sharding"]),
+                   leaf_extra=_leaf_extra,
+                   explain_failure=lambda t: _rules_hint(_params_trial(t)))  # fmt: skip
 
-    def __call__(self, trial: Trial) -> CheckResult:
-        result = OutputSharding(expected=lambda t: t.extra["sharding"])(trial)
-        if not result.passed:
-            result.hint = _sharding_hint(trial, result) or result.hint
-        return result
+
+def _params_trial(trial: Trial) -> Trial:
+    """The trial with its params as output (train_step returns them paired with the loss)."""
+    from dataclasses import replace
+
+    out = trial.output
+    return replace(trial, output=out[0]) if isinstance(out, (tuple, list)) else trial
 
 
 # ------------------------------------------------------------------ shard_params
@@ -514,8 +548,9 @@ class StepBytes(Check):
 
 def _bytes_hint(kind: str, have: int, want: int) -> str:
     if kind == ALL_GATHER and have < want:
-        return ("Fewer gathers than forward + backward: without remat the gathered layers "
-                "are kept for the backward (see the memory check).")  # fmt: skip
+        return ("Fewer gathers than forward + backward: without remat (or with a remat "
+                "policy that saves them) the gathered layers are kept for the backward; see "
+                "the memory check.")  # fmt: skip
     if kind == ALL_GATHER:
         return "Each layer's weights are gathered more than twice (forward, backward's re-gather)."
     return ("Each weight's gradient is reduce-scattered once over 'data'; more or fewer "
@@ -564,14 +599,35 @@ def _memory_skip(trial: Trial) -> str | None:
 
 
 def _memory_hint(trial: Trial) -> str:
+    """Which known way of holding too much this program took, from its collectives."""
     s = sizes(trial.example)
-    if (trial.comms.bytes(ALL_GATHER) or 0) < reference_bytes(s.shapes(), s.data, s.model,
-                                                              ITEMSIZE).get(ALL_GATHER, 0):
+    spans = _spans(trial)
+    if any(k == ALL_GATHER and MODEL in axes for k, axes, _ in spans):
         return (
-            "The backward does not gather again, so every layer's gathered weights are kept "
-            "from the forward: wrap 'gather + block' in jax.checkpoint. Saving \"everything "
-            "except the gathered weights' names\" still saves them (they reappear under other "
-            "names); save only the mid-block h: save_only_these_names."
+            "The weights are gathered over 'model' too: each device holds whole heads and the "
+            "whole MLP of every layer. Gather over 'data' only and keep your heads and F columns."
+        )
+    if any(k == ALL_REDUCE and DATA in axes and n >= TINY for k, axes, n in spans):
+        return (
+            "The gradients are all-reduced over 'data', so each device materialises the whole "
+            "gradient of its 'model' column (and the weights were gathered outside the function "
+            "you differentiate, all layers at once). Gather each layer inside the checkpointed "
+            "block: the gradients then come back reduce-scattered, 1/data each."
+        )
+    ref = reference_bytes(s.shapes(), s.data, s.model, ITEMSIZE).get(ALL_GATHER, 0)
+    if (trial.comms.bytes(ALL_GATHER) or 0) < ref:
+        remat = trial.extra["trace"]().counts
+        if remat["remat2"] or remat["checkpoint"]:
+            return (
+                "Your jax.checkpoint's policy still saves the gathered weights: saving "
+                '"everything except the gathered weights\' names" still saves them, because '
+                "the all_gather's own result, before checkpoint_name, is another value without "
+                "those names, and the backward reuses it instead of gathering again. Save only "
+                "the mid-block h: policy=save_only_these_names('mid')."
+            )
+        return (
+            "No remat: the backward does not gather again, so every layer's gathered weights "
+            "are kept from the forward. Wrap 'gather + block' in jax.checkpoint."
         )
     return (
         "Something as large as half a 'model' column of the weights is held at once: gather "
@@ -579,14 +635,23 @@ def _memory_hint(trial: Trial) -> str:
     )
 
 
+def _spans(trial: Trial) -> list[tuple[str, set[str], int]]:
+    """(kind, mesh axes spanned, bytes per device) of every collective that moves data."""
+    shape, names = tuple(trial.mesh.devices.shape), tuple(trial.mesh.axis_names)
+    try:
+        return [(c.kind, spanned_axes(g, shape, names), c.total() or 0) for c, g in grouped(trial)]
+    except ValueError:
+        return []
+
+
 @dataclass(frozen=True)
 class StepMemory(Check):
     name: str = "memory"
 
     def __call__(self, trial: Trial) -> CheckResult:
-        result = TempMemory(
-            bound=_memory_bound, what="|params|/(2·model)", skip=_memory_skip
-        )(trial)
+        result = TempMemory(bound=_memory_bound, what="|params|/(2·model)", skip=_memory_skip)(
+            trial
+        )
         if not result.passed:
             result.hint = _memory_hint(trial)
         return result
@@ -701,7 +766,7 @@ SPEC = LessonSpec(
             run=_run_shard,
             checks=(
                 PerLeaf(inner=Values(atol=lambda t: 0.0), leaf_extra=_leaf_extra),
-                PerLeaf(inner=HintedSharding(), leaf_extra=_leaf_extra),
+                _param_shardings(),
                 HeldBytes(),
             ),
             max_examples=1,
@@ -713,7 +778,7 @@ SPEC = LessonSpec(
             run=_run_train,
             checks=(
                 Divergence(),
-                PerLeaf(inner=HintedSharding(), leaf_extra=_leaf_extra),
+                _param_shardings(),
                 InputsUntouched(),
                 AxisCollectives(),
                 StepMemory(),
@@ -725,8 +790,9 @@ SPEC = LessonSpec(
         ExerciseSpec(
             name="predict_step_bytes",
             strategy=_predict_strategy,
-            explicit=lambda ctx: [e for e in PREDICT_EXPLICIT
-                                  if e["mesh"][0] * e["mesh"][1] <= ctx.n_devices],
+            explicit=lambda ctx: [
+                e for e in PREDICT_EXPLICIT if e["mesh"][0] * e["mesh"][1] <= ctx.n_devices
+            ],
             run=_run_predict,
             checks=(Prediction(),),
             max_examples=4,
