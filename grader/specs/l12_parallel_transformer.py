@@ -316,7 +316,17 @@ class Divergence(Check):
             result.message = (
                 f"{where}; the loss {'agrees' if loss_ok else 'differs too'}. {result.message}"
             )
-        if not loss_ok and not (result.hint or "").startswith("Every gradient"):
+        narrow = sorted(d for d in ("bfloat16", "float16") if trial.extra["trace"]().dtypes[d])
+        if (result.hint or "").startswith("Every gradient"):
+            pass  # a known wrong result was recognised
+        elif narrow:
+            result.hint = (
+                f"Your program computes in {' and '.join(narrow)} (a cast inside it): its "
+                "rounding, 2⁻⁹ ≈ 2e-3 for bfloat16, is far above the float32 error allowed "
+                "here. Gathering in bfloat16 halves the bytes but changes every gradient: keep "
+                "every array float32."
+            )
+        elif not loss_ok:
             result.hint = (
                 "The loss before the step already differs, so the forward pass is wrong. Most "
                 "often a row-parallel matmul (o @ wo, or tanh(h @ w_in) @ w_out) leaves a "

@@ -127,6 +127,20 @@ MISTAKES: list[Mistake] = [
         says=("data = 4 times too large", "global B·S"),
     ),
     Mistake(
+        id="l12-bfloat16-gathers",
+        module=L12,
+        exercise="train_step",
+        patch=(
+            (
+                "    w = _gather(w)\n",
+                "    w = {k: v.astype(jnp.bfloat16) for k, v in _gather(w).items()}  # half the bytes\n",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="values",
+        says=("computes in bfloat16", "keep every array float32"),
+    ),
+    Mistake(
         id="l12-heads-sharded-over-data",
         module=L12,
         exercise="shard_params",
