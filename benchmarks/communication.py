@@ -1,8 +1,8 @@
-"""Bytes each reference of lessons 4 to 11 moves, against the optimum and XLA.
+"""Bytes each reference of lessons 4 to 12 moves, against the optimum and XLA.
 
     python benchmarks/communication.py
 
-For every reference solution of lessons 4 to 11, on meshes of 2, 4 and 8
+For every reference solution of lessons 4 to 12, on meshes of 2, 4 and 8
 devices (2×2 and 2×4 for the 2-D case): bytes sent per device by the
 compiled program, divided by the optimum for the case (target 1.00) and by
 what XLA's own partitioner sends for the same input and output shardings
@@ -30,7 +30,11 @@ by rows. For lesson 11
 (``moe_layer``, 64 tokens per device, D = 16, F = 32, C = 16) the optimum is
 2(N−1)/N·|[E, C, D]|, and XLA's plan is the same layer written GShard's way:
 global einsums over [groups, tokens, E, C] with the buffer constrained to
-``P('expert')``, partitioned by XLA. Prints a table and writes
+``P('expert')``, partitioned by XLA. For lesson 12 (the explicit 4×2 example's
+shapes on 2×2, 4×2 and 2×4 meshes) the optimum is the sum over kinds of
+``reference_bytes`` (FSDP with remat + Megatron, the lesson's formulas), and
+XLA's plan is ``jax.value_and_grad`` of the unsharded transformer loss and
+the SGD update, with the params' and batch's shardings. Prints a table and writes
 benchmarks/results/communication.json.
 """
 
@@ -57,7 +61,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import tinymodels  # noqa: E402
-from grader import hlo, matmul  # noqa: E402
+from grader import engine, hlo, matmul  # noqa: E402
 from grader.loader import load_module  # noqa: E402
 from grader.specs import l04_sharded_matmul as l04  # noqa: E402
 from grader.specs import l05_collective_matmul as l05  # noqa: E402
@@ -67,6 +71,7 @@ from grader.specs import l08_tensor_parallel as l08  # noqa: E402
 from grader.specs import l09_pipeline as l09  # noqa: E402
 from grader.specs import l10_context_parallel as l10  # noqa: E402
 from grader.specs import l11_expert_parallel as l11  # noqa: E402
+from grader.specs import l12_parallel_transformer as l12  # noqa: E402
 
 SHAPE = (128, 128, 96)  # I, J, K: every lesson-4 plan is the cheapest one here
 
@@ -362,9 +367,40 @@ def _compile_moe(fn, mesh, inputs):
     return hlo.summarize(compiled.as_text(), num_devices=mesh.size)
 
 
+def lesson12() -> list[dict]:
+    from tinymodels import transformer
+
+    sol = load_module(ROOT / "solutions", "l12_parallel_transformer")
+    base = l12._explicit(engine.context())[0]
+    rows = []
+    for mesh in ((2, 2), (4, 2), (2, 4)):
+        ex = {**base, "mesh": mesh, "heads": 3 * mesh[1]}
+        trial = l12._run_train(sol.train_step, ex)
+        s = l12.sizes(ex)
+        optimum = sum(l12.reference_bytes(s.shapes(), s.data, s.model, l12.ITEMSIZE).values())
+        auto = jax.make_mesh(mesh, ("data", "model"), axis_types=(AxisType.Auto,) * 2,
+                             devices=devices.devices()[: mesh[0] * mesh[1]])  # fmt: skip
+        shard = {k: NamedSharding(auto, P(*spec)) for k, spec in l12.LAYOUT.items()}
+        params = {k: jax.device_put(v, shard[k]) for k, v in trial.extra["before"].items()}
+        x = jax.device_put(np.zeros(s.shapes()["x"], np.float32), shard["x"])
+
+        def step(p, a, b, heads=s.heads):
+            value, g = jax.value_and_grad(transformer.loss)(p, a, b, heads)
+            return jax.tree.map(lambda w, gw: w - l12.LR * gw, p, g), value
+
+        out = ({k: shard[k] for k in params}, NamedSharding(auto, P()))
+        compiled = jax.jit(step, out_shardings=out).lower(params, x, x).compile()
+        theirs = hlo.summarize(compiled.as_text(), mesh[0] * mesh[1])
+        rows.append({"lesson": 12, "exercise": "train_step", "mesh": f"{mesh[0]}x{mesh[1]}",
+                     "bytes": trial.comms.bytes(), "optimum": optimum, "xla": theirs.bytes(),
+                     "xla_kinds": sorted(theirs.kinds()), "temp": trial.memory["temp"],
+                     "xla_temp": compiled.memory_analysis().temp_size_in_bytes})  # fmt: skip
+    return rows
+
+
 def main() -> None:
     rows = (lesson4() + lesson5() + lesson6() + lesson7() + lesson8() + lesson9() + lesson10()
-            + lesson11())  # fmt: skip
+            + lesson11() + lesson12())  # fmt: skip
     table = Table(title="bytes sent per device by the reference solutions (float32)")
     for col in ("exercise", "mesh", "bytes", "÷ optimum", "÷ XLA", "XLA uses", "temp / XLA temp"):
         table.add_column(col, justify="left" if col in ("exercise", "XLA uses") else "right")
