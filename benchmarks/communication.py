@@ -1,8 +1,8 @@
-"""Bytes each reference of lessons 4 to 9 moves, against the optimum and XLA.
+"""Bytes each reference of lessons 4 to 12 moves, against the optimum and XLA.
 
     python benchmarks/communication.py
 
-For every reference solution of lessons 4 to 9, on meshes of 2, 4 and 8
+For every reference solution of lessons 4 to 12, on meshes of 2, 4 and 8
 devices (2×2 and 2×4 for the 2-D case): bytes sent per device by the
 compiled program, divided by the optimum for the case (target 1.00) and by
 what XLA's own partitioner sends for the same input and output shardings
@@ -23,13 +23,26 @@ the same shardings. For lesson 9 (one layer per stage, m = 8 micro-batches of
 2 rows, D = 8, F = 24) the optimum of a loop of m + p − 1 ticks is one
 micro-batch per tick and device, plus, for the forward, the all-reduce that
 returns y (2(p−1)/p·|y|); XLA's plan is ``jax.jit`` of the unsharded model
-with the layers sharded over 'stage' (it gathers the weights).
+with the layers sharded over 'stage' (it gathers the weights). For lesson 10
+(S/N = 8, H = 2, Dh = 16, float32) the optimum is (N − 1)·|local K + local V|
+and XLA's plan is ``tinymodels.attention`` with q, k, v and the output split
+by rows. For lesson 11
+(``moe_layer``, 64 tokens per device, D = 16, F = 32, C = 16) the optimum is
+2(N−1)/N·|[E, C, D]|, and XLA's plan is the same layer written GShard's way:
+global einsums over [groups, tokens, E, C] with the buffer constrained to
+``P('expert')``, partitioned by XLA. For lesson 12 (the explicit 4×2 example's
+shapes on 2×2, 4×2 and 2×4 meshes) the optimum is the sum over kinds of
+``reference_bytes`` (FSDP with remat + Megatron, the lesson's formulas), and
+XLA's plan is ``jax.value_and_grad`` of the unsharded transformer loss and
+the SGD update, with the params' and batch's shardings. Prints a table and writes
+benchmarks/results/communication.json.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +53,7 @@ from grader import devices  # noqa: E402
 devices.configure(8, "cpu")
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.sharding import AxisType, NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
@@ -47,7 +61,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import tinymodels  # noqa: E402
-from grader import hlo, matmul  # noqa: E402
+from grader import engine, hlo, matmul  # noqa: E402
 from grader.loader import load_module  # noqa: E402
 from grader.specs import l04_sharded_matmul as l04  # noqa: E402
 from grader.specs import l05_collective_matmul as l05  # noqa: E402
@@ -55,6 +69,9 @@ from grader.specs import l06_data_parallel as l06  # noqa: E402
 from grader.specs import l07_fsdp as l07  # noqa: E402
 from grader.specs import l08_tensor_parallel as l08  # noqa: E402
 from grader.specs import l09_pipeline as l09  # noqa: E402
+from grader.specs import l10_context_parallel as l10  # noqa: E402
+from grader.specs import l11_expert_parallel as l11  # noqa: E402
+from grader.specs import l12_parallel_transformer as l12  # noqa: E402
 
 SHAPE = (128, 128, 96)  # I, J, K: every lesson-4 plan is the cheapest one here
 
@@ -269,8 +286,121 @@ def lesson9() -> list[dict]:
     return rows
 
 
+def lesson10() -> list[dict]:
+    from tinymodels.attention import attention
+
+    sol = load_module(ROOT / "solutions", "l10_context_parallel")
+    calls = {
+        "ring_attention (causal)": lambda m: lambda q, k, v: sol.ring_attention(q, k, v, m, True),
+        "ring_attention": lambda m: lambda q, k, v: sol.ring_attention(q, k, v, m, False),
+        "zigzag_ring_attention": lambda m: lambda q, k, v: sol.zigzag_ring_attention(q, k, v, m),
+    }
+    rows = []
+    for name, call in calls.items():
+        for n in (2, 4, 8):
+            ex = {"n": n, "rows": 8, "h": 2, "dh": 16, "dtype": "float32", "seed": 0}
+            qkv = l10._qkv(ex)
+            mesh = devices.make_mesh((n,), (l10.AXIS,))
+            ours, temp = _compile_rows(call(mesh), mesh, qkv)
+            auto = jax.make_mesh((n,), (l10.AXIS,), axis_types=(AxisType.Auto,),
+                                 devices=devices.devices()[:n])  # fmt: skip
+            xla_plan = partial(attention, causal=name != "ring_attention")
+            theirs, xla_temp = _compile_rows(xla_plan, auto, qkv)
+            rows.append({"lesson": 10, "exercise": name, "mesh": str(n), "bytes": ours.bytes(),
+                         "optimum": (n - 1) * 2 * qkv[1].nbytes // n,
+                         "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds()),
+                         "temp": temp, "xla_temp": xla_temp})  # fmt: skip
+    return rows
+
+
+def _compile_rows(fn, mesh, arrays):
+    """Every array and the output split by rows over the mesh's one axis."""
+    rows = NamedSharding(mesh, P(mesh.axis_names[0], None, None))
+    args = tuple(jax.device_put(a, rows) for a in arrays)
+    compiled = jax.jit(fn, out_shardings=rows).lower(*args).compile()
+    comms = hlo.summarize(compiled.as_text(), num_devices=mesh.size)
+    return comms, compiled.memory_analysis().temp_size_in_bytes
+
+
+def lesson11() -> list[dict]:
+    sol = load_module(ROOT / "solutions", "l11_expert_parallel")
+    rows = []
+    for n in (2, 4, 8):
+        ex = {"n": n, "rows": 64, "d": 16, "f": 32, "capacity": 16, "dtype": "float32", "seed": 0}
+        inputs = l11.layer_inputs(ex)
+        mesh = devices.make_mesh((n,), (l11.AXIS,))
+        auto = jax.make_mesh((n,), (l11.AXIS,), axis_types=(AxisType.Auto,),
+                             devices=devices.devices()[:n])  # fmt: skip
+        layer = partial(sol.moe_layer, mesh=mesh, capacity=ex["capacity"])
+        ours = _compile_moe(layer, mesh, inputs)
+        theirs = _compile_moe(_gshard(sol, auto, ex["capacity"]), auto, inputs)
+        rows.append({"lesson": 11, "exercise": "moe_layer", "mesh": str(n), "bytes": ours.bytes(),
+                     "optimum": 2 * (n - 1) * l11.buffer_bytes(ex, 4) // n,
+                     "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds())})  # fmt: skip
+    return rows
+
+
+def _gshard(sol, mesh, capacity):
+    """The layer on global arrays, each device's tokens a routing group; XLA partitions it."""
+    experts = NamedSharding(mesh, P(l11.AXIS))
+
+    def layer(x, router_w, w_in, w_out):
+        groups = x.reshape(mesh.size, -1, x.shape[-1])  # [G, T/G, D]
+        route = jax.vmap(lambda logits: sol.top1_dispatch(logits, capacity))
+        dispatch, combine = route(groups @ router_w)  # [G, T/G, E, C]
+        buf = jnp.einsum("gsec,gsd->egcd", dispatch.astype(x.dtype), groups)
+        buf = jax.lax.with_sharding_constraint(buf, experts)  # expert e's tokens on device e
+        h = jnp.tanh(jnp.einsum("egcd,edf->egcf", buf, w_in))
+        out = jnp.einsum("egcf,efd->egcd", h, w_out)
+        out = jax.lax.with_sharding_constraint(out, NamedSharding(mesh, P(None, l11.AXIS)))
+        return jnp.einsum("gsec,egcd->gsd", combine, out).reshape(x.shape)
+
+    return layer
+
+
+def _compile_moe(fn, mesh, inputs):
+    tokens = NamedSharding(mesh, P(l11.AXIS, None))
+    specs = {"x": P(l11.AXIS, None), "router_w": P(), "w_in": P(l11.AXIS, None, None)}
+    specs["w_out"] = specs["w_in"]
+    args = [jax.device_put(a, NamedSharding(mesh, specs[k])) for k, a in inputs.items()]
+    compiled = jax.jit(fn, out_shardings=tokens).lower(*args).compile()
+    return hlo.summarize(compiled.as_text(), num_devices=mesh.size)
+
+
+def lesson12() -> list[dict]:
+    from tinymodels import transformer
+
+    sol = load_module(ROOT / "solutions", "l12_parallel_transformer")
+    base = l12._explicit(engine.context())[0]
+    rows = []
+    for mesh in ((2, 2), (4, 2), (2, 4)):
+        ex = {**base, "mesh": mesh, "heads": 3 * mesh[1]}
+        trial = l12._run_train(sol.train_step, ex)
+        s = l12.sizes(ex)
+        optimum = sum(l12.reference_bytes(s.shapes(), s.data, s.model, l12.ITEMSIZE).values())
+        auto = jax.make_mesh(mesh, ("data", "model"), axis_types=(AxisType.Auto,) * 2,
+                             devices=devices.devices()[: mesh[0] * mesh[1]])  # fmt: skip
+        shard = {k: NamedSharding(auto, P(*spec)) for k, spec in l12.LAYOUT.items()}
+        params = {k: jax.device_put(v, shard[k]) for k, v in trial.extra["before"].items()}
+        x = jax.device_put(np.zeros(s.shapes()["x"], np.float32), shard["x"])
+
+        def step(p, a, b, heads=s.heads):
+            value, g = jax.value_and_grad(transformer.loss)(p, a, b, heads)
+            return jax.tree.map(lambda w, gw: w - l12.LR * gw, p, g), value
+
+        out = ({k: shard[k] for k in params}, NamedSharding(auto, P()))
+        compiled = jax.jit(step, out_shardings=out).lower(params, x, x).compile()
+        theirs = hlo.summarize(compiled.as_text(), mesh[0] * mesh[1])
+        rows.append({"lesson": 12, "exercise": "train_step", "mesh": f"{mesh[0]}x{mesh[1]}",
+                     "bytes": trial.comms.bytes(), "optimum": optimum, "xla": theirs.bytes(),
+                     "xla_kinds": sorted(theirs.kinds()), "temp": trial.memory["temp"],
+                     "xla_temp": compiled.memory_analysis().temp_size_in_bytes})  # fmt: skip
+    return rows
+
+
 def main() -> None:
-    rows = lesson4() + lesson5() + lesson6() + lesson7() + lesson8() + lesson9()
+    rows = (lesson4() + lesson5() + lesson6() + lesson7() + lesson8() + lesson9() + lesson10()
+            + lesson11() + lesson12())  # fmt: skip
     table = Table(title="bytes sent per device by the reference solutions (float32)")
     for col in ("exercise", "mesh", "bytes", "÷ optimum", "÷ XLA", "XLA uses", "temp / XLA temp"):
         table.add_column(col, justify="left" if col in ("exercise", "XLA uses") else "right")

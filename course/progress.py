@@ -234,6 +234,20 @@ class Progress:
         ``data_version``); this connection's own writes leave it alone."""
         return int(self.db.execute("PRAGMA data_version").fetchone()[0])
 
+    def measurements(self) -> dict[int, str]:
+        """Per lesson: the latest message of a passed check that measured bytes (the
+        student's own attempts), for the completion screen."""
+        rows = self.db.execute(
+            """
+            SELECT r.lesson, r.exercise, c.message FROM checks c
+            JOIN results r ON r.id = c.result_id JOIN attempts a ON a.id = r.attempt_id
+            WHERE a.counted AND c.passed AND r.status = :passed AND c.message LIKE '%bytes%'
+            ORDER BY r.id
+            """,
+            {"passed": str(Status.PASSED)},
+        ).fetchall()
+        return {lesson: f"{exercise}: {message}" for lesson, exercise, message in rows}
+
     def attempts(self) -> list[tuple]:
         return self.db.execute(
             "SELECT id, started, finished, source, counted, command, state FROM attempts ORDER BY id"

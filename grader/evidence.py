@@ -279,6 +279,27 @@ class ScheduleChart(Evidence):
     """The violation, in words."""
 
 
+@dataclass
+class KindBytesRow:
+    """One collective kind: bytes per device predicted, measured, and the reference's."""
+
+    kind: str
+    predicted: int | None
+    """The student's ``predict_step_bytes``; None when it is not available."""
+    measured: int | None
+    """Measured in the student's compiled program; None when not measured (or unknown)."""
+    reference: int | None
+
+
+@evidence("kind_bytes")
+@dataclass
+class KindBytes(Evidence):
+    """Bytes per collective kind of one training step: predicted against measured."""
+
+    example: str
+    rows: list[KindBytesRow]
+
+
 # ------------------------------------------------------------ explanations
 
 
@@ -295,6 +316,38 @@ class Timeline(Evidence):
     note: str = ""
 
 
+RING_USE: dict[str, float] = {
+    "whole": 1.0,
+    "diagonal": 0.5,
+    "masked": 0.0,
+    "first key chunk": 0.5,
+    "second query chunk": 0.5,
+}
+"""How much of a K/V block one ring-attention step uses → its share of a whole block's
+scores: the causal diagonal is a triangle, a fully masked block is computed for
+nothing, a zigzag step uses every query with the first key chunk (j < i) or the
+second query chunk with every key (j > i)."""
+
+
+@evidence("ring_steps")
+@dataclass
+class RingSteps(Evidence):
+    """Ring attention: per step and device, the K/V block held and how much of it is used."""
+
+    n: int
+    """Devices in the ring."""
+    example: str
+    held: list[list[int]] = field(default_factory=list)
+    """``held[s][i]``: the device whose K/V block device i holds at step s."""
+    use: list[list[str]] = field(default_factory=list)
+    """``use[s][i]``: a key of :data:`RING_USE`."""
+    note: str = ""
+
+    def work(self) -> list[float]:
+        """Blocks' worth of useful scores per device over the whole ring."""
+        return [sum(RING_USE[row[i]] for row in self.use) for i in range(self.n)]
+
+
 @evidence("xla_comparison")
 @dataclass
 class XlaComparison(Evidence):
@@ -309,3 +362,19 @@ class XlaComparison(Evidence):
     optimum_kinds: list[str]
     xla: int | None
     xla_kinds: list[str]
+
+
+@evidence("expert_load")
+@dataclass
+class ExpertLoad(Evidence):
+    """Mixture of experts: per expert, the tokens routed there, kept and dropped."""
+
+    example: str
+    capacity: int
+    """Slots per expert in each routing group (each device routes its own tokens)."""
+    groups: int
+    """Routing groups: an expert keeps at most groups · capacity tokens."""
+    routed: list[int]
+    """Per expert: tokens (choices, for top-2) routed there."""
+    kept: list[int]
+    """Per expert: those that found a slot; routed − kept were dropped."""

@@ -36,6 +36,7 @@ _INSTR = re.compile(r"^\s*(ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*)$")
 _CALLEES = re.compile(
     r"\b(calls|to_apply|body|condition|true_computation|false_computation)=%?([\w.\-]+)"
 )
+_COMMENT = re.compile(r"/\*.*?\*/")
 _BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
 
 
@@ -80,6 +81,7 @@ def _split_shape(rest: str) -> tuple[str, str]:
 
 def _operands(call: str) -> list[tuple[str | None, str]]:
     """``'op(f32[2] %a, %b), x=…'`` → [(inline shape or None, name), …]."""
+    call = _COMMENT.sub("", call)  # XLA numbers long operand lists: /*index=5*/%x
     start = call.find("(")
     if start < 0:
         return []

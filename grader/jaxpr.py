@@ -181,3 +181,19 @@ def _subjaxprs(params: dict[str, Any]) -> Iterator[Any]:
         for item in value if isinstance(value, (tuple, list)) else (value,):
             if isinstance(item, (core.Jaxpr, core.ClosedJaxpr)):
                 yield _open(item)
+
+
+def equations(jaxpr: Any, primitive: str) -> Iterator[tuple[Any, tuple[int | None, ...]]]:
+    """Every equation of ``primitive`` in a ``ClosedJaxpr``/``Jaxpr``, nested bodies
+    included, with the lengths of the loops around it (outermost first; None for a
+    ``while``): the equation runs their product times."""
+
+    def walk(body: Any, around: tuple[int | None, ...]) -> Iterator[tuple[Any, tuple]]:
+        for eqn in body.eqns:
+            if eqn.primitive.name == primitive:
+                yield eqn, around
+            inner = (*around, _length(eqn)) if eqn.primitive.name in LOOPS else around
+            for sub in _subjaxprs(eqn.params):
+                yield from walk(sub, inner)
+
+    yield from walk(_open(jaxpr), ())

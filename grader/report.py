@@ -382,6 +382,23 @@ def _table(d: ev.Table, exercise: ExerciseResult | None) -> list[RenderableType]
     return [t]
 
 
+def _kind_bytes(d: ev.KindBytes, exercise: ExerciseResult | None) -> list[RenderableType]:
+    """Predicted against measured bytes per collective kind, with the reference's."""
+    t = Table(box=box.SIMPLE, title=f"bytes per device, one step · {d.example}",
+              title_justify="left")  # fmt: skip
+    for col in ("kind", "predicted", "measured", "reference"):
+        t.add_column(col, justify="left" if col == "kind" else "right")
+    for r in d.rows:
+        off = (
+            r.predicted is not None
+            and r.measured is not None
+            and (abs(r.predicted - r.measured) > 0.1 * max(r.measured, 1))
+        )
+        t.add_row(r.kind, Text(_bytes(r.predicted), style="red" if off else ""),
+                  _bytes(r.measured), Text(_bytes(r.reference), style="dim"))  # fmt: skip
+    return [t]
+
+
 def _note(d: ev.Note, exercise: ExerciseResult | None) -> list[RenderableType]:
     return [Text(d.text, style="dim")]
 
@@ -436,6 +453,36 @@ def _timeline(d: ev.Timeline, exercise: ExerciseResult | None) -> list[Renderabl
     return [t, Text(d.note, style="dim")] if d.note else [t]
 
 
+RING_MARKS = {
+    "whole": ("■", "green", "whole block"),
+    "diagonal": ("◩", "yellow", "diagonal (the causal triangle)"),
+    "masked": ("·", "red", "fully masked (computed for nothing)"),
+    "first key chunk": ("▌", "cyan", "every query × the first key chunk"),
+    "second query chunk": ("▄", "cyan", "the second query chunk × every key"),
+}
+"""How each use of a K/V block is drawn (see :data:`grader.evidence.RING_USE`)."""
+
+
+def _ring_steps(d: ev.RingSteps, exercise: ExerciseResult | None) -> list[RenderableType]:
+    """Ring attention: the K/V block each device holds at each step, how much of it is
+    used, and the useful work per device (the causal imbalance, or zigzag's balance)."""
+    title = f"K/V blocks held, {d.example}"
+    t = Table(box=box.SIMPLE_HEAD, title=f"{exercise.exercise}: {title}" if exercise else title,
+              title_justify="left")  # fmt: skip
+    t.add_column("step", justify="right")
+    for i in range(d.n):
+        t.add_column(f"dev {i}")
+    for s, (held, use) in enumerate(zip(d.held, d.use)):
+        marks = [RING_MARKS[u] for u in use]
+        t.add_row(str(s), *(Text(f"KV{j} {m}", style=c) for j, (m, c, _) in zip(held, marks)))
+    t.add_row("work", *(f"{w:g}" for w in d.work()), style="bold")
+    used = {u for row in d.use for u in row}
+    legend = ", ".join(f"{m} {what}" for u, (m, _, what) in RING_MARKS.items() if u in used)
+    notes = [f"KVj: the K/V block that started on device j; {legend}; work: blocks' worth of "
+             "useful scores per device.", d.note]  # fmt: skip
+    return [t, Text(" ".join(n for n in notes if n), style="dim")]
+
+
 def _comparison(items: list[tuple[ExerciseResult, ev.XlaComparison]]) -> list[RenderableType]:
     """Bytes per device: the student's program, the optimum, and XLA's own partitioner."""
     t = Table(
@@ -466,6 +513,33 @@ def _schedule_chart(d: ev.ScheduleChart, exercise: ExerciseResult | None) -> lis
     return [ChartView(d)]
 
 
+def _expert_load(d: ev.ExpertLoad, exercise: ExerciseResult | None) -> list[RenderableType]:
+    """Per expert: kept tokens as a bar, dropped ones after it in red."""
+    name = f"{exercise.exercise}: " if exercise else ""
+    t = Table(box=box.SIMPLE_HEAD)
+    for col in ("expert", "routed", "kept", "dropped"):
+        t.add_column(col, justify="right")
+    t.add_column("")
+    scale = min(1.0, EXPERT_BAR / max(max(d.routed, default=0), 1))
+    for e, (routed, kept) in enumerate(zip(d.routed, d.kept)):
+        bar = Text("█" * round(kept * scale), style="green")
+        bar.append("█" * round((routed - kept) * scale), style="red")
+        dropped = Text(str(routed - kept), style="red" if routed > kept else "")
+        t.add_row(str(e), str(routed), str(kept), dropped, bar)
+    slots = f"C = {d.capacity} slot(s) per expert"
+    where = f" on each of {d.groups} devices" if d.groups > 1 else ""
+    return [
+        Text(f"{name}tokens per expert, as the reference routes them", style="bold"),
+        t,
+        Text(f"{slots}{where}: an expert keeps at most {d.groups * d.capacity}", style="dim"),
+        Text(f"example {d.example}", style="dim"),
+    ]
+
+
+EXPERT_BAR = 24
+"""Columns of the longest bar in the expert-load table."""
+
+
 RENDERERS: dict[type, Renderer] = {
     ev.DeviceMap: Renderer(_device_map),
     ev.Sharding: Renderer(_sharding),
@@ -478,8 +552,11 @@ RENDERERS: dict[type, Renderer] = {
     ev.Note: Renderer(_note),
     ev.Timeline: Renderer(_timeline),
     ev.ReplicaGroups: Renderer(_replica_groups, once=True),
+    ev.KindBytes: Renderer(_kind_bytes),
+    ev.RingSteps: Renderer(_ring_steps),
     ev.XlaComparison: Renderer(together=_comparison),
     ev.ScheduleChart: Renderer(_schedule_chart, once=True),
+    ev.ExpertLoad: Renderer(_expert_load),
 }
 """Evidence type → how it is drawn: the one place a new picture is registered."""
 

@@ -368,6 +368,22 @@ ENTRY %main (p: f32[8], q: bf16[6]) -> f32[8] {
     assert s.count("all-reduce") == 3
 
 
+def test_numbered_operands_of_a_long_tuple_are_counted() -> None:
+    """XLA prints /*index=5*/ before the sixth operand (a 6-device all-to-all)."""
+    text = """\
+HloModule numbered
+
+ENTRY %main (p: f32[1,2]) -> f32[1,2] {
+  %p = f32[1,2]{1,0} parameter(0)
+  %a2a = (f32[1,2]{1,0}, f32[1,2]{1,0}, f32[1,2]{1,0}, f32[1,2]{1,0}, f32[1,2]{1,0}, /*index=5*/f32[1,2]{1,0}) all-to-all(%p, %p, %p, %p, %p, /*index=5*/%p), channel_id=1, replica_groups={{0,1,2,3,4,5}}
+  ROOT %out = f32[1,2]{1,0} get-tuple-element(%a2a), index=5
+}
+"""
+    (c,) = hlo.summarize(text, num_devices=6).collectives
+    assert c.operand_elements == 12
+    assert c.bytes_each == 5 * 48 // 6
+
+
 def test_elements_accounting_with_itemsize() -> None:
     # XLA:CPU widens a bf16 all-gather to f32; counting elements at 2 bytes
     # gives what an accelerator sends.

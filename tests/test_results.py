@@ -39,6 +39,8 @@ EXAMPLES: list[ev.Evidence] = [
         note="tick 2: backward B0 … needs backward B0 … on stage 1, which runs at the same tick 2",
     ),
     ev.Timeline(n=2, example="n=2", rows=[[0, "×W0 →1", "×W1 →0"], [1, "×W1", "×W0"]], note="…"),
+    ev.RingSteps(n=2, example="n=2", held=[[0, 1], [1, 0]],
+                 use=[["diagonal", "diagonal"], ["masked", "whole"]], note="…"),
     ev.XlaComparison(
         example="shape=16x32x24", mesh="4", shapes="16×32×24", yours=1152,
         yours_kinds=["reduce-scatter"], optimum=1152, optimum_kinds=["reduce-scatter"],
@@ -48,6 +50,9 @@ EXAMPLES: list[ev.Evidence] = [
         example="mesh=2x3", mesh_shape=[2, 3], axis_names=["data", "model"],
         rows=[ev.GroupedCollective("all-reduce", "f32[4,8]", 192, [0, 0, 0, 1, 1, 1], ["model"])],
     ),
+    ev.KindBytes(example="mesh=4x2", rows=[ev.KindBytesRow("all-gather", 86016, 172032, 172032),
+                                           ev.KindBytesRow("all-reduce", None, None, 16390)]),
+    ev.ExpertLoad(example="n=2", capacity=2, groups=2, routed=[5, 1], kept=[4, 1]),
 ]  # fmt: skip
 """One item of every evidence type: a new type must add one here (and to the schema)."""
 

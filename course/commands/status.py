@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from rich import box
+from rich.console import Group
+from rich.panel import Panel
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
@@ -87,8 +89,38 @@ def status(app: App) -> int:
             f"stuck? [cyan]course hint {n}[/cyan]"
         )
     else:
-        app.console.print("\n[bold green]Every lesson passes. Well done.[/bold green]")
+        app.console.print(_completion(app, states))
     return 0
+
+
+def _completion(app: App, states: dict) -> Panel:
+    """The closing screen: what the student built, and one figure each lesson measured."""
+    with app.progress() as progress:
+        measured = progress.measurements()
+    lessons = app.course.lessons
+    bonus = sum(e.points for lesson in lessons for e in lesson.exercises
+                if e.bonus and (st := states.get((lesson.number, e.name)))
+                and st.status == "passed")  # fmt: skip
+    required = sum(len(lesson.required) for lesson in lessons)
+    gradings = sum(st.attempts for st in states.values())
+    table = Table(box=None, show_header=False, padding=(0, 1))
+    table.add_column("#", justify="right", style="green")
+    table.add_column("lesson", ratio=1)
+    for lesson in lessons:
+        figure = measured.get(lesson.number)
+        table.add_row(f"✔ {lesson.number}", Text.assemble(
+            (lesson.title, "bold"), *((("\n" + figure), "dim"),) if figure else ()))  # fmt: skip
+    return Panel(
+        Group(
+            Text(f"Every lesson passes: {len(lessons)} lessons, {required} exercises"
+                 + (f" and {bonus} bonus points" if bonus else "") + f", {gradings} gradings.",
+                 style="bold green"),  # fmt: skip
+            Text("You built, checked and measured every strategy of a modern training stack "
+                 "— and composed them into one step whose bytes you predicted.\n"),  # fmt: skip
+            table,
+        ),
+        title="course complete", title_align="left", border_style="green",
+    )  # fmt: skip
 
 
 def _ago(t: float) -> str:

@@ -1,0 +1,250 @@
+"""Realistic wrong implementations for lesson 10 (see tests/mistakes/__init__.py)."""
+
+from __future__ import annotations
+
+from tests.mistakes import Mistake
+
+L10 = "l10_context_parallel"
+
+RING_STEP = "return acc, lax.ppermute(kv, AXIS, _right(n))  # … while it moves on"
+
+MISTAKES: list[Mistake] = [
+    # ---------------------------------------------------------------- merge_partials
+    Mistake(
+        id="merge-nan-where-no-key-seen",
+        module=L10,
+        exercise="merge_partials",
+        code="""
+def merge_partials(o1, lse1, o2, lse2):
+    lse = jnp.logaddexp(lse1, lse2)
+    w1 = jnp.exp(lse1 - lse)[..., None]  # −inf − (−inf) where neither saw a key
+    w2 = jnp.exp(lse2 - lse)[..., None]
+    return w1 * o1 + w2 * o2, lse
+""",
+        status="failed",
+        check="values",
+        says=("NaN", "exp(−inf − (−inf))"),
+    ),
+    Mistake(
+        id="merge-exponentials-overflow",
+        module=L10,
+        exercise="merge_partials",
+        code="""
+def merge_partials(o1, lse1, o2, lse2):
+    e1, e2 = jnp.exp(lse1)[..., None], jnp.exp(lse2)[..., None]
+    total = e1 + e2
+    o = jnp.where(total > 0, (e1 * o1 + e2 * o2) / jnp.where(total > 0, total, 1.0), 0.0)
+    return o, jnp.log(total[..., 0])
+""",
+        status="failed",
+        check="values",
+        says=("overflows float32",),
+    ),
+    Mistake(
+        id="merge-adds-the-outputs",
+        module=L10,
+        exercise="merge_partials",
+        code="""
+def merge_partials(o1, lse1, o2, lse2):
+    return o1 + o2, jnp.logaddexp(lse1, lse2)
+""",
+        status="failed",
+        check="values",
+        says=("added the two outputs",),
+    ),
+    # ---------------------------------------------------------------- ring_attention
+    Mistake(
+        id="ring-all-gathers-k-and-v",
+        module=L10,
+        exercise="ring_attention",
+        code="""
+def ring_attention(q, k, v, mesh, causal):
+    def body(q_blk, k_blk, v_blk):
+        keys = lax.all_gather(k_blk, AXIS, tiled=True)
+        values = lax.all_gather(v_blk, AXIS, tiled=True)
+        b = q_blk.shape[0]
+        rows = lax.axis_index(AXIS) * b + jnp.arange(b)
+        mask = rows[:, None] >= jnp.arange(keys.shape[0])[None, :] if causal else None
+        return _block_attention(q_blk, keys, values, mask)[0].astype(q_blk.dtype)
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(ROWS, ROWS, ROWS), out_specs=ROWS)(q, k, v)
+""",
+        status="failed",
+        check="collectives",
+        says=("all-gather", "whole K and V"),
+    ),
+    Mistake(
+        id="ring-collects-every-block",
+        module=L10,
+        exercise="ring_attention",
+        code="""
+def ring_attention(q, k, v, mesh, causal):
+    def body(q_blk, k_blk, v_blk):
+        n, me = lax.axis_size(AXIS), lax.axis_index(AXIS)
+        b = q_blk.shape[0]
+        kv, keys, values = (k_blk, v_blk), [k_blk], [v_blk]
+        for _ in range(n - 1):  # N − 1 permutes of one block each, every block kept
+            kv = lax.ppermute(kv, AXIS, _right(n))
+            keys.append(kv[0])
+            values.append(kv[1])
+        held = jnp.concatenate([((me - s) % n) * b + jnp.arange(b) for s in range(n)])
+        rows = me * b + jnp.arange(b)
+        mask = rows[:, None] >= held[None, :] if causal else None
+        o, _ = _block_attention(q_blk, jnp.concatenate(keys), jnp.concatenate(values), mask)
+        return o.astype(q_blk.dtype)
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(ROWS, ROWS, ROWS), out_specs=ROWS)(q, k, v)
+""",
+        status="failed",
+        check="memory",
+        says=("as large as the whole K and V",),
+    ),
+    Mistake(
+        id="ring-softmax-per-block-summed",
+        module=L10,
+        exercise="ring_attention",
+        code="",
+        status="failed",
+        check="values",
+        says=("normalised over its own keys", "merge_partials"),
+        patch=(
+            (
+                "return merge_partials(*acc, *_block_attention(q_blk, *kv, mask))",
+                "o_blk, _ = _block_attention(q_blk, *kv, mask)\n"
+                "            return acc[0] + o_blk, acc[1]  # each block's softmax, added up",
+            ),
+        ),
+    ),
+    Mistake(
+        id="ring-causal-mask-by-local-positions",
+        module=L10,
+        exercise="ring_attention",
+        code="",
+        status="failed",
+        check="values",
+        says=("local row numbers", "global positions"),
+        patch=(
+            (
+                "mask = rows[:, None] >= (j * b + jnp.arange(b))[None, :] if causal else None",
+                "mask = jnp.arange(b)[:, None] >= jnp.arange(b)[None, :] if causal else None",
+            ),
+        ),
+    ),
+    Mistake(
+        id="ring-rotates-k-but-not-v",
+        module=L10,
+        exercise="ring_attention",
+        code="",
+        status="failed",
+        check="values",
+        says=("V does not",),
+        patch=((RING_STEP, "return acc, (lax.ppermute(kv[0], AXIS, _right(n)), kv[1])"),),
+    ),
+    Mistake(
+        id="ring-n-rotations",
+        module=L10,
+        exercise="ring_attention",
+        code="",
+        status="failed",
+        check="steps",
+        says=("One rotation too many",),
+        patch=(
+            (
+                "acc, kv = lax.fori_loop(0, n - 1, step, (_empty(q_blk), (k_blk, v_blk)))\n"
+                "        o, _ = attend(acc, kv, n - 1)  # the last block needs no onward send",
+                "(o, _), _ = lax.fori_loop(0, n, step, (_empty(q_blk), (k_blk, v_blk)))",
+            ),
+        ),
+    ),
+    Mistake(
+        id="ring-turns-the-wrong-way",
+        module=L10,
+        exercise="ring_attention",
+        code="",
+        status="failed",
+        check="values",
+        says=("other way round the ring",),
+        patch=(
+            (RING_STEP, "return acc, lax.ppermute(kv, AXIS, [(i, (i - 1) % n) for i in range(n)])"),
+        ),
+    ),
+    Mistake(
+        id="ring-bfloat16-scores-in-float32",
+        module=L10,
+        exercise="ring_attention",
+        code="",
+        status="failed",
+        check="values",
+        says=("bfloat16", "float32"),
+        patch=(
+            (
+                'jnp.einsum("qhd,khd->hqk", q, k, preferred_element_type=jnp.float32)',
+                'jnp.einsum("qhd,khd->hqk", q.astype(jnp.bfloat16), k.astype(jnp.bfloat16), '
+                "preferred_element_type=jnp.float32)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="ring-sends-upcast-blocks",
+        module=L10,
+        exercise="ring_attention",
+        code="",
+        status="failed",
+        check="bytes",
+        says=("upcast",),
+        patch=(
+            (
+                "step, (_empty(q_blk), (k_blk, v_blk)))",
+                "step, (_empty(q_blk), (k_blk.astype(jnp.float32), v_blk.astype(jnp.float32))))",
+            ),
+        ),
+    ),
+    Mistake(
+        id="ring-carry-not-cast-to-varying",
+        module=L10,
+        exercise="ring_attention",
+        code="",
+        status="error",
+        check=None,
+        says=("invariant over 'seq'", "lax.pcast"),
+        patch=(
+            (
+                'return lax.pcast(o, AXIS, to="varying"), lax.pcast(lse, AXIS, to="varying")',
+                "return o, lse",
+            ),
+        ),
+    ),
+    # ---------------------------------------------------------------- zigzag_ring_attention
+    Mistake(
+        id="zigzag-masked-plain-ring",
+        module=L10,
+        exercise="zigzag_ring_attention",
+        code="""
+def zigzag_ring_attention(q, k, v, mesh):
+    def body(q_blk, k_blk, v_blk):
+        n, me = lax.axis_size(AXIS), lax.axis_index(AXIS)
+        c = q_blk.shape[0] // 2
+
+        def positions(d):
+            return jnp.concatenate([d * c + jnp.arange(c), (2 * n - 1 - d) * c + jnp.arange(c)])
+
+        mine = positions(me)
+
+        def step(s, carry):  # the whole block at every step, masked
+            acc, kv = carry
+            mask = mine[:, None] >= positions((me - s) % n)[None, :]
+            acc = merge_partials(*acc, *_block_attention(q_blk, *kv, mask))
+            return acc, lax.ppermute(kv, AXIS, _right(n))
+
+        acc, kv = lax.fori_loop(0, n - 1, step, (_empty(q_blk), (k_blk, v_blk)))
+        mask = mine[:, None] >= positions((me + 1) % n)[None, :]
+        o, _ = merge_partials(*acc, *_block_attention(q_blk, *kv, mask))
+        return o.astype(q_blk.dtype)
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(ROWS, ROWS, ROWS), out_specs=ROWS)(q, k, v)
+""",
+        status="failed",
+        check="balance",
+        says=("whole", "half a block"),
+    ),
+]

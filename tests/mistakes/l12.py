@@ -1,0 +1,190 @@
+"""Realistic wrong implementations for lesson 12 (see tests/mistakes/__init__.py).
+
+One per way of getting the composed step wrong that the lesson warns about:
+a partial sum over 'model' never reduced, gradients all-reduced instead of
+reduce-scattered, weights gathered over both axes, a local mean, a wrong
+sharding rule, a remat policy that still keeps the gathered weights, and a
+prediction that forgets the backward's re-gather.
+"""
+
+from __future__ import annotations
+
+from tests.mistakes import Mistake
+
+L12 = "l12_parallel_transformer"
+ROW_PARALLEL = 'h = h + lax.psum(o.reshape(b, s, heads * dh) @ w["wo"], "model")'
+SHARD_MAP = "in_specs=(specs, batch, batch), out_specs=(specs, P()))("
+
+ALL_REDUCED_GRADS = """
+def _gather(w):
+    return w  # the weights arrive gathered, from train_step
+
+
+def train_step(params, x, y, mesh, lr, n_heads):
+    dh = params["wq"].shape[2] // n_heads
+    rows = x.shape[0] * x.shape[1]
+    specs = {k: _spec(k) for k in params}
+    batch = _spec("x")
+    d_axis = {"wq": 1, "wk": 1, "wv": 1, "wo": 2, "w_in": 1, "w_out": 2}
+
+    def body(p, xb, yb):
+        # gather every weight first, differentiate, then add the gradients and keep my slice
+        full = {k: lax.all_gather(v, "data", axis=d_axis[k], tiled=True) for k, v in p.items()}
+        local, g = jax.value_and_grad(_local_loss)(full, xb, yb, dh, rows)
+        me = lax.axis_index("data")
+        new = {}
+        for k, w in p.items():
+            size = w.shape[d_axis[k]]
+            mine = lax.dynamic_slice_in_dim(lax.psum(g[k], "data"), me * size, size, d_axis[k])
+            new[k] = w - lr * mine
+        return new, lax.psum(local, "data")
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(specs, batch, batch),
+                         out_specs=(specs, P()))(params, x, y)
+"""
+
+GATHERED_OVER_BOTH_AXES = """
+def _block(h, w, dh):  # every head and every F column here: no psum needed
+    b, s, _ = h.shape
+    heads = w["wq"].shape[1] // dh
+    split = lambda t: t.reshape(b, s, heads, dh)
+    q, k, v = split(h @ w["wq"]), split(h @ w["wk"]), split(h @ w["wv"])
+    o = jax.vmap(lambda q, k, v: attention(q, k, v, causal=True))(q, k, v)
+    h = h + o.reshape(b, s, heads * dh) @ w["wo"]
+    return h + jnp.tanh(h @ w["w_in"]) @ w["w_out"]
+
+
+def _local_loss(params, x, y, dh, rows):
+    d_axis = {"wq": 1, "wk": 1, "wv": 1, "wo": 2, "w_in": 1, "w_out": 2}
+    m_axis = {"wq": 2, "wk": 2, "wv": 2, "wo": 1, "w_in": 2, "w_out": 1}
+    full = {  # "simpler": the whole model on every device, then plain data parallelism
+        k: lax.all_gather(lax.all_gather(v, "data", axis=d_axis[k], tiled=True), "model",
+                          axis=m_axis[k], tiled=True, to="invarying")
+        for k, v in params.items()
+    }
+    block = jax.checkpoint(lambda h, w: _block(h, w, dh))
+    h, _ = lax.scan(lambda h, w: (block(h, w), None), x, full)
+    err = h - y
+    return 0.5 * jnp.sum(err * err) / rows
+"""
+
+MISTAKES: list[Mistake] = [
+    Mistake(
+        id="l12-row-parallel-without-all-reduce",
+        module=L12,
+        exercise="train_step",
+        patch=(
+            (ROW_PARALLEL, 'h = h + o.reshape(b, s, heads * dh) @ w["wo"]  # psum forgotten'),
+            (
+                SHARD_MAP,
+                "in_specs=(specs, batch, batch), out_specs=(specs, P()),\n"
+                "                         check_vma=False)(",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="values",
+        says=("the loss differs too", "forward pass is wrong", "psum it over 'model'"),
+    ),
+    Mistake(
+        id="l12-gradients-all-reduced-over-data",
+        module=L12,
+        exercise="train_step",
+        code=ALL_REDUCED_GRADS,
+        status="failed",
+        check="collectives per axis",
+        says=("all-reduce", "over 'data'", "gradients are all-reduced over 'data'"),
+    ),
+    Mistake(
+        id="l12-gradients-all-reduced-hold-the-model-column",
+        module=L12,
+        exercise="train_step",
+        code=ALL_REDUCED_GRADS,
+        status="failed",
+        check="memory",
+        says=("|params|/(2·model)", "whole gradient of its 'model' column"),
+    ),
+    Mistake(
+        id="l12-params-gathered-over-both-axes",
+        module=L12,
+        exercise="train_step",
+        code=GATHERED_OVER_BOTH_AXES,
+        status="failed",
+        check="memory",
+        says=("temporary bytes per device", "gathered over 'model' too"),
+    ),
+    Mistake(
+        id="l12-loss-averaged-over-the-local-batch",
+        module=L12,
+        exercise="train_step",
+        patch=(
+            (
+                "return 0.5 * jnp.sum(err * err) / rows",
+                "return 0.5 * jnp.mean(jnp.sum(err * err, axis=-1))  # my rows' mean",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="values",
+        says=("data = 4 times too large", "global B·S"),
+    ),
+    Mistake(
+        id="l12-bfloat16-gathers",
+        module=L12,
+        exercise="train_step",
+        patch=(
+            (
+                "    w = _gather(w)\n",
+                "    w = {k: v.astype(jnp.bfloat16) for k, v in _gather(w).items()}  # half the bytes\n",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="values",
+        says=("computes in bfloat16", "keep every array float32"),
+    ),
+    Mistake(
+        id="l12-heads-sharded-over-data",
+        module=L12,
+        exercise="shard_params",
+        patch=(
+            (
+                '"embed": "data",  # FSDP: every weight split over \'data\' on D',
+                '"embed": None,  # heads take the data axis instead',
+            ),
+            ('"heads": "model",', '"heads": "data",'),
+        ),  # fmt: skip
+        status="failed",
+        check="sharding",
+        says=("Your rules put embed on None, heads on 'data'", "heads and mlp → 'model'"),
+    ),
+    Mistake(
+        id="l12-remat-saves-all-but-the-weights-names",
+        module=L12,
+        exercise="train_step",
+        patch=(
+            (
+                "    w = _gather(w)\n",
+                "    w = {k: checkpoint_name(v, 'gathered') for k, v in _gather(w).items()}\n",
+            ),
+            (
+                "policy=SAVE_MID)",
+                "policy=jax.checkpoint_policies.save_anything_except_these_names('gathered'))",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="memory",
+        says=("still saves them", "save_only_these_names"),
+    ),
+    Mistake(
+        id="l12-prediction-forgets-the-re-gather",
+        module=L12,
+        exercise="predict_step_bytes",
+        patch=(
+            (
+                '"all-gather": 2 * (data - 1) * weights // data,  # forward + the backward\'s re-gather',
+                '"all-gather": (data - 1) * weights // data,  # every weight gathered once',
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="prediction",
+        says=("you predict", "0.50×", "the backward gathers every layer again"),
+    ),
+]

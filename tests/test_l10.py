@@ -1,0 +1,140 @@
+"""Lesson 10 (ring attention): the float64 reference, the checks' readings, and
+that the examples drawn are ones where the checks can tell."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from grader import attention, engine, jaxpr
+from grader.checks.ring_attention import ring_steps, score_products
+from grader.results import Status
+from grader.spec import Context, draw_examples
+from grader.specs import l10_context_parallel as spec
+from tests.mistakes import l10 as mistakes
+from tests.test_mistakes import write_variant
+
+CTX = Context(n_devices=8, mesh_sizes=(1, 2, 3, 4, 6, 8))
+
+
+def test_reference_merges_disjoint_key_sets_exactly():
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((8, 2, 4)) for _ in range(3))
+    pos = np.arange(8)
+    whole = attention.partial(q, k, v, attention.causal_mask(pos, pos))
+    first = attention.partial(q, k[:3], v[:3], attention.causal_mask(pos, pos[:3]))
+    rest = attention.partial(q, k[3:], v[3:], attention.causal_mask(pos, pos[3:]))
+    o, lse = attention.merge(first, rest)
+    assert np.allclose(o, whole[0]) and np.allclose(lse, whole[1])
+    assert np.all(np.isneginf(rest[1][:3])) and np.all(rest[0][:3] == 0)  # rows 0–2 see no key
+    # softmax weights sum to one: attention to a constant V is that constant
+    assert np.allclose(attention.attention(q, k, np.ones_like(v), causal=True), 1.0)
+
+
+def test_zigzag_order_gives_device_i_chunks_i_and_2n_minus_1_minus_i():
+    order = attention.zigzag_order(16, 4)  # chunks of 2 rows
+    assert order.reshape(4, 2, 2)[:, :, 0].tolist() == [[0, 14], [2, 12], [4, 10], [6, 8]]
+
+
+def test_merge_inputs_hold_rows_that_saw_no_key_and_large_lse():
+    o1, lse1, o2, lse2 = spec._merge_inputs(spec._merge_explicit(CTX)[0])
+    both = np.isneginf(lse1) & np.isneginf(lse2)
+    assert both.any() and (np.isneginf(lse1) & ~np.isneginf(lse2)).any()
+    assert np.all(o1[np.isneginf(lse1)] == 0)
+    assert np.nanmax(np.abs(np.where(np.isfinite(lse1), lse1, np.nan))) > 88.7  # e^lse overflows
+
+
+def test_explicit_examples_reach_every_check():
+    """Causal at N ≥ 3 (ring direction), float32 and bfloat16, and one example where
+    the memory check measures (float32, N ≥ 6, S/N ≤ Dh, ≥ 64 elements per block)."""
+    drawn = {"ring": spec._ring_strategy(CTX), "zigzag": spec._zigzag_strategy(CTX)}
+    for kind, explicit in (("ring", spec._ring_explicit), ("zigzag", spec._zigzag_explicit)):
+        examples = explicit(CTX)
+        assert [ex["n"] for ex in examples] == [6, 3]
+        examples += draw_examples(drawn[kind], 1, seed=0)
+        assert {ex["dtype"] for ex in examples} == {"float32", "bfloat16"}, examples
+        assert any(spec._causal(ex) and ex["n"] >= 3 for ex in examples)
+        measured = [
+            ex
+            for ex in examples
+            if spec._memory_skip(_trial(ex)) is None and ex["n"] >= spec.MEMORY_MIN_N
+        ]
+        assert measured, examples
+    for ex in spec._zigzag_explicit(CTX):  # score products are told apart by Dh
+        assert ex["dh"] not in (ex["chunk"], 2 * ex["chunk"])
+
+
+def _trial(ex):
+    from grader.spec import Trial
+
+    return Trial(example=ex, extra={"block_elements": spec._rows(ex) * ex["h"] * ex["dh"]})
+
+
+def test_ring_picture_marks_fully_masked_blocks_and_the_imbalance():
+    plain = ring_steps(n=4, steps=3, shift=1, causal=True, zigzag=False)
+    assert plain.held[1] == [3, 0, 1, 2]  # sending to i + 1: block i − s
+    assert plain.use[0] == ["diagonal"] * 4
+    assert plain.use[3] == ["masked", "masked", "masked", "whole"]
+    assert plain.work() == [0.5, 1.5, 2.5, 3.5]  # N − ½ on the last device
+    zig = ring_steps(n=4, steps=3, shift=1, causal=True, zigzag=True)
+    assert zig.use[1] == ["second query chunk"] + ["first key chunk"] * 3
+    assert zig.work() == [2, 2, 2, 2]  # N/2 on every device
+    left = ring_steps(n=3, steps=2, shift=-1, causal=False, zigzag=False)
+    assert left.held[2] == [2, 0, 1] and left.work() == [3, 3, 3]  # to i − 1: block i + s
+
+
+def test_ring_picture_is_drawn_with_its_work_row():
+    from rich.console import Console, Group
+
+    from grader.report import draw
+
+    item = ring_steps(n=4, steps=3, shift=1, causal=True, zigzag=False, example="n=4")
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    console.print(Group(*draw(item)))
+    text = console.file.getvalue()
+    lines = [line.split() for line in text.splitlines()]
+    assert ["1", "KV3", "·", "KV0", "■", "KV1", "■", "KV2", "■"] in lines
+    assert ["work", "0.5", "1.5", "2.5", "3.5"] in lines
+    assert "· fully masked" in text and "▌" not in text  # the legend names what is drawn
+
+
+def test_equations_carry_their_loop_lengths():
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def f(a):
+        def step(i, c):
+            return c + jnp.einsum("qd,kd->qk", a, a)
+
+        return lax.fori_loop(0, 5, step, jnp.einsum("qd,kd->qk", a, a))
+
+    closed = jax.make_jaxpr(f)(np.ones((3, 7), np.float32))
+    assert sorted(loops for _, loops in jaxpr.equations(closed, "dot_general")) == [(), (5,)]
+    assert sorted(score_products(closed, dh=7, heads=1)) == [(9, 1), (9, 5)]
+
+
+def test_all_gather_of_k_and_v_fails_memory_too(root, tmp_path):
+    (mistake,) = [m for m in mistakes.MISTAKES if m.id == "ring-all-gathers-k-and-v"]
+    directory = write_variant(root, tmp_path, mistake)
+    result = engine.grade_lesson(10, spec.MODULE, directory, only=["ring_attention"])
+    (er,) = result.exercises
+    failed = {c.name for c in er.checks if not c.passed}
+    assert {"collectives", "memory"} <= failed, failed
+
+
+def test_stubs_are_not_started(root):
+    result = engine.grade_lesson(10, spec.MODULE, root / "exercises")
+    assert [e.status for e in result.exercises] == [Status.NOT_STARTED] * 3
+
+
+def test_k_and_v_may_travel_stacked(root, tmp_path):
+    """One permute of jnp.stack([k, v]) per step is the same N − 1 rotations as two."""
+    source = (root / "solutions" / f"{spec.MODULE}.py").read_text()
+    separate = "step, (_empty(q_blk), (k_blk, v_blk)))"
+    assert source.count(separate) == 1
+    stacked = source.replace(separate, "step, (_empty(q_blk), jnp.stack([k_blk, v_blk])))")
+    (tmp_path / f"{spec.MODULE}.py").write_text(stacked)
+    result = engine.grade_lesson(10, spec.MODULE, tmp_path, only=["ring_attention"])
+    assert result.exercises[0].status == Status.PASSED, result.exercises[0].checks

@@ -1,0 +1,184 @@
+"""Lesson 11: the routing reference, examples drawn where the checks can tell,
+and the mistakes that must fail more than one check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from rich.console import Group
+
+from grader import engine, moe_routing
+from grader.checks.moe_routing import dispatch_mistakes
+from grader.engine import context
+from grader.evidence import ExpertLoad
+from grader.report import draw
+from grader.results import ExerciseResult, Status
+from grader.spec import draw_examples
+from grader.specs import l11_expert_parallel as l11
+from tests.mistakes.l11 import MISTAKES
+from tests.test_mistakes import write_variant
+
+# ------------------------------------------------------------------ the reference, by hand
+
+LOGITS = np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 1.0], [3.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0, 1, 0]])
+
+
+def test_top1_routing_by_hand():
+    """Token 0 ties experts 0 and 1 (lowest wins), token 3 ties all three; C = 2:
+    expert 0 gets tokens 0, 2, 3 and drops token 3; expert 1 gets 1 and 4."""
+    r = moe_routing.route(LOGITS, capacity=2)
+    assert r.choice[:, 0].tolist() == [0, 1, 0, 0, 1]
+    assert r.slot[:, 0].tolist() == [0, 0, 1, 2, 1]
+    assert r.kept[:, 0].tolist() == [True, True, True, False, True]
+    assert r.load() == [(3, 2), (2, 2), (0, 0)]
+    d = r.dispatch()
+    assert d.shape == (5, 3, 2) and d.sum() == 4 and not d[3].any()
+    assert d[2, 0, 1] and d[4, 1, 1]
+    np.testing.assert_allclose(r.combine()[0, 0, 0], 0.5 / (1 + np.exp(-1) / 2) * 1)
+
+
+def test_highest_ties_differ_only_on_ties():
+    r = moe_routing.route(LOGITS, 2, ties=moe_routing.HIGHEST)
+    assert r.choice[:, 0].tolist() == [1, 1, 0, 2, 1]
+
+
+def test_top2_gshard_order_by_hand():
+    """Second choices take slots after every first choice at that expert."""
+    r = moe_routing.route(LOGITS, capacity=3, k=2)
+    assert r.choice.tolist() == [[0, 1], [1, 2], [0, 1], [0, 1], [1, 0]]
+    # expert 0: firsts 0, 2, 3 → slots 0, 1, 2; token 4's second → slot 3: dropped
+    # expert 1: firsts 1, 4 → 0, 1; seconds of 0, 2, 3 → 2, 3, 4 (only token 0's kept)
+    assert r.slot.tolist() == [[0, 2], [0, 0], [1, 3], [2, 4], [1, 3]]
+    assert r.kept.sum() == 7
+
+
+def test_layer_reference_zeroes_dropped_tokens_and_gates_after():
+    ex = {"n": 2, "rows": 6, "d": 8, "f": 16, "capacity": 1, "dtype": "float32", "seed": 0}
+    inputs = l11.layer_inputs(ex)
+    y = l11.reference(ex, inputs)
+    x = np.asarray(inputs["x"], np.float64)
+    logits = x @ inputs["router_w"]
+    for dev in range(2):
+        rows = slice(6 * dev, 6 * (dev + 1))
+        r = moe_routing.route(logits[rows], 1)
+        for t, (e, kept) in enumerate(zip(r.choice[:, 0], r.kept[:, 0])):
+            want = (
+                0
+                if not kept
+                else r.gates[t, e]
+                * moe_routing.expert(x[rows][t], inputs["w_in"][e], inputs["w_out"][e])
+            )
+            np.testing.assert_allclose(y[rows][t], want, atol=1e-12)
+
+
+# ------------------------------------------------------------------ examples
+
+
+def _examples(name: str, n: int = 20) -> list[dict]:
+    ex = l11.SPEC.exercise(name)
+    ctx = context()
+    return ex.explicit(ctx) + draw_examples(ex.strategy(ctx), n, seed=0)
+
+
+@pytest.mark.parametrize("name,k", [("top1_dispatch", 1), ("top2_dispatch", 2)])
+def test_dispatch_examples_tie_and_drop_and_tell_each_mistake(name, k):
+    """The first explicit example has ties and drops, and every known wrong dispatch
+    differs there from the reference (so each mistake fails on it)."""
+    first = _examples(name)[0]
+    logits = l11._logits(first)
+    routing = moe_routing.route(logits, first["capacity"], k)
+    assert not routing.kept.all()
+    assert any(np.sum(row == row.max()) > 1 for row in logits)
+    for why, wrong in dispatch_mistakes(logits.astype(np.float64), first["capacity"], k):
+        assert not np.array_equal(wrong, routing.dispatch()), why
+
+
+def test_layer_logits_are_exact_and_tie():
+    """Routing-exact draws: float32 logits equal float64 ones (no argmax can flip),
+    and some tokens tie every expert."""
+    for ex in _examples("moe_layer"):
+        inputs = l11.layer_inputs(ex)
+        if ex["dtype"] != "float32":
+            continue
+        f32 = inputs["x"] @ inputs["router_w"]
+        f64 = np.asarray(inputs["x"], np.float64) @ np.asarray(inputs["router_w"], np.float64)
+        assert np.array_equal(f32, f64)
+        assert np.all(f64[:: l11.TIE_EVERY] == 0)
+
+
+def test_layer_explicit_examples_drop_and_tell_each_wrong_layer():
+    """At N ≥ 2 the explicit examples drop tokens, and every wrong layer the values
+    check knows differs from the reference by several times the loosest allowance."""
+    for ex in l11._layer_explicit(context()):
+        inputs = l11.layer_inputs(ex)
+        (load,) = l11._explain_layer([l11.Trial(example=ex, extra={"inputs": inputs})])
+        assert sum(load.routed) == ex["n"] * ex["rows"] and load.groups == ex["n"]
+        assert sum(load.kept) < sum(load.routed)  # tokens dropped
+        assert max(load.kept) <= ex["n"] * ex["capacity"]
+        if ex["n"] < 2:
+            continue
+        want = l11.reference(ex, inputs)
+        trial = l11.Trial(example=ex, extra={"inputs": inputs})
+        for why, wrong in l11._layer_mistakes(trial):
+            err = np.abs(wrong(None, ...) - want).max() / np.abs(want).max()
+            assert err > 4 * l11.BF16_SAFETY * 2.0**-8, why  # 4× the loosest allowance
+
+
+def test_bytes_are_the_ring_share_of_the_buffer_in_the_exercise_dtype():
+    ex = {"n": 6, "capacity": 2, "d": 8}
+    for dtype, size in l11.ITEMSIZE.items():
+        trial = l11.Trial(example={**ex, "dtype": dtype})
+        assert l11.optimum_bytes(trial) == 2 * 5 * (6 * 2 * 8 * size) // 6
+
+
+# ------------------------------------------------------------------ mistakes failing several checks
+
+
+def _failed_checks(root, tmp_path, mistake_id: str) -> dict:
+    (mistake,) = [m for m in MISTAKES if m.id == mistake_id]
+    directory = write_variant(root, tmp_path, mistake)
+    result = engine.grade_lesson(11, l11.MODULE, directory, only=[mistake.exercise])
+    return {c.name: c for c in result.exercises[0].checks if not c.passed}
+
+
+def test_all_gathered_tokens_fail_on_kinds_and_bytes(root, tmp_path):
+    failed = _failed_checks(root, tmp_path, "moe-all-gathers-the-tokens")
+    assert {"collectives", "bytes", "all-to-alls"} <= set(failed)
+    assert "values" not in failed  # the layer computes the right thing, the wrong way
+    assert "reduce-scatter" in failed["collectives"].message
+
+
+def test_missing_return_all_to_all_fails_on_values_and_count(root, tmp_path):
+    failed = _failed_checks(root, tmp_path, "moe-results-never-sent-back")
+    assert {"values", "all-to-alls"} <= set(failed)
+    assert "1 × all-to-all executed; expected 2" in failed["all-to-alls"].message
+    assert "second all-to-all" in failed["all-to-alls"].hint
+
+
+# ------------------------------------------------------------------ the report
+
+
+def test_expert_load_is_drawn_per_expert_within_80_columns():
+    from tests.test_report import lines, render
+
+    item = ExpertLoad(example="n=2 rows=6", capacity=2, groups=2, routed=[7, 3, 2], kept=[4, 3, 2])
+    exercise = ExerciseResult(11, "moe_layer", Status.PASSED, explanation=[item])
+    text = render(Group(*draw(item, exercise)), width=80)
+    assert "moe_layer: tokens per expert, as the reference routes them" in text
+    assert "example n=2 rows=6" in text
+    rows = {line.split()[0]: line.split()[1:4] for line in lines(text) if line[:1].isdigit()}
+    assert rows["0"] == ["7", "4", "3"] and rows["1"] == ["3", "3", "0"]
+    assert "C = 2 slot(s) per expert on each of 2 devices: an expert keeps at most 4" in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_a_passed_layer_explains_its_expert_load(root):
+    result = engine.grade_lesson(11, l11.MODULE, root / "solutions", only=["moe_layer"])
+    (er,) = result.exercises
+    (load,) = er.explanation
+    assert isinstance(load, ExpertLoad) and load.groups >= max(ex["n"] for ex in _layer_examples())
+    assert sum(load.routed) > sum(load.kept)
+
+
+def _layer_examples() -> list[dict]:
+    return l11._layer_explicit(context())

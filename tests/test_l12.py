@@ -1,0 +1,66 @@
+"""Lesson 12's grading spec: the byte formula is what the reference sends, the
+divergence bisect names the layer and param, and other correct programs pass."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader import engine
+from grader import transformer as model
+from grader.loader import load_module
+from grader.results import Status
+from grader.spec import Trial
+from grader.specs import l12_parallel_transformer as spec
+
+MODULE = "l12_parallel_transformer"
+
+PLAIN_CHECKPOINT = ("policy=SAVE_MID)", ")")
+"""Remat of the whole block: the backward redoes attention's psum (1.25× the optimum)."""
+
+
+@pytest.mark.parametrize("mesh", [(4, 2), (2, 3)])
+def test_reference_bytes_are_what_the_solution_sends(root, mesh):
+    sol = load_module(root / "solutions", MODULE)
+    ex = {**spec._explicit(engine.context())[0], "mesh": mesh, "heads": 3 * mesh[1]}
+    trial = spec._run_train(sol.train_step, ex)
+    s = spec.sizes(ex)
+    want = spec.reference_bytes(s.shapes(), s.data, s.model, spec.ITEMSIZE)
+    for kind in spec.KINDS:
+        got = trial.comms.bytes(kind)
+        # exact but for the ring model's rounding per op ((m−1)/m of each psum, floored)
+        assert abs(got - want[kind]) <= 0.001 * want[kind], (kind, got, want[kind])
+
+
+def test_bisect_names_the_layer_and_param_whose_gradient_differs():
+    import jax
+
+    ex = {"mesh": (1, 1), "layers": 4, "rows": 2, "seq": 4, "dblock": 8, "heads": 2, "dh": 4,
+          "fcols": 8, "seed": 3}  # fmt: skip
+    _, params, x, y = spec._draw(ex)
+    new, loss = model.sgd_step(params, x, y, spec.LR, 2)
+    wrong = {k: v.astype(np.float32) for k, v in new.items()}
+    wrong["wv"][1] += 1e-2 * np.abs(wrong["wv"][1]).max()  # layer 1's wv only
+    mesh = jax.make_mesh((1, 1), ("data", "model"), devices=jax.devices()[:1])
+    trial = Trial(
+        example=ex, mesh=mesh, output=({k: jax.numpy.asarray(v) for k, v in wrong.items()},
+                                       jax.numpy.float32(loss)),
+        expected=(new, np.float64(loss)),
+        extra={"shardings": dict.fromkeys(spec.NAMES), "replicated": None, "before": params, "grads": model.grads(params, x, y, 2)[1], "dtype": "float32",
+               "trace": lambda: type("P", (), {"dtypes": {"bfloat16": 0, "float16": 0}})()},
+    )  # fmt: skip
+    result = spec.Divergence()(trial)
+    assert not result.passed
+    assert "first differ at layer 1, wv" in result.message
+    assert "the loss agrees" in result.message
+    table = result.evidence[0]
+    assert table.rows[1][spec.NAMES.index("wv") + 1].endswith("✗")
+    assert sum(cell.endswith("✗") for row in table.rows for cell in row[1:]) == 1
+
+
+def test_remat_of_the_whole_block_passes_at_1_25x_the_optimum(root, tmp_path):
+    source = (root / "solutions" / f"{MODULE}.py").read_text()
+    (tmp_path / f"{MODULE}.py").write_text(source.replace(*PLAIN_CHECKPOINT))
+    result = engine.grade_lesson(12, MODULE, tmp_path, only=["train_step"])
+    (er,) = result.exercises
+    assert er.status == Status.PASSED, [c.to_dict() for c in er.checks if not c.passed]
