@@ -124,7 +124,7 @@ def test_solutions_flag_grades_the_references_without_counting_them(home):
         (["grade", "one"], "expected N or N.exercise"),
         (["grade", "1", "--example", "n=1"], "needs one exercise"),
         (["grade", "1", "--all"], "not both"),
-        (["show", "7"], "no lesson 7"),
+        (["show", "99"], "no lesson 99"),
         (["frobnicate"], "No such command"),
     ],
 )
