@@ -11,7 +11,23 @@ from course.commands.common import App, make_app
 pass_app = click.make_pass_decorator(App)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from course.versions import describe
+
+        click.echo(describe())
+        ctx.exit()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, invoke_without_command=True)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="The course's version and the versions of Python, JAX and hypothesis it grades with.",
+)
 @click.option(
     "--home",
     envvar="COURSE_HOME",
@@ -29,9 +45,15 @@ def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
     """scaling-course: learn to train large models across many accelerators, with JAX.
 
     The daily loop: course show N → edit your exercise file → course grade N
-    (or course watch) → course hint N when stuck.
+    (or course watch) → course hint N when stuck. Without a command: your
+    status, then this help.
     """
     ctx.obj = make_app(home, db)
+    if ctx.invoked_subcommand is None:
+        from course.commands.status import status as run
+
+        run(ctx.obj)
+        click.echo("\n" + ctx.get_help())
 
 
 @cli.command("list")
@@ -53,10 +75,10 @@ def status(app: App) -> None:
 
 
 @cli.command()
-@click.argument("lesson", type=int)
+@click.argument("lesson", type=int, required=False)
 @pass_app
-def show(app: App, lesson: int) -> None:
-    """Read lesson LESSON."""
+def show(app: App, lesson: int | None) -> None:
+    """Read lesson LESSON (default: the current one)."""
     from course.commands.show import show as run
 
     sys.exit(run(app, lesson))
@@ -135,10 +157,10 @@ def watch(app: App, lesson: int | None, **options) -> None:
 
 
 @cli.command()
-@click.argument("lesson", type=int)
+@click.argument("lesson", type=int, required=False)
 @pass_app
-def hint(app: App, lesson: int) -> None:
-    """The next hint for LESSON."""
+def hint(app: App, lesson: int | None) -> None:
+    """The next hint for LESSON (default: the current one)."""
     from course.commands.show import hint as run
 
     sys.exit(run(app, lesson))
@@ -156,11 +178,11 @@ def reset(app: App, lesson: int, yes: bool) -> None:
 
 
 @cli.command()
-@click.argument("lesson", type=int)
+@click.argument("lesson", type=int, required=False)
 @click.option("--force", is_flag=True, help="Show it even though the lesson does not pass yet.")
 @pass_app
-def solution(app: App, lesson: int, force: bool) -> None:
-    """The reference solution of LESSON (once it passes)."""
+def solution(app: App, lesson: int | None, force: bool) -> None:
+    """The reference solution of LESSON (default: the current one), once it passes."""
     from course.commands.show import solution as run
 
     sys.exit(run(app, lesson, force))

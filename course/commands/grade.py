@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import shlex
-import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import click
@@ -13,6 +15,7 @@ import click
 from course import paths
 from course.commands.common import App
 from course.registry import Lesson
+from course.versions import versions
 from grader.results import ExerciseResult, LessonResult, Status
 
 INTERRUPTED = 130
@@ -68,8 +71,14 @@ def grade(
     app: App, target: str | None, *, all_lessons: bool = False, solutions: bool = False,
     path: str | None = None, seed: int = 0, example: str | None = None, as_json: bool = False,
     timeout: float = 60.0, devices: int | None = None, cpu: bool = False,
-    max_examples: int | None = None,
+    max_examples: int | None = None, progress_line: Callable[[str], None] | None = None,
+    deliver: Callable[[list[LessonResult]], None] | None = None,
 ) -> int:  # fmt: skip
+    """Grade; print the report (or JSON) and return the exit status.
+
+    A notebook passes ``progress_line`` (shown instead of the terminal's spinner)
+    and ``deliver`` (gets the results instead of the printed report).
+    """
     from grader.runner import LessonRequest, Request
     from grader.runner import grade as run_grading
 
@@ -112,19 +121,25 @@ def grade(
         timeout=timeout, devices=devices, platform="cpu" if cpu else None,
         cache_dir=str(app.ws.compile_cache) if app.ws.compile_cache else None,
     )  # fmt: skip
-    command = "course " + " ".join(shlex.quote(a) for a in sys.argv[1:])  # as typed, for the record
+    command = as_command(
+        target, all_lessons=all_lessons, solutions=solutions, path=path, seed=seed,
+        example=example, timeout=timeout, devices=devices, cpu=cpu, max_examples=max_examples,
+    )  # fmt: skip
     console = app.console
-    with app.progress() as progress:
-        attempt = progress.start_attempt(str(directory), counted, command)
+    with app.progress(record=counted) as progress:
+        attempt = progress.start_attempt(str(directory), counted, command, versions())
         status = (
-            None if as_json or not console.is_terminal else console.status("starting the grader …")
+            None
+            if as_json or progress_line or not console.is_terminal
+            else console.status("starting the grader …")
         )
+        line = progress_line or (status.update if status is not None else None)
 
         def on_event(event: dict) -> None:
             if event["type"] == "exercise":
                 progress.record(attempt, ExerciseResult.from_dict(event["result"]))
-            elif event["type"] == "example" and status is not None:
-                status.update(
+            elif event["type"] == "example" and line is not None:
+                line(
                     f"grading {event['lesson']}.{event['exercise']} — example {event['index'] + 1}: {event['example']}"
                 )
 
@@ -146,11 +161,42 @@ def grade(
         for er in result.exercises:
             if er.status == Status.NOT_STARTED and lesson.hints:
                 er.hint = lesson.hints[0]
-    if as_json:
+    if deliver is not None:
+        deliver(results)
+    elif as_json:
         click.echo(json.dumps([r.to_dict() for r in results], indent=2))
     else:
         render(app, results, solutions=solutions, path=path)
     return 0 if all(r.passed for r in results) else 1
+
+
+def as_command(target: str | None, **options) -> str:
+    """The ``course grade`` command line that repeats a grading: recorded with
+    each attempt (a notebook's kernel argv would be no use to anyone)."""
+    defaults = inspect.signature(grade).parameters  # options at their default are left out
+    parts = ["course", "grade"] + ([target] if target else [])
+    for name, value in options.items():
+        if value is None or value is False or defaults[name].default == value:
+            continue
+        flag = "--" + ("all" if name == "all_lessons" else name.replace("_", "-"))
+        parts += (
+            [flag]
+            if value is True
+            else [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+        )
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def rerun_command(er: ExerciseResult, solutions: bool = False, path: str | None = None) -> str:
+    """The command that re-runs exactly the example ``er`` failed on."""
+    cmd = f"course grade {er.lesson}.{er.exercise}"
+    if er.example:
+        cmd += f" --example {shlex.quote(er.example)}"
+    if solutions:
+        cmd += " --solutions"
+    elif path:
+        cmd += f" --path {shlex.quote(path)}"
+    return cmd
 
 
 def render(
@@ -158,15 +204,6 @@ def render(
 ) -> None:
     from grader.report import LessonReport
 
-    def rerun(er: ExerciseResult) -> str:
-        cmd = f"course grade {er.lesson}.{er.exercise}"
-        if er.example:
-            cmd += f" --example {shlex.quote(er.example)}"
-        if solutions:
-            cmd += " --solutions"
-        elif path:
-            cmd += f" --path {shlex.quote(path)}"
-        return cmd
-
+    rerun = partial(rerun_command, solutions=solutions, path=path)
     for result in results:
         app.console.print(LessonReport(result, rerun))

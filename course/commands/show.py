@@ -17,8 +17,16 @@ from course.commands.common import App
 LESSONS = paths.root() / "course" / "lessons"
 
 
-def show(app: App, number: int) -> int:
-    lesson = app.lesson(number)
+def _chosen(app: App, number: int | None):
+    """Lesson ``number``, or the current one (the first that does not pass yet)."""
+    from course.commands.grade import current_lesson
+
+    return app.lesson(number) if number is not None else current_lesson(app)
+
+
+def show(app: App, number: int | None) -> int:
+    lesson = _chosen(app, number)
+    number = lesson.number
     text_file = LESSONS / lesson.text_name
     if not text_file.exists():
         raise click.ClickException(f"the text of lesson {number} is missing ({text_file})")
@@ -39,8 +47,9 @@ def show(app: App, number: int) -> int:
     return 0
 
 
-def hint(app: App, number: int) -> int:
-    lesson = app.lesson(number)
+def hint(app: App, number: int | None) -> int:
+    lesson = _chosen(app, number)
+    number = lesson.number
     if not lesson.hints:
         app.console.print(f"Lesson {number} has no hints.")
         return 0
@@ -59,8 +68,9 @@ def hint(app: App, number: int) -> int:
     return 0
 
 
-def solution(app: App, number: int, force: bool) -> int:
-    lesson = app.lesson(number)
+def solution(app: App, number: int | None, force: bool) -> int:
+    lesson = _chosen(app, number)
+    number = lesson.number
     states = app.states()
     passed = all(
         (s := states.get((number, e.name))) is not None and s.ever_passed for e in lesson.required
