@@ -104,18 +104,23 @@ GRADE_OPTIONS = [
     click.option(
         "--cpu", is_flag=True, help="Simulate devices on the CPU even where accelerators exist."
     ),
-    click.option(
-        "--max-examples",
-        type=click.IntRange(0),
-        help="Drawn examples per exercise (beyond the fixed ones).",
-    ),
 ]
+MAX_EXAMPLES = click.option(
+    "--max-examples",
+    type=click.IntRange(0),
+    help="Drawn examples per exercise (beyond the fixed ones).",
+)
 
 
-def grade_options(f):
+def run_options(f):
+    """The options of every command that grades: seed, time limit, devices."""
     for option in reversed(GRADE_OPTIONS):
         f = option(f)
     return f
+
+
+def grade_options(f):
+    return run_options(MAX_EXAMPLES(f))
 
 
 @cli.command()
@@ -186,6 +191,31 @@ def solution(app: App, lesson: int | None, force: bool) -> None:
     from course.commands.show import solution as run
 
     sys.exit(run(app, lesson, force))
+
+
+@cli.command()
+@click.argument("submissions", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--out", "-o", required=True, type=click.Path(file_okay=False),
+    help="Results folder: summary.csv, and per submission results.json (Gradescope) and junit.xml.",
+)  # fmt: skip
+@click.option(
+    "--lesson", "lessons", type=int, multiple=True,
+    help="Grade this lesson (repeat for several; default: every lesson).",
+)  # fmt: skip
+@run_options
+@pass_app
+def classroom(app: App, submissions: str, out: str, **options) -> None:
+    """Grade a class: every sub-folder of SUBMISSIONS is one student's exercise files.
+
+    Each is graded in its own worker with the full example set; a submission
+    that crashes or hangs costs its own result only. Your own progress is not
+    touched. A folder that holds lesson files itself is one submission
+    (as on Gradescope; see docs/classroom.md).
+    """
+    from course.commands.classroom import classroom as run
+
+    sys.exit(run(app, submissions, out, **options))
 
 
 @cli.group()
