@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import click
 from rich.console import Console
@@ -50,9 +53,37 @@ class App:
             raise click.BadParameter(str(exc.args[0]), param_hint="LESSON") from None
 
 
+class TrimmedLines(io.TextIOBase):
+    """Writes complete lines without their trailing spaces: rich pads every table
+    cell to its column, which piped output (a log, a diff, grep) is better without."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + text).split("\n")
+        if lines:
+            self.out.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.write(self.pending)
+        self.pending = ""
+        self.out.flush()
+
+
+def console() -> Console:
+    """The console commands print to: a terminal's as it is; piped output trimmed."""
+    plain = Console(highlight=False)
+    if plain.is_terminal or plain.is_jupyter:
+        return plain
+    return Console(highlight=False, file=TrimmedLines(sys.stdout))
+
+
 def make_app(home: str | None, db: str | None) -> App:
     try:
         course = registry.load()
     except registry.RegistryError as exc:
         raise click.ClickException(str(exc)) from None
-    return App(workspace(home, db), Console(highlight=False), course)
+    return App(workspace(home, db), console(), course)

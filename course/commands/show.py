@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
+import subprocess
 
 import click
-from rich.markdown import Markdown
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.markdown import CodeBlock, Markdown, TableElement
 from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
@@ -31,20 +35,83 @@ def show(app: App, number: int | None) -> int:
     if not text_file.exists():
         raise click.ClickException(f"the text of lesson {number} is missing ({text_file})")
     app.ensure_workspace()
-    app.console.print(Markdown(text_file.read_text(), code_theme="ansi_dark"))
-    app.console.print(
-        Panel(
-            "\n".join(
-                f"[cyan]{e.name}[/cyan] ({e.points} pt{', bonus' if e.bonus else ''}) — "
-                f"{escape(e.summary)}"
-                for e in lesson.exercises
-            )
-            + f"\n\nEdit [bold]{app.ws.exercise_file(lesson.module)}[/bold], then [cyan]course grade {number}[/cyan].",
-            title=f"Lesson {number} exercises",
-            title_align="left",
-        )
+    exercises = Panel(
+        "\n".join(
+            f"[cyan]{e.name}[/cyan] ({e.points} pt{', bonus' if e.bonus else ''}) — "
+            f"{escape(e.summary)}"
+            for e in lesson.exercises
+        ),
+        title=f"Lesson {number} exercises",
+        title_align="left",
     )
+    # the path and the command on lines of their own, never wrapped: each copies whole
+    footer = (
+        f"Write your code in\n  [bold]{app.ws.exercise_file(lesson.module)}[/bold]\n"
+        f"then grade it:\n  [cyan]course grade {number}[/cyan]"
+    )
+    page(app.console, LessonText(text_file.read_text(), code_theme="ansi_dark"), exercises, footer)
     return 0
+
+
+class UnwrappedCode(CodeBlock):
+    """A code block or diagram, each line whole: wrapped code or a wrapped picture is
+    nonsense, so a line wider than the terminal runs past it (the pager scrolls sideways)."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        code = str(self.text).rstrip()
+        highlighted = Syntax(code, self.lexer_name, theme=self.theme).highlight(code)
+        for line in highlighted.split("\n", allow_blank=True):
+            yield Text.assemble(" ", line, no_wrap=True, overflow="ignore")
+
+
+class FoldedTable(TableElement):
+    """A Markdown table whose long words fold onto the next line instead of being cut to "…"."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for table in super().__rich_console__(console, options):
+            for column in table.columns:
+                column.overflow = "fold"
+            yield table
+
+
+class LessonText(Markdown):
+    """A lesson's Markdown: prose wraps to the terminal, code and diagrams never do."""
+
+    elements = {
+        **Markdown.elements,
+        "fence": UnwrappedCode, "code_block": UnwrappedCode, "table_open": FoldedTable,
+    }  # fmt: skip
+
+
+PAGER = "less -RFXS"
+"""The pager when $PAGER is unset: colours kept (-R), no pager for a short text (-F),
+the text left on the screen afterwards (-X), long code lines scrolled sideways (-S)."""
+
+
+def page(console: Console, *renderables: RenderableType) -> None:
+    """Print (the last renderable unwrapped); on a terminal, through $PAGER when the
+    text is longer than the screen."""
+    *body, footer = renderables
+
+    def print_all() -> None:
+        console.print(*body, crop=False)  # code lines run past the edge, whole
+        console.print(footer, soft_wrap=True)
+
+    if not console.is_terminal:
+        print_all()
+        return
+    with console.capture() as captured:
+        print_all()
+    text = captured.get()
+    if text.count("\n") < console.height:
+        console.file.write(text)
+        return
+    try:
+        subprocess.run(
+            shlex.split(os.environ.get("PAGER") or PAGER), input=text, text=True, check=False
+        )
+    except (OSError, ValueError):  # no such pager: the text as it is
+        console.file.write(text)
 
 
 def hint(app: App, number: int | None) -> int:

@@ -13,31 +13,37 @@ from grader.report import status_text
 NOT_STARTED = "not started"
 
 
+SUMMARY_MIN = 24
+"""Columns the "what it asks" text needs to be worth showing; narrower terminals drop it."""
+
+
 def list_lessons(app: App) -> int:
     states = app.states()
+    names = [e.name for lesson in app.course.lessons for e in lesson.exercises]
+    name_width = 2 + max(map(len, names))  # exercise names are indented under their lesson
     table = Table(box=box.SIMPLE_HEAD, title="scaling-course", title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("lesson / exercise", no_wrap=True)
-    table.add_column("what it asks", style="dim", ratio=1)
-    table.add_column("points", justify="right")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("lesson / exercise", min_width=name_width, overflow="fold")
+    table.add_column("pts", justify="right", no_wrap=True)
     table.add_column("status", no_wrap=True)
+    # what is left after the other columns and their padding (2 per column, 2 for the edges)
+    fixed = 2 + name_width + len("+2") + len("· not started") + 2 * 5 + 2
+    wide = app.console.width - fixed >= SUMMARY_MIN
+    if wide:
+        table.add_column("what it asks", style="dim", ratio=1)
     for lesson in app.course.lessons:
-        table.add_row(
-            str(lesson.number),
-            Text(lesson.title, style="bold"),
-            Text(lesson.summary),
-            str(lesson.points),
-            "",
-        )
+        row = [str(lesson.number), Text(lesson.title, style="bold"), str(lesson.points), ""]
+        table.add_row(*row, *([Text(lesson.summary)] if wide else []))
         for ex in lesson.exercises:
             st = states.get((lesson.number, ex.name))
-            table.add_row(
-                "", Text("  " + ex.name, style="cyan"), Text(ex.summary),
-                f"+{ex.points} bonus" if ex.bonus else str(ex.points),
+            row = [
+                "", Text("  " + ex.name, style="cyan"), f"+{ex.points}" if ex.bonus else str(ex.points),
                 status_text(st.status if st else NOT_STARTED),
-            )  # fmt: skip
+            ]  # fmt: skip
+            table.add_row(*row, *([Text(ex.summary)] if wide else []))
     app.console.print(table)
-    app.console.print("[dim]course show N · course grade N · course hint N[/dim]")
+    note = "" if wide else " · a wider terminal also shows what each exercise asks"
+    app.console.print(f"[dim]+N: bonus points · course show N · course grade N{note}[/dim]")
     return 0
 
 
@@ -86,10 +92,13 @@ def status(app: App) -> int:
         lesson = app.course.lesson(n)
         st = states.get(next_step)
         verb = "Fix" if st and st.status != NOT_STARTED else "Next"
+        # one path or command per line, never wrapped: each copies as a whole
         app.console.print(
-            f"\n{verb}: [bold]{n}.{name}[/bold] in {app.ws.exercise_file(lesson.module)}\n"
-            f"  read [cyan]course show {n}[/cyan] · grade [cyan]course grade {n}[/cyan] · "
-            f"stuck? [cyan]course hint {n}[/cyan]"
+            f"\n{verb}: [bold]{n}.{name}[/bold] in\n  {app.ws.exercise_file(lesson.module)}\n"
+            f"  read:   [cyan]course show {n}[/cyan]\n"
+            f"  grade:  [cyan]course grade {n}[/cyan]\n"
+            f"  stuck?  [cyan]course hint {n}[/cyan]",
+            soft_wrap=True,
         )
     else:
         app.console.print("\n[bold green]Every lesson passes. Well done.[/bold green]")
