@@ -32,7 +32,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     "--home",
     envvar="COURSE_HOME",
     type=click.Path(file_okay=False),
-    help="Your workspace (default: workspace/ in the course).",
+    help="Your workspace (default: the course init folder you are in, else workspace/ in a clone).",
 )
 @click.option(
     "--db",
@@ -54,6 +54,17 @@ def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
 
         run(ctx.obj)
         click.echo("\n" + ctx.get_help())
+
+
+@cli.command()
+@click.argument("directory", default=".", type=click.Path(file_okay=False))
+@pass_app
+def init(app: App, directory: str) -> None:
+    """Make DIRECTORY (default: this folder) your workspace: your exercise files and
+    progress go there, and course commands run inside it use it."""
+    from course.commands.init import init as run
+
+    sys.exit(run(app, directory))
 
 
 @cli.command("list")

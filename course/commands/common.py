@@ -15,14 +15,32 @@ from course import registry
 from course.paths import Workspace, workspace
 from course.progress import Progress, ProgressError
 
+NO_WORKSPACE = (
+    "No workspace here. Make one with `course init DIR` (or `course init` for this folder) "
+    "and run course from inside it, or point --home / COURSE_HOME at one."
+)
+
 
 @dataclass
 class App:
     """State the CLI group builds once and every command receives."""
 
-    ws: Workspace
+    workspace: Workspace | None
+    """None when no rule of course.paths finds one."""
     console: Console
     course: registry.Course
+
+    @property
+    def ws(self) -> Workspace:
+        """The workspace; a command that needs one and has none stops with what to do."""
+        if self.workspace is None:
+            raise click.ClickException(NO_WORKSPACE)
+        return self.workspace
+
+    def compile_cache(self) -> str | None:
+        """Where compiled programs are kept: the workspace's cache, if there is one."""
+        cache = self.workspace.compile_cache if self.workspace else None
+        return str(cache) if cache else None
 
     def progress(self, record: bool = True) -> Progress:
         """The progress file; ``record=False`` gives a throwaway one in memory, for
@@ -41,7 +59,7 @@ class App:
 
     def states(self) -> dict:
         """The student's latest result per (lesson, exercise); empty before any grading."""
-        if not self.ws.db.exists():
+        if self.workspace is None or not self.workspace.db.exists():
             return {}
         with self.progress() as progress:
             return progress.states()

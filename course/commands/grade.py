@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 
-from course import paths
 from course.commands.common import App
 from course.registry import Lesson
 from course.versions import versions
+from grader.repo import shipped
 from grader.results import ExerciseResult, LessonResult, Status
 
 INTERRUPTED = 130
@@ -90,12 +90,12 @@ def grade(
     if solutions and path:
         raise click.UsageError("give --solutions or --path, not both")
     if solutions:
-        directory, counted = paths.root() / "solutions", False
+        directory, counted = shipped().solutions, False
     elif path:
         directory = Path(path).resolve()
         if not directory.is_dir():
             raise click.BadParameter(f"{path} is not a directory", param_hint="--path")
-        counted = directory == app.ws.exercises
+        counted = app.workspace is not None and directory == app.workspace.exercises
     else:
         app.ensure_workspace()
         directory, counted = app.ws.exercises, True
@@ -119,7 +119,7 @@ def grade(
         ],
         directory=str(directory), seed=seed, example=example, max_examples=max_examples,
         timeout=timeout, devices=devices, platform="cpu" if cpu else None,
-        cache_dir=str(app.ws.compile_cache) if app.ws.compile_cache else None,
+        cache_dir=app.compile_cache(),
     )  # fmt: skip
     command = as_command(
         target, all_lessons=all_lessons, solutions=solutions, path=path, seed=seed,

@@ -15,10 +15,8 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from course import paths
 from course.commands.common import App
-
-LESSONS = paths.root() / "course" / "lessons"
+from grader.repo import shipped
 
 
 def _chosen(app: App, number: int | None):
@@ -31,7 +29,7 @@ def _chosen(app: App, number: int | None):
 def show(app: App, number: int | None) -> int:
     lesson = _chosen(app, number)
     number = lesson.number
-    text_file = LESSONS / lesson.text_name
+    text_file = shipped().lessons / lesson.text_name
     if not text_file.exists():
         raise click.ClickException(f"the text of lesson {number} is missing ({text_file})")
     app.ensure_workspace()
@@ -148,7 +146,7 @@ def solution(app: App, number: int | None, force: bool) -> int:
             f"(course grade {number}). To look anyway: course solution {number} --force"
         )
         return 1
-    source = paths.root() / "solutions" / f"{lesson.module}.py"
+    source = shipped().solutions / f"{lesson.module}.py"
     app.console.print(Syntax(source.read_text(), "python", line_numbers=True, theme="ansi_dark"))
     return 0
 
@@ -156,7 +154,7 @@ def solution(app: App, number: int | None, force: bool) -> int:
 def reset(app: App, number: int, yes: bool) -> int:
     lesson = app.lesson(number)
     target = app.ws.exercise_file(lesson.module)
-    stub = paths.root() / "exercises" / f"{lesson.module}.py"
+    stub = shipped().stubs / f"{lesson.module}.py"
     backup = None
     if target.exists():
         question = f"Replace {target} with the original stub? Your code in it will be lost"

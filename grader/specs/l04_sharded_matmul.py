@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -427,9 +426,9 @@ def measure_reference(
     """Bytes per device the compiled lesson-4 reference solution sends for
     ``case`` (counted at ``dtype``'s width), on a mesh of ``mesh_shape``."""
     from grader.loader import load_module
+    from grader.repo import shipped
 
-    solutions = Path(__file__).resolve().parents[2] / "solutions"
-    fn = getattr(load_module(solutions, MODULE), f"matmul_{case}")
+    fn = getattr(load_module(shipped().solutions, MODULE), f"matmul_{case}")
     key = "mesh" if case == "2d" else "n"
     mesh = tuple(mesh_shape) if case == "2d" else mesh_shape[0]
     ex = {key: mesh, "shape": tuple(shapes), "dtype": dtype, "seed": 0}
