@@ -52,7 +52,10 @@ def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
     if ctx.invoked_subcommand is None:
         from course.commands.status import status as run
 
-        run(ctx.obj)
+        try:
+            run(ctx.obj)
+        except click.ClickException as exc:  # no workspace yet: say so, then the help
+            click.echo(exc.format_message())
         click.echo("\n" + ctx.get_help())
 
 

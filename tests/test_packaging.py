@@ -97,5 +97,7 @@ def test_installed_course_asks_for_init_and_never_writes_into_itself(tmp_path):
     r = run_course(tmp_path, "init", str(ROOT / "course" / "ws"), **installed)
     assert r.returncode == 1 and "inside the installed course" in r.stderr
     assert not (ROOT / "course" / "ws").exists()
+    bare = run_course(tmp_path, **installed)  # still the way in, then the help
+    assert bare.returncode == 0 and "course init" in bare.stdout and "Usage: course" in bare.stdout
     listing = run_course(tmp_path, "list", **installed)  # needs no workspace
     assert listing.returncode == 0 and "shard_shape" in listing.stdout
