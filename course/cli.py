@@ -7,6 +7,7 @@ import sys
 import click
 
 from course.commands.common import App, make_app
+from grader.protocol import DEFAULT_TIMEOUT
 
 pass_app = click.make_pass_decorator(App)
 
@@ -105,7 +106,7 @@ GRADE_OPTIONS = [
     click.option(
         "--timeout",
         type=float,
-        default=60.0,
+        default=DEFAULT_TIMEOUT,
         show_default=True,
         help="Seconds one example may run.",
     ),
@@ -190,7 +191,7 @@ def hint(app: App, lesson: int | None) -> None:
 @click.option("--yes", "-y", is_flag=True, help="Do not ask first.")
 @pass_app
 def reset(app: App, lesson: int, yes: bool) -> None:
-    """Restore LESSON's exercise file to the original stub (keeps a .bak)."""
+    """Restore LESSON's exercise file to the original stub (your code is kept as a numbered .bak)."""
     from course.commands.show import reset as run
 
     sys.exit(run(app, lesson, yes))

@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any
 
 from course.commands.grade import INTERRUPTED, as_command, rerun_command
-from grader.results import ExerciseResult, LessonResult
+from grader.results import ExerciseResult, LessonResult, Scorecard, to_json
 
 REPORT_WIDTH = 100
 """Columns the report is laid out for in a notebook (cells have no terminal width)."""
@@ -27,6 +27,8 @@ class Grading:
     """One grading from a notebook; displays itself as the report."""
 
     results: list[LessonResult]
+    cards: list[Scorecard]
+    """What each lesson's results are worth (the registry's pass rule)."""
     exit_code: int
     """What ``course grade`` would exit with: 0 all passed, 1 not, 130 interrupted."""
     command: str
@@ -41,9 +43,9 @@ class Grading:
     def __bool__(self) -> bool:
         return self.passed
 
-    def to_json(self) -> list[dict[str, Any]]:
+    def to_json(self) -> dict[str, Any]:
         """The data ``course grade --json`` prints."""
-        return [r.to_dict() for r in self.results]
+        return to_json(self.results, self.cards)
 
     def __rich__(self) -> Any:
         from rich.console import Group
@@ -53,7 +55,7 @@ class Grading:
 
         if self.exit_code == INTERRUPTED:
             return Text("Interrupted. Results recorded so far are kept.", style="yellow")
-        return Group(*(LessonReport(r, self.rerun) for r in self.results))
+        return Group(*(LessonReport(r, c, self.rerun) for r, c in zip(self.results, self.cards)))
 
     def _render(self, html: bool) -> str:
         from rich.console import Console
@@ -86,15 +88,17 @@ def grade(target: str | int | None = None, *, as_json: bool = False, **options: 
     from course.commands.grade import grade as run
 
     target = None if target is None else str(target)
-    collected: list[LessonResult] = []
+    collected: list[tuple[list[LessonResult], list[Scorecard]]] = []
     line = _notebook_line()
     code = run(
-        make_app(None, None), target, progress_line=line, deliver=collected.extend, **options
-    )
+        make_app(None, None), target, progress_line=line,
+        deliver=lambda results, cards: collected.append((results, cards)), **options,
+    )  # fmt: skip
     if line is not None:
         line("graded")
+    results, cards = collected[0] if collected else ([], [])
     grading = Grading(
-        collected, code, as_command(target, **options),
+        results, cards, code, as_command(target, **options),
         partial(rerun_command, solutions=bool(options.get("solutions")), path=options.get("path")),
     )  # fmt: skip
     return grading.to_json() if as_json else grading

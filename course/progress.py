@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.results import ExerciseResult, ExerciseScore, Status
+
 SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -145,14 +147,14 @@ class Progress:
             )  # fmt: skip
             return int(cur.lastrowid)
 
-    def record(self, attempt: int, result) -> None:
-        """Record one ExerciseResult (and its checks) in one transaction."""
+    def record(self, attempt: int, result: ExerciseResult, scored: ExerciseScore) -> None:
+        """Record one ExerciseResult (and its checks), scored by the registry, in one transaction."""
         with self._tx() as db:
             cur = db.execute(
                 "INSERT INTO results (attempt_id, recorded, lesson, exercise, status, score, possible, duration, example)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (attempt, time.time(), result.lesson, result.exercise, str(result.status),
-                 result.score, result.points, result.duration, result.example),
+                 scored.score, scored.points, result.duration, result.example),
             )  # fmt: skip
             db.executemany(
                 "INSERT INTO checks VALUES (?, ?, ?, ?, ?)",
@@ -177,10 +179,6 @@ class Progress:
             db.execute("INSERT OR REPLACE INTO hints VALUES (?, ?)", (lesson, shown + 1))
         return shown % available if available else 0
 
-    def hints_shown(self, lesson: int) -> int:
-        row = self.db.execute("SELECT shown FROM hints WHERE lesson = ?", (lesson,)).fetchone()
-        return row[0] if row else 0
-
     # ----------------------------------------------------------- reads
 
     def states(self) -> dict[tuple[int, str], ExerciseState]:
@@ -190,13 +188,14 @@ class Progress:
             SELECT r.lesson, r.exercise, r.status, r.recorded,
                    (SELECT COUNT(*) FROM results r2 JOIN attempts a2 ON a2.id = r2.attempt_id
                      WHERE a2.counted AND r2.lesson = r.lesson AND r2.exercise = r.exercise),
-                   (SELECT MAX(r3.status = 'passed') FROM results r3 JOIN attempts a3 ON a3.id = r3.attempt_id
+                   (SELECT MAX(r3.status = :passed) FROM results r3 JOIN attempts a3 ON a3.id = r3.attempt_id
                      WHERE a3.counted AND r3.lesson = r.lesson AND r3.exercise = r.exercise)
             FROM results r JOIN attempts a ON a.id = r.attempt_id
             WHERE a.counted AND r.id = (
                 SELECT MAX(r4.id) FROM results r4 JOIN attempts a4 ON a4.id = r4.attempt_id
                 WHERE a4.counted AND r4.lesson = r.lesson AND r4.exercise = r.exercise)
-            """
+            """,
+            {"passed": str(Status.PASSED)},
         ).fetchall()
         return {
             (lesson, ex): ExerciseState(status, bool(ever), int(n), recorded)

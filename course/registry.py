@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from grader.results import ExerciseScore, LessonResult, Scorecard, Status
 
 REGISTRY = Path(__file__).with_name("course.toml")
 
@@ -20,6 +23,11 @@ class Exercise:
     """One line: what the function must do."""
     bonus: bool = False
     """Extra credit: its points come on top, and the lesson passes without it."""
+
+    def scored(self, status: str | None) -> ExerciseScore:
+        """The pass rule: an exercise passes when its (latest) status is "passed"."""
+        passed = status == Status.PASSED
+        return ExerciseScore(self.points, self.bonus, passed, self.points if passed else 0)
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,31 @@ class Lesson:
             if ex.name == name:
                 return ex
         raise KeyError(name)
+
+    def scorecard(
+        self, statuses: Mapping[str, str | None], graded: Iterable[str] | None = None
+    ) -> Scorecard:
+        """The one place a lesson is scored: each exercise by :meth:`Exercise.scored`;
+        the lesson passes when every required exercise does, bonus points on top.
+
+        ``graded`` limits the card to the exercises one run graded (all by
+        default); an exercise without a status has not passed.
+        """
+        names = set(graded) if graded is not None else {e.name for e in self.exercises}
+        scores = {e.name: e.scored(statuses.get(e.name)) for e in self.exercises if e.name in names}
+        required = [s for s in scores.values() if not s.bonus]
+        return Scorecard(
+            lesson=self.number, title=self.title, exercises=scores,
+            score=sum(s.score for s in required),
+            bonus_score=sum(s.score for s in scores.values() if s.bonus),
+            possible=sum(s.points for s in required),
+            passed=bool(required) and all(s.passed for s in required),
+        )  # fmt: skip
+
+    def score_result(self, result: LessonResult) -> Scorecard:
+        """The card of one grading run: the exercises it graded, by their status."""
+        statuses = {e.exercise: e.status for e in result.exercises}
+        return self.scorecard(statuses, graded=statuses)
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from grader.evidence import Evidence, Note
 from grader.loader import LoadError, format_student_error, load_module
-from grader.programs import StudentReturnError
+from grader.programs import GraderFault, StudentReturnError
+from grader.protocol import Event, ExampleStarted, ExerciseGraded, unfinished
 from grader.results import CheckResult, ExerciseResult, LessonResult, Status
 from grader.spec import Context, ExerciseSpec, LessonSpec, draw_examples, format_example
 
 MESH_SIZES = (1, 2, 3, 4, 6, 8)
-Event = Callable[[dict[str, Any]], None]
+Listener = Callable[[Event], None]
 
 
 class ExampleTimeout(Exception):
@@ -69,15 +71,12 @@ def grade_lesson(
     module: str,
     directory: Path,
     *,
-    points: dict[str, int] | None = None,
     only: list[str] | None = None,
-    bonus: list[str] | None = None,
     seed: int = 0,
     example: dict | None = None,
     max_examples: int | None = None,
     timeout: float | None = None,
-    title: str = "",
-    on_event: Event | None = None,
+    on_event: Listener | None = None,
 ) -> LessonResult:
     """Grade the exercises of one lesson found in ``directory``."""
     from grader import devices
@@ -86,16 +85,17 @@ def grade_lesson(
     start = time.perf_counter()
     spec = load_spec(module)
     names = only or [e.name for e in spec.exercises]
-    result = LessonResult(lesson, title, str(directory), devices=devices.describe(), seed=seed)
-    points = points or {}
+    result = LessonResult(lesson, str(directory), devices=devices.describe(), seed=seed)
+
+    def record(er: ExerciseResult) -> None:
+        result.exercises.append(er)
+        emit(ExerciseGraded(lesson, er))
+
     try:
         mod = load_module(directory, module)
     except LoadError as exc:
         for name in names:
-            er = ExerciseResult(lesson, name, Status.ERROR, points.get(name, 1), error=str(exc),
-                                bonus=name in (bonus or ()))  # fmt: skip
-            result.exercises.append(er)
-            emit({"type": "exercise", "result": er.to_dict()})
+            record(unfinished(lesson, name, Status.ERROR, str(exc)))
         result.duration = time.perf_counter() - start
         return result
     ctx = context()
@@ -103,18 +103,13 @@ def grade_lesson(
         fn = getattr(mod, name, None)
         ex_spec = spec.exercise(name)
         if not callable(fn):
-            er = ExerciseResult(
-                lesson, name, Status.ERROR, points.get(name, 1),
-                error=f"{module}.py defines no function {name}() — was it renamed or deleted?",
-            )  # fmt: skip
-        else:
-            er = grade_exercise(
-                lesson, ex_spec, fn, ctx, directory=Path(directory), points=points.get(name, 1),
-                seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
-            )  # fmt: skip
-        er.bonus = name in (bonus or ())
-        result.exercises.append(er)
-        emit({"type": "exercise", "result": er.to_dict()})
+            record(unfinished(lesson, name, Status.ERROR,
+                              f"{module}.py defines no function {name}() — was it renamed or deleted?"))  # fmt: skip
+            continue
+        record(grade_exercise(
+            lesson, ex_spec, fn, ctx, directory=Path(directory),
+            seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
+        ))  # fmt: skip
     result.duration = time.perf_counter() - start
     return result
 
@@ -126,23 +121,24 @@ def grade_exercise(
     ctx: Context,
     *,
     directory: Path,
-    points: int = 1,
     seed: int = 0,
     example: dict | None = None,
     max_examples: int | None = None,
     timeout: float | None = None,
-    emit: Event = lambda e: None,
+    emit: Listener = lambda e: None,
 ) -> ExerciseResult:
     start = time.perf_counter()
     if example is not None:
         examples = [example]
     else:
         n = spec.max_examples if max_examples is None else max_examples
-        examples = spec.explicit(ctx) + (draw_examples(spec.strategy(ctx), n, seed) if n else [])
+        explicit = spec.explicit(ctx)
+        drawn = draw_examples(spec.strategy(ctx), n, seed, exclude=explicit) if n else []
+        examples = explicit + drawn
     trials: list[Any] = []
     """Trials of the examples passed so far."""
     totals: dict[str, float] = {}
-    result = ExerciseResult(lesson, spec.name, Status.PASSED, points)
+    result = ExerciseResult(lesson, spec.name, Status.PASSED)
 
     def finish(status: Status, **fields: Any) -> ExerciseResult:
         result.status = status
@@ -154,7 +150,7 @@ def grade_exercise(
 
     for index, ex in enumerate(examples):
         shown = format_example(ex)
-        emit({"type": "example", "exercise": spec.name, "index": index, "example": shown})
+        emit(ExampleStarted(lesson, spec.name, index, shown))
         try:
             with time_limit(timeout):
                 trial = spec.run(fn, ex)
@@ -166,6 +162,11 @@ def grade_exercise(
             )
             check = CheckResult("returns", False, str(exc), example=shown, hint=hint)
             return finish(Status.FAILED, checks=[check], example=shown, hint=hint)
+        except GraderFault as exc:
+            return finish(
+                Status.ERROR, example=shown,
+                error=f"internal grader error: {exc} — not your code's fault; please report it",
+            )  # fmt: skip
         except ExampleTimeout as exc:
             return finish(
                 Status.TIMEOUT, example=shown,
@@ -209,14 +210,14 @@ def _examples(trials: list[Any]) -> list[dict]:
     return [t.example for t in trials]
 
 
-def _explain(spec: ExerciseSpec, trials: list[Any]) -> dict[str, Any]:
+def _explain(spec: ExerciseSpec, trials: list[Any]) -> list[Evidence]:
     """The spec's report material; a failure here must never change a verdict."""
     if spec.explain is None or not trials:
-        return {}
+        return []
     try:
         return spec.explain(trials)
-    except Exception as exc:  # noqa: BLE001 - report material only
-        return {"error": f"could not prepare the explanation: {exc!r}"}
+    except Exception as exc:  # report material only
+        return [Note(f"could not prepare the explanation: {exc!r}")]
 
 
 def _generic_error_hint(exc: Exception) -> str | None:

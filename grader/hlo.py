@@ -211,10 +211,6 @@ class Collective:
             return not self.pairs or any(a != b for a, b in self.pairs)
         return self.group_size > 1
 
-    @property
-    def total_bytes(self) -> int | None:
-        return self.total()
-
     def total(self, itemsize: int | None = None) -> int | None:
         """Bytes sent over all executions; at ``itemsize`` bytes per element if given.
 

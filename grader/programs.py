@@ -11,6 +11,11 @@ from grader import hlo
 from grader.spec import Example, Trial
 
 
+class GraderFault(Exception):
+    """The grader's own code failed while running an example: reported as a
+    grader bug, never as the student's error."""
+
+
 class StudentReturnError(Exception):
     """The student's function returned something of the wrong kind; the message says what."""
 

@@ -1,22 +1,29 @@
 """Rich renderables for grading results (the only grader module that imports rich).
 
-``LessonReport(result)`` renders a summary table and, for every exercise
-that did not pass, a panel with the failing example, the command that
-re-runs it, each check's verdict and evidence, and a hint.
+``LessonReport(result, card)`` renders a summary table and, for every
+exercise that did not pass, a panel with the failing example, the command
+that re-runs it, each check's verdict and evidence, and a hint.
+
+Evidence is drawn by its type, never by the name of the check that produced
+it: ``RENDERERS`` maps each :mod:`grader.evidence` type to how it is drawn.
+A new kind of picture adds its dataclass there and one entry here.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from rich import box
-from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from grader.results import CheckResult, ExerciseResult, LessonResult, Status
+from grader import evidence as ev
+from grader.results import CheckResult, ExerciseResult, LessonResult, Scorecard, Status
 
 STYLE = {
     Status.PASSED: ("✔ passed", "green"),
@@ -36,17 +43,27 @@ def _bytes(n: int | None) -> str:
     return "unknown" if n is None else f"{n:,} B"
 
 
-class LessonReport:
-    """Everything a student needs after ``course grade N``."""
+# ------------------------------------------------------------ the lesson
 
-    def __init__(self, result: LessonResult, rerun: Callable[[ExerciseResult], str] | None = None):
+
+class LessonReport:
+    """Everything a student needs after ``course grade N``: ``card`` is the
+    registry's scoring of ``result`` (points, bonus, title, verdict)."""
+
+    def __init__(
+        self,
+        result: LessonResult,
+        card: Scorecard,
+        rerun: Callable[[ExerciseResult], str] | None = None,
+    ):
         self.result = result
+        self.card = card
         self.rerun = rerun
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        r = self.result
+        r, card = self.result, self.card
         title = Text.assemble(
-            (f"Lesson {r.lesson}", "bold"), (f" · {r.title}" if r.title else "", "bold"),
+            (f"Lesson {r.lesson}", "bold"), (f" · {card.title}" if card.title else "", "bold"),
         )  # fmt: skip
         table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", expand=False)
         table.add_column("exercise", no_wrap=True)
@@ -55,29 +72,28 @@ class LessonReport:
         table.add_column("examples", justify="right")
         table.add_column("time", justify="right")
         for e in r.exercises:
-            table.add_row(e.exercise + (" (bonus)" if e.bonus else ""), status_text(e.status),
-                          f"{e.score}/{e.points}",
+            s = card.exercises[e.exercise]
+            table.add_row(e.exercise + (" (bonus)" if s.bonus else ""), status_text(e.status),
+                          f"{s.score}/{s.points}",
                           str(e.examples_run), f"{e.duration:.1f} s")  # fmt: skip
         yield table
         yield Text(
             f"graded {r.source} on {r.devices or 'the devices'} · seed {r.seed}", style="dim"
         )
-        compared = [e for e in r.exercises if "comparison" in e.explanation]
-        if compared:
-            yield ComparisonTable(compared)
+        yield from lesson_wide(r.exercises)
         for e in r.exercises:
-            if e.passed and "timeline" in e.explanation:
-                yield Timeline(e.exercise, e.explanation["timeline"])
+            if e.passed:
+                yield from draw_all(e.explanation, e)
         fresh = [e for e in r.exercises if e.status == Status.NOT_STARTED]
         if fresh:
             yield NotStartedPanel(fresh)
         for e in r.exercises:
             if not e.passed and e.status != Status.NOT_STARTED:
                 yield ExercisePanel(e, self.rerun(e) if self.rerun else None)
-        verdict = "all passed" if r.passed else "not yet"
-        style = "bold green" if r.passed else "bold"
-        extra = f" + {r.bonus_score} bonus" if r.bonus_score else ""
-        yield Text(f"Score {r.score}/{r.possible}{extra} — {verdict}", style=style)
+        verdict = "all passed" if card.passed else "not yet"
+        style = "bold green" if card.passed else "bold"
+        extra = f" + {card.bonus_score} bonus" if card.bonus_score else ""
+        yield Text(f"Score {card.score}/{card.possible}{extra} — {verdict}", style=style)
 
 
 class NotStartedPanel:
@@ -117,11 +133,8 @@ class ExercisePanel:
             parts.append(facts)
         if e.checks:
             parts.append(CheckTable(e.checks))
-            comms_shown = False
-            for c in e.checks:
-                if not c.passed:
-                    parts.extend(Evidence(c, comms_table=not comms_shown).renderables())
-                    comms_shown = comms_shown or "table" in c.details
+            failed = [item for c in e.checks if not c.passed for item in c.evidence]
+            parts.extend(draw_all(failed, e))
         if e.error:
             parts.append(
                 Panel(
@@ -132,8 +145,7 @@ class ExercisePanel:
                     box=box.ROUNDED,
                 )
             )
-        if "timeline" in e.explanation:
-            parts.append(Timeline(e.exercise, e.explanation["timeline"]))
+        parts.extend(draw_all(e.explanation, e))
         if e.hint:
             parts.append(Text.assemble(("hint  ", "bold yellow"), e.hint))
         label, style = STYLE.get(e.status, (str(e.status), "white"))
@@ -161,65 +173,192 @@ class CheckTable:
         yield table
 
 
-class Evidence:
-    """The details of one failed check, drawn."""
-
-    def __init__(self, check: CheckResult, comms_table: bool = True):
-        self.check = check
-        self.comms_table = comms_table
-
-    def renderables(self) -> list:
-        d = self.check.details
-        out: list = []
-        if "devices" in d and d.get("mesh_shape"):
-            out.append(DeviceMap(d["devices"], d["mesh_shape"], d.get("axis_names") or []))
-            stats = Table.grid(padding=(0, 2))
-            stats.add_row("max abs error", f"{d['max_abs_err']:.4g}", "max rel error", f"{d['max_rel_err']:.4g}",
-                          "tolerance", f"atol {d['atol']:.2g}, rtol {d['rtol']:.2g}")  # fmt: skip
-            out.append(stats)
-            first = d.get("first_mismatch") or {}
-            if "expected_shard" in first:
-                where = "device " + ",".join(map(str, first["coord"]))
-                t = Table(box=box.SIMPLE, title=f"{where}: its whole shard", title_justify="left")
-                t.add_column("expected")
-                t.add_column("yours")
-                t.add_row(
-                    _grid(first["expected_shard"]), Text(_grid(first["actual_shard"]), style="red")
-                )
-                out.append(t)
-        if self.check.name == "sharding" and "expected" in d:
-            t = Table(box=box.SIMPLE, title="sharding", title_justify="left")
-            t.add_column("expected")
-            t.add_column("actual")
-            t.add_row(str(d["expected"]), Text(str(d["actual"]), style="red"))
-            out.append(t)
-        if "table" in d or (self.check.name == "collectives" and "actual" in d):
-            out.append(CommsTable(self.check, show_table=self.comms_table))
-        if "memory" in d and d.get("memory"):
-            m = d["memory"]
-            t = Table(box=box.SIMPLE, title="memory per device", title_justify="left")
-            for col in ("arguments", "outputs", "temporaries", "bound on temporaries"):
-                t.add_column(col, justify="right")
-            t.add_row(_bytes(m.get("argument")), _bytes(m.get("output")),
-                      Text(_bytes(m.get("temp")), style="red"), _bytes(d.get("bound")))  # fmt: skip
-            out.append(t)
-        if "rows" in d:  # a table of what differs, e.g. per device: expected, yours
-            t = Table(box=box.SIMPLE)
-            for i, col in enumerate(d.get("columns") or []):
-                t.add_column(col, style="red" if i == len(d["columns"]) - 1 else None)
-            for row in d["rows"]:
-                t.add_row(*map(str, row))
-            out.append(t)
-        return out
+# ------------------------------------------------------------ evidence, by type
 
 
-class DeviceMap:
+@dataclass(frozen=True)
+class Renderer:
+    """How one evidence type is drawn: ``each`` item in its exercise's panel (or
+    under the summary when the exercise passed), or all items of the lesson
+    ``together`` as one picture under the summary."""
+
+    each: Callable[[Any, ExerciseResult | None], list[RenderableType]] | None = None
+    together: Callable[[list[tuple[ExerciseResult, Any]]], list[RenderableType]] | None = None
+    once: bool = False
+    """Several checks hand over the same measurement: draw only the first per exercise."""
+
+
+def draw(item: ev.Evidence, exercise: ExerciseResult | None = None) -> list[RenderableType]:
+    """One evidence item, drawn by the renderer of its type (``exercise`` names it)."""
+    each = RENDERERS[type(item)].each
+    if each is None:
+        raise TypeError(f"{type(item).__name__} is drawn for the whole lesson: see lesson_wide")
+    return each(item, exercise)
+
+
+def draw_all(items: list[ev.Evidence], exercise: ExerciseResult) -> list[RenderableType]:
+    """The items drawn one by one, in order; lesson-wide ones are left to :func:`lesson_wide`."""
+    out: list[RenderableType] = []
+    drawn: set[type] = set()
+    for item in items:
+        renderer = RENDERERS[type(item)]
+        if renderer.each is None or (renderer.once and type(item) in drawn):
+            continue
+        drawn.add(type(item))
+        out.extend(renderer.each(item, exercise))
+    return out
+
+
+def lesson_wide(exercises: list[ExerciseResult]) -> list[RenderableType]:
+    """Pictures drawn once per lesson from every exercise's explanation."""
+    out: list[RenderableType] = []
+    for kind, renderer in RENDERERS.items():
+        items = [(e, x) for e in exercises for x in e.explanation if type(x) is kind]
+        if renderer.together and items:
+            out.extend(renderer.together(items))
+    return out
+
+
+def _device_map(d: ev.DeviceMap, exercise: ExerciseResult | None) -> list[RenderableType]:
+    stats = Table.grid(padding=(0, 2))
+    stats.add_row("max abs error", f"{d.max_abs_err:.4g}", "max rel error", f"{d.max_rel_err:.4g}",
+                  "tolerance", f"atol {d.atol:.2g}, rtol {d.rtol:.2g}")  # fmt: skip
+    out: list[RenderableType] = [DeviceGrid(d), stats]
+    first = d.first_mismatch
+    if first is not None and first.expected_shard is not None:
+        where = "device " + ",".join(map(str, first.coord))
+        t = Table(box=box.SIMPLE, title=f"{where}: its whole shard", title_justify="left")
+        t.add_column("expected")
+        t.add_column("yours")
+        t.add_row(_grid(first.expected_shard), Text(_grid(first.actual_shard), style="red"))
+        out.append(t)
+    return out
+
+
+def _sharding(d: ev.Sharding, exercise: ExerciseResult | None) -> list[RenderableType]:
+    t = Table(box=box.SIMPLE, title="sharding", title_justify="left")
+    t.add_column("expected")
+    t.add_column("actual")
+    t.add_row(d.expected, Text(d.actual, style="red"))
+    return [t]
+
+
+def _communication(d: ev.Communication, exercise: ExerciseResult | None) -> list[RenderableType]:
+    t = Table(box=box.SIMPLE, title="communication measured in the compiled program (per device)",
+              title_justify="left")  # fmt: skip
+    t.add_column("collective")
+    t.add_column("ops in HLO", justify="right")
+    t.add_column("executions", justify="right")
+    t.add_column("bytes sent", justify="right")
+    for row in d.rows:
+        style = "red" if d.allowed is not None and row.kind not in d.allowed else ""
+        count = "unknown" if row.count is None else str(row.count)
+        t.add_row(Text(row.kind, style=style), str(row.ops), count, _bytes(row.bytes))
+    if not d.rows:
+        t.add_row("(none)", "", "", "")
+    out: list[RenderableType] = [t]
+    if d.allowed is not None:
+        out.append(Text("allowed: " + (", ".join(d.allowed) or "none"), style="dim"))
+    return out
+
+
+def _count(d: ev.CountExpectation, exercise: ExerciseResult | None) -> list[RenderableType]:
+    return [Text(f"expected {d.expected} × {d.kind}, measured {d.actual}", style="dim")]
+
+
+def _bytes_sent(d: ev.BytesExpectation, exercise: ExerciseResult | None) -> list[RenderableType]:
+    text = f"expected {_bytes(d.expected)} per device, measured {_bytes(d.actual)}"
+    if d.itemsize == 2:
+        text += " (bfloat16 counted at 2 bytes per element; XLA:CPU widens it to f32 in transit)"
+    return [Text(text, style="dim")]
+
+
+def _memory(d: ev.Memory, exercise: ExerciseResult | None) -> list[RenderableType]:
+    t = Table(box=box.SIMPLE, title="memory per device", title_justify="left")
+    for col in ("arguments", "outputs", "temporaries", "bound on temporaries"):
+        t.add_column(col, justify="right")
+    t.add_row(_bytes(d.argument), _bytes(d.output), Text(_bytes(d.temp), style="red"),
+              _bytes(d.bound))  # fmt: skip
+    return [t]
+
+
+def _table(d: ev.Table, exercise: ExerciseResult | None) -> list[RenderableType]:
+    t = Table(box=box.SIMPLE)
+    for i, col in enumerate(d.columns):
+        t.add_column(col, style="red" if i == len(d.columns) - 1 else None)
+    for row in d.rows:
+        t.add_row(*map(str, row))
+    return [t]
+
+
+def _note(d: ev.Note, exercise: ExerciseResult | None) -> list[RenderableType]:
+    return [Text(d.text, style="dim")]
+
+
+def _timeline(d: ev.Timeline, exercise: ExerciseResult | None) -> list[RenderableType]:
+    """Ring steps: per step and device, the block held and where it goes next."""
+    name = exercise.exercise if exercise else ""
+    t = Table(
+        box=box.SIMPLE_HEAD,
+        title=f"{name}: step timeline of your program, {d.example}",
+        title_justify="left",
+    )
+    t.add_column("step", justify="right")
+    for i in range(d.n):
+        t.add_column(f"device {i}")
+    for row in d.rows:
+        t.add_row(*map(str, row))
+    return [t, Text(d.note, style="dim")] if d.note else [t]
+
+
+def _comparison(items: list[tuple[ExerciseResult, ev.XlaComparison]]) -> list[RenderableType]:
+    """Bytes per device: the student's program, the optimum, and XLA's own partitioner."""
+    t = Table(
+        box=box.SIMPLE_HEAD,
+        title="bytes sent per device: yours, the best possible, and XLA's own partitioner",
+        pad_edge=False,
+        caption="XLA: jax.jit of the unsharded a @ b with the same in/out shardings · "
+        "AG all-gather, AR all-reduce, RS reduce-scatter",
+        title_justify="left",
+    )
+    for col, just in (("exercise", "left"), ("mesh: I×J×K", "left"), ("yours", "right"),
+                      ("best", "right"), ("XLA", "right"), ("", "left")):  # fmt: skip
+        t.add_column(col, justify=just, no_wrap=True)
+    for e, c in items:
+        style = "green" if c.yours == c.optimum else "red"
+        t.add_row(
+            e.exercise,
+            f"{c.mesh}: {c.shapes}",
+            Text(_kb(c.yours, c.yours_kinds), style=style),
+            _kb(c.optimum, None),
+            _kb(c.xla, c.xla_kinds),
+            _versus(c.yours, c.xla) if e.passed else Text("fails", style="red"),
+        )
+    return [t]
+
+
+RENDERERS: dict[type, Renderer] = {
+    ev.DeviceMap: Renderer(_device_map),
+    ev.Sharding: Renderer(_sharding),
+    ev.Communication: Renderer(_communication, once=True),
+    ev.CountExpectation: Renderer(_count),
+    ev.BytesExpectation: Renderer(_bytes_sent),
+    ev.Memory: Renderer(_memory),
+    ev.Table: Renderer(_table),
+    ev.Note: Renderer(_note),
+    ev.Timeline: Renderer(_timeline),
+    ev.XlaComparison: Renderer(together=_comparison),
+}
+"""Evidence type → how it is drawn: the one place a new picture is registered."""
+
+
+class DeviceGrid:
     """The mesh drawn as a grid: ✔ for a device whose shard is right, ✘ for one that is wrong."""
 
-    def __init__(self, devices: list[dict], mesh_shape: list[int], axis_names: list[str]):
-        self.devices = {tuple(d["coord"]): d["ok"] for d in devices}
-        self.shape = mesh_shape
-        self.names = axis_names
+    def __init__(self, device_map: ev.DeviceMap):
+        self.devices = {tuple(d.coord): d.ok for d in device_map.devices}
+        self.shape = device_map.mesh_shape
+        self.names = device_map.axis_names
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         rows_axis = self.shape[0] if len(self.shape) > 1 else 1
@@ -259,87 +398,6 @@ def _grid(values) -> str:
     return "\n".join(" ".join(f"{v:>5g}" for v in row) for row in rows)
 
 
-class CommsTable:
-    """Collectives measured from the compiled program, against the expectation."""
-
-    def __init__(self, check: CheckResult, show_table: bool = True):
-        self.check = check
-        self.show_table = show_table
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        d = self.check.details
-        if self.show_table:
-            yield from self._table(d)
-        yield from self._expectation(d)
-
-    def _table(self, d: dict) -> RenderResult:
-        rows = d.get("table") or d.get("actual") or []
-        t = Table(box=box.SIMPLE, title="communication measured in the compiled program (per device)",
-                  title_justify="left")  # fmt: skip
-        t.add_column("collective")
-        t.add_column("ops in HLO", justify="right")
-        t.add_column("executions", justify="right")
-        t.add_column("bytes sent", justify="right")
-        allowed = set(d.get("allowed", []))
-        for row in rows:
-            style = "red" if allowed and row["kind"] not in allowed else ""
-            count = "unknown" if row["count"] is None else str(row["count"])
-            t.add_row(Text(row["kind"], style=style), str(row["ops"]), count, _bytes(row["bytes"]))
-        if not rows:
-            t.add_row("(none)", "", "", "")
-        yield t
-
-    def _expectation(self, d: dict) -> RenderResult:
-        expect = []
-        if self.check.name == "steps":
-            expect.append(f"expected {d['expected']} × {d['kind']}, measured {d['actual']}")
-        elif self.check.name == "bytes":
-            expect.append(
-                f"expected {_bytes(d['expected'])} per device, measured {_bytes(d['actual'])}"
-            )
-            if d.get("itemsize") == 2:
-                expect.append(
-                    "(bfloat16 counted at 2 bytes per element; XLA:CPU widens it to f32 in transit)"
-                )
-        elif self.check.name == "collectives":
-            expect.append("allowed: " + (", ".join(d.get("allowed", [])) or "none"))
-        if expect:
-            yield Text(" ".join(expect), style="dim")
-
-
-class ComparisonTable:
-    """Bytes per device: the student's program, the optimum, and XLA's own partitioner."""
-
-    def __init__(self, results: list[ExerciseResult]):
-        self.results = results
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        t = Table(
-            box=box.SIMPLE_HEAD,
-            title="bytes sent per device: yours, the best possible, and XLA's own partitioner",
-            pad_edge=False,
-            caption="XLA: jax.jit of the unsharded a @ b with the same in/out shardings · "
-            "AG all-gather, AR all-reduce, RS reduce-scatter",
-            title_justify="left",
-        )
-        for col, just in (("exercise", "left"), ("mesh: I×J×K", "left"), ("yours", "right"),
-                          ("best", "right"), ("XLA", "right"), ("", "left")):  # fmt: skip
-            t.add_column(col, justify=just, no_wrap=True)
-        for e in self.results:
-            c = e.explanation["comparison"]
-            yours, best, xla = c.get("yours"), c.get("optimum"), c.get("xla")
-            style = "green" if yours == best else "red"
-            t.add_row(
-                e.exercise,
-                f"{c.get('mesh', '')}: {c.get('shapes', '')}",
-                Text(_kb(yours, c.get("yours_kinds")), style=style),
-                _kb(best, None),
-                _kb(xla, c.get("xla_kinds")),
-                _versus(yours, xla) if e.passed else Text("fails", style="red"),
-            )
-        yield t
-
-
 SHORT = {"all-gather": "AG", "all-reduce": "AR", "reduce-scatter": "RS",
          "all-to-all": "A2A", "collective-permute": "CP"}  # fmt: skip
 
@@ -358,31 +416,3 @@ def _versus(yours: int | None, xla: int | None) -> Text:
     if yours < xla:
         return Text(f"{xla / yours:.2g}× less" if yours else "none", style="bold green")
     return Text(f"{yours / xla:.2g}× more" if xla else "XLA sends none", style="red")
-
-
-class Timeline:
-    """Ring steps of a collective matmul: per step and device, the block held
-    (multiplied) and where it goes next.
-
-    ``data``: ``{"n", "example", "rows": [[step, cell per device…]], "note"}``.
-    """
-
-    def __init__(self, exercise: str, data: dict):
-        self.exercise = exercise
-        self.data = data
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        d = self.data
-        t = Table(
-            box=box.SIMPLE_HEAD,
-            title=f"{self.exercise}: step timeline of your program, {d.get('example', '')}",
-            title_justify="left",
-        )
-        t.add_column("step", justify="right")
-        for i in range(d["n"]):
-            t.add_column(f"device {i}")
-        for row in d["rows"]:
-            t.add_row(*map(str, row))
-        yield t
-        if d.get("note"):
-            yield Text(d["note"], style="dim")

@@ -1,7 +1,10 @@
 """Results of grading: plain dataclasses that travel as JSON.
 
 The grading worker sends them to the ``course`` process with ``to_dict``;
-``from_dict`` rebuilds them there. Nothing here imports jax or rich.
+``from_dict`` rebuilds them there. A result holds statuses and evidence
+only: points, bonus and titles belong to the course registry, which scores a
+result into a :class:`Scorecard` (``course.registry.Lesson.scorecard``).
+Nothing here imports jax or rich.
 """
 
 from __future__ import annotations
@@ -9,6 +12,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from grader import evidence as ev
+from grader.evidence import Evidence
+
+JSON_VERSION = 1
+"""Version of the ``course grade --json`` document (``docs/grade-json.md``)."""
 
 
 class Status(StrEnum):
@@ -31,17 +40,21 @@ class CheckResult:
     """One sentence a student can act on."""
     example: str | None = None
     """The failing example, in the ``key=value`` form ``--example`` accepts."""
-    details: dict[str, Any] = field(default_factory=dict)
-    """Evidence for the report: errors, device map, expected/actual collectives …"""
+    evidence: list[Evidence] = field(default_factory=list)
+    """What the check measured, for the report (see :mod:`grader.evidence`)."""
     hint: str | None = None
     """The likely mistake behind a failure, when the evidence names one."""
     duration: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["evidence"] = [ev.to_dict(e) for e in self.evidence]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CheckResult:
+        d = dict(d)
+        d["evidence"] = [ev.from_dict(e) for e in d.get("evidence", [])]
         return cls(**d)
 
 
@@ -52,7 +65,6 @@ class ExerciseResult:
     lesson: int
     exercise: str
     status: Status
-    points: int = 1
     checks: list[CheckResult] = field(default_factory=list)
     examples_run: int = 0
     example: str | None = None
@@ -62,23 +74,20 @@ class ExerciseResult:
     hint: str | None = None
     """The likeliest mistake, diagnosed from the evidence."""
     duration: float = 0.0
-    bonus: bool = False
-    """Extra credit: the lesson passes without it, and its points come on top."""
-    explanation: dict[str, Any] = field(default_factory=dict)
-    """Report material that is not a verdict: ``comparison`` (bytes against the
-    optimum and XLA's partitioner), ``timeline`` (ring steps), ``example``."""
+    explanation: list[Evidence] = field(default_factory=list)
+    """Report material that is not a verdict: the comparison with XLA, the step
+    timeline … (see :mod:`grader.evidence`)."""
 
     @property
     def passed(self) -> bool:
+        """The grader's verdict; what it is worth is the registry's to say."""
         return self.status == Status.PASSED
-
-    @property
-    def score(self) -> int:
-        return self.points if self.passed else 0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["status"] = str(self.status)
+        d["checks"] = [c.to_dict() for c in self.checks]
+        d["explanation"] = [ev.to_dict(e) for e in self.explanation]
         return d
 
     @classmethod
@@ -86,6 +95,7 @@ class ExerciseResult:
         d = dict(d)
         d["status"] = Status(d["status"])
         d["checks"] = [CheckResult.from_dict(c) for c in d.get("checks", [])]
+        d["explanation"] = [ev.from_dict(e) for e in d.get("explanation", [])]
         return cls(**d)
 
 
@@ -94,43 +104,66 @@ class LessonResult:
     """Every exercise of one lesson graded against one directory."""
 
     lesson: int
-    title: str
     source: str
     """The directory graded (the student's exercises, solutions/, or another)."""
     exercises: list[ExerciseResult] = field(default_factory=list)
     devices: str = ""
     seed: int = 0
     duration: float = 0.0
-    interrupted: bool = False
-
-    @property
-    def score(self) -> int:
-        """Points earned on the required exercises."""
-        return sum(e.score for e in self.exercises if not e.bonus)
-
-    @property
-    def bonus_score(self) -> int:
-        return sum(e.score for e in self.exercises if e.bonus)
-
-    @property
-    def possible(self) -> int:
-        """Points of the required exercises; bonus points come on top of these."""
-        return sum(e.points for e in self.exercises if not e.bonus)
-
-    @property
-    def passed(self) -> bool:
-        required = [e for e in self.exercises if not e.bonus]
-        return bool(required) and all(e.passed for e in required)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["exercises"] = [e.to_dict() for e in self.exercises]
-        d.update(score=self.score, bonus_score=self.bonus_score, possible=self.possible,
-                 passed=self.passed)  # fmt: skip
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> LessonResult:
-        d = {k: v for k, v in d.items() if k not in ("score", "bonus_score", "possible", "passed")}
+        d = dict(d)
         d["exercises"] = [ExerciseResult.from_dict(e) for e in d.get("exercises", [])]
         return cls(**d)
+
+
+# ------------------------------------------------------------ scores
+
+
+@dataclass(frozen=True)
+class ExerciseScore:
+    """What one exercise's status is worth, by the registry's rule."""
+
+    points: int
+    bonus: bool
+    """Extra credit: its points come on top, and the lesson passes without it."""
+    passed: bool
+    score: int
+
+
+@dataclass(frozen=True)
+class Scorecard:
+    """A lesson's statuses scored by the course registry
+    (``course.registry.Lesson.scorecard``); the grader never builds one."""
+
+    lesson: int
+    title: str
+    exercises: dict[str, ExerciseScore]
+    """The exercises scored, by name."""
+    score: int
+    """Points earned on the required exercises."""
+    bonus_score: int
+    possible: int
+    """Points of the required exercises; bonus points come on top of these."""
+    passed: bool
+    """Every required exercise scored has passed."""
+
+
+def to_json(results: list[LessonResult], cards: list[Scorecard]) -> dict[str, Any]:
+    """The ``course grade --json`` document: results with their scores (``docs/grade-json.md``)."""
+    lessons = []
+    for result, card in zip(results, cards, strict=True):
+        d = result.to_dict()
+        for e in d["exercises"]:
+            s = card.exercises[e["exercise"]]
+            e.update(points=s.points, bonus=s.bonus, score=s.score)
+        d.update(title=card.title, score=card.score, bonus_score=card.bonus_score,
+                 possible=card.possible, passed=card.passed)  # fmt: skip
+        lessons.append(d)
+    return {"version": JSON_VERSION, "lessons": lessons}

@@ -1,16 +1,17 @@
 """Grade in a worker process, with a time limit per example.
 
-The worker (``grader.worker``) interrupts Python-level hangs itself; a
-compiled loop that never ends is caught here: when no event arrives within
-the limit plus a grace period, the worker is killed, the exercise is marked
-as timed out, and a fresh worker grades the exercises that remain.
+The public entry point is :func:`grade`. It runs ``python -m grader.worker``
+(:mod:`grader.protocol` says what they exchange). The worker interrupts
+Python-level hangs itself; a compiled loop that never ends is caught here:
+when no event arrives within the limit plus a grace period, the worker is
+killed, the exercise is marked as timed out, and a fresh worker grades the
+exercises that remain.
 
 This module does not import jax.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import signal
@@ -18,202 +19,195 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import replace
 
+from grader.protocol import (
+    Event,
+    ExampleStarted,
+    ExerciseGraded,
+    LessonFinished,
+    LessonJob,
+    LessonStarted,
+    Request,
+    decode_event,
+    unfinished,
+)
+from grader.repo import CODE
 from grader.results import ExerciseResult, LessonResult, Status
 
 GRACE = 5.0
-"""Seconds past the per-example limit before the worker is killed."""
+"""Seconds past the per-example limit before a worker stuck in compiled code is killed."""
 STARTUP = 120.0
 """Seconds a worker may take to import jax and reach its first example."""
+STDERR_TAIL = 4000
+"""Bytes of the worker's stderr kept to explain a crash."""
+
+Listener = Callable[[Event], None]
 
 
-@dataclass
-class LessonRequest:
-    lesson: int
-    module: str
-    title: str
-    exercises: list[str]
-    points: dict[str, int] = field(default_factory=dict)
-    only: list[str] | None = None
-    bonus: list[str] = field(default_factory=list)
-    """Exercises that are extra credit."""
+def grade(
+    request: Request, on_event: Listener | None = None, *, grace: float = GRACE
+) -> list[LessonResult]:
+    """Grade every lesson of ``request`` in worker processes; one result per lesson.
 
-
-@dataclass
-class Request:
-    lessons: list[LessonRequest]
-    directory: str
-    seed: int = 0
-    example: str | None = None
-    max_examples: int | None = None
-    timeout: float = 60.0
-    devices: int | None = None
-    platform: str | None = None
-    grace: float = GRACE
-    """Seconds past ``timeout`` before a worker stuck in compiled code is killed."""
-    cache_dir: str | None = None
-    """Where the worker keeps compiled programs between runs (None: no cache)."""
-
-
-Listener = Callable[[dict], None]
-
-
-def grade(request: Request, on_event: Listener | None = None) -> list[LessonResult]:
-    """Grade every lesson of ``request``; results arrive through ``on_event`` too."""
+    Events (:data:`grader.protocol.Event`) reach ``on_event`` as they happen:
+    ``LessonStarted``, ``ExampleStarted``, ``ExerciseGraded`` (also for an
+    exercise that timed out or crashed its worker) and ``LessonFinished``.
+    Results come back in the request's order of lessons and exercises, with
+    statuses and evidence only: titles, points and bonus flags are the
+    caller's (the course registry scores results). A stuck worker is killed ``grace`` seconds after the
+    per-example limit. On KeyboardInterrupt the worker is stopped and the
+    interrupt re-raised. Safe to call from any process and thread that may
+    start subprocesses; it never imports jax.
+    """
     emit = on_event or (lambda e: None)
     results = {
-        lr.lesson: LessonResult(lr.lesson, lr.title, str(request.directory), seed=request.seed)
-        for lr in request.lessons
+        job.lesson: LessonResult(job.lesson, request.directory, seed=request.seed)
+        for job in request.lessons
     }
-    todo = {lr.lesson: list(lr.only or lr.exercises) for lr in request.lessons}
+    todo = {job.lesson: list(job.exercises) for job in request.lessons}
     started = time.perf_counter()
+
+    def handle(event: Event) -> None:
+        result = results[event.lesson]
+        if isinstance(event, LessonStarted):
+            result.devices = event.devices
+        elif isinstance(event, ExerciseGraded):
+            result.exercises.append(event.result)
+            if event.result.exercise in todo[event.lesson]:
+                todo[event.lesson].remove(event.result.exercise)
+        elif isinstance(event, LessonFinished):
+            result.duration += event.duration
+        emit(event)
+
     while any(todo.values()):
-        pending = [
-            {**asdict(lr), "only": todo[lr.lesson]} for lr in request.lessons if todo[lr.lesson]
-        ]
-        _run_worker(request, pending, results, todo, emit)
-    for result in results.values():
-        result.exercises.sort(key=lambda e: _order(request, e))
+        jobs = tuple(
+            replace(job, exercises=tuple(todo[job.lesson]))
+            for job in request.lessons
+            if todo[job.lesson]
+        )
+        WorkerSession(replace(request, lessons=jobs), grace).run(handle)
+    for job in request.lessons:
+        result = results[job.lesson]
+        result.exercises.sort(key=lambda e: _position(job, e))
         if not result.duration:
             result.duration = time.perf_counter() - started
-    return [results[lr.lesson] for lr in request.lessons]
+    return [results[job.lesson] for job in request.lessons]
 
 
-def _order(request: Request, er: ExerciseResult) -> int:
-    for lr in request.lessons:
-        if lr.lesson == er.lesson and er.exercise in lr.exercises:
-            return lr.exercises.index(er.exercise)
-    return 0
+def _position(job: LessonJob, er: ExerciseResult) -> int:
+    return job.exercises.index(er.exercise) if er.exercise in job.exercises else 0
 
 
-def _run_worker(
-    request: Request,
-    pending: list[dict],
-    results: dict[int, LessonResult],
-    todo: dict[int, list[str]],
-    emit: Listener,
-) -> None:
-    payload = {**asdict(request), "lessons": pending}
-    read_fd, write_fd = os.pipe()
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "grader.worker", json.dumps(payload), "--events-fd", str(write_fd)],
-        pass_fds=(write_fd,),
-        stdin=subprocess.DEVNULL,
-        stdout=sys.stderr,  # the student's prints show, but never mix with --json output
-        stderr=subprocess.PIPE,
-        env=env,
-        start_new_session=True,  # Ctrl-C reaches the parent, which stops the worker itself
-    )
-    os.close(write_fd)
-    current: tuple[int, str] | None = None
-    current_example: str | None = None
-    deadline = time.monotonic() + STARTUP
-    buffer = b""
-    sel = selectors.DefaultSelector()
-    sel.register(read_fd, selectors.EVENT_READ)
-    stderr_tail = b""
-    sel.register(proc.stderr, selectors.EVENT_READ)
-    try:
-        while True:
-            wait = deadline - time.monotonic()
-            if wait <= 0:
+class WorkerSession:
+    """One worker process grading ``request``: its deadline, the exercise and
+    example running now, the exercises it has yet to grade, and the tail of
+    its stderr.
+
+    :meth:`run` passes the worker's events on until it exits. When it exits
+    or is stopped with exercises left, the one running (else the next) gets
+    an unfinished result; the caller starts a fresh session for the rest.
+    """
+
+    def __init__(self, request: Request, grace: float = GRACE):
+        self.request = request
+        self.grace = grace
+        self.remaining = [(job.lesson, name) for job in request.lessons for name in job.exercises]
+        """(lesson, exercise) not graded yet, in order."""
+        self.current: tuple[int, str] | None = None
+        self.example: str | None = None
+        """The example running now, in ``--example`` form."""
+        self.deadline = time.monotonic() + STARTUP
+        self.stderr_tail = b""
+
+    def run(self, emit: Listener) -> None:
+        read_fd, write_fd = os.pipe()
+        proc = self._start(write_fd)
+        os.close(write_fd)
+        sel = selectors.DefaultSelector()
+        sel.register(read_fd, selectors.EVENT_READ)
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        try:
+            if not self._follow(sel, read_fd, proc, emit):
                 _stop(proc)
-                if current is None:  # stuck before any example: blame the first pending one
-                    current = (pending[0]["lesson"], pending[0]["only"][0])
-                _give_up(current, Status.TIMEOUT, current_example, request, results, todo, emit,
-                         f"no result after {request.timeout:g} s; the grader stopped it")  # fmt: skip
+                self._give_up(emit, Status.TIMEOUT, f"no result after {self.request.timeout:g} s; "
+                              "the grader stopped it")  # fmt: skip
                 return
-            events = sel.select(timeout=min(wait, 1.0))
-            closed = False
-            for key, _ in events:
+            code = proc.wait()
+            if self.remaining:  # the worker died mid-way
+                tail = self.stderr_tail.decode(errors="replace").strip().splitlines()[-8:]
+                self._give_up(emit, Status.ERROR, f"the grading process stopped (exit code "
+                              f"{code}) while running this exercise:\n" + "\n".join(tail))  # fmt: skip
+        finally:
+            sel.close()
+            os.close(read_fd)
+            proc.stderr.close()
+            _stop(proc)
+
+    def _start(self, events_fd: int) -> subprocess.Popen:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "grader.worker", "--events-fd", str(events_fd)],
+            pass_fds=(events_fd,),
+            stdin=subprocess.PIPE,
+            stdout=sys.stderr,  # the student's prints show, but never mix with --json output
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,  # Ctrl-C reaches the parent, which stops the worker itself
+        )
+        proc.stdin.write(self.request.encode().encode())
+        proc.stdin.close()  # the student's code reading stdin gets end-of-file
+        return proc
+
+    def _follow(self, sel: selectors.BaseSelector, read_fd: int, proc: subprocess.Popen,
+                emit: Listener) -> bool:  # fmt: skip
+        """Pass events on until the worker closes its end (True) or a deadline passes (False)."""
+        buffer = b""
+        while True:
+            wait = self.deadline - time.monotonic()
+            if wait <= 0:
+                return False
+            for key, _ in sel.select(timeout=min(wait, 1.0)):
                 if key.fileobj is proc.stderr:
-                    chunk = os.read(proc.stderr.fileno(), 65536)
-                    stderr_tail = (stderr_tail + chunk)[-4000:]
-                    if chunk and _verbose():
-                        sys.stderr.buffer.write(chunk)
-                    if not chunk:
-                        sel.unregister(proc.stderr)
+                    self._read_stderr(sel, proc)
                     continue
                 chunk = os.read(read_fd, 65536)
                 if not chunk:
-                    closed = True
-                    break
+                    return True
                 buffer += chunk
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
-                    event = json.loads(line)
-                    kind = event["type"]
-                    if kind == "lesson_start":
-                        results[event["lesson"]].devices = event["devices"]
-                    elif kind == "example":
-                        current = (event["lesson"], event["exercise"])
-                        current_example = event["example"]
-                        deadline = time.monotonic() + request.timeout + request.grace
-                    elif kind == "exercise":
-                        er = ExerciseResult.from_dict(event["result"])
-                        _record(er, results, todo)
-                        current, current_example = None, None
-                        deadline = time.monotonic() + STARTUP
-                    elif kind == "lesson_end":
-                        results[event["lesson"]].duration += event["duration"]
+                    event = decode_event(line)
+                    self._note(event)
                     emit(event)
-            if closed:
-                break
-        code = proc.wait()
-        if any(todo.get(p["lesson"]) for p in pending):  # the worker died mid-way
-            if current is None:
-                lesson = next(p["lesson"] for p in pending if todo.get(p["lesson"]))
-                current = (lesson, todo[lesson][0])
-            tail = stderr_tail.decode(errors="replace").strip().splitlines()[-8:]
-            _give_up(current, Status.ERROR, current_example, request, results, todo, emit,
-                     f"the grading process stopped (exit code {code}) while running this "
-                     "exercise:\n" + "\n".join(tail))  # fmt: skip
-    except BaseException:
-        _stop(proc)
-        raise
-    finally:
-        sel.close()
-        os.close(read_fd)
-        if proc.stderr:
-            proc.stderr.close()
-        if proc.poll() is None:
-            _stop(proc)
 
+    def _read_stderr(self, sel: selectors.BaseSelector, proc: subprocess.Popen) -> None:
+        chunk = os.read(proc.stderr.fileno(), 65536)
+        self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
+        if chunk and os.environ.get("COURSE_DEBUG") == "1":
+            sys.stderr.buffer.write(chunk)
+        if not chunk:
+            sel.unregister(proc.stderr)
 
-def _verbose() -> bool:
-    return os.environ.get("COURSE_DEBUG") == "1"
+    def _note(self, event: Event) -> None:
+        """Move the deadline and the bookkeeping on with the worker's progress."""
+        if isinstance(event, ExampleStarted):
+            self.current, self.example = (event.lesson, event.exercise), event.example
+            self.deadline = time.monotonic() + self.request.timeout + self.grace
+        elif isinstance(event, ExerciseGraded):
+            done = (event.lesson, event.result.exercise)
+            if done in self.remaining:
+                self.remaining.remove(done)
+            self.current, self.example = None, None
+            self.deadline = time.monotonic() + STARTUP
 
-
-def _record(
-    er: ExerciseResult, results: dict[int, LessonResult], todo: dict[int, list[str]]
-) -> None:
-    results[er.lesson].exercises.append(er)
-    if er.exercise in todo.get(er.lesson, []):
-        todo[er.lesson].remove(er.exercise)
-
-
-def _give_up(
-    current: tuple[int, str], status: Status, example: str | None, request: Request,
-    results: dict[int, LessonResult], todo: dict[int, list[str]], emit: Listener, why: str,
-) -> None:  # fmt: skip
-    lesson, exercise = current
-    lr = next((lr for lr in request.lessons if lr.lesson == lesson), None)
-    points = lr.points.get(exercise, 1) if lr else 1
-    hint = (
-        "Look for a loop that never ends: a while_loop whose condition stays true, or a "
-        "Python loop over a value that never changes."
-        if status == Status.TIMEOUT
-        else None
-    )
-    er = ExerciseResult(lesson, exercise, status, points, example=example, error=why, hint=hint,
-                        bonus=bool(lr and exercise in lr.bonus))  # fmt: skip
-    _record(er, results, todo)
-    emit({"type": "exercise", "lesson": lesson, "result": er.to_dict()})
+    def _give_up(self, emit: Listener, status: Status, why: str) -> None:
+        """Blame the exercise running (or, stuck before any example, the next one)."""
+        lesson, exercise = self.current or self.remaining[0]
+        result = unfinished(lesson, exercise, status, why, example=self.example)
+        self._note(ExerciseGraded(lesson, result))
+        emit(ExerciseGraded(lesson, result))
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -44,7 +44,8 @@ class Trial:
 
 
 class Check:
-    """A small named check: ``check(trial) -> CheckResult``."""
+    """A small named check: ``check(trial) -> CheckResult``, its evidence typed
+    (:mod:`grader.evidence`)."""
 
     name: str = "check"
 
@@ -67,9 +68,10 @@ class ExerciseSpec:
     """Drawn examples on top of the explicit ones."""
     diagnose_error: Callable[[BaseException, Example, list[Example]], str | None] | None = None
     """Hint for an exception, given the examples that passed before it."""
-    explain: Callable[[list[Trial]], dict[str, Any]] | None = None
-    """Report material from the trials: all passed ones, or the failing one
-    alone. Called once per exercise, never a verdict (see ExerciseResult.explanation)."""
+    explain: Callable[[list[Trial]], list[Any]] | None = None
+    """Report material (:mod:`grader.evidence` items) from the trials: all passed
+    ones, or the failing one alone. Called once per exercise, never a verdict
+    (see ExerciseResult.explanation)."""
 
 
 @dataclass(frozen=True)
@@ -122,19 +124,28 @@ def _parse_value(raw: str) -> Any:
     return raw
 
 
-def draw_examples(strategy: Any, n: int, seed: int) -> list[Example]:
-    """``n`` examples from a hypothesis strategy, deterministic for a seed.
+def draw_examples(
+    strategy: Any, n: int, seed: int, exclude: Sequence[Example] = ()
+) -> list[Example]:
+    """``n`` distinct examples from a hypothesis strategy, deterministic for a seed,
+    none of them in ``exclude`` (the explicit examples, which run anyway).
 
     Only hypothesis' generate phase runs (no shrinking, no database): the
     grader runs the examples itself afterwards, compiling each once.
+    Hypothesis tries the simplest examples first (all minima: the same for
+    every seed, often an explicit case, small cubes of shapes): so a larger
+    pool is drawn and ``n`` of it are picked at random for the seed. Fewer
+    than ``n`` come back only when the strategy cannot make more.
     """
+    import random
+
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
 
     drawn: list[Example] = []
 
     @settings(
-        max_examples=n,
+        max_examples=max(POOL, n + n // 2) + len(exclude) + 1,
         database=None,
         deadline=None,
         phases=[Phase.generate],
@@ -143,11 +154,15 @@ def draw_examples(strategy: Any, n: int, seed: int) -> list[Example]:
     @hseed(seed)
     @given(strategy)
     def collect(example: Example) -> None:
-        drawn.append(example)
+        if example not in drawn and example not in exclude:
+            drawn.append(example)
 
     collect()
-    unique: list[Example] = []
-    for ex in drawn:
-        if ex not in unique:
-            unique.append(ex)
-    return unique[:n]
+    if len(drawn) <= n:
+        return drawn
+    picked = sorted(random.Random(seed).sample(range(len(drawn)), n))
+    return [drawn[i] for i in picked]
+
+
+POOL = 24
+"""Candidates drawn at least, to pick examples from (drawing is cheap; compiling is not)."""

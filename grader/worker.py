@@ -1,68 +1,55 @@
-"""The grading worker: ``python -m grader.worker REQUEST_JSON --events-fd FD``.
+"""The grading worker: ``python -m grader.worker --events-fd FD``.
 
 Runs in its own process so that the ``course`` command never imports jax,
 a student's program that never returns can be killed, and a crash in XLA
-cannot take progress with it. It writes one JSON event per line to FD:
-
-``{"type": "lesson_start", "lesson": 2, "devices": "8 CPU devices (simulated)"}``
-``{"type": "example", "lesson": 2, "exercise": "ring_all_gather", "index": 0, "example": "n=1 …"}``
-``{"type": "exercise", "lesson": 2, "result": {...ExerciseResult.to_dict()...}}``
-``{"type": "lesson_end", "lesson": 2, "duration": 1.9}``
+cannot take progress with it. It reads one :class:`grader.protocol.Request`
+from stdin and writes one event per line to FD (see :mod:`grader.protocol`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 
+from grader.protocol import Event, LessonFinished, LessonStarted, Request, encode_event
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grader.worker")
-    parser.add_argument("request", help="JSON request (see grader.runner.Request)")
     parser.add_argument("--events-fd", type=int, required=True)
     args = parser.parse_args(argv)
-    request = json.loads(args.request)
+    request = Request.decode(sys.stdin.read())
     events = os.fdopen(args.events_fd, "w", buffering=1)
 
-    def emit(event: dict) -> None:
-        events.write(json.dumps(event) + "\n")
+    def emit(event: Event) -> None:
+        events.write(encode_event(event) + "\n")
         events.flush()
 
     from grader import devices
 
-    devices.configure(request.get("devices"), request.get("platform"))
-    if request.get("cache_dir"):
-        enable_compilation_cache(request["cache_dir"])
+    devices.configure(request.devices, request.platform)
+    if request.cache_dir:
+        enable_compilation_cache(request.cache_dir)
     from grader import engine
     from grader.spec import parse_example
 
-    example = parse_example(request["example"]) if request.get("example") else None
-    for lesson in request["lessons"]:
-        number = lesson["lesson"]
-        emit({"type": "lesson_start", "lesson": number, "devices": devices.describe()})
-
-        def on_event(event: dict, number: int = number) -> None:
-            if event["type"] in ("example", "exercise"):
-                emit({**event, "lesson": number})
-
+    example = parse_example(request.example) if request.example else None
+    for job in request.lessons:
+        emit(LessonStarted(job.lesson, devices.describe()))
         result = engine.grade_lesson(
-            number,
-            lesson["module"],
-            Path(request["directory"]),
-            points=lesson.get("points"),
-            bonus=lesson.get("bonus"),
-            only=lesson.get("only"),
-            seed=request.get("seed", 0),
+            job.lesson,
+            job.module,
+            Path(request.directory),
+            only=list(job.exercises),
+            seed=request.seed,
             example=example,
-            max_examples=request.get("max_examples"),
-            timeout=request.get("timeout"),
-            title=lesson.get("title", ""),
-            on_event=on_event,
+            max_examples=request.max_examples,
+            timeout=request.timeout,
+            on_event=emit,
         )
-        emit({"type": "lesson_end", "lesson": number, "duration": result.duration})
+        emit(LessonFinished(job.lesson, result.duration))
     events.close()
     return 0
 

@@ -123,8 +123,9 @@ def test_values_and_sharding_on_a_real_array():
     off[5, 7] += 1.0  # one element on one device
     bad = Values()(Trial({}, output=good, expected=off, mesh=mesh))
     assert not bad.passed and bad.message.startswith("1 of 8 devices")
-    assert bad.details["first_mismatch"]["index"] == [5, 7]
-    assert [d["coord"] for d in bad.details["devices"] if not d["ok"]] == [[1, 3]]
+    (device_map,) = bad.evidence
+    assert device_map.first_mismatch.index == [5, 7]
+    assert [d.coord for d in device_map.devices if not d.ok] == [[1, 3]]
     as_list = Values()(Trial({}, output=[good], expected=x, mesh=mesh))
     assert not as_list.passed and "returned list" in as_list.message
 

@@ -11,10 +11,12 @@ import sys
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from course import registry
 from tests.mistakes import MISTAKES
+from tests.test_results import SCHEMA
 
 
 def course(
@@ -67,23 +69,24 @@ def test_passing_lesson_exits_0_failing_exits_1_with_diagnosis(fixture_course):
 
 def test_rerun_command_reproduces_the_failure(fixture_course):
     bad = course(fixture_course, "grade", "2.ring_all_gather", "--json")
-    (lesson,) = json.loads(bad.stdout)
+    (lesson,) = json.loads(bad.stdout)["lessons"]
     (ex,) = lesson["exercises"]
     again = course(
         fixture_course, "grade", "2.ring_all_gather", "--example", ex["example"], "--json"
     )
-    (ex2,) = json.loads(again.stdout)[0]["exercises"]
+    (ex2,) = json.loads(again.stdout)["lessons"][0]["exercises"]
     assert again.returncode == 1 and ex2["examples_run"] == 1 and ex2["example"] == ex["example"]
-    assert (
-        ex2["checks"][0]["details"]["first_mismatch"]
-        == ex["checks"][0]["details"]["first_mismatch"]
-    )
+    (device_map,) = ex["checks"][0]["evidence"]
+    assert device_map["type"] == "device_map" and device_map["first_mismatch"]
+    assert ex2["checks"][0]["evidence"] == ex["checks"][0]["evidence"]
 
 
 def test_json_output_and_status_after_grading(fixture_course):
     r = course(fixture_course, "grade", "--all", "--json")
     assert r.returncode == 1
-    data = json.loads(r.stdout)
+    document = json.loads(r.stdout)
+    jsonschema.validate(document, SCHEMA)  # the documented schema (docs/grade-json.md)
+    data = document["lessons"]
     assert [d["lesson"] for d in data] == [lesson.number for lesson in registry.load().lessons]
     assert all(e["status"] == "not started" for d in data[2:] for e in d["exercises"])
     assert data[0]["passed"] and data[0]["score"] == 5 and not data[1]["passed"]
@@ -106,7 +109,9 @@ def test_solutions_flag_grades_the_references_without_counting_them(home):
     cached = sorted((home / ".cache" / "jax").iterdir())
     assert cached  # compiled programs kept for the next run
     again = course(home, "grade", "2", "--solutions", "--max-examples", "1", "--json")
-    assert json.loads(again.stdout)[0]["passed"]  # programs read back from the cache grade the same
+    assert json.loads(again.stdout)["lessons"][0][
+        "passed"
+    ]  # programs read back from the cache grade the same
     assert sorted((home / ".cache" / "jax").iterdir()) == cached  # nothing new had to be compiled
 
 
@@ -147,7 +152,25 @@ def test_reset_asks_first_and_keeps_a_backup(root, fixture_course):
     r = course(fixture_course, "reset", "1", "--yes")
     assert r.returncode == 0
     assert target.read_text() == (root / "exercises" / "l01_meshes.py").read_text()
-    assert "def place" in (target.with_suffix(".py.bak")).read_text()
+    first = target.with_name("l01_meshes.py.1.bak")
+    assert "def place" in first.read_text() and str(first) in "".join(r.stdout.split())
+
+
+def test_reset_never_overwrites_an_earlier_backup(root, fixture_course):
+    target = fixture_course / "exercises" / "l01_meshes.py"
+    stub = (root / "exercises" / "l01_meshes.py").read_text()
+    target.write_text(stub + "\n# attempt one\n")
+    asked = course(fixture_course, "reset", "1", input="n\n")
+    assert "l01_meshes.py.1.bak" in asked.stdout and "will be kept" in asked.stdout
+    assert course(fixture_course, "reset", "1", "--yes").returncode == 0
+    target.write_text(stub + "\n# attempt two\n")
+    second = course(fixture_course, "reset", "1", "--yes")
+    assert second.returncode == 0 and "l01_meshes.py.2.bak" in "".join(second.stdout.split())
+    assert "attempt one" in target.with_name("l01_meshes.py.1.bak").read_text()
+    assert "attempt two" in target.with_name("l01_meshes.py.2.bak").read_text()
+    # resetting an untouched stub keeps nothing: there is nothing of the student's to keep
+    assert "previous version" not in course(fixture_course, "reset", "1", "--yes").stdout
+    assert not target.with_name("l01_meshes.py.3.bak").exists()
 
 
 def test_solution_unlocks_after_passing(fixture_course):

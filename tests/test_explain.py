@@ -7,35 +7,42 @@ import dataclasses
 
 import pytest
 
+from course import registry
 from grader import engine, hlo
+from grader.evidence import Note, Timeline, XlaComparison
 from grader.results import ExerciseResult, LessonResult, Status
 from tests.test_report import lines, render
 
 
 def test_lesson4_compares_every_exercise_with_xlas_partitioner(root):
     result = engine.grade_lesson(4, "l04_sharded_matmul", root / "solutions", max_examples=0)
-    assert result.passed
+    assert all(e.passed for e in result.exercises)
     for e in result.exercises:
-        c = e.explanation["comparison"]
-        assert c["yours"] == c["optimum"], e.exercise  # the reference is optimal
-        assert isinstance(c["xla"], int) and c["xla_kinds"] is not None
-    local = result.exercises[0].explanation["comparison"]
-    assert local["yours"] == local["xla"] == 0
+        (c,) = e.explanation
+        assert isinstance(c, XlaComparison)
+        assert c.yours == c.optimum, e.exercise  # the reference is optimal
+        assert isinstance(c.xla, int) and c.xla_kinds is not None
+    (local,) = result.exercises[0].explanation
+    assert local.yours == local.xla == 0
     # the most telling example is shown: one that needs communication
-    assert all(e.explanation["comparison"]["optimum"] > 0 for e in result.exercises[1:])
+    assert all(e.explanation[0].optimum > 0 for e in result.exercises[1:])
 
 
 def test_comparison_table_says_who_moves_less():
     def exercise(name, yours, xla):
-        comparison = {"mesh": "4", "shapes": "16×32×24", "yours": yours, "optimum": 1152,
-                      "xla": xla, "yours_kinds": ["reduce-scatter"], "xla_kinds": ["all-reduce"]}  # fmt: skip
-        return ExerciseResult(4, name, Status.PASSED, explanation={"comparison": comparison})
+        comparison = XlaComparison(
+            example="m=4", mesh="4", shapes="16×32×24", yours=yours, yours_kinds=["reduce-scatter"],
+            optimum=1152, optimum_kinds=["reduce-scatter"], xla=xla, xla_kinds=["all-reduce"],
+        )  # fmt: skip
+        return ExerciseResult(4, name, Status.PASSED, explanation=[comparison])
 
-    lesson = LessonResult(4, "", "solutions")
+    lesson = LessonResult(4, "solutions")
     lesson.exercises = [exercise("ahead", 1152, 2304), exercise("level", 2304, 2304)]
-    from grader.report import ComparisonTable
+    from rich.console import Group
 
-    text = render(ComparisonTable(lesson.exercises), width=120)
+    from grader.report import lesson_wide
+
+    text = render(Group(*lesson_wide(lesson.exercises)), width=120)
     assert "XLA's own" in text and "same in/out shardings" in text
     ahead = next(line for line in lines(text) if line.startswith("ahead"))
     assert "1,152 B RS" in ahead and "2,304 B AR" in ahead and "2× less" in ahead
@@ -47,14 +54,15 @@ def test_lesson5_timeline_follows_the_measured_ring_direction(root):
         5, "l05_collective_matmul", root / "solutions", only=["allgather_matmul"], max_examples=0
     )
     (e,) = result.exercises
-    t = e.explanation["timeline"]
-    assert t["n"] == 4  # the N = 4 example is preferred for the picture
+    (t,) = e.explanation
+    assert isinstance(t, Timeline)
+    assert t.n == 4  # the N = 4 example is preferred for the picture
     # the reference sends to i − 1, so after s steps device i holds W block (i + s) mod 4
-    for s, row in enumerate(t["rows"]):
+    for s, row in enumerate(t.rows):
         for i, cell in enumerate(row[1:]):
             assert cell.startswith(f"×W{(i + s) % 4}"), (s, i, cell)
             assert ("→" in cell) == (s < 3)
-    assert len(t["rows"]) == 4  # N products, N − 1 sends
+    assert len(t.rows) == 4  # N products, N − 1 sends
 
 
 def test_timeline_is_drawn_for_passed_and_failed_exercises(root):
@@ -63,7 +71,8 @@ def test_timeline_is_drawn_for_passed_and_failed_exercises(root):
     result = engine.grade_lesson(
         5, "l05_collective_matmul", root / "solutions", only=["allgather_matmul"], max_examples=0
     )
-    assert "step timeline of your program" in render(LessonReport(result))
+    card = registry.load().lesson(5).score_result(result)
+    assert "step timeline of your program" in render(LessonReport(result, card))
     failed = dataclasses.replace(result.exercises[0], status=Status.FAILED)
     assert "×W" in render(ExercisePanel(failed))
 
@@ -78,15 +87,17 @@ def test_a_failing_explanation_never_changes_the_verdict(root, monkeypatch):
     fn = load_module(root / "solutions", "l04_sharded_matmul").matmul_local
     result = engine.grade_exercise(4, broken, fn, engine.context(), directory=root)
     assert result.status == Status.PASSED
-    assert "ZeroDivisionError" in result.explanation["error"]
+    (note,) = result.explanation
+    assert isinstance(note, Note) and "ZeroDivisionError" in note.text
 
 
 def test_results_round_trip_with_their_explanation():
-    e = ExerciseResult(5, "x", Status.PASSED, explanation={"timeline": {"n": 2, "rows": []}})
+    timeline = Timeline(n=2, example="n=2", rows=[[0, "×W0 →1", "×W1 →0"]], note="")
+    e = ExerciseResult(5, "x", Status.PASSED, explanation=[timeline])
     assert ExerciseResult.from_dict(e.to_dict()) == e
     old = e.to_dict()
     del old["explanation"]  # results recorded before explanations existed still load
-    assert ExerciseResult.from_dict(old).explanation == {}
+    assert ExerciseResult.from_dict(old).explanation == []
 
 
 @pytest.mark.parametrize(
@@ -110,8 +121,6 @@ ENTRY %main (p: f32[4]) -> f32[4] {{
 
 def test_a_bonus_exercise_is_extra_credit(root, tmp_path):
     """Lesson 5 passes without its bonus; the bonus points come on top."""
-    from course import registry
-
     lesson = registry.load().lesson(5)
     assert [e.name for e in lesson.exercises if e.bonus] == ["allgather_matmul_bidirectional"]
     assert lesson.points == sum(e.points for e in lesson.required)
@@ -121,19 +130,15 @@ def test_a_bonus_exercise_is_extra_credit(root, tmp_path):
         "    raise NotImplementedError('allgather_matmul_bidirectional: TODO')\n"
     )
     (tmp_path / "l05_collective_matmul.py").write_text(stubbed)
-    bonus = ["allgather_matmul_bidirectional"]
-    points = {e.name: e.points for e in lesson.exercises}
-    result = engine.grade_lesson(
-        5, "l05_collective_matmul", tmp_path, points=points, bonus=bonus, max_examples=0
-    )
-    assert result.passed and result.score == result.possible == 4 and result.bonus_score == 0
-    assert result.exercises[-1].status == Status.NOT_STARTED and result.exercises[-1].bonus
-    done = engine.grade_lesson(
-        5, "l05_collective_matmul", root / "solutions", points=points, bonus=bonus,
-        max_examples=0,
-    )  # fmt: skip
-    assert done.passed and done.score == 4 and done.bonus_score == 1
-    again = LessonResult.from_dict(done.to_dict())
+    result = engine.grade_lesson(5, "l05_collective_matmul", tmp_path, max_examples=0)
+    card = lesson.score_result(result)
+    assert card.passed and card.score == card.possible == 4 and card.bonus_score == 0
+    assert result.exercises[-1].status == Status.NOT_STARTED
+    assert card.exercises["allgather_matmul_bidirectional"].bonus
+    done = engine.grade_lesson(5, "l05_collective_matmul", root / "solutions", max_examples=0)
+    card = lesson.score_result(done)
+    assert card.passed and card.score == 4 and card.bonus_score == 1
+    again = lesson.score_result(LessonResult.from_dict(done.to_dict()))
     assert again.bonus_score == 1 and again.possible == 4
 
 

@@ -135,7 +135,7 @@ def test_permute_in_while_counts_trip_count() -> None:
     assert c.operand_bytes == 32  # looked up from %x's shape
     assert c.operand_elements == 8
     assert c.bytes_each == 32
-    assert c.total_bytes == 96
+    assert c.total() == 96
     assert c.pairs == ((0, 1), (1, 2), (2, 3), (3, 0))
     assert s.count("collective-permute") == 3
     assert s.count() == 3
@@ -219,7 +219,6 @@ def test_while_without_trip_count_is_unknown() -> None:
     s = hlo.summarize(text, num_devices=2)
     by_name = {c.name: c for c in s.collectives}
     assert by_name["cp"].count is None
-    assert by_name["cp"].total_bytes is None
     assert by_name["cp"].total() is None
     assert by_name["ar"].count == 2  # outside the unknown loop: still known
     assert s.count("collective-permute") is None

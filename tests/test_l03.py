@@ -6,21 +6,13 @@ import dataclasses
 
 import pytest
 
+from grader import matmul
 from grader.loader import load_module
+from grader.scalar import RAISES, Agrees, close
 from grader.spec import Trial
 from grader.specs import l03_cost_model as spec
 
-PURE = {
-    "matmul_flops": (spec._explicit_flops, spec._want_flops, spec._suspects_flops),
-    "arithmetic_intensity": (
-        spec._explicit_intensity, spec._want_intensity, spec._suspects_intensity,
-    ),
-    "matmul_time": (spec._explicit_time, spec._want_time, spec._suspects_time),
-    "collective_time": (
-        spec._explicit_collective, spec._want_collective, spec._suspects_collective,
-    ),
-    "dp_is_compute_bound": (spec._explicit_dp, spec._want_dp, spec._suspects_dp),
-}  # fmt: skip
+PURE = {e.name: e for e in spec.EXERCISES if isinstance(e.explicit, tuple)}
 
 
 @pytest.mark.parametrize("folder", ["solutions", "exercises"])
@@ -33,7 +25,7 @@ def test_presets_match_the_lesson_files(root, folder):
         assert dataclasses.astuple(link) == dataclasses.astuple(spec.LINKS[name])
     assert set(spec.CHIPS) - set(mod.CHIPS) == {"toy-chip"}
     assert set(spec.LINKS) - set(mod.LINKS) == {"toy-link"}
-    assert mod.COLLECTIVES == spec.KINDS and mod.CASES == spec.CASES
+    assert mod.COLLECTIVES == spec.KINDS and tuple(matmul.CASES) == mod.CASES
 
 
 def test_lesson_figures():
@@ -60,7 +52,7 @@ def test_lesson_figures():
     )
     assert spec.ring_time("all_reduce", 2**28, 8, nvlink) == pytest.approx(1.0579e-3, rel=1e-4)
     shapes = (4096, 8192, 2048)
-    got = {c: spec.case_bytes(c, shapes, (2, 4) if c == "2d" else 8, 2) for c in spec.CASES}
+    got = {c: spec.case_bytes(c, shapes, (2, 4) if c == "2d" else 8, 2) for c in matmul.CASES}
     assert got == {
         "local": 0, "allgather": 58_720_256, "allreduce": 29_360_128,
         "reducescatter": 14_680_064, "conflict": 29_360_128, "2d": 12_582_912,
@@ -70,46 +62,43 @@ def test_lesson_figures():
 def test_one_device_costs_nothing_and_unknown_kinds_raise():
     link = spec.LINKS["nvlink4"]
     assert all(spec.ring_time(k, 2**20, 1, link) == 0.0 for k in spec.KINDS)
-    assert (
-        spec._want_collective({"kind": "gather", "nbytes": 1, "n": 2, "link": "nvlink4"})
-        == "ValueError"
-    )
+    gather = {"kind": "gather", "nbytes": 1, "n": 2, "link": "nvlink4"}
+    assert spec.COLLECTIVE_TIME.want(gather) == RAISES
 
 
 @pytest.mark.parametrize("exercise", sorted(PURE))
 def test_every_suspect_is_caught_by_the_explicit_examples(exercise):
     """Each known mistake gives a wrong answer on at least one explicit example."""
-    explicit, want, suspects = PURE[exercise]
+    scalar = PURE[exercise]
     caught, seen = set(), set()
-    for ex in explicit(None):
-        right = want(ex)
-        if right == spec.RAISES:
+    for ex in scalar.examples(None):
+        right = scalar.want(ex)
+        if right == RAISES:
             continue
-        for value, hint in suspects(ex):
+        for value, hint in scalar.suspected(ex):
             key = hint.split(":")[0]  # some hints carry the example's numbers after a colon
             seen.add(key)
-            if not spec._same(value, right):
+            if not close(value, right):
                 caught.add(key)
     assert seen - caught == set()
 
 
 def test_dp_mistakes_are_each_diagnosed_alone():
     """The explicit dp examples catch each threshold mistake where it is the only suspect left."""
-    check = spec.Agrees(
-        bool, spec._suspects_dp, spec._fallback_dp, spec._want_dp, spec._earlier(spec._explicit_dp)
-    )
-    cases = spec._explicit_dp(None)
-    for index in range(len(spec._suspects_dp(cases[0]))):
-        failing = next(ex for ex in cases if spec._suspects_dp(ex)[index][0] != spec._want_dp(ex))
-        value, hint = spec._suspects_dp(failing)[index]
-        assert check._diagnose(value, spec._want_dp(failing), failing) == hint
+    dp = spec.DP_IS_COMPUTE_BOUND
+    diagnose = dp.check().diagnose
+    cases = dp.examples(None)
+    for index in range(len(dp.suspected(cases[0]))):
+        failing = next(ex for ex in cases if dp.suspected(ex)[index][0] != dp.want(ex))
+        value, hint = dp.suspected(failing)[index]
+        assert diagnose(value, dp.want(failing), Trial(failing)) == hint
 
 
 def test_dp_draws_stay_away_from_the_threshold():
     from grader.spec import Context, draw_examples
 
     ctx = Context(n_devices=8, mesh_sizes=(1, 2, 3, 4, 6, 8))
-    for ex in draw_examples(spec._dp(ctx), 50, seed=1):
+    for ex in draw_examples(spec.DP_IS_COMPUTE_BOUND.draw(ctx), 50, seed=1):
         comp, comm = spec.dp_times(
             ex["batch"], ex["d_model"], ex["d_ff"], spec.CHIPS[ex["chip"]], spec.LINKS[ex["link"]]
         )
@@ -122,8 +111,12 @@ def _trial(output, expected, **extra):
     )
 
 
+def _agrees(kind: type) -> Agrees:
+    return spec.Scalar("f", kind, None, (), None, None, None, None).check()
+
+
 def test_agrees_types():
-    ints, floats, bools = spec.Agrees(int), spec.Agrees(float), spec.Agrees(bool)
+    ints, floats, bools = _agrees(int), _agrees(float), _agrees(bool)
     assert ints(_trial(48, 48)).passed
     whole = ints(_trial(48.0, 48))
     assert not whole.passed and "a float" in whole.message and "value itself is right" in whole.hint
@@ -135,7 +128,7 @@ def test_agrees_types():
 
 
 def test_agrees_holds_predictions_against_the_measurement():
-    check = spec.Agrees(int)
+    check = _agrees(int)
     assert check(_trial(288, 288, measured=288)).passed
     wrong = check(_trial(144, 288, measured=288))
     assert (
@@ -146,7 +139,26 @@ def test_agrees_holds_predictions_against_the_measurement():
 
 
 def test_unknown_names_must_raise():
-    check = spec.Agrees(float)
-    assert check(_trial(ValueError("no"), spec.RAISES)).passed
-    assert not check(_trial(0.0, spec.RAISES)).passed
-    assert not check(_trial(KeyError("x"), spec.RAISES)).passed
+    check = _agrees(float)
+    assert check(_trial(ValueError("no"), RAISES)).passed
+    assert not check(_trial(0.0, RAISES)).passed
+    assert not check(_trial(KeyError("x"), RAISES)).passed
+
+
+def test_the_graders_own_programs_move_the_optimum(root):
+    """Lesson 3's measurement compiles grader.matmul's programs, not solutions/."""
+    for case in matmul.CASES.values():
+        mesh = (2, 3) if case.two_d else (3,)
+        shapes = (12, 18, 6) if case.two_d else (6, 9, 12)
+        assert matmul.measure(case, shapes, mesh, "float32") == case.bytes(shapes, mesh, 4)
+
+
+def test_a_fault_in_the_graders_measurement_is_not_the_students(root):
+    from grader import engine
+
+    broken = dataclasses.replace(spec.PREDICT_BYTES, measure=lambda **ex: 1 / 0)
+    ctx = engine.context()
+    fn = load_module(root / "solutions", "l03_cost_model").predict_bytes
+    er = engine.grade_exercise(3, broken.spec(), fn, ctx, directory=root, max_examples=0)
+    assert er.status == "error" and er.error.startswith("internal grader error")
+    assert "ZeroDivisionError" in er.error and "please report it" in er.error

@@ -8,7 +8,7 @@ import pytest
 
 from grader import engine
 from grader.results import Status
-from tests.mistakes import MISTAKES, Mistake
+from tests.mistakes import MISTAKES, Mistake, lesson_modules
 
 
 def write_variant(root, tmp_path, mistake: Mistake):
@@ -46,6 +46,20 @@ def test_every_mistake_targets_a_real_exercise():
     for m in MISTAKES:
         spec = engine.load_spec(m.module)
         assert spec.exercise(m.exercise)
+
+
+def test_each_lesson_has_its_own_catalogue():
+    """``tests/mistakes/lNN.py`` is collected by its name and holds lesson NN's mistakes only."""
+    import importlib
+
+    from course import registry
+
+    for lesson in registry.load().lessons:
+        name = f"l{lesson.number:02d}"
+        assert name in lesson_modules(), f"no tests/mistakes/{name}.py"
+        mistakes = importlib.import_module(f"tests.mistakes.{name}").MISTAKES
+        assert mistakes and all(m.module == lesson.module for m in mistakes)
+    assert len({m.id for m in MISTAKES}) == len(MISTAKES), "mistake ids are unique"
 
 
 def test_solution_copy_itself_passes(root, tmp_path):

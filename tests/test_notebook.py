@@ -38,7 +38,8 @@ def test_as_json_returns_the_data_and_a_failure_is_falsy(root, home, tmp_path):
         wrong.source((root / "solutions" / "l02_collectives.py").read_text())
     )
     data = notebook.grade("2.ring_all_gather", path=str(sub), max_examples=0, as_json=True)
-    (lesson,) = data
+    assert data["version"] == 1
+    (lesson,) = data["lessons"]
     assert lesson["lesson"] == 2 and not lesson["passed"]
     assert lesson["exercises"][0]["status"] == "failed"
     g = notebook.grade("2.ring_all_gather", path=str(sub), max_examples=0)

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from course.progress import SCHEMA_VERSION, ExerciseState, Progress, ProgressError
-from grader.results import CheckResult, ExerciseResult, Status
+from course.registry import Exercise
+from grader.results import CheckResult, ExerciseResult, ExerciseScore, Status
 
 
 def result(
     exercise: str = "ring_all_gather",
     status: Status = Status.PASSED,
     lesson: int = 2,
-    points: int = 2,
     checks: int = 2,
     example: str | None = None,
 ) -> ExerciseResult:
@@ -31,7 +31,6 @@ def result(
         lesson=lesson,
         exercise=exercise,
         status=status,
-        points=points,
         checks=[
             CheckResult(f"check{i}", passed, f"message {i}", duration=0.01 * i)
             for i in range(checks)
@@ -40,6 +39,11 @@ def result(
         example=example,
         duration=0.5,
     )
+
+
+def scored(er: ExerciseResult, points: int = 2) -> tuple[ExerciseResult, ExerciseScore]:
+    """``er`` with its score by the registry's rule, as ``Progress.record`` takes them."""
+    return er, Exercise(er.exercise, points, "").scored(er.status)
 
 
 def test_new_file_gets_schema(tmp_path: Path) -> None:
@@ -65,7 +69,7 @@ def test_round_trip(tmp_path: Path) -> None:
     with Progress(path) as p:
         a = p.start_attempt("workspace/exercises", counted=True, command="course grade 2")
         failed = result(status=Status.FAILED, checks=3, example="n=4 rows=8")
-        p.record(a, failed)
+        p.record(a, *scored(failed))
         p.finish_attempt(a)
         [(aid, started, finished, source, counted, command, state)] = p.attempts()
         assert aid == a
@@ -102,16 +106,16 @@ def test_interrupted_attempt_state(tmp_path: Path) -> None:
 def test_states_latest_counted_result_and_ever_passed(tmp_path: Path) -> None:
     with Progress(tmp_path / "p.db") as p:
         a1 = p.start_attempt("ws", True, "course grade 2")
-        p.record(a1, result("ring_all_gather", Status.FAILED))
-        p.record(a1, result("ring_reduce_scatter", Status.NOT_STARTED))
+        p.record(a1, *scored(result("ring_all_gather", Status.FAILED)))
+        p.record(a1, *scored(result("ring_reduce_scatter", Status.NOT_STARTED)))
         p.finish_attempt(a1)
         a2 = p.start_attempt("ws", True, "course grade 2")
-        p.record(a2, result("ring_all_gather", Status.PASSED))
-        p.record(a2, result("ring_reduce_scatter", Status.ERROR))
+        p.record(a2, *scored(result("ring_all_gather", Status.PASSED)))
+        p.record(a2, *scored(result("ring_reduce_scatter", Status.ERROR)))
         p.finish_attempt(a2)
         a3 = p.start_attempt("ws", True, "course grade 2")
-        p.record(a3, result("ring_all_gather", Status.TIMEOUT))
-        p.record(a3, result("shard_shape", Status.PASSED, lesson=1, points=1))
+        p.record(a3, *scored(result("ring_all_gather", Status.TIMEOUT)))
+        p.record(a3, *scored(result("shard_shape", Status.PASSED, lesson=1), points=1))
         p.finish_attempt(a3)
 
         states = p.states()
@@ -133,13 +137,13 @@ def test_states_latest_counted_result_and_ever_passed(tmp_path: Path) -> None:
 def test_uncounted_attempts_do_not_change_states(tmp_path: Path) -> None:
     with Progress(tmp_path / "p.db") as p:
         mine = p.start_attempt("ws", True, "course grade 2")
-        p.record(mine, result("ring_all_gather", Status.FAILED))
+        p.record(mine, *scored(result("ring_all_gather", Status.FAILED)))
         p.finish_attempt(mine)
         before = p.states()
 
         sol = p.start_attempt("solutions", False, "course grade 2 --solutions")
-        p.record(sol, result("ring_all_gather", Status.PASSED))
-        p.record(sol, result("ring_all_reduce", Status.PASSED))
+        p.record(sol, *scored(result("ring_all_gather", Status.PASSED)))
+        p.record(sol, *scored(result("ring_all_reduce", Status.PASSED)))
         p.finish_attempt(sol)
 
         after = p.states()
@@ -153,16 +157,13 @@ def test_uncounted_attempts_do_not_change_states(tmp_path: Path) -> None:
 def test_next_hint_cycles_and_persists(tmp_path: Path) -> None:
     path = tmp_path / "p.db"
     with Progress(path) as p:
-        assert p.hints_shown(2) == 0
         assert [p.next_hint(2, 3) for _ in range(4)] == [0, 1, 2, 0]
-        assert p.hints_shown(2) == 4
         assert p.next_hint(1, 5) == 0  # lessons count separately
     with Progress(path) as p:
-        assert p.hints_shown(2) == 4
-        assert p.next_hint(2, 3) == 1
+        assert p.next_hint(2, 3) == 1  # the 5th: four were shown before
         assert p.next_hint(1, 5) == 1
         assert p.next_hint(7, 0) == 0  # a lesson without hints
-        assert p.hints_shown(2) == 5
+        assert p.next_hint(2, 3) == 2  # and the 6th
 
 
 def _assert_damaged(path: Path) -> None:
@@ -184,7 +185,7 @@ def test_truncated_database_is_refused(tmp_path: Path) -> None:
     with Progress(path) as p:
         a = p.start_attempt("ws", True, "course grade 2")
         for i in range(200):
-            p.record(a, result(f"ex{i}", checks=5))
+            p.record(a, *scored(result(f"ex{i}", checks=5)))
     # the last close checkpoints the WAL into the main file
     assert not Path(f"{path}-wal").exists() or Path(f"{path}-wal").stat().st_size == 0
     size = path.stat().st_size
@@ -253,8 +254,8 @@ def test_two_connections_writing_alternately(tmp_path: Path) -> None:
         ga = grade.start_attempt("ws", True, "course grade 2")
         wa = watch.start_attempt("ws", True, "course watch")
         for i in range(5):
-            grade.record(ga, result(f"g{i}", Status.PASSED))
-            watch.record(wa, result(f"w{i}", Status.FAILED))
+            grade.record(ga, *scored(result(f"g{i}", Status.PASSED)))
+            watch.record(wa, *scored(result(f"w{i}", Status.FAILED)))
         grade.finish_attempt(ga)
         watch.finish_attempt(wa, "interrupted")
         for p in (grade, watch):
@@ -271,7 +272,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from course.progress import Progress
-    from grader.results import CheckResult, ExerciseResult, Status
+    from grader.results import CheckResult, ExerciseResult, ExerciseScore, Status
 
     p = Progress(sys.argv[1])
     a = p.start_attempt("ws", True, "writer")
@@ -279,10 +280,10 @@ WRITER = textwrap.dedent(
     while True:
         n = i % 5 + 1  # the number of checks, also kept in `example`
         p.record(a, ExerciseResult(
-            lesson=1, exercise=f"ex{i}", status=Status.FAILED, points=1,
+            lesson=1, exercise=f"ex{i}", status=Status.FAILED,
             checks=[CheckResult(f"c{j}", False, "m" * 200) for j in range(n)],
             example=str(n),
-        ))
+        ), ExerciseScore(1, False, False, 0))
         i += 1
     """
 )
@@ -330,5 +331,5 @@ def test_kill_mid_write_leaves_no_torn_result(tmp_path: Path, root: Path) -> Non
         assert p.attempts()[0][-1] == "running"  # never finished: killed
         # still writable after the kill
         a = p.start_attempt("ws", True, "after")
-        p.record(a, result("after", Status.PASSED))
+        p.record(a, *scored(result("after", Status.PASSED)))
         assert p.states()[(2, "after")].status == "passed"

@@ -184,3 +184,45 @@ def test_non_integer_points(tmp_path: Path) -> None:
     path = write(tmp_path, TOML.replace("points = 2", 'points = "two"'), "points.toml")
     with pytest.raises(RegistryError, match="lesson #1"):
         registry.load(path)
+
+
+# ------------------------------------------------------------ the pass rule
+
+
+def _lesson() -> registry.Lesson:
+    exercises = (
+        registry.Exercise("a", 2, ""),
+        registry.Exercise("b", 3, ""),
+        registry.Exercise("extra", 1, "", bonus=True),
+    )
+    return registry.Lesson(1, "x", "X", "", (), exercises)
+
+
+def test_a_lesson_passes_when_every_required_exercise_passes() -> None:
+    card = _lesson().scorecard({"a": "passed", "b": "passed"})
+    assert card.passed and (card.score, card.possible, card.bonus_score) == (5, 5, 0)
+    assert not _lesson().scorecard({"a": "passed", "b": "failed", "extra": "passed"}).passed
+
+
+def test_bonus_points_come_on_top_and_are_not_needed() -> None:
+    card = _lesson().scorecard({"a": "passed", "b": "passed", "extra": "passed"})
+    assert card.passed and (card.score, card.possible, card.bonus_score) == (5, 5, 1)
+    assert card.exercises["extra"].bonus and card.exercises["extra"].score == 1
+
+
+def test_only_a_passed_status_scores() -> None:
+    for status in ("failed", "not started", "error", "timeout", None):
+        s = _lesson().exercise("b").scored(status)
+        assert not s.passed and s.score == 0 and s.points == 3
+
+
+def test_an_exercise_without_a_status_has_not_passed() -> None:
+    card = _lesson().scorecard({"a": "passed"})
+    assert not card.passed and card.score == 2 and card.possible == 5
+
+
+def test_a_run_is_scored_on_the_exercises_it_graded() -> None:
+    card = _lesson().scorecard({"a": "passed"}, graded=["a"])
+    assert card.passed and (card.score, card.possible) == (2, 2)
+    assert set(card.exercises) == {"a"}
+    assert not _lesson().scorecard({"extra": "passed"}, graded=["extra"]).passed  # no required one

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console
+from rich.console import Console, Group
 
-from grader.report import CommsTable, DeviceMap, ExercisePanel, LessonReport, NotStartedPanel
+from course.registry import Exercise, Lesson
+from grader import evidence as ev
+from grader.report import (
+    RENDERERS,
+    DeviceGrid,
+    ExercisePanel,
+    LessonReport,
+    NotStartedPanel,
+    draw,
+)
 from grader.results import CheckResult, ExerciseResult, LessonResult, Status
 
 
@@ -25,6 +34,19 @@ def line_with(text: str, start: str) -> str:
     return next(line for line in lines(text) if line.startswith(start))
 
 
+def report(result: LessonResult, points: dict[str, int]) -> LessonReport:
+    """The report of ``result`` scored by a registry lesson with these points."""
+    registered = Lesson(
+        2, "collectives", "Collectives from first principles", "", (),
+        tuple(Exercise(name, p, "") for name, p in points.items()),
+    )  # fmt: skip
+    return LessonReport(result, registered.score_result(result), rerun)
+
+
+def drawn(item: ev.Evidence) -> str:
+    return render(Group(*draw(item)))
+
+
 def rerun(e: ExerciseResult) -> str:
     cmd = f"course grade {e.lesson}.{e.exercise}"
     return cmd + (f" --example '{e.example}'" if e.example else "")
@@ -37,9 +59,7 @@ def values_check(mesh_shape: list[int], axis_names: list[str], bad: set[tuple]) 
     coords = [(i,) for i in range(mesh_shape[0])]
     if len(mesh_shape) == 2:
         coords = [(r, c) for r in range(mesh_shape[0]) for c in range(mesh_shape[1])]
-    devices = [
-        {"coord": list(c), "ok": c not in bad, "max_abs": 3.5 if c in bad else 0.0} for c in coords
-    ]
+    devices = [ev.DeviceShard(list(c), c not in bad, 3.5 if c in bad else 0.0) for c in coords]
     first = min(bad)
     return CheckResult(
         "values",
@@ -47,21 +67,20 @@ def values_check(mesh_shape: list[int], axis_names: list[str], bad: set[tuple]) 
         f"{len(bad)} of {len(coords)} devices hold wrong values "
         "(first at global index (8, 0): expected 16, got 0)",
         example="n=4 rows=8 cols=2 dtype=float32 seed=0",
-        details={
-            "max_abs_err": 3.5,
-            "max_rel_err": 0.21875,
-            "atol": 3.2e-5,
-            "rtol": 1e-5,
-            "devices": devices,
-            "mesh_shape": mesh_shape,
-            "axis_names": axis_names,
-            "first_mismatch": {
-                "coord": list(first),
-                "index": [8, 0],
-                "expected": 16.0,
-                "actual": 0.0,
-            },
-        },
+        evidence=[
+            ev.DeviceMap(
+                mesh_shape=mesh_shape,
+                axis_names=axis_names,
+                devices=devices,
+                max_abs_err=3.5,
+                max_rel_err=0.21875,
+                atol=3.2e-5,
+                rtol=1e-5,
+                first_mismatch=ev.Mismatch(
+                    coord=list(first), index=[8, 0], expected=16.0, actual=0.0
+                ),
+            )
+        ],  # fmt: skip
         hint="Blocks land one position off: check the offset you write each arriving block at.",
     )
 
@@ -71,12 +90,10 @@ def steps_check(got: int, want: int) -> CheckResult:
         "steps",
         got == want,
         f"{got} × collective-permute executed; expected {want} (ring steps)",
-        details={
-            "kind": "collective-permute",
-            "expected": want,
-            "actual": got,
-            "table": [{"kind": "collective-permute", "ops": 1, "count": got, "bytes": got * 128}],
-        },
+        evidence=[
+            ev.Communication([ev.CollectiveRow("collective-permute", 1, got, got * 128)]),
+            ev.CountExpectation("collective-permute", want, got),
+        ],
     )
 
 
@@ -85,13 +102,15 @@ def collectives_check() -> CheckResult:
         "collectives",
         False,
         "the compiled program contains all-gather; allowed: collective-permute",
-        details={
-            "allowed": ["collective-permute"],
-            "actual": [
-                {"kind": "all-gather", "ops": 1, "count": 1, "bytes": 384},
-                {"kind": "collective-permute", "ops": 2, "count": 6, "bytes": 768},
-            ],
-        },
+        evidence=[
+            ev.Communication(
+                [
+                    ev.CollectiveRow("all-gather", 1, 1, 384),
+                    ev.CollectiveRow("collective-permute", 2, 6, 768),
+                ],
+                allowed=["collective-permute"],
+            )
+        ],
         hint="all-gather comes from lax.all_gather",
     )
 
@@ -103,7 +122,6 @@ def failed_exercise(check: CheckResult, *extra: CheckResult) -> ExerciseResult:
         lesson=2,
         exercise="ring_all_gather",
         status=Status.FAILED,
-        points=2,
         checks=checks,
         examples_run=4,
         example=check.example or "n=4 rows=8",
@@ -115,7 +133,6 @@ def failed_exercise(check: CheckResult, *extra: CheckResult) -> ExerciseResult:
 def lesson(*exercises: ExerciseResult) -> LessonResult:
     return LessonResult(
         lesson=2,
-        title="Collectives from first principles",
         source="workspace/exercises",
         exercises=list(exercises),
         devices="8 CPU devices (simulated)",
@@ -123,22 +140,19 @@ def lesson(*exercises: ExerciseResult) -> LessonResult:
     )
 
 
-def passed(name: str, points: int = 1) -> ExerciseResult:
+def passed(name: str) -> ExerciseResult:
     return ExerciseResult(
         lesson=2,
         exercise=name,
         status=Status.PASSED,
-        points=points,
         checks=[CheckResult("values", True, "every device's shard matches the reference")],
         examples_run=6,
         duration=0.5,
     )
 
 
-def not_started(name: str, points: int = 1, hint: str | None = None) -> ExerciseResult:
-    return ExerciseResult(
-        lesson=2, exercise=name, status=Status.NOT_STARTED, points=points, hint=hint
-    )
+def not_started(name: str, hint: str | None = None) -> ExerciseResult:
+    return ExerciseResult(lesson=2, exercise=name, status=Status.NOT_STARTED, hint=hint)
 
 
 # ------------------------------------------------- the lesson report
@@ -146,14 +160,16 @@ def not_started(name: str, points: int = 1, hint: str | None = None) -> Exercise
 
 def test_summary_table_lists_every_exercise_with_status_and_points() -> None:
     r = lesson(
-        passed("ring_all_gather", 2),
+        passed("ring_all_gather"),
         failed_exercise(values_check([4], ["x"], {(2,)})),
-        not_started("ring_all_reduce", 1, hint="first hint"),
-        ExerciseResult(2, "ring_timeout", Status.TIMEOUT, points=3),
-        ExerciseResult(2, "ring_error", Status.ERROR, points=1, error="ZeroDivisionError: x"),
+        not_started("ring_all_reduce", hint="first hint"),
+        ExerciseResult(2, "ring_timeout", Status.TIMEOUT),
+        ExerciseResult(2, "ring_error", Status.ERROR, error="ZeroDivisionError: x"),
     )
     r.exercises[1].exercise = "ring_reduce_scatter"
-    text = render(LessonReport(r, rerun))
+    points = {"ring_all_gather": 2, "ring_reduce_scatter": 2, "ring_all_reduce": 1,
+              "ring_timeout": 3, "ring_error": 1}  # fmt: skip
+    text = render(report(r, points))
     assert "Lesson 2 · Collectives from first principles" in text
 
     def row(name: str) -> str:
@@ -171,8 +187,8 @@ def test_summary_table_lists_every_exercise_with_status_and_points() -> None:
 
 
 def test_passing_lesson_says_all_passed() -> None:
-    r = lesson(passed("ring_all_gather", 2), passed("ring_reduce_scatter", 2))
-    text = render(LessonReport(r, rerun))
+    r = lesson(passed("ring_all_gather"), passed("ring_reduce_scatter"))
+    text = render(report(r, {"ring_all_gather": 2, "ring_reduce_scatter": 2}))
     assert "Score 4/4 — all passed" in text
     assert text.count("✔ passed") == 2
     # nothing failed: no panel, no re-run command
@@ -186,7 +202,7 @@ def test_failed_exercise_panel() -> None:
         steps_check(3, 3),
         CheckResult("inputs", True, "inputs left untouched"),
     )
-    text = render(LessonReport(lesson(e), rerun))
+    text = render(report(lesson(e), {"ring_all_gather": 2}))
     assert "✘ ring_all_gather — failed" in text
     assert "example" in text and "n=4 rows=8 cols=2 dtype=float32 seed=0" in text
     assert "re-run" in text
@@ -218,7 +234,7 @@ def test_rerun_omitted_without_callback() -> None:
 
 def test_device_map_marks_the_wrong_device_on_a_line() -> None:
     check = values_check([4], ["x"], {(2,)})
-    text = render(DeviceMap(check.details["devices"], [4], ["x"]))
+    text = render(DeviceGrid(check.evidence[0]))
     assert "devices (x=4)" in text
     assert "2 ✘" in text
     for i in (0, 1, 3):
@@ -230,7 +246,7 @@ def test_device_map_marks_the_wrong_device_on_a_line() -> None:
 
 def test_device_map_draws_a_2x4_mesh_as_two_rows() -> None:
     check = values_check([2, 4], ["x", "y"], {(1, 3), (0, 1)})
-    text = render(DeviceMap(check.details["devices"], [2, 4], ["x", "y"]))
+    text = render(DeviceGrid(check.evidence[0]))
     assert "devices (x=2 × y=4)" in text
     cell_rows = [line for line in text.splitlines() if "✔" in line or "✘" in line]
     assert len(cell_rows) == 2
@@ -243,7 +259,7 @@ def test_device_map_draws_a_2x4_mesh_as_two_rows() -> None:
 
 def test_device_map_in_lesson_report() -> None:
     e = failed_exercise(values_check([2, 4], ["data", "model"], {(1, 2)}))
-    text = render(LessonReport(lesson(e), rerun))
+    text = render(report(lesson(e), {"ring_all_gather": 2}))
     assert "devices (data=2 × model=4)" in text
     assert "12 ✘" in text
     assert text.count("✘ ring_all_gather") == 1
@@ -251,7 +267,7 @@ def test_device_map_in_lesson_report() -> None:
 
 def test_comms_table_for_a_collectives_check() -> None:
     e = failed_exercise(collectives_check())
-    text = render(LessonReport(lesson(e), rerun))
+    text = render(report(lesson(e), {"ring_all_gather": 2}))
     assert "communication measured in the compiled program" in text
     assert line_with(text, "all-gather").split() == ["all-gather", "1", "1", "384", "B"]
     assert line_with(text, "collective-permute").split() == [
@@ -266,7 +282,7 @@ def test_comms_table_for_a_collectives_check() -> None:
 
 
 def test_comms_table_for_steps_and_bytes_checks() -> None:
-    text = render(CommsTable(steps_check(2, 3)))
+    text = render(Group(*(line for item in steps_check(2, 3).evidence for line in draw(item))))
     assert "collective-permute" in text and "256 B" in text
     assert "expected 3 × collective-permute, measured 2" in text
 
@@ -274,14 +290,12 @@ def test_comms_table_for_steps_and_bytes_checks() -> None:
         "bytes",
         False,
         "1,536 bytes sent per device; the ring optimum is 384 (4.00×)",
-        details={
-            "expected": 384,
-            "actual": 1536,
-            "table": [{"kind": "collective-permute", "ops": 1, "count": 3, "bytes": 1536}],
-            "itemsize": 2,
-        },
+        evidence=[
+            ev.Communication([ev.CollectiveRow("collective-permute", 1, 3, 1536)]),
+            ev.BytesExpectation(384, 1536, itemsize=2),
+        ],
     )
-    text = render(CommsTable(bytes_check))
+    text = render(ExercisePanel(failed_exercise(bytes_check)))
     assert "1,536 B" in text
     assert "expected 384 B per device, measured 1,536 B" in text
     assert "counted at 2 bytes per element" in text
@@ -292,20 +306,15 @@ def test_comms_table_unknown_and_empty() -> None:
         "steps",
         False,
         "a collective-permute sits in a loop whose trip count the compiler cannot know",
-        details={
-            "kind": "collective-permute",
-            "expected": 3,
-            "actual": None,
-            "table": [{"kind": "collective-permute", "ops": 1, "count": None, "bytes": None}],
-        },
+        evidence=[
+            ev.Communication([ev.CollectiveRow("collective-permute", 1, None, None)]),
+            ev.CountExpectation("collective-permute", 3, None),
+        ],
     )
-    text = render(CommsTable(unknown))
+    text = render(ExercisePanel(failed_exercise(unknown)))
     row = line_with(text, "collective-permute")
     assert row.split() == ["collective-permute", "1", "unknown", "unknown"]
-    empty = CheckResult(
-        "steps", False, "0 ×", details={"kind": "x", "expected": 1, "actual": 0, "table": []}
-    )
-    assert "(none)" in render(CommsTable(empty))
+    assert "(none)" in drawn(ev.Communication([]))
 
 
 def test_sharding_and_memory_evidence() -> None:
@@ -313,17 +322,14 @@ def test_sharding_and_memory_evidence() -> None:
         "sharding",
         False,
         "sharded as PartitionSpec() on mesh(x=4); expected PartitionSpec('x',) on mesh(x=4)",
-        details={
-            "expected": "PartitionSpec('x',) on mesh(x=4)",
-            "actual": "PartitionSpec() on mesh(x=4)",
-        },
+        evidence=[ev.Sharding("PartitionSpec('x',) on mesh(x=4)", "PartitionSpec() on mesh(x=4)")],
         hint="The output is replicated on every device: it should stay sharded.",
     )
     memory = CheckResult(
         "memory",
         False,
         "65,536 temporary bytes per device; one block is 4,096",
-        details={"bound": 4096, "memory": {"argument": 1024, "output": 2048, "temp": 65536}},
+        evidence=[ev.Memory(argument=1024, output=2048, temp=65536, bound=4096)],
     )
     text = render(ExercisePanel(failed_exercise(sharding, memory), "course grade 2.x"))
     assert "PartitionSpec('x',) on mesh(x=4)" in text
@@ -335,11 +341,11 @@ def test_sharding_and_memory_evidence() -> None:
 
 def test_not_started_exercises_share_one_panel() -> None:
     r = lesson(
-        not_started("ring_all_gather", 2, hint="The ring that sends right is perm = ..."),
-        not_started("ring_reduce_scatter", 2, hint="The ring that sends right is perm = ..."),
+        not_started("ring_all_gather", hint="The ring that sends right is perm = ..."),
+        not_started("ring_reduce_scatter", hint="The ring that sends right is perm = ..."),
         passed("ring_all_reduce"),
     )
-    text = render(LessonReport(r, rerun))
+    text = render(report(r, {"ring_all_gather": 2, "ring_reduce_scatter": 2, "ring_all_reduce": 1}))
     assert text.count("· not started") == 3  # two table rows and one panel title
     assert "ring_all_gather, ring_reduce_scatter: still raising NotImplementedError" in text
     assert text.count("The ring that sends right") == 1
@@ -360,10 +366,8 @@ def test_error_result_shows_the_error_text() -> None:
         "    return x / 0\n"
         "ZeroDivisionError: division by zero"
     )
-    e = ExerciseResult(
-        2, "ring_all_gather", Status.ERROR, points=2, example="n=3 rows=6", error=error
-    )
-    text = render(LessonReport(lesson(e), rerun))
+    e = ExerciseResult(2, "ring_all_gather", Status.ERROR, example="n=3 rows=6", error=error)
+    text = render(report(lesson(e), {"ring_all_gather": 2}))
     assert "✘ ring_all_gather — error" in text
     assert "ZeroDivisionError: division by zero" in text
     assert 'File "exercises/l02_collectives.py", line 12' in text
@@ -371,7 +375,7 @@ def test_error_result_shows_the_error_text() -> None:
 
 
 def test_timeout_panel_title() -> None:
-    e = ExerciseResult(2, "ring_all_gather", Status.TIMEOUT, points=2, hint="An endless loop?")
+    e = ExerciseResult(2, "ring_all_gather", Status.TIMEOUT, hint="An endless loop?")
     text = render(ExercisePanel(e))
     assert "⏱ ring_all_gather — timeout" in text
     assert "An endless loop?" in text
@@ -380,10 +384,39 @@ def test_timeout_panel_title() -> None:
 def test_rows_table_lists_what_differs_per_device() -> None:
     check = CheckResult(
         "values", False, "2 of 8 devices get the wrong slice",
-        details={"columns": ["device", "JAX says", "yours"],
-                 "rows": [["(0, 1)", "[1:2, 0:2]", "[2:3, 0:2]"], ["(1, 0)", "[4:5, 0:2]", "[1:2, 0:2]"]]},
+        evidence=[ev.Table(["device", "JAX says", "yours"],
+                           [["(0, 1)", "[1:2, 0:2]", "[2:3, 0:2]"], ["(1, 0)", "[4:5, 0:2]", "[1:2, 0:2]"]])],
     )  # fmt: skip
     text = render(ExercisePanel(failed_exercise(check)))
     assert "JAX says" in text and "yours" in text
     row = line_with(text, "(1, 0)")
     assert "[4:5, 0:2]" in row and row.index("[4:5, 0:2]") < row.index("[1:2, 0:2]")
+
+
+# ------------------------------------------------- drawn by type, never by check name
+
+
+def test_every_evidence_type_has_one_renderer() -> None:
+    assert set(RENDERERS) == set(ev.TYPES.values())
+
+
+def test_evidence_is_drawn_by_its_type_whatever_the_check_is_called() -> None:
+    steps = steps_check(2, 3)
+    renamed = CheckResult("ring rounds", False, steps.message, evidence=steps.evidence)
+    text = render(ExercisePanel(failed_exercise(renamed)))
+    assert "expected 3 × collective-permute, measured 2" in text
+    assert "communication measured in the compiled program" in text
+
+
+def test_one_measurement_handed_over_by_several_checks_is_drawn_once() -> None:
+    e = failed_exercise(collectives_check(), steps_check(2, 3))
+    text = render(ExercisePanel(e))
+    assert text.count("communication measured in the compiled program") == 1
+    assert "allowed: collective-permute" in text  # the first table drawn, with its marks
+    assert "expected 3 × collective-permute, measured 2" in text  # every expectation
+
+
+def test_a_note_is_drawn_as_text() -> None:
+    assert "could not prepare the explanation" in drawn(
+        ev.Note("could not prepare the explanation: ZeroDivisionError()")
+    )

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from grader.results import Status
-from grader.runner import LessonRequest, Request, grade
-
-L02 = LessonRequest(
-    2,
-    "l02_collectives",
-    "Collectives",
-    ["ring_all_gather", "ring_reduce_scatter", "ring_all_reduce"],
+from grader.protocol import (
+    ExampleStarted,
+    ExerciseGraded,
+    LessonFinished,
+    LessonJob,
+    LessonStarted,
+    Request,
+    decode_event,
+    encode_event,
 )
+from grader.results import ExerciseResult, Status
+from grader.runner import grade
+
+L02 = LessonJob(2, "l02_collectives", ("ring_all_gather", "ring_reduce_scatter", "ring_all_reduce"))
 
 
 def _variant(root, tmp_path, code: str):
@@ -37,8 +42,8 @@ def ring_all_reduce(x, axis_name):
     return _ag(_rs(x, axis_name), axis_name)
 """
     events = []
-    request = Request([L02], _variant(root, tmp_path, code), timeout=2.0, grace=1.0, max_examples=0)
-    (result,) = grade(request, events.append)
+    request = Request((L02,), _variant(root, tmp_path, code), timeout=2.0, max_examples=0)
+    (result,) = grade(request, events.append, grace=1.0)
     status = {e.exercise: e.status for e in result.exercises}
     assert status == {
         "ring_all_gather": Status.TIMEOUT,
@@ -47,7 +52,7 @@ def ring_all_reduce(x, axis_name):
     }
     stuck = result.exercises[1]
     assert "stopped it" in stuck.error and stuck.example  # killed: the example is still named
-    assert [e["type"] for e in events].count("exercise") == 3
+    assert sum(isinstance(e, ExerciseGraded) for e in events) == 3
     assert result.devices.startswith("8 CPU")
 
 
@@ -58,7 +63,7 @@ import os
 def ring_all_gather(x, axis_name):
     os._exit(3)
 """
-    request = Request([L02], _variant(root, tmp_path, code), timeout=30.0, max_examples=0)
+    request = Request((L02,), _variant(root, tmp_path, code), timeout=30.0, max_examples=0)
     (result,) = grade(request)
     gather, scatter, reduce = result.exercises
     assert gather.status == Status.ERROR and "exit code 3" in gather.error
@@ -68,18 +73,30 @@ def ring_all_gather(x, axis_name):
     )  # it calls ring_all_gather
 
 
-def test_results_come_back_in_registry_order_with_points(root):
-    lesson = LessonRequest(
-        2, "l02_collectives", "Collectives", L02.exercises, points={"ring_all_gather": 2}
-    )
-    (result,) = grade(Request([lesson], str(root / "solutions"), max_examples=0, timeout=60.0))
-    assert [e.exercise for e in result.exercises] == L02.exercises
-    assert result.exercises[0].points == 2 and result.score == 4 and result.passed
+def test_results_come_back_in_request_order(root):
+    """Points are the course's (see test_cli); the grader returns results in order."""
+    job = LessonJob(2, "l02_collectives", L02.exercises[::-1])
+    (result,) = grade(Request((job,), str(root / "solutions"), max_examples=0, timeout=60.0))
+    assert tuple(e.exercise for e in result.exercises) == job.exercises
+    assert all(e.passed for e in result.exercises)
 
 
 def test_fewer_devices_limit_the_meshes(root):
-    lesson = LessonRequest(1, "l01_meshes", "Meshes", ["shard_shape", "place"])
+    lesson = LessonJob(1, "l01_meshes", ("shard_shape", "place"))
     (result,) = grade(
-        Request([lesson], str(root / "solutions"), devices=3, timeout=60.0, max_examples=10)
+        Request((lesson,), str(root / "solutions"), devices=3, timeout=60.0, max_examples=10)
     )
-    assert result.passed and result.devices.startswith("3 CPU")
+    assert all(e.passed for e in result.exercises) and result.devices.startswith("3 CPU")
+
+
+def test_the_protocol_round_trips():
+    request = Request((L02,), "/x", seed=3, example="n=3", max_examples=0, devices=4)
+    assert Request.decode(request.encode()) == request
+    result = ExerciseResult(2, "ring_all_gather", Status.FAILED, example="n=3", hint="h")
+    for event in (
+        LessonStarted(2, "8 CPU devices"),
+        ExampleStarted(2, "ring_all_gather", 0, "n=3"),
+        ExerciseGraded(2, result),
+        LessonFinished(2, 1.5),
+    ):
+        assert decode_event(encode_event(event)) == event

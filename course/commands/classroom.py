@@ -26,13 +26,14 @@ from course import exports
 from course.commands.common import App
 from course.commands.grade import INTERRUPTED, rerun_command
 from course.exports import Row, Submission
-from course.registry import Lesson
-from grader.results import ExerciseResult, LessonResult
+from course.registry import Exercise, Lesson
+from grader.protocol import DEFAULT_TIMEOUT
+from grader.results import ExerciseResult, LessonResult, Status
 
 
 def classroom(
     app: App, submissions: str, out: str, *, lessons: tuple[int, ...] = (), seed: int = 0,
-    timeout: float = 60.0, devices: int | None = None, cpu: bool = False,
+    timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
 ) -> int:  # fmt: skip
     chosen = [app.lesson(n) for n in lessons] if lessons else list(app.course.lessons)
     folders = find_submissions(Path(submissions), chosen)
@@ -100,11 +101,13 @@ def _staged(folder: Path, files: dict[str, Path]) -> Iterator[Path]:
 
 
 def grade_submission(
-    name: str, folder: Path, lessons: list[Lesson], *, seed: int = 0, timeout: float = 60.0,
-    devices: int | None = None, cpu: bool = False, cache_dir: Path | None = None,
+    name: str, folder: Path, lessons: list[Lesson], *, seed: int = 0,
+    timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
+    cache_dir: Path | None = None,
 ) -> Submission:  # fmt: skip
     """Grade one submission in its own worker; lessons it lacks are ``not submitted``."""
-    from grader.runner import LessonRequest, Request, grade
+    from grader.protocol import LessonJob, Request
+    from grader.runner import grade
 
     started = time.perf_counter()
     files = {ls.module: f for ls in lessons if (f := _locate(folder, ls.module)) is not None}
@@ -113,39 +116,31 @@ def grade_submission(
     if present:
         with _staged(folder.resolve(), files) as directory:
             request = Request(
-                lessons=[
-                    LessonRequest(
-                        lesson=ls.number, module=ls.module, title=ls.title,
-                        exercises=[e.name for e in ls.exercises],
-                        points={e.name: e.points for e in ls.exercises},
-                        bonus=[e.name for e in ls.exercises if e.bonus],
-                    )
+                lessons=tuple(
+                    LessonJob(ls.number, ls.module, tuple(e.name for e in ls.exercises))
                     for ls in present
-                ],
+                ),
                 directory=str(directory), seed=seed, timeout=timeout, devices=devices,
                 platform="cpu" if cpu else None, cache_dir=str(cache_dir) if cache_dir else None,
             )  # fmt: skip
             results = {r.lesson: r for r in grade(request)}
     rows = []
     for lesson in lessons:
-        graded = (
-            {er.exercise: er for er in results[lesson.number].exercises}
-            if lesson.number in results
-            else {}
-        )
+        result = results.get(lesson.number)
+        graded = {er.exercise: er for er in result.exercises} if result else {}
         for ex in lesson.exercises:
-            er = graded.get(ex.name)
-            rows.append(_row(lesson, ex.name, ex.points, ex.bonus, er))
+            rows.append(_row(lesson, ex, graded.get(ex.name)))
     return Submission(name, rows, time.perf_counter() - started)
 
 
-def _row(lesson: Lesson, exercise: str, points: int, bonus: bool, er: ExerciseResult | None) -> Row:
-    max_score = 0 if bonus else points
+def _row(lesson: Lesson, ex: Exercise, er: ExerciseResult | None) -> Row:
+    """One exercise, scored by the registry's rule (a bonus one counts on top: max 0)."""
+    scored = ex.scored(er.status if er else None)
+    max_score = 0 if scored.bonus else scored.points
     if er is None:
-        return Row(lesson.number, lesson.module, exercise, exports.NOT_SUBMITTED, 0, max_score,
+        return Row(lesson.number, lesson.module, ex.name, exports.NOT_SUBMITTED, 0, max_score,
                    f"{lesson.module}.py was not handed in")  # fmt: skip
-    score = points if er.passed else 0
-    return Row(lesson.number, lesson.module, exercise, str(er.status), score, max_score,
+    return Row(lesson.number, lesson.module, ex.name, str(er.status), scored.score, max_score,
                _feedback(er), er.duration)  # fmt: skip
 
 
@@ -159,7 +154,7 @@ def _feedback(er: ExerciseResult) -> str:
         lines.append(er.error)
     if er.example:
         lines.append(f"example: {er.example}")
-    if er.status != "not started":
+    if er.status != Status.NOT_STARTED:
         lines.append(f"re-run it: {rerun_command(er)}")
     if er.hint:
         lines.append(f"hint: {er.hint}")

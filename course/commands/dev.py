@@ -1,7 +1,8 @@
 """``course dev check``: the course is consistent, solutions pass, stubs are stubs.
 
 1. the registry matches the files: every lesson has its exercise stub,
-   solution, grading spec and text, and nothing else lies there;
+   solution, grading spec, text and catalogue of mistakes
+   (``tests/mistakes/lNN.py``), and nothing else lies there;
 2. each stub's public functions have the same signatures and docstrings as
    its solution's (read with ast: no import, no jax);
 3. the grading spec names exactly the registry's exercises;
@@ -44,6 +45,10 @@ def static_problems(course: Course, root: Path) -> list[str]:
         for f in sorted((root / folder).glob("l[0-9][0-9]_*.py")):
             if f.stem not in known:
                 problems.append(f"{folder}/{f.name} belongs to no lesson in course.toml")
+    numbered = {f"l{lesson.number:02d}" for lesson in course.lessons}
+    for f in sorted((root / "tests" / "mistakes").glob("l[0-9][0-9].py")):
+        if f.stem not in numbered:
+            problems.append(f"tests/mistakes/{f.name} belongs to no lesson in course.toml")
     texts = {lesson.text_name for lesson in course.lessons}
     for f in sorted((root / "course" / "lessons").glob("*.md")):
         if f.name not in texts:
@@ -54,6 +59,7 @@ def static_problems(course: Course, root: Path) -> list[str]:
             "solution": root / "solutions" / f"{lesson.module}.py",
             "grading spec": root / "grader" / "specs" / f"{lesson.module}.py",
             "text": root / "course" / "lessons" / lesson.text_name,
+            "catalogue of mistakes": root / "tests" / "mistakes" / f"l{lesson.number:02d}.py",
         }
         missing = [k for k, f in files.items() if not f.exists()]
         problems += [
@@ -96,7 +102,8 @@ def static_problems(course: Course, root: Path) -> list[str]:
 
 
 def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
-    from grader.runner import LessonRequest, Request, grade
+    from grader.protocol import LessonJob, Request
+    from grader.runner import grade
 
     if not shipped().checkout:
         raise click.ClickException("course dev check checks a clone of the repository; none here")
@@ -104,12 +111,10 @@ def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
     problems = static_problems(app.course, root)
     rows: list[tuple[str, str, bool, str]] = []
     if grade_code and not problems:
-        lessons = [
-            LessonRequest(
-                lesson.number, lesson.module, lesson.title, [e.name for e in lesson.exercises]
-            )
+        lessons = tuple(
+            LessonJob(lesson.number, lesson.module, tuple(e.name for e in lesson.exercises))
             for lesson in app.course.lessons
-        ]
+        )
         for folder, want in (("solutions", Status.PASSED), ("exercises", Status.NOT_STARTED)):
             with app.console.status(f"grading {folder}/ …"):
                 results = grade(

@@ -15,8 +15,9 @@ import click
 from course.commands.common import App
 from course.registry import Lesson
 from course.versions import versions
+from grader.protocol import DEFAULT_TIMEOUT, Event
 from grader.repo import shipped
-from grader.results import ExerciseResult, LessonResult, Status
+from grader.results import ExerciseResult, LessonResult, Scorecard, Status, to_json
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C, as shells report SIGINT."""
@@ -57,10 +58,10 @@ def current_lesson(app: App) -> Lesson:
     states = app.states()
 
     def passes(lesson: Lesson) -> bool:
-        return all(
-            (s := states.get((lesson.number, e.name))) is not None and s.status == "passed"
-            for e in lesson.required
-        )
+        statuses = {
+            e.name: s.status for e in lesson.exercises if (s := states.get((lesson.number, e.name)))
+        }
+        return lesson.scorecard(statuses).passed
 
     return next(
         (lesson for lesson in app.course.lessons if not passes(lesson)), app.course.lessons[-1]
@@ -70,16 +71,16 @@ def current_lesson(app: App) -> Lesson:
 def grade(
     app: App, target: str | None, *, all_lessons: bool = False, solutions: bool = False,
     path: str | None = None, seed: int = 0, example: str | None = None, as_json: bool = False,
-    timeout: float = 60.0, devices: int | None = None, cpu: bool = False,
+    timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
     max_examples: int | None = None, progress_line: Callable[[str], None] | None = None,
-    deliver: Callable[[list[LessonResult]], None] | None = None,
+    deliver: Callable[[list[LessonResult], list[Scorecard]], None] | None = None,
 ) -> int:  # fmt: skip
     """Grade; print the report (or JSON) and return the exit status.
 
     A notebook passes ``progress_line`` (shown instead of the terminal's spinner)
-    and ``deliver`` (gets the results instead of the printed report).
+    and ``deliver`` (gets the results and their scorecards instead of the report).
     """
-    from grader.runner import LessonRequest, Request
+    from grader.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
     from grader.runner import grade as run_grading
 
     chosen = parse_target(app, target, all_lessons)
@@ -107,16 +108,11 @@ def grade(
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--example") from None
     request = Request(
-        lessons=[
-            LessonRequest(
-                lesson=lesson.number, module=lesson.module, title=lesson.title,
-                exercises=[e.name for e in lesson.exercises],
-                points={e.name: e.points for e in lesson.exercises},
-                bonus=[e.name for e in lesson.exercises if e.bonus],
-                only=[chosen.exercise] if chosen.exercise else None,
-            )
+        lessons=tuple(
+            LessonJob(lesson.number, lesson.module,
+                      (chosen.exercise,) if chosen.exercise else tuple(e.name for e in lesson.exercises))
             for lesson in chosen.lessons
-        ],
+        ),
         directory=str(directory), seed=seed, example=example, max_examples=max_examples,
         timeout=timeout, devices=devices, platform="cpu" if cpu else None,
         cache_dir=app.compile_cache(),
@@ -125,6 +121,7 @@ def grade(
         target, all_lessons=all_lessons, solutions=solutions, path=path, seed=seed,
         example=example, timeout=timeout, devices=devices, cpu=cpu, max_examples=max_examples,
     )  # fmt: skip
+    lessons = {lesson.number: lesson for lesson in chosen.lessons}
     console = app.console
     with app.progress(record=counted) as progress:
         attempt = progress.start_attempt(str(directory), counted, command, versions())
@@ -135,12 +132,15 @@ def grade(
         )
         line = progress_line or (status.update if status is not None else None)
 
-        def on_event(event: dict) -> None:
-            if event["type"] == "exercise":
-                progress.record(attempt, ExerciseResult.from_dict(event["result"]))
-            elif event["type"] == "example" and line is not None:
+        def on_event(event: Event) -> None:
+            if isinstance(event, ExerciseGraded):
+                er = event.result
+                progress.record(
+                    attempt, er, lessons[er.lesson].exercise(er.exercise).scored(er.status)
+                )
+            elif isinstance(event, ExampleStarted) and line is not None:
                 line(
-                    f"grading {event['lesson']}.{event['exercise']} — example {event['index'] + 1}: {event['example']}"
+                    f"grading {event.lesson}.{event.exercise} — example {event.index + 1}: {event.example}"
                 )
 
         try:
@@ -161,13 +161,14 @@ def grade(
         for er in result.exercises:
             if er.status == Status.NOT_STARTED and lesson.hints:
                 er.hint = lesson.hints[0]
+    cards = [lesson.score_result(result) for lesson, result in zip(chosen.lessons, results)]
     if deliver is not None:
-        deliver(results)
+        deliver(results, cards)
     elif as_json:
-        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+        click.echo(json.dumps(to_json(results, cards), indent=2))
     else:
-        render(app, results, solutions=solutions, path=path)
-    return 0 if all(r.passed for r in results) else 1
+        render(app, results, cards, solutions=solutions, path=path)
+    return 0 if all(card.passed for card in cards) else 1
 
 
 def as_command(target: str | None, **options) -> str:
@@ -200,10 +201,11 @@ def rerun_command(er: ExerciseResult, solutions: bool = False, path: str | None 
 
 
 def render(
-    app: App, results: list[LessonResult], *, solutions: bool = False, path: str | None = None
-) -> None:
+    app: App, results: list[LessonResult], cards: list[Scorecard], *, solutions: bool = False,
+    path: str | None = None,
+) -> None:  # fmt: skip
     from grader.report import LessonReport
 
     rerun = partial(rerun_command, solutions=solutions, path=path)
-    for result in results:
-        app.console.print(LessonReport(result, rerun))
+    for result, card in zip(results, cards):
+        app.console.print(LessonReport(result, card, rerun))

@@ -6,6 +6,7 @@ import os
 import shlex
 import shutil
 import subprocess
+from pathlib import Path
 
 import click
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
@@ -17,6 +18,7 @@ from rich.text import Text
 
 from course.commands.common import App
 from grader.repo import shipped
+from grader.results import Status
 
 
 def _chosen(app: App, number: int | None):
@@ -137,10 +139,12 @@ def solution(app: App, number: int | None, force: bool) -> int:
     lesson = _chosen(app, number)
     number = lesson.number
     states = app.states()
-    passed = all(
-        (s := states.get((number, e.name))) is not None and s.ever_passed for e in lesson.required
-    )
-    if not passed and not force:
+    ever = {
+        e.name: Status.PASSED
+        for e in lesson.exercises
+        if (s := states.get((number, e.name))) and s.ever_passed
+    }
+    if not lesson.scorecard(ever).passed and not force:
         app.console.print(
             f"Lesson {number}'s solution unlocks once every exercise of it has passed "
             f"(course grade {number}). To look anyway: course solution {number} --force"
@@ -156,15 +160,26 @@ def reset(app: App, number: int, yes: bool) -> int:
     target = app.ws.exercise_file(lesson.module)
     stub = shipped().stubs / f"{lesson.module}.py"
     backup = None
-    if target.exists():
-        question = f"Replace {target} with the original stub? Your code in it will be lost"
+    if target.exists() and target.read_bytes() != stub.read_bytes():
+        backup = next_backup(target)
+        question = (
+            f"Replace {target} with the original stub? Your current code will be kept in {backup}"
+        )
         if not yes and not click.confirm(question, default=False):
             app.console.print("Nothing changed.")
             return 1
-        backup = target.with_suffix(".py.bak")
         shutil.copyfile(target, backup)
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(stub, target)
     note = f" (your previous version is in {backup})" if backup else ""
     app.console.print(f"Restored the stub of lesson {number}: {target}{note}")
     return 0
+
+
+def next_backup(target: Path) -> Path:
+    """``l02_collectives.py`` → ``l02_collectives.py.1.bak``, ``.2.bak`` …: the first
+    number not taken, so that no reset ever overwrites an earlier backup."""
+    n = 1
+    while (candidate := target.with_name(f"{target.name}.{n}.bak")).exists():
+        n += 1
+    return candidate

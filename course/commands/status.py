@@ -59,27 +59,22 @@ def status(app: App) -> int:
     earned = possible = 0
     next_step: tuple[int, str] | None = None
     for lesson in app.course.lessons:
-        done = pts = 0
-        last = None
-        extra = 0  # bonus points, on top
-        for ex in lesson.exercises:
-            st = states.get((lesson.number, ex.name))
-            ok = bool(st and st.status == "passed")
-            if ex.bonus:
-                extra += ex.points if ok else 0
-            elif ok:
-                done += 1
-                pts += ex.points
-            if st:
-                last = max(last or 0, st.last)
-            if next_step is None and not ok and not ex.bonus:
-                next_step = (lesson.number, ex.name)
-        earned += pts
-        possible += lesson.points
-        mark = Text("✔ ", style="green") if done == len(lesson.required) else Text("  ")
+        mine = {e.name: st for e in lesson.exercises if (st := states.get((lesson.number, e.name)))}
+        card = lesson.scorecard({name: st.status for name, st in mine.items()})
+        done = sum(card.exercises[e.name].passed for e in lesson.required)
+        last = max((st.last for st in mine.values()), default=None)
+        if next_step is None:
+            todo = next(
+                (e.name for e in lesson.required if not card.exercises[e.name].passed), None
+            )
+            next_step = (lesson.number, todo) if todo else None
+        earned += card.score
+        possible += card.possible
+        mark = Text("✔ ", style="green") if card.passed else Text("  ")
         table.add_row(str(lesson.number), Text.assemble(mark, lesson.title),
                       f"{done}/{len(lesson.required)}",
-                      f"{pts}/{lesson.points}" + (f" +{extra}" if extra else ""),
+                      f"{card.score}/{card.possible}"
+                      + (f" +{card.bonus_score}" if card.bonus_score else ""),
                       _ago(last) if last else Text("never", style="dim"))  # fmt: skip
     app.console.print(table)
     bar = Table.grid(padding=(0, 1))

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from grader import diagnose
+from grader.evidence import BytesExpectation, CollectiveRow, Communication, CountExpectation
 from grader.results import CheckResult
 from grader.spec import Check, Example, Trial
 
@@ -18,8 +19,14 @@ BUILTIN = {
 }
 
 
-def _table(trial: Trial) -> list[dict]:
-    return trial.comms.table() if trial.comms is not None else []
+def communication(
+    trial: Trial, itemsize: int | None = None, allowed: frozenset[str] | None = None
+) -> Communication:
+    """The collectives of the trial's compiled program, as report evidence."""
+    rows = trial.comms.table(itemsize) if trial.comms is not None else []
+    return Communication(
+        [CollectiveRow(**r) for r in rows], sorted(allowed) if allowed is not None else None
+    )
 
 
 @dataclass(frozen=True)
@@ -37,10 +44,10 @@ class OnlyCollectives(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         used = trial.comms.kinds()
         extra = sorted(used - set(self.allowed))
-        details = {"allowed": sorted(self.allowed), "actual": _table(trial)}
+        evidence = [communication(trial, allowed=self.allowed)]
         if not extra:
             used_txt = ", ".join(sorted(used)) or "no collectives"
-            return CheckResult(self.name, True, f"uses {used_txt}", details=details)
+            return CheckResult(self.name, True, f"uses {used_txt}", evidence=evidence)
         names = ", ".join(extra)
         calls = ", ".join(BUILTIN[k] for k in extra)
         allowed = ", ".join(sorted(self.allowed)) or "no collectives at all"
@@ -49,7 +56,7 @@ class OnlyCollectives(Check):
             self.name,
             False,
             f"the compiled program contains {names}; allowed: {allowed}",
-            details=details,
+            evidence=evidence,
             hint=specific
             or f"{names} comes from {calls} (or from the compiler resharding an array for you). "
             + (self.why or "Build the result from the allowed operations only."),
@@ -65,30 +72,34 @@ class Count(Check):
     ring_size: Callable[[Example], int] = lambda ex: 1
     name: str = "steps"
     what: str = "ring steps"
+    hint: Callable[[Example, int, int], str | None] | None = None
+    """(example, measured, expected) → the exercise's own diagnosis, tried before
+    the generic one (which assumes a one-directional ring)."""
 
     def __call__(self, trial: Trial) -> CheckResult:
         want = self.expected(trial.example)
         got = trial.comms.count(self.kind)
-        details = {"kind": self.kind, "expected": want, "actual": got, "table": _table(trial)}
+        evidence = [communication(trial), CountExpectation(self.kind, want, got)]
         if got is None:
             return CheckResult(
                 self.name,
                 False,
                 f"a {self.kind} sits in a loop whose trip count the compiler cannot know",
-                details=details,
+                evidence=evidence,
                 hint="Loop a fixed number of times: a Python for-loop or lax.fori_loop with "
                 "bounds known at trace time (lax.axis_size gives N as a Python int).",
             )
         if got == want:
             return CheckResult(
-                self.name, True, f"{got} × {self.kind} ({self.what})", details=details
+                self.name, True, f"{got} × {self.kind} ({self.what})", evidence=evidence
             )
         return CheckResult(
             self.name,
             False,
             f"{got} × {self.kind} executed; expected {want} ({self.what})",
-            details=details,
-            hint=diagnose.steps(self.kind, got, want, self.ring_size(trial.example)),
+            evidence=evidence,
+            hint=(self.hint and self.hint(trial.example, got, want))
+            or diagnose.steps(self.kind, got, want, self.ring_size(trial.example)),
         )
 
 
@@ -111,19 +122,17 @@ class Bytes(Check):
         width = self.itemsize(trial) if self.itemsize else None
         per_kind = [trial.comms.bytes(k, width) for k in (self.kinds or trial.comms.kinds())]
         got = None if None in per_kind else sum(per_kind)
-        details = {"expected": want, "actual": got, "table": trial.comms.table(width)}
-        if width:
-            details["itemsize"] = width
+        evidence = [communication(trial, width), BytesExpectation(want, got, width)]
         if got is None:
             return CheckResult(
                 self.name,
                 False,
                 "bytes unknown: a collective sits in a loop of unknown trip count",
-                details=details,
+                evidence=evidence,
             )
         if got == want:
             return CheckResult(
-                self.name, True, f"{got:,} bytes sent per device = {self.what}", details=details
+                self.name, True, f"{got:,} bytes sent per device = {self.what}", evidence=evidence
             )
         ratio = got / want if want else float("inf")
         hint = None
@@ -140,7 +149,7 @@ class Bytes(Check):
             self.name,
             False,
             f"{got:,} bytes sent per device; {self.what} is {want:,} ({ratio:.2f}×)",
-            details=details,
+            evidence=evidence,
             hint=hint,
         )
 
@@ -159,15 +168,15 @@ class LargestTransfer(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         width = self.itemsize(trial) if self.itemsize else None
         bound, got = self.bound(trial), trial.comms.largest(width)
-        details = {"bound": bound, "actual": got, "table": trial.comms.table(width)}
+        evidence = [communication(trial, width)]
         if got <= bound:
             return CheckResult(
-                self.name, True, f"largest transfer {got:,} bytes ≤ {self.what}", details=details
+                self.name, True, f"largest transfer {got:,} bytes ≤ {self.what}", evidence=evidence
             )
         return CheckResult(
             self.name,
             False,
             f"a transfer of {got:,} bytes; at most {self.what} ({bound:,} bytes) is needed",
-            details=details,
+            evidence=evidence,
             hint=self.hint,
         )

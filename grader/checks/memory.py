@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from grader.evidence import Memory
 from grader.results import CheckResult
 from grader.spec import Check, Trial
 
@@ -26,22 +27,23 @@ class TempMemory(Check):
         bound = self.bound(trial)
         what = self.what(trial) if callable(self.what) else self.what
         got = (trial.memory or {}).get("temp")
-        details = {"bound": bound, "memory": trial.memory}
+        m = trial.memory
+        evidence = [Memory(m.get("argument"), m.get("output"), got, bound)] if m else []
         reason = self.skip(trial)
         if reason:
-            return CheckResult(self.name, True, f"not measured here: {reason}", details=details)
+            return CheckResult(self.name, True, f"not measured here: {reason}", evidence=evidence)
         if got is None:
             return CheckResult(
-                self.name, True, "memory analysis unavailable on this backend", details=details
+                self.name, True, "memory analysis unavailable on this backend", evidence=evidence
             )
         if got <= bound:
             return CheckResult(
                 self.name,
                 True,
                 f"{got:,} temporary bytes per device ≤ {what} = {bound:,}",
-                details=details,
+                evidence=evidence,
             )
         return CheckResult(
             self.name, False, f"{got:,} temporary bytes per device; {what} = {bound:,}",
-            details=details, hint=self.hint,
+            evidence=evidence, hint=self.hint,
         )  # fmt: skip

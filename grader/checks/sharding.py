@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from grader.evidence import Sharding
 from grader.results import CheckResult
 from grader.spec import Check, Trial
 
@@ -36,13 +37,13 @@ class OutputSharding(Check):
                 self.name, False, f"returned {type(out).__name__}, which has no sharding"
             )
         got = out.sharding
-        details = {"expected": describe_sharding(want), "actual": describe_sharding(got)}
+        seen = Sharding(describe_sharding(want), describe_sharding(got))
         if got.is_equivalent_to(want, out.ndim):
-            return CheckResult(self.name, True, f"sharded as {details['actual']}", details=details)
+            return CheckResult(self.name, True, f"sharded as {seen.actual}", evidence=[seen])
         hint = None
         if getattr(got, "is_fully_replicated", False):
             hint = "The output is replicated on every device: it should stay sharded."
         return CheckResult(
-            self.name, False, f"sharded as {details['actual']}; expected {details['expected']}",
-            details=details, hint=hint,
+            self.name, False, f"sharded as {seen.actual}; expected {seen.expected}",
+            evidence=[seen], hint=hint,
         )  # fmt: skip

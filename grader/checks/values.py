@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from grader import diagnose
+from grader.evidence import DeviceMap, DeviceShard, Mismatch
 from grader.results import CheckResult
 from grader.spec import Check, Example, Trial
 
@@ -68,9 +69,8 @@ class Values(Check):
             )
         if out.shape != want.shape:
             return CheckResult(
-                self.name, False, f"returned shape {out.shape}; expected {want.shape}",
-                details={"expected_shape": list(want.shape), "actual_shape": list(out.shape)},
-            )  # fmt: skip
+                self.name, False, f"returned shape {out.shape}; expected {want.shape}"
+            )
         want_dtype = trial.extra.get("dtype", want.dtype.name)
         if out.dtype.name != want_dtype:
             return CheckResult(
@@ -99,7 +99,7 @@ class Values(Check):
         for s, a, e in zip(shards, actual, expected):
             coord = coords.get(s.device.id, (s.device.id,))
             if a.shape != e.shape:
-                devices.append({"coord": list(coord), "ok": False, "max_abs": None})
+                devices.append(DeviceShard(list(coord), False))
                 continue
             err = np.abs(as_numpy(a) - as_numpy(e))
             err = np.where(np.isnan(err), np.inf, err)
@@ -111,34 +111,41 @@ class Values(Check):
                 worst_rel = max(
                     worst_rel, float((err[nonzero] / np.abs(as_numpy(e))[nonzero]).max())
                 )
-            devices.append({"coord": list(coord), "ok": ok, "max_abs": m})
+            devices.append(DeviceShard(list(coord), ok, m))
             if not ok and first is None:
                 bad = np.argwhere(~(err <= atol + rtol * np.abs(as_numpy(e))))[0]
                 offset = [sl.start or 0 for sl in s.index] + [0] * (e.ndim - len(s.index))
-                first = {
-                    "coord": list(coord),
-                    "index": [int(o + b) for o, b in zip(offset, bad)],
-                    "expected": float(as_numpy(e)[tuple(bad)]),
-                    "actual": float(as_numpy(a)[tuple(bad)]),
-                }
-                if e.size <= SHOW_LIMIT:  # small enough to print whole
-                    first["expected_shard"] = as_numpy(e).tolist()
-                    first["actual_shard"] = as_numpy(a).tolist()
-        details = {
-            "max_abs_err": worst_abs,
-            "max_rel_err": worst_rel,
-            "atol": atol,
-            "rtol": rtol,
-            "devices": devices,
-            "mesh_shape": list(trial.mesh.devices.shape) if trial.mesh is not None else None,
-            "axis_names": list(trial.mesh.axis_names) if trial.mesh is not None else None,
-        }
-        if all(d["ok"] for d in devices):
+                small = e.size <= SHOW_LIMIT  # small enough to print whole
+                first = Mismatch(
+                    coord=list(coord),
+                    index=[int(o + b) for o, b in zip(offset, bad)],
+                    expected=float(as_numpy(e)[tuple(bad)]),
+                    actual=float(as_numpy(a)[tuple(bad)]),
+                    expected_shard=as_numpy(e).tolist() if small else None,
+                    actual_shard=as_numpy(a).tolist() if small else None,
+                )
+        mesh = trial.mesh
+        evidence = (
+            [
+                DeviceMap(
+                    mesh_shape=list(mesh.devices.shape),
+                    axis_names=list(mesh.axis_names),
+                    devices=devices,
+                    max_abs_err=worst_abs,
+                    max_rel_err=worst_rel,
+                    atol=atol,
+                    rtol=rtol,
+                    first_mismatch=first,
+                )  # fmt: skip
+            ]
+            if mesh is not None
+            else []
+        )  # without a mesh there is no map to draw
+        if all(d.ok for d in devices):
             return CheckResult(
-                self.name, True, "every device's shard matches the reference", details=details
+                self.name, True, "every device's shard matches the reference", evidence=evidence
             )
-        details["first_mismatch"] = first
-        n_bad = sum(not d["ok"] for d in devices)
+        n_bad = sum(not d.ok for d in devices)
         hint = next(
             (
                 why
@@ -153,7 +160,7 @@ class Values(Check):
             actual, expected, close, block=self.block_rows(trial.example), n_ring=len(shards)
         )
         where = (
-            f" (first at global index {tuple(first['index'])}: expected {first['expected']:.6g}, got {first['actual']:.6g})"
+            f" (first at global index {tuple(first.index)}: expected {first.expected:.6g}, got {first.actual:.6g})"
             if first
             else ""
         )
@@ -161,7 +168,7 @@ class Values(Check):
             self.name,
             False,
             f"{n_bad} of {len(devices)} devices hold wrong values{where}",
-            details=details,
+            evidence=evidence,
             hint=hint,
         )
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
 
 from grader.checks import InputsUntouched, OutputSharding, Values
+from grader.evidence import Table
 from grader.programs import call_pure, inputs_intact
-from grader.results import CheckResult
-from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
+from grader.scalar import RAISES, Agrees
+from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 
 AXES = ("x", "y", "z")
 MESHES = [
@@ -25,7 +25,6 @@ MESHES = [
     (1, 4), (2, 1), (2, 2), (2, 3), (3, 2), (2, 4), (4, 2),
     (2, 2, 2), (1, 2, 3), (2, 1, 2),
 ]  # fmt: skip
-RAISES = "ValueError"
 ON_DEVICE = ("float32", "bfloat16", "int8")
 """dtypes an array keeps on the device (float64 needs jax_enable_x64, which is off)."""
 
@@ -153,56 +152,37 @@ def _reference(ex: Example):
 # ------------------------------------------------------------ checks
 
 
-@dataclass(frozen=True)
-class Agrees(Check):
+def _differs(got: Any, want: Any, trial: Trial) -> tuple[str, list[Table]]:
+    if isinstance(want, dict) and isinstance(got, dict):
+        keys = sorted(set(want) | set(got))
+        bad = [k for k in keys if want.get(k) != got.get(k)]
+        rows = [
+            [str(k), _show_slices(want.get(k, "—")), _show_slices(got.get(k, "—"))] for k in bad[:8]
+        ]
+        table = Table(["device", "JAX says", "yours"], rows)
+        return f"{len(bad)} of {len(want)} devices get the wrong slice", [table]
+    return f"returned {_show(got)}; JAX says {_show(want)}", []
+
+
+def _agrees(
+    normalize: Callable[[Any, Trial], Any], explain: Callable[[Any, Any, Trial], str | None]
+) -> Agrees:
     """A pure function's answer equals JAX's (``trial.expected``); indivisible
     layouts must raise ValueError."""
-
-    normalize: Callable[[Any, Trial], Any] = lambda out, t: out
-    explain: Callable[[Any, Any, Trial], str | None] = lambda got, want, t: None
-    name: str = "values"
-
-    def __call__(self, trial: Trial) -> CheckResult:
-        got, want = trial.output, trial.expected
-        if want == RAISES:
-            if isinstance(got, ValueError):
-                return CheckResult(
-                    self.name, True, "agrees with JAX's NamedSharding, ValueError included"
-                )
-            if isinstance(got, BaseException):
-                return CheckResult(
-                    self.name, False, f"raised {type(got).__name__}: {got}; expected a ValueError",
-                    hint="Check divisibility yourself and raise ValueError with a clear message.",
-                )  # fmt: skip
-            return CheckResult(
-                self.name, False,
-                f"returned {got!r} although shape {trial.example['shape']} does not divide "
-                f"over spec {decode_spec(trial.example['spec'])}; expected a ValueError",
-                hint="Integer division hides indivisibility: test size % ways before dividing.",
-            )  # fmt: skip
-        try:
-            norm = self.normalize(got, trial)
-        except (TypeError, ValueError) as exc:
-            return CheckResult(self.name, False, str(exc))
-        if norm == want:
-            return CheckResult(
-                self.name, True, "agrees with JAX's NamedSharding, ValueError included"
-            )
-        hint = self.explain(norm, want, trial)
-        if isinstance(want, dict) and isinstance(norm, dict):
-            keys = sorted(set(want) | set(norm))
-            bad = [k for k in keys if want.get(k) != norm.get(k)]
-            rows = [
-                [str(k), _show_slices(want.get(k, "—")), _show_slices(norm.get(k, "—"))]
-                for k in bad[:8]
-            ]
-            return CheckResult(
-                self.name, False, f"{len(bad)} of {len(want)} devices get the wrong slice",
-                details={"rows": rows, "columns": ["device", "JAX says", "yours"]}, hint=hint,
-            )  # fmt: skip
-        return CheckResult(
-            self.name, False, f"returned {_show(norm)}; JAX says {_show(want)}", hint=hint
-        )
+    return Agrees(
+        normalize=normalize,
+        diagnose=explain,
+        differs=_differs,
+        agreed="agrees with JAX's NamedSharding, ValueError included",
+        unraised=lambda t: (
+            f" although shape {t.example['shape']} does not divide over spec "
+            f"{decode_spec(t.example['spec'])}"
+        ),
+        raise_hints=(
+            "Check divisibility yourself and raise ValueError with a clear message.",
+            "Integer division hides indivisibility: test size % ways before dividing.",
+        ),
+    )
 
 
 def _show(v: Any) -> str:
@@ -373,7 +353,7 @@ SPEC = LessonSpec(
             strategy=lambda ctx: _layout(ctx),
             explicit=_explicit(True, {}),
             run=_run_shard_shape,
-            checks=(Agrees(normalize=_as_shape, explain=_explain_shape),),
+            checks=(_agrees(_as_shape, _explain_shape),),
             max_examples=25,
         ),
         ExerciseSpec(
@@ -381,7 +361,7 @@ SPEC = LessonSpec(
             strategy=lambda ctx: _layout(ctx),
             explicit=_explicit(True, {}),
             run=_run_device_slices,
-            checks=(Agrees(normalize=_as_slices, explain=_explain_slices),),
+            checks=(_agrees(_as_slices, _explain_slices),),
             max_examples=25,
         ),
         ExerciseSpec(
@@ -401,7 +381,7 @@ SPEC = LessonSpec(
             strategy=lambda ctx: _layout(ctx, dtypes=(*ON_DEVICE, "float64")),
             explicit=_explicit(True, {"dtype": "float32"}),
             run=_run_bytes,
-            checks=(Agrees(normalize=_as_int, explain=_explain_bytes),),
+            checks=(_agrees(_as_int, _explain_bytes),),
             max_examples=25,
         ),
     ),

@@ -8,27 +8,21 @@ mistakes produce on the same example (m·k·n for 2·m·k·n, the sum of math
 and memory time for their max, …); a match names the mistake.
 
 ``predict_bytes`` is also held against the compiler: each example compiles
-the lesson-4 reference for its case and counts the bytes it sends
-(``grader.specs.l04_sharded_matmul.measure_reference``).
+the grader's own optimal program for its case and counts the bytes it sends
+(:func:`grader.matmul.measure`). Each exercise is a :class:`grader.scalar.Scalar`:
+formulas and data, one check (:class:`grader.scalar.Agrees`).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from hypothesis import strategies as st
 
-from grader.programs import call_pure
-from grader.results import CheckResult
-from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
-
-RAISES = "ValueError"
-REL_TOL = 1e-9
-
+from grader import matmul
+from grader.scalar import RAISES, Scalar
+from grader.spec import Context, Example, LessonSpec
 
 # ------------------------------------------------------------ hardware
 
@@ -67,8 +61,6 @@ LINKS = {
     "toy-link": Link("toy-link", 1e9, 1e-5),
 }
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all", "permute")
-CASES = ("local", "allgather", "allreduce", "reducescatter", "conflict", "2d")
-ITEMSIZE = {"float32": 4, "bfloat16": 2}
 
 
 def _show_chip(c: Chip) -> str:
@@ -112,29 +104,6 @@ def dp_threshold(chip: Chip, link: Link) -> float:
     return 2 * chip.peak_flops / (3 * link.bandwidth)
 
 
-def case_bytes(case: str, shapes: tuple[int, int, int], mesh: Any, b: int) -> int:
-    i, j, k = shapes
-    if case == "2d":
-        x, y = mesh
-        return 2 * (y - 1) * (i // x) * k * b // y
-    n = mesh
-    return {
-        "local": 0,
-        "allgather": (n - 1) * i * j * b // n,
-        "allreduce": 2 * (n - 1) * i * k * b // n,
-        "reducescatter": (n - 1) * i * k * b // n,
-        "conflict": (n - 1) * j * k * b // n,
-    }[case]
-
-
-CASE_FORMULA = {
-    "local": "0 (nothing moves)",
-    "allgather": "all-gather A: (N−1)·(I·J/N)·b",
-    "allreduce": "all-reduce C: 2·(N−1)/N·I·K·b",
-    "reducescatter": "reduce-scatter C: (N−1)/N·I·K·b",
-    "conflict": "all-gather B: (N−1)·(J·K/N)·b",
-    "2d": "all-reduce over y of the [I/X, K] partial: 2·(Y−1)/Y·(I/X)·K·b",
-}
 KIND_FORMULA = {
     "all_gather": "(N−1)·(α + V/(N·W))",
     "reduce_scatter": "(N−1)·(α + V/(N·W))",
@@ -144,155 +113,14 @@ KIND_FORMULA = {
 }
 
 
-# ------------------------------------------------------------ the check
-
-Suspects = Callable[[Example], list[tuple[Any, str]]]
-
-
-def _fmt(x: Any, other: Any = None) -> str:
-    if isinstance(x, float):
-        text = f"{x:.6g}"
-        if isinstance(other, float) and text == f"{other:.6g}":
-            text = repr(x)
-        return text
-    return repr(x)
+def _mesh_shape(case: str, mesh: Any) -> tuple[int, ...]:
+    """Lesson 3 writes a 1-D mesh as its size N, the 2-D one as (X, Y)."""
+    return tuple(mesh) if case == "2d" else (mesh,)
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return a is b
-    return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=0.0)
-
-
-@dataclass(frozen=True)
-class Agrees(Check):
-    """The answer equals the grader's formula (``trial.expected``).
-
-    ``kind`` is ``int`` (exact; floats refused, even whole ones), ``float``
-    (within 1e-9 relative; ints accepted) or ``bool``. A ``trial.expected``
-    of ``RAISES`` demands a ValueError. ``trial.extra["measured"]``, when
-    present, is a second truth the answer must also equal: bytes counted in
-    the compiled program. ``suspects`` lists the values known mistakes give
-    on the example, each with its diagnosis (several matches are all
-    named); ``fallback`` is the hint when none matches.
-    """
-
-    kind: type = float
-    suspects: Suspects = lambda ex: []
-    fallback: Callable[[Example], str | None] = lambda ex: None
-    reference: Callable[[Example], Any] | None = None
-    """The right answer for an example: rules out suspects that would have
-    failed one of the examples ``before`` it, which the student passed."""
-    before: Callable[[Example], list[Example]] = lambda ex: []
-    name: str = "values"
-
-    def __call__(self, trial: Trial) -> CheckResult:
-        got, want, call = trial.output, trial.expected, trial.extra["call"]
-        if want == RAISES:
-            if isinstance(got, ValueError):
-                return CheckResult(self.name, True, "agrees with the grader's formulas")
-            what = (
-                f"raised {type(got).__name__}: {got}"
-                if isinstance(got, BaseException)
-                else f"returned {got!r}"
-            )
-            return CheckResult(
-                self.name, False, f"{call} {what}; expected a ValueError",
-                hint="Check the name against the known ones first and raise ValueError "
-                "for anything else: a silent default hides typos.",
-            )  # fmt: skip
-        try:
-            got = self._normalize(got)
-        except TypeError as exc:
-            return CheckResult(self.name, False, f"{call} {exc}", hint=self._type_hint(got, want))
-        measured = trial.extra.get("measured")
-        formula = trial.extra["formula"]
-        right = got == want if self.kind is int else _same(got, want)
-        if right and (measured is None or got == measured):
-            return CheckResult(
-                self.name, True,
-                "agrees with the grader's formula"
-                + (" and with the bytes the compiled lesson-4 reference sends" if measured is not None else ""),
-            )  # fmt: skip
-        if measured is not None:
-            if got == want:  # the formula and the compiler disagree: not the student's fault
-                return CheckResult(
-                    self.name, False,
-                    f"{call}: the grader's formula gives {want} bytes but the compiled reference "
-                    f"moves {measured}: a grader bug, please report it",
-                )  # fmt: skip
-            message = (
-                f"{call}: you predict {got} bytes; the compiled reference moves {measured} "
-                f"bytes per device (formula: {formula})"
-            )
-        else:
-            sep = ":" if self.kind is bool else " ="
-            message = (
-                f"{call} returned {_fmt(got, want)}; expected {_fmt(want, got)}{sep} {formula}"
-            )
-        return CheckResult(
-            self.name, False, message,
-            details={"yours": got, "expected": want, "measured": measured},
-            hint=self._diagnose(got, want, trial.example),
-        )  # fmt: skip
-
-    def _normalize(self, out: Any) -> Any:
-        if self.kind is bool:
-            if isinstance(out, (bool, np.bool_)):
-                return bool(out)
-            raise TypeError(f"returned {out!r}; expected a bool (True or False)")
-        if isinstance(out, (bool, np.bool_)):
-            raise TypeError(f"returned {out!r}, a bool; expected a number")
-        if isinstance(out, (int, np.integer)):
-            return int(out) if self.kind is int else float(out)
-        if isinstance(out, (float, np.floating)):
-            if self.kind is float:
-                return float(out)
-            raise TypeError(
-                f"returned {out!r}, a float; expected an int (whole floats are refused too)"
-            )
-        raise TypeError(f"returned {type(out).__name__} {out!r}; expected {self.kind.__name__}")
-
-    def _type_hint(self, got: Any, want: Any) -> str | None:
-        if self.kind is int and isinstance(got, (float, np.floating)):
-            right = (
-                " The value itself is right." if math.isclose(got, want, rel_tol=REL_TOL) else ""
-            )
-            return (
-                "Counts of FLOPs and bytes are whole numbers: keep to integer arithmetic "
-                "(multiply first, then divide with //), since floats lose exactness above 2**53."
-                + right
-            )
-        if got is None:
-            return "The function returns None: did you forget the return statement?"
-        return None
-
-    def _diagnose(self, got: Any, want: Any, ex: Example) -> str | None:
-        ruled_out = set()
-        if self.reference is not None:
-            for earlier in self.before(ex):
-                right = self.reference(earlier)
-                ruled_out |= {h for v, h in self.suspects(earlier) if not _same(v, right)}
-        hints: list[str] = []
-        for value, hint in self.suspects(ex):
-            if _same(value, got) and not _same(value, want) and hint not in ruled_out | set(hints):
-                hints.append(hint)
-        if len(hints) > 1:
-            return "One of these: " + " Or: ".join(hints)
-        return hints[0] if hints else self.fallback(ex)
-
-
-def _earlier(explicit: Callable[[Any], list[Example]]) -> Callable[[Example], list[Example]]:
-    """The explicit examples graded before ``ex`` (all of them, for a drawn one).
-
-    Only for exercises whose explicit examples do not depend on the context.
-    """
-
-    def before(ex: Example) -> list[Example]:
-        cases = explicit(None)
-        return cases[: cases.index(ex)] if ex in cases else cases
-
-    return before
+def case_bytes(case: str, shapes: tuple[int, int, int], mesh: Any, b: int) -> int:
+    """The optimum of :data:`grader.matmul.CASES` ``case``, with lesson 3's mesh."""
+    return matmul.CASES[case].bytes(tuple(shapes), _mesh_shape(case, mesh), b)
 
 
 # ------------------------------------------------------------ matmul_flops
@@ -304,32 +132,22 @@ def _mkn(ctx: Context):
     return st.fixed_dictionaries({"m": _DIM, "k": _DIM, "n": _DIM})
 
 
-def _explicit_flops(ctx: Context) -> list[Example]:
-    return [{"m": 2, "k": 3, "n": 4}, {"m": 1, "k": 1, "n": 1}, {"m": 4096, "k": 8192, "n": 1}]
-
-
-def _want_flops(ex: Example) -> int:
-    return flops(ex["m"], ex["k"], ex["n"])
-
-
-def _run_flops(fn: Callable[..., Any], ex: Example) -> Trial:
-    m, k, n = ex["m"], ex["k"], ex["n"]
-    return Trial(
-        ex, output=fn(m, k, n), expected=_want_flops(ex),
-        extra={"call": f"matmul_flops({m}, {k}, {n})", "formula": f"2·m·k·n = 2·{m}·{k}·{n}"},
-    )  # fmt: skip
-
-
-def _suspects_flops(ex: Example) -> list[tuple[Any, str]]:
-    m, k, n = ex["m"], ex["k"], ex["n"]
-    return [
+MATMUL_FLOPS = Scalar(
+    "matmul_flops", int, _mkn,
+    explicit=({"m": 2, "k": 3, "n": 4}, {"m": 1, "k": 1, "n": 1}, {"m": 4096, "k": 8192, "n": 1}),
+    answer=flops,
+    args=lambda m, k, n: (m, k, n),
+    call=lambda m, k, n: f"matmul_flops({m}, {k}, {n})",
+    formula=lambda m, k, n: f"2·m·k·n = 2·{m}·{k}·{n}",
+    suspects=lambda m, k, n: [
         (m * k * n, "That is m·k·n, the number of multiply-adds; each is two FLOPs "
          "(a multiply and an add): 2·m·k·n."),
         (m * n * (2 * k - 1), "m·n·(2k − 1) counts the additions exactly, but the convention "
          "(and the hardware, which fuses multiply and add) counts 2·m·k·n."),
         (2 * (m * k + k * n), "That counts elements, not operations: every one of the m·n "
          "outputs takes k multiply-adds, 2·m·k·n FLOPs in all."),
-    ]  # fmt: skip
+    ],
+)  # fmt: skip
 
 
 # ------------------------------------------------------------ arithmetic_intensity
@@ -341,34 +159,8 @@ def _mknb(ctx: Context):
     )
 
 
-def _explicit_intensity(ctx: Context) -> list[Example]:
-    return [
-        {"m": 2, "k": 3, "n": 4, "bytes_per_elem": 2},
-        {"m": 1, "k": 1, "n": 1, "bytes_per_elem": 4},
-        {"m": 4096, "k": 4096, "n": 4096, "bytes_per_elem": 2},
-        {"m": 1, "k": 8192, "n": 8192, "bytes_per_elem": 2},
-    ]
-
-
-def _want_intensity(ex: Example) -> float:
-    m, k, n, b = ex["m"], ex["k"], ex["n"], ex["bytes_per_elem"]
-    return flops(m, k, n) / traffic(m, k, n, b)
-
-
-def _run_intensity(fn: Callable[..., Any], ex: Example) -> Trial:
-    m, k, n, b = ex["m"], ex["k"], ex["n"], ex["bytes_per_elem"]
-    f, t = flops(m, k, n), traffic(m, k, n, b)
-    return Trial(
-        ex, output=fn(m, k, n, b), expected=_want_intensity(ex),
-        extra={
-            "call": f"arithmetic_intensity({m}, {k}, {n}, bytes_per_elem={b})",
-            "formula": f"2·m·k·n / ((m·k + k·n + m·n)·b) = {f} FLOPs / {t} bytes",
-        },
-    )  # fmt: skip
-
-
-def _suspects_intensity(ex: Example) -> list[tuple[Any, str]]:
-    m, k, n, b = ex["m"], ex["k"], ex["n"], ex["bytes_per_elem"]
+def _suspects_intensity(m: int, k: int, n: int, bytes_per_elem: int) -> list[tuple[Any, str]]:
+    b = bytes_per_elem
     f, t = flops(m, k, n), traffic(m, k, n, b)
     return [
         (f / ((m * k + k * n) * b), "Writing C is traffic too: add its m·n elements."),
@@ -379,6 +171,27 @@ def _suspects_intensity(ex: Example) -> list[tuple[Any, str]]:
         (f / 2 / t, "The FLOP count is 2·m·k·n: a multiply-add is two FLOPs."),
         (t / f, "Upside down: intensity is FLOPs per byte, flops / bytes."),
     ]  # fmt: skip
+
+
+ARITHMETIC_INTENSITY = Scalar(
+    "arithmetic_intensity", float, _mknb,
+    explicit=(
+        {"m": 2, "k": 3, "n": 4, "bytes_per_elem": 2},
+        {"m": 1, "k": 1, "n": 1, "bytes_per_elem": 4},
+        {"m": 4096, "k": 4096, "n": 4096, "bytes_per_elem": 2},
+        {"m": 1, "k": 8192, "n": 8192, "bytes_per_elem": 2},
+    ),
+    answer=lambda m, k, n, bytes_per_elem: flops(m, k, n) / traffic(m, k, n, bytes_per_elem),
+    args=lambda m, k, n, bytes_per_elem: (m, k, n, bytes_per_elem),
+    call=lambda m, k, n, bytes_per_elem: (
+        f"arithmetic_intensity({m}, {k}, {n}, bytes_per_elem={bytes_per_elem})"
+    ),
+    formula=lambda m, k, n, bytes_per_elem: (
+        f"2·m·k·n / ((m·k + k·n + m·n)·b) = {flops(m, k, n)} FLOPs / "
+        f"{traffic(m, k, n, bytes_per_elem)} bytes"
+    ),
+    suspects=_suspects_intensity,
+)  # fmt: skip
 
 
 # ------------------------------------------------------------ matmul_time
@@ -393,40 +206,23 @@ def _timed(ctx: Context):
     )  # fmt: skip
 
 
-def _explicit_time(ctx: Context) -> list[Example]:
-    return [  # compute-bound, memory-bound, then one per chip
-        {"m": 8192, "k": 8192, "n": 8192, "chip": "h100-sxm", "bytes_per_elem": 2},
-        {"m": 1, "k": 8192, "n": 8192, "chip": "h100-sxm", "bytes_per_elem": 2},
-        {"m": 512, "k": 4096, "n": 4096, "chip": "toy-chip", "bytes_per_elem": 4},
-        {"m": 128, "k": 8192, "n": 8192, "chip": "tpu-v5e", "bytes_per_elem": 2},
-        {"m": 4096, "k": 4096, "n": 4096, "chip": "tpu-v5p", "bytes_per_elem": 2},
-        {"m": 256, "k": 8192, "n": 8192, "chip": "h200-sxm", "bytes_per_elem": 2},
-    ]
+def _roofline(m: int, k: int, n: int, chip: str, bytes_per_elem: int) -> tuple[float, float]:
+    """(math, memory) seconds of one matmul on ``chip``."""
+    c = CHIPS[chip]
+    return flops(m, k, n) / c.peak_flops, traffic(m, k, n, bytes_per_elem) / c.hbm_bandwidth
 
 
-def _want_time(ex: Example) -> float:
-    m, k, n, b, chip = ex["m"], ex["k"], ex["n"], ex["bytes_per_elem"], CHIPS[ex["chip"]]
-    return max(flops(m, k, n) / chip.peak_flops, traffic(m, k, n, b) / chip.hbm_bandwidth)
-
-
-def _run_time(fn: Callable[..., Any], ex: Example) -> Trial:
-    m, k, n, b, chip = ex["m"], ex["k"], ex["n"], ex["bytes_per_elem"], CHIPS[ex["chip"]]
-    math_t = flops(m, k, n) / chip.peak_flops
-    mem_t = traffic(m, k, n, b) / chip.hbm_bandwidth
+def _time_formula(m: int, k: int, n: int, chip: str, bytes_per_elem: int) -> str:
+    math_t, mem_t = _roofline(m, k, n, chip, bytes_per_elem)
     bound = "math" if math_t >= mem_t else "memory"
-    return Trial(
-        ex, output=fn(m, k, n, chip, b), expected=_want_time(ex),
-        extra={
-            "call": f"matmul_time({m}, {k}, {n}, {_show_chip(chip)}, bytes_per_elem={b})",
-            "formula": f"max(2·m·k·n / peak_flops, (m·k + k·n + m·n)·b / hbm_bandwidth) "
-            f"= max({math_t:.4g} s math, {mem_t:.4g} s memory): {bound}-bound",
-        },
-    )  # fmt: skip
+    return (
+        f"max(2·m·k·n / peak_flops, (m·k + k·n + m·n)·b / hbm_bandwidth) "
+        f"= max({math_t:.4g} s math, {mem_t:.4g} s memory): {bound}-bound"
+    )
 
 
-def _suspects_time(ex: Example) -> list[tuple[Any, str]]:
-    m, k, n, b, chip = ex["m"], ex["k"], ex["n"], ex["bytes_per_elem"], CHIPS[ex["chip"]]
-    c, h = chip.peak_flops, chip.hbm_bandwidth
+def _suspects_time(m: int, k: int, n: int, chip: str, bytes_per_elem: int) -> list[tuple[Any, str]]:
+    b, c, h = bytes_per_elem, CHIPS[chip].peak_flops, CHIPS[chip].hbm_bandwidth
     f, t = flops(m, k, n), traffic(m, k, n, b)
     return [
         (f / c + t / h, "That is math time + memory time. They overlap (the chip computes on "
@@ -443,6 +239,26 @@ def _suspects_time(ex: Example) -> list[tuple[Any, str]]:
         (max(f / c, t / b / h), "Memory time is bytes over bandwidth: multiply the element "
          "count by bytes_per_elem."),
     ]  # fmt: skip
+
+
+MATMUL_TIME = Scalar(
+    "matmul_time", float, _timed,
+    explicit=(  # compute-bound, memory-bound, then one per chip
+        {"m": 8192, "k": 8192, "n": 8192, "chip": "h100-sxm", "bytes_per_elem": 2},
+        {"m": 1, "k": 8192, "n": 8192, "chip": "h100-sxm", "bytes_per_elem": 2},
+        {"m": 512, "k": 4096, "n": 4096, "chip": "toy-chip", "bytes_per_elem": 4},
+        {"m": 128, "k": 8192, "n": 8192, "chip": "tpu-v5e", "bytes_per_elem": 2},
+        {"m": 4096, "k": 4096, "n": 4096, "chip": "tpu-v5p", "bytes_per_elem": 2},
+        {"m": 256, "k": 8192, "n": 8192, "chip": "h200-sxm", "bytes_per_elem": 2},
+    ),
+    answer=lambda **ex: max(_roofline(**ex)),
+    args=lambda m, k, n, chip, bytes_per_elem: (m, k, n, CHIPS[chip], bytes_per_elem),
+    call=lambda m, k, n, chip, bytes_per_elem: (
+        f"matmul_time({m}, {k}, {n}, {_show_chip(CHIPS[chip])}, bytes_per_elem={bytes_per_elem})"
+    ),
+    formula=_time_formula,
+    suspects=_suspects_time,
+)  # fmt: skip
 
 
 # ------------------------------------------------------------ collective_time
@@ -463,58 +279,32 @@ def _collective(ctx: Context):
     )
 
 
-def _explicit_collective(ctx: Context) -> list[Example]:
-    mib = 2**20
-    return [
-        *({"kind": k, "nbytes": mib, "n": 4, "link": "nvlink4"} for k in KINDS),
-        {"kind": "permute", "nbytes": mib, "n": 1, "link": "nvlink4"},
-        {"kind": "all_reduce", "nbytes": mib, "n": 1, "link": "toy-link"},
-        {"kind": "all_reduce", "nbytes": 3 * mib, "n": 2, "link": "infiniband-ndr"},
-        {"kind": "reduce_scatter", "nbytes": 3 * mib, "n": 3, "link": "tpu-v5p-ici"},
-        {"kind": "all_to_all", "nbytes": 2**30, "n": 8, "link": "tpu-v5e-ici"},
-        {"kind": "permute", "nbytes": 6 * mib, "n": 6, "link": "toy-link"},
-        {"kind": "all_gather", "nbytes": 1, "n": 256, "link": "infiniband-ndr"},
-        {"kind": "gather", "nbytes": mib, "n": 4, "link": "nvlink4"},  # unknown: ValueError
-    ]
+_MIB = 2**20
 
 
-def _want_collective(ex: Example) -> Any:
-    if ex["kind"] not in KINDS:
+def _want_collective(kind: str, nbytes: int, n: int, link: str) -> Any:
+    if kind not in KINDS:
         return RAISES
-    return ring_time(ex["kind"], ex["nbytes"], ex["n"], LINKS[ex["link"]])
+    return ring_time(kind, nbytes, n, LINKS[link])
 
 
-def _run_collective(fn: Callable[..., Any], ex: Example) -> Trial:
-    kind, v, n, link = ex["kind"], ex["nbytes"], ex["n"], LINKS[ex["link"]]
-    want = _want_collective(ex)
-    if kind not in KINDS:
-        formula = "ValueError"
-    elif n == 1:
-        formula = "0 s: one device sends nothing"
-    else:
-        formula = (
-            f"{KIND_FORMULA[kind]} with N={n}, α={link.latency:g} s, V={v} B, "
-            f"W={link.bandwidth:g} B/s"
-        )
-    return Trial(
-        ex, output=call_pure(fn, (kind, v, n, link), want == RAISES), expected=want,
-        extra={
-            "call": f"collective_time({kind!r}, nbytes={v}, n_devices={n}, {_show_link(link)})",
-            "formula": formula,
-        },
-    )  # fmt: skip
-
-
-def _suspects_collective(ex: Example) -> list[tuple[Any, str]]:
-    kind, v, n, link = ex["kind"], ex["nbytes"], ex["n"], LINKS[ex["link"]]
-    if kind not in KINDS:
-        return []
-    a, w = link.latency, link.bandwidth
+def _collective_formula(kind: str, nbytes: int, n: int, link: str) -> str:
     if n == 1:
-        return []  # see _fallback_collective
+        return "0 s: one device sends nothing"
+    w = LINKS[link]
+    return (
+        f"{KIND_FORMULA[kind]} with N={n}, α={w.latency:g} s, V={nbytes} B, W={w.bandwidth:g} B/s"
+    )
+
+
+def _suspects_collective(kind: str, nbytes: int, n: int, link: str) -> list[tuple[Any, str]]:
+    if kind not in KINDS or n == 1:
+        return []  # n = 1: see _fallback_collective
+    v, w = nbytes, LINKS[link]
+    a, bwidth = w.latency, w.bandwidth
     hops = {"all_gather": n - 1, "reduce_scatter": n - 1, "all_reduce": 2 * (n - 1),
             "all_to_all": n - 1, "permute": 1}[kind]  # fmt: skip
-    bw = ring_time(kind, v, n, link) - hops * a  # the bandwidth term
+    bw = ring_time(kind, v, n, w) - hops * a  # the bandwidth term
     out = [
         (hops * a + 8 * bw, "nbytes is already bytes and bandwidth bytes/s: no factor 8."),
         (bw, "Every hop also costs link.latency (α): add it once per step of the ring."),
@@ -522,41 +312,66 @@ def _suspects_collective(ex: Example) -> list[tuple[Any, str]]:
          f"{hops} hop{'s' * (hops > 1)} here."),
     ]  # fmt: skip
     if kind != "all_to_all":
-        out.append((hops * (a + v / w), "Each ring step carries one chunk, V/N bytes, not the "
-                    "whole array V."))  # fmt: skip
+        out.append((hops * (a + v / bwidth), "Each ring step carries one chunk, V/N bytes, not "
+                    "the whole array V."))  # fmt: skip
     if kind in ("all_gather", "reduce_scatter", "all_reduce"):
         out.append((hops * a + bw * n / (n - 1), "The bandwidth term needs its (N−1)/N: a "
                     "device already holds 1/N of the array, so only (N−1)/N of V crosses its "
                     "link (V/W is the N → ∞ limit)."))  # fmt: skip
     if kind == "all_reduce":
-        out.append((ring_time("all_gather", v, n, link), "An all-reduce is a reduce-scatter "
+        out.append((ring_time("all_gather", v, n, w), "An all-reduce is a reduce-scatter "
                     "followed by an all-gather: 2·(N−1) steps, twice the time of either."))  # fmt: skip
     if kind in ("all_gather", "reduce_scatter"):
-        out.append((ring_time("all_reduce", v, n, link), "That is an all-reduce's time, "
+        out.append((ring_time("all_reduce", v, n, w), "That is an all-reduce's time, "
                     "2·(N−1) steps; an all-gather or a reduce-scatter alone takes N−1."))  # fmt: skip
     if kind == "all_to_all":
         out += [
-            (ring_time("all_gather", v, n, link), "That is an all-gather's cost. In an "
+            (ring_time("all_gather", v, n, w), "That is an all-gather's cost. In an "
              "all-to-all every device sends a different chunk of V/N² to each other device, "
              "and on a ring the chunk for the device k hops away crosses k links: each link "
              "carries (N−1)·V/(2N) bytes in all."),
-            ((n - 1) * a + (n - 1) * v / (n * n * w), "That lets each chunk cross one link. On "
-             "a ring the chunk for the device k hops away crosses k links; summed over k = "
+            ((n - 1) * a + (n - 1) * v / (n * n * bwidth), "That lets each chunk cross one link. "
+             "On a ring the chunk for the device k hops away crosses k links; summed over k = "
              "1 … N−1, each link carries (N−1)·V/(2N) bytes."),
         ]  # fmt: skip
     if kind == "permute":
-        out.append(((n - 1) * (a + v / (n * w)), "A permute is one hop: every device sends its "
-                    "shard V/N to its neighbour at once, α + V/(N·W)."))  # fmt: skip
+        out.append(((n - 1) * (a + v / (n * bwidth)), "A permute is one hop: every device sends "
+                    "its shard V/N to its neighbour at once, α + V/(N·W)."))  # fmt: skip
     return out
 
 
-def _fallback_collective(ex: Example) -> str | None:
-    if ex["n"] == 1:
+def _fallback_collective(kind: str, nbytes: int, n: int, link: str) -> str | None:
+    if n == 1:
         return (
             "With one device nothing is sent: return 0.0 for n_devices = 1 (a formula with "
             "a fixed hop, like the permute's, must not charge it)."
         )
     return None
+
+
+COLLECTIVE_TIME = Scalar(
+    "collective_time", float, _collective,
+    explicit=(
+        *({"kind": k, "nbytes": _MIB, "n": 4, "link": "nvlink4"} for k in KINDS),
+        {"kind": "permute", "nbytes": _MIB, "n": 1, "link": "nvlink4"},
+        {"kind": "all_reduce", "nbytes": _MIB, "n": 1, "link": "toy-link"},
+        {"kind": "all_reduce", "nbytes": 3 * _MIB, "n": 2, "link": "infiniband-ndr"},
+        {"kind": "reduce_scatter", "nbytes": 3 * _MIB, "n": 3, "link": "tpu-v5p-ici"},
+        {"kind": "all_to_all", "nbytes": 2**30, "n": 8, "link": "tpu-v5e-ici"},
+        {"kind": "permute", "nbytes": 6 * _MIB, "n": 6, "link": "toy-link"},
+        {"kind": "all_gather", "nbytes": 1, "n": 256, "link": "infiniband-ndr"},
+        {"kind": "gather", "nbytes": _MIB, "n": 4, "link": "nvlink4"},  # unknown: ValueError
+    ),
+    answer=_want_collective,
+    args=lambda kind, nbytes, n, link: (kind, nbytes, n, LINKS[link]),
+    call=lambda kind, nbytes, n, link: (
+        f"collective_time({kind!r}, nbytes={nbytes}, n_devices={n}, {_show_link(LINKS[link])})"
+    ),
+    formula=_collective_formula,
+    suspects=_suspects_collective,
+    fallback=_fallback_collective,
+    max_examples=30,
+)  # fmt: skip
 
 
 # ------------------------------------------------------------ dp_is_compute_bound
@@ -569,11 +384,13 @@ def _fallback_collective(ex: Example) -> str | None:
 _DP_STEPS = (12, 0.3, 0.75, 5, 2.5, 1.5)
 
 
+def _dp_times(batch: int, d_model: int, d_ff: int, chip: str, link: str) -> tuple[float, float]:
+    return dp_times(batch, d_model, d_ff, CHIPS[chip], LINKS[link])
+
+
 def _dp(ctx: Context):
     def away(ex: Example) -> bool:
-        comp, comm = dp_times(
-            ex["batch"], ex["d_model"], ex["d_ff"], CHIPS[ex["chip"]], LINKS[ex["link"]]
-        )
+        comp, comm = _dp_times(**ex)
         return abs(comp - comm) > 1e-6 * max(comp, comm)
 
     return st.fixed_dictionaries(
@@ -587,62 +404,28 @@ def _dp(ctx: Context):
     ).filter(away)
 
 
-def _explicit_dp(ctx: Context) -> list[Example]:
-    t = dp_threshold(CHIPS["h100-sxm"], LINKS["nvlink4"])
-    steps = [
-        {
-            "batch": round(r * t),
-            "d_model": 1024,
-            "d_ff": 4096,
-            "chip": "h100-sxm",
-            "link": "nvlink4",
-        }
-        for r in _DP_STEPS
-    ]
-    return steps + [
-        {"batch": 4096, "d_model": 4096, "d_ff": 16384, "chip": "tpu-v5e", "link": "tpu-v5e-ici"},
-        {"batch": 2048, "d_model": 8192, "d_ff": 28672, "chip": "tpu-v5p", "link": "tpu-v5p-ici"},
-        {"batch": 16384, "d_model": 4096, "d_ff": 16384, "chip": "h200-sxm", "link": "infiniband-ndr"},
-        {"batch": 1, "d_model": 64, "d_ff": 256, "chip": "toy-chip", "link": "toy-link"},
-    ]  # fmt: skip
-
-
-def _want_dp(ex: Example) -> bool:
-    comp, comm = dp_times(
-        ex["batch"], ex["d_model"], ex["d_ff"], CHIPS[ex["chip"]], LINKS[ex["link"]]
+def _dp_formula(batch: int, d_model: int, d_ff: int, chip: str, link: str) -> str:
+    comp, comm = _dp_times(batch, d_model, d_ff, chip, link)
+    t = dp_threshold(CHIPS[chip], LINKS[link])
+    return (
+        f"compute 6·B·P/peak_flops = {comp:.4g} s "
+        f"{'≥' if comp >= comm else '<'} all-reduce 2·(2·P)/bandwidth = {comm:.4g} s "
+        f"(P = 2·d_model·d_ff; the threshold is B ≥ (2/3)·peak_flops/bandwidth = {t:.0f} "
+        "tokens)"
     )
-    return comp >= comm
 
 
-def _run_dp(fn: Callable[..., Any], ex: Example) -> Trial:
-    b, d, f = ex["batch"], ex["d_model"], ex["d_ff"]
-    chip, link = CHIPS[ex["chip"]], LINKS[ex["link"]]
-    comp, comm = dp_times(b, d, f, chip, link)
-    t = dp_threshold(chip, link)
-    return Trial(
-        ex, output=fn(b, d, f, chip, link), expected=_want_dp(ex),
-        extra={
-            "call": f"dp_is_compute_bound({b}, d_model={d}, d_ff={f}, {_show_chip(chip)}, "
-            f"{_show_link(link)})",
-            "formula": f"compute 6·B·P/peak_flops = {comp:.4g} s "
-            f"{'≥' if comp >= comm else '<'} all-reduce 2·(2·P)/bandwidth = {comm:.4g} s "
-            f"(P = 2·d_model·d_ff; the threshold is B ≥ (2/3)·peak_flops/bandwidth = {t:.0f} "
-            "tokens)",
-        },
-    )  # fmt: skip
-
-
-def _suspects_dp(ex: Example) -> list[tuple[Any, str]]:
-    b, d, f = ex["batch"], ex["d_model"], ex["d_ff"]
-    chip, link = CHIPS[ex["chip"]], LINKS[ex["link"]]
-    c, p = chip.peak_flops, 2 * d * f
-    comp, comm = dp_times(b, d, f, chip, link)
+def _suspects_dp(
+    batch: int, d_model: int, d_ff: int, chip: str, link: str
+) -> list[tuple[Any, str]]:
+    b, c, h, p = batch, CHIPS[chip].peak_flops, CHIPS[chip].hbm_bandwidth, 2 * d_model * d_ff
+    comp, comm = _dp_times(batch, d_model, d_ff, chip, link)
     return [
         (comm >= comp, "The comparison is the wrong way round: compute-bound means compute "
          "time ≥ communication time."),
         (comp >= comm / 2, "An all-reduce sends twice the gradient's bytes on a ring "
          "(reduce-scatter, then all-gather): 2·(2·P) / bandwidth."),
-        (comp >= 4 * p / chip.hbm_bandwidth, "The gradient all-reduce goes over the link: use "
+        (comp >= 4 * p / h, "The gradient all-reduce goes over the link: use "
          "link.bandwidth, not the chip's hbm_bandwidth."),
         (2 * b * p / c >= comm, "A training step does 6·B·P FLOPs, not 2·B·P: the backward "
          "pass costs twice the forward."),
@@ -652,17 +435,42 @@ def _suspects_dp(ex: Example) -> list[tuple[Any, str]]:
     ]  # fmt: skip
 
 
-def _fallback_dp(ex: Example) -> str:
-    t = dp_threshold(CHIPS[ex["chip"]], LINKS[ex["link"]])
+def _fallback_dp(batch: int, d_model: int, d_ff: int, chip: str, link: str) -> str:
+    t = dp_threshold(CHIPS[chip], LINKS[link])
     return (
         f"P cancels: the step is compute-bound exactly when B ≥ (2/3)·peak_flops/bandwidth "
-        f"= {t:.0f} tokens; here B = {ex['batch']}. Compare your two times with the message's."
+        f"= {t:.0f} tokens; here B = {batch}. Compare your two times with the message's."
     )
 
 
-# ------------------------------------------------------------ predict_bytes
+def _dp_step(r: float) -> Example:
+    t = dp_threshold(CHIPS["h100-sxm"], LINKS["nvlink4"])
+    return {"batch": round(r * t), "d_model": 1024, "d_ff": 4096, "chip": "h100-sxm",
+            "link": "nvlink4"}  # fmt: skip
 
-_2D_MESHES = ((2, 3), (2, 2), (3, 2), (2, 4), (4, 2), (1, 2), (2, 1), (1, 4))
+
+DP_IS_COMPUTE_BOUND = Scalar(
+    "dp_is_compute_bound", bool, _dp,
+    explicit=(
+        *(_dp_step(r) for r in _DP_STEPS),
+        {"batch": 4096, "d_model": 4096, "d_ff": 16384, "chip": "tpu-v5e", "link": "tpu-v5e-ici"},
+        {"batch": 2048, "d_model": 8192, "d_ff": 28672, "chip": "tpu-v5p", "link": "tpu-v5p-ici"},
+        {"batch": 16384, "d_model": 4096, "d_ff": 16384, "chip": "h200-sxm", "link": "infiniband-ndr"},
+        {"batch": 1, "d_model": 64, "d_ff": 256, "chip": "toy-chip", "link": "toy-link"},
+    ),
+    answer=lambda **ex: _dp_times(**ex)[0] >= _dp_times(**ex)[1],
+    args=lambda batch, d_model, d_ff, chip, link: (batch, d_model, d_ff, CHIPS[chip], LINKS[link]),
+    call=lambda batch, d_model, d_ff, chip, link: (
+        f"dp_is_compute_bound({batch}, d_model={d_model}, d_ff={d_ff}, "
+        f"{_show_chip(CHIPS[chip])}, {_show_link(LINKS[link])})"
+    ),
+    formula=_dp_formula,
+    suspects=_suspects_dp,
+    fallback=_fallback_dp,
+)  # fmt: skip
+
+
+# ------------------------------------------------------------ predict_bytes
 
 
 def _pick(ctx: Context, n: int) -> int:
@@ -671,7 +479,7 @@ def _pick(ctx: Context, n: int) -> int:
 
 
 def _explicit_bytes(ctx: Context) -> list[Example]:
-    two_d = next((m for m in _2D_MESHES if m[0] * m[1] <= ctx.n_devices), (1, 1))
+    two_d = next((m for m in ((2, 3), (2, 2), (1, 2)) if m[0] * m[1] <= ctx.n_devices), (1, 1))
     return [
         {"case": "local", "shapes": (8, 12, 16), "mesh": _pick(ctx, 4), "dtype": "float32"},
         {"case": "allgather", "shapes": (8, 12, 16), "mesh": _pick(ctx, 4), "dtype": "float32"},
@@ -685,43 +493,30 @@ def _explicit_bytes(ctx: Context) -> list[Example]:
 
 def _bytes_strategy(ctx: Context):
     """A case, a mesh that fits here, shapes divisible by every mesh axis."""
-    meshes_2d = [m for m in _2D_MESHES if m[0] * m[1] <= ctx.n_devices]
+    meshes_2d = [m for m in matmul.MESHES_2D if m[0] * m[1] <= ctx.n_devices]
 
     @st.composite
     def example(draw) -> Example:
-        case = draw(st.sampled_from([c for c in CASES if c != "2d" or meshes_2d]))
+        case = draw(st.sampled_from([c for c in matmul.CASES if c != "2d" or meshes_2d]))
         mesh = draw(st.sampled_from(meshes_2d if case == "2d" else ctx.mesh_sizes))
         unit = mesh[0] * mesh[1] if case == "2d" else mesh
         shapes = tuple(unit * draw(st.integers(1, 4)) for _ in range(3))
-        dtype = draw(st.sampled_from(sorted(ITEMSIZE)))
+        dtype = draw(st.sampled_from(sorted(matmul.ITEMSIZE)))
         return {"case": case, "shapes": shapes, "mesh": mesh, "dtype": dtype}
 
     return example()
 
 
-def _run_bytes(fn: Callable[..., Any], ex: Example) -> Trial:
-    case, shapes, mesh, dtype = ex["case"], tuple(ex["shapes"]), ex["mesh"], ex["dtype"]
-    b = ITEMSIZE[dtype]
-    call = f"predict_bytes({case!r}, {shapes}, {mesh}, bytes_per_elem={b})"
-    if case not in CASES:
-        out = call_pure(fn, (case, shapes, mesh, b), True)
-        return Trial(ex, output=out, expected=RAISES, extra={"call": call, "formula": ""})
-    out = fn(case, shapes, mesh, b)
-    from grader.specs.l04_sharded_matmul import measure_reference  # compiles: imports jax
-
-    mesh_shape = tuple(mesh) if case == "2d" else (mesh,)
-    want = case_bytes(case, shapes, mesh, b)
-    return Trial(
-        ex, output=out, expected=want,
-        extra={
-            "call": call, "formula": f"{CASE_FORMULA[case]} = {want}",
-            "measured": measure_reference(case, shapes, mesh_shape, dtype),
-        },
-    )  # fmt: skip
+def _want_bytes(case: str, shapes: tuple[int, int, int], mesh: Any, dtype: str) -> Any:
+    if case not in matmul.CASES:
+        return RAISES
+    return case_bytes(case, shapes, mesh, matmul.ITEMSIZE[dtype])
 
 
-def _suspects_bytes(ex: Example) -> list[tuple[Any, str]]:
-    case, (i, j, k), mesh, b = ex["case"], ex["shapes"], ex["mesh"], ITEMSIZE[ex["dtype"]]
+def _suspects_bytes(
+    case: str, shapes: tuple[int, int, int], mesh: Any, dtype: str
+) -> list[tuple[Any, str]]:
+    (i, j, k), b = shapes, matmul.ITEMSIZE[dtype]
     want = case_bytes(case, (i, j, k), mesh, b)
     out = [
         (want / b, "That is elements: multiply by bytes_per_elem."),
@@ -772,89 +567,36 @@ def _suspects_bytes(ex: Example) -> list[tuple[Any, str]]:
     return out
 
 
-def _fallback_bytes(ex: Example) -> str | None:
-    if ex["case"] == "local":
+def _fallback_bytes(case: str, shapes: tuple[int, int, int], mesh: Any, dtype: str) -> str | None:
+    if case == "local":
         return "Every device holds whole rows of A and all of B: nothing moves, 0 bytes."
-    ways = ex["mesh"][1] if ex["case"] == "2d" else ex["mesh"]
+    ways = mesh[1] if case == "2d" else mesh
     if ways == 1:
         return "A ring of one device sends nothing: 0 bytes."
     return None
 
 
-SPEC = LessonSpec(
-    number=3,
-    module="l03_cost_model",
-    exercises=(
-        ExerciseSpec(
-            name="matmul_flops",
-            strategy=_mkn,
-            explicit=_explicit_flops,
-            run=_run_flops,
-            checks=(
-                Agrees(
-                    int, _suspects_flops, reference=_want_flops, before=_earlier(_explicit_flops)
-                ),
-            ),
-            max_examples=20,
-        ),
-        ExerciseSpec(
-            name="arithmetic_intensity",
-            strategy=_mknb,
-            explicit=_explicit_intensity,
-            run=_run_intensity,
-            checks=(
-                Agrees(
-                    float,
-                    _suspects_intensity,
-                    reference=_want_intensity,
-                    before=_earlier(_explicit_intensity),
-                ),
-            ),
-            max_examples=20,
-        ),
-        ExerciseSpec(
-            name="matmul_time",
-            strategy=_timed,
-            explicit=_explicit_time,
-            run=_run_time,
-            checks=(
-                Agrees(
-                    float, _suspects_time, reference=_want_time, before=_earlier(_explicit_time)
-                ),
-            ),
-            max_examples=20,
-        ),
-        ExerciseSpec(
-            name="collective_time",
-            strategy=_collective,
-            explicit=_explicit_collective,
-            run=_run_collective,
-            checks=(
-                Agrees(
-                    float,
-                    _suspects_collective,
-                    _fallback_collective,
-                    reference=_want_collective,
-                    before=_earlier(_explicit_collective),
-                ),  # fmt: skip
-            ),
-            max_examples=30,
-        ),
-        ExerciseSpec(
-            name="dp_is_compute_bound",
-            strategy=_dp,
-            explicit=_explicit_dp,
-            run=_run_dp,
-            checks=(Agrees(bool, _suspects_dp, _fallback_dp, _want_dp, _earlier(_explicit_dp)),),
-            max_examples=20,
-        ),
-        ExerciseSpec(
-            name="predict_bytes",
-            strategy=_bytes_strategy,
-            explicit=_explicit_bytes,
-            run=_run_bytes,
-            checks=(Agrees(int, _suspects_bytes, _fallback_bytes),),
-            max_examples=2,
-        ),
+PREDICT_BYTES = Scalar(
+    "predict_bytes", int, _bytes_strategy,
+    explicit=_explicit_bytes,
+    answer=_want_bytes,
+    args=lambda case, shapes, mesh, dtype: (case, tuple(shapes), mesh, matmul.ITEMSIZE[dtype]),
+    call=lambda case, shapes, mesh, dtype: (
+        f"predict_bytes({case!r}, {tuple(shapes)}, {mesh}, "
+        f"bytes_per_elem={matmul.ITEMSIZE[dtype]})"
     ),
-)
+    formula=lambda **ex: f"{matmul.CASES[ex['case']].formula} = {_want_bytes(**ex)}",
+    suspects=_suspects_bytes,
+    fallback=_fallback_bytes,
+    measure=lambda case, shapes, mesh, dtype: matmul.measure(
+        matmul.CASES[case], tuple(shapes), _mesh_shape(case, mesh), dtype
+    ),
+    max_examples=2,
+)  # fmt: skip
+
+
+EXERCISES = (
+    MATMUL_FLOPS, ARITHMETIC_INTENSITY, MATMUL_TIME, COLLECTIVE_TIME, DP_IS_COMPUTE_BOUND,
+    PREDICT_BYTES,
+)  # fmt: skip
+SPEC = LessonSpec(number=3, module="l03_cost_model", exercises=tuple(e.spec() for e in EXERCISES))

@@ -8,125 +8,37 @@ compiles the unsharded ``a @ b`` with the same input and output shardings
 and lets XLA's partitioner choose the collectives, for the report's
 side-by-side.
 
-Shapes are drawn where the case's plan is the cheapest one (see
-:data:`CASES`); inputs are small integers, so float32 results are exact.
-
-``measure_reference`` is lesson 3's link to the compiler: it compiles the
-lesson-4 reference solution and returns the bytes it moves.
+The cases themselves (layouts, optimum bytes, where each plan is the
+cheapest) live in :mod:`grader.matmul`, shared with lessons 3 and 5. Shapes
+are drawn where the case's plan is the cheapest one; inputs are small
+integers, so float32 results are exact.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
 
 from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values
+from grader.evidence import XlaComparison
+from grader.matmul import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    CASES,
+    ITEMSIZE,
+    MESHES_2D,
+    Case,
+    mesh_shape,
+    place,
+    xla_bytes,
+)
 from grader.programs import compile_and_run
 from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 
 MODULE = "l04_sharded_matmul"
-ALL_GATHER, ALL_REDUCE, REDUCE_SCATTER = "all-gather", "all-reduce", "reduce-scatter"
-ITEMSIZE = {"float32": 4, "bfloat16": 2}
-
-
-@dataclass(frozen=True)
-class Case:
-    """One layout: specs as tuples of axis names (None = not split)."""
-
-    name: str
-    a: tuple[str | None, ...]
-    b: tuple[str | None, ...]
-    c: tuple[str | None, ...]
-    allowed: frozenset[str]
-    optimum: Callable[[int, int, int, tuple[int, ...], int], int]
-    """(I, J, K, mesh shape, itemsize) → bytes one device must send."""
-    cheapest: Callable[[int, int, int, tuple[int, ...]], bool]
-    """True where this plan moves no more than the alternatives named in the lesson."""
-
-    @property
-    def two_d(self) -> bool:
-        return self.name == "2d"
-
-
-def _ring(n: int, size: int) -> int:
-    """(N − 1)/N of ``size`` bytes, exact for sizes that divide."""
-    return (n - 1) * size // n
-
-
-CASES = {
-    c.name: c
-    for c in (
-        Case(
-            "local",
-            ("x", None),
-            (None, None),
-            ("x", None),
-            frozenset(),
-            lambda i, j, k, m, b: 0,
-            lambda i, j, k, m: True,
-        ),
-        # gathering A moves (N−1)/N·IJ; all-reducing partial C would move 2(N−1)/N·IK
-        Case(
-            "allgather",
-            (None, "x"),
-            (None, None),
-            (None, None),
-            frozenset({ALL_GATHER}),
-            lambda i, j, k, m, b: _ring(m[0], i * j * b),
-            lambda i, j, k, m: j <= 2 * k,
-        ),
-        # all-reducing C moves 2(N−1)/N·IK; gathering both operands (N−1)/N·(IJ + JK)
-        Case(
-            "allreduce",
-            (None, "x"),
-            ("x", None),
-            (None, None),
-            frozenset({ALL_REDUCE}),
-            lambda i, j, k, m, b: 2 * _ring(m[0], i * k * b),
-            lambda i, j, k, m: 2 * i * k <= i * j + j * k,
-        ),
-        Case(
-            "reducescatter",
-            (None, "x"),
-            ("x", None),
-            (None, "x"),
-            frozenset({REDUCE_SCATTER}),
-            lambda i, j, k, m, b: _ring(m[0], i * k * b),
-            lambda i, j, k, m: i * k <= i * j + j * k,
-        ),
-        # gathering B moves (N−1)/N·JK; gathering A and re-splitting C: (N−1)/N·(IJ + IK/N)
-        Case(
-            "conflict",
-            ("x", None),
-            (None, "x"),
-            ("x", None),
-            frozenset({ALL_GATHER}),
-            lambda i, j, k, m, b: _ring(m[0], j * k * b),
-            lambda i, j, k, m: j * k * m[0] <= i * j * m[0] + i * k,
-        ),
-        # all-reduce over 'y' of the [I/X, K] partial: 2(Y−1)/Y·IK/X; gathering both over 'y':
-        # (Y−1)/Y·(IJ/X + JK)
-        Case(
-            "2d",
-            ("x", "y"),
-            ("y", None),
-            ("x", None),
-            frozenset({ALL_REDUCE}),
-            lambda i, j, k, m, b: 2 * _ring(m[1], i // m[0] * k * b),
-            lambda i, j, k, m: 2 * i * k <= i * j + j * k * m[0],
-        ),
-    )  # fmt: skip
-}
-
-MESHES_2D = ((2, 2), (2, 4), (4, 2), (2, 3), (3, 2), (1, 4), (4, 1), (2, 1))
-
-
-def _mesh_shape(ex: Example) -> tuple[int, ...]:
-    return tuple(ex["mesh"]) if "mesh" in ex else (ex["n"],)
 
 
 def _strategy(case: Case) -> Callable[[Context], Any]:
@@ -138,7 +50,7 @@ def _strategy(case: Case) -> Callable[[Context], Any]:
             mesh = st.sampled_from(ctx.mesh_sizes).map(lambda n: {"n": n})
 
         def full(draw_mesh: dict) -> Any:
-            unit = int(np.prod(_mesh_shape(draw_mesh)))
+            unit = int(np.prod(mesh_shape(draw_mesh)))
             dims = st.tuples(*(st.integers(1, 4).map(lambda v: v * unit) for _ in range(3)))
             return st.fixed_dictionaries(
                 {
@@ -149,7 +61,7 @@ def _strategy(case: Case) -> Callable[[Context], Any]:
                 }
             )
 
-        return mesh.flatmap(full).filter(lambda ex: case.cheapest(*ex["shape"], _mesh_shape(ex)))
+        return mesh.flatmap(full).filter(lambda ex: case.cheapest(*ex["shape"], mesh_shape(ex)))
 
     return strategy
 
@@ -166,11 +78,11 @@ def _explicit(case: Case) -> Callable[[Context], list[Example]]:
             out = [{"n": n} for n in (1, 4, 3) if n in ctx.mesh_sizes]
         examples = []
         for i, ex in enumerate(out):
-            u = int(np.prod(_mesh_shape(ex)))
+            u = int(np.prod(mesh_shape(ex)))
             shape = next(
                 s
                 for s in ((2 * u, 2 * u, 2 * u), (u, 2 * u, 2 * u), (2 * u, u, u), (u, u, u))
-                if case.cheapest(*s, _mesh_shape(ex))
+                if case.cheapest(*s, mesh_shape(ex))
             )
             examples.append({**ex, "shape": shape, "dtype": "float32", "seed": i})
         return examples
@@ -178,52 +90,11 @@ def _explicit(case: Case) -> Callable[[Context], list[Example]]:
     return explicit
 
 
-def _spec(names: tuple[str | None, ...]) -> Any:
-    from jax.sharding import PartitionSpec as P
-
-    return P(*names)
-
-
-def _place(case: Case, ex: Example, *, auto: bool = False) -> dict[str, Any]:
-    """The example's mesh, inputs (numpy and placed) and expected C."""
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import AxisType, NamedSharding
-
-    from grader import devices
-
-    shape = _mesh_shape(ex)
-    names = ("x", "y")[: len(shape)]
-    if auto:  # XLA's partitioner chooses the collectives on an Auto mesh
-        mesh = jax.make_mesh(
-            shape, names, axis_types=(AxisType.Auto,) * len(shape),
-            devices=devices.devices()[: int(np.prod(shape))],
-        )  # fmt: skip
-    else:
-        mesh = devices.make_mesh(shape, names)
-    i, j, k = ex["shape"]
-    dtype = jnp.dtype(ex["dtype"])
-    rng = np.random.default_rng(ex["seed"])
-    a = rng.integers(-4, 5, size=(i, j)).astype(dtype)
-    b = rng.integers(-4, 5, size=(j, k)).astype(dtype)
-    return {
-        "mesh": mesh,
-        "a": a,
-        "b": b,
-        "args": (
-            jax.device_put(a, NamedSharding(mesh, _spec(case.a))),
-            jax.device_put(b, NamedSharding(mesh, _spec(case.b))),
-        ),
-        "out": NamedSharding(mesh, _spec(case.c)),
-        "expected": (a.astype(np.float64) @ b.astype(np.float64)).astype(dtype),
-    }
-
-
 def _run(case: Case) -> Callable[[Callable[..., Any], Example], Trial]:
     def run(fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
 
-        placed = _place(case, ex)
+        placed = place(case, ex)
         mesh = placed["mesh"]
         trial = compile_and_run(
             jax.jit(lambda a, b: fn(a, b, mesh)), placed["args"], mesh, ex,
@@ -236,25 +107,11 @@ def _run(case: Case) -> Callable[[Callable[..., Any], Example], Trial]:
 
 
 def _optimum(case: Case, ex: Example) -> int:
-    return case.optimum(*ex["shape"], _mesh_shape(ex), ITEMSIZE[ex["dtype"]])
+    return case.bytes(ex["shape"], mesh_shape(ex), ITEMSIZE[ex["dtype"]])
 
 
-def xla_bytes(case: Case, ex: Example) -> tuple[int | None, list[str]]:
-    """What XLA's partitioner moves for the case's layouts: (bytes per device, kinds)."""
-    import jax
-
-    from grader import hlo
-
-    placed = _place(case, ex, auto=True)
-    compiled = (
-        jax.jit(lambda a, b: a @ b, out_shardings=placed["out"]).lower(*placed["args"]).compile()
-    )
-    comms = hlo.summarize(compiled.as_text(), num_devices=placed["mesh"].size)
-    return comms.bytes(None, ITEMSIZE[ex["dtype"]]), sorted(comms.kinds())
-
-
-def _explain(case: Case) -> Callable[[list[Trial]], dict[str, Any]]:
-    def explain(trials: list[Trial]) -> dict[str, Any]:
+def _explain(case: Case) -> Callable[[list[Trial]], list[XlaComparison]]:
+    def explain(trials: list[Trial]) -> list[XlaComparison]:
         from grader.spec import format_example
 
         trial = max(trials, key=lambda t: _optimum(case, t.example))  # the most telling one
@@ -262,19 +119,19 @@ def _explain(case: Case) -> Callable[[list[Trial]], dict[str, Any]]:
         width = ITEMSIZE[ex["dtype"]]
         xla, xla_kinds = xla_bytes(case, ex)
         i, j, k = ex["shape"]
-        return {
-            "comparison": {
-                "example": format_example(ex),
-                "mesh": "×".join(map(str, _mesh_shape(ex))),
-                "shapes": f"{i}×{j}×{k}",
-                "yours": trial.comms.bytes(None, width),
-                "yours_kinds": sorted(trial.comms.kinds()),
-                "optimum": _optimum(case, ex),
-                "optimum_kinds": sorted(case.allowed),
-                "xla": xla,
-                "xla_kinds": xla_kinds,
-            }
-        }
+        return [
+            XlaComparison(
+                example=format_example(ex),
+                mesh="×".join(map(str, mesh_shape(ex))),
+                shapes=f"{i}×{j}×{k}",
+                yours=trial.comms.bytes(None, width),
+                yours_kinds=sorted(trial.comms.kinds()),
+                optimum=_optimum(case, ex),
+                optimum_kinds=sorted(case.allowed),
+                xla=xla,
+                xla_kinds=xla_kinds,
+            )
+        ]
 
     return explain
 
@@ -331,9 +188,9 @@ def _alternatives(case: Case) -> Callable[[Trial], list[tuple[str, Any]]] | None
     def wrong_axis(trial: Trial) -> list[tuple[str, Any]]:
         """Device (r, c) holding Σ_r' A[I_r', J_c] · B[J_c]: a psum over 'x', not 'y'."""
         ex = trial.example
-        x, y = _mesh_shape(ex)
+        x, y = mesh_shape(ex)
         i, j, _ = ex["shape"]
-        placed = _place(case, ex)
+        placed = place(case, ex)
         a, b = placed["a"].astype(np.float64), placed["b"].astype(np.float64)
 
         def shard(coord: tuple, index: tuple) -> np.ndarray:
@@ -415,24 +272,3 @@ def _exercise(case: Case) -> ExerciseSpec:
 
 
 SPEC = LessonSpec(number=4, module=MODULE, exercises=tuple(_exercise(c) for c in CASES.values()))
-
-
-# ------------------------------------------------------------------ lesson 3's measurement
-
-
-def measure_reference(
-    case: str, shapes: tuple[int, int, int], mesh_shape: tuple[int, ...], dtype: str
-) -> int:
-    """Bytes per device the compiled lesson-4 reference solution sends for
-    ``case`` (counted at ``dtype``'s width), on a mesh of ``mesh_shape``."""
-    from grader.loader import load_module
-    from grader.repo import shipped
-
-    fn = getattr(load_module(shipped().solutions, MODULE), f"matmul_{case}")
-    key = "mesh" if case == "2d" else "n"
-    mesh = tuple(mesh_shape) if case == "2d" else mesh_shape[0]
-    ex = {key: mesh, "shape": tuple(shapes), "dtype": dtype, "seed": 0}
-    trial = _run(CASES[case])(fn, ex)
-    got = trial.comms.bytes(None, ITEMSIZE[dtype])
-    assert got is not None, "the reference has no loops of unknown length"
-    return got

@@ -36,12 +36,14 @@ from grader.checks import (
     TempMemory,
     Values,
 )
+from grader.checks.comms import communication
+from grader.evidence import Timeline
+from grader.matmul import ITEMSIZE
 from grader.programs import compile_and_run
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
 
 PERMUTE = "collective-permute"
-ITEMSIZE = {"float32": 4, "bfloat16": 2}
 
 
 def _itemsize(t: Trial) -> int:
@@ -187,22 +189,33 @@ class Rounds(Check):
         per = streams(trial)
         most = max(per.values(), default=0)
         shown = ", ".join(f"{_direction(s)}: {c}" for s, c in sorted(per.items())) or "no sends"
-        details = {"expected": n // 2, "actual": most, "table": trial.comms.table()}
+        evidence = [communication(trial)]
         if most <= n // 2:
             return CheckResult(
                 self.name, True, f"{shown} — at most ⌊N/2⌋ = {n // 2} sequential steps",
-                details=details,
+                evidence=evidence,
             )  # fmt: skip
         return CheckResult(
             self.name,
             False,
             f"{shown}; with blocks travelling both ways no direction needs more than "
             f"⌊N/2⌋ = {n // 2} sends",
-            details=details,
+            evidence=evidence,
             hint="Every send goes the same way round the ring, so this is the one-directional "
             "version: keep two copies of your block, pass one to i − 1 and the other to i + 1 "
             "at every step, and stop after ⌊N/2⌋ steps (at N even the last step needs only one).",
         )
+
+
+def _bidirectional_steps(example: Example, got: int, want: int) -> str | None:
+    n = example["n"]
+    if n % 2 == 0 and got == want + 1:
+        return (
+            f"One send too many: at N = {n} (even) the block N/2 = {n // 2} devices away is the "
+            f"same block from either side, so of the ⌊N/2⌋ = {n // 2} steps the last one moves "
+            "a single stream: pass it on one way only, and N − 1 blocks travel in all."
+        )
+    return None
 
 
 def _direction(shift: int) -> str:
@@ -253,10 +266,10 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
     ]
 
 
-def _explain(kind: str) -> Callable[[list[Trial]], dict[str, Any]]:
+def _explain(kind: str) -> Callable[[list[Trial]], list[Timeline]]:
     """The step timeline, from the directions and counts of the permutes compiled."""
 
-    def explain(trials: list[Trial]) -> dict[str, Any]:
+    def explain(trials: list[Trial]) -> list[Timeline]:
         trial = next((t for t in trials if t.example["n"] == 4), trials[-1])
         n = trial.example["n"]
         per = streams(trial)
@@ -280,16 +293,16 @@ def _explain(kind: str) -> Callable[[list[Trial]], dict[str, Any]]:
             if kind == "gather"
             else "the partial sum of output block j, to which the device adds its product"
         )
-        return {
-            "timeline": {
-                "n": n,
-                "example": format_example(trial.example),
-                "rows": rows,
-                "note": f"{'×Wj' if kind == 'gather' else '+Yj'}: {what}; →d: sent to device d "
+        return [
+            Timeline(
+                n=n,
+                example=format_example(trial.example),
+                rows=rows,
+                note=f"{'×Wj' if kind == 'gather' else '+Yj'}: {what}; →d: sent to device d "
                 "next. Derived from the direction and number of the collective-permutes in "
                 "your compiled program.",
-            }
-        }
+            )
+        ]
 
     return explain
 
@@ -337,6 +350,7 @@ def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
             what="N − 1 blocks passed on, in both directions together"
             if bidirectional
             else "N − 1 ring steps",
+            hint=_bidirectional_steps if bidirectional else None,
         ),
     ]
     if bidirectional:

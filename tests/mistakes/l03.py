@@ -9,130 +9,138 @@ L03 = "l03_cost_model"
 
 def _edit(id: str, exercise: str, old: str, new: str, says: tuple[str, ...]) -> Mistake:
     """A one-line edit of the solution that the ``values`` check must fail."""
-    return Mistake(id, L03, exercise, "", "failed", "values", says, patch=((old, new),))
+    return Mistake(
+        id=id,
+        module=L03,
+        exercise=exercise,
+        status="failed",
+        check="values",
+        says=says,
+        patch=((old, new),),
+    )
 
 
 MISTAKES: list[Mistake] = [
     _edit(
-        "flops-without-the-two", "matmul_flops",
-        "return 2 * m * k * n", "return m * k * n",
-        ("two FLOPs",),
+        id="flops-without-the-two", exercise="matmul_flops",
+        old="return 2 * m * k * n", new="return m * k * n",
+        says=("two FLOPs",),
     ),
     _edit(
-        "flops-as-float", "matmul_flops",
-        "return 2 * m * k * n", "return 2.0 * m * k * n",
-        ("a float", "integer arithmetic", "value itself is right"),
+        id="flops-as-float", exercise="matmul_flops",
+        old="return 2 * m * k * n", new="return 2.0 * m * k * n",
+        says=("a float", "integer arithmetic", "value itself is right"),
     ),
     _edit(
-        "intensity-forgets-writing-c", "arithmetic_intensity",
-        "traffic = (m * k + k * n + m * n) * bytes_per_elem",
-        "traffic = (m * k + k * n) * bytes_per_elem",
-        ("Writing C",),
+        id="intensity-forgets-writing-c", exercise="arithmetic_intensity",
+        old="traffic = (m * k + k * n + m * n) * bytes_per_elem",
+        new="traffic = (m * k + k * n) * bytes_per_elem",
+        says=("Writing C",),
     ),
     _edit(
-        "intensity-in-elements", "arithmetic_intensity",
-        "traffic = (m * k + k * n + m * n) * bytes_per_elem",
-        "traffic = m * k + k * n + m * n",
-        ("per element", "bytes_per_elem"),
+        id="intensity-in-elements", exercise="arithmetic_intensity",
+        old="traffic = (m * k + k * n + m * n) * bytes_per_elem",
+        new="traffic = m * k + k * n + m * n",
+        says=("per element", "bytes_per_elem"),
     ),
     _edit(
-        "roofline-sum", "matmul_time",
-        "return max(math_time, memory_time)", "return math_time + memory_time",
-        ("math time + memory time", "max"),
+        id="roofline-sum", exercise="matmul_time",
+        old="return max(math_time, memory_time)", new="return math_time + memory_time",
+        says=("math time + memory time", "max"),
     ),
     _edit(
-        "roofline-math-only", "matmul_time",
-        "return max(math_time, memory_time)", "return math_time",
-        ("math time only", "memory-bound"),
+        id="roofline-math-only", exercise="matmul_time",
+        old="return max(math_time, memory_time)", new="return math_time",
+        says=("math time only", "memory-bound"),
     ),
     _edit(
-        "collective-in-bits", "collective_time",
-        "step = alpha + nbytes / (n * w)", "step = alpha + 8 * nbytes / (n * w)",
-        ("factor 8",),
+        id="collective-in-bits", exercise="collective_time",
+        old="step = alpha + nbytes / (n * w)", new="step = alpha + 8 * nbytes / (n * w)",
+        says=("factor 8",),
     ),
     _edit(
-        "collective-whole-array-per-step", "collective_time",
-        "step = alpha + nbytes / (n * w)", "step = alpha + nbytes / w",
-        ("V/N bytes",),
+        id="collective-whole-array-per-step", exercise="collective_time",
+        old="step = alpha + nbytes / (n * w)", new="step = alpha + nbytes / w",
+        says=("V/N bytes",),
     ),
     _edit(
-        "all-reduce-without-its-two", "collective_time",
-        "return 2 * (n - 1) * step", "return (n - 1) * step",
-        ("reduce-scatter followed by an all-gather",),
+        id="all-reduce-without-its-two", exercise="collective_time",
+        old="return 2 * (n - 1) * step", new="return (n - 1) * step",
+        says=("reduce-scatter followed by an all-gather",),
     ),
     _edit(
-        "one-device-not-free", "collective_time",
-        "    if n == 1:\n        return 0.0\n", "",
-        ("n_devices = 1",),
+        id="one-device-not-free", exercise="collective_time",
+        old="    if n == 1:\n        return 0.0\n", new="",
+        says=("n_devices = 1",),
     ),
     _edit(
-        "all-to-all-as-all-gather", "collective_time",
-        'if kind in ("all_gather", "reduce_scatter"):',
-        'if kind in ("all_gather", "reduce_scatter", "all_to_all"):',
-        ("all-gather's cost", "k links"),
+        id="all-to-all-as-all-gather", exercise="collective_time",
+        old='if kind in ("all_gather", "reduce_scatter"):',
+        new='if kind in ("all_gather", "reduce_scatter", "all_to_all"):',
+        says=("all-gather's cost", "k links"),
     ),
     _edit(
-        "unknown-kind-silent", "collective_time",
-        "raise ValueError(f\"unknown collective {kind!r}; known kinds: {', '.join(COLLECTIVES)}\")",
-        "return 0.0",
-        ("'gather'", "expected a ValueError"),
+        id="unknown-kind-silent", exercise="collective_time",
+        old="raise ValueError(f\"unknown collective {kind!r}; known kinds: {', '.join(COLLECTIVES)}\")",
+        new="return 0.0",
+        says=("'gather'", "expected a ValueError"),
     ),
     _edit(
-        "dp-forward-flops-only", "dp_is_compute_bound",
-        "compute = 6 * batch_per_device * params", "compute = 2 * batch_per_device * params",
-        ("6·B·P", "backward"),
+        id="dp-forward-flops-only", exercise="dp_is_compute_bound",
+        old="compute = 6 * batch_per_device * params", new="compute = 2 * batch_per_device * params",
+        says=("6·B·P", "backward"),
     ),
     _edit(
-        "dp-all-reduce-without-its-two", "dp_is_compute_bound",
-        "communicate = 2 * (2 * params) / link.bandwidth",
-        "communicate = 2 * params / link.bandwidth",
-        ("twice the gradient's bytes",),
+        id="dp-all-reduce-without-its-two", exercise="dp_is_compute_bound",
+        old="communicate = 2 * (2 * params) / link.bandwidth",
+        new="communicate = 2 * params / link.bandwidth",
+        says=("twice the gradient's bytes",),
     ),
     _edit(
-        "dp-comparison-reversed", "dp_is_compute_bound",
-        "return compute >= communicate", "return communicate >= compute",
-        ("wrong way round",),
+        id="dp-comparison-reversed", exercise="dp_is_compute_bound",
+        old="return compute >= communicate", new="return communicate >= compute",
+        says=("wrong way round",),
     ),
     _edit(
-        "dp-fp32-gradient", "dp_is_compute_bound",
-        "communicate = 2 * (2 * params) / link.bandwidth",
-        "communicate = 2 * (4 * params) / link.bandwidth",
-        ("bf16", "2·P bytes"),
+        id="dp-fp32-gradient", exercise="dp_is_compute_bound",
+        old="communicate = 2 * (2 * params) / link.bandwidth",
+        new="communicate = 2 * (4 * params) / link.bandwidth",
+        says=("bf16", "2·P bytes"),
     ),
     _edit(
-        "predict-all-reduce-as-reduce-scatter", "predict_bytes",
-        "return 2 * (n - 1) * i * k * b // n", "return (n - 1) * i * k * b // n",
-        ("you predict 384 bytes", "moves 768 bytes per device", "reduce-scatter's count"),
+        id="predict-all-reduce-as-reduce-scatter", exercise="predict_bytes",
+        old="return 2 * (n - 1) * i * k * b // n", new="return (n - 1) * i * k * b // n",
+        says=("you predict 384 bytes", "moves 768 bytes per device", "reduce-scatter's count"),
     ),
     _edit(
-        "predict-2d-whole-mesh", "predict_bytes",
-        "return 2 * (y - 1) * (i // x) * k * b // y",
-        "return 2 * (x * y - 1) * (i // x) * k * b // (x * y)",
-        ("over 'y' only", "X·Y"),
+        id="predict-2d-whole-mesh", exercise="predict_bytes",
+        old="return 2 * (y - 1) * (i // x) * k * b // y",
+        new="return 2 * (x * y - 1) * (i // x) * k * b // (x * y)",
+        says=("over 'y' only", "X·Y"),
     ),
     _edit(
-        "predict-conflict-gathers-a", "predict_bytes",
-        "return (n - 1) * (j * k // n) * b", "return (n - 1) * (i * j // n) * b",
-        ("never A",),
+        id="predict-conflict-gathers-a", exercise="predict_bytes",
+        old="return (n - 1) * (j * k // n) * b", new="return (n - 1) * (i * j // n) * b",
+        says=("never A",),
     ),
     _edit(
-        "predict-float-division", "predict_bytes",
-        "return (n - 1) * (i * j // n) * b", "return (n - 1) * (i * j / n) * b",
-        ("a float", "//"),
+        id="predict-float-division", exercise="predict_bytes",
+        old="return (n - 1) * (i * j // n) * b", new="return (n - 1) * (i * j / n) * b",
+        says=("a float", "//"),
     ),
     Mistake(
-        "predict-elements", L03, "predict_bytes",
-        """
+        id="predict-elements", module=L03, exercise="predict_bytes",
+        code="""
 _correct_predict_bytes = predict_bytes
 
 def predict_bytes(case, shapes, n_devices, bytes_per_elem):
     return _correct_predict_bytes(case, shapes, n_devices, 1)  # elements, not bytes
 """,
-        "failed", "values", ("elements", "bytes_per_elem"),
+        status="failed", check="values", says=("elements", "bytes_per_elem"),
     ),
     Mistake(
-        "collective-latency-once", L03, "collective_time",
-        """
+        id="collective-latency-once", module=L03, exercise="collective_time",
+        code="""
 def collective_time(kind, nbytes, n_devices, link):
     if kind not in COLLECTIVES:
         raise ValueError(f"unknown collective {kind!r}")
@@ -143,6 +151,6 @@ def collective_time(kind, nbytes, n_devices, link):
               "all_to_all": (n - 1) * n / 2 / n, "permute": 1}[kind]
     return link.latency + chunks * nbytes / (n * link.bandwidth)  # one latency in all
 """,
-        "failed", "values", ("every hop",),
+        status="failed", check="values", says=("every hop",),
     ),
 ]  # fmt: skip

@@ -9,10 +9,10 @@ SPECS = "from jax.sharding import PartitionSpec as P\n"
 
 MISTAKES: list[Mistake] = [
     Mistake(
-        "allreduce-gathers-both-operands",
-        L04,
-        "matmul_allreduce",
-        SPECS
+        id="allreduce-gathers-both-operands",
+        module=L04,
+        exercise="matmul_allreduce",
+        code=SPECS
         + """
 def matmul_allreduce(a, b, mesh):
     def body(a_blk, b_blk):
@@ -24,15 +24,15 @@ def matmul_allreduce(a, b, mesh):
         body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P()
     )(a, b)
 """,
-        "failed",
-        "collectives",
-        ("all-gather", "One all-reduce is enough"),
+        status="failed",
+        check="collectives",
+        says=("all-gather", "One all-reduce is enough"),
     ),
     Mistake(
-        "reducescatter-psum-then-slice",
-        L04,
-        "matmul_reducescatter",
-        SPECS
+        id="reducescatter-psum-then-slice",
+        module=L04,
+        exercise="matmul_reducescatter",
+        code=SPECS
         + """
 def matmul_reducescatter(a, b, mesh):
     def body(a_blk, b_blk):
@@ -44,18 +44,17 @@ def matmul_reducescatter(a, b, mesh):
         body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P(None, "x")
     )(a, b)
 """,
-        "failed",
-        "collectives",
-        ("all-reduce", "psum_scatter", "half the bytes"),
+        status="failed",
+        check="collectives",
+        says=("all-reduce", "psum_scatter", "half the bytes"),
     ),
     Mistake(
-        "reducescatter-result-replicated",
-        L04,
-        "matmul_reducescatter",
-        "",
-        "failed",
-        "sharding",
-        ("replicated", "stay sharded"),
+        id="reducescatter-result-replicated",
+        module=L04,
+        exercise="matmul_reducescatter",
+        status="failed",
+        check="sharding",
+        says=("replicated", "stay sharded"),
         patch=(
             (
                 'return lax.psum_scatter(a_blk @ b_blk, "x", scatter_dimension=1, tiled=True)',
@@ -70,10 +69,10 @@ def matmul_reducescatter(a, b, mesh):
         ),  # fmt: skip
     ),
     Mistake(
-        "allreduce-missing-psum-unchecked",
-        L04,
-        "matmul_allreduce",
-        SPECS
+        id="allreduce-missing-psum-unchecked",
+        module=L04,
+        exercise="matmul_allreduce",
+        code=SPECS
         + """
 def matmul_allreduce(a, b, mesh):
     def body(a_blk, b_blk):
@@ -84,25 +83,24 @@ def matmul_allreduce(a, b, mesh):
         check_vma=False,
     )(a, b)
 """,
-        "failed",
-        "values",
-        ("own partial sum", "psum", "missing"),
+        status="failed",
+        check="values",
+        says=("own partial sum", "psum", "missing"),
     ),
     Mistake(
-        "2d-psum-over-wrong-axis",
-        L04,
-        "matmul_2d",
-        "",
-        "error",
-        None,
-        ("'y'", "psum over 'y', not 'x'"),
+        id="2d-psum-over-wrong-axis",
+        module=L04,
+        exercise="matmul_2d",
+        status="error",
+        check=None,
+        says=("'y'", "psum over 'y', not 'x'"),
         patch=(('return lax.psum(a_blk @ b_blk, "y")', 'return lax.psum(a_blk @ b_blk, "x")'),),
     ),
     Mistake(
-        "2d-psum-over-wrong-axis-unchecked",
-        L04,
-        "matmul_2d",
-        SPECS
+        id="2d-psum-over-wrong-axis-unchecked",
+        module=L04,
+        exercise="matmul_2d",
+        code=SPECS
         + """
 def matmul_2d(a, b, mesh):
     def body(a_blk, b_blk):
@@ -113,15 +111,15 @@ def matmul_2d(a, b, mesh):
         check_vma=False,
     )(a, b)
 """,
-        "failed",
-        "values",
-        ("psum over 'x' instead of 'y'",),
+        status="failed",
+        check="values",
+        says=("psum over 'x' instead of 'y'",),
     ),
     Mistake(
-        "allgather-sums-partials-instead",
-        L04,
-        "matmul_allgather",
-        SPECS
+        id="allgather-sums-partials-instead",
+        module=L04,
+        exercise="matmul_allgather",
+        code=SPECS
         + """
 def matmul_allgather(a, b, mesh):
     def body(a_blk, b_full):
@@ -131,15 +129,15 @@ def matmul_allgather(a, b, mesh):
 
     return jax.shard_map(body, mesh=mesh, in_specs=(P(None, "x"), P()), out_specs=P())(a, b)
 """,
-        "failed",
-        "collectives",
-        ("psum", "all-gather of A"),
+        status="failed",
+        check="collectives",
+        says=("psum", "all-gather of A"),
     ),
     Mistake(
-        "local-returns-replicated",
-        L04,
-        "matmul_local",
-        SPECS
+        id="local-returns-replicated",
+        module=L04,
+        exercise="matmul_local",
+        code=SPECS
         + """
 def matmul_local(a, b, mesh):
     def body(a_blk, b_full):
@@ -147,15 +145,15 @@ def matmul_local(a, b, mesh):
 
     return jax.shard_map(body, mesh=mesh, in_specs=(P("x", None), P()), out_specs=P())(a, b)
 """,
-        "failed",
-        "collectives",
-        ("need nothing from anyone",),
+        status="failed",
+        check="collectives",
+        says=("need nothing from anyone",),
     ),
     Mistake(
-        "conflict-gathers-a-and-b",
-        L04,
-        "matmul_conflict",
-        SPECS
+        id="conflict-gathers-a-and-b",
+        module=L04,
+        exercise="matmul_conflict",
+        code=SPECS
         + """
 def matmul_conflict(a, b, mesh):
     def body(a_blk, b_blk):
@@ -169,20 +167,20 @@ def matmul_conflict(a, b, mesh):
         body, mesh=mesh, in_specs=(P("x", None), P(None, "x")), out_specs=P("x", None)
     )(a, b)
 """,
-        "failed",
-        "bytes",
-        ("optimum",),
+        status="failed",
+        check="bytes",
+        says=("optimum",),
     ),
     Mistake(
-        "plain-matmul-on-explicit-mesh",
-        L04,
-        "matmul_allreduce",
-        """
+        id="plain-matmul-on-explicit-mesh",
+        module=L04,
+        exercise="matmul_allreduce",
+        code="""
 def matmul_allreduce(a, b, mesh):
     return a @ b
 """,
-        "error",
-        None,
-        ("partial sum", "jax.shard_map"),
+        status="error",
+        check=None,
+        says=("partial sum", "jax.shard_map"),
     ),
 ]

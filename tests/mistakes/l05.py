@@ -9,10 +9,10 @@ SPECS = "from jax.sharding import PartitionSpec as P\n"
 
 MISTAKES: list[Mistake] = [
     Mistake(
-        "collective-matmul-calls-all-gather",
-        L05,
-        "allgather_matmul",
-        SPECS
+        id="collective-matmul-calls-all-gather",
+        module=L05,
+        exercise="allgather_matmul",
+        code=SPECS
         + """
 def allgather_matmul(x, w, mesh):
     def body(x_blk, w_blk):
@@ -22,15 +22,15 @@ def allgather_matmul(x, w, mesh):
         body, mesh=mesh, in_specs=(P("x", None), P("x", None)), out_specs=P("x", None)
     )(x, w)
 """,
-        "failed",
-        "collectives",
-        ("all-gather", "materialises the whole W"),
+        status="failed",
+        check="collectives",
+        says=("all-gather", "materialises the whole W"),
     ),
     Mistake(
-        "collects-every-block-then-one-matmul",
-        L05,
-        "allgather_matmul",
-        SPECS
+        id="collects-every-block-then-one-matmul",
+        module=L05,
+        exercise="allgather_matmul",
+        code=SPECS
         + """
 def allgather_matmul(x, w, mesh):
     def body(x_blk, w_blk):
@@ -49,18 +49,17 @@ def allgather_matmul(x, w, mesh):
         body, mesh=mesh, in_specs=(P("x", None), P("x", None)), out_specs=P("x", None)
     )(x, w)
 """,
-        "failed",
-        "memory",
-        ("whole W", "collected every block"),
+        status="failed",
+        check="memory",
+        says=("whole W", "collected every block"),
     ),
     Mistake(
-        "collective-matmul-one-transfer-too-many",
-        L05,
-        "allgather_matmul",
-        "",
-        "failed",
-        "steps",
-        ("One collective-permute too many",),
+        id="collective-matmul-one-transfer-too-many",
+        module=L05,
+        exercise="allgather_matmul",
+        status="failed",
+        check="steps",
+        says=("One collective-permute too many",),
         patch=(
             (
                 "y, w_last = lax.fori_loop(0, n - 1, step,",
@@ -70,13 +69,12 @@ def allgather_matmul(x, w, mesh):
         ),
     ),
     Mistake(
-        "collective-matmul-wrong-x-slice",
-        L05,
-        "allgather_matmul",
-        "",
-        "failed",
-        "values",
-        ("wrong columns of X", "other way round the ring"),
+        id="collective-matmul-wrong-x-slice",
+        module=L05,
+        exercise="allgather_matmul",
+        status="failed",
+        check="values",
+        says=("wrong columns of X", "other way round the ring"),
         patch=(
             (
                 "cols = lax.dynamic_slice_in_dim(x_blk, ((me + s) % n) * d, d, axis=1)",
@@ -85,13 +83,12 @@ def allgather_matmul(x, w, mesh):
         ),
     ),
     Mistake(
-        "collective-matmul-own-x-slice",
-        L05,
-        "allgather_matmul",
-        "",
-        "failed",
-        "values",
-        ("your own block",),
+        id="collective-matmul-own-x-slice",
+        module=L05,
+        exercise="allgather_matmul",
+        status="failed",
+        check="values",
+        says=("your own block",),
         patch=(
             (
                 "cols = lax.dynamic_slice_in_dim(x_blk, ((me + s) % n) * d, d, axis=1)",
@@ -100,10 +97,10 @@ def allgather_matmul(x, w, mesh):
         ),
     ),
     Mistake(
-        "reducescatter-matmul-calls-psum-scatter",
-        L05,
-        "matmul_reducescatter",
-        SPECS
+        id="reducescatter-matmul-calls-psum-scatter",
+        module=L05,
+        exercise="matmul_reducescatter",
+        code=SPECS
         + """
 def matmul_reducescatter(x, w, mesh):
     def body(x_blk, w_blk):
@@ -113,20 +110,55 @@ def matmul_reducescatter(x, w, mesh):
         body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P(None, "x")
     )(x, w)
 """,
-        "failed",
-        "collectives",
-        ("reduce-scatter", "running partial sum"),
+        status="failed",
+        check="collectives",
+        says=("reduce-scatter", "running partial sum"),
     ),
     Mistake(
-        "bidirectional-goes-one-way",
-        L05,
-        "allgather_matmul_bidirectional",
-        """
+        id="bidirectional-both-streams-on-the-last-step",
+        module=L05,
+        exercise="allgather_matmul_bidirectional",
+        code="""
+def allgather_matmul_bidirectional(x, w, mesh):
+    def body(x_blk, w_blk):
+        n = lax.axis_size("x")
+        me = lax.axis_index("x")
+        d = w_blk.shape[0]
+
+        def partial(w_held, block):
+            cols = lax.dynamic_slice_in_dim(x_blk, (block % n) * d, d, axis=1)
+            return jnp.dot(cols, w_held, preferred_element_type=jnp.float32)
+
+        def step(s, carry):
+            y, from_right, from_left = carry
+            from_right = lax.ppermute(from_right, "x", _left(n))
+            from_left = lax.ppermute(from_left, "x", _right(n))
+            twice = (2 * s) % n == 0  # the block N/2 away came from both sides: count it once
+            y = y + partial(from_right, me + s) + jnp.where(twice, 0.0, partial(from_left, me - s))
+            return y, from_right, from_left
+
+        y = partial(w_blk, me)
+        y, _, _ = lax.fori_loop(1, n // 2 + 1, step, (y, w_blk, w_blk))
+        return y.astype(x_blk.dtype)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P("x", None), P("x", None)), out_specs=P("x", None)
+    )(x, w)
+""",
+        status="failed",
+        check="steps",
+        says=("last one moves a single stream", "one way only"),
+    ),
+    Mistake(
+        id="bidirectional-goes-one-way",
+        module=L05,
+        exercise="allgather_matmul_bidirectional",
+        code="""
 def allgather_matmul_bidirectional(x, w, mesh):
     return allgather_matmul(x, w, mesh)
 """,
-        "failed",
-        "directions",
-        ("same way round the ring",),
+        status="failed",
+        check="directions",
+        says=("same way round the ring",),
     ),
 ]

@@ -1,0 +1,302 @@
+"""Exercises whose answer is a value: one check, and a builder for specs.
+
+:class:`Agrees` holds a pure function's answer against the grader's own
+(``trial.expected``): exactly, or within :data:`REL_TOL` for floats, after a
+``normalize`` step that refuses answers of the wrong type. An expected
+:data:`RAISES` demands a ValueError. Lessons 1 and 3 use it.
+
+:class:`Scalar` declares one such exercise as formulas and data — how to
+draw examples, the explicit ones, the right answer, how to show the call
+and the formula, and the values known mistakes give — and builds its
+:class:`~grader.spec.ExerciseSpec`. Every function of an example takes the
+example's fields as keywords: ``answer=lambda m, k, n: 2 * m * k * n``.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from grader.evidence import Evidence
+from grader.programs import GraderFault, call_pure
+from grader.results import CheckResult
+from grader.spec import Check, Context, Example, ExerciseSpec, Trial
+
+RAISES = "ValueError"
+"""``trial.expected`` for an example on which the function must raise ValueError."""
+REL_TOL = 1e-9
+"""Floats agree within this relative tolerance."""
+
+Suspects = Callable[[Example], list[tuple[Any, str]]]
+
+
+def close(a: Any, b: Any) -> bool:
+    """Numbers within :data:`REL_TOL`; bools only equal to themselves."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=0.0)
+
+
+def fmt(x: Any, other: Any = None) -> str:
+    """A value as shown in messages: 6 significant digits, more when needed to
+    tell it from ``other``."""
+    if isinstance(x, float):
+        text = f"{x:.6g}"
+        if isinstance(other, float) and text == f"{other:.6g}":
+            text = repr(x)
+        return text
+    return repr(x)
+
+
+def as_kind(kind: type) -> Callable[[Any, Trial], Any]:
+    """Normalizer to ``kind``: ``int`` (floats refused, even whole ones), ``float``
+    (ints accepted) or ``bool``; numpy scalars are accepted as their Python kind."""
+
+    def normalize(out: Any, trial: Trial) -> Any:
+        if kind is bool:
+            if isinstance(out, (bool, np.bool_)):
+                return bool(out)
+            raise TypeError(f"returned {out!r}; expected a bool (True or False)")
+        if isinstance(out, (bool, np.bool_)):
+            raise TypeError(f"returned {out!r}, a bool; expected a number")
+        if isinstance(out, (int, np.integer)):
+            return int(out) if kind is int else float(out)
+        if isinstance(out, (float, np.floating)):
+            if kind is float:
+                return float(out)
+            raise TypeError(
+                f"returned {out!r}, a float; expected an int (whole floats are refused too)"
+            )
+        raise TypeError(f"returned {type(out).__name__} {out!r}; expected {kind.__name__}")
+
+    return normalize
+
+
+def number_type_hint(got: Any, want: Any) -> str | None:
+    """Why a number of the wrong type was refused."""
+    if isinstance(got, (float, np.floating)) and isinstance(want, int):
+        right = " The value itself is right." if math.isclose(got, want, rel_tol=REL_TOL) else ""
+        return (
+            "Counts of FLOPs and bytes are whole numbers: keep to integer arithmetic "
+            "(multiply first, then divide with //), since floats lose exactness above 2**53."
+            + right
+        )
+    if got is None:
+        return "The function returns None: did you forget the return statement?"
+    return None
+
+
+def _differs(got: Any, want: Any, trial: Trial) -> tuple[str, list[Evidence]]:
+    call, formula = trial.extra["call"], trial.extra["formula"]
+    sep = ":" if isinstance(want, bool) else " ="
+    message = f"{call} returned {fmt(got, want)}; expected {fmt(want, got)}{sep} {formula}"
+    return message, []
+
+
+@dataclass(frozen=True)
+class Agrees(Check):
+    """The answer equals the grader's (``trial.expected``).
+
+    ``normalize(output, trial)`` turns the answer into the form compared, or
+    raises TypeError/ValueError with a message (``type_hint(output, expected)``
+    then says why); ``same`` compares. A ``trial.expected`` of :data:`RAISES`
+    demands a ValueError. ``trial.extra["measured"]``, when present, is a
+    second truth the answer must also equal: bytes counted in the compiled
+    program. ``trial.extra["call"]``, when present, starts the messages.
+    """
+
+    normalize: Callable[[Any, Trial], Any] = lambda out, t: out
+    same: Callable[[Any, Any], bool] = operator.eq
+    diagnose: Callable[[Any, Any, Trial], str | None] = lambda got, want, t: None
+    """The likely mistake behind a wrong answer (got, expected, trial)."""
+    differs: Callable[[Any, Any, Trial], tuple[str, list[Evidence]]] = _differs
+    """Message and evidence (:mod:`grader.evidence`) for a wrong answer."""
+    type_hint: Callable[[Any, Any], str | None] = lambda got, want: None
+    agreed: str = "agrees with the grader's formula"
+    unraised: Callable[[Trial], str] = lambda t: ""
+    """Why a ValueError was due, appended to "returned X"."""
+    raise_hints: tuple[str, str] = (
+        "Check the name against the known ones first and raise ValueError for anything "
+        "else: a silent default hides typos.",
+    ) * 2
+    """Hints when a ValueError is due: (another exception was raised, a value was returned)."""
+    name: str = "values"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        got, want = trial.output, trial.expected
+        call = trial.extra.get("call")
+        lead = f"{call} " if call else ""
+        if want == RAISES:
+            if isinstance(got, ValueError):
+                return CheckResult(self.name, True, self.agreed)
+            if isinstance(got, BaseException):
+                return CheckResult(
+                    self.name, False,
+                    f"{lead}raised {type(got).__name__}: {got}; expected a ValueError",
+                    hint=self.raise_hints[0],
+                )  # fmt: skip
+            return CheckResult(
+                self.name, False,
+                f"{lead}returned {got!r}{self.unraised(trial)}; expected a ValueError",
+                hint=self.raise_hints[1],
+            )  # fmt: skip
+        try:
+            norm = self.normalize(got, trial)
+        except (TypeError, ValueError) as exc:
+            return CheckResult(self.name, False, f"{lead}{exc}", hint=self.type_hint(got, want))
+        measured = trial.extra.get("measured")
+        right = self.same(norm, want)
+        if right and (measured is None or norm == measured):
+            return CheckResult(
+                self.name, True,
+                self.agreed
+                + (" and with the bytes the compiled lesson-4 reference sends" if measured is not None else ""),
+            )  # fmt: skip
+        if measured is None:
+            message, evidence = self.differs(norm, want, trial)
+            return CheckResult(
+                self.name, False, message, evidence=evidence, hint=self.diagnose(norm, want, trial)
+            )
+        if norm == want:  # the formula and the compiler disagree: not the student's fault
+            return CheckResult(
+                self.name, False,
+                f"{call}: the grader's formula gives {want} bytes but the compiled reference "
+                f"moves {measured}: a grader bug, please report it",
+            )  # fmt: skip
+        return CheckResult(
+            self.name, False,
+            f"{call}: you predict {norm} bytes; the compiled reference moves {measured} "
+            f"bytes per device (formula: {trial.extra['formula']})",
+            hint=self.diagnose(norm, want, trial),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Suspicion:
+    """Names the mistake behind a wrong answer: the ``suspects`` whose value
+    it equals, unless an earlier example the student passed rules one out.
+
+    ``before(example)`` gives those earlier examples and ``reference`` their
+    right answers; several matches are all named; ``fallback`` is the hint
+    when none matches.
+    """
+
+    suspects: Suspects
+    fallback: Callable[[Example], str | None] = lambda ex: None
+    reference: Callable[[Example], Any] | None = None
+    before: Callable[[Example], list[Example]] = lambda ex: []
+
+    def __call__(self, got: Any, want: Any, trial: Trial) -> str | None:
+        ex = trial.example
+        ruled_out = set()
+        if self.reference is not None:
+            for earlier in self.before(ex):
+                right = self.reference(earlier)
+                ruled_out |= {h for v, h in self.suspects(earlier) if not close(v, right)}
+        hints: list[str] = []
+        for value, hint in self.suspects(ex):
+            if close(value, got) and not close(value, want) and hint not in ruled_out | set(hints):
+                hints.append(hint)
+        if len(hints) > 1:
+            return "One of these: " + " Or: ".join(hints)
+        return hints[0] if hints else self.fallback(ex)
+
+
+def _no_suspects(**ex: Any) -> list[tuple[Any, str]]:
+    return []
+
+
+def _no_fallback(**ex: Any) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """One exercise whose answer is a number or a bool, held against a formula.
+
+    Every callable below takes the example's fields as keywords.
+    """
+
+    name: str
+    """The function's name in the exercise module."""
+    kind: type
+    """``int`` (exact), ``float`` (within :data:`REL_TOL`) or ``bool``."""
+    draw: Callable[[Context], Any]
+    """Context → hypothesis strategy of examples (dicts)."""
+    explicit: tuple[Example, ...] | Callable[[Context], list[Example]]
+    """Examples always run first. A tuple lets a diagnosis rule out the mistakes
+    that earlier ones, which the student passed, would have caught."""
+    answer: Callable[..., Any]
+    """The right answer, or :data:`RAISES`."""
+    call: Callable[..., str]
+    """The call as the student would write it, for messages."""
+    formula: Callable[..., str]
+    """How the answer is computed, with this example's numbers."""
+    args: Callable[..., tuple]
+    """The student function's arguments."""
+    suspects: Callable[..., list[tuple[Any, str]]] = _no_suspects
+    """(value, diagnosis) of each known mistake on this example."""
+    fallback: Callable[..., str | None] = _no_fallback
+    """The hint when no suspect matches."""
+    measure: Callable[..., int] | None = None
+    """A second truth measured by the grader (bytes in a compiled program)."""
+    max_examples: int = 20
+    """Drawn examples on top of the explicit ones."""
+
+    def want(self, ex: Example) -> Any:
+        return self.answer(**ex)
+
+    def suspected(self, ex: Example) -> list[tuple[Any, str]]:
+        return self.suspects(**ex)
+
+    def examples(self, ctx: Context | None) -> list[Example]:
+        return list(self.explicit) if isinstance(self.explicit, tuple) else self.explicit(ctx)
+
+    def _before(self, ex: Example) -> list[Example]:
+        """The explicit examples graded before ``ex`` (all of them, for a drawn one)."""
+        cases = self.examples(None)
+        return cases[: cases.index(ex)] if ex in cases else cases
+
+    def check(self) -> Agrees:
+        fixed = isinstance(self.explicit, tuple)
+        return Agrees(
+            normalize=as_kind(self.kind),
+            same=operator.eq if self.kind is int else close,
+            type_hint=number_type_hint if self.kind is int else _none_hint,
+            diagnose=Suspicion(
+                self.suspected,
+                lambda ex: self.fallback(**ex),
+                reference=self.want if fixed else None,
+                before=self._before,
+            ),
+        )
+
+    def run(self, fn: Callable[..., Any], ex: Example) -> Trial:
+        want = self.want(ex)
+        out = call_pure(fn, self.args(**ex), want == RAISES)
+        extra = {"call": self.call(**ex), "formula": "" if want == RAISES else self.formula(**ex)}
+        if self.measure is not None and want != RAISES:
+            try:
+                extra["measured"] = self.measure(**ex)
+            except Exception as exc:  # the grader's own program: never the student's fault
+                raise GraderFault(f"measuring {extra['call']} failed: {exc!r}") from exc
+        return Trial(ex, output=out, expected=want, extra=extra)
+
+    def spec(self) -> ExerciseSpec:
+        return ExerciseSpec(
+            name=self.name,
+            strategy=self.draw,
+            explicit=self.examples,
+            run=self.run,
+            checks=(self.check(),),
+            max_examples=self.max_examples,
+        )
+
+
+def _none_hint(got: Any, want: Any) -> str | None:
+    return number_type_hint(got, want) if got is None else None

@@ -1,0 +1,219 @@
+"""Realistic wrong implementations for lesson 2 (see tests/mistakes/__init__.py)."""
+
+from __future__ import annotations
+
+from tests.mistakes import Mistake
+
+L02 = "l02_collectives"
+
+MISTAKES: list[Mistake] = [
+    Mistake(
+        id="wrong-ring-direction",
+        module=L02,
+        exercise="ring_all_gather",
+        code="""
+def ring_all_gather(x, axis_name):
+    n = lax.axis_size(axis_name)
+    me = lax.axis_index(axis_name)
+    b = x.shape[0]
+    left = [(i, (i - 1) % n) for i in range(n)]  # sends left ...
+    out = lax.pcast(jnp.zeros((n * b, *x.shape[1:]), x.dtype), axis_name, to="varying")
+    out = lax.dynamic_update_slice_in_dim(out, x, me * b, axis=0)
+
+    def step(s, carry):
+        out, block = carry
+        block = lax.ppermute(block, axis_name, left)
+        owner = (me - s - 1) % n  # ... but indexes as if it sent right
+        return lax.dynamic_update_slice_in_dim(out, block, owner * b, axis=0), block
+
+    return lax.fori_loop(0, n - 1, step, (out, x))[0]
+""",
+        status="failed",
+        check="values",
+        says=("mirrored", "ring"),
+    ),
+    Mistake(
+        id="calls-all-gather",
+        module=L02,
+        exercise="ring_all_gather",
+        code="""
+def ring_all_gather(x, axis_name):
+    return lax.all_gather(x, axis_name, tiled=True)
+""",
+        status="failed",
+        check="collectives",
+        says=("all-gather", "lax.all_gather"),
+    ),
+    Mistake(
+        id="one-step-too-many",
+        module=L02,
+        exercise="ring_all_gather",
+        status="failed",
+        check="steps",
+        says=("too many",),
+        patch=(("lax.fori_loop(0, n - 1, step, (out, x))", "lax.fori_loop(0, n, step, (out, x))"),),
+    ),
+    Mistake(
+        id="butterfly-power-of-two",
+        module=L02,
+        exercise="ring_all_gather",
+        code="""
+def ring_all_gather(x, axis_name):
+    n = lax.axis_size(axis_name)
+    me = lax.axis_index(axis_name)
+    out, d = x, 1
+    while d < n:  # recursive doubling: partner i XOR d
+        other = lax.ppermute(out, axis_name, [(i, i ^ d) for i in range(n)])
+        lower = (me & d) == 0
+        out = jnp.where(lower, jnp.concatenate([out, other]), jnp.concatenate([other, out]))
+        d *= 2
+    return out
+""",
+        status="failed",
+        check="steps",
+        says=("butterfly", "power of two"),
+    ),
+    Mistake(
+        id="all-reduce-sends-everything",
+        module=L02,
+        exercise="ring_all_reduce",
+        code="""
+def ring_all_reduce(x, axis_name):
+    n = lax.axis_size(axis_name)
+    right = [(i, (i + 1) % n) for i in range(n)]
+    acc, block = x, x
+    for _ in range(n - 1):  # the whole array, N - 1 times
+        block = lax.ppermute(block, axis_name, right)
+        acc = acc + block
+    return acc
+""",
+        status="failed",
+        check="bytes",
+        says=("whole arrays",),
+    ),
+    Mistake(
+        id="reduce-scatter-wrong-chunk",
+        module=L02,
+        exercise="ring_reduce_scatter",
+        status="failed",
+        check="values",
+        says=("meant for device i + 1",),
+        # starts with its own chunk, so every sum ends one device too far
+        patch=(
+            ("acc = chunk((me - 1) % n)", "acc = chunk(me)"),
+            ("chunk((me - s - 2) % n)", "chunk((me - s - 1) % n)"),
+        ),
+    ),
+    Mistake(
+        id="reduce-scatter-chunk-0-everywhere",
+        module=L02,
+        exercise="ring_reduce_scatter",
+        code="""
+def ring_reduce_scatter(x, axis_name):
+    n = lax.axis_size(axis_name)
+    c = x.shape[0] // n
+    right = [(i, (i + 1) % n) for i in range(n)]
+    acc, block = x, x
+    for _ in range(n - 1):
+        block = lax.ppermute(block, axis_name, right)
+        acc = acc + block
+    return acc[:c]  # chunk 0 on every device: axis_index forgotten
+""",
+        status="failed",
+        check="values",
+        says=("device 0",),
+    ),
+    Mistake(
+        id="all-reduce-mean",
+        module=L02,
+        exercise="ring_all_reduce",
+        code="""
+def ring_all_reduce(x, axis_name):
+    n = lax.axis_size(axis_name)
+    return ring_all_gather(ring_reduce_scatter(x, axis_name), axis_name) / n  # a mean
+""",
+        status="failed",
+        check="values",
+        says=("too small", "mean"),
+    ),
+    Mistake(
+        id="returns-none",
+        module=L02,
+        exercise="ring_all_gather",
+        code="""
+def ring_all_gather(x, axis_name):
+    lax.ppermute(x, axis_name, [(0, 0)])
+""",
+        status="failed",
+        check="returns",
+        says=("returned None", "return"),
+    ),
+    Mistake(
+        id="returns-list",
+        module=L02,
+        exercise="ring_all_gather",
+        code="""
+def ring_all_gather(x, axis_name):
+    return [x] * lax.axis_size(axis_name)
+""",
+        status="failed",
+        check="returns",
+        says=("list",),
+    ),
+    Mistake(
+        id="wrong-shape",
+        module=L02,
+        exercise="ring_reduce_scatter",
+        code="""
+def ring_reduce_scatter(x, axis_name):
+    return x  # forgot to scatter
+""",
+        status="failed",
+        check="returns",
+        says=("shape",),
+    ),
+    Mistake(
+        id="wrong-dtype",
+        module=L02,
+        exercise="ring_all_reduce",
+        code="""
+_correct_all_reduce = ring_all_reduce
+
+def ring_all_reduce(x, axis_name):
+    return _correct_all_reduce(x, axis_name).astype(jnp.float32)
+""",
+        status="failed",
+        check="returns",
+        says=("dtype",),
+    ),
+    Mistake(
+        id="nan",
+        module=L02,
+        exercise="ring_all_reduce",
+        code="""
+_correct_all_reduce = ring_all_reduce
+
+def ring_all_reduce(x, axis_name):
+    total = _correct_all_reduce(x, axis_name)
+    return total * jnp.log(total - total - 1)  # log of a negative number
+""",
+        status="failed",
+        check="values",
+        says=("NaN",),
+    ),
+    Mistake(
+        id="raises",
+        module=L02,
+        exercise="ring_all_gather",
+        code="""
+def ring_all_gather(x, axis_name):
+    return helper(x)
+
+def helper(x):
+    raise ValueError("my own bug")
+""",
+        status="error",
+        check=None,
+        says=("my own bug", "helper"),
+    ),
+]
