@@ -71,22 +71,29 @@ def init(app: App, directory: str) -> None:
     sys.exit(run(app, directory))
 
 
+JSON_OPTION = click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON (schema: docs/grade-json.md)."
+)
+
+
 @cli.command("list")
+@JSON_OPTION
 @pass_app
-def list_cmd(app: App) -> None:
+def list_cmd(app: App, as_json: bool) -> None:
     """Lessons and exercises, with your status."""
     from course.commands.status import list_lessons
 
-    sys.exit(list_lessons(app))
+    sys.exit(list_lessons(app, as_json))
 
 
 @cli.command()
+@JSON_OPTION
 @pass_app
-def status(app: App) -> None:
+def status(app: App, as_json: bool) -> None:
     """Your progress and what to do next."""
     from course.commands.status import status as run
 
-    sys.exit(run(app))
+    sys.exit(run(app, as_json))
 
 
 @cli.command()
@@ -152,7 +159,7 @@ def grade_options(f):
 @click.option(
     "--example", help="Re-run one example exactly, as printed by a failure (needs N.exercise)."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
+@JSON_OPTION
 @grade_options
 @pass_app
 def grade(app: App, target: str | None, **options) -> None:

@@ -53,3 +53,27 @@ def test_grading_other_code_leaves_your_progress_alone(root, home):
     r = course(home, "grade", "1", "--solutions", "--max-examples", "0")
     assert r.returncode == 0
     assert not (home / "progress.db").exists()
+
+
+def test_status_and_list_json_follow_the_progress_schema(root, home):
+    import jsonschema
+
+    schema = json.loads((root / "docs" / "progress-json.schema.json").read_text())
+    before = course(home, "list", "--json")
+    assert before.returncode == 0
+    jsonschema.validate(json.loads(before.stdout), schema)
+    (home / "exercises").mkdir(parents=True)
+    (home / "exercises" / "l01_meshes.py").write_text(
+        (root / "solutions" / "l01_meshes.py").read_text()
+    )
+    assert course(home, "grade", "1").returncode == 0
+    for command in ("status", "list"):
+        r = course(home, command, "--json")
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        jsonschema.validate(doc, schema)
+        first = doc["lessons"][0]
+        assert first["passed"] and first["score"] == first["possible"] == 5
+        assert doc["score"] == 5 and doc["next"]["lesson"] == 2
+        assert doc["workspace"] == str(home)
+        assert all(e["attempts"] == 1 and e["ever_passed"] for e in first["exercises"])

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import click
 from rich import box
 from rich.progress_bar import ProgressBar
 from rich.table import Table
@@ -9,6 +12,7 @@ from rich.text import Text
 
 from course.commands.common import App
 from grader.report import status_text
+from grader.results import JSON_VERSION
 
 NOT_STARTED = "not started"
 
@@ -17,7 +21,10 @@ SUMMARY_MIN = 24
 """Columns the "what it asks" text needs to be worth showing; narrower terminals drop it."""
 
 
-def list_lessons(app: App) -> int:
+def list_lessons(app: App, as_json: bool = False) -> int:
+    if as_json:
+        click.echo(json.dumps(progress_json(app), indent=2))
+        return 0
     states = app.states()
     names = [e.name for lesson in app.course.lessons for e in lesson.exercises]
     name_width = 2 + max(map(len, names))  # exercise names are indented under their lesson
@@ -47,8 +54,11 @@ def list_lessons(app: App) -> int:
     return 0
 
 
-def status(app: App) -> int:
+def status(app: App, as_json: bool = False) -> int:
     app.ensure_workspace()
+    if as_json:
+        click.echo(json.dumps(progress_json(app), indent=2))
+        return 0
     states = app.states()
     table = Table(box=box.SIMPLE_HEAD, title="Your progress", title_justify="left")
     table.add_column("#", justify="right")
@@ -98,6 +108,43 @@ def status(app: App) -> int:
     else:
         app.console.print("\n[bold green]Every lesson passes. Well done.[/bold green]")
     return 0
+
+
+def progress_json(app: App) -> dict:
+    """``course status --json`` and ``course list --json``: the course and your progress,
+    on the versioned schema of ``course grade --json`` (docs/grade-json.md)."""
+    states = app.states()
+    lessons, next_step = [], None
+    for lesson in app.course.lessons:
+        mine = {e.name: st for e in lesson.exercises if (st := states.get((lesson.number, e.name)))}
+        card = lesson.scorecard({name: st.status for name, st in mine.items()})
+        exercises = []
+        for e in lesson.exercises:
+            st, scored = mine.get(e.name), card.exercises[e.name]
+            exercises.append({
+                "lesson": lesson.number, "exercise": e.name, "summary": e.summary,
+                "status": st.status if st else NOT_STARTED, "points": scored.points,
+                "bonus": scored.bonus, "score": scored.score,
+                "ever_passed": bool(st and st.ever_passed), "attempts": st.attempts if st else 0,
+                "last_graded": st.last if st else None,
+            })  # fmt: skip
+            if next_step is None and not scored.bonus and not scored.passed:
+                next_step = {"lesson": lesson.number, "exercise": e.name,
+                             "file": str(app.ws.exercise_file(lesson.module)) if app.workspace else None}  # fmt: skip
+        lessons.append({
+            "lesson": lesson.number, "title": lesson.title, "summary": lesson.summary,
+            "score": card.score, "bonus_score": card.bonus_score, "possible": card.possible,
+            "passed": card.passed, "exercises": exercises,
+        })  # fmt: skip
+    return {
+        "version": JSON_VERSION,
+        "workspace": str(app.workspace.home) if app.workspace else None,
+        "score": sum(x["score"] for x in lessons),
+        "bonus_score": sum(x["bonus_score"] for x in lessons),
+        "possible": sum(x["possible"] for x in lessons),
+        "next": next_step,
+        "lessons": lessons,
+    }
 
 
 def _ago(t: float) -> str:
