@@ -64,7 +64,7 @@ class Grading:
             record=True, width=REPORT_WIDTH, file=io.StringIO(), force_jupyter=False,
             force_terminal=html, color_system="truecolor" if html else None,
         )  # fmt: skip
-        console.print(self)
+        console.print(self, crop=False)  # re-run lines whole
         return console.export_html(inline_styles=True) if html else console.export_text()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:

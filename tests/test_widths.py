@@ -103,3 +103,58 @@ def test_piped_lines_lose_their_padding():
     w.write("a   \nb")
     w.write("  \n")
     assert out.getvalue() == "a\nb\n"
+
+
+# ------------------------------------------------------------------ the failure panel
+
+
+def failing(cols: int) -> tuple:
+    """A ring_all_gather whose device 0 holds a wrong (8 × cols) shard, as the values check reports it."""
+    from grader import evidence as ev
+    from grader.results import CheckResult, ExerciseResult, Status
+
+    expected = [[float(r * cols + c) for c in range(cols)] for r in range(8)]
+    yours = [[v + (1 if r == 1 else 0) for v in row] for r, row in enumerate(expected)]
+    check = CheckResult(
+        "values", False, "4 of 4 devices hold wrong values (first at global index (1, 0))",
+        evidence=[ev.DeviceMap(
+            mesh_shape=[4], axis_names=["x"],
+            devices=[ev.DeviceShard([i], False, 1.0) for i in range(4)],
+            max_abs_err=1.0, max_rel_err=0.5, atol=1.6e-5, rtol=1e-5,
+            first_mismatch=ev.Mismatch([0], [1, 0], 4.0, 5.0, expected, yours),
+        )],
+    )  # fmt: skip
+    example = f"n=4 rows=32 cols={cols} dtype=float32 seed=1"
+    er = ExerciseResult(2, "ring_all_gather", Status.FAILED, checks=[check], examples_run=3,
+                        example=example, hint="The blocks are mirrored.")  # fmt: skip
+    command = (
+        f"course grade 2.ring_all_gather --example '{example}' --path /some/where/students/alice"
+    )
+    return er, command
+
+
+def render_panel(er, command: str, width: int) -> str:
+    from grader.report import ExercisePanel
+
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    console.print(ExercisePanel(er, command), crop=False)  # as course grade prints it
+    return console.file.getvalue()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("cols", [2, 16])
+def test_failure_panel_fits_and_its_rerun_command_copies_whole(width, cols):
+    er, command = failing(cols)
+    out = render_panel(er, command, width)
+    lines = out.splitlines()
+    assert [line for line in lines if len(line) > width] == ["  " + command]  # the one exception
+    assert "…" not in out
+    for label in ("max abs error", "max rel error", "tolerance"):
+        assert any(label in line for line in lines), label  # labels never broken in two
+    grid_rows = [line.strip("│ ").split() for line in lines]
+    if cols == 2:  # small shards: every number of both grids, no row wrapped
+        assert ["0", "1"] in [row[:2] for row in grid_rows]
+        assert ["2", "3", "3", "4"] in grid_rows  # expected | yours: row 1 is off by one
+    else:  # too wide for the panel: the first columns, and a note saying so
+        assert any("of 16 columns" in line for line in lines) == (width < 80)
+        assert any(row[:3] == ["16", "17", "18"] for row in grid_rows)

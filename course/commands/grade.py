@@ -208,4 +208,4 @@ def render(
 
     rerun = partial(rerun_command, solutions=solutions, path=path)
     for result, card in zip(results, cards):
-        app.console.print(LessonReport(result, card, rerun))
+        app.console.print(LessonReport(result, card, rerun), crop=False)  # re-run lines whole
