@@ -256,8 +256,10 @@ def test_watch_regrades_on_save_and_stops_cleanly(root, home):
     course(home, "status")  # sets up the workspace
     target = home / "exercises" / "l01_meshes.py"
     env = {**os.environ, "COURSE_HOME": str(home), "COURSE_PLATFORM": "cpu", "COLUMNS": "100"}
-    proc = subprocess.Popen([sys.executable, "-m", "course.cli", "watch", "1", "--max-examples", "1"], cwd=root,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    printed = home.parent / "watch.out"  # a file, read while watch runs
+    with open(printed, "w") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "course.cli", "watch", "1", "--max-examples", "1"],
+                                cwd=root, env=env, stdout=sink, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         _wait_for(lambda: len(_results(home / "progress.db")) >= 4)
         assert {s for _, s in _results(home / "progress.db")} == {"not started"}
@@ -266,9 +268,11 @@ def test_watch_regrades_on_save_and_stops_cleanly(root, home):
         staged.write_text((root / "solutions" / "l01_meshes.py").read_text())
         os.replace(staged, target)  # one save, as editors do it
         _wait_for(lambda: _done_attempts(home / "progress.db") >= 2)
+        _wait_for(lambda: "Score 5/5" in printed.read_text())  # its report, before Ctrl-C
     finally:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=30)
+    out = printed.read_text()
     assert proc.returncode == 0, err
     assert "changed" in out and "Stopped watching" in out and "Score 5/5" in out
 
