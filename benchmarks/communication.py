@@ -1,14 +1,29 @@
-"""Bytes each lesson-4 and lesson-5 reference moves, against the optimum and XLA.
+"""Bytes each reference of lessons 4 to 9 moves, against the optimum and XLA.
 
     python benchmarks/communication.py
 
-For every reference solution of lessons 4 and 5, on meshes of 2, 4 and 8
+For every reference solution of lessons 4 to 9, on meshes of 2, 4 and 8
 devices (2×2 and 2×4 for the 2-D case): bytes sent per device by the
 compiled program, divided by the optimum for the case (target 1.00) and by
 what XLA's own partitioner sends for the same input and output shardings
-(``jax.jit`` of the unsharded product on an Auto mesh). For lesson 5 it also
-gives temporary memory per device, ours against XLA's. Prints a table and
-writes benchmarks/results/communication.json.
+(``jax.jit`` of the unsharded program on an Auto mesh). From lesson 5 on it
+also gives temporary memory per device, ours against XLA's. For lesson 6 (the
+course model, L = 2, D = 8, F = 24, 128 rows per device, n_micro = 8) the
+optimum is 2(N−1)/N·|params| (+ the loss scalar for the train step), and
+XLA's plan is ``jax.grad`` of the unsharded loss with the same shardings
+(``dp_accumulate`` against the same whole-batch gradient). For lesson 7 the
+optimum is FSDP with remat: (N−1)/N·|params| of all-gather per forward
+pass, twice that plus one reduce-scatter of (N−1)/N·|params| for the
+gradients, and one scalar all-reduce more for the train step. Prints a
+table and writes benchmarks/results/communication.json.
+Lesson 8's references run on meshes of 2, 4 and 8 'model' devices (2×2 and
+2×4 for ``dp_tp_mlp``) at shapes where a gathered weight is 16× the
+activation (8× for attention); XLA gets the unsharded MLP or attention with
+the same shardings. For lesson 9 (one layer per stage, m = 8 micro-batches of
+2 rows, D = 8, F = 24) the optimum of a loop of m + p − 1 ticks is one
+micro-batch per tick and device, plus, for the forward, the all-reduce that
+returns y (2(p−1)/p·|y|); XLA's plan is ``jax.jit`` of the unsharded model
+with the layers sharded over 'stage' (it gathers the weights).
 """
 
 from __future__ import annotations
@@ -31,10 +46,15 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+import tinymodels  # noqa: E402
 from grader import hlo, matmul  # noqa: E402
 from grader.loader import load_module  # noqa: E402
 from grader.specs import l04_sharded_matmul as l04  # noqa: E402
 from grader.specs import l05_collective_matmul as l05  # noqa: E402
+from grader.specs import l06_data_parallel as l06  # noqa: E402
+from grader.specs import l07_fsdp as l07  # noqa: E402
+from grader.specs import l08_tensor_parallel as l08  # noqa: E402
+from grader.specs import l09_pipeline as l09  # noqa: E402
 
 SHAPE = (128, 128, 96)  # I, J, K: every lesson-4 plan is the cheapest one here
 
@@ -92,8 +112,165 @@ def lesson5() -> list[dict]:
     return rows
 
 
+def lesson6() -> list[dict]:
+    import tinymodels
+
+    sol = load_module(ROOT / "solutions", "l06_data_parallel")
+    calls = {
+        "dp_grads": lambda fn, m: lambda p, x, y: fn(p, x, y, m),
+        "dp_train_step": lambda fn, m: lambda p, x, y: fn(p, x, y, m, 0.5),
+        "dp_accumulate": lambda fn, m: lambda p, x, y: fn(p, x, y, m, 8),
+    }
+    rows = []
+    for name, call in calls.items():
+        for n in (2, 4, 8):
+            ex = {"n": n, "layers": 2, "rows": l06.ACCUMULATE_ROWS, "d": 8, "f": 24, "seed": 0}
+            params, x, y = l06._inputs(ex)
+            loss = l06.LOSS_BYTES if name == "dp_train_step" else 0
+            mesh = devices.make_mesh((n,), (l06.AXIS,))
+            ours, temp = _compile_dp(call(getattr(sol, name), mesh), mesh, params, x, y)
+            auto = jax.make_mesh((n,), (l06.AXIS,), axis_types=(AxisType.Auto,),
+                                 devices=devices.devices()[:n])  # fmt: skip
+            grad = jax.grad(tinymodels.loss)
+            theirs, xla_temp = _compile_dp(grad, auto, params, x, y, out=NamedSharding(auto, P()))
+            rows.append({"lesson": 6, "exercise": name, "mesh": str(n), "bytes": ours.bytes(),
+                         "optimum": 2 * (n - 1) * (l06._params_bytes(ex) + loss) // n,
+                         "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds()),
+                         "temp": temp, "xla_temp": xla_temp})  # fmt: skip
+    return rows
+
+
+def _compile_dp(fn, mesh, params, x, y, out=None):
+    """Params replicated, x and y split by rows over the mesh's one axis."""
+    rows = NamedSharding(mesh, P(mesh.axis_names[0], None))
+    args = (jax.device_put(params, NamedSharding(mesh, P())),
+            jax.device_put(x, rows), jax.device_put(y, rows))  # fmt: skip
+    compiled = jax.jit(fn, out_shardings=out).lower(*args).compile()
+    comms = hlo.summarize(compiled.as_text(), num_devices=mesh.size)
+    return comms, compiled.memory_analysis().temp_size_in_bytes
+
+
+def lesson7() -> list[dict]:
+    sol = load_module(ROOT / "solutions", "l07_fsdp")
+    rows = []
+    for name, kind in (("fsdp_forward", "forward"), ("fsdp_grads", "grads"),
+                       ("fsdp_train_step", "train")):  # fmt: skip
+        for n in (2, 4, 8):
+            ex = {"n": n, "layers": 12, "rows": 2, "dblock": 8, "f": 64, "seed": 0}
+            trial = l07._run(kind)(getattr(sol, name), ex)
+            once = l07.ring(ex, l07.params_bytes(ex))
+            optimum = {"forward": once, "grads": 3 * once}.get(
+                kind, 3 * once + l07._scalar_all_reduce(ex)
+            )
+            theirs, xla_temp = _xla_fsdp(kind, trial, n)
+            rows.append({"lesson": 7, "exercise": name, "mesh": str(n), "bytes": trial.comms.bytes(),
+                         "optimum": optimum, "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds()),
+                         "temp": trial.memory["temp"], "xla_temp": xla_temp,
+                         "params_bytes": l07.params_bytes(ex)})  # fmt: skip
+    return rows
+
+
+def _xla_fsdp(kind: str, trial, n: int):
+    """XLA's partitioner on the unsharded model with the same input and output shardings."""
+    auto = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,),
+                         devices=devices.devices()[:n])  # fmt: skip
+    shard = {k: NamedSharding(auto, spec) for k, spec in l07._specs().items()}
+    params = {k: jax.device_put(v, shard[k]) for k, v in trial.extra["before"].items()}
+    s = l07.sizes(trial.example)
+    x = jax.device_put(np.zeros((s.batch, s.d), np.float32), shard["batch"])
+    weights = {k: shard[k] for k in params}
+    if kind == "forward":
+        fn, args, out = tinymodels.forward, (params, x), shard["batch"]
+    elif kind == "grads":
+        fn, args, out = jax.grad(tinymodels.loss), (params, x, x), weights
+    else:
+
+        def fn(p, a, b):
+            value, g = jax.value_and_grad(tinymodels.loss)(p, a, b)
+            return jax.tree.map(lambda w, gw: w - l07.LR * gw, p, g), value
+
+        args, out = (params, x, x), (weights, NamedSharding(auto, P()))
+    compiled = jax.jit(fn, out_shardings=out).lower(*args).compile()
+    return hlo.summarize(compiled.as_text(), n), compiled.memory_analysis().temp_size_in_bytes
+
+
+def _l08_unsharded(name: str, heads: int):
+    """The exercise's function without any sharding, for XLA to partition."""
+    import jax.numpy as jnp
+
+    if name != "tp_attention":
+        return lambda x, w_in, w_out: jnp.tanh(x @ w_in) @ w_out
+
+    def attention(x, wq, wk, wv, wo):
+        b, s, _ = x.shape
+        dh = wq.shape[1] // heads
+        q, k, v = ((x @ w).reshape(b, s, heads, dh) for w in (wq, wk, wv))
+        p = jax.nn.softmax(jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(dh).astype(x.dtype))
+        return jnp.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, s, heads * dh) @ wo
+
+    return attention
+
+
+def lesson8() -> list[dict]:
+    sol = load_module(ROOT / "solutions", l08.MODULE)
+    rows = []
+    for name in ("tp_mlp", "tp_attention", "sp_mlp", "dp_tp_mlp"):
+        meshes = [(2, 2), (2, 4)] if name == "dp_tp_mlp" else [(2,), (4,), (8,)]
+        for mesh_shape in meshes:
+            m = mesh_shape[-1]
+            if name == "tp_attention":
+                ex = {"n": m, "shape": (2, 8, 64), "heads": 2 * m, "dh": 64 // m, "seed": 0}
+            elif name == "dp_tp_mlp":
+                ex = {"mesh": mesh_shape, "shape": (16 * mesh_shape[0], 64, 256), "seed": 0}
+            else:
+                ex = {"n": m, "shape": (16, 64, 256), "seed": 0}
+            trial = l08.SPEC.exercise(name).run(getattr(sol, name), ex)
+            setup = l08._setup(name, ex)
+            names = setup.mesh.axis_names
+            auto = jax.make_mesh(mesh_shape, names, axis_types=(AxisType.Auto,) * len(names),
+                                 devices=devices.devices()[: int(np.prod(mesh_shape))])  # fmt: skip
+            args = tuple(jax.device_put(a, NamedSharding(auto, P(*lay)))
+                         for a, lay in zip(setup.inputs, setup.layouts))  # fmt: skip
+            fn = _l08_unsharded(name, ex.get("heads", 0))
+            compiled = jax.jit(fn, out_shardings=NamedSharding(auto, P(*setup.out)))
+            theirs = hlo.summarize(compiled.lower(*args).compile().as_text(), auto.size)
+            rows.append({"lesson": 8, "exercise": name, "mesh": "×".join(map(str, mesh_shape)),
+                         "bytes": trial.comms.bytes(), "optimum": l08._ring_all_reduce(trial),
+                         "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds())})  # fmt: skip
+    return rows
+
+
+def lesson9() -> list[dict]:
+    import tinymodels
+
+    sol = load_module(ROOT / "solutions", "l09_pipeline")
+    rows = []
+    for name, grads in (("pipeline_forward", False), ("pipeline_grads", True)):
+        for p in (2, 4, 8):
+            ex = {"p": p, "m": 8, "rows": 2, "d": 8, "f": 24, "seed": 0}
+            trial = l09._run_exec(grads)(getattr(sol, name), ex)
+            ticks = (2 if grads else 1) * (ex["m"] + p - 1)
+            y_bytes = 0 if grads else 2 * (p - 1) * l09._batch_bytes(ex) // p
+            params, x, y = trial.extra["inputs"]
+            auto = jax.make_mesh((p,), (l09.AXIS,), axis_types=(AxisType.Auto,),
+                                 devices=devices.devices()[:p])  # fmt: skip
+            layers, everywhere = NamedSharding(auto, P(l09.AXIS)), NamedSharding(auto, P())
+            args = [jax.device_put(params, layers), jax.device_put(x, everywhere)]
+            if grads:
+                plan = jax.jit(jax.grad(tinymodels.loss), out_shardings=layers)
+                args.append(jax.device_put(y, everywhere))
+            else:
+                plan = jax.jit(tinymodels.forward, out_shardings=everywhere)
+            theirs = hlo.summarize(plan.lower(*args).compile().as_text(), num_devices=p)
+            rows.append({"lesson": 9, "exercise": name, "mesh": str(p),
+                         "bytes": trial.comms.bytes(),
+                         "optimum": ticks * l09._micro_bytes(ex) + y_bytes,
+                         "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds())})  # fmt: skip
+    return rows
+
+
 def main() -> None:
-    rows = lesson4() + lesson5()
+    rows = lesson4() + lesson5() + lesson6() + lesson7() + lesson8() + lesson9()
     table = Table(title="bytes sent per device by the reference solutions (float32)")
     for col in ("exercise", "mesh", "bytes", "÷ optimum", "÷ XLA", "XLA uses", "temp / XLA temp"):
         table.add_column(col, justify="left" if col in ("exercise", "XLA uses") else "right")
@@ -109,6 +286,7 @@ def main() -> None:
                       ", ".join(r["xla_kinds"]) or "none", temp)  # fmt: skip
     Console(width=130).print(table)
     out = ROOT / "benchmarks" / "results" / "communication.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
 

@@ -188,6 +188,30 @@ class Memory(Evidence):
     """The most temporary bytes the exercise allows."""
 
 
+@dataclass
+class Bar:
+    """One labelled amount of bytes."""
+
+    label: str
+    bytes: int | None
+
+
+@evidence("memory_bars")
+@dataclass
+class MemoryBars(Evidence):
+    """One device's memory drawn as bars (arguments, temporaries, outputs) beside
+    reference sizes such as the whole model and its 1/N share."""
+
+    example: str
+    bars: list[Bar]
+    """What the compiled program holds per device, from its memory analysis."""
+    marks: list[Bar]
+    """Sizes to compare with, drawn dim: e.g. |params|, |params|/N."""
+    bound: int | None = None
+    """The most temporary bytes allowed, when this example checks them."""
+    note: str = ""
+
+
 # ------------------------------------------------------------ generic
 
 
@@ -206,6 +230,53 @@ class Note(Evidence):
     """One sentence of report material, e.g. why an explanation could not be drawn."""
 
     text: str
+
+
+@dataclass
+class GroupedCollective:
+    """One collective of a program and the devices it groups."""
+
+    kind: str
+    carries: str
+    """Its result shape, as HLO prints it."""
+    bytes: int | None
+    """Sent per device over all executions; None if unknown."""
+    group_of: list[int]
+    """For each device, by position in the mesh (row-major), the index of its group."""
+    axes: list[str]
+    """The mesh axes its groups span."""
+
+
+@evidence("replica_groups")
+@dataclass
+class ReplicaGroups(Evidence):
+    """Which devices each collective of a program groups, drawn on the mesh."""
+
+    example: str
+    mesh_shape: list[int]
+    axis_names: list[str]
+    rows: list[GroupedCollective]
+
+
+# ------------------------------------------------------------ schedules
+
+
+@evidence("schedule_chart")
+@dataclass
+class ScheduleChart(Evidence):
+    """A pipeline schedule drawn for the report: the student's beside the
+    expected one, or (``expected`` None) the one schedule a measuring exercise
+    was given. Grids are ``[stage][tick]`` of cells such as ``F3``, ``""`` idle."""
+
+    title: str
+    yours: list[list[str]]
+    expected: list[list[str]] | None
+    mark: list[int] | None = None
+    """[tick, stage] of the first violation."""
+    waits_for: list[int] | None = None
+    """[tick, stage] of the op the marked one waits for."""
+    note: str = ""
+    """The violation, in words."""
 
 
 # ------------------------------------------------------------ explanations

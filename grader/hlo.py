@@ -202,6 +202,9 @@ class Collective:
     """Elements one device sends for one execution, same model."""
     pairs: tuple[tuple[int, int], ...] = ()
     """``source_target_pairs`` of a collective-permute."""
+    replica_groups: str = ""
+    """The ``replica_groups`` attribute as HLO prints it (list, iota or mesh form);
+    ``grader.checks.groups`` reads which devices each group holds."""
 
     @property
     def moves_data(self) -> bool:
@@ -418,6 +421,7 @@ def summarize(text: str, num_devices: int = 1) -> CommSummary:
                         bytes_each=_ring_share(kind, operand_bytes, group),
                         elements_each=_ring_share(kind, operand_elements, group),
                         pairs=pairs,
+                        replica_groups=_replica_groups(ins.attrs),
                     )
                 )
             )
@@ -427,6 +431,12 @@ def summarize(text: str, num_devices: int = 1) -> CommSummary:
 def _unless_idle(c: Collective) -> Collective:
     """A collective that moves nothing (see :attr:`Collective.moves_data`) sends 0 bytes."""
     return c if c.moves_data else replace(c, bytes_each=0, elements_each=0)
+
+
+def _replica_groups(attrs: str) -> str:
+    """The text of the ``replica_groups=`` attribute, up to the next attribute."""
+    m = re.search(r"replica_groups=(.*?)(?=, [a-z_]+=|$)", attrs)
+    return m.group(1).strip() if m else ""
 
 
 def _attr(attrs: str, key: str) -> str:

@@ -54,14 +54,23 @@ def check_local_return(out: Any, shape: tuple[int, ...], dtype: Any, fname: str)
 
 
 def compile_and_run(
-    program: Callable[..., Any], args: tuple[Any, ...], mesh: Any, example: Example, **extra: Any
+    program: Callable[..., Any],
+    args: tuple[Any, ...],
+    mesh: Any,
+    example: Example,
+    *,
+    compiler_options: dict[str, Any] | None = None,
+    **extra: Any,
 ) -> Trial:
-    """Lower and compile ``program`` once, read its HLO and memory, run it."""
+    """Lower and compile ``program`` once, read its HLO and memory, run it.
+
+    ``compiler_options`` go to XLA (e.g. a lower backend optimisation level,
+    for a spec that has measured it leaves collectives and memory unchanged)."""
     import jax
 
     jitted = program if hasattr(program, "lower") else jax.jit(program)
     host_copies = [np.array(a) if isinstance(a, np.ndarray) else None for a in args]
-    compiled = jitted.lower(*args).compile()
+    compiled = jitted.lower(*args).compile(compiler_options=compiler_options)
     comms = hlo.summarize(compiled.as_text(), num_devices=mesh.size)
     memory = None
     try:

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from grader import evidence as ev
 from grader.results import CheckResult, ExerciseResult, LessonResult, Scorecard, Status
+from grader.schedule_chart import ChartView
 
 STYLE = {
     Status.PASSED: ("✔ passed", "green"),
@@ -359,6 +360,38 @@ def _memory(d: ev.Memory, exercise: ExerciseResult | None) -> list[RenderableTyp
     return [t]
 
 
+BAR_WIDTH = 24
+"""Cells of the longest bar in a memory chart: with labels and sizes it fits 60 columns."""
+EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def _memory_bars(d: ev.MemoryBars, exercise: ExerciseResult | None) -> list[RenderableType]:
+    """Bars on one scale: the device's memory, then the sizes it is measured against."""
+    sizes = [b.bytes for b in (*d.bars, *d.marks) if b.bytes] + [d.bound or 0]
+    top = max(sizes, default=0) or 1
+    t = Table.grid(padding=(0, 1))
+    t.add_column()
+    t.add_column(width=BAR_WIDTH)
+    t.add_column(justify="right")
+    for b in d.bars:
+        over = d.bound is not None and b.label == "temporaries" and (b.bytes or 0) > d.bound
+        t.add_row(b.label, Text(_bar(b.bytes, top), style="red" if over else "cyan"),
+                  _bytes(b.bytes))  # fmt: skip
+    bound = [ev.Bar("temp bound", d.bound)] if d.bound is not None else []
+    for b in (*d.marks, *bound):
+        t.add_row(Text(b.label, style="dim"), Text(_bar(b.bytes, top), style="dim"),
+                  Text(_bytes(b.bytes), style="dim"))  # fmt: skip
+    title = Text(f"memory per device · {d.example}", style="bold")
+    return [title, t, *([Text(d.note, style="dim")] if d.note else [])]
+
+
+def _bar(n: int | None, top: int) -> str:
+    """A horizontal bar of ``n / top`` of :data:`BAR_WIDTH` cells, in eighths of a cell."""
+    eighths = round(8 * BAR_WIDTH * (n or 0) / top)
+    full, part = divmod(eighths, 8)
+    return "█" * full + (EIGHTHS[part] if part else "")
+
+
 def _table(d: ev.Table, exercise: ExerciseResult | None) -> list[RenderableType]:
     t = Table(box=box.SIMPLE)
     for i, col in enumerate(d.columns):
@@ -370,6 +403,40 @@ def _table(d: ev.Table, exercise: ExerciseResult | None) -> list[RenderableType]
 
 def _note(d: ev.Note, exercise: ExerciseResult | None) -> list[RenderableType]:
     return [Text(d.text, style="dim")]
+
+
+def _replica_groups(d: ev.ReplicaGroups, exercise: ExerciseResult | None) -> list[RenderableType]:
+    """Each collective in one line; on a 2-D mesh also the mesh, every device labelled by
+    its group (a, b, …), so a group that crosses a row shows at a glance."""
+    name = exercise.exercise if exercise else ""
+    out: list[RenderableType] = [Text(f"{name}: collectives and their groups, {d.example}")]
+    for row in d.rows:
+        n_groups = max(row.group_of, default=0) + 1
+        out.append(Text(
+            f"  {row.kind} of {row.carries}, {_bytes(row.bytes)} sent per device, "
+            f"{n_groups} group(s) spanning {', '.join(row.axes) or 'no axis'}", style="dim",
+        ))  # fmt: skip
+        if len(d.mesh_shape) == 2:
+            out.append(_group_grid(d, row))
+    if not d.rows:
+        out.append(Text("  no collectives", style="dim"))
+    return out
+
+
+def _group_grid(d: ev.ReplicaGroups, row: ev.GroupedCollective) -> Table:
+    rows_axis, cols = d.mesh_shape
+    t = Table(box=box.SQUARE, padding=(0, 1))
+    t.add_column(f"{d.axis_names[0]} ↓  {d.axis_names[1]} →")
+    for c in range(cols):
+        t.add_column(str(c), justify="center")
+    for r in range(rows_axis):
+        t.add_row(str(r), *(_group_label(g) for g in row.group_of[r * cols : (r + 1) * cols]))
+    return t
+
+
+def _group_label(index: int) -> Text:
+    colours = ("cyan", "magenta", "yellow", "green", "blue", "red")
+    return Text(chr(ord("a") + index % 26), style=colours[index % len(colours)])
 
 
 def _timeline(d: ev.Timeline, exercise: ExerciseResult | None) -> list[RenderableType]:
@@ -414,6 +481,10 @@ def _comparison(items: list[tuple[ExerciseResult, ev.XlaComparison]]) -> list[Re
     return [t]
 
 
+def _schedule_chart(d: ev.ScheduleChart, exercise: ExerciseResult | None) -> list[RenderableType]:
+    return [ChartView(d)]
+
+
 RENDERERS: dict[type, Renderer] = {
     ev.DeviceMap: Renderer(_device_map),
     ev.Sharding: Renderer(_sharding),
@@ -421,10 +492,13 @@ RENDERERS: dict[type, Renderer] = {
     ev.CountExpectation: Renderer(_count),
     ev.BytesExpectation: Renderer(_bytes_sent),
     ev.Memory: Renderer(_memory),
+    ev.MemoryBars: Renderer(_memory_bars),
     ev.Table: Renderer(_table),
     ev.Note: Renderer(_note),
     ev.Timeline: Renderer(_timeline),
+    ev.ReplicaGroups: Renderer(_replica_groups, once=True),
     ev.XlaComparison: Renderer(together=_comparison),
+    ev.ScheduleChart: Renderer(_schedule_chart, once=True),
 }
 """Evidence type → how it is drawn: the one place a new picture is registered."""
 

@@ -158,10 +158,17 @@ def draw_examples(
             drawn.append(example)
 
     collect()
-    if len(drawn) <= n:
-        return drawn
-    picked = sorted(random.Random(seed).sample(range(len(drawn)), n))
-    return [drawn[i] for i in picked]
+    if len(drawn) > n:
+        picked = sorted(random.Random(seed).sample(range(len(drawn)), n))
+        drawn = [drawn[i] for i in picked]
+    return [_ordered_like(ex, exclude[0]) if exclude else ex for ex in drawn]
+
+
+def _ordered_like(example: Example, model: Example) -> Example:
+    """The example's fields in the order of an explicit one (hypothesis may draw
+    a dict's keys in any order), so every example of an exercise reads alike."""
+    rank = {key: i for i, key in enumerate(model)}
+    return dict(sorted(example.items(), key=lambda kv: rank.get(kv[0], len(rank))))
 
 
 POOL = 24

@@ -47,14 +47,14 @@ def test_docstring_drift_is_found(tree):
 
 def test_missing_and_stray_files_are_found(tree):
     (tree / "course" / "lessons" / "02_collectives.md").unlink()
-    (tree / "solutions" / "l09_pipeline.py").write_text("")
+    (tree / "solutions" / "l99_stray.py").write_text("")
     (tree / "tests" / "mistakes" / "l03.py").unlink()
-    (tree / "tests" / "mistakes" / "l09.py").write_text("")
+    (tree / "tests" / "mistakes" / "l99.py").write_text("")
     problems = static_problems(registry.load(), tree)
     assert "lesson 2: no text (course/lessons/02_collectives.md)" in problems
-    assert "solutions/l09_pipeline.py belongs to no lesson in course.toml" in problems
+    assert "solutions/l99_stray.py belongs to no lesson in course.toml" in problems
     assert "lesson 3: no catalogue of mistakes (tests/mistakes/l03.py)" in problems
-    assert "tests/mistakes/l09.py belongs to no lesson in course.toml" in problems
+    assert "tests/mistakes/l99.py belongs to no lesson in course.toml" in problems
 
 
 def test_a_stub_that_is_not_a_stub_is_found(tree):

@@ -18,7 +18,14 @@ LESSONS = [(lesson.number, lesson.module) for lesson in registry.load().lessons]
 def test_solutions_pass(root, lesson, module):
     result = engine.grade_lesson(lesson, module, root / "solutions")
     assert [e.status for e in result.exercises] == [Status.PASSED] * len(result.exercises)
-    assert all(e.examples_run >= 4 for e in result.exercises)
+    assert all(e.examples_run >= min_examples(lesson) for e in result.exercises)
+
+
+def min_examples(lesson: int) -> int:
+    """Examples each exercise must run. The training lessons (6 on) compile
+    jax.grad and lax.scan programs several times slower, and issue 10 trades
+    examples for speed: two sharp explicit ones and one drawn."""
+    return 3 if lesson >= 6 else 4
 
 
 @pytest.mark.parametrize("lesson,module", LESSONS)

@@ -420,3 +420,24 @@ def test_a_note_is_drawn_as_text() -> None:
     assert "could not prepare the explanation" in drawn(
         ev.Note("could not prepare the explanation: ZeroDivisionError()")
     )
+
+
+def test_memory_bars_share_one_scale_and_fit_60_columns() -> None:
+    item = ev.MemoryBars(
+        example="n=4",
+        bars=[ev.Bar("arguments", 49_152), ev.Bar("temporaries", 196_608), ev.Bar("outputs", None)],
+        marks=[ev.Bar("|params|", 196_608), ev.Bar("|params|/N", 49_152)],
+        bound=98_304,
+        note="Every device runs the same program.",
+    )
+    text = render(Group(*draw(item)), width=60)
+    assert all(len(line) <= 60 for line in text.splitlines())
+    bar = {
+        name: line_with(text, name).count("█")
+        for name in ("arguments", "temporaries", "temp bound")
+    }
+    assert bar["temporaries"] == 24 and bar["temp bound"] == 12 and bar["arguments"] == 6
+    assert "196,608 B" in line_with(text, "temporaries") and "unknown" in line_with(text, "outputs")
+    assert "memory per device · n=4" in text and "same program" in text
+    without_bound = ev.MemoryBars("n=2", [ev.Bar("temporaries", 10)], [ev.Bar("|params|", 20)])
+    assert "temp bound" not in drawn(without_bound)

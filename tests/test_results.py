@@ -27,13 +27,26 @@ EXAMPLES: list[ev.Evidence] = [
     ev.CountExpectation("collective-permute", 3, 2),
     ev.BytesExpectation(384, None, itemsize=2),
     ev.Memory(argument=1024, output=None, temp=65536, bound=4096),
+    ev.MemoryBars(
+        example="n=4", bars=[ev.Bar("arguments", 49664), ev.Bar("temporaries", None)],
+        marks=[ev.Bar("|params|", 196608)], bound=98304, note="…",
+    ),
     ev.Table(["device", "JAX says", "yours"], [["(0,)", "[0:2]", "[2:4]"]]),
     ev.Note("could not prepare the explanation: ZeroDivisionError()"),
+    ev.ScheduleChart(
+        title="gpipe_schedule(2, 1)", yours=[["F0", "", "B0"], ["", "F0", "B0"]],
+        expected=[["F0", "", "", "B0"], ["", "F0", "B0", ""]], mark=[2, 0], waits_for=[2, 1],
+        note="tick 2: backward B0 … needs backward B0 … on stage 1, which runs at the same tick 2",
+    ),
     ev.Timeline(n=2, example="n=2", rows=[[0, "×W0 →1", "×W1 →0"], [1, "×W1", "×W0"]], note="…"),
     ev.XlaComparison(
         example="shape=16x32x24", mesh="4", shapes="16×32×24", yours=1152,
         yours_kinds=["reduce-scatter"], optimum=1152, optimum_kinds=["reduce-scatter"],
         xla=None, xla_kinds=[],
+    ),
+    ev.ReplicaGroups(
+        example="mesh=2x3", mesh_shape=[2, 3], axis_names=["data", "model"],
+        rows=[ev.GroupedCollective("all-reduce", "f32[4,8]", 192, [0, 0, 0, 1, 1, 1], ["model"])],
     ),
 ]  # fmt: skip
 """One item of every evidence type: a new type must add one here (and to the schema)."""

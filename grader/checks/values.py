@@ -53,6 +53,9 @@ class Values(Check):
     alternatives: Callable[[Trial], list[tuple[str, Callable[[tuple, tuple], Any]]]] | None = None
     """Known wrong results as (hint, shard(coord, index) → the array that device
     would hold): an output matching one of them on every device gets that hint."""
+    atol: Callable[[Trial], float] | None = None
+    """atol as a fraction of max|expected| with rtol 0, in place of :func:`tolerance`
+    (training lessons derive theirs in :mod:`grader.training`)."""
 
     def __call__(self, trial: Trial) -> CheckResult:
         import jax
@@ -80,9 +83,12 @@ class Values(Check):
                 hint="Keep the input's dtype: a float32 constant (jnp.zeros without dtype=) or "
                 "a Python float can promote bfloat16 to float32.",
             )
-        atol_frac, rtol = tolerance(want_dtype, self.reduce_size(trial.example))
+        if self.atol is not None:
+            atol_frac, rtol = self.atol(trial), 0.0
+        else:
+            atol_frac, rtol = tolerance(want_dtype, self.reduce_size(trial.example))
         scale = float(np.max(np.abs(as_numpy(want)))) if want.size else 1.0
-        atol = atol_frac * max(scale, 1.0)
+        atol = atol_frac * (scale if self.atol is not None else max(scale, 1.0))
 
         def close(a: np.ndarray, e: np.ndarray) -> bool:
             return a.shape == e.shape and bool(

@@ -1,0 +1,90 @@
+"""Checks over outputs that are pytrees (params dicts, ``(params, loss)`` pairs).
+
+The training lessons return the course model's params as a dict of arrays,
+sometimes paired with a scalar loss. :class:`PerLeaf` holds each leaf to a
+single-array check (``Values``, ``OutputSharding``) and names the leaf that
+fails, so the array checks stay about one array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from grader.evidence import Note
+from grader.results import CheckResult
+from grader.spec import Check, Trial
+
+
+@dataclass(frozen=True)
+class PerLeaf(Check):
+    """``inner`` on every leaf of ``trial.output`` against the same leaf of
+    ``trial.expected`` (a pytree of numpy arrays or floats).
+
+    Per leaf, ``trial.extra`` gets ``leaf`` (its path, e.g. ``['w_in']``) and,
+    from ``leaf_extra``, whatever the inner check reads there (``dtype``,
+    ``sharding``)."""
+
+    inner: Check = None  # type: ignore[assignment]
+    leaf_extra: Callable[[Trial, str], dict[str, Any]] = lambda t, path: {}
+    """(trial, leaf path) → entries for that leaf's ``trial.extra``."""
+    explain_failure: Callable[[Trial], str | None] | None = None
+    """A hint for any failure of this trial that outranks the leaf's own (e.g. the
+    program computes in bfloat16), or None."""
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        import jax
+
+        want_leaves, want_tree = jax.tree_util.tree_flatten_with_path(trial.expected)
+        got_leaves, got_tree = jax.tree_util.tree_flatten(trial.output)
+        if got_tree != want_tree:
+            return CheckResult(
+                self.name,
+                False,
+                f"returned {describe(trial.output)}; expected {describe(trial.expected, dtypes=False)}",
+                hint="Return the same structure as the inputs: a dict with the same keys "
+                "(a pytree jax.tree.map keeps), paired with the loss where one is asked for.",
+            )
+        results = []
+        for (path, want), got in zip(want_leaves, got_leaves):
+            where = jax.tree_util.keystr(path) or "output"
+            extra = {**trial.extra, "leaf": where, **self.leaf_extra(trial, where)}
+            leaf = replace(trial, output=got, expected=want, extra=extra)
+            results.append((where, self.inner(leaf)))
+        failed = [(where, r) for where, r in results if not r.passed]
+        if not failed:
+            messages = {r.message for _, r in results}
+            if len(messages) == 1 and len(results) > 1:
+                text = f"every array: {messages.pop()}"
+            else:
+                text = "; ".join(f"{where}: {r.message}" for where, r in results)
+            evidence = [e for _, r in results for e in r.evidence]
+            return CheckResult(self.name, True, text, evidence=evidence)
+        where, first = failed[0]
+        others = f" (and {len(failed) - 1} more arrays)" if len(failed) > 1 else ""
+        hint = (self.explain_failure and self.explain_failure(trial)) or first.hint
+        return CheckResult(
+            self.name,
+            False,
+            f"{where}: {first.message}{others}",
+            evidence=[Note(f"the first wrong array: {where}"), *first.evidence],
+            hint=hint,
+        )
+
+
+def describe(tree: Any, dtypes: bool = True) -> str:
+    """A short picture of a pytree: ``dict(w_in: float32[2,8,16], …)``, ``tuple(…)``.
+    Without ``dtypes`` (for references kept in float64) arrays show their shape only."""
+    if isinstance(tree, dict):
+        return "dict(" + ", ".join(f"{k}: {describe(v, dtypes)}" for k, v in tree.items()) + ")"
+    if isinstance(tree, (tuple, list)):
+        return f"{type(tree).__name__}(" + ", ".join(describe(v, dtypes) for v in tree) + ")"
+    shape = getattr(tree, "shape", None)
+    if shape is None:
+        return "scalar" if isinstance(tree, float) else type(tree).__name__
+    return f"{tree.dtype if dtypes else ''}[{','.join(map(str, shape))}]"

@@ -1,0 +1,246 @@
+"""Realistic wrong implementations for lesson 6 (see tests/mistakes/__init__.py)."""
+
+from __future__ import annotations
+
+from tests.mistakes import Mistake
+
+L06 = "l06_data_parallel"
+
+MISTAKES: list[Mistake] = [
+    # ---------------------------------------------------------------- dp_grads
+    Mistake(
+        id="dp-pmean-of-already-summed-grads",
+        module=L06,
+        exercise="dp_grads",
+        code="""
+def dp_grads(params, x, y, mesh):
+    def body(p, x_rows, y_rows):
+        g = jax.grad(tinymodels.loss)(p, x_rows, y_rows)  # already summed over 'data'
+        return jax.tree.map(lambda a: lax.pmean(a, AXIS), g)
+
+    return _data_parallel(body, mesh, P())(params, x, y)
+""",
+        status="failed",
+        check="values",
+        says=("N = 4 times", "transpose", "already summed"),
+    ),
+    Mistake(
+        id="dp-local-mean-not-scaled-to-global-batch",
+        module=L06,
+        exercise="dp_grads",
+        code="""
+def dp_grads(params, x, y, mesh):
+    def body(p, x_rows, y_rows):
+        pv = jax.tree.map(lambda w: lax.pcast(w, AXIS, to="varying"), p)
+        g = jax.grad(tinymodels.loss)(pv, x_rows, y_rows)  # mean of B/N rows
+        return jax.tree.map(lambda a: lax.psum(a, AXIS), g)
+
+    return _data_parallel(body, mesh, P())(params, x, y)
+""",
+        status="failed",
+        check="values",
+        says=("N = 4 times", "N local means", "global batch"),
+    ),
+    Mistake(
+        id="dp-check-vma-off-unreduced-grads",
+        module=L06,
+        exercise="dp_grads",
+        code="""
+def dp_grads(params, x, y, mesh):
+    def body(p, x_rows, y_rows):
+        return jax.grad(tinymodels.loss)(p, x_rows, y_rows)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=P(), check_vma=False
+    )(params, x, y)
+""",
+        status="failed",
+        check="values",
+        says=("own rows only", "check_vma=False"),
+    ),
+    Mistake(
+        id="dp-bfloat16-inside-float32",
+        module=L06,
+        exercise="dp_grads",
+        code="""
+def dp_grads(params, x, y, mesh):
+    def body(p, x_rows, y_rows):
+        half = jax.tree.map(lambda w: w.astype(jnp.bfloat16), p)  # "to save memory"
+        g = jax.grad(tinymodels.loss)(half, x_rows.astype(jnp.bfloat16), y_rows)
+        n = lax.axis_size(AXIS)
+        return jax.tree.map(lambda a: a.astype(jnp.float32) / n, g)
+
+    return _data_parallel(body, mesh, P())(params, x, y)
+""",
+        status="failed",
+        check="values",
+        says=("bfloat16", "float32"),
+    ),
+    Mistake(
+        id="dp-gathers-the-batch",
+        module=L06,
+        exercise="dp_grads",
+        code="""
+def dp_grads(params, x, y, mesh):
+    def body(p, x_rows, y_rows):
+        xs = lax.all_gather(x_rows, AXIS, tiled=True)
+        ys = lax.all_gather(y_rows, AXIS, tiled=True)
+        return jax.grad(tinymodels.loss)(p, xs, ys)
+
+    return _data_parallel(body, mesh, P())(params, x, y)
+""",
+        status="failed",
+        check="collectives",
+        says=("all-gather", "the batch stays"),
+    ),
+    # ---------------------------------------------------------------- dp_train_step
+    Mistake(
+        id="dp-step-sums-the-local-losses",
+        module=L06,
+        exercise="dp_train_step",
+        code="",
+        status="failed",
+        check="values",
+        says=("loss is N = 4 times", "lax.pmean"),
+        patch=(
+            (
+                "return new, lax.pmean(local_loss, AXIS)",
+                "return new, lax.psum(local_loss, AXIS)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="dp-step-pmean-of-already-summed-grads",
+        code="",
+        module=L06,
+        exercise="dp_train_step",
+        status="failed",
+        check="values",
+        says=("N = 4 times", "transpose"),
+        patch=(
+            (
+                "new = jax.tree.map(lambda w, g: w - lr * (g / n), p, summed)",
+                "new = jax.tree.map(lambda w, g: w - lr * lax.pmean(g, AXIS), p, summed)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="dp-step-returns-the-local-loss",
+        module=L06,
+        exercise="dp_train_step",
+        code="",
+        status="error",
+        check=None,
+        says=("out_specs=P()", "lax.pmean"),
+        patch=(
+            (
+                "return new, lax.pmean(local_loss, AXIS)",
+                "return new, local_loss",
+            ),
+        ),
+    ),
+    # ---------------------------------------------------------------- dp_accumulate
+    Mistake(
+        id="dp-accumulate-all-reduce-inside-the-loop",
+        module=L06,
+        exercise="dp_accumulate",
+        code="",
+        status="failed",
+        check="bytes",
+        says=("8.00×", "inside the loop over micro-batches"),
+        patch=(
+            (
+                "g = jax.grad(tinymodels.loss)(pv, *batch)",
+                "g = jax.tree.map(lambda a: lax.pmean(a, AXIS), "
+                "jax.grad(tinymodels.loss)(pv, *batch))",
+            ),
+            (
+                "zeros = jax.tree.map(jnp.zeros_like, pv)",
+                "zeros = jax.tree.map(jnp.zeros_like, p)",
+            ),
+            (
+                "return jax.tree.map(lambda g: lax.pmean(g, AXIS) / n_micro, total)",
+                "return jax.tree.map(lambda g: g / n_micro, total)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="dp-accumulate-params-left-invariant",
+        module=L06,
+        exercise="dp_accumulate",
+        code="""
+def dp_accumulate(params, x, y, mesh, n_micro):
+    def body(p, x_rows, y_rows):
+        xs = x_rows.reshape(n_micro, -1, x_rows.shape[-1])
+        ys = y_rows.reshape(n_micro, -1, y_rows.shape[-1])
+
+        def step(acc, batch):  # p invariant: each grad comes back summed over 'data'
+            return jax.tree.map(jnp.add, acc, jax.grad(tinymodels.loss)(p, *batch)), None
+
+        total, _ = lax.scan(step, jax.tree.map(jnp.zeros_like, p), (xs, ys))
+        return jax.tree.map(lambda g: g / (n_micro * lax.axis_size(AXIS)), total)
+
+    return _data_parallel(body, mesh, P())(params, x, y)
+""",
+        status="failed",
+        check="bytes",
+        says=("8.00×", "still invariant", "lax.pcast"),
+    ),
+    Mistake(
+        id="dp-accumulate-whole-local-batch-divided-by-n-micro",
+        module=L06,
+        exercise="dp_accumulate",
+        code="",
+        status="failed",
+        check="memory",
+        says=("whole local batch", "A = L·(B/N)·(D + F)·4"),
+        patch=(
+            (
+                "g = jax.grad(tinymodels.loss)(pv, *batch)",
+                "g = jax.tree.map(lambda a: a / n_micro, "
+                "jax.grad(tinymodels.loss)(pv, x_rows, y_rows))",
+            ),
+            (
+                "return jax.tree.map(lambda g: lax.pmean(g, AXIS) / n_micro, total)",
+                "return jax.tree.map(lambda g: lax.pmean(g, AXIS), total)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="dp-accumulate-python-loop",
+        module=L06,
+        exercise="dp_accumulate",
+        code="""
+def dp_accumulate(params, x, y, mesh, n_micro):
+    def body(p, x_rows, y_rows):
+        pv = jax.tree.map(lambda w: lax.pcast(w, AXIS, to="varying"), p)
+        rows = x_rows.shape[0] // n_micro
+        total = jax.tree.map(jnp.zeros_like, pv)
+        for i in range(n_micro):
+            mine = slice(i * rows, (i + 1) * rows)
+            g = jax.grad(tinymodels.loss)(pv, x_rows[mine], y_rows[mine])
+            total = jax.tree.map(jnp.add, total, g)
+        return jax.tree.map(lambda g: lax.pmean(g, AXIS) / n_micro, total)
+
+    return _data_parallel(body, mesh, P())(params, x, y)
+""",
+        status="failed",
+        check="loop",
+        says=("no loop of n_micro = 8", "Python for-loop is unrolled"),
+    ),
+    Mistake(
+        id="dp-accumulate-forgets-n-micro",
+        module=L06,
+        exercise="dp_accumulate",
+        code="",
+        status="failed",
+        check="values",
+        says=("n_micro = 8 times",),
+        patch=(
+            (
+                "return jax.tree.map(lambda g: lax.pmean(g, AXIS) / n_micro, total)",
+                "return jax.tree.map(lambda g: lax.pmean(g, AXIS), total)",
+            ),
+        ),
+    ),
+]

@@ -1,0 +1,265 @@
+"""Realistic wrong implementations for lesson 7 (see tests/mistakes/__init__.py).
+
+The memory mistakes are the ways of holding the whole model that the lesson
+text measures: every layer gathered before the loop, no remat, remat around
+the layer but outside its gathers, a checkpoint around the whole forward, a
+Python loop. Each fails the memory check with a hint naming its own way.
+"""
+
+from __future__ import annotations
+
+from tests.mistakes import Mistake
+
+L07 = "l07_fsdp"
+
+GATHERED_UP_FRONT = """
+def _local_forward(params, x):
+    full = {  # every layer at once: [L, D, F] and [L, F, D] on each device
+        "w_in": lax.all_gather(params["w_in"], AXIS, axis=1, tiled=True),
+        "w_out": lax.all_gather(params["w_out"], AXIS, axis=2, tiled=True),
+    }
+    step = jax.checkpoint(lambda h, w: (layer(h, w["w_in"], w["w_out"]), None))
+    return lax.scan(step, x, full)[0]
+"""
+
+REMAT_OUTSIDE_GATHERS = """
+def _local_forward(params, x):
+    checkpointed = jax.checkpoint(layer)  # the gathered weights are its inputs
+
+    def step(h, w):
+        w_in = lax.all_gather(w["w_in"], AXIS, axis=0, tiled=True)
+        w_out = lax.all_gather(w["w_out"], AXIS, axis=1, tiled=True)
+        return checkpointed(h, w_in, w_out), None
+
+    return lax.scan(step, x, params)[0]
+"""
+
+CHECKPOINT_WHOLE_FORWARD = """
+@jax.checkpoint
+def _local_forward(params, x):
+    def step(h, w):
+        return _gathered_layer(h, w["w_in"], w["w_out"]), None
+
+    return lax.scan(step, x, params)[0]
+"""
+
+PYTHON_LOOP = """
+def _local_forward(params, x):
+    gathered_layer = jax.checkpoint(_gathered_layer)
+    h = x
+    for i in range(params["w_in"].shape[0]):  # unrolled: L copies of the layer
+        h = gathered_layer(h, params["w_in"][i], params["w_out"][i])
+    return h
+"""
+
+ALL_REDUCED_THEN_SLICED = """
+def _full_loss(full, x, y, batch):
+    err = forward(full, x) - y
+    return 0.5 * jnp.sum(err * err) / batch
+
+def _my_slice(full_grads):
+    me, n = lax.axis_index(AXIS), lax.axis_size(AXIS)
+    d = full_grads["w_in"].shape[1] // n
+    return {
+        "w_in": lax.dynamic_slice_in_dim(full_grads["w_in"], me * d, d, axis=1),
+        "w_out": lax.dynamic_slice_in_dim(full_grads["w_out"], me * d, d, axis=2),
+    }
+
+def _gather_all(p):
+    return {
+        "w_in": lax.all_gather(p["w_in"], AXIS, axis=1, tiled=True, to="invarying"),
+        "w_out": lax.all_gather(p["w_out"], AXIS, axis=2, tiled=True, to="invarying"),
+    }
+
+def fsdp_grads(params, x, y, mesh):
+    batch = x.shape[0]
+
+    def body(p, xb, yb):
+        # the gradient w.r.t. replicated weights comes back summed: an all-reduce
+        return _my_slice(jax.grad(_full_loss)(_gather_all(p), xb, yb, batch))
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(PARAMS, BATCH, BATCH), out_specs=PARAMS)(
+        params, x, y
+    )
+"""
+
+MISTAKES: list[Mistake] = [
+    Mistake(
+        id="fsdp-gathered-up-front",
+        module=L07,
+        exercise="fsdp_grads",
+        code=GATHERED_UP_FRONT,
+        status="failed",
+        check="memory",
+        says=("before the loop", "whole model"),
+    ),
+    Mistake(
+        id="fsdp-forward-gathered-up-front",
+        module=L07,
+        exercise="fsdp_forward",
+        code=GATHERED_UP_FRONT,
+        status="failed",
+        check="transfer size",
+        says=("one layer's weights", "layer by layer"),
+    ),
+    Mistake(
+        id="fsdp-no-remat",
+        module=L07,
+        exercise="fsdp_grads",
+        status="failed",
+        check="memory",
+        says=("No remat", "jax.checkpoint"),
+        patch=(
+            (
+                "gathered_layer = jax.checkpoint(_gathered_layer)",
+                "gathered_layer = _gathered_layer",
+            ),
+        ),
+    ),
+    Mistake(
+        id="fsdp-train-step-no-remat",
+        module=L07,
+        exercise="fsdp_train_step",
+        status="failed",
+        check="memory",
+        says=("No remat",),
+        patch=(
+            (
+                "gathered_layer = jax.checkpoint(_gathered_layer)",
+                "gathered_layer = _gathered_layer",
+            ),
+        ),
+    ),
+    Mistake(
+        id="fsdp-remat-outside-gathers",
+        module=L07,
+        exercise="fsdp_grads",
+        code="from tinymodels import layer\n" + REMAT_OUTSIDE_GATHERS,
+        status="failed",
+        check="memory",
+        says=("wraps the layer but not the gathers",),
+    ),
+    Mistake(
+        id="fsdp-checkpoint-whole-forward",
+        module=L07,
+        exercise="fsdp_grads",
+        code=CHECKPOINT_WHOLE_FORWARD,
+        status="failed",
+        check="memory",
+        says=("whole forward",),
+    ),
+    Mistake(
+        id="fsdp-python-loop",
+        module=L07,
+        exercise="fsdp_grads",
+        code=PYTHON_LOOP,
+        status="failed",
+        check="memory",
+        says=("Python for-loop", "lax.scan"),
+    ),
+    Mistake(
+        id="fsdp-grads-all-reduced-then-sliced",
+        module=L07,
+        exercise="fsdp_grads",
+        code="from tinymodels import forward\n" + ALL_REDUCED_THEN_SLICED,
+        status="failed",
+        check="collectives",
+        says=("all-reduce", "reduce-scatter", "half the bytes"),
+    ),
+    Mistake(
+        id="fsdp-train-step-all-reduced-then-sliced",
+        module=L07,
+        exercise="fsdp_train_step",
+        code="from tinymodels import forward\n"
+        + ALL_REDUCED_THEN_SLICED
+        + """
+def fsdp_train_step(params, x, y, mesh, lr):
+    batch = x.shape[0]
+
+    def body(p, xb, yb):
+        local, g = jax.value_and_grad(_full_loss)(_gather_all(p), xb, yb, batch)
+        new = jax.tree.map(lambda w, gw: w - lr * gw, p, _my_slice(g))
+        return new, lax.psum(local, AXIS)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS, BATCH, BATCH), out_specs=(PARAMS, P())
+    )(params, x, y)
+""",
+        status="failed",
+        check="all-reduce bytes",
+        says=("already gathered",),
+    ),
+    Mistake(
+        id="fsdp-params-returned-replicated",
+        module=L07,
+        exercise="fsdp_train_step",
+        code="""
+def fsdp_train_step(params, x, y, mesh, lr):
+    batch = x.shape[0]
+
+    def body(p, xb, yb):
+        local, g = jax.value_and_grad(_local_loss)(p, xb, yb, batch)
+        new = jax.tree.map(lambda w, gw: w - lr * gw, p, g)
+        whole = {  # "the caller wants whole params back"
+            "w_in": lax.all_gather(new["w_in"], AXIS, axis=1, tiled=True, to="invarying"),
+            "w_out": lax.all_gather(new["w_out"], AXIS, axis=2, tiled=True, to="invarying"),
+        }
+        return whole, lax.psum(local, AXIS)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS, BATCH, BATCH), out_specs=(P(), P())
+    )(params, x, y)
+""",
+        status="failed",
+        check="sharding",
+        says=("replicated", "FSDP exists to avoid"),
+    ),
+    Mistake(
+        id="fsdp-loss-local-mean",
+        module=L07,
+        exercise="fsdp_grads",
+        status="failed",
+        check="values",
+        says=("N = 4 times too large", "global batch"),
+        patch=(("0.5 * jnp.sum(err * err) / batch", "0.5 * jnp.sum(err * err) / x.shape[0]"),),
+    ),
+    Mistake(
+        id="fsdp-train-step-loss-local-mean",
+        module=L07,
+        exercise="fsdp_train_step",
+        status="failed",
+        check="values",
+        says=("too large", "global batch"),
+        patch=(("0.5 * jnp.sum(err * err) / batch", "0.5 * jnp.sum(err * err) / x.shape[0]"),),
+    ),
+    Mistake(
+        id="fsdp-gathers-in-bfloat16",
+        module=L07,
+        exercise="fsdp_grads",
+        status="failed",
+        check="values",
+        says=("bfloat16",),
+        patch=(
+            (
+                "w_in = lax.all_gather(w_in_blk, AXIS, axis=0, tiled=True)",
+                "w_in = lax.all_gather(w_in_blk.astype(jnp.bfloat16), AXIS, axis=0, tiled=True)"
+                ".astype(jnp.float32)  # half the bytes",
+            ),
+        ),
+    ),
+    Mistake(
+        id="fsdp-grads-as-tuple",
+        module=L07,
+        exercise="fsdp_grads",
+        code="""
+_correct_grads = fsdp_grads
+
+def fsdp_grads(params, x, y, mesh):
+    g = _correct_grads(params, x, y, mesh)
+    return g["w_in"], g["w_out"]
+""",
+        status="failed",
+        check="returns",
+        says=("tuple", "'w_in' and 'w_out'"),
+    ),
+]

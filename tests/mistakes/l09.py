@@ -1,0 +1,336 @@
+"""Realistic wrong implementations for lesson 9 (see tests/mistakes/__init__.py)."""
+
+from __future__ import annotations
+
+from tests.mistakes import Mistake
+
+L09 = "l09_pipeline"
+
+MISTAKES: list[Mistake] = [
+    # ---------------------------------------------------------------- schedules
+    Mistake(
+        id="pp-gpipe-phase-of-m-plus-p-ticks",
+        module=L09,
+        exercise="gpipe_schedule",
+        code="",
+        patch=(("phase = m + p - 1", "phase = m + p"),),
+        status="failed",
+        check="makespan",
+        says=("2(m + p − 1)", "m + p − 1 ticks, not m + p"),
+    ),
+    Mistake(
+        id="pp-gpipe-drops-last-micro-batch",
+        module=L09,
+        exercise="gpipe_schedule",
+        code="",
+        patch=(
+            (
+                "        for i in range(m):\n            grid[s + i]",
+                "        for i in range(m - 1):\n            grid[s + i]",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="ops",
+        says=("never run", "last micro-batch"),
+    ),
+    Mistake(
+        id="pp-gpipe-rows-share-one-list",
+        module=L09,
+        exercise="gpipe_schedule",
+        code="",
+        patch=(
+            (
+                "grid: Schedule = [[None] * p for _ in range(2 * phase)]",
+                "grid: Schedule = [[None] * p] * (2 * phase)",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="ops",
+        says=("runs twice", "share one list"),
+    ),
+    Mistake(
+        id="pp-1f1b-backward-before-next-stage",
+        module=L09,
+        exercise="one_f_one_b_schedule",
+        code="",
+        # the gradient is taken to be ready once the stage's own forward ran
+        patch=(
+            (
+                'return [("F", stage, micro)] + ([("B", stage + 1, micro)] if stage < p - 1 else [])',
+                'return [("F", stage, micro)]',
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="dependencies",
+        says=("needs backward B0 of micro-batch 0 on stage 1", "comes from the next stage"),
+    ),
+    Mistake(
+        id="pp-1f1b-one-warmup-too-many",
+        module=L09,
+        exercise="one_f_one_b_schedule",
+        code="",
+        patch=(("warmup = min(p - 1 - s, m)", "warmup = min(p - s, m)"),),
+        status="failed",
+        check="memory",
+        says=("min(p − s, m)", "warm-up"),
+    ),
+    Mistake(
+        id="pp-zero-bubble-w-right-after-b",
+        module=L09,
+        exercise="zero_bubble_schedule",
+        code="""
+def zero_bubble_schedule(n_stages, n_micro):
+    # 1F1B with each backward split in two, W straight after its B: no bubble filled
+    p, m = n_stages, n_micro
+    orders = []
+    for s in range(p):
+        warmup = min(p - 1 - s, m)
+        order = [("F", i) for i in range(warmup)]
+        for i in range(m - warmup):
+            order += [("F", warmup + i), ("B", i), ("W", i)]
+        for i in range(m - warmup, m):
+            order += [("B", i), ("W", i)]
+        orders.append(order)
+    return _as_soon_as_ready(orders)
+""",
+        status="failed",
+        check="makespan",
+        says=("max(3m + p − 1, 2(m + p) − 1)", "not straight after its B"),
+    ),
+    # ---------------------------------------------------------------- measuring
+    Mistake(
+        id="pp-bubble-returns-the-formula",
+        module=L09,
+        exercise="bubble_fraction",
+        code="""
+def bubble_fraction(schedule):
+    p = len(schedule[0])
+    m = len({c[1] for row in schedule for c in row if c is not None})
+    return (p - 1) / (m + p - 1)
+""",
+        status="failed",
+        check="values",
+        says=("idle cells", "the formula for GPipe and 1F1B"),
+    ),
+    Mistake(
+        id="pp-peaks-return-the-1f1b-bound",
+        module=L09,
+        exercise="peak_activations",
+        code="""
+def peak_activations(schedule):
+    p = len(schedule[0])
+    m = len({c[1] for row in schedule for c in row if c is not None})
+    return [min(p - s, m) for s in range(p)]
+""",
+        status="failed",
+        check="values",
+        says=("1F1B's bound",),
+    ),
+    Mistake(
+        id="pp-peaks-free-at-b-despite-w",
+        module=L09,
+        exercise="peak_activations",
+        code="",
+        patch=(('last = "W" if has_w else "B"', 'last = "B"'),),
+        status="failed",
+        check="values",
+        says=("until its W",),
+    ),
+    # ---------------------------------------------------------------- execution
+    Mistake(
+        id="pp-forward-gathers-the-weights",
+        module=L09,
+        exercise="pipeline_forward",
+        code="""
+def pipeline_forward(params, x, mesh, n_micro):
+    def body(w_in, w_out, x):
+        every = {  # every layer on every stage, then the plain model
+            "w_in": lax.all_gather(w_in, AXIS, tiled=True, to="invarying"),
+            "w_out": lax.all_gather(w_out, AXIS, tiled=True, to="invarying"),
+        }
+        return tinymodels.forward(every, x)
+
+    layer_spec = P(AXIS, None, None)
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(layer_spec, layer_spec, P()), out_specs=P()
+    )(params["w_in"], params["w_out"], x)
+""",
+        status="failed",
+        check="weights",
+        says=("weights move", "all_gather"),
+    ),
+    Mistake(
+        id="pp-forward-sends-the-whole-batch",
+        module=L09,
+        exercise="pipeline_forward",
+        code="""
+def pipeline_forward(params, x, mesh, n_micro):
+    p = mesh.shape[AXIS]
+
+    def body(w_in, w_out, x):
+        s = lax.axis_index(AXIS)
+        h = x
+        for t in range(p):  # stage t runs the whole batch, then hands it on
+            h = jnp.where(s == t, tinymodels.layer(h, w_in[0], w_out[0]), h)
+            if t < p - 1:
+                h = lax.ppermute(h, AXIS, [(i, i + 1) for i in range(p - 1)])
+        return lax.psum(jnp.where(s == p - 1, h, 0.0), AXIS)
+
+    layer_spec = P(AXIS, None, None)
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(layer_spec, layer_spec, P()), out_specs=P()
+    )(params["w_in"], params["w_out"], x)
+""",
+        status="failed",
+        check="transfer size",
+        says=("whole batch", "no micro-batching"),
+    ),
+    Mistake(
+        id="pp-forward-one-tick-too-few",
+        module=L09,
+        exercise="pipeline_forward",
+        code="",
+        patch=(
+            ("lax.fori_loop(0, n_micro + p - 1, tick,", "lax.fori_loop(0, n_micro + p - 2, tick,"),
+        ),  # fmt: skip
+        status="failed",
+        check="values",
+        says=("last micro-batch", "m + p − 1 ticks"),
+    ),
+    Mistake(
+        id="pp-forward-stages-in-reverse",
+        module=L09,
+        exercise="pipeline_forward",
+        code="""
+def pipeline_forward(params, x, mesh, n_micro):
+    # enters at the last stage and flows down to stage 0
+    p = mesh.shape[AXIS]
+    b, d = x.shape
+    rows = b // n_micro
+    to_prev = [(s + 1, s) for s in range(p - 1)]
+
+    def body(w_in, w_out, x):
+        s = lax.axis_index(AXIS)
+        micro = x.reshape(n_micro, rows, d)
+
+        def tick(t, carry):
+            received, out = carry
+            own = lax.dynamic_index_in_dim(micro, jnp.minimum(t, n_micro - 1), keepdims=False)
+            h = tinymodels.layer(jnp.where(s == p - 1, own, received), w_in[0], w_out[0])
+            done = t - (p - 1)
+            keep = lax.dynamic_update_index_in_dim(out, h, jnp.maximum(done, 0), 0)
+            out = jnp.where((s == 0) & (done >= 0), keep, out)
+            received = lax.ppermute(h, AXIS, to_prev)
+            return received, out
+
+        start = lax.pcast(jnp.zeros((rows, d), x.dtype), AXIS, to="varying")
+        out = lax.pcast(jnp.zeros((n_micro, rows, d), x.dtype), AXIS, to="varying")
+        _, out = lax.fori_loop(0, n_micro + p - 1, tick, (start, out))
+        return lax.psum(out, AXIS).reshape(b, d)
+
+    layer_spec = P(AXIS, None, None)
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(layer_spec, layer_spec, P()), out_specs=P()
+    )(params["w_in"], params["w_out"], x)
+""",
+        status="failed",
+        check="values",
+        says=("reverse order",),
+    ),
+    Mistake(
+        id="pp-forward-ticks-unrolled-in-python",
+        module=L09,
+        exercise="pipeline_forward",
+        code="",
+        patch=(
+            (
+                "_, out = lax.fori_loop(0, n_micro + p - 1, tick, (start, out))",
+                "carry = (start, out)\n"
+                "        for t in range(n_micro + p - 1):\n"
+                "            carry = tick(t, carry)\n"
+                "        _, out = carry",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="ticks",
+        says=("outside any loop", "lax.fori_loop"),
+    ),
+    Mistake(
+        id="pp-forward-micro-batches-one-after-another",
+        module=L09,
+        exercise="pipeline_forward",
+        code="""
+def pipeline_forward(params, x, mesh, n_micro):
+    p = mesh.shape[AXIS]
+    b, d = x.shape
+    rows = b // n_micro
+
+    def body(w_in, w_out, x):
+        s = lax.axis_index(AXIS)
+        micro = x.reshape(n_micro, rows, d)
+
+        def one(i, out):  # one micro-batch through every stage, then the next
+            h = lax.dynamic_index_in_dim(micro, i, keepdims=False)
+            for t in range(p):
+                h = jnp.where(s == t, tinymodels.layer(h, w_in[0], w_out[0]), h)
+                if t < p - 1:
+                    h = lax.ppermute(h, AXIS, [(j, j + 1) for j in range(p - 1)])
+            return lax.dynamic_update_index_in_dim(out, h, i, 0)
+
+        out = lax.pcast(jnp.zeros((n_micro, rows, d), x.dtype), AXIS, to="varying")
+        out = lax.fori_loop(0, n_micro, one, out)
+        return lax.psum(jnp.where(s == p - 1, out, 0.0), AXIS).reshape(b, d)
+
+    layer_spec = P(AXIS, None, None)
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(layer_spec, layer_spec, P()), out_specs=P()
+    )(params["w_in"], params["w_out"], x)
+""",
+        status="failed",
+        check="ticks",
+        says=("m·(p − 1)", "one stage works at a time"),
+    ),
+    Mistake(
+        id="pp-grads-through-the-forward-psum",
+        module=L09,
+        exercise="pipeline_grads",
+        code="""
+def pipeline_grads(params, x, y, mesh, n_micro):
+    def loss(p):  # autodiff through pipeline_forward, psum of y included
+        err = pipeline_forward(p, x, mesh, n_micro) - y
+        return 0.5 * jnp.mean(jnp.sum(err * err, axis=-1))
+
+    return jax.grad(loss)(params)
+""",
+        status="failed",
+        check="collectives",
+        says=("all-reduce", "gives y to every stage"),
+    ),
+    Mistake(
+        id="pp-grads-mean-over-the-micro-batch",
+        module=L09,
+        exercise="pipeline_grads",
+        code="",
+        patch=(("(out - target) / b", "(out - target) / rows"),),
+        status="failed",
+        check="values",
+        says=("m = 3 times", "(out − y_i)/B"),
+    ),
+    Mistake(
+        id="pp-forward-bfloat16-inside-float32",
+        module=L09,
+        exercise="pipeline_forward",
+        code="",
+        patch=(
+            (
+                "h = tinymodels.layer(jnp.where(s == 0, own, received), w_in[0], w_out[0])",
+                "half = [a.astype(jnp.bfloat16) for a in (jnp.where(s == 0, own, received), "
+                "w_in[0], w_out[0])]\n"
+                "            h = tinymodels.layer(*half).astype(x.dtype)  # half the bytes to send",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="values",
+        says=("bfloat16", "float32"),
+    ),
+]

@@ -1,0 +1,55 @@
+"""Lesson 9's examples are drawn where its checks can tell right from wrong."""
+
+from __future__ import annotations
+
+from grader import schedules
+from grader.engine import context
+from grader.spec import draw_examples
+from grader.specs import l09_pipeline as l09
+
+
+def _examples(name: str, n: int = 40) -> list[dict]:
+    ex = l09.SPEC.exercise(name)
+    ctx = context()
+    return ex.explicit(ctx) + (draw_examples(ex.strategy(ctx), n, seed=0) if n else [])
+
+
+def test_schedules_run_on_the_edge_cases_first():
+    for name in ("gpipe_schedule", "one_f_one_b_schedule", "zero_bubble_schedule"):
+        examples = _examples(name)
+        pm = [(ex["p"], ex["m"]) for ex in examples]
+        assert {(1, 1), (4, 1), (4, 4), (8, 16)} <= set(pm[: len(l09.EDGES)])
+        assert any(m < p for p, m in pm) and any(m > p for p, m in pm)
+        assert all(1 <= p <= l09.MAX_STAGES and 1 <= m <= l09.MAX_MICRO for p, m in pm)
+
+
+def test_the_first_schedules_to_measure_refute_the_formulas():
+    """A formula in place of a measurement fails on the first (or second) example."""
+    first, with_w = _examples("bubble_fraction")[:2]
+    sim = schedules.simulate(l09.given_schedule(first), first["p"], first["m"])
+    assert abs(sim.bubble - schedules.bubble_formula(first["p"], first["m"])) > 0.05
+    p, m = first["p"], first["m"]
+    assert sim.peaks not in ([m] * p, [min(p - s, m) for s in range(p)])
+    sim_w = schedules.simulate(l09.given_schedule(with_w), with_w["p"], with_w["m"], True)
+    as_if_b = schedules.Simulation(sim_w.p, sim_w.m, False, sim_w.ticks, sim_w.grid).peaks
+    assert sim_w.peaks != as_if_b
+
+
+def test_drawn_schedules_to_measure_are_valid():
+    for ex in _examples("peak_activations", 20):
+        split_w = ex["kind"] in l09.WITH_W
+        assert not schedules.simulate(l09.given_schedule(ex), ex["p"], ex["m"], split_w).violations
+
+
+def test_a_weight_is_larger_than_the_whole_batch():
+    """F > B: a transfer as large as one weight can only be a weight."""
+    for name in ("pipeline_forward", "pipeline_grads"):
+        for ex in _examples(name):
+            assert l09._weight_bytes(ex) > l09._batch_bytes(ex) > l09._micro_bytes(ex)
+
+
+def test_the_forward_is_checked_where_the_loop_shows_and_at_one_stage():
+    examples = _examples("pipeline_forward", 0)
+    assert sum(ex["p"] >= 4 and ex["m"] >= 3 for ex in examples) >= 2
+    assert any(ex["p"] == 1 for ex in examples)
+    assert any(ex["m"] < ex["p"] for ex in examples)
