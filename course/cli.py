@@ -121,7 +121,7 @@ GRADE_OPTIONS = [
         "--devices",
         type=click.IntRange(1),
         envvar="COURSE_DEVICES",
-        help="Simulated CPU devices (default 8).",
+        help="Simulated CPU devices (default 8; fewer: the run does not count).",
     ),
     click.option(
         "--cpu", is_flag=True, help="Simulate devices on the CPU even where accelerators exist."
@@ -130,7 +130,8 @@ GRADE_OPTIONS = [
 MAX_EXAMPLES = click.option(
     "--max-examples",
     type=click.IntRange(0),
-    help="Drawn examples per exercise (beyond the fixed ones).",
+    help="Drawn examples per exercise (beyond the fixed ones; fewer than the "
+    "lesson's: the run does not count).",
 )
 
 

@@ -24,10 +24,11 @@ class Exercise:
     bonus: bool = False
     """Extra credit: its points come on top, and the lesson passes without it."""
 
-    def scored(self, status: str | None) -> ExerciseScore:
-        """The pass rule: an exercise passes when its (latest) status is "passed"."""
-        passed = status == Status.PASSED
-        return ExerciseScore(self.points, self.bonus, passed, self.points if passed else 0)
+    def scored(self, status: str | None, counted: bool = True) -> ExerciseScore:
+        """The pass rule: an exercise passes when its (latest) status is "passed"
+        on its full example set; a narrowed run (``counted=False``) never does."""
+        passed = status == Status.PASSED and counted
+        return ExerciseScore(self.points, self.bonus, passed, self.points if passed else 0, counted)
 
 
 @dataclass(frozen=True)
@@ -70,16 +71,25 @@ class Lesson:
         raise KeyError(name)
 
     def scorecard(
-        self, statuses: Mapping[str, str | None], graded: Iterable[str] | None = None
+        self,
+        statuses: Mapping[str, str | None],
+        graded: Iterable[str] | None = None,
+        narrowed: Iterable[str] = (),
     ) -> Scorecard:
         """The one place a lesson is scored: each exercise by :meth:`Exercise.scored`;
         the lesson passes when every required exercise does, bonus points on top.
 
         ``graded`` limits the card to the exercises one run graded (all by
-        default); an exercise without a status has not passed.
+        default); an exercise without a status has not passed. The exercises
+        in ``narrowed`` ran fewer examples than a grade needs: they do not count.
         """
         names = set(graded) if graded is not None else {e.name for e in self.exercises}
-        scores = {e.name: e.scored(statuses.get(e.name)) for e in self.exercises if e.name in names}
+        skip = set(narrowed)
+        scores = {
+            e.name: e.scored(statuses.get(e.name), counted=e.name not in skip)
+            for e in self.exercises
+            if e.name in names
+        }
         required = [s for s in scores.values() if not s.bonus]
         return Scorecard(
             lesson=self.number, title=self.title, exercises=scores,
@@ -92,7 +102,8 @@ class Lesson:
     def score_result(self, result: LessonResult) -> Scorecard:
         """The card of one grading run: the exercises it graded, by their status."""
         statuses = {e.exercise: e.status for e in result.exercises}
-        return self.scorecard(statuses, graded=statuses)
+        narrowed = [e.exercise for e in result.exercises if e.narrowed]
+        return self.scorecard(statuses, graded=statuses, narrowed=narrowed)
 
 
 @dataclass(frozen=True)

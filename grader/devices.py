@@ -9,6 +9,9 @@ Environment variables (flags of ``course grade`` set them too):
 ``COURSE_DEVICES``   simulated CPU devices (default 8)
 ``COURSE_PLATFORM``  ``auto`` (default: accelerators when there are at least
                      two, else CPU) or ``cpu`` (always simulate)
+
+A lesson whose examples need more accelerators than the host has is graded on
+the simulated CPU devices instead (:func:`simulated`, used by the engine).
 """
 
 from __future__ import annotations
@@ -58,11 +61,31 @@ def platform_choice() -> str:
     return choice
 
 
+_simulating = False
+"""Set by :func:`simulated`: the accelerators are ignored for now."""
+
+
+@contextlib.contextmanager
+def simulated():
+    """Build meshes from the simulated CPU devices while inside (one lesson)."""
+    global _simulating
+    before, _simulating = _simulating, True
+    try:
+        yield
+    finally:
+        _simulating = before
+
+
+def on_accelerators() -> bool:
+    """Meshes are built from real accelerators (not simulated CPUs)."""
+    return devices()[0].platform != "cpu"
+
+
 def devices() -> list[Any]:
     """The devices meshes are built from, in a fixed order."""
     import jax
 
-    if platform_choice() == "auto":
+    if platform_choice() == "auto" and not _simulating:
         accelerators = [d for d in jax.devices() if d.platform != "cpu"]
         if len(accelerators) >= 2:
             return accelerators

@@ -144,11 +144,13 @@ def steps(kind: str, actual: int, expected: int, n: int) -> str | None:
         )
     if actual == expected + 1:
         return (
-            f"One {kind} too many: after N − 1 = {n - 1} steps every block has reached every "
-            "device; the extra step only moves data again. Loop over range(N − 1)."
+            f"One {kind} too many: {expected} sends already bring every block where it "
+            f"belongs (N − 1 = {n - 1} per pass round the ring; steps counted as sends, as in "
+            "the lesson's tables); the extra one only moves data again. Send N − 1 times "
+            "per pass: range(N − 1), or range(1, N) if you number steps from 1."
         )
     if actual == expected - 1:
-        return f"One {kind} too few: a ring of N = {n} devices needs {expected} steps to reach every device."
+        return f"One {kind} too few: a ring of N = {n} devices needs {expected} sends to reach every device."
     if n > 2 and expected > 0 and actual == expected * n // (n - 1):
         return f"N steps per phase instead of N − 1: every phase of the ring needs only N − 1 = {n - 1} steps."
     if actual == 0 and expected > 0:

@@ -18,11 +18,19 @@ from typing import Any
 from grader.evidence import Evidence, Note
 from grader.loader import LoadError, format_student_error, load_module
 from grader.programs import GraderFault, StudentReturnError
-from grader.protocol import Event, ExampleStarted, ExerciseGraded, unfinished
+from grader.protocol import Event, ExampleStarted, ExerciseGraded, LessonStarted, unfinished
 from grader.results import CheckResult, ExerciseResult, LessonResult, Status
-from grader.spec import Context, ExerciseSpec, LessonSpec, draw_examples, format_example
+from grader.spec import (
+    FULL,
+    MESH_SIZES,
+    Context,
+    Example,
+    ExerciseSpec,
+    LessonSpec,
+    draw_examples,
+    format_example,
+)
 
-MESH_SIZES = (1, 2, 3, 4, 6, 8)
 Listener = Callable[[Event], None]
 
 
@@ -36,10 +44,65 @@ def load_spec(module: str) -> LessonSpec:
 
 
 def context() -> Context:
+    """The devices at hand; with as many as the largest mesh, the full context."""
     from grader import devices
 
     n = len(devices.devices())
+    if n >= FULL.n_devices:
+        return FULL
     return Context(n_devices=n, mesh_sizes=tuple(s for s in MESH_SIZES if s <= n))
+
+
+def examples_for(
+    spec: ExerciseSpec, ctx: Context, seed: int, n: int | None = None
+) -> list[Example]:
+    """The explicit examples, then ``n`` drawn ones (the spec's number by default)."""
+    n = spec.max_examples if n is None else n
+    explicit = spec.explicit(ctx)
+    return explicit + (draw_examples(spec.strategy(ctx), n, seed, exclude=explicit) if n else [])
+
+
+def plan(
+    spec: ExerciseSpec,
+    ctx: Context,
+    *,
+    seed: int = 0,
+    example: Example | None = None,
+    max_examples: int | None = None,
+) -> tuple[list[Example], str | None]:
+    """The examples to run, and why they do not count (None when they are the
+    full set: every example a grade on :data:`FULL` runs, for this seed)."""
+    if example is not None:
+        return [example], "one example (--example), not the full set"
+    wanted = spec.max_examples if max_examples is None else max_examples
+    examples = examples_for(spec, ctx, seed, min(wanted, spec.max_examples))
+    if wanted > spec.max_examples:  # the full set, and more on top
+        examples += draw_examples(
+            spec.strategy(ctx), wanted - spec.max_examples, seed, exclude=examples
+        )
+    if wanted < spec.max_examples:
+        return examples, (
+            f"{wanted} drawn example{'s' if wanted != 1 else ''} (--max-examples) "
+            f"where a grade draws {spec.max_examples}"
+        )
+    missing = devices_missing(spec, ctx, seed, examples)
+    if missing:
+        return examples, (
+            f"{ctx.n_devices} device{'s' if ctx.n_devices != 1 else ''} here; {len(missing)} "
+            f"example{'s' if len(missing) != 1 else ''} of the full set need more, "
+            f"e.g. {format_example(missing[0])}"
+        )
+    return examples, None
+
+
+def devices_missing(
+    spec: ExerciseSpec, ctx: Context, seed: int, examples: list[Example] | None = None
+) -> list[Example]:
+    """Examples of the full set that ``ctx`` cannot run (it has too few devices)."""
+    if ctx == FULL:
+        return []
+    have = examples if examples is not None else examples_for(spec, ctx, seed)
+    return [e for e in examples_for(spec, FULL, seed) if e not in have]
 
 
 @contextmanager
@@ -85,7 +148,14 @@ def grade_lesson(
     start = time.perf_counter()
     spec = load_spec(module)
     names = only or [e.name for e in spec.exercises]
+    if example is None and _needs_simulation(spec, names, seed):
+        with devices.simulated():
+            return grade_lesson(
+                lesson, module, directory, only=only, seed=seed, max_examples=max_examples,
+                timeout=timeout, on_event=on_event,
+            )  # fmt: skip
     result = LessonResult(lesson, str(directory), devices=devices.describe(), seed=seed)
+    emit(LessonStarted(lesson, result.devices))
 
     def record(er: ExerciseResult) -> None:
         result.exercises.append(er)
@@ -114,6 +184,17 @@ def grade_lesson(
     return result
 
 
+def _needs_simulation(spec: LessonSpec, names: list[str], seed: int) -> bool:
+    """On fewer accelerators than the lesson's full example set needs, grade it on
+    simulated CPU devices instead, when there are enough of those."""
+    from grader import devices
+
+    if not devices.on_accelerators() or devices.cpu_device_count() < FULL.n_devices:
+        return False
+    ctx = context()
+    return any(devices_missing(spec.exercise(name), ctx, seed) for name in names)
+
+
 def grade_exercise(
     lesson: int,
     spec: ExerciseSpec,
@@ -128,17 +209,11 @@ def grade_exercise(
     emit: Listener = lambda e: None,
 ) -> ExerciseResult:
     start = time.perf_counter()
-    if example is not None:
-        examples = [example]
-    else:
-        n = spec.max_examples if max_examples is None else max_examples
-        explicit = spec.explicit(ctx)
-        drawn = draw_examples(spec.strategy(ctx), n, seed, exclude=explicit) if n else []
-        examples = explicit + drawn
+    examples, narrowed = plan(spec, ctx, seed=seed, example=example, max_examples=max_examples)
     trials: list[Any] = []
     """Trials of the examples passed so far."""
     totals: dict[str, float] = {}
-    result = ExerciseResult(lesson, spec.name, Status.PASSED)
+    result = ExerciseResult(lesson, spec.name, Status.PASSED, narrowed=narrowed)
 
     def finish(status: Status, **fields: Any) -> ExerciseResult:
         result.status = status

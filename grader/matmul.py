@@ -44,6 +44,19 @@ class Case:
     """True where this plan moves no more than the alternatives named in the lesson."""
     formula: str
     """The optimum as lesson 3 writes it."""
+    rival: Callable[[int, int, int, tuple[int, ...], int], int] | None = None
+    """Bytes one device sends in the wrong plan lesson 4 contrasts with this one,
+    built from the same collective kinds where it can be (so only bytes tell them
+    apart); None where no plan moves anything."""
+
+    def contrasted(self, shapes: tuple[int, int, int], mesh: tuple[int, ...]) -> bool:
+        """This plan is the cheapest at ``shapes`` and the rival costs strictly more:
+        a program built the rival's way fails on bytes, not by a tie."""
+        i, j, k = shapes
+        if not self.cheapest(i, j, k, tuple(mesh)):
+            return False
+        rival = self.rival(i, j, k, tuple(mesh), 1) if self.rival else 0
+        return rival == 0 or rival > self.bytes(shapes, mesh, 1)  # 0: nothing moves at all
 
     @property
     def two_d(self) -> bool:
@@ -82,6 +95,7 @@ CASES = {
             lambda i, j, k, m, b: _ring(m[0], i * j * b),
             lambda i, j, k, m: j <= 2 * k,
             "all-gather A: (N−1)·(I·J/N)·b",
+            lambda i, j, k, m, b: 2 * _ring(m[0], i * k * b),  # all-reduce partial C
         ),
         # all-reducing C moves 2(N−1)/N·IK; gathering both operands (N−1)/N·(IJ + JK)
         Case(
@@ -93,6 +107,7 @@ CASES = {
             lambda i, j, k, m, b: 2 * _ring(m[0], i * k * b),
             lambda i, j, k, m: 2 * i * k <= i * j + j * k,
             "all-reduce C: 2·(N−1)/N·I·K·b",
+            lambda i, j, k, m, b: _ring(m[0], i * j * b) + _ring(m[0], j * k * b),  # gather both
         ),
         Case(
             "reducescatter",
@@ -103,6 +118,7 @@ CASES = {
             lambda i, j, k, m, b: _ring(m[0], i * k * b),
             lambda i, j, k, m: i * k <= i * j + j * k,
             "reduce-scatter C: (N−1)/N·I·K·b",
+            lambda i, j, k, m, b: _ring(m[0], i * j * b) + _ring(m[0], j * k * b),  # gather both
         ),
         # gathering B moves (N−1)/N·JK; gathering A and re-splitting C: (N−1)/N·(IJ + IK/N)
         Case(
@@ -114,6 +130,8 @@ CASES = {
             lambda i, j, k, m, b: _ring(m[0], j * k * b),
             lambda i, j, k, m: j * k * m[0] <= i * j * m[0] + i * k,
             "all-gather B: (N−1)·(J·K/N)·b",
+            # gather A, multiply, gather C's columns and keep your rows: all-gathers only
+            lambda i, j, k, m, b: _ring(m[0], i * j * b) + _ring(m[0], i * k * b),
         ),
         # all-reduce over 'y' of the [I/X, K] partial: 2(Y−1)/Y·IK/X; gathering both over 'y':
         # (Y−1)/Y·(IJ/X + JK)
@@ -126,6 +144,8 @@ CASES = {
             lambda i, j, k, m, b: 2 * _ring(m[1], i // m[0] * k * b),
             lambda i, j, k, m: 2 * i * k <= i * j + j * k * m[0],
             "all-reduce over y of the [I/X, K] partial: 2·(Y−1)/Y·(I/X)·K·b",
+            # gather both operands over y
+            lambda i, j, k, m, b: _ring(m[1], i // m[0] * j * b) + _ring(m[1], j * k * b),
         ),
     )  # fmt: skip
 }
@@ -141,7 +161,7 @@ def place(case: Case, ex: dict[str, Any], *, auto: bool = False) -> dict[str, An
 
     ``ex`` has ``shape`` (I, J, K), ``dtype``, ``seed`` and a mesh
     (:func:`mesh_shape`). Inputs are small integers, so float32 results are
-    exact. ``auto`` builds an Auto mesh, on which XLA's partitioner chooses
+    exact, or floats with ``values=float`` (:func:`grader.programs.example_values`). ``auto`` builds an Auto mesh, on which XLA's partitioner chooses
     the collectives.
     """
     import jax
@@ -150,6 +170,7 @@ def place(case: Case, ex: dict[str, Any], *, auto: bool = False) -> dict[str, An
     from jax.sharding import PartitionSpec as P
 
     from grader import devices
+    from grader.programs import example_values
 
     shape = mesh_shape(ex)
     names = ("x", "y")[: len(shape)]
@@ -163,8 +184,8 @@ def place(case: Case, ex: dict[str, Any], *, auto: bool = False) -> dict[str, An
     i, j, k = ex["shape"]
     dtype = jnp.dtype(ex["dtype"])
     rng = np.random.default_rng(ex["seed"])
-    a = rng.integers(-4, 5, size=(i, j)).astype(dtype)
-    b = rng.integers(-4, 5, size=(j, k)).astype(dtype)
+    a = example_values(rng, (i, j), ex, 4).astype(dtype)
+    b = example_values(rng, (j, k), ex, 4).astype(dtype)
     return {
         "mesh": mesh,
         "a": a,

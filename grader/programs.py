@@ -10,6 +10,20 @@ import numpy as np
 from grader import hlo
 from grader.spec import Example, Trial
 
+FLOAT = "float"
+"""``values=float`` in an example: normal floats instead of small integers."""
+
+
+def example_values(
+    rng: np.random.Generator, shape: tuple[int, ...], ex: Example, bound: int
+) -> np.ndarray:
+    """Inputs for one example, in float64: small integers in [−bound, bound] (every
+    summation order exact, diagnoses sharp), or with ``values=float`` normal
+    floats, whose rounding a lower precision cannot hide within the tolerance."""
+    if ex.get("values") == FLOAT:
+        return rng.standard_normal(shape)
+    return rng.integers(-bound, bound + 1, size=shape).astype(np.float64)
+
 
 class GraderFault(Exception):
     """The grader's own code failed while running an example: reported as a
@@ -68,9 +82,12 @@ def compile_and_run(
     for a spec that has measured it leaves collectives and memory unchanged)."""
     import jax
 
+    from grader import jaxpr
+
     jitted = program if hasattr(program, "lower") else jax.jit(program)
     host_copies = [np.array(a) if isinstance(a, np.ndarray) else None for a in args]
-    compiled = jitted.lower(*args).compile(compiler_options=compiler_options)
+    traced = jitted.trace(*args)  # traced once: its jaxpr is what the student asked for
+    compiled = traced.lower().compile(compiler_options=compiler_options)
     comms = hlo.summarize(compiled.as_text(), num_devices=mesh.size)
     memory = None
     try:
@@ -92,6 +109,7 @@ def compile_and_run(
         memory=memory,
         mesh=mesh,
         inputs_intact=inputs_intact(args, host_copies),
+        program=jaxpr.read(traced.jaxpr),
         extra=extra,
     )
 

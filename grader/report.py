@@ -25,6 +25,7 @@ from rich.text import Text
 from grader import evidence as ev
 from grader.results import CheckResult, ExerciseResult, LessonResult, Scorecard, Status
 from grader.schedule_chart import ChartView
+from grader.spec import FULL
 
 STYLE = {
     Status.PASSED: ("✔ passed", "green"),
@@ -74,13 +75,17 @@ class LessonReport:
         table.add_column("time", justify="right")
         for e in r.exercises:
             s = card.exercises[e.exercise]
-            table.add_row(e.exercise + (" (bonus)" if s.bonus else ""), status_text(e.status),
+            shown = status_text(e.status)
+            if e.narrowed:
+                shown.append(" · not counted", style="yellow")
+            table.add_row(e.exercise + (" (bonus)" if s.bonus else ""), shown,
                           f"{s.score}/{s.points}",
                           str(e.examples_run), f"{e.duration:.1f} s")  # fmt: skip
         yield table
         yield Text(
             f"graded {r.source} on {r.devices or 'the devices'} · seed {r.seed}", style="dim"
         )
+        yield from _not_counted(r)
         yield from lesson_wide(r.exercises)
         for e in r.exercises:
             if e.passed:
@@ -88,13 +93,65 @@ class LessonReport:
         fresh = [e for e in r.exercises if e.status == Status.NOT_STARTED]
         if fresh:
             yield NotStartedPanel(fresh)
+        shared = shared_error(r.exercises)
+        if shared:
+            yield SharedErrorPanel(shared)
         for e in r.exercises:
-            if not e.passed and e.status != Status.NOT_STARTED:
+            if not e.passed and e.status != Status.NOT_STARTED and e not in shared:
                 yield ExercisePanel(e, self.rerun(e) if self.rerun else None)
         verdict = "all passed" if card.passed else "not yet"
+        if not card.counted:
+            verdict = "not counted (a narrowed run)"
         style = "bold green" if card.passed else "bold"
         extra = f" + {card.bonus_score} bonus" if card.bonus_score else ""
         yield Text(f"Score {card.score}/{card.possible}{extra} — {verdict}", style=style)
+
+
+def _not_counted(r: LessonResult) -> list[RenderableType]:
+    """Say plainly which exercises ran fewer examples than a grade needs, and why."""
+    narrowed = [e for e in r.exercises if e.narrowed]
+    if not narrowed:
+        return []
+    reasons = dict.fromkeys(e.narrowed for e in narrowed)
+    lines = Text.assemble(
+        ("Not counted: ", "bold yellow"),
+        f"{', '.join(e.exercise for e in narrowed)} ran fewer examples than a grade needs — ",
+        "; ".join(r for r in reasons if r),
+        ". This run is shown, but it is not recorded as passed and unlocks no solution; "
+        f"course grade {r.lesson} on {FULL.n_devices} devices, without --example or --max-examples, "
+        "runs the full set.",
+    )
+    return [lines]
+
+
+def shared_error(exercises: list[ExerciseResult]) -> list[ExerciseResult]:
+    """Exercises that ended with one and the same error before any example ran: the
+    module itself would not load (missing file, syntax error). Shown once."""
+    errs = [
+        e for e in exercises
+        if e.status == Status.ERROR and e.error and e.example is None and not e.checks
+    ]  # fmt: skip
+    return errs if len(errs) > 1 and len({e.error for e in errs}) == 1 else []
+
+
+class SharedErrorPanel:
+    """One error that stopped several exercises at once, drawn once."""
+
+    def __init__(self, results: list[ExerciseResult]):
+        self.results = results
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        names = ", ".join(e.exercise for e in self.results)
+        parts: list = [
+            Text(f"{names}: none could run, for one reason —"),
+            Panel(Text(self.results[0].error or ""), title="error", title_align="left",
+                  border_style="red", box=box.ROUNDED),
+        ]  # fmt: skip
+        hint = self.results[0].hint
+        if hint:
+            parts.append(Text.assemble(("hint  ", "bold yellow"), hint))
+        yield Panel(Group(*parts), title=f"✘ lesson {self.results[0].lesson}'s exercise file — error", title_align="left",
+                    border_style="red")  # fmt: skip
 
 
 class NotStartedPanel:
@@ -444,7 +501,7 @@ def _timeline(d: ev.Timeline, exercise: ExerciseResult | None) -> list[Renderabl
     name = exercise.exercise if exercise else ""
     t = Table(
         box=box.SIMPLE_HEAD,
-        title=f"{name}: step timeline of your program, {d.example}",
+        title=f"{name}: the ring schedule your permutes imply, {d.example}",
         title_justify="left",
     )
     t.add_column("step", justify="right")

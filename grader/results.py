@@ -77,10 +77,14 @@ class ExerciseResult:
     explanation: list[Evidence] = field(default_factory=list)
     """Report material that is not a verdict: the comparison with XLA, the step
     timeline … (see :mod:`grader.evidence`)."""
+    narrowed: str | None = None
+    """Why this run does not count, when it ran fewer examples than a grade needs
+    (``--example``, ``--max-examples``, too few devices); None for a full run."""
 
     @property
     def passed(self) -> bool:
-        """The grader's verdict; what it is worth is the registry's to say."""
+        """The grader's verdict on the examples run; what it is worth is the
+        registry's to say (a narrowed run never counts)."""
         return self.status == Status.PASSED
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,6 +139,9 @@ class ExerciseScore:
     """Extra credit: its points come on top, and the lesson passes without it."""
     passed: bool
     score: int
+    counted: bool = True
+    """False when the run was narrowed (:attr:`ExerciseResult.narrowed`): it
+    neither passes nor scores, whatever its status."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +159,12 @@ class Scorecard:
     possible: int
     """Points of the required exercises; bonus points come on top of these."""
     passed: bool
-    """Every required exercise scored has passed."""
+    """Every required exercise scored has passed, on its full example set."""
+
+    @property
+    def counted(self) -> bool:
+        """False when any exercise scored was graded on a narrowed run."""
+        return all(s.counted for s in self.exercises.values())
 
 
 def to_json(results: list[LessonResult], cards: list[Scorecard]) -> dict[str, Any]:
@@ -162,7 +174,7 @@ def to_json(results: list[LessonResult], cards: list[Scorecard]) -> dict[str, An
         d = result.to_dict()
         for e in d["exercises"]:
             s = card.exercises[e["exercise"]]
-            e.update(points=s.points, bonus=s.bonus, score=s.score)
+            e.update(points=s.points, bonus=s.bonus, score=s.score, counted=s.counted)
         d.update(title=card.title, score=card.score, bonus_score=card.bonus_score,
                  possible=card.possible, passed=card.passed)  # fmt: skip
         lessons.append(d)

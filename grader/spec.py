@@ -23,7 +23,12 @@ class Context:
     n_devices: int
     """Devices available for meshes."""
     mesh_sizes: tuple[int, ...]
-    """1-D mesh sizes examples may use (a subset of 1, 2, 3, 4, 6, 8)."""
+    """1-D mesh sizes examples may use (a subset of :data:`MESH_SIZES`)."""
+
+
+MESH_SIZES = (1, 2, 3, 4, 6, 8)
+FULL = Context(n_devices=max(MESH_SIZES), mesh_sizes=MESH_SIZES)
+"""Where a grade that counts draws its examples: every mesh size a lesson may use."""
 
 
 @dataclass
@@ -40,6 +45,9 @@ class Trial:
     mesh: Any = None
     inputs_intact: str | None = None
     """None when the inputs are unchanged, else what happened to them."""
+    program: Any = None
+    """The traced program (:class:`grader.jaxpr.Program`): what the student wrote,
+    with the dtypes it asked for, before XLA compiled it."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from grader.protocol import Event, LessonFinished, LessonStarted, Request, encode_event
+from grader.protocol import Event, LessonFinished, Request, encode_event
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +37,6 @@ def main(argv: list[str] | None = None) -> int:
 
     example = parse_example(request.example) if request.example else None
     for job in request.lessons:
-        emit(LessonStarted(job.lesson, devices.describe()))
         result = engine.grade_lesson(
             job.lesson,
             job.module,

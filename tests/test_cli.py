@@ -103,13 +103,13 @@ def test_json_output_and_status_after_grading(fixture_course):
 
 
 def test_solutions_flag_grades_the_references_without_counting_them(home):
-    r = course(home, "grade", "2", "--solutions", "--max-examples", "1")
+    r = course(home, "grade", "2", "--solutions")  # the full set: a narrowed run never passes
     assert r.returncode == 0 and "Score 5/5" in r.stdout
     total = sum(lesson.points for lesson in registry.load().lessons)
     assert f"0/{total} points" in course(home, "status").stdout
     cached = sorted((home / ".cache" / "jax").iterdir())
     assert cached  # compiled programs kept for the next run
-    again = course(home, "grade", "2", "--solutions", "--max-examples", "1", "--json")
+    again = course(home, "grade", "2", "--solutions", "--json")
     assert json.loads(again.stdout)["lessons"][0][
         "passed"
     ]  # programs read back from the cache grade the same
@@ -181,6 +181,28 @@ def test_solution_unlocks_after_passing(fixture_course):
     course(fixture_course, "grade", "1")
     shown = course(fixture_course, "solution", "1")
     assert shown.returncode == 0 and "def device_slices" in shown.stdout
+
+
+def test_a_narrowed_run_is_shown_but_never_counted(fixture_course):
+    """Lesson 2's ring runs the wrong way: right on 1 and 2 devices, wrong from 3 on."""
+    two = course(fixture_course, "grade", "2", "--devices", "2", "--json")
+    (lesson,) = json.loads(two.stdout)["lessons"]
+    ring = lesson["exercises"][0]
+    assert ring["status"] == "passed" and not ring["counted"] and ring["score"] == 0
+    assert "2 devices here" in ring["narrowed"] and "e.g. n=4" in ring["narrowed"]
+    assert two.returncode == 1 and not lesson["passed"]
+    one = "n=2 rows=2 cols=3 dtype=float32 seed=5"
+    shown = course(fixture_course, "grade", "2.ring_all_gather", "--example", one)
+    assert shown.returncode == 1, shown.stdout
+    assert "not counted" in shown.stdout and "unlocks no solution" in shown.stdout
+    locked = course(fixture_course, "solution", "2")
+    assert locked.returncode == 1 and "--force" in locked.stdout
+    assert "2.ring_all_gather" not in course(fixture_course, "status").stdout.split("Fix:")[0]
+    with sqlite3.connect(fixture_course / "progress.db") as db:
+        counted = db.execute(
+            "SELECT COUNT(*) FROM results JOIN attempts a ON a.id = attempt_id WHERE a.counted"
+        ).fetchone()[0]
+    assert counted == 0  # passes kept under attempts that do not count, never the student's
 
 
 def test_quick_commands_do_not_import_jax(home):
@@ -257,7 +279,7 @@ def test_watch_regrades_on_save_and_stops_cleanly(root, home):
     course(home, "status")  # sets up the workspace
     target = home / "exercises" / "l01_meshes.py"
     env = {**os.environ, "COURSE_HOME": str(home), "COURSE_PLATFORM": "cpu", "COLUMNS": "100"}
-    proc = subprocess.Popen([sys.executable, "-m", "course.cli", "watch", "1", "--max-examples", "1"], cwd=root,
+    proc = subprocess.Popen([sys.executable, "-m", "course.cli", "watch", "1"], cwd=root,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     lines: list[str] = []
     errors: list[str] = []

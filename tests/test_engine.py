@@ -9,7 +9,7 @@ import pytest
 from course import registry
 from grader import engine
 from grader.results import Status
-from grader.spec import draw_examples, format_example, parse_example
+from grader.spec import FULL, Context, draw_examples, format_example, parse_example
 
 LESSONS = [(lesson.number, lesson.module) for lesson in registry.load().lessons]
 
@@ -138,6 +138,28 @@ def test_drawn_examples_are_new_distinct_and_change_with_the_seed(module):
         assert draws[0] != draws[1], f"{spec.name}: seeds 0 and 1 draw the same examples"
 
 
+def test_only_the_full_example_set_counts():
+    """A run counts only when it holds every example a grade on 8 devices runs."""
+    spec = engine.load_spec("l02_collectives").exercise("ring_all_gather")
+    full, why = engine.plan(spec, FULL, seed=2)
+    assert why is None and len(full) == len(spec.explicit(FULL)) + spec.max_examples
+    more, why = engine.plan(spec, FULL, seed=2, max_examples=spec.max_examples + 3)
+    assert why is None and more[: len(full)] == full and len(more) == len(full) + 3
+    fewer, why = engine.plan(spec, FULL, seed=2, max_examples=0)
+    assert why and "--max-examples" in why and fewer == spec.explicit(FULL)
+    one, why = engine.plan(spec, FULL, example=full[-1])
+    assert one == [full[-1]] and "--example" in why
+    two = Context(n_devices=2, mesh_sizes=(1, 2))
+    small, why = engine.plan(spec, two, seed=2)
+    assert all(ex["n"] <= 2 for ex in small) and why and "2 devices here" in why
+    assert "e.g. n=4" in why  # the first example it could not run
+
+
+def test_a_lesson_that_needs_no_devices_counts_on_one():
+    spec = engine.load_spec("l03_cost_model").exercise("matmul_flops")
+    assert engine.plan(spec, Context(n_devices=1, mesh_sizes=(1,)))[1] is None
+
+
 def test_meshes_include_non_powers_of_two_and_size_one():
     spec = engine.load_spec("l02_collectives").exercise("ring_all_gather")
     ctx = engine.context()
@@ -197,3 +219,22 @@ def test_solutions_pass_on_other_seeds(root, seed):
     assert all(e.passed for r in graded for e in r.exercises), [
         (e.exercise, e.example, e.checks) for r in graded for e in r.exercises if not e.passed
     ]
+
+
+def test_too_few_accelerators_grade_the_lesson_on_simulated_cpus(monkeypatch):
+    """Two accelerators cannot run lesson 2's N = 3 … 8: the engine switches that
+    lesson to the simulated CPU devices (8 here), where the full set runs."""
+    from grader import devices
+
+    cpus = devices.devices()
+    two_accelerators = cpus[:2]
+    monkeypatch.setattr(devices, "on_accelerators", lambda: not devices._simulating)
+    monkeypatch.setattr(
+        devices, "devices", lambda: cpus if devices._simulating else two_accelerators
+    )
+    l02, l03 = engine.load_spec("l02_collectives"), engine.load_spec("l03_cost_model")
+    assert engine._needs_simulation(l02, ["ring_all_gather"], seed=0)
+    assert not engine._needs_simulation(l03, ["matmul_flops"], seed=0)  # no mesh needed
+    with devices.simulated():
+        assert engine.context() == FULL
+    assert engine.context().n_devices == 2

@@ -72,7 +72,8 @@ def test_timeline_is_drawn_for_passed_and_failed_exercises(root):
         5, "l05_collective_matmul", root / "solutions", only=["allgather_matmul"], max_examples=0
     )
     card = registry.load().lesson(5).score_result(result)
-    assert "step timeline of your program" in render(LessonReport(result, card))
+    shown = render(LessonReport(result, card))
+    assert "the ring schedule" in shown and "not measured" in shown
     failed = dataclasses.replace(result.exercises[0], status=Status.FAILED)
     assert "×W" in render(ExercisePanel(failed))
 
@@ -130,12 +131,14 @@ def test_a_bonus_exercise_is_extra_credit(root, tmp_path):
         "    raise NotImplementedError('allgather_matmul_bidirectional: TODO')\n"
     )
     (tmp_path / "l05_collective_matmul.py").write_text(stubbed)
-    result = engine.grade_lesson(5, "l05_collective_matmul", tmp_path, max_examples=0)
+    result = _as_full(engine.grade_lesson(5, "l05_collective_matmul", tmp_path, max_examples=0))
     card = lesson.score_result(result)
     assert card.passed and card.score == card.possible == 4 and card.bonus_score == 0
     assert result.exercises[-1].status == Status.NOT_STARTED
     assert card.exercises["allgather_matmul_bidirectional"].bonus
-    done = engine.grade_lesson(5, "l05_collective_matmul", root / "solutions", max_examples=0)
+    done = _as_full(
+        engine.grade_lesson(5, "l05_collective_matmul", root / "solutions", max_examples=0)
+    )
     card = lesson.score_result(done)
     assert card.passed and card.score == 4 and card.bonus_score == 1
     again = lesson.score_result(LessonResult.from_dict(done.to_dict()))
@@ -154,3 +157,11 @@ ENTRY %main (p: f32[4]) -> f32[4] {
     assert summary.kinds() == set() and summary.bytes() == 0
     moved = hlo.summarize(text.replace("{{0,0}}", "{{0,1},{1,0}}"), num_devices=2)
     assert moved.kinds() == {"collective-permute"} and moved.bytes() == 16
+
+
+def _as_full(result: LessonResult) -> LessonResult:
+    """The statuses as a full run would score them (only the explicit examples ran,
+    to keep the test short; the scoring of bonus points is what is tested)."""
+    for e in result.exercises:
+        e.narrowed = None
+    return result

@@ -422,6 +422,24 @@ def test_a_note_is_drawn_as_text() -> None:
     )
 
 
+def test_a_module_that_will_not_load_is_shown_once():
+    error = 'l02_collectives.py has a syntax error (line 1):\nSyntaxError: expected ":"'
+    names = ["ring_all_gather", "ring_reduce_scatter", "ring_all_reduce"]
+    result = LessonResult(
+        2, "/x", [ExerciseResult(2, name, Status.ERROR, error=error) for name in names]
+    )
+    text = render(report(result, dict.fromkeys(names, 1)))
+    assert text.count("SyntaxError") == 1 and "none could run" in text
+    assert "lesson 2's exercise file" in text
+
+
+def test_a_narrowed_run_says_it_does_not_count():
+    ok = ExerciseResult(2, "ring_all_gather", Status.PASSED, narrowed="2 devices here; …")
+    text = render(report(LessonResult(2, "/x", [ok]), {"ring_all_gather": 2}))
+    assert "passed · not counted" in text and "0/2" in text and "2 devices here" in text
+    assert "unlocks no solution" in text and "not counted (a narrowed run)" in text
+
+
 def test_memory_bars_share_one_scale_and_fit_60_columns() -> None:
     item = ev.MemoryBars(
         example="n=4",

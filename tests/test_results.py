@@ -80,7 +80,7 @@ def test_the_schema_names_every_field_of_the_results():
     """Exactly the dataclass fields, plus what the registry adds (``to_json``)."""
     scored_fields = {
         "check": (CheckResult, set()),
-        "exercise": (ExerciseResult, {"points", "bonus", "score"}),
+        "exercise": (ExerciseResult, {"points", "bonus", "score", "counted"}),
         "lesson": (LessonResult, {"title", "score", "bonus_score", "possible", "passed"}),
     }
     for name, (cls, added) in scored_fields.items():

@@ -125,6 +125,10 @@ def grade(
     console = app.console
     with app.progress(record=counted) as progress:
         attempt = progress.start_attempt(str(directory), counted, command, versions())
+        # a pass on a narrowed run goes to an attempt of its own that never counts,
+        # opened when the first comes: kept, but never the student's progress (a
+        # failure is one on any example set, and counts)
+        narrow_attempt: list[int] = []
         status = (
             None
             if as_json or progress_line or not console.is_terminal
@@ -135,9 +139,14 @@ def grade(
         def on_event(event: Event) -> None:
             if isinstance(event, ExerciseGraded):
                 er = event.result
-                progress.record(
-                    attempt, er, lessons[er.lesson].exercise(er.exercise).scored(er.status)
-                )
+                aside = bool(er.narrowed) and er.passed and counted
+                if aside and not narrow_attempt:
+                    narrow_attempt.append(
+                        progress.start_attempt(str(directory), False, command, versions())
+                    )
+                into = narrow_attempt[0] if aside else attempt
+                scored = lessons[er.lesson].exercise(er.exercise).scored(er.status, not er.narrowed)
+                progress.record(into, er, scored)
             elif isinstance(event, ExampleStarted) and line is not None:
                 line(
                     f"grading {event.lesson}.{event.exercise} — example {event.index + 1}: {event.example}"
@@ -150,13 +159,15 @@ def grade(
         except KeyboardInterrupt:
             if status is not None:
                 status.stop()
-            progress.finish_attempt(attempt, "interrupted")
+            for a in (attempt, *narrow_attempt):
+                progress.finish_attempt(a, "interrupted")
             console.print("\n[yellow]Interrupted.[/yellow] Results recorded so far are kept.")
             return INTERRUPTED
         finally:
             if status is not None:
                 status.stop()
-        progress.finish_attempt(attempt)
+        for a in (attempt, *narrow_attempt):
+            progress.finish_attempt(a)
     for lesson, result in zip(chosen.lessons, results):
         for er in result.exercises:
             if er.status == Status.NOT_STARTED and lesson.hints:

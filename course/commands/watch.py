@@ -8,11 +8,6 @@ from course.commands.common import App
 from course.commands.grade import INTERRUPTED, current_lesson, grade
 
 
-def _stamp(path: Path) -> tuple[int, int]:
-    st = path.stat()
-    return st.st_mtime_ns, st.st_size
-
-
 def watch(app: App, number: int | None, **grade_options) -> int:
     from watchfiles import watch as watch_changes
 
@@ -21,25 +16,37 @@ def watch(app: App, number: int | None, **grade_options) -> int:
     target = app.ws.exercise_file(lesson.module).resolve()
     app.console.rule(f"watching {target.name} — Ctrl-C to stop")
 
-    def regrade(why: str) -> bool:
-        """Grade the lesson; True when Ctrl-C stopped it."""
-        if why:
-            app.console.rule(f"{target.name} {why} — grading lesson {lesson.number}")
-        return grade(app, str(lesson.number), **grade_options) == INTERRUPTED
+    def regrade() -> bool:
+        """Grade once; False when the student pressed Ctrl-C."""
+        return grade(app, str(lesson.number), **grade_options) != INTERRUPTED
 
-    seen = _stamp(target)
-    interrupted = regrade("")
     try:
-        # the watcher starts after the first grading: a save made during it is caught here
-        while not interrupted and _stamp(target) != seen:
-            seen = _stamp(target)
-            interrupted = regrade("changed while grading")
-        for changes in [] if interrupted else watch_changes(target.parent, debounce=300):
+        before = _contents(target)
+        if not regrade():
+            return _stopped(app)
+        # a save while the first grading ran happened before the watcher started
+        while _contents(target) != before:
+            before = _contents(target)
+            app.console.rule(f"{target.name} changed — grading lesson {lesson.number}")
+            if not regrade():
+                return _stopped(app)
+        for changes in watch_changes(target.parent, debounce=300):
             if any(Path(p).resolve() == target for _, p in changes):
-                seen = _stamp(target)
-                if regrade("changed"):
+                app.console.rule(f"{target.name} changed — grading lesson {lesson.number}")
+                if not regrade():
                     break
     except KeyboardInterrupt:
         pass
+    return _stopped(app)
+
+
+def _contents(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _stopped(app: App) -> int:
     app.console.print("\nStopped watching.")
     return 0

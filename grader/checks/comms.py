@@ -6,7 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from grader import diagnose
-from grader.evidence import BytesExpectation, CollectiveRow, Communication, CountExpectation
+from grader.evidence import (
+    BytesExpectation,
+    CollectiveRow,
+    Communication,
+    CountExpectation,
+    Table,
+)
 from grader.results import CheckResult
 from grader.spec import Check, Example, Trial
 
@@ -130,10 +136,12 @@ class Bytes(Check):
                 "bytes unknown: a collective sits in a loop of unknown trip count",
                 evidence=evidence,
             )
+        counted = f" in {', '.join(sorted(self.kinds))}s" if self.kinds else ""
         if got == want:
             return CheckResult(
-                self.name, True, f"{got:,} bytes sent per device = {self.what}", evidence=evidence
-            )
+                self.name, True, f"{got:,} bytes sent per device{counted} = {self.what}",
+                evidence=evidence,
+            )  # fmt: skip
         ratio = got / want if want else float("inf")
         hint = None
         unit = self.unit(trial) if self.unit else None
@@ -148,7 +156,8 @@ class Bytes(Check):
         return CheckResult(
             self.name,
             False,
-            f"{got:,} bytes sent per device; {self.what} is {want:,} ({ratio:.2f}×)",
+            f"{got:,} bytes sent per device{counted}; {self.what} is {want:,} ({ratio:.2f}×)"
+            + (" (other kinds are not counted here)" if self.kinds else ""),
             evidence=evidence,
             hint=hint,
         )
@@ -179,4 +188,55 @@ class LargestTransfer(Check):
             f"a transfer of {got:,} bytes; at most {self.what} ({bound:,} bytes) is needed",
             evidence=evidence,
             hint=self.hint,
+        )
+
+
+PERMUTE = "collective-permute"
+
+
+def links(src: int, dst: int, n: int) -> int:
+    """Links a message from ``src`` to ``dst`` crosses on a ring of ``n``, the short way."""
+    d = (dst - src) % n
+    return min(d, n - d)
+
+
+def _sends(pairs: tuple[tuple[int, int], ...], n: int) -> str:
+    """``((0, 2), (1, 3), …)`` → ``i → i + 2``; mixed pairs are listed as they are."""
+    shifts = {(b - a) % n for a, b in pairs}
+    if len(shifts) == 1:
+        (d,) = shifts
+        return f"i → i {'+' if d <= n // 2 else '−'} {min(d, n - d)}"
+    return ", ".join(f"{a}→{b}" for a, b in pairs)
+
+
+@dataclass(frozen=True)
+class RingHops(Check):
+    """Every collective-permute sends to a ring neighbour (i → i ± 1 mod N): a
+    send to i + s would cross s links of the ring, however few bytes it counts."""
+
+    ring_size: Callable[[Example], int] = lambda ex: 1
+    name: str = "ring"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        n = self.ring_size(trial.example)
+        far = [
+            (c, max(links(a, b, n) for a, b in c.pairs))
+            for c in trial.comms.collectives
+            if c.kind == PERMUTE and c.count and c.pairs
+            and any(links(a, b, n) > 1 for a, b in c.pairs)
+        ]  # fmt: skip
+        if not far:
+            return CheckResult(self.name, True, "every send goes to a ring neighbour (i ± 1)")
+        rows = [[c.name, str(c.count), _sends(c.pairs, n), str(hops)] for c, hops in far]
+        crossed = sorted({hops for _, hops in far})
+        return CheckResult(
+            self.name,
+            False,
+            f"{len(far)} permute(s) send past the neighbours, crossing "
+            f"{', '.join(map(str, crossed))} links of the ring (N = {n})",
+            evidence=[Table(["permute", "executions", "sends", "links crossed"], rows)],
+            hint="You send straight to device i + s: the bytes are the optimum on a network "
+            "where every pair is wired, but on a ring that message crosses s links, and the "
+            "sends of step s share them. Send to your neighbour (i + 1) at every step and "
+            "forward the block you received last.",
         )

@@ -14,8 +14,16 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader.checks import Bytes, Count, InputsUntouched, OnlyCollectives, Values
-from grader.programs import check_local_return, compile_and_run
+from grader.checks import (
+    Bytes,
+    Count,
+    InputsUntouched,
+    OnlyCollectives,
+    Precision,
+    RingHops,
+    Values,
+)
+from grader.programs import FLOAT, check_local_return, compile_and_run, example_values
 from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 
 AXIS = "x"
@@ -40,16 +48,17 @@ def _strategy(ctx: Context):
 
 def _explicit(ctx: Context) -> list[Example]:
     """Axis of size 1, then a power of two, then N = 3 and 6: code that only
-    works for powers of two passes the first two and fails the others."""
+    works for powers of two passes the first two and fails the others. N = 3
+    holds floats (a sum in lower precision shows), N = 6 bfloat16."""
     cases = [
-        (1, 1, 1, "float32"),
-        (4, 1, 2, "float32"),
-        (3, 2, 3, "float32"),
-        (6, 1, 2, "bfloat16"),
+        (1, 1, 1, "float32", {}),
+        (4, 1, 2, "float32", {}),
+        (3, 2, 3, "float32", {"values": FLOAT}),
+        (6, 1, 2, "bfloat16", {}),
     ]
     return [
-        {"n": n, "rows": r, "cols": c, "dtype": d, "seed": i}
-        for i, (n, r, c, d) in enumerate(cases)
+        {"n": n, "rows": r, "cols": c, "dtype": d, "seed": i, **more}
+        for i, (n, r, c, d, more) in enumerate(cases)
         if n in ctx.mesh_sizes
     ]
 
@@ -82,7 +91,7 @@ def _run(
         dtype = jnp.dtype(ex["dtype"])
         mesh = devices.make_mesh((n,), (AXIS,))
         rng = np.random.default_rng(ex["seed"])
-        x = rng.integers(-8, 9, size=(n * in_rows(n, rows), cols)).astype(dtype)
+        x = example_values(rng, (n * in_rows(n, rows), cols), ex, 8).astype(dtype)
         placed = jax.device_put(x, NamedSharding(mesh, P(AXIS)))
 
         def body(block):
@@ -134,7 +143,9 @@ def _exercise(name, run, values, steps, optimum, what) -> ExerciseSpec:
         checks=(
             values,
             InputsUntouched(),
+            Precision(),
             ONLY_PERMUTES,
+            RingHops(ring_size=lambda ex: ex["n"]),
             Count(kind=PERMUTE, expected=steps, ring_size=lambda ex: ex["n"], what=what),
             Bytes(
                 expected=optimum,

@@ -421,6 +421,8 @@ def _suspects_dp(
     b, c, h, p = batch, CHIPS[chip].peak_flops, CHIPS[chip].hbm_bandwidth, 2 * d_model * d_ff
     comp, comm = _dp_times(batch, d_model, d_ff, chip, link)
     return [
+        (comp > comm, "At the boundary, compute time = communication time, the step is "
+         "compute-bound: the formula says ≥, not >."),
         (comm >= comp, "The comparison is the wrong way round: compute-bound means compute "
          "time ≥ communication time."),
         (comp >= comm / 2, "An all-reduce sends twice the gradient's bytes on a ring "
@@ -443,6 +445,12 @@ def _fallback_dp(batch: int, d_model: int, d_ff: int, chip: str, link: str) -> s
     )
 
 
+BOUNDARY = {"batch": 3400, "d_model": 1024, "d_ff": 4096, "chip": "tpu-v5p", "link": "tpu-v5p-ici"}
+"""B = T exactly: compute and communication times are equal in floating point
+(3400 = (2/3)·459e12/90e9, measured equal for every way of writing the formula
+tried), so ≥ says True and > says False. Drawn examples stay away from T."""
+
+
 def _dp_step(r: float) -> Example:
     t = dp_threshold(CHIPS["h100-sxm"], LINKS["nvlink4"])
     return {"batch": round(r * t), "d_model": 1024, "d_ff": 4096, "chip": "h100-sxm",
@@ -457,6 +465,7 @@ DP_IS_COMPUTE_BOUND = Scalar(
         {"batch": 2048, "d_model": 8192, "d_ff": 28672, "chip": "tpu-v5p", "link": "tpu-v5p-ici"},
         {"batch": 16384, "d_model": 4096, "d_ff": 16384, "chip": "h200-sxm", "link": "infiniband-ndr"},
         {"batch": 1, "d_model": 64, "d_ff": 256, "chip": "toy-chip", "link": "toy-link"},
+        BOUNDARY,
     ),
     answer=lambda **ex: _dp_times(**ex)[0] >= _dp_times(**ex)[1],
     args=lambda batch, d_model, d_ff, chip, link: (batch, d_model, d_ff, CHIPS[chip], LINKS[link]),

@@ -22,7 +22,15 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values
+from grader.checks import (
+    Bytes,
+    InputsUntouched,
+    OnlyCollectives,
+    OutputSharding,
+    Precision,
+    UnderShardMap,
+    Values,
+)
 from grader.evidence import XlaComparison
 from grader.matmul import (
     ALL_GATHER,
@@ -35,7 +43,7 @@ from grader.matmul import (
     place,
     xla_bytes,
 )
-from grader.programs import compile_and_run
+from grader.programs import FLOAT, compile_and_run
 from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 
 MODULE = "l04_sharded_matmul"
@@ -61,9 +69,16 @@ def _strategy(case: Case) -> Callable[[Context], Any]:
                 }
             )
 
-        return mesh.flatmap(full).filter(lambda ex: case.cheapest(*ex["shape"], mesh_shape(ex)))
+        return mesh.flatmap(full).filter(lambda ex: case.contrasted(ex["shape"], mesh_shape(ex)))
 
     return strategy
+
+
+DTYPES = ("float32", "float32", "bfloat16")
+VALUES: tuple[dict[str, str], ...] = ({}, {"values": FLOAT}, {})
+"""The explicit examples' dtypes and values: the second holds floats (a bfloat16
+cast inside a float32 program shows there), the third is bfloat16 (a float32
+result or collective shows there)."""
 
 
 def _explicit(case: Case) -> Callable[[Context], list[Example]]:
@@ -81,10 +96,10 @@ def _explicit(case: Case) -> Callable[[Context], list[Example]]:
             u = int(np.prod(mesh_shape(ex)))
             shape = next(
                 s
-                for s in ((2 * u, 2 * u, 2 * u), (u, 2 * u, 2 * u), (2 * u, u, u), (u, u, u))
-                if case.cheapest(*s, mesh_shape(ex))
+                for s in ((2 * u, 2 * u, u), (u, 2 * u, 2 * u), (2 * u, u, u), (u, u, u))
+                if case.contrasted(s, mesh_shape(ex))
             )
-            examples.append({**ex, "shape": shape, "dtype": "float32", "seed": i})
+            examples.append({**ex, "shape": shape, "dtype": DTYPES[i], "seed": i, **VALUES[i]})
         return examples
 
     return explicit
@@ -186,24 +201,36 @@ def _alternatives(case: Case) -> Callable[[Trial], list[tuple[str, Any]]] | None
         return None
 
     def wrong_axis(trial: Trial) -> list[tuple[str, Any]]:
-        """Device (r, c) holding Σ_r' A[I_r', J_c] · B[J_c]: a psum over 'x', not 'y'."""
+        """Device (r, c) holding Σ_r' A[I_r', J_c] · B[J_c] (a psum over 'x', not 'y'),
+        or Σ_r' A[I_r', :] · B (a psum over both axes)."""
         ex = trial.example
         x, y = mesh_shape(ex)
         i, j, _ = ex["shape"]
         placed = place(case, ex)
         a, b = placed["a"].astype(np.float64), placed["b"].astype(np.float64)
 
-        def shard(coord: tuple, index: tuple) -> np.ndarray:
-            r, c = coord
-            cols = slice(c * j // y, (c + 1) * j // y)
-            return sum(a[rr * i // x : (rr + 1) * i // x, cols] @ b[cols] for rr in range(x))
+        def rows(r: int) -> slice:
+            return slice(r * i // x, (r + 1) * i // x)
+
+        def over_x(coord: tuple, index: tuple) -> np.ndarray:
+            cols = slice(coord[1] * j // y, (coord[1] + 1) * j // y)
+            return sum(a[rows(rr), cols] @ b[cols] for rr in range(x))
+
+        def over_both(coord: tuple, index: tuple) -> np.ndarray:
+            return sum(a[rows(rr)] @ b for rr in range(x))
 
         return [
             (
                 "Your C matches a psum over 'x' instead of 'y': the contracting dim J is split "
                 "over 'y' (A[I_X, J_Y]), so the partial products must be summed over 'y'.",
-                shard,
-            )
+                over_x,
+            ),
+            (
+                "Your C matches a psum over ('x', 'y'): summing over 'x' as well adds the row "
+                "blocks of the other devices into yours, in a group of X·Y devices. Only J is "
+                "split over 'y', so psum over 'y' alone.",
+                over_both,
+            ),
         ]
 
     return wrong_axis
@@ -254,6 +281,8 @@ def _exercise(case: Case) -> ExerciseSpec:
             Values(reduce_size=lambda ex: ex["shape"][1], alternatives=_alternatives(case)),
             OutputSharding(expected=lambda t: t.extra["sharding"]),
             InputsUntouched(),
+            UnderShardMap(itemsize=lambda t: ITEMSIZE[t.example["dtype"]]),
+            Precision(),
             OnlyCollectives(
                 case.allowed,
                 why="Each case needs exactly one kind of collective (none for the local case).",

@@ -33,13 +33,16 @@ from grader.checks import (
     LargestTransfer,
     OnlyCollectives,
     OutputSharding,
+    Precision,
+    RingHops,
     TempMemory,
+    UnderShardMap,
     Values,
 )
 from grader.checks.comms import communication
 from grader.evidence import Timeline
 from grader.matmul import ITEMSIZE
-from grader.programs import compile_and_run
+from grader.programs import FLOAT, compile_and_run, example_values
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
 
@@ -92,9 +95,18 @@ def _explicit(kind: str) -> Callable[[Context], list[Example]]:
             base = {"rows": 1, "dblock": 16, "f": 64}
         else:
             base = {"b": 2, "dblock": 8, "fblock": 8}
-        return [{"n": n, **base, "dtype": "float32", "seed": i} for i, n in enumerate(sizes)]
+        return [{"n": n, **base, **_variant(kind, n), "seed": i} for i, n in enumerate(sizes)]
 
     return explicit
+
+
+def _variant(kind: str, n: int) -> dict[str, str]:
+    """dtype and values of an explicit example: floats at N = 4 (a lower precision
+    inside shows), bfloat16 at N = 3 for the reduce-scatter (a float32 running sum
+    shows; the all-gather versions draw float32 only, see ``_gather_strategy``)."""
+    if n == 4:
+        return {"dtype": "float32", "values": FLOAT}
+    return {"dtype": "bfloat16" if kind == "scatter" and n == 3 else "float32"}
 
 
 @dataclass(frozen=True)
@@ -124,8 +136,8 @@ def _inputs(kind: str, ex: Example) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(ex["seed"])
     dtype = np.dtype("float32") if ex["dtype"] == "float32" else _bf16()
     return (
-        rng.integers(-3, 4, size=lay.x).astype(dtype),
-        rng.integers(-3, 4, size=lay.w).astype(dtype),
+        example_values(rng, lay.x, ex, 3).astype(dtype),
+        example_values(rng, lay.w, ex, 3).astype(dtype),
     )
 
 
@@ -267,7 +279,8 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
 
 
 def _explain(kind: str) -> Callable[[list[Trial]], list[Timeline]]:
-    """The step timeline, from the directions and counts of the permutes compiled."""
+    """The ring schedule the permutes imply (their directions and counts in the
+    compiled program); labelled as such, since no step is observed on its own."""
 
     def explain(trials: list[Trial]) -> list[Timeline]:
         trial = next((t for t in trials if t.example["n"] == 4), trials[-1])
@@ -299,8 +312,9 @@ def _explain(kind: str) -> Callable[[list[Trial]], list[Timeline]]:
                 example=format_example(trial.example),
                 rows=rows,
                 note=f"{'×Wj' if kind == 'gather' else '+Yj'}: {what}; →d: sent to device d "
-                "next. Derived from the direction and number of the collective-permutes in "
-                "your compiled program.",
+                "next. Worked out from the direction and number of the collective-permutes "
+                "in your compiled program, not measured step by step: which block each step "
+                "really uses is what the values check tests.",
             )
         ]
 
@@ -342,7 +356,10 @@ def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
         ),
         OutputSharding(expected=lambda t: t.extra["sharding"]),
         InputsUntouched(),
+        UnderShardMap(itemsize=_itemsize),
+        Precision(),
         ONLY_PERMUTES,
+        RingHops(ring_size=lambda ex: ex["n"]),
         Count(
             kind=PERMUTE,
             expected=lambda ex: ex["n"] - 1,

@@ -216,4 +216,38 @@ def helper(x):
         check=None,
         says=("my own bug", "helper"),
     ),
+    Mistake(
+        id="direct-sends-to-i-plus-s",
+        module=L02,
+        exercise="ring_all_gather",
+        code="""
+def ring_all_gather(x, axis_name):
+    n = lax.axis_size(axis_name)
+    me = lax.axis_index(axis_name)
+    b = x.shape[0]
+    out = lax.pcast(jnp.zeros((n * b, *x.shape[1:]), x.dtype), axis_name, to="varying")
+    out = lax.dynamic_update_slice_in_dim(out, x, me * b, axis=0)
+    for s in range(1, n):  # step s: my own block straight to device i + s
+        got = lax.ppermute(x, axis_name, [(i, (i + s) % n) for i in range(n)])
+        out = lax.dynamic_update_slice_in_dim(out, got, ((me - s) % n) * b, axis=0)
+    return out
+""",
+        status="failed",
+        check="ring",
+        says=("send past the neighbours", "crosses s links"),
+    ),
+    Mistake(
+        id="reduce-scatter-sums-in-bfloat16",
+        module=L02,
+        exercise="ring_reduce_scatter",
+        patch=(
+            (
+                "return acc + chunk((me - s - 2) % n)",
+                "return (acc.astype(jnp.bfloat16) + chunk((me - s - 2) % n).astype(jnp.bfloat16)).astype(x.dtype)",
+            ),
+        ),
+        status="failed",
+        check="precision",
+        says=("computes in bfloat16", "Keep the inputs' dtype"),
+    ),
 ]

@@ -102,6 +102,11 @@ MISTAKES: list[Mistake] = [
         says=("wrong way round",),
     ),
     _edit(
+        id="dp-strict-comparison-at-the-boundary", exercise="dp_is_compute_bound",
+        old="return compute >= communicate", new="return compute > communicate",
+        says=("At the boundary", "≥, not >"),
+    ),
+    _edit(
         id="dp-fp32-gradient", exercise="dp_is_compute_bound",
         old="communicate = 2 * (2 * params) / link.bandwidth",
         new="communicate = 2 * (4 * params) / link.bandwidth",

@@ -7,13 +7,9 @@ from tests.mistakes import Mistake
 L04 = "l04_sharded_matmul"
 SPECS = "from jax.sharding import PartitionSpec as P\n"
 
-MISTAKES: list[Mistake] = [
-    Mistake(
-        id="allreduce-gathers-both-operands",
-        module=L04,
-        exercise="matmul_allreduce",
-        code=SPECS
-        + """
+GATHER_BOTH = (
+    SPECS
+    + """
 def matmul_allreduce(a, b, mesh):
     def body(a_blk, b_blk):
         a_full = lax.all_gather(a_blk, "x", axis=1, tiled=True, to="invarying")
@@ -23,10 +19,82 @@ def matmul_allreduce(a, b, mesh):
     return jax.shard_map(
         body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P()
     )(a, b)
-""",
+"""
+)
+"""All-reduce case built by gathering both operands: the wrong kind, and (at the
+shapes drawn, never a tie) more bytes too."""
+
+MISTAKES: list[Mistake] = [
+    Mistake(
+        id="allreduce-gathers-both-operands",
+        module=L04,
+        exercise="matmul_allreduce",
+        code=GATHER_BOTH,
         status="failed",
         check="collectives",
         says=("all-gather", "One all-reduce is enough"),
+    ),
+    Mistake(
+        id="allreduce-gathers-both-operands-costs-more",
+        module=L04,
+        exercise="matmul_allreduce",
+        code=GATHER_BOTH,
+        status="failed",
+        check="bytes",
+        says=("bytes sent per device; the optimum for this case is",),
+    ),
+    Mistake(
+        id="conflict-gathers-a-instead-of-b",
+        module=L04,
+        exercise="matmul_conflict",
+        code=SPECS
+        + """
+def matmul_conflict(a, b, mesh):
+    def body(a_blk, b_blk):
+        a_full = lax.all_gather(a_blk, "x", axis=0, tiled=True)
+        c_cols = lax.all_gather(a_full @ b_blk, "x", axis=1, tiled=True)  # [I, K]
+        rows = a_blk.shape[0]
+        return lax.dynamic_slice_in_dim(c_cols, lax.axis_index("x") * rows, rows, axis=0)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P("x", None), P(None, "x")), out_specs=P("x", None)
+    )(a, b)
+""",
+        status="failed",
+        check="bytes",
+        says=("bytes sent per device; the optimum for this case is",),
+    ),
+    Mistake(
+        id="one-liner-leaves-the-plan-to-xla",
+        module=L04,
+        exercise="matmul_conflict",
+        code="""
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def matmul_conflict(a, b, mesh):
+    return jnp.matmul(a, b, out_sharding=NamedSharding(mesh, P("x", None)))
+""",
+        status="failed",
+        check="shard_map",
+        says=("no jax.shard_map", "XLA's partitioner chose", "choose the collectives"),
+    ),
+    Mistake(
+        id="allgather-one-liner-leaves-the-plan-to-xla",
+        module=L04,
+        exercise="matmul_allgather",
+        code="""
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+
+def matmul_allgather(a, b, mesh):
+    return jnp.matmul(a, b, out_sharding=NamedSharding(mesh, P()))
+""",
+        status="failed",
+        check="shard_map",
+        says=("no jax.shard_map", "leaves the choice to XLA"),
     ),
     Mistake(
         id="reducescatter-psum-then-slice",
@@ -182,5 +250,53 @@ def matmul_allreduce(a, b, mesh):
         status="error",
         check=None,
         says=("partial sum", "jax.shard_map"),
+    ),
+    Mistake(
+        id="allreduce-float32-result-on-bfloat16",
+        module=L04,
+        exercise="matmul_allreduce",
+        code=SPECS
+        + """
+def matmul_allreduce(a, b, mesh):
+    def body(a_blk, b_blk):
+        return lax.psum(jnp.dot(a_blk, b_blk, preferred_element_type=jnp.float32), "x")
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P()
+    )(a, b)
+""",
+        status="failed",
+        check="precision",
+        says=("send float32 where the inputs are bfloat16",),
+    ),
+    Mistake(
+        id="allreduce-bfloat16-inside-float32",
+        module=L04,
+        exercise="matmul_allreduce",
+        code=SPECS
+        + """
+def matmul_allreduce(a, b, mesh):
+    def body(a_blk, b_blk):
+        low = a_blk.astype(jnp.bfloat16) @ b_blk.astype(jnp.bfloat16)  # "faster"
+        return lax.psum(low.astype(a_blk.dtype), "x")
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P()
+    )(a, b)
+""",
+        status="failed",
+        check="precision",
+        says=("computes in bfloat16", "Keep the inputs' dtype"),
+    ),
+    Mistake(
+        id="2d-psum-over-both-axes",
+        module=L04,
+        exercise="matmul_2d",
+        status="failed",
+        check="values",
+        says=("psum over ('x', 'y')", "psum over 'y' alone"),
+        patch=(
+            ('return lax.psum(a_blk @ b_blk, "y")', 'return lax.psum(a_blk @ b_blk, ("x", "y"))'),
+        ),
     ),
 ]

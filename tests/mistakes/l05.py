@@ -161,4 +161,60 @@ def allgather_matmul_bidirectional(x, w, mesh):
         check="directions",
         says=("same way round the ring",),
     ),
+    Mistake(
+        id="collective-matmul-direct-sends",
+        module=L05,
+        exercise="allgather_matmul",
+        code=SPECS
+        + """
+def allgather_matmul(x, w, mesh):
+    def body(x_blk, w_blk):
+        n = lax.axis_size("x")
+        me = lax.axis_index("x")
+        d = w_blk.shape[0]
+        y = jnp.dot(lax.dynamic_slice_in_dim(x_blk, me * d, d, axis=1), w_blk)
+        for s in range(1, n):  # W block i + s, sent straight from device i + s
+            held = lax.ppermute(w_blk, "x", [(j, (j - s) % n) for j in range(n)])
+            y = y + jnp.dot(lax.dynamic_slice_in_dim(x_blk, ((me + s) % n) * d, d, axis=1), held)
+        return y
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P("x", None), P("x", None)), out_specs=P("x", None)
+    )(x, w)
+""",
+        status="failed",
+        check="ring",
+        says=("send past the neighbours", "crosses s links"),
+    ),
+    Mistake(
+        id="reducescatter-float32-running-sum",
+        module=L05,
+        exercise="matmul_reducescatter",
+        code=SPECS
+        + """
+def matmul_reducescatter(x, w, mesh):
+    def body(x_blk, w_blk):
+        n = lax.axis_size("x")
+        me = lax.axis_index("x")
+        f = w_blk.shape[1] // n
+        right = [(i, (i + 1) % n) for i in range(n)]
+
+        def product(block):  # float32 products, and a float32 sum on the wire
+            cols = lax.dynamic_slice_in_dim(w_blk, block * f, f, axis=1)
+            return jnp.dot(x_blk, cols, preferred_element_type=jnp.float32)
+
+        def step(s, acc):
+            return lax.ppermute(acc, "x", right) + product((me - s - 2) % n)
+
+        acc = lax.fori_loop(0, n - 1, step, product((me - 1) % n))
+        return acc.astype(x_blk.dtype)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(None, "x"), P("x", None)), out_specs=P(None, "x")
+    )(x, w)
+""",
+        status="failed",
+        check="precision",
+        says=("send float32 where the inputs are bfloat16", "Cast to bfloat16"),
+    ),
 ]
