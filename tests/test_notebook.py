@@ -19,9 +19,9 @@ def home(tmp_path, monkeypatch):
 def test_grade_returns_a_result_that_renders_itself(home, monkeypatch):
     lines: list[str] = []
     monkeypatch.setattr(notebook, "_notebook_line", lambda: lines.append)
-    g = notebook.grade(1, solutions=True, max_examples=1)
+    g = notebook.grade(1, solutions=True)
     assert isinstance(g, notebook.Grading) and g and g.exit_code == 0
-    assert g.command == "course grade 1 --solutions --max-examples 1"
+    assert g.command == "course grade 1 --solutions"
     bundle = g._repr_mimebundle_()
     assert "Score 5/5" in bundle["text/plain"]
     assert "<html" in bundle["text/html"].lower() and "Score 5/5" in bundle["text/html"]
