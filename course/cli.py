@@ -34,12 +34,32 @@ class CourseGroup(click.Group):
             sys.exit(1)
 
 
-@click.group(cls=CourseGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        from course.versions import describe
+
+        click.echo(describe())
+        ctx.exit()
+
+
+@click.group(
+    cls=CourseGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    invoke_without_command=True,
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="The course's version and the versions of Python, JAX and hypothesis it grades with.",
+)
 @click.option(
     "--home",
     envvar="COURSE_HOME",
     type=click.Path(file_okay=False),
-    help="Your workspace (default: workspace/ in the course).",
+    help="Your workspace (default: the course init folder you are in, else workspace/ in a clone).",
 )
 @click.option(
     "--db",
@@ -52,34 +72,61 @@ def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
     """scaling-course: learn to train large models across many accelerators, with JAX.
 
     The daily loop: course show N → edit your exercise file → course grade N
-    (or course watch) → course hint N when stuck.
+    (or course watch) → course hint N when stuck. Without a command: your
+    status, then this help.
     """
     ctx.obj = make_app(home, db)
+    if ctx.invoked_subcommand is None:
+        from course.commands.status import status as run
+
+        try:
+            run(ctx.obj)
+        except click.ClickException as exc:  # no workspace yet: say so, then the help
+            click.echo(exc.format_message())
+        click.echo("\n" + ctx.get_help())
+
+
+@cli.command()
+@click.argument("directory", default=".", type=click.Path(file_okay=False))
+@pass_app
+def init(app: App, directory: str) -> None:
+    """Make DIRECTORY (default: this folder) your workspace: your exercise files and
+    progress go there, and course commands run inside it use it."""
+    from course.commands.init import init as run
+
+    sys.exit(run(app, directory))
+
+
+JSON_OPTION = click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON (schema: docs/grade-json.md)."
+)
 
 
 @cli.command("list")
+@JSON_OPTION
 @pass_app
-def list_cmd(app: App) -> None:
+def list_cmd(app: App, as_json: bool) -> None:
     """Lessons and exercises, with your status."""
     from course.commands.status import list_lessons
 
-    sys.exit(list_lessons(app))
+    sys.exit(list_lessons(app, as_json))
 
 
 @cli.command()
+@JSON_OPTION
 @pass_app
-def status(app: App) -> None:
+def status(app: App, as_json: bool) -> None:
     """Your progress and what to do next."""
     from course.commands.status import status as run
 
-    sys.exit(run(app))
+    sys.exit(run(app, as_json))
 
 
 @cli.command()
-@click.argument("lesson", type=int)
+@click.argument("lesson", type=int, required=False)
 @pass_app
-def show(app: App, lesson: int) -> None:
-    """Read lesson LESSON."""
+def show(app: App, lesson: int | None) -> None:
+    """Read lesson LESSON (default: the current one)."""
     from course.commands.show import show as run
 
     sys.exit(run(app, lesson))
@@ -105,19 +152,24 @@ GRADE_OPTIONS = [
     click.option(
         "--cpu", is_flag=True, help="Simulate devices on the CPU even where accelerators exist."
     ),
-    click.option(
-        "--max-examples",
-        type=click.IntRange(0),
-        help="Drawn examples per exercise (beyond the fixed ones; fewer than the "
-        "lesson's: the run does not count).",
-    ),
 ]
+MAX_EXAMPLES = click.option(
+    "--max-examples",
+    type=click.IntRange(0),
+    help="Drawn examples per exercise (beyond the fixed ones; fewer than the "
+    "lesson's: the run does not count).",
+)
 
 
-def grade_options(f):
+def run_options(f):
+    """The options of every command that grades: seed, time limit, devices."""
     for option in reversed(GRADE_OPTIONS):
         f = option(f)
     return f
+
+
+def grade_options(f):
+    return run_options(MAX_EXAMPLES(f))
 
 
 @cli.command()
@@ -134,7 +186,7 @@ def grade_options(f):
 @click.option(
     "--example", help="Re-run one example exactly, as printed by a failure (needs N.exercise)."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
+@JSON_OPTION
 @grade_options
 @pass_app
 def grade(app: App, target: str | None, **options) -> None:
@@ -159,10 +211,10 @@ def watch(app: App, lesson: int | None, **options) -> None:
 
 
 @cli.command()
-@click.argument("lesson", type=int)
+@click.argument("lesson", type=int, required=False)
 @pass_app
-def hint(app: App, lesson: int) -> None:
-    """The next hint for LESSON."""
+def hint(app: App, lesson: int | None) -> None:
+    """The next hint for LESSON (default: the current one)."""
     from course.commands.show import hint as run
 
     sys.exit(run(app, lesson))
@@ -180,14 +232,39 @@ def reset(app: App, lesson: int, yes: bool) -> None:
 
 
 @cli.command()
-@click.argument("lesson", type=int)
+@click.argument("lesson", type=int, required=False)
 @click.option("--force", is_flag=True, help="Show it even though the lesson does not pass yet.")
 @pass_app
-def solution(app: App, lesson: int, force: bool) -> None:
-    """The reference solution of LESSON (once it passes)."""
+def solution(app: App, lesson: int | None, force: bool) -> None:
+    """The reference solution of LESSON (default: the current one), once it passes."""
     from course.commands.show import solution as run
 
     sys.exit(run(app, lesson, force))
+
+
+@cli.command()
+@click.argument("submissions", type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--out", "-o", required=True, type=click.Path(file_okay=False),
+    help="Results folder: summary.csv, and per submission results.json (Gradescope) and junit.xml.",
+)  # fmt: skip
+@click.option(
+    "--lesson", "lessons", type=int, multiple=True,
+    help="Grade this lesson (repeat for several; default: every lesson).",
+)  # fmt: skip
+@run_options
+@pass_app
+def classroom(app: App, submissions: str, out: str, **options) -> None:
+    """Grade a class: every sub-folder of SUBMISSIONS is one student's exercise files.
+
+    Each is graded in its own worker with the full example set; a submission
+    that crashes or hangs costs its own result only. Your own progress is not
+    touched. A folder that holds lesson files itself is one submission
+    (as on Gradescope; see docs/classroom.md).
+    """
+    from course.commands.classroom import classroom as run
+
+    sys.exit(run(app, submissions, out, **options))
 
 
 @cli.group()

@@ -1,11 +1,19 @@
 """Where things are: the course's own files, and the student's workspace.
 
-The repository (``root``: :func:`grader.repo.root`, which honours
-``COURSE_ROOT``) holds the pristine stubs in ``exercises/``, the references
-in ``solutions/`` and the lesson texts. The student works in a
-workspace (``home``, default ``<root>/workspace``), which gets a copy of every
-stub the first time it is needed and the progress database; ``course reset``
-copies a stub back from ``root``.
+The course's files (stubs, references, lesson texts) are found by
+:func:`grader.repo.shipped`: a checkout's ``exercises/`` and ``solutions/``,
+or the package data of an installed wheel. The student works in a workspace,
+which gets a copy of every stub the first time it is needed and the progress
+database; ``course reset`` copies a stub back.
+
+Which workspace (the README says the same):
+
+1. ``--home DIR`` or ``COURSE_HOME``;
+2. else the nearest folder, from the current one upwards, that ``course init``
+   made (it holds :data:`MARKER`);
+3. else, in a checkout, ``workspace/`` inside it;
+4. else none: the commands that need one ask for ``course init``. Nothing is
+   ever written inside an installed package.
 """
 
 from __future__ import annotations
@@ -15,9 +23,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.repo import root
+from grader.repo import CODE, root, shipped
 
-__all__ = ["Workspace", "root", "workspace"]
+__all__ = ["MARKER", "Workspace", "find_workspace", "root", "workspace"]
+
+MARKER = ".course-workspace"
+"""The file ``course init`` leaves in a workspace, so that commands run inside it find it."""
 
 
 @dataclass(frozen=True)
@@ -43,16 +54,36 @@ class Workspace:
         """Copy the stub of every module the workspace lacks; return those copied."""
         copied = []
         self.exercises.mkdir(parents=True, exist_ok=True)
+        stubs = shipped().stubs
         for module in modules:
             target = self.exercise_file(module)
-            source = root() / "exercises" / f"{module}.py"
+            source = stubs / f"{module}.py"
             if not target.exists() and source.exists():
                 shutil.copyfile(source, target)
                 copied.append(target)
         return copied
 
 
-def workspace(home: str | Path | None = None, db: str | Path | None = None) -> Workspace:
-    h = Path(home or os.environ.get("COURSE_HOME") or root() / "workspace").resolve()
+def find_workspace(start: Path) -> Path | None:
+    """The nearest folder from ``start`` upwards that ``course init`` made."""
+    for folder in (start, *start.parents):
+        if (folder / MARKER).is_file():
+            return folder
+    return None
+
+
+def workspace(home: str | Path | None = None, db: str | Path | None = None) -> Workspace | None:
+    """The workspace by the rules above; None when there is none."""
+    chosen = home or os.environ.get("COURSE_HOME") or find_workspace(Path.cwd().resolve())
+    if not chosen and shipped().checkout:
+        chosen = root() / "workspace"
+    if not chosen:
+        return None
+    h = Path(chosen).resolve()
     d = Path(db or os.environ.get("COURSE_DB") or h / "progress.db").resolve()
     return Workspace(h, d)
+
+
+def inside_installed_package(folder: Path) -> bool:
+    """True for a folder inside the installed course (site-packages), where nothing is written."""
+    return not shipped().checkout and folder.resolve().is_relative_to(CODE)

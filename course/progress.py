@@ -8,6 +8,7 @@ version of the course is refused with a message that says what to do.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from grader.results import ExerciseResult, ExerciseScore, Status
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -26,7 +27,8 @@ CREATE TABLE IF NOT EXISTS attempts (
     source TEXT NOT NULL,          -- the directory graded
     counted INTEGER NOT NULL,      -- 1 when it is the student's own workspace
     command TEXT NOT NULL,
-    state TEXT NOT NULL            -- running, done, interrupted
+    state TEXT NOT NULL,           -- running, done, interrupted
+    versions TEXT                  -- JSON: python, jax, jaxlib, hypothesis … that graded it
 );
 CREATE TABLE IF NOT EXISTS results (
     id INTEGER PRIMARY KEY,
@@ -51,6 +53,12 @@ CREATE TABLE IF NOT EXISTS checks (
 CREATE TABLE IF NOT EXISTS hints (lesson INTEGER PRIMARY KEY, shown INTEGER NOT NULL);
 """
 TABLES = ("meta", "attempts", "results", "checks", "hints")
+
+
+MIGRATIONS = {
+    2: "ALTER TABLE attempts ADD COLUMN versions TEXT",
+}
+"""Schema version → the SQL that brings a file from the version before up to it."""
 
 
 class ProgressError(Exception):
@@ -119,6 +127,12 @@ class Progress:
                 f"BEGIN IMMEDIATE; {SCHEMA} INSERT OR REPLACE INTO meta "
                 f"VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
             )
+        elif not read_only:  # a reader leaves an older file as it is; the next writer migrates it
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                self.db.executescript(
+                    f"BEGIN IMMEDIATE; {MIGRATIONS[step]}; INSERT OR REPLACE INTO meta "
+                    f"VALUES ('schema_version', '{step}'); COMMIT;"
+                )
 
     @property
     def _fresh(self) -> str:
@@ -166,12 +180,17 @@ class Progress:
 
     # ----------------------------------------------------------- writes
 
-    def start_attempt(self, source: str, counted: bool, command: str) -> int:
+    def start_attempt(
+        self, source: str, counted: bool, command: str, versions: dict[str, str] | None = None
+    ) -> int:
+        """Open an attempt; ``versions`` (see course.versions) says what graded it."""
         with self._tx() as db:
             cur = db.execute(
-                "INSERT INTO attempts (started, source, counted, command, state) VALUES (?, ?, ?, ?, 'running')",
-                (time.time(), source, int(counted), command),
-            )
+                "INSERT INTO attempts (started, source, counted, command, state, versions)"
+                " VALUES (?, ?, ?, ?, 'running', ?)",
+                (time.time(), source, int(counted), command,
+                 json.dumps(versions) if versions else None),
+            )  # fmt: skip
             return int(cur.lastrowid)
 
     def record(self, attempt: int, result: ExerciseResult, scored: ExerciseScore) -> None:
@@ -252,6 +271,11 @@ class Progress:
         return self.db.execute(
             "SELECT id, started, finished, source, counted, command, state FROM attempts ORDER BY id"
         ).fetchall()
+
+    def versions(self, attempt: int) -> dict[str, str] | None:
+        """What graded ``attempt`` (None for attempts recorded before versions were)."""
+        row = self.db.execute("SELECT versions FROM attempts WHERE id = ?", (attempt,)).fetchone()
+        return json.loads(row[0]) if row and row[0] else None
 
 
 class _Transaction:

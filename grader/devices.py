@@ -95,6 +95,8 @@ def devices() -> list[Any]:
 def describe() -> str:
     devs = devices()
     kind = devs[0].platform.upper() if devs else "?"
+    if len(devs) == 1:
+        return f"1 {kind} device"
     simulated = " (simulated)" if kind == "CPU" else ""
     return f"{len(devs)} {kind} devices{simulated}"
 

@@ -187,8 +187,6 @@ class ExercisePanel:
             facts.add_column(style="bold")
             facts.add_column()
             facts.add_row("example", e.example)
-            if self.rerun:
-                facts.add_row("re-run", Text(self.rerun, style="cyan"))
             parts.append(facts)
         if e.checks:
             parts.append(CheckTable(e.checks))
@@ -215,6 +213,21 @@ class ExercisePanel:
             title_align="left",
             border_style=style,
         )
+        if self.rerun:
+            yield RerunLine(self.rerun)
+
+
+class RerunLine:
+    """The command that re-runs the failing example, under its panel and on one line:
+    inside a panel it would wrap between borders and copy with "│" in it. Printed with
+    ``crop=False`` (as ``course grade`` does), a long one runs past the edge whole."""
+
+    def __init__(self, command: str):
+        self.command = command
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text("re-run this example:", style="bold")
+        yield Text("  " + self.command, style="cyan", no_wrap=True, overflow="ignore")
 
 
 class CheckTable:
@@ -279,19 +292,83 @@ def lesson_wide(exercises: list[ExerciseResult]) -> list[RenderableType]:
 
 
 def _device_map(d: ev.DeviceMap, exercise: ExerciseResult | None) -> list[RenderableType]:
-    stats = Table.grid(padding=(0, 2))
-    stats.add_row("max abs error", f"{d.max_abs_err:.4g}", "max rel error", f"{d.max_rel_err:.4g}",
-                  "tolerance", f"atol {d.atol:.2g}, rtol {d.rtol:.2g}")  # fmt: skip
+    stats = Facts([("max abs error", f"{d.max_abs_err:.4g}"), ("max rel error", f"{d.max_rel_err:.4g}"),
+                   ("tolerance", f"atol {d.atol:.2g}, rtol {d.rtol:.2g}")])  # fmt: skip
     out: list[RenderableType] = [DeviceGrid(d), stats]
     first = d.first_mismatch
     if first is not None and first.expected_shard is not None:
         where = "device " + ",".join(map(str, first.coord))
-        t = Table(box=box.SIMPLE, title=f"{where}: its whole shard", title_justify="left")
-        t.add_column("expected")
-        t.add_column("yours")
-        t.add_row(_grid(first.expected_shard), Text(_grid(first.actual_shard), style="red"))
-        out.append(t)
+        out.append(
+            SideBySide(
+                f"{where}: its whole shard",
+                "expected",
+                _grid(first.expected_shard),
+                "yours",
+                _grid(first.actual_shard),
+            )  # fmt: skip
+        )
     return out
+
+
+class Facts:
+    """Labelled values: on one line when they fit, else one per line (never a label
+    broken in two)."""
+
+    def __init__(self, pairs: list[tuple[str, str]]):
+        self.pairs = pairs
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        one_line = sum(len(k) + len(v) + 4 for k, v in self.pairs)
+        t = Table.grid(padding=(0, 2))
+        if one_line <= options.max_width:
+            t.add_row(*(x for pair in self.pairs for x in pair))
+        else:
+            t.add_column(style="dim", no_wrap=True)
+            t.add_column()
+            for k, v in self.pairs:
+                t.add_row(k, v)
+        yield t
+
+
+class SideBySide:
+    """Two grids of numbers (expected, yours), side by side when both fit, else one
+    above the other; rows are never wrapped. A grid wider than the space shows its
+    first columns and says how many (the JSON output has all)."""
+
+    def __init__(self, title: str, left: str, left_grid: str, right: str, right_grid: str):
+        self.title = title
+        self.grids = [(left, left_grid, ""), (right, right_grid, "red")]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = max(len(line) for _, g, _ in self.grids for line in g.splitlines() or [""])
+        if 2 * width + 4 <= options.max_width:
+            t = Table(box=box.SIMPLE, title=self.title, title_justify="left")
+            for name, _, _ in self.grids:
+                t.add_column(name, no_wrap=True)
+            t.add_row(*(Text(g, style=style) for _, g, style in self.grids))
+            yield t
+            return
+        yield Text(self.title)
+        for name, grid, style in self.grids:
+            yield Text(name, style="bold")
+            yield Text(_fit(grid, options.max_width - 2), style=style, no_wrap=True)
+
+
+def _fit(grid: str, width: int) -> str:
+    """The grid's rows cut to whole numbers within ``width``, with a note when cut."""
+    rows = grid.splitlines()
+    if all(len(r) <= width for r in rows):
+        return "\n".join("  " + r for r in rows)
+    cells = [r.split() for r in rows]
+    cell = max(len(c) for row in cells for c in row) + 1
+    total = max(len(row) for row in cells)
+    keep = min(total, max(1, (width - 2) // cell))
+    shown = "\n".join("  " + "".join(f"{c:>{cell}}" for c in row[:keep]) for row in cells)
+    return (
+        shown
+        if keep == total
+        else shown + f"\n  (the first {keep} of {total} columns; --json has all)"
+    )
 
 
 def _sharding(d: ev.Sharding, exercise: ExerciseResult | None) -> list[RenderableType]:

@@ -6,6 +6,9 @@ group compiles real shard_map programs on the simulated CPU mesh.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from grader import hlo
@@ -603,3 +606,70 @@ ENTRY %main (a: f32[4]) -> f32[4] {
 }
 """
     assert hlo.summarize(text, num_devices=2).count("all-reduce") == 4
+
+
+# --- replica groups as each JAX version prints them (tests/data/hlo/capture.py) ---
+
+CAPTURED = Path(__file__).parent / "data" / "hlo"
+VERSIONS = sorted(p.name for p in CAPTURED.glob("jax-*"))
+F32 = 4
+# program → sorted (kind, group size, bytes each device sends), worked out by hand:
+# 2d:  a (2,2) mesh; psum over 'y' of f32[4,8] (G=2: 2·1/2·128 B), all-gather over 'x' (1·128 B)
+# rs:  psum_scatter over 'x' of f32[8,4] (G=2: 1/2·128 B)
+# 1d3: a 3-ring; psum of f32[2,6] (2·2/3·48 B) and an all-to-all of three f32[2,2] (2/3·48 B)
+# 2x3: a (2,3) mesh; psum over both axes of f32[3,2] (G=6: 2·5/6·24 B),
+#      all-gather over 'y' of f32[3,2] (G=3: 2·24 B)
+EXPECTED = {
+    "2d": [("all-gather", 2, 32 * F32), ("all-reduce", 2, 32 * F32)],
+    "rs": [("reduce-scatter", 2, 16 * F32)],
+    "1d3": [("all-reduce", 3, 2 * 2 * 12 * F32 // 3), ("all-to-all", 3, 2 * 12 * F32 // 3)],
+    "2x3": [("all-gather", 3, 2 * 6 * F32), ("all-reduce", 6, 2 * 5 * 6 * F32 // 6)],
+}
+
+
+def _forms(version: str) -> set[str]:
+    text = "".join(f.read_text() for f in (CAPTURED / version).glob("*.hlo"))
+    groups = re.findall(r"replica_groups=(\S+)", text)
+    return {
+        "mesh" if g.startswith("mesh[") else "iota" if g.startswith("[") else "list" for g in groups
+    }
+
+
+def test_captured_versions_cover_list_and_mesh_forms() -> None:
+    forms = {v: _forms(v) for v in VERSIONS}
+    assert forms["jax-0.10.2"] == {"list"}, forms
+    assert {"mesh"} in forms.values(), forms  # jax >= 0.11 prints mesh['x'=2,'y'=2] {'y'}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("program", sorted(EXPECTED))
+def test_captured_replica_groups(version: str, program: str) -> None:
+    text = (CAPTURED / version / f"{program}.hlo").read_text()
+    s = hlo.summarize(text, num_devices=8)  # 8 devices exist; the groups are smaller
+    got = sorted((c.kind, c.group_size, c.bytes_each) for c in s.collectives)
+    assert got == EXPECTED[program]
+
+
+@pytest.mark.parametrize(
+    ("groups", "size"),
+    [
+        ("mesh['x'=2,'y'=2] {'y'}", 2),
+        ("mesh['x'=2,'y'=3] {'x','y'}", 6),
+        ("mesh['x'=2,'y'=3] {'y'}", 3),
+        ("mesh['x'=4] {'x':(1)2}", 2),
+        ("mesh['x'=1] {'x'}", 1),
+        ("[4,2]<=[8]", 2),
+        ("{{0,1,2}}", 3),
+    ],
+)
+def test_group_size_of_every_form(groups: str, size: int) -> None:
+    assert hlo._group_size(f"channel_id=1, replica_groups={groups}, to_apply=%add", 8) == size
+
+
+@pytest.mark.parametrize(
+    "groups",
+    ["mesh['x'=2] {'z'}", "mesh[x:2] {'x'}", "mesh['x'=2] device_ids={0,1} {'x'}", "<<0,1>>"],
+)
+def test_unknown_group_form_is_a_loud_grader_fault(groups: str) -> None:
+    with pytest.raises(hlo.HloFormatError, match="not your code"):
+        hlo.summarize(_groups_module(groups), num_devices=8)

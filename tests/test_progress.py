@@ -213,6 +213,41 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     db.close()
 
 
+SCHEMA_1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta VALUES ('schema_version', '1');
+CREATE TABLE attempts (id INTEGER PRIMARY KEY, started REAL NOT NULL, finished REAL,
+    source TEXT NOT NULL, counted INTEGER NOT NULL, command TEXT NOT NULL, state TEXT NOT NULL);
+CREATE TABLE results (id INTEGER PRIMARY KEY, attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+    recorded REAL NOT NULL, lesson INTEGER NOT NULL, exercise TEXT NOT NULL, status TEXT NOT NULL,
+    score INTEGER NOT NULL, possible INTEGER NOT NULL, duration REAL NOT NULL, example TEXT);
+CREATE TABLE checks (result_id INTEGER NOT NULL REFERENCES results(id), name TEXT NOT NULL,
+    passed INTEGER NOT NULL, message TEXT NOT NULL, duration REAL NOT NULL);
+CREATE TABLE hints (lesson INTEGER PRIMARY KEY, shown INTEGER NOT NULL);
+INSERT INTO attempts VALUES (1, 1.0, 2.0, 'ws', 1, 'course grade 2', 'done');
+INSERT INTO results VALUES (1, 1, 1.5, 2, 'ring_all_gather', 'passed', 2, 2, 0.1, NULL);
+"""
+
+
+def test_schema_1_file_is_migrated_and_keeps_its_results(tmp_path: Path) -> None:
+    path = tmp_path / "p.db"
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA_1)
+    db.close()
+    with Progress(path) as p:
+        assert p.states()[(2, "ring_all_gather")].status == "passed"
+        assert p.versions(1) is None  # graded before versions were recorded
+        a = p.start_attempt(
+            "ws", True, "course grade 2", {"jax": "0.12.0", "hypothesis": "6.170.17"}
+        )
+        assert p.versions(a) == {"jax": "0.12.0", "hypothesis": "6.170.17"}
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
+        str(SCHEMA_VERSION),
+    )
+    db.close()
+
+
 def test_two_connections_writing_alternately(tmp_path: Path) -> None:
     path = tmp_path / "p.db"
     with Progress(path) as grade, Progress(path) as watch:

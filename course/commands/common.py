@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
 
 import click
 from rich.console import Console
@@ -10,6 +14,11 @@ from rich.console import Console
 from course import registry
 from course.paths import Workspace, workspace
 from course.progress import Progress, ProgressError
+
+NO_WORKSPACE = (
+    "No workspace here. Make one with `course init DIR` (or `course init` for this folder) "
+    "and run course from inside it, or point --home / COURSE_HOME at one."
+)
 
 
 class UsageProblem(click.ClickException):
@@ -23,12 +32,30 @@ class UsageProblem(click.ClickException):
 class App:
     """State the CLI group builds once and every command receives."""
 
-    ws: Workspace
+    workspace: Workspace | None
+    """None when no rule of course.paths finds one."""
     console: Console
     course: registry.Course
 
-    def progress(self, *, read_only: bool = False) -> Progress:
+    @property
+    def ws(self) -> Workspace:
+        """The workspace; a command that needs one and has none stops with what to do."""
+        if self.workspace is None:
+            raise click.ClickException(NO_WORKSPACE)
+        return self.workspace
+
+    def compile_cache(self) -> str | None:
+        """Where compiled programs are kept: the workspace's cache, if there is one."""
+        cache = self.workspace.compile_cache if self.workspace else None
+        return str(cache) if cache else None
+
+    def progress(self, record: bool = True, *, read_only: bool = False) -> Progress:
+        """The progress file; ``record=False`` gives a throwaway one in memory, for
+        grading someone else's code (a teacher's ``--path``), which never writes to yours;
+        ``read_only`` opens it only to read (``status``, ``list``: a read-only workspace works)."""
         try:
+            if not record:
+                return Progress(Path(":memory:"))
             return Progress(self.ws.db, read_only=read_only)
         except ProgressError as exc:
             raise click.ClickException(str(exc)) from None
@@ -42,7 +69,7 @@ class App:
 
     def states(self) -> dict:
         """The student's latest result per (lesson, exercise); empty before any grading."""
-        if not self.ws.db.exists():
+        if self.workspace is None or not self.workspace.db.exists():
             return {}
         with self.progress(read_only=True) as progress:
             return progress.states()
@@ -54,9 +81,37 @@ class App:
             raise click.BadParameter(str(exc.args[0]), param_hint="LESSON") from None
 
 
+class TrimmedLines(io.TextIOBase):
+    """Writes complete lines without their trailing spaces: rich pads every table
+    cell to its column, which piped output (a log, a diff, grep) is better without."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + text).split("\n")
+        if lines:
+            self.out.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.write(self.pending)
+        self.pending = ""
+        self.out.flush()
+
+
+def console() -> Console:
+    """The console commands print to: a terminal's as it is; piped output trimmed."""
+    plain = Console(highlight=False)
+    if plain.is_terminal or plain.is_jupyter:
+        return plain
+    return Console(highlight=False, file=TrimmedLines(sys.stdout))
+
+
 def make_app(home: str | None, db: str | None) -> App:
     try:
         course = registry.load()
     except registry.RegistryError as exc:
         raise click.ClickException(str(exc)) from None
-    return App(workspace(home, db), Console(highlight=False), course)
+    return App(workspace(home, db), console(), course)

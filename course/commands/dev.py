@@ -15,12 +15,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import click
 from rich.table import Table
 from rich.text import Text
 
 from course import paths
 from course.commands.common import App
 from course.registry import Course
+from grader.repo import shipped
 from grader.results import Status
 
 
@@ -103,6 +105,8 @@ def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
     from grader.protocol import LessonJob, Request
     from grader.runner import grade
 
+    if not shipped().checkout:
+        raise click.ClickException("course dev check checks a clone of the repository; none here")
     root = paths.root()
     problems = static_problems(app.course, root)
     rows: list[tuple[str, str, bool, str]] = []
@@ -113,9 +117,10 @@ def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
         )
         for folder, want in (("solutions", Status.PASSED), ("exercises", Status.NOT_STARTED)):
             with app.console.status(f"grading {folder}/ …"):
-                cache = str(app.ws.compile_cache) if app.ws.compile_cache else None
                 results = grade(
-                    Request(lessons, str(root / folder), timeout=timeout, cache_dir=cache)
+                    Request(
+                        lessons, str(root / folder), timeout=timeout, cache_dir=app.compile_cache()
+                    )
                 )
             for lr in results:
                 for er in lr.exercises:

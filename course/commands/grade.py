@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import math
 import os
@@ -11,16 +12,18 @@ import shlex
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import click
 
-from course import paths
 from course.commands.common import App, UsageProblem
 from course.registry import Lesson
+from course.versions import versions
 from grader.protocol import DEFAULT_TIMEOUT, Event
+from grader.repo import shipped
 from grader.results import ExerciseResult, LessonResult, Scorecard, Status, to_json
 
 INTERRUPTED = 130
@@ -133,8 +136,14 @@ def grade(
     app: App, target: str | None, *, all_lessons: bool = False, solutions: bool = False,
     path: str | None = None, seed: int = 0, example: str | None = None, as_json: bool = False,
     timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
-    max_examples: int | None = None,
+    max_examples: int | None = None, progress_line: Callable[[str], None] | None = None,
+    deliver: Callable[[list[LessonResult], list[Scorecard]], None] | None = None,
 ) -> int:  # fmt: skip
+    """Grade; print the report (or JSON) and return the exit status.
+
+    A notebook passes ``progress_line`` (shown instead of the terminal's spinner)
+    and ``deliver`` (gets the results and their scorecards instead of the report).
+    """
     from grader.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
     from grader.runner import GraderCrashed, RequestRejected
     from grader.runner import grade as run_grading
@@ -150,12 +159,12 @@ def grade(
     if solutions and path:
         raise click.UsageError("give --solutions or --path, not both")
     if solutions:
-        directory, counted = paths.root() / "solutions", False
+        directory, counted = shipped().solutions, False
     elif path:
         directory = Path(path).resolve()
         if not directory.is_dir():
             raise click.BadParameter(f"{path} is not a directory", param_hint="--path")
-        counted = directory == app.ws.exercises
+        counted = app.workspace is not None and directory == app.workspace.exercises
     else:
         app.ensure_workspace()
         directory, counted = app.ws.exercises, True
@@ -174,21 +183,31 @@ def grade(
         ),
         directory=str(directory), seed=seed, example=example, max_examples=max_examples,
         timeout=timeout, devices=devices, platform="cpu" if cpu else None,
-        cache_dir=str(app.ws.compile_cache) if app.ws.compile_cache else None,
+        cache_dir=app.compile_cache(),
+    )  # fmt: skip
+    command = as_command(
+        target, all_lessons=all_lessons, solutions=solutions, path=path, seed=seed,
+        example=example, timeout=timeout, devices=devices, cpu=cpu, max_examples=max_examples,
     )  # fmt: skip
     lessons = {lesson.number: lesson for lesson in chosen.lessons}
-    command = "course " + " ".join(shlex.quote(a) for a in sys.argv[1:])  # as typed, for the record
     console = app.console
     graded: dict[int, list[ExerciseResult]] = {n: [] for n in lessons}
     """What the worker graded so far, for the JSON document of an interrupted run."""
-    with app.progress() as progress, stop_signals(), stdout_kept_for_json(as_json) as out:
+    with (
+        app.progress(record=counted) as progress,
+        stop_signals(),
+        stdout_kept_for_json(as_json) as out,
+    ):
         opened: dict[bool, int] = {}
         """Attempts, each opened with its first result (a run refused or stopped before
         has none): the run's own, and, aside (True), one for passes on a narrowed run,
         kept but never the student's progress (a failure counts on any example set)."""
         status = (
-            None if as_json or not console.is_terminal else console.status("starting the grader …")
+            None
+            if as_json or progress_line or not console.is_terminal
+            else console.status("starting the grader …")
         )
+        line = progress_line or (status.update if status is not None else None)
 
         def on_event(event: Event) -> None:
             if isinstance(event, ExerciseGraded):
@@ -199,12 +218,12 @@ def grade(
                 aside = bool(er.narrowed) and er.passed and counted
                 if aside not in opened:
                     opened[aside] = progress.start_attempt(
-                        str(directory), counted and not aside, command
+                        str(directory), counted and not aside, command, versions()
                     )
                 scored = lessons[er.lesson].exercise(er.exercise).scored(er.status, not er.narrowed)
                 progress.record(opened[aside], er, scored)
-            elif isinstance(event, ExampleStarted) and status is not None:
-                status.update(
+            elif isinstance(event, ExampleStarted) and line is not None:
+                line(
                     f"grading {event.lesson}.{event.exercise} — example {event.index + 1}: {event.example}"
                 )
 
@@ -247,7 +266,9 @@ def grade(
             if er.status == Status.NOT_STARTED and lesson.hints:
                 er.hint = lesson.hints[0]
     cards = [lesson.score_result(result) for lesson, result in zip(chosen.lessons, results)]
-    if as_json:
+    if deliver is not None:
+        deliver(results, cards)
+    elif as_json:
         _json_to(1, to_json(results, cards))
     else:
         render(app, results, cards, solutions=solutions, path=path)
@@ -283,21 +304,41 @@ def _json_to(fd: int, document: dict) -> None:
             data = data[os.write(fd, data) :]
 
 
+def as_command(target: str | None, **options) -> str:
+    """The ``course grade`` command line that repeats a grading: recorded with
+    each attempt (a notebook's kernel argv would be no use to anyone)."""
+    defaults = inspect.signature(grade).parameters  # options at their default are left out
+    parts = ["course", "grade"] + ([target] if target else [])
+    for name, value in options.items():
+        if value is None or value is False or defaults[name].default == value:
+            continue
+        flag = "--" + ("all" if name == "all_lessons" else name.replace("_", "-"))
+        parts += (
+            [flag]
+            if value is True
+            else [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+        )
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def rerun_command(er: ExerciseResult, solutions: bool = False, path: str | None = None) -> str:
+    """The command that re-runs exactly the example ``er`` failed on."""
+    cmd = f"course grade {er.lesson}.{er.exercise}"
+    if er.example:
+        cmd += f" --example {shlex.quote(er.example)}"
+    if solutions:
+        cmd += " --solutions"
+    elif path:
+        cmd += f" --path {shlex.quote(path)}"
+    return cmd
+
+
 def render(
     app: App, results: list[LessonResult], cards: list[Scorecard], *, solutions: bool = False,
     path: str | None = None,
 ) -> None:  # fmt: skip
     from grader.report import LessonReport
 
-    def rerun(er: ExerciseResult) -> str:
-        cmd = f"course grade {er.lesson}.{er.exercise}"
-        if er.example:
-            cmd += f" --example {shlex.quote(er.example)}"
-        if solutions:
-            cmd += " --solutions"
-        elif path:
-            cmd += f" --path {shlex.quote(path)}"
-        return cmd
-
+    rerun = partial(rerun_command, solutions=solutions, path=path)
     for result, card in zip(results, cards):
-        app.console.print(LessonReport(result, card, rerun))
+        app.console.print(LessonReport(result, card, rerun), crop=False)  # re-run lines whole

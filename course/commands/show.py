@@ -2,47 +2,121 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 import click
-from rich.markdown import Markdown
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.markdown import CodeBlock, Markdown, TableElement
 from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from course import paths
 from course.commands.common import App
+from grader.repo import shipped
 from grader.results import Status
 
-LESSONS = paths.root() / "course" / "lessons"
+
+def _chosen(app: App, number: int | None):
+    """Lesson ``number``, or the current one (the first that does not pass yet)."""
+    from course.commands.grade import current_lesson
+
+    return app.lesson(number) if number is not None else current_lesson(app)
 
 
-def show(app: App, number: int) -> int:
-    lesson = app.lesson(number)
-    text_file = LESSONS / lesson.text_name
+def show(app: App, number: int | None) -> int:
+    lesson = _chosen(app, number)
+    number = lesson.number
+    text_file = shipped().lessons / lesson.text_name
     if not text_file.exists():
         raise click.ClickException(f"the text of lesson {number} is missing ({text_file})")
     app.ensure_workspace()
-    app.console.print(Markdown(text_file.read_text(), code_theme="ansi_dark"))
-    app.console.print(
-        Panel(
-            "\n".join(
-                f"[cyan]{e.name}[/cyan] ({e.points} pt{', bonus' if e.bonus else ''}) — "
-                f"{escape(e.summary)}"
-                for e in lesson.exercises
-            )
-            + f"\n\nEdit [bold]{app.ws.exercise_file(lesson.module)}[/bold], then [cyan]course grade {number}[/cyan].",
-            title=f"Lesson {number} exercises",
-            title_align="left",
-        )
+    exercises = Panel(
+        "\n".join(
+            f"[cyan]{e.name}[/cyan] ({e.points} pt{', bonus' if e.bonus else ''}) — "
+            f"{escape(e.summary)}"
+            for e in lesson.exercises
+        ),
+        title=f"Lesson {number} exercises",
+        title_align="left",
     )
+    # the path and the command on lines of their own, never wrapped: each copies whole
+    footer = (
+        f"Write your code in\n  [bold]{app.ws.exercise_file(lesson.module)}[/bold]\n"
+        f"then grade it:\n  [cyan]course grade {number}[/cyan]"
+    )
+    page(app.console, LessonText(text_file.read_text(), code_theme="ansi_dark"), exercises, footer)
     return 0
 
 
-def hint(app: App, number: int) -> int:
-    lesson = app.lesson(number)
+class UnwrappedCode(CodeBlock):
+    """A code block or diagram, each line whole: wrapped code or a wrapped picture is
+    nonsense, so a line wider than the terminal runs past it (the pager scrolls sideways)."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        code = str(self.text).rstrip()
+        highlighted = Syntax(code, self.lexer_name, theme=self.theme).highlight(code)
+        for line in highlighted.split("\n", allow_blank=True):
+            yield Text.assemble(" ", line, no_wrap=True, overflow="ignore")
+
+
+class FoldedTable(TableElement):
+    """A Markdown table whose long words fold onto the next line instead of being cut to "…"."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for table in super().__rich_console__(console, options):
+            for column in table.columns:
+                column.overflow = "fold"
+            yield table
+
+
+class LessonText(Markdown):
+    """A lesson's Markdown: prose wraps to the terminal, code and diagrams never do."""
+
+    elements = {
+        **Markdown.elements,
+        "fence": UnwrappedCode, "code_block": UnwrappedCode, "table_open": FoldedTable,
+    }  # fmt: skip
+
+
+PAGER = "less -RFXS"
+"""The pager when $PAGER is unset: colours kept (-R), no pager for a short text (-F),
+the text left on the screen afterwards (-X), long code lines scrolled sideways (-S)."""
+
+
+def page(console: Console, *renderables: RenderableType) -> None:
+    """Print (the last renderable unwrapped); on a terminal, through $PAGER when the
+    text is longer than the screen."""
+    *body, footer = renderables
+
+    def print_all() -> None:
+        console.print(*body, crop=False)  # code lines run past the edge, whole
+        console.print(footer, soft_wrap=True)
+
+    if not console.is_terminal:
+        print_all()
+        return
+    with console.capture() as captured:
+        print_all()
+    text = captured.get()
+    if text.count("\n") < console.height:
+        console.file.write(text)
+        return
+    try:
+        subprocess.run(
+            shlex.split(os.environ.get("PAGER") or PAGER), input=text, text=True, check=False
+        )
+    except (OSError, ValueError):  # no such pager: the text as it is
+        console.file.write(text)
+
+
+def hint(app: App, number: int | None) -> int:
+    lesson = _chosen(app, number)
+    number = lesson.number
     if not lesson.hints:
         app.console.print(f"Lesson {number} has no hints.")
         return 0
@@ -61,8 +135,9 @@ def hint(app: App, number: int) -> int:
     return 0
 
 
-def solution(app: App, number: int, force: bool) -> int:
-    lesson = app.lesson(number)
+def solution(app: App, number: int | None, force: bool) -> int:
+    lesson = _chosen(app, number)
+    number = lesson.number
     states = app.states()
     ever = {
         e.name: Status.PASSED
@@ -75,7 +150,7 @@ def solution(app: App, number: int, force: bool) -> int:
             f"(course grade {number}). To look anyway: course solution {number} --force"
         )
         return 1
-    source = paths.root() / "solutions" / f"{lesson.module}.py"
+    source = shipped().solutions / f"{lesson.module}.py"
     app.console.print(Syntax(source.read_text(), "python", line_numbers=True, theme="ansi_dark"))
     return 0
 
@@ -83,7 +158,7 @@ def solution(app: App, number: int, force: bool) -> int:
 def reset(app: App, number: int, yes: bool) -> int:
     lesson = app.lesson(number)
     target = app.ws.exercise_file(lesson.module)
-    stub = paths.root() / "exercises" / f"{lesson.module}.py"
+    stub = shipped().stubs / f"{lesson.module}.py"
     backup = None
     if target.exists() and target.read_bytes() != stub.read_bytes():
         backup = next_backup(target)

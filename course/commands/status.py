@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import click
 from rich import box
 from rich.console import Group
 from rich.panel import Panel
@@ -11,40 +14,53 @@ from rich.text import Text
 
 from course.commands.common import App
 from grader.report import status_text
+from grader.results import JSON_VERSION
 
 NOT_STARTED = "not started"
 
 
-def list_lessons(app: App) -> int:
+SUMMARY_MIN = 24
+"""Columns the "what it asks" text needs to be worth showing; narrower terminals drop it."""
+
+
+def list_lessons(app: App, as_json: bool = False) -> int:
+    if as_json:
+        click.echo(json.dumps(progress_json(app), indent=2))
+        return 0
     states = app.states()
+    names = [e.name for lesson in app.course.lessons for e in lesson.exercises]
+    name_width = 2 + max(map(len, names))  # exercise names are indented under their lesson
     table = Table(box=box.SIMPLE_HEAD, title="scaling-course", title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("lesson / exercise", no_wrap=True)
-    table.add_column("what it asks", style="dim", ratio=1)
-    table.add_column("points", justify="right")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("lesson / exercise", min_width=name_width, overflow="fold")
+    table.add_column("pts", justify="right", no_wrap=True)
     table.add_column("status", no_wrap=True)
+    # what is left after the other columns and their padding (2 per column, 2 for the edges)
+    fixed = 2 + name_width + len("+2") + len("· not started") + 2 * 5 + 2
+    wide = app.console.width - fixed >= SUMMARY_MIN
+    if wide:
+        table.add_column("what it asks", style="dim", ratio=1)
     for lesson in app.course.lessons:
-        table.add_row(
-            str(lesson.number),
-            Text(lesson.title, style="bold"),
-            Text(lesson.summary),
-            str(lesson.points),
-            "",
-        )
+        row = [str(lesson.number), Text(lesson.title, style="bold"), str(lesson.points), ""]
+        table.add_row(*row, *([Text(lesson.summary)] if wide else []))
         for ex in lesson.exercises:
             st = states.get((lesson.number, ex.name))
-            table.add_row(
-                "", Text("  " + ex.name, style="cyan"), Text(ex.summary),
-                f"+{ex.points} bonus" if ex.bonus else str(ex.points),
+            row = [
+                "", Text("  " + ex.name, style="cyan"), f"+{ex.points}" if ex.bonus else str(ex.points),
                 status_text(st.status if st else NOT_STARTED),
-            )  # fmt: skip
+            ]  # fmt: skip
+            table.add_row(*row, *([Text(ex.summary)] if wide else []))
     app.console.print(table)
-    app.console.print("[dim]course show N · course grade N · course hint N[/dim]")
+    note = "" if wide else " · a wider terminal also shows what each exercise asks"
+    app.console.print(f"[dim]+N: bonus points · course show N · course grade N{note}[/dim]")
     return 0
 
 
-def status(app: App) -> int:
+def status(app: App, as_json: bool = False) -> int:
     app.ensure_workspace()
+    if as_json:
+        click.echo(json.dumps(progress_json(app), indent=2))
+        return 0
     states = app.states()
     table = Table(box=box.SIMPLE_HEAD, title="Your progress", title_justify="left")
     table.add_column("#", justify="right")
@@ -83,10 +99,13 @@ def status(app: App) -> int:
         lesson = app.course.lesson(n)
         st = states.get(next_step)
         verb = "Fix" if st and st.status != NOT_STARTED else "Next"
+        # one path or command per line, never wrapped: each copies as a whole
         app.console.print(
-            f"\n{verb}: [bold]{n}.{name}[/bold] in {app.ws.exercise_file(lesson.module)}\n"
-            f"  read [cyan]course show {n}[/cyan] · grade [cyan]course grade {n}[/cyan] · "
-            f"stuck? [cyan]course hint {n}[/cyan]"
+            f"\n{verb}: [bold]{n}.{name}[/bold] in\n  {app.ws.exercise_file(lesson.module)}\n"
+            f"  read:   [cyan]course show {n}[/cyan]\n"
+            f"  grade:  [cyan]course grade {n}[/cyan]\n"
+            f"  stuck?  [cyan]course hint {n}[/cyan]",
+            soft_wrap=True,
         )
     else:
         app.console.print(_completion(app, states))
@@ -121,6 +140,43 @@ def _completion(app: App, states: dict) -> Panel:
         ),
         title="course complete", title_align="left", border_style="green",
     )  # fmt: skip
+
+
+def progress_json(app: App) -> dict:
+    """``course status --json`` and ``course list --json``: the course and your progress,
+    on the versioned schema of ``course grade --json`` (docs/grade-json.md)."""
+    states = app.states()
+    lessons, next_step = [], None
+    for lesson in app.course.lessons:
+        mine = {e.name: st for e in lesson.exercises if (st := states.get((lesson.number, e.name)))}
+        card = lesson.scorecard({name: st.status for name, st in mine.items()})
+        exercises = []
+        for e in lesson.exercises:
+            st, scored = mine.get(e.name), card.exercises[e.name]
+            exercises.append({
+                "lesson": lesson.number, "exercise": e.name, "summary": e.summary,
+                "status": st.status if st else NOT_STARTED, "points": scored.points,
+                "bonus": scored.bonus, "score": scored.score,
+                "ever_passed": bool(st and st.ever_passed), "attempts": st.attempts if st else 0,
+                "last_graded": st.last if st else None,
+            })  # fmt: skip
+            if next_step is None and not scored.bonus and not scored.passed:
+                next_step = {"lesson": lesson.number, "exercise": e.name,
+                             "file": str(app.ws.exercise_file(lesson.module)) if app.workspace else None}  # fmt: skip
+        lessons.append({
+            "lesson": lesson.number, "title": lesson.title, "summary": lesson.summary,
+            "score": card.score, "bonus_score": card.bonus_score, "possible": card.possible,
+            "passed": card.passed, "exercises": exercises,
+        })  # fmt: skip
+    return {
+        "version": JSON_VERSION,
+        "workspace": str(app.workspace.home) if app.workspace else None,
+        "score": sum(x["score"] for x in lessons),
+        "bonus_score": sum(x["bonus_score"] for x in lessons),
+        "possible": sum(x["possible"] for x in lessons),
+        "next": next_step,
+        "lessons": lessons,
+    }
 
 
 def _ago(t: float) -> str:

@@ -1,0 +1,184 @@
+"""``course classroom SUBMISSIONS --out RESULTS``: grade a class, one folder per student.
+
+Each submission is graded in its own worker process (``grader.runner``) with
+the full example set, so a submission that crashes or hangs costs its own
+result only. Nothing is written to the teacher's progress. RESULTS gets
+``summary.csv`` and, per submission, Gradescope's ``results.json`` and
+``junit.xml`` (formats in ``course.exports``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from course import exports
+from course.commands.common import App
+from course.commands.grade import INTERRUPTED, rerun_command
+from course.exports import Row, Submission
+from course.registry import Exercise, Lesson
+from grader.protocol import DEFAULT_TIMEOUT
+from grader.results import ExerciseResult, LessonResult, Status
+
+
+def classroom(
+    app: App, submissions: str, out: str, *, lessons: tuple[int, ...] = (), seed: int = 0,
+    timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
+) -> int:  # fmt: skip
+    chosen = [app.lesson(n) for n in lessons] if lessons else list(app.course.lessons)
+    folders = find_submissions(Path(submissions), chosen)
+    target = Path(out)
+    target.mkdir(parents=True, exist_ok=True)
+    cache = target / ".cache" / "jax"  # the reference programs compile once for the class
+    graded: list[Submission] = []
+    app.console.print(f"Grading {len(folders)} submission(s) from {submissions} into {target}")
+    try:
+        for name, folder in folders:
+            with app.console.status(f"grading {name} …"):
+                sub = grade_submission(name, folder, chosen, seed=seed, timeout=timeout,
+                                       devices=devices, cpu=cpu, cache_dir=cache)  # fmt: skip
+            write_submission(target, sub)
+            graded.append(sub)
+            app.console.print(
+                f"  {name}: {sub.score}/{sub.max_score} points ({sub.duration:.1f} s)"
+            )
+    except KeyboardInterrupt:
+        app.console.print(
+            "\n[yellow]Interrupted.[/yellow] The submissions graded so far are written."
+        )
+        return INTERRUPTED
+    finally:
+        (target / "summary.csv").write_text(exports.summary_csv(graded))
+    app.console.print(summary_table(graded))
+    app.console.print(
+        f"Written: {target / 'summary.csv'}, and per submission results.json, junit.xml"
+    )
+    return 0
+
+
+def find_submissions(folder: Path, lessons: list[Lesson]) -> list[tuple[str, Path]]:
+    """(name, folder) of each submission: every sub-folder, or ``folder`` itself when
+    it holds a lesson file (one submission, as Gradescope lays it out)."""
+    if any(_locate(folder, lesson.module, deep=False) for lesson in lessons):
+        return [(folder.resolve().name, folder)]
+    return sorted(
+        (d.name, d) for d in folder.iterdir() if d.is_dir() and not d.name.startswith((".", "__"))
+    )
+
+
+def _locate(folder: Path, module: str, deep: bool = True) -> Path | None:
+    """The submission's file for ``module``: at the top, or (zipped folders) deeper."""
+    direct = folder / f"{module}.py"
+    if direct.is_file() or not deep:
+        return direct if direct.is_file() else None
+    found = sorted(
+        p for p in folder.rglob(f"{module}.py") if p.is_file() and "__MACOSX" not in p.parts
+    )
+    return found[0] if found else None
+
+
+@contextmanager
+def _staged(folder: Path, files: dict[str, Path]) -> Iterator[Path]:
+    """A directory with the lesson files as ``<module>.py``: ``folder`` itself when
+    they all lie at its top, else a temporary copy."""
+    if all(f.parent == folder for f in files.values()):
+        yield folder
+        return
+    with tempfile.TemporaryDirectory(prefix="course-submission-") as stage:
+        for module, f in files.items():
+            shutil.copyfile(f, Path(stage) / f"{module}.py")
+        yield Path(stage)
+
+
+def grade_submission(
+    name: str, folder: Path, lessons: list[Lesson], *, seed: int = 0,
+    timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
+    cache_dir: Path | None = None,
+) -> Submission:  # fmt: skip
+    """Grade one submission in its own worker; lessons it lacks are ``not submitted``."""
+    from grader.protocol import LessonJob, Request
+    from grader.runner import grade
+
+    started = time.perf_counter()
+    files = {ls.module: f for ls in lessons if (f := _locate(folder, ls.module)) is not None}
+    present = [ls for ls in lessons if ls.module in files]
+    results: dict[int, LessonResult] = {}
+    if present:
+        with _staged(folder.resolve(), files) as directory:
+            request = Request(
+                lessons=tuple(
+                    LessonJob(ls.number, ls.module, tuple(e.name for e in ls.exercises))
+                    for ls in present
+                ),
+                directory=str(directory), seed=seed, timeout=timeout, devices=devices,
+                platform="cpu" if cpu else None, cache_dir=str(cache_dir) if cache_dir else None,
+            )  # fmt: skip
+            results = {r.lesson: r for r in grade(request)}
+    rows = []
+    for lesson in lessons:
+        result = results.get(lesson.number)
+        graded = {er.exercise: er for er in result.exercises} if result else {}
+        for ex in lesson.exercises:
+            rows.append(_row(lesson, ex, graded.get(ex.name)))
+    return Submission(name, rows, time.perf_counter() - started)
+
+
+def _row(lesson: Lesson, ex: Exercise, er: ExerciseResult | None) -> Row:
+    """One exercise, scored by the registry's rule (a bonus one counts on top: max 0)."""
+    scored = ex.scored(er.status if er else None)
+    max_score = 0 if scored.bonus else scored.points
+    if er is None:
+        return Row(lesson.number, lesson.module, ex.name, exports.NOT_SUBMITTED, 0, max_score,
+                   f"{lesson.module}.py was not handed in")  # fmt: skip
+    return Row(lesson.number, lesson.module, ex.name, str(er.status), scored.score, max_score,
+               _feedback(er), er.duration)  # fmt: skip
+
+
+def _feedback(er: ExerciseResult) -> str:
+    """What a student reads about one exercise: the verdict, why, and what to run."""
+    if er.passed:
+        return f"passed on {er.examples_run} example(s)"
+    lines = [f"{er.status}"]
+    lines += [f"{c.name}: {c.message}" for c in er.checks if not c.passed]
+    if er.error:
+        lines.append(er.error)
+    if er.example:
+        lines.append(f"example: {er.example}")
+    if er.status != Status.NOT_STARTED:
+        lines.append(f"re-run it: {rerun_command(er)}")
+    if er.hint:
+        lines.append(f"hint: {er.hint}")
+    return "\n".join(lines)
+
+
+def write_submission(target: Path, sub: Submission) -> None:
+    folder = target / sub.name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(exports.gradescope(sub), indent=2) + "\n")
+    (folder / "junit.xml").write_text(exports.junit_xml(sub))
+
+
+def summary_table(subs: list[Submission]) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, title="Class results", title_justify="left")
+    table.add_column("submission", no_wrap=True)
+    table.add_column("points", justify="right", no_wrap=True)
+    table.add_column("passed", justify="right", no_wrap=True)
+    table.add_column("not passed")
+    for s in subs:
+        counts = Counter(r.status for r in s.rows if not r.passed)
+        table.add_row(
+            s.name, f"{s.score}/{s.max_score}" + (f" +{s.bonus}" if s.bonus else ""),
+            f"{sum(r.passed for r in s.rows)}/{len(s.rows)}",
+            Text(" · ".join(f"{n} {status}" for status, n in counts.items()), style="red"),
+        )  # fmt: skip
+    return table

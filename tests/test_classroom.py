@@ -1,0 +1,126 @@
+"""``course classroom``: a folder of submissions → CSV, Gradescope JSON, JUnit XML that validate."""
+
+from __future__ import annotations
+
+import csv
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+import xmlschema
+
+from course import exports, registry
+from tests.mistakes import MISTAKES
+from tests.test_cli import course
+
+FORMATS = Path(__file__).parent / "data" / "formats"
+L01 = "l01_meshes.py"
+EXERCISES = ["shard_shape", "device_slices", "place", "bytes_per_device"]
+HANG = "\n\ndef device_slices(global_shape, mesh_shape, spec):\n    while True:\n        pass\n"
+CRASH = "import os\nos._exit(3)  # kills the grading process at import\n"
+
+
+@pytest.fixture(scope="module")
+def graded(root, tmp_path_factory) -> Path:
+    """Four students' lesson 1: right, wrong, hanging (in a zipped sub-folder), crashing."""
+    base = tmp_path_factory.mktemp("class")
+    solution = (root / "solutions" / L01).read_text()
+    wrong = next(m for m in MISTAKES if m.id == "floor-division-hides-indivisible")
+    files = {
+        "alice": solution,
+        "bob": wrong.source(solution),
+        "carol/lesson1-folder": solution + HANG,
+        "dave": CRASH,
+    }
+    for where, text in files.items():
+        (base / "subs" / where).mkdir(parents=True)
+        (base / "subs" / where / L01).write_text(text)
+    home = base / "teacher"
+    r = course(home, "classroom", str(base / "subs"), "--out", str(base / "out"),
+               "--lesson", "1", "--lesson", "2", "--timeout", "3")  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not home.exists()  # the teacher's own progress is not touched
+    return base / "out"
+
+
+@pytest.fixture(scope="module")
+def root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def test_csv_summary_is_submission_by_exercise(graded):
+    with open(graded / "summary.csv", newline="") as f:
+        rows = {row["submission"]: row for row in csv.DictReader(f)}
+    assert list(rows) == ["alice", "bob", "carol", "dave"]
+    header = list(next(iter(rows.values())))
+    assert header[:4] == ["submission", "score", "max_score", "bonus"]
+    assert header[4:8] == [f"1.{e}" for e in EXERCISES] and header[8] == "2.ring_all_gather"
+    status = {name: [row[f"1.{e}"] for e in EXERCISES] for name, row in rows.items()}
+    assert status["alice"] == ["passed"] * 4
+    assert status["bob"][0] == "failed"  # floor division: shard_shape is wrong
+    assert status["carol"] == ["passed", "timeout", "passed", "passed"]  # only its own hang
+    assert status["dave"] == ["error"] * 4
+    assert rows["alice"]["2.ring_all_gather"] == exports.NOT_SUBMITTED
+    points = {e.name: e.points for e in registry.load().lesson(1).exercises}
+    for name, row in rows.items():
+        earned = sum(points[e] for e, st in zip(EXERCISES, status[name]) if st == "passed")
+        assert int(row["score"]) == earned, name
+    assert {row["max_score"] for row in rows.values()} == {"10"}  # lessons 1 and 2: 5 + 5
+
+
+def test_gradescope_results_validate_and_add_up(graded):
+    schema = json.loads((FORMATS / "gradescope-results.schema.json").read_text())
+    for name in ("alice", "bob", "carol", "dave"):
+        data = json.loads((graded / name / "results.json").read_text())
+        jsonschema.validate(data, schema)
+        assert data["score"] == sum(t["score"] for t in data["tests"])
+        assert data["max_score"] == sum(t["max_score"] for t in data["tests"])
+    carol = json.loads((graded / "carol" / "results.json").read_text())
+    (hung,) = [
+        t for t in carol["tests"] if t["status"] == "failed" and t["number"].startswith("1.")
+    ]
+    assert hung["name"] == "1.device_slices" and hung["score"] == 0
+    assert (
+        "did not finish" in hung["output"]
+        and "course grade 1.device_slices --example" in hung["output"]
+    )
+    dave = json.loads((graded / "dave" / "results.json").read_text())
+    assert "exit code 3" in dave["tests"][0]["output"]
+
+
+def test_junit_validates_and_counts_match(graded):
+    schema = xmlschema.XMLSchema(FORMATS / "junit.xsd")
+    for name in ("alice", "bob", "carol", "dave"):
+        path = graded / name / "junit.xml"
+        schema.validate(path)
+        for suite in ET.parse(path).getroot():
+            cases = list(suite)
+            assert int(suite.get("tests")) == len(cases)
+            for kind, attr in (
+                ("failure", "failures"),
+                ("error", "errors"),
+                ("skipped", "skipped"),
+            ):
+                assert int(suite.get(attr)) == sum(c.find(kind) is not None for c in cases)
+    carol = ET.parse(graded / "carol" / "junit.xml").getroot()
+    errors = [c.get("name") for c in carol.iter("testcase") if c.find("error") is not None]
+    assert errors == ["device_slices"]
+    bob = ET.parse(graded / "bob" / "junit.xml").getroot()
+    failed = {c.get("name"): c.find("failure") for c in bob.iter("testcase")}
+    assert "Integer division" in failed["shard_shape"].text
+
+
+def test_invalid_documents_are_refused_by_the_schemas():
+    """The validators are not vacuous: a wrong key or status fails them."""
+    schema = json.loads((FORMATS / "gradescope-results.schema.json").read_text())
+    sub = exports.Submission("x", [exports.Row(1, "l01_meshes", "place", "passed", 1, 1)])
+    good = exports.gradescope(sub)
+    jsonschema.validate(good, schema)
+    for bad in ({**good, "scor": 1}, {**good, "tests": [{**good["tests"][0], "status": "ok"}]}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+    xsd = xmlschema.XMLSchema(FORMATS / "junit.xsd")
+    xsd.validate(exports.junit_xml(sub))
+    assert not xsd.is_valid("<testsuites><testsuite name='x'><testcase/></testsuite></testsuites>")

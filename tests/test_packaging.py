@@ -1,0 +1,103 @@
+"""The README, CI and packaging agree with the repository."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+TOP = ("course", "grader", "exercises", "solutions", "tests", "benchmarks", "docs", "tinymodels")
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    (assignment,) = re.findall(r"^README_TEST=(.*)$", ci, flags=re.M)
+    (command,) = shlex.split(assignment)  # the shell's own reading of the quoting
+    readme = (ROOT / "README.md").read_text()
+    assert f"```bash\n{command}\n```" in readme
+    assert 'bash -c "$README_TEST"' in ci
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_tables_are_not_broken_by_blank_lines(doc):
+    lines = doc.read_text().splitlines()
+    for i, line in enumerate(lines):
+        starts_table = line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|"))
+        if starts_table:
+            following = lines[i + 1] if i + 1 < len(lines) else ""
+            assert re.match(r"^\|[-:| ]+\|$", following), f"{doc.name}:{i + 1}: {line[:60]}"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_docs_name_only_files_the_repository_has(doc):
+    text = doc.read_text()
+    here = doc.parent
+    links = [t for t in re.findall(r"\]\(([^)#]+)\)", text) if "://" not in t]
+    assert [t for t in links if not (here / t).exists()] == []
+    paths = [
+        t for t in re.findall(r"`([\w./-]+)`", text)
+        if t.split("/")[0] in TOP and "/" in t and "*" not in t
+    ]  # fmt: skip
+    missing = [t for t in paths if not (ROOT / t).exists()]
+    assert missing == [], missing
+
+
+def test_every_package_is_in_the_wheel():
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for top in ("course", "grader", "tinymodels")
+        for p in (ROOT / top).rglob("__init__.py")
+    }
+    mapped = {name for name, folder in config["package-dir"].items() if (ROOT / folder).is_dir()}
+    assert set(config["packages"]) == found | mapped
+    assert mapped == {"course.exercises", "course.solutions"}
+
+
+# ------------------------------------------------------------------ workspaces
+
+
+def run_course(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in ("COURSE_HOME", "COURSE_DB")}
+    return subprocess.run(
+        [sys.executable, "-m", "course.cli", *args], cwd=cwd, capture_output=True, text=True,
+        env={**base, "PYTHONPATH": str(ROOT), **env}, timeout=120,
+    )  # fmt: skip
+
+
+def test_init_makes_a_workspace_that_commands_inside_it_find(tmp_path):
+    r = run_course(tmp_path, "init", "ws")
+    assert r.returncode == 0, r.stderr
+    ws = tmp_path / "ws"
+    assert (ws / ".course-workspace").is_file() and (ws / "exercises" / "l01_meshes.py").is_file()
+    (ws / "deeper").mkdir()
+    hint = run_course(ws / "deeper", "hint")
+    assert hint.returncode == 0 and "Lesson 1 · hint 1" in hint.stdout
+    assert (ws / "progress.db").is_file()  # found from below, not made in the current folder
+    assert not (ws / "deeper" / "progress.db").exists()
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    r = run_course(elsewhere, "status", COURSE_HOME=str(ws))  # --home / COURSE_HOME wins
+    assert r.returncode == 0 and str(ws / "exercises" / "l01_meshes.py") in r.stdout
+
+
+def test_installed_course_asks_for_init_and_never_writes_into_itself(tmp_path):
+    installed = {"COURSE_ROOT": str(tmp_path / "no-checkout")}  # no exercises/: not a clone
+    r = run_course(tmp_path, "status", **installed)
+    assert r.returncode == 1 and "course init" in r.stderr
+    r = run_course(tmp_path, "init", str(ROOT / "course" / "ws"), **installed)
+    assert r.returncode == 1 and "inside the installed course" in r.stderr
+    assert not (ROOT / "course" / "ws").exists()
+    bare = run_course(tmp_path, **installed)  # still the way in, then the help
+    assert bare.returncode == 0 and "course init" in bare.stdout and "Usage: course" in bare.stdout
+    listing = run_course(tmp_path, "list", **installed)  # needs no workspace
+    assert listing.returncode == 0 and "shard_shape" in listing.stdout
