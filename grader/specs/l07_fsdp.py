@@ -303,7 +303,7 @@ class Hinted(Check):
 
 
 @dataclass(frozen=True)
-class KindBytes(Check):
+class BytesInRange(Check):
     """Bytes each device sends in collectives of ``kind`` lie in [low, high]."""
 
     kind: str = ALL_GATHER
@@ -377,7 +377,7 @@ def _comm_checks(kind: str) -> list[Check]:
     if kind == "forward":
         return [
             *checks,
-            KindBytes(
+            BytesInRange(
                 ALL_GATHER, once, once, "every weight gathered once: (N−1)/N·|params|",
                 too_many="Each layer's weights are gathered more than once per forward pass: "
                 "gather w_in and w_out once inside the loop step, then use them.",
@@ -386,7 +386,7 @@ def _comm_checks(kind: str) -> list[Check]:
             ),
         ]  # fmt: skip
     checks.append(
-        KindBytes(
+        BytesInRange(
             ALL_GATHER, once, lambda ex: 2 * once(ex),
             "the forward's gathers, plus at most the backward's re-gathers: (N−1)/N·|params| "
             "… twice that",
@@ -396,13 +396,13 @@ def _comm_checks(kind: str) -> list[Check]:
     )  # fmt: skip
     if kind == "train":  # before the reduce-scatter: its absence is a consequence
         checks.append(
-            KindBytes(
+            BytesInRange(
                 ALL_REDUCE, lambda ex: 0, _scalar_all_reduce, "one scalar loss at most",
                 too_many=GRADS_ALL_REDUCE,
             )
         )  # fmt: skip
     checks.append(
-        KindBytes(
+        BytesInRange(
             REDUCE_SCATTER, once, once, "every weight's gradient scattered once: (N−1)/N·|params|",
             too_many="Each gradient should be reduce-scattered once; more means a layer's "
             "gradient is summed twice (or whole stacked gradients are scattered again).",
