@@ -76,6 +76,11 @@ def simulated():
         _simulating = before
 
 
+def simulating() -> bool:
+    """Inside :func:`simulated`."""
+    return _simulating
+
+
 def on_accelerators() -> bool:
     """Meshes are built from real accelerators (not simulated CPUs)."""
     return devices()[0].platform != "cpu"

@@ -150,8 +150,12 @@ def grade_lesson(
     max_examples: int | None = None,
     timeout: float | None = None,
     on_event: Listener | None = None,
+    isolate: bool = False,
 ) -> LessonResult:
-    """Grade the exercises of one lesson found in ``directory``."""
+    """Grade the exercises of one lesson found in ``directory``.
+
+    With ``isolate``, the student's module is imported and run only in a
+    process of its own (:mod:`grader.isolation`); without, in this one."""
     from grader import devices
 
     emit = on_event or (lambda e: None)
@@ -162,8 +166,30 @@ def grade_lesson(
         with devices.simulated():
             return grade_lesson(
                 lesson, module, directory, only=only, seed=seed, max_examples=max_examples,
-                timeout=timeout, on_event=on_event,
+                timeout=timeout, on_event=on_event, isolate=isolate,
             )  # fmt: skip
+    if isolate:
+        from grader import isolation, programs
+
+        session = isolation.Session(str(directory), module)
+        programs.set_mode(session.replaying)
+        try:
+            return _grade_lesson(lesson, module, spec, names, directory, seed, example,
+                                 max_examples, timeout, emit, start, session)  # fmt: skip
+        finally:
+            programs.set_mode(None)
+            session.close()
+    return _grade_lesson(lesson, module, spec, names, directory, seed, example, max_examples,
+                         timeout, emit, start, None)  # fmt: skip
+
+
+def _grade_lesson(
+    lesson: int, module: str, spec: LessonSpec, names: list[str], directory: Path, seed: int,
+    example: dict | None, max_examples: int | None, timeout: float | None, emit: Listener,
+    start: float, session: Any,
+) -> LessonResult:  # fmt: skip
+    from grader import devices
+
     result = LessonResult(lesson, str(directory), devices=devices.describe(), seed=seed)
     emit(LessonStarted(lesson, result.devices))
 
@@ -174,7 +200,7 @@ def grade_lesson(
     emit(ImportStarted(lesson))
     try:
         with time_limit(timeout):
-            mod = load_module(directory, module)
+            mod = _import(directory, module, session)
     except (LoadError, ExampleTimeout) as exc:
         status = Status.TIMEOUT if isinstance(exc, ExampleTimeout) else Status.ERROR
         why = (
@@ -192,12 +218,37 @@ def grade_lesson(
             record(unfinished(lesson, name, Status.ERROR,
                               f"{module}.py defines no function {name}() — was it renamed or deleted?"))  # fmt: skip
             continue
+        before = None
+        if session is not None:
+            simulated = devices.simulating()
+
+            def before(ex: Example, name: str = name, simulated: bool = simulated) -> None:
+                session.begin(name, ex, simulated)
+
         record(grade_exercise(
             lesson, ex_spec, fn, ctx, directory=Path(directory),
             seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
+            before_example=before,
         ))  # fmt: skip
     result.duration = time.perf_counter() - start
     return result
+
+
+def _import(directory: Path, module: str, session: Any) -> Any:
+    """The module (here), or a stand-in holding the student's process's functions."""
+    if session is None:
+        return load_module(directory, module)
+    from types import SimpleNamespace
+
+    from grader.isolation import StudentProcessDied
+
+    try:
+        session.process.start()
+    except StudentProcessDied as exc:
+        raise LoadError(f"importing {module}.py ended the process it ran in: {exc}") from None
+    if session.process.load_error:
+        raise LoadError(session.process.load_error)
+    return SimpleNamespace(**{n: session.function(n) for n in session.process.functions})
 
 
 def _needs_simulation(spec: LessonSpec, names: list[str], seed: int) -> bool:
@@ -223,7 +274,10 @@ def grade_exercise(
     max_examples: int | None = None,
     timeout: float | None = None,
     emit: Listener = lambda e: None,
+    before_example: Callable[[Example], None] | None = None,
 ) -> ExerciseResult:
+    from grader.isolation import HostCall, StudentFault, StudentProcessDied
+
     start = time.perf_counter()
     examples, narrowed = plan(spec, ctx, seed=seed, example=example, max_examples=max_examples)
     trials: list[Any] = []
@@ -243,6 +297,8 @@ def grade_exercise(
         shown = format_example(ex)
         emit(ExampleStarted(lesson, spec.name, index, shown))
         called = _Called(fn)
+        if before_example is not None:
+            before_example(ex)
         try:
             with time_limit(timeout):
                 trial = spec.run(called, ex)
@@ -254,10 +310,19 @@ def grade_exercise(
             )
             check = CheckResult("returns", False, str(exc), example=shown, hint=hint)
             return finish(Status.FAILED, checks=[check], example=shown, hint=hint)
-        except GraderFault as exc:
+        except (GraderFault, StudentFault) as exc:
             return finish(
                 Status.FAULT, example=shown, error=f"internal grader error: {exc} — {REPORT}"
             )
+        except StudentProcessDied as exc:
+            return finish(
+                Status.ERROR, example=shown,
+                error=f"The process running your code stopped while it ran {spec.name}: {exc}.",
+                hint="Look for os._exit, sys.exit, os.kill or a crash (segfault) in your code.",
+            )  # fmt: skip
+        except HostCall as exc:
+            check = CheckResult("returns", False, str(exc), example=shown)
+            return finish(Status.FAILED, checks=[check], example=shown)
         except ExampleTimeout as exc:
             return finish(
                 Status.TIMEOUT, example=shown,
@@ -265,7 +330,8 @@ def grade_exercise(
                 hint="Look for a loop whose exit condition never becomes true.",
             )  # fmt: skip
         except Exception as exc:
-            if not called.count:  # it failed before your function ran: the grader's doing
+            if not called.count and not hasattr(exc, "student_text"):
+                # it failed before your function ran: the grader's doing
                 if example is not None:
                     raise BadExample(f"{spec.name} cannot be run on it ({exc!r})") from None
                 return finish(Status.FAULT, example=shown,

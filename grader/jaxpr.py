@@ -86,6 +86,18 @@ class Site:
 
 
 @dataclass(frozen=True)
+class Dot:
+    """One ``dot_general``: its left operand, which of its dimensions it
+    contracts, its result, and the lengths of the loops around it (None for a
+    ``while``): it runs their product times."""
+
+    lhs_shape: tuple[int, ...]
+    lhs_contract: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    loops: tuple[int | None, ...] = ()
+
+
+@dataclass(frozen=True)
 class Program:
     """What one traced program does: primitive counts, loops, collectives."""
 
@@ -96,6 +108,8 @@ class Program:
     collectives: tuple[Site, ...]
     dtypes: Counter = field(default_factory=Counter)
     """dtype name → equations producing a value of it, nested bodies included."""
+    dots: tuple[Dot, ...] = ()
+    """Every matrix product, in program order."""
 
     def primitives(self) -> set[str]:
         return set(self.counts)
@@ -122,19 +136,23 @@ def read(jaxpr: Any) -> Program:
     loops: list[Loop] = []
     sites: list[Site] = []
     dtypes: Counter = Counter()
-    _walk(_open(jaxpr), (), counts, loops, sites, dtypes)
-    return Program(counts, tuple(loops), tuple(sites), dtypes)
+    dots: list[Dot] = []
+    _walk(_open(jaxpr), (), counts, loops, sites, dtypes, dots)
+    return Program(counts, tuple(loops), tuple(sites), dtypes, tuple(dots))
 
 
 def _walk(
-    jaxpr: Any, around: tuple[Loop, ...], counts: Counter, loops: list, sites: list, dtypes: Counter
-) -> None:
+    jaxpr: Any, around: tuple[Loop, ...], counts: Counter, loops: list, sites: list,
+    dtypes: Counter, dots: list,
+) -> None:  # fmt: skip
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         counts[name] += 1
         dtypes.update(str(v.aval.dtype) for v in eqn.outvars if hasattr(v.aval, "dtype"))
         if name in COLLECTIVES:
             sites.append(_site(eqn, around))
+        if name == "dot_general":
+            dots.append(_dot(eqn, around))
         subs = list(_subjaxprs(eqn.params))
         if name in LOOPS:
             body: Counter = Counter()
@@ -142,12 +160,22 @@ def _walk(
             loops.append(loop)
             for sub in subs:
                 inner: Counter = Counter()
-                _walk(sub, (*around, loop), inner, loops, sites, dtypes)
+                _walk(sub, (*around, loop), inner, loops, sites, dtypes, dots)
                 body.update(inner)
                 counts.update(inner)
         else:
             for sub in subs:
-                _walk(sub, around, counts, loops, sites, dtypes)
+                _walk(sub, around, counts, loops, sites, dtypes, dots)
+
+
+def _dot(eqn: Any, around: tuple[Loop, ...]) -> Dot:
+    (lhs_contract, _), _ = eqn.params["dimension_numbers"]
+    return Dot(
+        lhs_shape=tuple(int(d) for d in eqn.invars[0].aval.shape),
+        lhs_contract=tuple(int(d) for d in lhs_contract),
+        out_shape=tuple(int(d) for d in eqn.outvars[0].aval.shape),
+        loops=tuple(lp.length for lp in around),
+    )
 
 
 def _site(eqn: Any, around: tuple[Loop, ...]) -> Site:
@@ -197,3 +225,73 @@ def equations(jaxpr: Any, primitive: str) -> Iterator[tuple[Any, tuple[int | Non
                 yield from walk(sub, inner)
 
     yield from walk(_open(jaxpr), ())
+
+
+# ------------------------------------------------------------------ on the wire
+# The student's process traces; the grading process reads what it found
+# (grader.isolation). Everything is checked on the way in: a malformed
+# summary is refused, never half-read.
+
+
+def to_wire(p: Program) -> dict[str, Any]:
+    index = {id(lp): i for i, lp in enumerate(p.loops)}
+    return {
+        "counts": dict(p.counts),
+        "dtypes": dict(p.dtypes),
+        "loops": [[lp.primitive, lp.length, lp.depth, dict(lp.inside)] for lp in p.loops],
+        "sites": [
+            [
+                s.primitive,
+                [index[id(lp)] for lp in s.loops],
+                list(s.dtypes),
+                [list(x) for x in s.shapes],
+                list(s.axes),
+            ]
+            for s in p.collectives
+        ],  # fmt: skip
+        "dots": [
+            [list(d.lhs_shape), list(d.lhs_contract), list(d.out_shape), list(d.loops)]
+            for d in p.dots
+        ],  # fmt: skip
+    }
+
+
+def from_wire(raw: Any) -> Program:
+    """The inverse of :func:`to_wire`; ValueError on anything malformed."""
+    try:
+        loops = tuple(
+            Loop(_name(prim), _opt_int(length), int(depth), _counter(inside))
+            for prim, length, depth, inside in raw["loops"]
+        )
+        sites = []
+        for prim, around, dts, shapes, axes in raw["sites"]:
+            if prim not in COLLECTIVES:
+                raise ValueError(f"unknown collective {prim!r}")
+            sites.append(Site(
+                prim, tuple(loops[int(i)] for i in around), tuple(_name(d) for d in dts),
+                tuple(tuple(int(x) for x in s) for s in shapes), tuple(_name(a) for a in axes),
+            ))  # fmt: skip
+        dots = tuple(
+            Dot(tuple(int(x) for x in lhs), tuple(int(x) for x in con),
+                tuple(int(x) for x in out), tuple(_opt_int(x) for x in around))
+            for lhs, con, out, around in raw["dots"]
+        )  # fmt: skip
+        return Program(_counter(raw["counts"]), loops, tuple(sites), _counter(raw["dtypes"]), dots)
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
+        raise ValueError(f"a malformed program summary: {exc!r}") from None
+
+
+def _counter(d: Any) -> Counter:
+    if not isinstance(d, dict):
+        raise ValueError("expected a mapping")
+    return Counter({_name(k): int(v) for k, v in d.items()})
+
+
+def _name(v: Any) -> str:
+    if not isinstance(v, str) or len(v) > 200:
+        raise ValueError("expected a name")
+    return v
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else int(v)

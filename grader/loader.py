@@ -47,7 +47,11 @@ def load_module(directory: Path, module: str) -> ModuleType:
 
 
 def format_student_error(exc: BaseException, directory: Path) -> str:
-    """The exception with only the frames from files in ``directory``."""
+    """The exception with only the frames from files in ``directory`` (an
+    exception from the student's process comes formatted already)."""
+    text = getattr(exc, "student_text", None)
+    if isinstance(text, str):
+        return text
     root = str(Path(directory).resolve())
     frames = [
         f

@@ -170,7 +170,7 @@ def place(case: Case, ex: dict[str, Any], *, auto: bool = False) -> dict[str, An
     from jax.sharding import PartitionSpec as P
 
     from grader import devices
-    from grader.programs import example_values
+    from grader.programs import example_rng, example_values
 
     shape = mesh_shape(ex)
     names = ("x", "y")[: len(shape)]
@@ -183,7 +183,7 @@ def place(case: Case, ex: dict[str, Any], *, auto: bool = False) -> dict[str, An
         mesh = devices.make_mesh(shape, names)
     i, j, k = ex["shape"]
     dtype = jnp.dtype(ex["dtype"])
-    rng = np.random.default_rng(ex["seed"])
+    rng = example_rng(ex)
     a = example_values(rng, (i, j), ex, 4).astype(dtype)
     b = example_values(rng, (j, k), ex, 4).astype(dtype)
     return {
@@ -230,7 +230,7 @@ def measure(case: Case, shapes: tuple[int, int, int], mesh: tuple[int, ...], dty
           "seed": 0}  # fmt: skip
     placed = place(case, ex)
     program = jax.jit(reference(case, placed["mesh"]))
-    trial = compile_and_run(program, placed["args"], placed["mesh"], ex)
+    trial = compile_and_run(program, placed["args"], placed["mesh"], ex, ours=True)
     got = trial.comms.bytes(None, ITEMSIZE[dtype])
     if got is None:
         raise RuntimeError(f"the reference for {case.name!r} has a loop of unknown length")

@@ -1,4 +1,13 @@
-"""Compile a student's program once, read it, run it: one Trial per example."""
+"""Compile a student's program once, read it, run it: one Trial per example.
+
+Where the program is traced depends on the process (see :mod:`grader.isolation`):
+in one process (the tests, ``course dev``) :func:`compile_and_run` traces,
+compiles and runs it; in the student's process it only traces and exports it
+(:class:`Exporting`); in the grading process it compiles and runs the program
+the student's process exported, on data from a salt the student never sees
+(:class:`Replaying`). Specs call :func:`compile_and_run` and
+:func:`example_rng` and need not know which.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +21,23 @@ from grader.spec import Example, Trial
 
 FLOAT = "float"
 """``values=float`` in an example: normal floats instead of small integers."""
+
+_salt = 0
+"""Mixed into every example's data seed (:func:`example_rng`). 0 in one process
+(tests, reproducible); secret and fresh per run in the grading process, random
+in the student's process, so the data a program is traced on there tells
+nothing about the data it is graded on."""
+
+
+def set_data_salt(salt: int) -> None:
+    global _salt
+    _salt = int(salt)
+
+
+def example_rng(ex: Example) -> np.random.Generator:
+    """The generator an example's input data is drawn from."""
+    seed = int(ex.get("seed", 0))
+    return np.random.default_rng([seed, _salt] if _salt else seed)
 
 
 def example_values(
@@ -74,21 +100,41 @@ def compile_and_run(
     example: Example,
     *,
     compiler_options: dict[str, Any] | None = None,
+    ours: bool = False,
     **extra: Any,
 ) -> Trial:
     """Lower and compile ``program`` once, read its HLO and memory, run it.
 
+    ``ours``: the grader's own program (a reference it measures), compiled
+    here in every process.
+
     ``compiler_options`` go to XLA (e.g. a lower backend optimisation level,
-    for a spec that has measured it leaves collectives and memory unchanged)."""
+    for a spec that has measured it leaves collectives and memory unchanged).
+    ``mesh`` may be None for a one-device program."""
+    mode = _mode
+    if mode is not None and not ours:
+        return mode.compile_and_run(program, args, mesh, example, compiler_options, extra)
     import jax
 
     from grader import jaxpr
 
     jitted = program if hasattr(program, "lower") else jax.jit(program)
-    host_copies = [np.array(a) if isinstance(a, np.ndarray) else None for a in args]
     traced = jitted.trace(*args)  # traced once: its jaxpr is what the student asked for
-    compiled = traced.lower().compile(compiler_options=compiler_options)
-    comms = hlo.summarize(compiled.as_text(), num_devices=mesh.size)
+    return run_compiled(
+        traced.lower(), jaxpr.read(traced.jaxpr), args, mesh, example, compiler_options, extra
+    )
+
+
+def run_compiled(
+    lowered: Any, program: Any, args: tuple[Any, ...], mesh: Any, example: Example,
+    compiler_options: dict[str, Any] | None, extra: dict[str, Any],
+) -> Trial:  # fmt: skip
+    """Compile a lowered program, read its HLO and memory, run it on ``args``."""
+    import jax
+
+    host_copies = [np.array(a) if isinstance(a, np.ndarray) else None for a in args]
+    compiled = lowered.compile(compiler_options=compiler_options)
+    comms = hlo.summarize(compiled.as_text(), num_devices=mesh.size if mesh is not None else 1)
     memory = None
     try:
         stats = compiled.memory_analysis()
@@ -109,9 +155,27 @@ def compile_and_run(
         memory=memory,
         mesh=mesh,
         inputs_intact=inputs_intact(args, host_copies),
-        program=jaxpr.read(traced.jaxpr),
+        program=program,
         extra=extra,
     )
+
+
+class Mode:
+    """How :func:`compile_and_run` treats a program in this process."""
+
+    def compile_and_run(
+        self, program: Callable[..., Any], args: tuple[Any, ...], mesh: Any, example: Example,
+        compiler_options: dict[str, Any] | None, extra: dict[str, Any],
+    ) -> Trial:  # fmt: skip
+        raise NotImplementedError
+
+
+_mode: Mode | None = None
+
+
+def set_mode(mode: Mode | None) -> None:
+    global _mode
+    _mode = mode
 
 
 def inputs_intact(args: tuple[Any, ...], host_copies: list[np.ndarray | None]) -> str | None:

@@ -2,7 +2,10 @@
 
 Runs in its own process so that the ``course`` command never imports jax,
 a student's program that never returns can be killed, and a crash in XLA
-cannot take progress with it. It reads one :class:`grader.protocol.Request`
+cannot take progress with it. The student's module is not imported here: it
+runs in a process of its own that this one starts (:mod:`grader.isolation`),
+so nothing the student's code does can reach the checks, the expected
+values, the data salt or this process's events channel. It reads one :class:`grader.protocol.Request`
 from stdin and writes one event per line to FD (see :mod:`grader.protocol`).
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
 import threading
 import time
@@ -22,16 +26,13 @@ from typing import NoReturn
 from grader.protocol import (
     REPORT,
     Event,
-    ExerciseGraded,
     GraderFailed,
-    ImportStarted,
     LessonFinished,
     Rejected,
     Request,
     encode_event,
     sign,
 )
-from grader.results import ExerciseResult, Status
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
@@ -45,16 +46,10 @@ def main(argv: list[str] | None = None) -> NoReturn:
     request = Request.decode(sys.stdin.read())
     key, sent = request.key, 0
 
-    seal = Seal()
-
     def emit(event: Event) -> None:
         nonlocal sent
-        if os.getpid() != owner:  # a child the student's code forked: it has no say
+        if os.getpid() != owner:  # not ours to say (no code of the student's runs here)
             os._exit(0)
-        if isinstance(event, ImportStarted):
-            seal.take()
-        elif isinstance(event, ExerciseGraded) and (changed := seal.broken()):
-            event = ExerciseGraded(event.lesson, tampered(event.result, changed))
         events.write(sign(key, sent, encode_event(event)) + "\n")
         events.flush()
         sent += 1
@@ -77,9 +72,12 @@ class _Rejected(Exception):
 
 
 def grade(request: Request, emit: Callable[[Event], None]) -> None:
-    from grader import devices
+    from grader import devices, isolation, programs
 
     devices.configure(request.devices, request.platform)
+    programs.set_data_salt(secrets.randbits(62) | 1)  # the data is drawn here, from a secret
+    isolation.prestart()  # the student's process imports jax while this one does
+    isolation.ahead = len(request.lessons) - 1
     if request.cache_dir:
         enable_compilation_cache(request.cache_dir)
     from grader import engine
@@ -103,61 +101,11 @@ def grade(request: Request, emit: Callable[[Event], None]) -> None:
                 max_examples=request.max_examples,
                 timeout=request.timeout,
                 on_event=emit,
+                isolate=True,
             )
         except engine.BadExample as exc:
             raise _Rejected(f"--example {request.example!r}: {exc}") from None
         emit(LessonFinished(job.lesson, result.duration))
-
-
-WATCHED = ("json", "hmac", "numpy", "numpy.testing")
-"""Modules besides the grader's whose functions checks and events rely on."""
-
-
-class Seal:
-    """Which functions and classes the grader (and what it relies on) had
-    before the student's module was imported, to notice code that patches
-    them (``grader.checks.Values.__call__ = …``). A mitigation: code that
-    patches and restores them, or patches what is not watched, goes unseen."""
-
-    def __init__(self) -> None:
-        self.seen: dict[str, int] = {}
-
-    def take(self) -> None:
-        """Add what is loaded now (and was not seen before) to the seal."""
-        for name, value in _callables().items():
-            self.seen.setdefault(name, value)
-
-    def broken(self) -> list[str]:
-        """Names whose function or class is no longer the one sealed."""
-        now = _callables()
-        changed = [name for name, v in self.seen.items() if now.get(name, v) != v]
-        self.take()  # grader modules imported lazily since are sealed from here on
-        return changed
-
-
-def _callables() -> dict[str, int]:
-    out: dict[str, int] = {}
-    for name, module in list(sys.modules.items()):
-        if not (name in WATCHED or name == "__main__" or name.split(".")[0] == "grader"):
-            continue
-        for attr, value in list(vars(module).items()):
-            if callable(value):
-                out[f"{name}.{attr}"] = id(value)
-                out[f"{name}.{attr}.__code__"] = id(getattr(value, "__code__", None))
-            if isinstance(value, type) and value.__module__ == name:
-                for member, v in list(vars(value).items()):
-                    if callable(v) or isinstance(v, staticmethod | classmethod | property):
-                        out[f"{name}.{attr}.{member}"] = id(v)
-    return out
-
-
-def tampered(result: ExerciseResult, changed: list[str]) -> ExerciseResult:
-    shown = ", ".join(changed[:3]) + (" …" if len(changed) > 3 else "")
-    return ExerciseResult(
-        result.lesson, result.exercise, Status.ERROR, example=result.example,
-        error=f"Your code changed the grader's own code ({shown}); an exercise graded "
-        "that way is not trusted. Grade code that leaves the grader alone.",
-    )  # fmt: skip
 
 
 def _watch_parent() -> None:

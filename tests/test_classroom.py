@@ -87,7 +87,7 @@ def test_gradescope_results_validate_and_add_up(graded):
         and "course grade 1.device_slices --example" in hung["output"]
     )
     dave = json.loads((graded / "dave" / "results.json").read_text())
-    assert "exit code 3" in dave["tests"][0]["output"]
+    assert "exited with code 3" in dave["tests"][0]["output"]
 
 
 def test_junit_validates_and_counts_match(graded):

@@ -253,13 +253,20 @@ def test_with_json_ctrl_c_still_prints_json(home):
     assert not leftovers(home)
 
 
-def test_garbage_on_the_events_channel_is_ignored_with_a_warning(home):
-    workspace(home, """
+def test_garbage_on_the_events_channel_is_ignored_with_a_warning(home, tmp_path):
+    """The student's code cannot reach the events channel (it runs in a process
+    that does not hold it); anything else in the worker that writes there is
+    ignored: a sitecustomize stands in for such a library here."""
+    workspace(home)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("""
 import os as _os, sys as _sys
-_fd = int(_sys.argv[_sys.argv.index("--events-fd") + 1])
-_os.write(_fd, b"garbage\\n{\\"type\\": \\"nope\\"}\\n{\\"type\\": \\"lesson_start\\"}\\n[1, 2]\\n")
+if "--events-fd" in _sys.argv:
+    _fd = int(_sys.argv[_sys.argv.index("--events-fd") + 1])
+    _os.write(_fd, b"garbage\\n{\\"type\\": \\"nope\\"}\\n{\\"type\\": \\"lesson_start\\"}\\n[1, 2]\\n")
 """)  # fmt: skip
-    r = course(home, "grade", *ONE, "--json")
+    r = course(home, "grade", *ONE, "--json", PYTHONPATH=str(site))
     assert status_of(r, "ring_all_gather").status == Status.PASSED
     assert b"warning: ignored a line on the events channel" in r.stderr
     assert b"Traceback" not in r.stderr
@@ -438,35 +445,44 @@ _engine.grade_exercise = lambda lesson, spec, fn, ctx, **kw: _ER(lesson, spec.na
     ],
     ids=["patch-checks", "patch-engine"],
 )
-def test_code_that_patches_the_grader_is_flagged(home, code):
+def test_code_that_patches_the_grader_cannot_pass(home, code):
+    """The student's module is imported in a process of its own: what it patches
+    there is not what grades it."""
     workspace(home, code + WRONG)
     r = course(home, "grade", *ONE, "--json")
     er = status_of(r, "ring_all_gather")
-    assert r.returncode == 1 and er.status == Status.ERROR
-    assert "changed the grader's own code" in er.error
-    assert states(home)[(2, "ring_all_gather")] == "error"
+    assert r.returncode == 1 and er.status == Status.FAILED
+    assert "returned shape" in er.checks[0].message
+    assert states(home)[(2, "ring_all_gather")] == "failed"
 
 
-def test_forged_events_are_not_taken_and_mark_the_results_untrusted(home):
+def test_writing_forged_lines_on_every_channel_cannot_pass(home):
+    """The events channel to ``course`` is not open in the student's process; what
+    the code writes on the one it has is not taken as the grader's answer."""
     forged = {
         "type": "exercise",
         "lesson": 2,
         "result": ExerciseResult(2, "ring_all_gather", Status.PASSED).to_dict(),
     }
     workspace(home, f"""
-import json as _json, os as _os, sys as _sys
-_fd = int(_sys.argv[_sys.argv.index("--events-fd") + 1])
-_os.write(_fd, (_json.dumps({forged!r}) + "\\n").encode())
+import json as _json, os as _os
+for _fd in range(3, 64):
+    for _line in ({forged!r}, {{"ok": True, "functions": ["ring_all_gather"], "seq": 1}}):
+        try:
+            _os.write(_fd, (_json.dumps(_line) + "\\n").encode())
+        except OSError:
+            pass
 {WRONG}""")  # fmt: skip
     r = course(home, "grade", *ONE, "--json")
     er = status_of(r, "ring_all_gather")
-    assert r.returncode == 1 and er.status == Status.ERROR and "not trusted" in er.error
-    assert b"did not sign" in r.stderr
+    assert r.returncode == 1 and er.status == Status.ERROR
+    assert "not the grader's answer" in er.error
+    assert states(home)[(2, "ring_all_gather")] == "error"
 
 
-@pytest.mark.xfail(strict=True, reason="needs the split run (issue 9, part 3): the student's "
-                   "code still runs in the process that builds the example's data")  # fmt: skip
 def test_reading_the_graders_data_off_the_stack_does_not_pass(home):
+    """The student's process traces the program on decoy data; the grader runs it
+    on data drawn from a salt it keeps to itself."""
     workspace(home, """
 import inspect as _inspect
 import jax.numpy as _jnp
@@ -482,7 +498,41 @@ def ring_all_gather(x, axis_name):
     return _jnp.asarray(full, x.dtype) + 0 * y[:1].sum()
 """)  # fmt: skip
     r = course(home, "grade", *ONE, "--json")
-    assert status_of(r, "ring_all_gather").status != Status.PASSED
+    er = status_of(r, "ring_all_gather")
+    assert er.status == Status.FAILED
+    assert [c.name for c in er.checks if not c.passed] == ["values"]
+
+
+def test_a_host_callback_is_refused(home):
+    """``jax.pure_callback`` does not export: a program cannot reach back into
+    the student's process while the grader runs it."""
+    workspace(home, """
+import jax as _jax
+import numpy as _np
+from jax import lax as _lax
+
+def ring_all_gather(x, axis_name):
+    n = _lax.axis_size(axis_name)
+    out = _jax.ShapeDtypeStruct((x.shape[0] * n, x.shape[1]), x.dtype)
+    return _jax.pure_callback(lambda b: _np.concatenate([b] * n), out, x)
+""")  # fmt: skip
+    r = course(home, "grade", *ONE, "--json")
+    er = status_of(r, "ring_all_gather")
+    assert r.returncode == 1 and er.status == Status.FAILED
+    assert "calls back into Python on the host" in er.checks[0].message
+
+
+def test_code_that_ends_its_own_process_is_an_error_and_grading_goes_on(home):
+    workspace(home, """
+import os as _os
+
+def ring_all_gather(x, axis_name):
+    _os._exit(7)
+""")  # fmt: skip
+    r = course(home, "grade", "2", "--max-examples", "0", "--json")
+    er = status_of(r, "ring_all_gather")
+    assert er.status == Status.ERROR and "exited with code 7" in er.error
+    assert status_of(r, "ring_reduce_scatter").status == Status.PASSED  # a fresh process took over
 
 
 def test_writing_the_progress_file_during_grading_is_flagged(home):

@@ -112,7 +112,7 @@ def test_equations_carry_their_loop_lengths():
 
     closed = jax.make_jaxpr(f)(np.ones((3, 7), np.float32))
     assert sorted(loops for _, loops in jaxpr.equations(closed, "dot_general")) == [(), (5,)]
-    assert sorted(score_products(closed, dh=7, heads=1)) == [(9, 1), (9, 5)]
+    assert sorted(score_products(jaxpr.read(closed), dh=7, heads=1)) == [(9, 1), (9, 5)]
 
 
 def test_all_gather_of_k_and_v_fails_memory_too(root, tmp_path):

@@ -3,10 +3,12 @@ divergence bisect names the layer and param, and other correct programs pass."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
-from grader import engine
+from grader import engine, jaxpr
 from grader import transformer as model
 from grader.loader import load_module
 from grader.results import Status
@@ -46,8 +48,8 @@ def test_bisect_names_the_layer_and_param_whose_gradient_differs():
         example=ex, mesh=mesh, output=({k: jax.numpy.asarray(v) for k, v in wrong.items()},
                                        jax.numpy.float32(loss)),
         expected=(new, np.float64(loss)),
-        extra={"shardings": dict.fromkeys(spec.NAMES), "replicated": None, "before": params, "grads": model.grads(params, x, y, 2)[1], "dtype": "float32",
-               "trace": lambda: type("P", (), {"dtypes": {"bfloat16": 0, "float16": 0}})()},
+        extra={"shardings": dict.fromkeys(spec.NAMES), "replicated": None, "before": params, "grads": model.grads(params, x, y, 2)[1], "dtype": "float32"},
+        program=jaxpr.Program(Counter(), (), (), Counter({"float32": 1})),
     )  # fmt: skip
     result = spec.Divergence()(trial)
     assert not result.passed

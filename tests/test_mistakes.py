@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -17,11 +18,22 @@ def write_variant(root, tmp_path, mistake: Mistake):
     return tmp_path
 
 
+ISOLATE = os.environ.get("COURSE_TEST_ISOLATE") == "1"
+"""Grade the whole catalogue with the student's code in a process of its own, as
+``course grade`` does (slower; tests/test_isolation.py runs a sample of it always)."""
+
+
 @pytest.mark.parametrize("mistake", MISTAKES, ids=lambda m: m.id)
 def test_mistake_is_caught_with_its_diagnosis(root, tmp_path, mistake: Mistake):
+    assert_caught(root, tmp_path, mistake, isolate=ISOLATE)
+
+
+def assert_caught(root, tmp_path, mistake: Mistake, isolate: bool) -> None:
     directory = write_variant(root, tmp_path, mistake)
     lesson = int(mistake.module[1:3])
-    result = engine.grade_lesson(lesson, mistake.module, directory, only=[mistake.exercise])
+    result = engine.grade_lesson(
+        lesson, mistake.module, directory, only=[mistake.exercise], timeout=60, isolate=isolate
+    )
     (er,) = result.exercises
     assert er.status == Status(mistake.status), (
         er.status,

@@ -56,7 +56,7 @@ def ring_all_reduce(x, axis_name):
     assert result.devices.startswith("8 CPU")
 
 
-def test_a_crashing_worker_is_an_error_and_grading_goes_on(root, tmp_path):
+def test_code_that_ends_its_process_is_an_error_and_grading_goes_on(root, tmp_path):
     code = """
 import os
 
@@ -66,10 +66,10 @@ def ring_all_gather(x, axis_name):
     request = Request((L02,), _variant(root, tmp_path, code), timeout=30.0, max_examples=0)
     (result,) = grade(request)
     gather, scatter, reduce = result.exercises
-    assert gather.status == Status.ERROR and "exit code 3" in gather.error
-    assert scatter.status == Status.PASSED  # a fresh worker graded the rest
+    assert gather.status == Status.ERROR and "exited with code 3" in gather.error
+    assert scatter.status == Status.PASSED  # a fresh student's process graded the rest
     assert (
-        reduce.status == Status.ERROR and "exit code 3" in reduce.error
+        reduce.status == Status.ERROR and "exited with code 3" in reduce.error
     )  # it calls ring_all_gather
 
 

@@ -447,7 +447,7 @@ LOOP_HINT = (
 
 def _one_loop(trial: Trial, low: int, high: int) -> str | None:
     """Why the traced program's permutes are not all in one loop of low … high iterations."""
-    sites = [s for s in trial.extra["traced"].collectives if s.kind == PERMUTE]
+    sites = [s for s in trial.program.collectives if s.kind == PERMUTE]
     if not sites:
         return None
     if not all(s.loops for s in sites):

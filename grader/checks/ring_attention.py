@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from grader import jaxpr
 from grader.checks.comms import communication
 from grader.checks.values import as_numpy
 from grader.evidence import CountExpectation, Note, RingSteps, Table
@@ -271,7 +270,7 @@ class ScoreBlocks(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         ex = trial.example
         block, half = 2 * ex["chunk"], ex["chunk"]
-        runs = score_products(trial.extra["jaxpr"], ex["dh"], ex["h"])
+        runs = score_products(trial.program, ex["dh"], ex["h"])
         full = [(per_head, times) for per_head, times in runs if per_head > block * half]
         count = None if any(t is None for _, t in full) else sum(t for _, t in full)
         what = f"[S/N, S/N] = [{block}, {block}]"
@@ -313,16 +312,14 @@ def _products_table(runs: list[tuple[int, int | None]], half: int) -> Table:
     return Table(["scores per head", "runs", "size"], rows)
 
 
-def score_products(closed: Any, dh: int, heads: int) -> list[tuple[int, int | None]]:
+def score_products(program: Any, dh: int, heads: int) -> list[tuple[int, int | None]]:
     """(scores per head, times run) of every dot_general contracting over Dh."""
     out = []
-    for eqn, loops in jaxpr.equations(closed, "dot_general"):
-        (lhs_contract, _), _ = eqn.params["dimension_numbers"]
-        lhs = eqn.invars[0].aval.shape
-        if [lhs[d] for d in lhs_contract] != [dh]:
+    for dot in program.dots:
+        if [dot.lhs_shape[d] for d in dot.lhs_contract] != [dh]:
             continue
-        times = None if None in loops else int(np.prod(loops, dtype=np.int64))
-        out.append((int(np.prod(eqn.outvars[0].aval.shape)) // heads, times))
+        times = None if None in dot.loops else int(np.prod(dot.loops, dtype=np.int64))
+        out.append((int(np.prod(dot.out_shape)) // heads, times))
     return out
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from grader.checks import InputsUntouched, OutputSharding, Values
 from grader.evidence import Table
-from grader.programs import call_pure, inputs_intact
+from grader.programs import call_pure, example_rng, inputs_intact
 from grader.scalar import RAISES, Agrees
 from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 
@@ -310,7 +310,7 @@ def _run_place(fn: Callable[..., Any], ex: Example) -> Trial:
     from jax.sharding import PartitionSpec
 
     mesh, sharding, shape, spec, _ = _reference(ex)
-    rng = np.random.default_rng(ex["seed"])
+    rng = example_rng(ex)
     x = rng.standard_normal(shape).astype(jnp.dtype(ex["dtype"]))
     copy = np.array(x)
     out = fn(x, mesh, PartitionSpec(*spec))

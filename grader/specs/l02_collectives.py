@@ -23,7 +23,7 @@ from grader.checks import (
     RingHops,
     Values,
 )
-from grader.programs import FLOAT, check_local_return, compile_and_run, example_values
+from grader.programs import FLOAT, check_local_return, compile_and_run, example_rng, example_values
 from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 
 AXIS = "x"
@@ -90,7 +90,7 @@ def _run(
         n, rows, cols = ex["n"], ex["rows"], ex["cols"]
         dtype = jnp.dtype(ex["dtype"])
         mesh = devices.make_mesh((n,), (AXIS,))
-        rng = np.random.default_rng(ex["seed"])
+        rng = example_rng(ex)
         x = example_values(rng, (n * in_rows(n, rows), cols), ex, 8).astype(dtype)
         placed = jax.device_put(x, NamedSharding(mesh, P(AXIS)))
 

@@ -42,7 +42,7 @@ from grader.checks import (
 from grader.checks.comms import communication
 from grader.evidence import Timeline
 from grader.matmul import ITEMSIZE
-from grader.programs import FLOAT, compile_and_run, example_values
+from grader.programs import FLOAT, compile_and_run, example_rng, example_values
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
 
@@ -133,7 +133,7 @@ def _layout(kind: str, ex: Example) -> Layout:
 
 def _inputs(kind: str, ex: Example) -> tuple[np.ndarray, np.ndarray]:
     lay = _layout(kind, ex)
-    rng = np.random.default_rng(ex["seed"])
+    rng = example_rng(ex)
     dtype = np.dtype("float32") if ex["dtype"] == "float32" else _bf16()
     return (
         example_values(rng, lay.x, ex, 3).astype(dtype),

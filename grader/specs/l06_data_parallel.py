@@ -38,7 +38,7 @@ from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, Temp
 from grader.checks.comms import communication
 from grader.checks.trees import PerLeaf
 from grader.evidence import BytesExpectation, Note, Table
-from grader.programs import compile_and_run
+from grader.programs import compile_and_run, example_rng
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
 
@@ -126,7 +126,7 @@ def _model_sizes(ex: Example) -> training.Sizes:
 
 def _inputs(ex: Example) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     sizes = _model_sizes(ex)
-    rng = np.random.default_rng(ex["seed"])
+    rng = example_rng(ex)
     params = training.draw_params(rng, sizes.n_layers, sizes.d, sizes.f)
     return (params, *training.draw_batch(rng, sizes.batch, sizes.d))
 
@@ -165,9 +165,8 @@ def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
         )
         last = (float(ex["lr"]),) if kind == "train" else (ex["micro"],) if "micro" in ex else ()
         jitted = jax.jit(lambda p, a, b: fn(p, a, b, mesh, *last))
-        program = jaxpr.trace(jitted, *args)  # the student's code runs (traces) here first
         trial = compile_and_run(
-            jitted, args, mesh, ex, compiler_options=FAST_COMPILE, kind=kind, traced=program,
+            jitted, args, mesh, ex, compiler_options=FAST_COMPILE, kind=kind,
             inputs=(params, x, y), replicated=NamedSharding(mesh, P()), dtype="float32",
         )  # fmt: skip
         trial.expected = _expected(kind, ex, params, x, y)
@@ -186,7 +185,7 @@ def _summed_inside_model(program: jaxpr.Program) -> bool:
 
 
 def _n_times_hint(trial: Trial) -> str:
-    n, program = trial.example["n"], trial.extra["traced"]
+    n, program = trial.example["n"], trial.program
     if _summed_inside_model(program) and any(
         s.kind == ALL_REDUCE and not s.in_loop for s in program.collectives
     ):
@@ -286,7 +285,7 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
 
 
 def _precision_hint(trial: Trial) -> str | None:
-    low = sorted(d for d in ("bfloat16", "float16") if trial.extra["traced"].dtypes[d])
+    low = sorted(d for d in ("bfloat16", "float16") if trial.program.dtypes[d])
     if not low:
         return None
     return (
@@ -381,7 +380,7 @@ def _bytes(n: Fraction) -> str:
 
 
 def _bytes_hint(trial: Trial, ratio: float) -> str | None:
-    program, micro = trial.extra["traced"], trial.example.get("micro")
+    program, micro = trial.program, trial.example.get("micro")
     if micro and _in_micro_loop(program, micro):
         return _IN_LOOP_HINT.format(micro=micro)
     if ratio == 0:
@@ -445,7 +444,7 @@ class MicroBatchLoop(Check):
     name: str = "loop"
 
     def __call__(self, trial: Trial) -> CheckResult:
-        micro, program = trial.example["micro"], trial.extra["traced"]
+        micro, program = trial.example["micro"], trial.program
         loops = _micro_loops(program, micro)
         evidence = [_loop_table(program, micro)]
         if not loops:

@@ -57,7 +57,7 @@ from grader.checks import (
 from grader.checks.comms import communication
 from grader.checks.trees import PerLeaf
 from grader.evidence import Bar, Evidence, MemoryBars, Table
-from grader.programs import StudentReturnError, compile_and_run
+from grader.programs import StudentReturnError, compile_and_run, example_rng
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
 
@@ -160,7 +160,7 @@ def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
 
         mesh = devices.make_mesh((ex["n"],), (AXIS,))
         s = sizes(ex)
-        rng = np.random.default_rng(ex["seed"])
+        rng = example_rng(ex)
         params = training.draw_params(rng, s.n_layers, s.d, s.f)
         x, y = training.draw_batch(rng, s.batch, s.d)
         shard = {k: NamedSharding(mesh, v) for k, v in _specs().items()}
@@ -173,18 +173,11 @@ def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
             jitted, args, mesh, ex, kind=kind, dtype="float32", shardings=shard,
             replicated=NamedSharding(mesh, P()), before=params,
         )  # fmt: skip
-        trial.extra["trace"] = lambda: _trace(jitted, args)
         _check_structure(kind, trial.output)
         trial.expected = _expected(kind, params, x, y)
         return trial
 
     return run
-
-
-def _trace(jitted: Any, args: tuple) -> Any:
-    from grader import jaxpr
-
-    return jaxpr.trace(jitted, *args)
 
 
 def _check_structure(kind: str, out: Any) -> None:
@@ -256,7 +249,7 @@ def _precision_hint(trial: Trial, result: CheckResult) -> str | None:
     """A float32 exercise whose traced program computes in a 16-bit float: name the cast."""
     if result.hint:
         return None  # a known wrong result was recognised
-    narrow = sorted(d for d in NARROW if trial.extra["trace"]().dtypes[d])
+    narrow = sorted(d for d in NARROW if trial.program.dtypes[d])
     if not narrow:
         return None
     return (
@@ -433,7 +426,7 @@ def _memory_hint(trial: Trial) -> str:
         )
     if trial.extra["kind"] == "forward":
         return "Something as large as half the model is held at once: gather one layer at a time."
-    program = trial.extra["trace"]()
+    program = trial.program
     if not program.loops:
         return (
             "The layer loop is a Python for-loop: it is unrolled, and XLA then keeps every "

@@ -39,7 +39,7 @@ from grader.checks.groups import GroupsWithin, grouped, replica_groups
 from grader.checks.payload import Carries, WeightsStay, arrays
 from grader.evidence import DeviceMap, Evidence
 from grader.hlo import Collective
-from grader.programs import compile_and_run
+from grader.programs import compile_and_run, example_rng
 from grader.results import CheckResult
 from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 
@@ -116,14 +116,14 @@ def _normal(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int = 1) -
 
 def _mlp_inputs(ex: Example) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rows, d, f = ex["shape"]  # rows: B, or S for sp_mlp
-    rng = np.random.default_rng(ex["seed"])
+    rng = example_rng(ex)
     return _normal(rng, (rows, d)), _normal(rng, (d, f), d), _normal(rng, (f, d), f)
 
 
 def _attention_inputs(ex: Example) -> tuple[np.ndarray, ...]:
     b, s, d = ex["shape"]
     hd = ex["heads"] * ex["dh"]
-    rng = np.random.default_rng(ex["seed"])
+    rng = example_rng(ex)
     x = _normal(rng, (b, s, d))
     return (x, *(_normal(rng, (d, hd), d) for _ in range(3)), _normal(rng, (hd, d), hd))
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader import jaxpr, schedules, training
+from grader import schedules, training
 from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, Values
 from grader.checks.pipeline import (
     PERMUTE,
@@ -47,7 +47,7 @@ from grader.checks.pipeline import (
     WeightsStay,
 )
 from grader.checks.trees import PerLeaf
-from grader.programs import compile_and_run
+from grader.programs import compile_and_run, example_rng
 from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 
 MODULE = "l09_pipeline"
@@ -349,7 +349,7 @@ def _run_exec(grads: bool) -> Callable[[Callable[..., Any], Example], Trial]:
 
         mesh = devices.make_mesh((ex["p"],), (AXIS,))
         sizes = _sizes(ex)
-        rng = np.random.default_rng(ex["seed"])
+        rng = example_rng(ex)
         params = training.draw_params(rng, sizes.n_layers, sizes.d, sizes.f)
         x, y = training.draw_batch(rng, sizes.batch, sizes.d)
         layers = NamedSharding(mesh, P(AXIS, None, None))
@@ -360,9 +360,8 @@ def _run_exec(grads: bool) -> Callable[[Callable[..., Any], Example], Trial]:
             jitted = jax.jit(lambda p, a, b: fn(p, a, b, mesh, ex["m"]))
         else:
             jitted = jax.jit(lambda p, a: fn(p, a, mesh, ex["m"]))
-        program = jaxpr.trace(jitted, *args)
         trial = compile_and_run(
-            jitted, tuple(args), mesh, ex, traced=program, inputs=(params, x, y),
+            jitted, tuple(args), mesh, ex, inputs=(params, x, y),
             layers=layers, replicated=everywhere, dtype="float32",
         )  # fmt: skip
         trial.expected = training.grads(params, x, y)[1] if grads else training.forward(params, x)
@@ -455,7 +454,7 @@ def _grads_advice(kind: str, trial: Trial) -> str | None:
 
 
 def _precision(trial: Trial) -> str | None:
-    low = sorted(d for d in ("bfloat16", "float16") if trial.extra["traced"].dtypes[d])
+    low = sorted(d for d in ("bfloat16", "float16") if trial.program.dtypes[d])
     if not low:
         return None
     return (

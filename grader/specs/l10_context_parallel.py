@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader import attention, jaxpr
+from grader import attention
 from grader.checks import (
     Bytes,
     InputsUntouched,
@@ -60,7 +60,7 @@ from grader.checks.ring_attention import (
     ring_steps,
 )
 from grader.evidence import RingSteps
-from grader.programs import compile_and_run
+from grader.programs import compile_and_run, example_rng
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
 from grader.specs.l05_collective_matmul import streams
 from grader.training import SAFETY, U32
@@ -170,7 +170,7 @@ def _causal(ex: Example) -> bool:
 
 def _qkv(ex: Example) -> tuple[np.ndarray, ...]:
     """q, k, v [S, H, Dh], unit normal, in the example's dtype."""
-    rng = np.random.default_rng(ex["seed"])
+    rng = example_rng(ex)
     shape = (ex["n"] * _rows(ex), ex["h"], ex["dh"])
     dtype = np.dtype("float32") if ex["dtype"] == "float32" else _bf16()
     return tuple(rng.standard_normal(shape).astype(np.float32).astype(dtype) for _ in range(3))
@@ -201,9 +201,8 @@ def _run_ring(zigzag: bool) -> Callable[[Callable[..., Any], Example], Trial]:
         args = tuple(jax.device_put(a[order], rows) for a in (q, k, v))
         tail = () if zigzag else (_causal(ex),)
         jitted = jax.jit(lambda a, b, c: fn(a, b, c, mesh, *tail))
-        closed = jax.make_jaxpr(jitted)(*args)  # the student's code runs (traces) here first
         trial = compile_and_run(
-            jitted, args, mesh, ex, traced=jaxpr.read(closed), jaxpr=closed, inputs=(q, k, v),
+            jitted, args, mesh, ex, inputs=(q, k, v),
             order=order, dtype=ex["dtype"], sharding=rows, zigzag=zigzag,
             block_elements=_rows(ex) * ex["h"] * ex["dh"],
         )  # fmt: skip
@@ -219,7 +218,7 @@ def _merge_inputs(ex: Example) -> tuple[np.ndarray, ...]:
     lse is drawn in [−300, 300]; half the pairs within ±3 of each other (both
     weights matter), the others anywhere. Row 0 has lse1 = −inf, row 1
     lse2 = −inf, row 2 both (a row that has seen no key yet); o = 0 there."""
-    rng = np.random.default_rng(ex["seed"])
+    rng = example_rng(ex)
     s, h, dh = ex["s"], ex["h"], ex["dh"]
     lse1 = rng.uniform(-LSE_RANGE, LSE_RANGE, (s, h))
     near = rng.random((s, h)) < 0.5
@@ -236,15 +235,11 @@ def _run_merge(fn: Callable[..., Any], ex: Example) -> Trial:
     import jax
 
     inputs = _merge_inputs(ex)
-    output = jax.jit(fn)(*(jax.numpy.asarray(a) for a in inputs))
-    jax.block_until_ready(output)
+    trial = compile_and_run(jax.jit(fn), tuple(jax.numpy.asarray(a) for a in inputs), None, ex)
     o1, lse1, o2, lse2 = (a.astype(np.float64) for a in inputs)
-    return Trial(
-        example=ex,
-        output=output,
-        expected=attention.merge((o1, lse1), (o2, lse2)),
-        extra={"lse": (lse1, lse2), "o": (o1, o2)},
-    )
+    trial.expected = attention.merge((o1, lse1), (o2, lse2))
+    trial.extra.update(lse=(lse1, lse2), o=(o1, o2))
+    return trial
 
 
 # ------------------------------------------------------------------ diagnoses
@@ -349,7 +344,7 @@ def _shift(trial: Trial) -> int:
 
 
 def _precision_hint(trial: Trial) -> str | None:
-    dtypes = trial.extra["traced"].dtypes
+    dtypes = trial.program.dtypes
     if trial.example["dtype"] == "float32" and dtypes["bfloat16"]:
         return (
             "Your program computes in bfloat16, and this example is float32: 8 significant "
@@ -377,7 +372,7 @@ def _sent_itemsize(trial: Trial) -> int:
     """Item size the traced program's ppermutes send (the widest), else the example's."""
     sizes = [
         ITEMSIZE.get(d, FLOAT32)
-        for site in trial.extra["traced"].collectives
+        for site in trial.program.collectives
         if site.primitive == "ppermute"
         for d in site.dtypes
     ]

@@ -42,12 +42,12 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader import jaxpr, moe_routing, training
+from grader import moe_routing, training
 from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values
 from grader.checks.moe_routing import AllToAllCount, Combine, Dispatch
 from grader.checks.trees import PerLeaf
 from grader.evidence import Evidence, ExpertLoad
-from grader.programs import StudentReturnError, compile_and_run
+from grader.programs import StudentReturnError, compile_and_run, example_rng
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
 
 MODULE = "l11_expert_parallel"
@@ -106,7 +106,7 @@ def _dispatch_explicit(k: int) -> Callable[[Context], list[Example]]:
 
 
 def _logits(ex: Example) -> np.ndarray:
-    rng = np.random.default_rng(ex["seed"])
+    rng = example_rng(ex)
     shape = (ex["t"], ex["e"])
     if ex["logits"] == "ties":  # 4 values: most tokens have a tie somewhere
         return (rng.integers(0, 4, shape) / 2).astype(np.float32)
@@ -120,14 +120,13 @@ def _dispatch_run(k: int) -> Callable[[Callable[..., Any], Example], Trial]:
         logits = _logits(ex)
         capacity = ex["capacity"]
         placed = jax.device_put(logits)
-        program = jax.jit(fn, static_argnums=1).lower(placed, capacity)
-        out = program.compile(compiler_options=FAST_COMPILE)(placed)
-        _check_router_output(out, (ex["t"], ex["e"], capacity), fn.__name__)
-        routing = moe_routing.route(logits, capacity, k)
-        return Trial(
-            example=ex, output=out, expected=routing,
-            extra={"logits": logits.astype(np.float64)},
+        trial = compile_and_run(
+            jax.jit(lambda lg: fn(lg, capacity)), (placed,), None, ex,
+            compiler_options=FAST_COMPILE, logits=logits.astype(np.float64),
         )  # fmt: skip
+        _check_router_output(trial.output, (ex["t"], ex["e"], capacity), fn.__name__)
+        trial.expected = moe_routing.route(logits, capacity, k)
+        return trial
 
     return run
 
@@ -208,7 +207,7 @@ def layer_inputs(ex: Example) -> dict[str, np.ndarray]:
     import ml_dtypes  # noqa: F401 - registers bfloat16 with numpy
 
     n, d = ex["n"], ex["d"]
-    rng = np.random.default_rng(ex["seed"])
+    rng = example_rng(ex)
     params = training.draw_params(rng, n, d, ex["f"])  # [E, D, F], [E, F, D], 1/√fan-in
     x, _ = training.draw_batch(rng, n * ex["rows"], d)
     x[:, :ROUTED] = rng.integers(-GRID, GRID + 1, (len(x), ROUTED)) / GRID
@@ -245,9 +244,8 @@ def _layer_run(fn: Callable[..., Any], ex: Example) -> Trial:
     args = tuple(jax.device_put(a, NamedSharding(mesh, specs[k])) for k, a in inputs.items())
     capacity = ex["capacity"]
     jitted = jax.jit(lambda x, r, a, b: fn(x, r, a, b, mesh, capacity))
-    program = jaxpr.trace(jitted, *args)  # the student's code runs (traces) here first
     trial = compile_and_run(
-        jitted, args, mesh, ex, compiler_options=FAST_COMPILE, traced=program, inputs=inputs,
+        jitted, args, mesh, ex, compiler_options=FAST_COMPILE, inputs=inputs,
         dtype=ex["dtype"], sharding=NamedSharding(mesh, specs["x"]),
     )  # fmt: skip
     trial.expected = reference(ex, inputs)
@@ -324,7 +322,7 @@ def _layer_mistakes(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np
 def _precision_hint(trial: Trial) -> str | None:
     if trial.example["dtype"] != "float32":
         return None
-    low = sorted(d for d in ("bfloat16", "float16") if trial.extra["traced"].dtypes[d])
+    low = sorted(d for d in ("bfloat16", "float16") if trial.program.dtypes[d])
     if not low:
         return None
     return (
@@ -341,7 +339,7 @@ def _itemsize(trial: Trial) -> int:
     4 bytes, against the optimum at the exercise's own item size."""
     import jax.numpy as jnp
 
-    sent = [jnp.dtype(d).itemsize for s in trial.extra["traced"].collectives for d in s.dtypes]
+    sent = [jnp.dtype(d).itemsize for s in trial.program.collectives for d in s.dtypes]
     return max(sent, default=ITEMSIZE[trial.example["dtype"]])
 
 

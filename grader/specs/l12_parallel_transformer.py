@@ -54,7 +54,7 @@ from grader.checks import InputsUntouched, OutputSharding, TempMemory, Values
 from grader.checks.groups import grouped, replica_groups, show_groups, spanned_axes
 from grader.checks.trees import PerLeaf
 from grader.evidence import KindBytes, KindBytesRow, Table
-from grader.programs import StudentReturnError, compile_and_run
+from grader.programs import StudentReturnError, compile_and_run, example_rng
 from grader.results import CheckResult
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
 
@@ -197,7 +197,7 @@ def _sharding(mesh: Any, name: str) -> Any:
 
 def _draw(ex: Example) -> tuple[Sizes, dict, np.ndarray, np.ndarray]:
     s = sizes(ex)
-    rng = np.random.default_rng(ex["seed"])
+    rng = example_rng(ex)
     params = model.draw_params(rng, s.n_layers, s.d, s.hdh, s.f)
     x, y = model.draw_batch(rng, s.batch, s.seq, s.d)
     return s, params, x, y
@@ -243,14 +243,7 @@ def _run_train(fn: Callable[..., Any], ex: Example) -> Trial:
     trial.expected = (new, np.float64(value))
     trial.extra["grads"] = model.grads(params, x, y, heads)[1]
     trial.extra["predict"] = _students_prediction(fn)
-    trial.extra["trace"] = lambda: _trace(jitted, args)
     return trial
-
-
-def _trace(jitted: Any, args: tuple) -> Any:
-    from grader import jaxpr
-
-    return jaxpr.trace(jitted, *args)
 
 
 def _students_prediction(fn: Callable[..., Any]) -> Callable[..., Any] | None:
@@ -327,7 +320,7 @@ class Divergence(Check):
             result.message = (
                 f"{where}; the loss {'agrees' if loss_ok else 'differs too'}. {result.message}"
             )
-        narrow = sorted(d for d in ("bfloat16", "float16") if trial.extra["trace"]().dtypes[d])
+        narrow = sorted(d for d in ("bfloat16", "float16") if trial.program.dtypes[d])
         if (result.hint or "").startswith("Every gradient"):
             pass  # a known wrong result was recognised
         elif narrow:
@@ -637,7 +630,7 @@ def _memory_hint(trial: Trial) -> str:
         )
     ref = reference_bytes(s.shapes(), s.data, s.model, ITEMSIZE).get(ALL_GATHER, 0)
     if (trial.comms.bytes(ALL_GATHER) or 0) < ref:
-        remat = trial.extra["trace"]().counts
+        remat = trial.program.counts
         if remat["remat2"] or remat["checkpoint"]:
             return (
                 "Your jax.checkpoint's policy still saves the gathered weights: saving "

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The device check for a machine with one GPU (the H200 lent to some sessions), run from the
+# repository root with the machine's own python3 (its image has jax with CUDA, flatbuffers,
+# hypothesis, rich and click; nothing is installed). Writes logs under $OUT (default ./gpu-out).
+#
+#   1. which jax and devices;
+#   2. `course grade --all --solutions --json` with COURSE_PLATFORM=auto: the worker and the
+#      student's process both start jax on a CUDA host; one GPU is fewer than the meshes need,
+#      so lessons run on simulated CPU devices, except the one-device programs
+#      (10.merge_partials, 11.top1_dispatch/top2_dispatch), which are exported on the GPU by the
+#      student's process and compiled and run on the GPU by the worker;
+#   3. the isolation and engine tests (COURSE_PLATFORM=auto), and the fault probes.
+set -uo pipefail
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD COURSE_PLATFORM=auto
+{
+	python3 -c 'import jax, sys; print(sys.version.split()[0], "jax", jax.__version__, jax.devices())'
+	nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv
+} 2>&1 | tee "$OUT/versions.txt"
+home=$(mktemp -d)
+SECONDS=0
+COURSE_HOME=$home python3 -m course.cli grade --all --solutions --json >"$OUT/grade_all.json" 2>"$OUT/grade_all.err"
+echo "grade --all --solutions: exit $? in ${SECONDS} s" | tee "$OUT/summary.txt"
+python3 - "$OUT/grade_all.json" <<'EOF' | tee -a "$OUT/summary.txt"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for lesson in doc["lessons"]:
+    bad = [(e["exercise"], e["status"], (e.get("error") or "")[:200]) for e in lesson["exercises"] if e["status"] != "passed"]
+    print(lesson["lesson"], lesson.get("devices"), f"{lesson.get('duration', 0):.2f} s", "ok" if not bad else bad)
+EOF
+timeout 420 python3 -m pytest -q -p no:cacheprovider -x tests/test_isolation.py tests/test_engine.py tests/test_faults.py 2>&1 | tail -40 | tee "$OUT/pytest.txt"
