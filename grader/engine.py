@@ -222,8 +222,13 @@ def _grade_lesson(
         if session is not None:
             simulated = devices.simulating()
 
-            def before(ex: Example, name: str = name, simulated: bool = simulated) -> None:
-                session.begin(name, ex, simulated)
+            def before(
+                ex: Example,
+                following: Example | None,
+                name: str = name,
+                simulated: bool = simulated,
+            ) -> None:
+                session.begin(name, ex, simulated, following)
 
         record(grade_exercise(
             lesson, ex_spec, fn, ctx, directory=Path(directory),
@@ -274,7 +279,7 @@ def grade_exercise(
     max_examples: int | None = None,
     timeout: float | None = None,
     emit: Listener = lambda e: None,
-    before_example: Callable[[Example], None] | None = None,
+    before_example: Callable[[Example, Example | None], None] | None = None,
 ) -> ExerciseResult:
     from grader.isolation import HostCall, StudentFault, StudentProcessDied
 
@@ -298,7 +303,7 @@ def grade_exercise(
         emit(ExampleStarted(lesson, spec.name, index, shown))
         called = _Called(fn)
         if before_example is not None:
-            before_example(ex)
+            before_example(ex, examples[index + 1] if index + 1 < len(examples) else None)
         try:
             with time_limit(timeout):
                 trial = spec.run(called, ex)

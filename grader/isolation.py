@@ -32,6 +32,7 @@ import select
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from grader import programs, wire
@@ -55,7 +56,7 @@ class StudentProcess:
     """The student's process, started on first use and again after it dies."""
 
     def __init__(self, directory: str, module: str):
-        self.directory, self.module = str(directory), module
+        self.directory, self.module = str(Path(directory)), module
         self.proc: subprocess.Popen | None = None
         self.functions: set[str] = set()
         self.load_error: str | None = None
@@ -68,14 +69,16 @@ class StudentProcess:
         module in it; the caller bounds the time."""
         if self.proc is not None:
             return
-        self.proc, self._out, self._in = _spare.pop() if _spare else _spawn()
-        global ahead
-        if ahead > 0:  # another lesson follows: its process starts while this one grades
-            ahead -= 1
-            prestart()
+        spare = _take_spare(self.directory, self.module)
+        self.proc, self._out, self._in = spare or _spawn()
         self._buffer = b""
-        self._seq = 0
-        answer = self._ask({"op": "load", "directory": self.directory, "module": self.module})
+        self._seq = 1 if spare else 0  # a spare was asked to load this module when it started
+        self._pending: set[int] = {1} if spare else set()
+        self._stash: dict[int, dict] = {}
+        self._ignore: set[int] = set()
+        if _upcoming:  # another lesson follows: its process starts while this one grades
+            prestart(*_upcoming.pop(0))
+        answer = self.receive(1) if spare else self._ask(self._load())
         self.load_error = answer.get("load_error")
         self.functions = set(answer.get("functions") or [])
 
@@ -93,6 +96,9 @@ class StudentProcess:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10)
 
+    def _load(self) -> dict:
+        return {"op": "load", "directory": self.directory, "module": self.module}
+
     # -------------------------------------------------------------- questions
 
     def export(self, exercise: str, example: Example, index: int, simulated: bool) -> dict:
@@ -106,29 +112,55 @@ class StudentProcess:
                           "simulated": simulated})  # fmt: skip
 
     def _ask(self, question: dict) -> dict:
+        return self.receive(self.send(question))
+
+    def send(self, question: dict) -> int:
+        """Ask without waiting; :meth:`receive` takes the answer later."""
         self.start()
         assert self.proc is not None
         self._seq += 1
-        question = {**question, "seq": self._seq}
+        self._pending.add(self._seq)
         try:
-            self._out.write(json.dumps(question, separators=(",", ":")).encode() + b"\n")
+            self._out.write(json.dumps({**question, "seq": self._seq}, separators=(",", ":")).encode() + b"\n")  # fmt: skip
             self._out.flush()
-            line = self._read_line()
-        except BaseException:  # a time limit, an interrupt: its state is unknown now
+        except BaseException:
             self.stop()
             raise
-        try:
-            answer = json.loads(line)
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict) or answer.get("seq") != question["seq"]:
-            self.stop()
-            raise StudentProcessDied(
-                "something wrote on the grader's channel to it that is not the grader's answer"
-            )
+        return self._seq
+
+    def receive(self, seq: int) -> dict:
+        """The answer to question ``seq``; answers to other questions asked
+        before it are kept for later (or dropped, if :meth:`forget` said so)."""
+        while seq not in self._stash:
+            try:
+                line = self._read_line()
+            except BaseException:  # a time limit, an interrupt: its state is unknown now
+                self.stop()
+                raise
+            try:
+                answer = json.loads(line)
+            except ValueError:
+                answer = None
+            got = answer.get("seq") if isinstance(answer, dict) else None
+            if got not in self._pending:
+                self.stop()
+                raise StudentProcessDied(
+                    "something wrote on the grader's channel to it that is not the grader's answer"
+                )
+            self._pending.discard(got)
+            if got in self._ignore:
+                self._ignore.discard(got)
+            else:
+                self._stash[got] = answer
+        answer = self._stash.pop(seq)
         if "fault" in answer:
             raise StudentFault(str(answer["fault"]))
         return answer
+
+    def forget(self, seq: int) -> None:
+        """Question ``seq`` was asked ahead and is not wanted any more."""
+        if self._stash.pop(seq, None) is None and seq in self._pending:
+            self._ignore.add(seq)
 
     def _read_line(self) -> bytes:
         while b"\n" not in self._buffer:
@@ -148,16 +180,38 @@ class StudentProcess:
         return line
 
 
-_spare: list[tuple[subprocess.Popen, Any, int]] = []
-"""A student's process started ahead of need, importing jax while the grader works."""
-ahead = 0
-"""Processes still to start ahead (the lessons after the current one)."""
+_spare: dict[tuple[str, str], tuple[subprocess.Popen, Any, int]] = {}
+"""Student's processes started ahead of need, by (directory, module): each imports
+jax, then the module, while the grader works on something else."""
+_upcoming: list[tuple[str, str]] = []
+"""(directory, module) of the lessons after the current one, in order."""
 
 
-def prestart() -> None:
-    """Start a student's process now, for the next lesson to take."""
-    if not _spare:
-        _spare.append(_spawn())
+def prestart(directory: str, module: str, then: list[tuple[str, str]] | None = None) -> None:
+    """Start a student's process now, asked to import ``module`` from ``directory``
+    (question 1), for the lesson that grades it to take; ``then``: the lessons
+    after it, each started when the one before is taken."""
+    if then is not None:
+        _upcoming[:] = then
+    key = (str(Path(directory)), module)
+    if key in _spare:
+        return
+    proc, out, fd = _spawn()
+    question = {"op": "load", "directory": key[0], "module": module, "seq": 1}
+    try:
+        out.write(json.dumps(question).encode() + b"\n")
+        out.flush()
+    except OSError:  # it died at once: the lesson starts a process of its own
+        proc.kill()
+        return
+    _spare[key] = (proc, out, fd)
+
+
+def _take_spare(directory: str, module: str) -> tuple[subprocess.Popen, Any, int] | None:
+    spare = _spare.pop((str(Path(directory)), module), None)
+    if spare is not None and spare[0].poll() is not None:
+        return None  # it ended meanwhile
+    return spare
 
 
 def _spawn() -> tuple[subprocess.Popen, Any, int]:
@@ -201,17 +255,50 @@ class Session:
         self.replaying = Replaying(self)
         self.exercise = ""
         self.example: Example = {}
+        self.following: Example | None = None
         self.simulated = False
+        self.ahead: dict[tuple[str, str], tuple[Any, int]] = {}
+        """Exports asked for ahead: (exercise, example) → (the process asked, question)."""
 
-    def begin(self, exercise: str, example: Example, simulated: bool) -> None:
+    def begin(
+        self, exercise: str, example: Example, simulated: bool, following: Example | None = None
+    ) -> None:
+        """Example ``example`` of ``exercise`` is next; ``following`` after it."""
+        if exercise != self.exercise:  # what was asked ahead for the last exercise is moot
+            for proc, seq in self.ahead.values():
+                if proc is self.process.proc:
+                    self.process.forget(seq)
+            self.ahead.clear()
         self.exercise, self.example, self.simulated = exercise, example, simulated
+        self.following = following
         self.replaying.index = 0
+
+    def export(self, index: int) -> dict:
+        """The exported ``index``-th program of the current example, asked for
+        now or taken from what was asked ahead."""
+        key = (self.exercise, _key(self.example))
+        asked = self.ahead.pop(key, None) if index == 0 else None
+        if asked is not None and asked[0] is self.process.proc:
+            answer = self.process.receive(asked[1])
+        else:
+            answer = self.process.export(self.exercise, self.example, index, self.simulated)
+        if index == 0 and self.following is not None:  # the student's process traces the next
+            nxt = self.following  # example while this one compiles and runs here
+            seq = self.process.send({"op": "export", "exercise": self.exercise,
+                                     "example": wire.encode(nxt), "index": 0,
+                                     "simulated": self.simulated})  # fmt: skip
+            self.ahead[(self.exercise, _key(nxt))] = (self.process.proc, seq)
+        return answer
 
     def function(self, name: str) -> RemoteFunction:
         return RemoteFunction(self, name)
 
     def close(self) -> None:
         self.process.stop()
+
+
+def _key(example: Example) -> str:
+    return json.dumps(wire.encode(example), sort_keys=True)
 
 
 def raise_from(answer: dict) -> None:
@@ -335,9 +422,8 @@ class Replaying(programs.Mode):
 
         from grader import jaxpr
 
-        s = self.session
         k, self.index = self.index, self.index + 1
-        answer = s.process.export(s.exercise, s.example, k, s.simulated)
+        answer = self.session.export(k)
         if "ok" not in answer:
             raise_from(answer)
         try:

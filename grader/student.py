@@ -243,9 +243,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     answers = os.fdopen(args.fds[1], "wb")
     programs.set_data_salt(secrets.randbits(62) | 1)
     _watch_parent()
-    import jax  # ahead of the first question: this process may be started before it is needed
-
-    jax.devices()
+    _warm_up()  # ahead of the first question: this process is started before it is needed
     session = _Session()
     for line in requests:
         seq = None
@@ -260,8 +258,42 @@ def main(argv: list[str] | None = None) -> NoReturn:
         sys.stderr.flush()
         answers.write(json.dumps(answer, separators=(",", ":")).encode() + b"\n")
         answers.flush()
+        if seq == 1:
+            _warm_up_tracing()
     sys.stdout.flush()
     os._exit(0)
+
+
+def _warm_up() -> None:
+    """Import what every question needs, before the first one comes."""
+    import contextlib
+
+    import jax
+
+    jax.devices()
+    with contextlib.suppress(Exception):
+        import hypothesis.strategies  # noqa: F401  (every spec imports it)
+
+        import grader.engine  # noqa: F401
+
+
+def _warm_up_tracing() -> None:
+    """Trace and export one small program, so that the first exercise does not
+    pay for jax's first trace; done while the grader prepares that exercise."""
+    import contextlib
+
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    with contextlib.suppress(Exception):
+        mesh = jax.make_mesh((1,), ("x",), devices=jax.devices()[:1])
+        body = jax.shard_map(
+            lambda a: jax.lax.psum(a, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()
+        )
+        arg = jax.ShapeDtypeStruct((2,), jnp.float32, sharding=NamedSharding(mesh, P("x")))
+        jax.export.export(jax.jit(body))(arg).serialize()
 
 
 def _watch_parent() -> None:

@@ -76,8 +76,10 @@ def grade(request: Request, emit: Callable[[Event], None]) -> None:
 
     devices.configure(request.devices, request.platform)
     programs.set_data_salt(secrets.randbits(62) | 1)  # the data is drawn here, from a secret
-    isolation.prestart()  # the student's process imports jax while this one does
-    isolation.ahead = len(request.lessons) - 1
+    # the student's process imports jax and the module while this one imports jax
+    first, *rest = [(request.directory, job.module) for job in request.lessons] or [("", "")]
+    if first[1]:
+        isolation.prestart(*first, then=rest)
     if request.cache_dir:
         enable_compilation_cache(request.cache_dir)
     from grader import engine
