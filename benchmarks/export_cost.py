@@ -1,12 +1,13 @@
 """Per-example cost of handing the student's program back with jax.export (issue 9).
 
-    python benchmarks/export_cost.py      (needs the flatbuffers package)
+    python benchmarks/export_cost.py
 
 Lesson 2's ring all-gather (the reference) on six examples: compiled and run
 in one process as today, against traced on abstract shapes, exported and
 serialised (what a student's process would do), then deserialised, compiled
 and run on the data (what the grading process would do). Also shows that a
 host callback does not serialise. One run, no loop: timings are noisy.
+It measured the route before grader/isolation.py took it.
 """
 
 import sys
