@@ -29,13 +29,12 @@ import json
 import os
 import secrets
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any, NoReturn
 
 from grader import programs, wire
 from grader.spec import Trial
+from grader.worker import watch_parent
 
 
 class Exported(Exception):
@@ -242,7 +241,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     requests = os.fdopen(args.fds[0], "rb")
     answers = os.fdopen(args.fds[1], "wb")
     programs.set_data_salt(secrets.randbits(62) | 1)
-    _watch_parent()
+    watch_parent()
     _warm_up()  # ahead of the first question: this process is started before it is needed
     session = _Session()
     for line in requests:
@@ -294,17 +293,6 @@ def _warm_up_tracing() -> None:
         )
         arg = jax.ShapeDtypeStruct((2,), jnp.float32, sharding=NamedSharding(mesh, P("x")))
         jax.export.export(jax.jit(body))(arg).serialize()
-
-
-def _watch_parent() -> None:
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="watch-parent").start()
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         events.flush()
         sent += 1
 
-    _watch_parent()
+    watch_parent()
     try:
         grade(replace(request, key=""), emit)
     except _Rejected as exc:
@@ -110,9 +110,9 @@ def grade(request: Request, emit: Callable[[Event], None]) -> None:
         emit(LessonFinished(job.lesson, result.duration))
 
 
-def _watch_parent() -> None:
-    """Leave when the ``course`` process is gone (killed with SIGKILL, say),
-    instead of grading on for no one."""
+def watch_parent() -> None:
+    """Leave when the parent process is gone (``course`` killed with SIGKILL,
+    say), instead of grading on for no one."""
     parent = os.getppid()
 
     def watch() -> None:
