@@ -184,7 +184,8 @@ def grade_options(f):
     help="Grade the modules in this directory.",
 )
 @click.option(
-    "--example", help="Re-run one example exactly, as printed by a failure (needs N.exercise)."
+    "--example",
+    help="Re-run one example, as printed by a failure (needs N.exercise); its input values are drawn afresh.",
 )
 @JSON_OPTION
 @grade_options

@@ -322,7 +322,7 @@ def as_command(target: str | None, **options) -> str:
 
 
 def rerun_command(er: ExerciseResult, solutions: bool = False, path: str | None = None) -> str:
-    """The command that re-runs exactly the example ``er`` failed on."""
+    """The command that re-runs the example ``er`` failed on (same shapes and mesh)."""
     cmd = f"course grade {er.lesson}.{er.exercise}"
     if er.example:
         cmd += f" --example {shlex.quote(er.example)}"
