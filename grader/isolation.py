@@ -139,7 +139,7 @@ class StudentProcess:
                 raise
             try:
                 answer = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 answer = None
             got = answer.get("seq") if isinstance(answer, dict) else None
             if got not in self._pending:

@@ -83,6 +83,29 @@ def test_an_import_error_is_the_students_and_named(tmp_path):
     assert "not_a_module_anywhere" in result.exercises[0].error
 
 
+@pytest.mark.parametrize(
+    "line", [b"[" * 20_000, b"garbage", b'{"seq": 9, "ok": true}', b'{"ok": true}'],
+    ids=["nested-too-deep", "not-json", "unasked-question", "no-question"],
+)  # fmt: skip
+def test_a_line_that_is_no_answer_ends_the_students_process_not_the_grader(line):
+    import io
+    import os
+    import subprocess
+
+    from grader.isolation import StudentProcess
+
+    process = StudentProcess("/tmp", "l02_collectives")
+    read, write = os.pipe()
+    process.proc = subprocess.Popen(["sleep", "30"])
+    process._in, process._out = read, io.BytesIO()
+    process._buffer, process._pending, process._stash, process._ignore = b"", {1}, {}, set()
+    os.write(write, line + b"\n")
+    with pytest.raises(StudentProcessDied, match="not the grader's answer"):
+        process.receive(1)
+    assert process.proc is None  # stopped: its state is unknown
+    os.close(write)
+
+
 # ------------------------------------------------------------------ the data
 
 
