@@ -101,8 +101,10 @@ class StudentProcess:
 
     # -------------------------------------------------------------- questions
 
-    def export(self, exercise: str, example: Example, index: int, simulated: bool) -> dict:
-        return self._ask({
+    def export(self, exercise: str, example: Example, index: int, simulated: bool) -> int:
+        """Ask for the ``index``-th program the spec builds for ``example``,
+        exported; the answer comes with :meth:`receive`."""
+        return self.send({
             "op": "export", "exercise": exercise, "example": wire.encode(example),
             "index": index, "simulated": simulated,
         })  # fmt: skip
@@ -278,15 +280,12 @@ class Session:
         now or taken from what was asked ahead."""
         key = (self.exercise, _key(self.example))
         asked = self.ahead.pop(key, None) if index == 0 else None
-        if asked is not None and asked[0] is self.process.proc:
-            answer = self.process.receive(asked[1])
-        else:
-            answer = self.process.export(self.exercise, self.example, index, self.simulated)
+        if asked is None or asked[0] is not self.process.proc:
+            asked = (None, self.process.export(self.exercise, self.example, index, self.simulated))
+        answer = self.process.receive(asked[1])
         if index == 0 and self.following is not None:  # the student's process traces the next
             nxt = self.following  # example while this one compiles and runs here
-            seq = self.process.send({"op": "export", "exercise": self.exercise,
-                                     "example": wire.encode(nxt), "index": 0,
-                                     "simulated": self.simulated})  # fmt: skip
+            seq = self.process.export(self.exercise, nxt, 0, self.simulated)
             self.ahead[(self.exercise, _key(nxt))] = (self.process.proc, seq)
         return answer
 
