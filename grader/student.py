@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import os
 import secrets
@@ -151,7 +152,7 @@ class _Session:
         called = _Counted(self._function(req["exercise"]))
         programs.set_mode(Exporting(int(req["index"])))
         try:
-            with devices.simulated() if req.get("simulated") else _nothing():
+            with devices.simulated() if req.get("simulated") else contextlib.nullcontext():
                 ex_spec.run(called, example)
         except Exported as done:
             return {
@@ -170,7 +171,7 @@ class _Session:
         from grader import devices
 
         fn = self._function(req["exercise"])
-        with devices.simulated() if req.get("simulated") else _nothing():
+        with devices.simulated() if req.get("simulated") else contextlib.nullcontext():
             args = wire.decode(req["args"])
             try:
                 result = fn(*args)
@@ -215,14 +216,6 @@ class _Counted:
         return self.fn(*args, **kwargs)
 
 
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-
 def _silence_debug_callbacks() -> None:
     import jax
 
@@ -265,8 +258,6 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
 def _warm_up() -> None:
     """Import what every question needs, before the first one comes."""
-    import contextlib
-
     import jax
 
     jax.devices()
@@ -279,8 +270,6 @@ def _warm_up() -> None:
 def _warm_up_tracing() -> None:
     """Trace and export one small program, so that the first exercise does not
     pay for jax's first trace; done while the grader prepares that exercise."""
-    import contextlib
-
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding
