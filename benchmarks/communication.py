@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import devices  # noqa: E402
+from grader.measure import devices  # noqa: E402
 
 devices.configure(8, "cpu")
 
@@ -61,17 +61,19 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import tinymodels  # noqa: E402
-from grader import engine, hlo, matmul  # noqa: E402
-from grader.loader import load_module  # noqa: E402
-from grader.specs import l04_sharded_matmul as l04  # noqa: E402
-from grader.specs import l05_collective_matmul as l05  # noqa: E402
-from grader.specs import l06_data_parallel as l06  # noqa: E402
-from grader.specs import l07_fsdp as l07  # noqa: E402
-from grader.specs import l08_tensor_parallel as l08  # noqa: E402
-from grader.specs import l09_pipeline as l09  # noqa: E402
-from grader.specs import l10_context_parallel as l10  # noqa: E402
-from grader.specs import l11_expert_parallel as l11  # noqa: E402
-from grader.specs import l12_parallel_transformer as l12  # noqa: E402
+from grader import engine  # noqa: E402
+from grader.lessons.l04_sharded_matmul import spec as l04  # noqa: E402
+from grader.lessons.l05_collective_matmul import spec as l05  # noqa: E402
+from grader.lessons.l06_data_parallel import spec as l06  # noqa: E402
+from grader.lessons.l07_fsdp import spec as l07  # noqa: E402
+from grader.lessons.l08_tensor_parallel import spec as l08  # noqa: E402
+from grader.lessons.l09_pipeline import spec as l09  # noqa: E402
+from grader.lessons.l10_context_parallel import spec as l10  # noqa: E402
+from grader.lessons.l11_expert_parallel import spec as l11  # noqa: E402
+from grader.lessons.l12_parallel_transformer import spec as l12  # noqa: E402
+from grader.measure import hlo  # noqa: E402
+from grader.reference import matmul  # noqa: E402
+from grader.sandbox.loader import load_module  # noqa: E402
 
 SHAPE = (128, 128, 96)  # I, J, K: every lesson-4 plan is the cheapest one here
 

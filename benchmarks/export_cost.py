@@ -7,7 +7,7 @@ in one process as today, against traced on abstract shapes, exported and
 serialised (what a student's process would do), then deserialised, compiled
 and run on the data (what the grading process would do). Also shows that a
 host callback does not serialise. One run, no loop: timings are noisy.
-It measured the route before grader/isolation.py took it.
+It measured the route before grader/sandbox/isolation.py took it.
 """
 
 import sys
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "solutions"))
 
-from grader import devices  # noqa: E402
+from grader.measure import devices  # noqa: E402
 
 devices.configure(8, "cpu")
 import jax  # noqa: E402

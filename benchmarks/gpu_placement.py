@@ -13,7 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import devices, engine, programs  # noqa: E402
+from grader import engine, programs  # noqa: E402
+from grader.measure import devices  # noqa: E402
 
 devices.configure()
 seen = []

@@ -6,7 +6,7 @@ For the reference solution and for a bfloat16 expert inside a float32
 example, on drawn sizes (N = 2, 3, 4, 8; D 8–16; F 16–32), prints the worst
 ``max|y − ref| / max|ref|`` in units of u·√K (float32, K = D + F + E, u =
 2⁻²⁴) and of 2⁻⁸ (bfloat16 examples). The spec allows SAFETY = 16 units in
-float32 and BF16_SAFETY units in bfloat16 (grader/specs/l11_expert_parallel.py).
+float32 and BF16_SAFETY units in bfloat16 (grader/lessons/l11_expert_parallel/spec.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "solutions"))
 
-from grader import devices  # noqa: E402
+from grader.measure import devices  # noqa: E402
 
 devices.configure(8)
 
@@ -30,8 +30,8 @@ from jax import lax  # noqa: E402
 from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
-from grader import training  # noqa: E402
-from grader.specs import l11_expert_parallel as spec  # noqa: E402
+from grader.lessons.l11_expert_parallel import spec as spec  # noqa: E402
+from grader.reference import training  # noqa: E402
 
 
 def bf16_expert(x, router_w, w_in, w_out, mesh, capacity):

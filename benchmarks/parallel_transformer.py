@@ -19,13 +19,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import devices  # noqa: E402
+from grader.measure import devices  # noqa: E402
 
 devices.configure(8, "cpu")
 
 from grader import engine  # noqa: E402
-from grader.loader import load_module  # noqa: E402
-from grader.specs import l12_parallel_transformer as spec  # noqa: E402
+from grader.lessons.l12_parallel_transformer import spec as spec  # noqa: E402
+from grader.sandbox.loader import load_module  # noqa: E402
 
 GATHER = "    w = _gather(w)\n"
 NAMED = "    w = {k: checkpoint_name(v, 'gathered') for k, v in _gather(w).items()}\n"

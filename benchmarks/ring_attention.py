@@ -16,7 +16,7 @@
    block collected with permutes), on shapes the memory check measures and
    on some it skips.
 
-The lesson text and ``grader/specs/l10_context_parallel.py`` quote these.
+The lesson text and ``grader/lessons/l10_context_parallel/spec.py`` quote these.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import devices  # noqa: E402
+from grader.measure import devices  # noqa: E402
 
 devices.configure(8, "cpu")
 
@@ -39,11 +39,11 @@ from jax import lax  # noqa: E402
 from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
-from grader import attention  # noqa: E402
-from grader.checks.ring_attention import MERGE_SAFETY  # noqa: E402
-from grader.loader import load_module  # noqa: E402
-from grader.specs import l10_context_parallel as l10  # noqa: E402
-from grader.training import SAFETY, U32  # noqa: E402
+from grader.lessons.l10_context_parallel import attention  # noqa: E402
+from grader.lessons.l10_context_parallel import spec as l10  # noqa: E402
+from grader.lessons.l10_context_parallel.checks import MERGE_SAFETY  # noqa: E402
+from grader.reference.training import SAFETY, U32  # noqa: E402
+from grader.sandbox.loader import load_module  # noqa: E402
 from tests.mistakes.l10 import MISTAKES  # noqa: E402
 
 SHAPES = [(3, 4, 2, 8), (6, 4, 2, 8), (4, 8, 3, 16), (8, 2, 1, 16), (3, 8, 2, 16), (6, 8, 1, 16)]

@@ -7,7 +7,7 @@ ways in float32 (whole batch on one device; data parallel at N = 3, 4, 8;
 micro-batch accumulation) and several ways with one bfloat16 cast inside
 (params, inputs, activations, or the gradient before the all-reduce), and
 prints each error as a multiple of u·√K·max|ref| (u = 2⁻²⁴, K from
-:class:`grader.training.Sizes`). ``grader.training.SAFETY`` must sit between
+:class:`grader.reference.training.Sizes`). ``grader.reference.training.SAFETY`` must sit between
 the worst correct program and the mildest bfloat16 slip.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import devices  # noqa: E402
+from grader.measure import devices  # noqa: E402
 
 devices.configure(8, "cpu")
 
@@ -31,7 +31,7 @@ from jax.sharding import NamedSharding  # noqa: E402
 from jax.sharding import PartitionSpec as P  # noqa: E402
 
 import tinymodels  # noqa: E402
-from grader import training  # noqa: E402
+from grader.reference import training  # noqa: E402
 
 SIZES = [  # L, B, D, F
     (2, 24, 8, 16),

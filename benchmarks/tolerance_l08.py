@@ -1,4 +1,4 @@
-"""Lesson 8's float32 errors in units of u·√K·max|ref| (see grader/training.py).
+"""Lesson 8's float32 errors in units of u·√K·max|ref| (see grader/reference/training.py).
 
 Runs the reference solution of every lesson-8 exercise, and the same
 programs with a bfloat16 cast inside, on drawn examples, and prints the
@@ -17,16 +17,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import devices  # noqa: E402
+from grader.measure import devices  # noqa: E402
 
 devices.configure(8, "cpu")
 
 import numpy as np  # noqa: E402
 
-from grader import engine, training  # noqa: E402
-from grader.loader import load_module  # noqa: E402
+from grader import engine  # noqa: E402
+from grader.lessons.l08_tensor_parallel import spec as spec  # noqa: E402
+from grader.reference import training  # noqa: E402
+from grader.sandbox.loader import load_module  # noqa: E402
 from grader.spec import draw_examples  # noqa: E402
-from grader.specs import l08_tensor_parallel as spec  # noqa: E402
 
 BF16_VARIANT = """
 import jax.numpy as _jnp

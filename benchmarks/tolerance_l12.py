@@ -1,4 +1,4 @@
-"""Lesson 12's float32 errors in units of u·√K·max|ref| (see grader/training.py).
+"""Lesson 12's float32 errors in units of u·√K·max|ref| (see grader/reference/training.py).
 
 Runs the reference ``train_step`` and the same step with the gathered weights
 cast to bfloat16, on the explicit examples and three drawn ones, and prints
@@ -18,16 +18,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import devices  # noqa: E402
+from grader.measure import devices  # noqa: E402
 
 devices.configure(8, "cpu")
 
 import numpy as np  # noqa: E402
 
-from grader import engine, training  # noqa: E402
-from grader.loader import load_module  # noqa: E402
+from grader import engine  # noqa: E402
+from grader.lessons.l12_parallel_transformer import spec as spec  # noqa: E402
+from grader.reference import training  # noqa: E402
+from grader.sandbox.loader import load_module  # noqa: E402
 from grader.spec import draw_examples  # noqa: E402
-from grader.specs import l12_parallel_transformer as spec  # noqa: E402
 
 GATHER = "    w = _gather(w)\n"
 BF16 = "    w = {k: v.astype(jnp.bfloat16).astype(v.dtype) for k, v in _gather(w).items()}\n"

@@ -7,7 +7,7 @@ import sys
 import click
 
 from course.commands.common import App, make_app
-from grader.protocol import DEFAULT_TIMEOUT
+from grader.sandbox.protocol import DEFAULT_TIMEOUT
 
 pass_app = click.make_pass_decorator(App)
 

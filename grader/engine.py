@@ -1,7 +1,7 @@
 """Grade a lesson in this process: draw examples, run them, hold checks.
 
 Used directly by the tests and the developer check, and inside the grading
-worker (``grader.worker``), which adds time limits and crash isolation.
+worker (``grader.sandbox.worker``), which adds time limits and crash isolation.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from grader.evidence import Evidence, Note
-from grader.loader import ExampleTimeout, LoadError, format_student_error, load_module
 from grader.programs import GraderFault, StudentReturnError
-from grader.protocol import (
+from grader.results import CheckResult, ExerciseResult, LessonResult, Status
+from grader.sandbox.loader import ExampleTimeout, LoadError, format_student_error, load_module
+from grader.sandbox.protocol import (
     REPORT,
     Event,
     ExampleStarted,
@@ -28,7 +29,6 @@ from grader.protocol import (
     LessonStarted,
     unfinished,
 )
-from grader.results import CheckResult, ExerciseResult, LessonResult, Status
 from grader.spec import (
     FULL,
     MESH_SIZES,
@@ -49,13 +49,13 @@ class BadExample(Exception):
 
 
 def load_spec(module: str) -> LessonSpec:
-    """The grading spec ``grader/specs/<module>.py``."""
-    return importlib.import_module(f"grader.specs.{module}").SPEC
+    """The grading spec of lesson ``module``: ``grader/lessons/<module>/spec.py``."""
+    return importlib.import_module(f"grader.lessons.{module}.spec").SPEC
 
 
 def context() -> Context:
     """The devices at hand; with as many as the largest mesh, the full context."""
-    from grader import devices
+    from grader.measure import devices
 
     n = len(devices.devices())
     if n >= FULL.n_devices:
@@ -120,7 +120,7 @@ def time_limit(seconds: float | None):
     """Interrupt Python-level work after ``seconds`` (main thread only).
 
     Compiled code that never returns cannot be interrupted this way; the
-    parent process (``grader.runner``) kills the worker as a backstop.
+    parent process (``grader.sandbox.runner``) kills the worker as a backstop.
     """
     usable = seconds and threading.current_thread() is threading.main_thread()
     if not usable:
@@ -155,8 +155,8 @@ def grade_lesson(
     """Grade the exercises of one lesson found in ``directory``.
 
     With ``isolate``, the student's module is imported and run only in a
-    process of its own (:mod:`grader.isolation`); without, in this one."""
-    from grader import devices
+    process of its own (:mod:`grader.sandbox.isolation`); without, in this one."""
+    from grader.measure import devices
 
     emit = on_event or (lambda e: None)
     start = time.perf_counter()
@@ -169,7 +169,8 @@ def grade_lesson(
                 timeout=timeout, on_event=on_event, isolate=isolate,
             )  # fmt: skip
     if isolate:
-        from grader import isolation, programs
+        from grader import programs
+        from grader.sandbox import isolation
 
         session = isolation.Session(str(directory), module)
         programs.set_mode(session.replaying)
@@ -188,7 +189,7 @@ def _grade_lesson(
     example: dict | None, max_examples: int | None, timeout: float | None, emit: Listener,
     start: float, session: Any,
 ) -> LessonResult:  # fmt: skip
-    from grader import devices
+    from grader.measure import devices
 
     result = LessonResult(lesson, str(directory), devices=devices.describe(), seed=seed)
     emit(LessonStarted(lesson, result.devices))
@@ -245,7 +246,7 @@ def _import(directory: Path, module: str, session: Any) -> Any:
         return load_module(directory, module)
     from types import SimpleNamespace
 
-    from grader.isolation import StudentProcessDied
+    from grader.sandbox.isolation import StudentProcessDied
 
     try:
         session.process.start()
@@ -259,7 +260,7 @@ def _import(directory: Path, module: str, session: Any) -> Any:
 def _needs_simulation(spec: LessonSpec, names: list[str], seed: int) -> bool:
     """On fewer accelerators than the lesson's full example set needs, grade it on
     simulated CPU devices instead, when there are enough of those."""
-    from grader import devices
+    from grader.measure import devices
 
     if not devices.on_accelerators() or devices.cpu_device_count() < FULL.n_devices:
         return False
@@ -281,7 +282,7 @@ def grade_exercise(
     emit: Listener = lambda e: None,
     before_example: Callable[[Example, Example | None], None] | None = None,
 ) -> ExerciseResult:
-    from grader.isolation import HostCall, StudentFault, StudentProcessDied
+    from grader.sandbox.isolation import HostCall, StudentFault, StudentProcessDied
 
     start = time.perf_counter()
     examples, narrowed = plan(spec, ctx, seed=seed, example=example, max_examples=max_examples)

@@ -1,6 +1,6 @@
 """Compile a student's program once, read it, run it: one Trial per example.
 
-Where the program is traced depends on the process (see :mod:`grader.isolation`):
+Where the program is traced depends on the process (see :mod:`grader.sandbox.isolation`):
 in one process (the tests, ``course dev``) :func:`compile_and_run` traces,
 compiles and runs it; in the student's process it only traces and exports it
 (:class:`Exporting`); in the grading process it compiles and runs the program
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from grader import hlo
+from grader.measure import hlo
 from grader.spec import Example, Trial
 
 FLOAT = "float"
@@ -116,7 +116,7 @@ def compile_and_run(
         return mode.compile_and_run(program, args, mesh, example, compiler_options, extra)
     import jax
 
-    from grader import jaxpr
+    from grader.measure import jaxpr
 
     jitted = program if hasattr(program, "lower") else jax.jit(program)
     traced = jitted.trace(*args)  # traced once: its jaxpr is what the student asked for

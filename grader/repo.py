@@ -1,7 +1,7 @@
 """Where the course's files are: one answer for ``course`` and ``grader``.
 
 ``root()`` is the repository a student works with: ``exercises/``,
-``solutions/``, ``grader/specs/``, ``course/lessons/``. ``COURSE_ROOT``
+``solutions/``, ``grader/lessons/``, ``course/lessons/``. ``COURSE_ROOT``
 overrides it (the developer check of a copied tree, a classroom's course).
 ``CODE`` is where these packages themselves live, which a grading worker
 needs on its path even when ``COURSE_ROOT`` points elsewhere.

@@ -1,6 +1,6 @@
 """What a lesson's grading spec declares, and the examples it draws.
 
-A spec module ``grader/specs/lNN_slug.py`` defines ``SPEC = LessonSpec(...)``
+A lesson's spec module ``grader/lessons/lNN_slug/spec.py`` defines ``SPEC = LessonSpec(...)``
 listing one :class:`ExerciseSpec` per exercise: how to draw examples, how to
 run the student's function on one (producing a :class:`Trial`), and which
 checks to hold the trial against.
@@ -39,14 +39,14 @@ class Trial:
     output: Any = None
     expected: Any = None
     comms: Any = None
-    """A :class:`grader.hlo.CommSummary`, for exercises that compile a program."""
+    """A :class:`grader.measure.hlo.CommSummary`, for exercises that compile a program."""
     memory: dict[str, int] | None = None
     """``argument``/``output``/``temp`` bytes per device from memory_analysis."""
     mesh: Any = None
     inputs_intact: str | None = None
     """None when the inputs are unchanged, else what happened to them."""
     program: Any = None
-    """The traced program (:class:`grader.jaxpr.Program`): what the student wrote,
+    """The traced program (:class:`grader.measure.jaxpr.Program`): what the student wrote,
     with the dtypes it asked for, before XLA compiled it."""
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -84,9 +84,10 @@ class ExerciseSpec:
 
 @dataclass(frozen=True)
 class LessonSpec:
-    number: int
-    module: str
-    """Exercise/solution module name, e.g. ``l02_collectives``."""
+    """A lesson's exercises, in the registry's order. The lesson's number and
+    module name are the registry's (``course/course.toml``): a spec does not
+    repeat them, so they cannot disagree."""
+
     exercises: Sequence[ExerciseSpec]
 
     def exercise(self, name: str) -> ExerciseSpec:
@@ -94,7 +95,7 @@ class LessonSpec:
             if ex.name == name:
                 return ex
         names = ", ".join(e.name for e in self.exercises)
-        raise KeyError(f"lesson {self.number} has no exercise {name!r} (it has {names})")
+        raise KeyError(f"the spec has no exercise {name!r} (it has {names})")
 
 
 # ---------------------------------------------------------------- examples

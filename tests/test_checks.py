@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader import diagnose
 from grader.checks import (
     Bytes,
     Count,
@@ -14,6 +13,7 @@ from grader.checks import (
     OutputSharding,
     TempMemory,
     Values,
+    diagnose,
 )
 from grader.spec import Trial
 
@@ -25,7 +25,7 @@ def _compile(body, out_specs):
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from grader import devices
+    from grader.measure import devices
     from grader.programs import compile_and_run
 
     mesh = devices.make_mesh((N,), ("x",))
@@ -109,7 +109,7 @@ def test_values_and_sharding_on_a_real_array():
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from grader import devices
+    from grader.measure import devices
 
     mesh = devices.make_mesh((2, 4), ("x", "y"))
     x = np.arange(64, dtype=np.float32).reshape(8, 8)

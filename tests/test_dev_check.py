@@ -17,7 +17,7 @@ from course.commands.dev import public_functions, static_problems
 @pytest.fixture
 def tree(root, tmp_path) -> Path:
     """A copy of the course's checked folders."""
-    for folder in ("exercises", "solutions", "grader/specs", "course/lessons", "tests/mistakes"):
+    for folder in ("exercises", "solutions", "grader/lessons", "course/lessons", "tests/mistakes"):
         shutil.copytree(root / folder, tmp_path / folder)
     return tmp_path
 

@@ -224,7 +224,7 @@ def test_solutions_pass_on_other_seeds(root, seed):
 def test_too_few_accelerators_grade_the_lesson_on_simulated_cpus(monkeypatch):
     """Two accelerators cannot run lesson 2's N = 3 … 8: the engine switches that
     lesson to the simulated CPU devices (8 here), where the full set runs."""
-    from grader import devices
+    from grader.measure import devices
 
     cpus = devices.devices()
     two_accelerators = cpus[:2]

@@ -8,8 +8,9 @@ import dataclasses
 import pytest
 
 from course import registry
-from grader import engine, hlo
+from grader import engine
 from grader.evidence import Note, Timeline, XlaComparison
+from grader.measure import hlo
 from grader.results import ExerciseResult, LessonResult, Status
 from tests.test_report import lines, render
 
@@ -83,7 +84,7 @@ def test_a_failing_explanation_never_changes_the_verdict(root, monkeypatch):
     broken = dataclasses.replace(
         spec.exercise("matmul_local"), explain=lambda trials: 1 / 0, max_examples=0
     )
-    from grader.loader import load_module
+    from grader.sandbox.loader import load_module
 
     fn = load_module(root / "solutions", "l04_sharded_matmul").matmul_local
     result = engine.grade_exercise(4, broken, fn, engine.context(), directory=root)

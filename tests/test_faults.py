@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from course.progress import Progress, ProgressError
-from grader.protocol import LessonJob, Request
 from grader.results import ExerciseResult, ExerciseScore, Status
-from grader.runner import GraderCrashed, grade
+from grader.sandbox.protocol import LessonJob, Request
+from grader.sandbox.runner import GraderCrashed, grade
 
 ROOT = Path(__file__).resolve().parent.parent
 ONE = ("2.ring_all_gather", "--max-examples", "0")
@@ -338,7 +338,7 @@ def test_a_grader_fault_is_reported_and_never_recorded(passed_home, monkeypatch,
     from course.commands.common import make_app
     from course.commands.grade import GRADER_FAULT
     from course.commands.grade import grade as course_grade
-    from grader.protocol import ExerciseGraded
+    from grader.sandbox.protocol import ExerciseGraded
 
     def faulty(request, on_event):
         er = ExerciseResult(2, "ring_all_gather", Status.FAULT, error="internal grader error: boom")
@@ -347,7 +347,7 @@ def test_a_grader_fault_is_reported_and_never_recorded(passed_home, monkeypatch,
 
         return [LessonResult(2, request.directory, exercises=[er])]
 
-    monkeypatch.setattr("grader.runner.grade", faulty)
+    monkeypatch.setattr("grader.sandbox.runner.grade", faulty)
     app = make_app(str(passed_home), None)
     assert course_grade(app, "2.ring_all_gather") == GRADER_FAULT
     assert "fault in the grader" in capsys.readouterr().err

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from grader import hlo
 from grader.checks.groups import parse_groups, show_groups, spanned_axes
-from grader.checks.payload import arrays, carried_bytes, largest_array
+from grader.lessons.l08_tensor_parallel.checks import arrays, carried_bytes, largest_array
+from grader.measure import hlo
 
 # ---------------------------------------------------------------- forms
 

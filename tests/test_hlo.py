@@ -1,4 +1,4 @@
-"""grader/hlo.py: shapes, parsing, and collectives with their counts and bytes.
+"""grader/measure/hlo.py: shapes, parsing, and collectives with their counts and bytes.
 
 Most tests read hand-written HLO text (the module imports no jax); the last
 group compiles real shard_map programs on the simulated CPU mesh.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import hlo
+from grader.measure import hlo
 
 # ---------------------------------------------------------------- shapes
 
@@ -501,7 +501,7 @@ def _compile(f, out_spec):
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from grader import devices
+    from grader.measure import devices
 
     mesh = devices.make_mesh((N,), ("x",))
     x = jax.device_put(

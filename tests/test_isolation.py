@@ -11,9 +11,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from grader import engine, jaxpr, programs, wire
-from grader.isolation import HostCall, StudentProcessDied, _check_exported
+from grader import engine, programs
+from grader.measure import jaxpr
 from grader.results import Status
+from grader.sandbox import wire
+from grader.sandbox.isolation import HostCall, StudentProcessDied, _check_exported
 from tests.mistakes import MISTAKES
 from tests.test_mistakes import assert_caught
 
@@ -92,7 +94,7 @@ def test_a_line_that_is_no_answer_ends_the_students_process_not_the_grader(line)
     import os
     import subprocess
 
-    from grader.isolation import StudentProcess
+    from grader.sandbox.isolation import StudentProcess
 
     process = StudentProcess("/tmp", "l02_collectives")
     read, write = os.pipe()
@@ -146,7 +148,7 @@ def test_plain_values_round_trip_and_keep_shared_lists():
 
 
 def test_only_the_graders_records_travel_as_themselves():
-    from grader.specs.l03_cost_model import Chip
+    from grader.lessons.l03_cost_model.spec import Chip
 
     chip = Chip("toy", 1e12, 1e10)
     assert wire.loads(wire.dumps(chip)) == chip
@@ -166,7 +168,7 @@ def test_a_sharded_array_comes_back_with_its_sharding_and_every_shard():
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from grader import devices
+    from grader.measure import devices
 
     mesh = devices.make_mesh((2, 2), ("a", "b"))
     x = jax.device_put(np.arange(16.0, dtype=np.float32).reshape(4, 4), NamedSharding(mesh, P("a")))

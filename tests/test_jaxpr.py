@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader import jaxpr
+from grader.measure import jaxpr
 
 
 def _program(body, n: int = 4):
@@ -12,7 +12,7 @@ def _program(body, n: int = 4):
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from grader import devices
+    from grader.measure import devices
 
     mesh = devices.make_mesh((n,), ("x",))
     a = jax.device_put(np.ones((n * 6, 3), np.float32), NamedSharding(mesh, P("x")))

@@ -6,11 +6,11 @@ import dataclasses
 
 import pytest
 
-from grader import matmul
-from grader.loader import load_module
-from grader.scalar import RAISES, Agrees, close
+from grader.checks.scalar import RAISES, Agrees, close
+from grader.lessons.l03_cost_model import spec as spec
+from grader.reference import matmul
+from grader.sandbox.loader import load_module
 from grader.spec import Trial
-from grader.specs import l03_cost_model as spec
 
 PURE = {e.name: e for e in spec.EXERCISES if isinstance(e.explicit, tuple)}
 
@@ -146,7 +146,7 @@ def test_unknown_names_must_raise():
 
 
 def test_the_graders_own_programs_move_the_optimum(root):
-    """Lesson 3's measurement compiles grader.matmul's programs, not solutions/."""
+    """Lesson 3's measurement compiles grader.reference.matmul's programs, not solutions/."""
     for case in matmul.CASES.values():
         mesh = (2, 3) if case.two_d else (3,)
         shapes = (12, 18, 6) if case.two_d else (6, 9, 12)

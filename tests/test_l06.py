@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from grader.engine import context
+from grader.lessons.l06_data_parallel import spec as l06
 from grader.spec import draw_examples
-from grader.specs import l06_data_parallel as l06
 
 
 def _examples(name: str, n: int = 30) -> list[dict]:

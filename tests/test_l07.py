@@ -6,8 +6,8 @@ import pytest
 
 from grader import engine
 from grader.evidence import MemoryBars
+from grader.lessons.l07_fsdp import spec as spec
 from grader.results import Status
-from grader.specs import l07_fsdp as spec
 
 MODULE = "l07_fsdp"
 

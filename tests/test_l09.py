@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from grader import schedules
 from grader.engine import context
+from grader.lessons.l09_pipeline import schedules
+from grader.lessons.l09_pipeline import spec as l09
 from grader.spec import draw_examples
-from grader.specs import l09_pipeline as l09
 
 
 def _examples(name: str, n: int = 40) -> list[dict]:

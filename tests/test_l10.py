@@ -7,11 +7,13 @@ import io
 
 import numpy as np
 
-from grader import attention, engine, jaxpr
-from grader.checks.ring_attention import ring_steps, score_products
+from grader import engine
+from grader.lessons.l10_context_parallel import attention
+from grader.lessons.l10_context_parallel import spec as spec
+from grader.lessons.l10_context_parallel.checks import ring_steps, score_products
+from grader.measure import jaxpr
 from grader.results import Status
 from grader.spec import Context, draw_examples
-from grader.specs import l10_context_parallel as spec
 from tests.mistakes import l10 as mistakes
 from tests.test_mistakes import write_variant
 

@@ -7,14 +7,15 @@ import numpy as np
 import pytest
 from rich.console import Group
 
-from grader import engine, moe_routing
-from grader.checks.moe_routing import dispatch_mistakes
+from grader import engine
 from grader.engine import context
 from grader.evidence import ExpertLoad
+from grader.lessons.l11_expert_parallel import routing as moe_routing
+from grader.lessons.l11_expert_parallel import spec as l11
+from grader.lessons.l11_expert_parallel.checks import dispatch_mistakes
 from grader.report import draw
 from grader.results import ExerciseResult, Status
 from grader.spec import draw_examples
-from grader.specs import l11_expert_parallel as l11
 from tests.mistakes.l11 import MISTAKES
 from tests.test_mistakes import write_variant
 

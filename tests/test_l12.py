@@ -8,12 +8,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from grader import engine, jaxpr
-from grader import transformer as model
-from grader.loader import load_module
+from grader import engine
+from grader.lessons.l12_parallel_transformer import spec as spec
+from grader.lessons.l12_parallel_transformer import transformer as model
+from grader.measure import jaxpr
 from grader.results import Status
+from grader.sandbox.loader import load_module
 from grader.spec import Trial
-from grader.specs import l12_parallel_transformer as spec
 
 MODULE = "l12_parallel_transformer"
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from grader.protocol import (
+from grader.results import ExerciseResult, Status
+from grader.sandbox.protocol import (
     ExampleStarted,
     ExerciseGraded,
     LessonFinished,
@@ -12,8 +13,7 @@ from grader.protocol import (
     decode_event,
     encode_event,
 )
-from grader.results import ExerciseResult, Status
-from grader.runner import grade
+from grader.sandbox.runner import grade
 
 L02 = LessonJob(2, "l02_collectives", ("ring_all_gather", "ring_reduce_scatter", "ring_all_reduce"))
 

@@ -1,4 +1,4 @@
-"""grader/schedules.py: the simulator names each violation; the reference schedules meet the bounds."""
+"""grader/lessons/l09_pipeline/schedules.py: the simulator names each violation; the reference schedules meet the bounds."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import pytest
 from rich.console import Console
 
-from grader import schedules as S
+from grader.lessons.l09_pipeline import schedules as S
 from grader.schedule_chart import ChartView
 
 ALL_PM = [(p, m) for p in range(1, 9) for m in range(1, 17)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader import training
+from grader.reference import training
 
 SIZES = training.Sizes(n_layers=3, batch=24, d=8, f=16)
 
@@ -85,9 +85,9 @@ def test_sgd_step_is_params_minus_lr_grads():
 
 
 def _leaf_values(trial_output, expected):
-    from grader import devices
     from grader.checks import Values
     from grader.checks.trees import PerLeaf
+    from grader.measure import devices
     from grader.spec import Trial
 
     check = PerLeaf(

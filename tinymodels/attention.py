@@ -5,7 +5,7 @@
 
 Scores and softmax in float32 whatever the inputs' dtype (as flash attention
 keeps them); the result in q's dtype. The grader's own reference is numpy
-float64 (``grader.attention``); this one is for exercises, solutions and
+float64 (``grader.lessons.l10_context_parallel.attention``); this one is for exercises, solutions and
 benchmarks (e.g. what XLA's partitioner does with it on a sharded mesh).
 """
 

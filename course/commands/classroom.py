@@ -1,6 +1,6 @@
 """``course classroom SUBMISSIONS --out RESULTS``: grade a class, one folder per student.
 
-Each submission is graded in its own worker process (``grader.runner``) with
+Each submission is graded in its own worker process (``grader.sandbox.runner``) with
 the full example set, so a submission that crashes or hangs costs its own
 result only. Nothing is written to the teacher's progress. RESULTS gets
 ``summary.csv`` and, per submission, Gradescope's ``results.json`` and
@@ -27,8 +27,8 @@ from course.commands.common import App
 from course.commands.grade import INTERRUPTED, rerun_command
 from course.exports import Row, Submission
 from course.registry import Exercise, Lesson
-from grader.protocol import DEFAULT_TIMEOUT
 from grader.results import ExerciseResult, LessonResult, Status
+from grader.sandbox.protocol import DEFAULT_TIMEOUT
 
 
 def classroom(
@@ -106,8 +106,8 @@ def grade_submission(
     cache_dir: Path | None = None,
 ) -> Submission:  # fmt: skip
     """Grade one submission in its own worker; lessons it lacks are ``not submitted``."""
-    from grader.protocol import LessonJob, Request
-    from grader.runner import grade
+    from grader.sandbox.protocol import LessonJob, Request
+    from grader.sandbox.runner import grade
 
     started = time.perf_counter()
     files = {ls.module: f for ls in lessons if (f := _locate(folder, ls.module)) is not None}

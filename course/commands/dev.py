@@ -41,10 +41,13 @@ def static_problems(course: Course, root: Path) -> list[str]:
     """Everything about the files that is wrong, without importing any of them."""
     problems = []
     known = {lesson.module for lesson in course.lessons}
-    for folder in ("exercises", "solutions", "grader/specs"):
+    for folder in ("exercises", "solutions"):
         for f in sorted((root / folder).glob("l[0-9][0-9]_*.py")):
             if f.stem not in known:
                 problems.append(f"{folder}/{f.name} belongs to no lesson in course.toml")
+    for d in sorted((root / "grader" / "lessons").glob("l[0-9][0-9]_*")):
+        if d.is_dir() and d.name not in known:
+            problems.append(f"grader/lessons/{d.name}/ belongs to no lesson in course.toml")
     numbered = {f"l{lesson.number:02d}" for lesson in course.lessons}
     for f in sorted((root / "tests" / "mistakes").glob("l[0-9][0-9].py")):
         if f.stem not in numbered:
@@ -57,7 +60,7 @@ def static_problems(course: Course, root: Path) -> list[str]:
         files = {
             "stub": root / "exercises" / f"{lesson.module}.py",
             "solution": root / "solutions" / f"{lesson.module}.py",
-            "grading spec": root / "grader" / "specs" / f"{lesson.module}.py",
+            "grading spec": root / "grader" / "lessons" / lesson.module / "spec.py",
             "text": root / "course" / "lessons" / lesson.text_name,
             "catalogue of mistakes": root / "tests" / "mistakes" / f"l{lesson.number:02d}.py",
         }
@@ -102,8 +105,8 @@ def static_problems(course: Course, root: Path) -> list[str]:
 
 
 def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
-    from grader.protocol import LessonJob, Request
-    from grader.runner import grade
+    from grader.sandbox.protocol import LessonJob, Request
+    from grader.sandbox.runner import grade
 
     if not shipped().checkout:
         raise click.ClickException("course dev check checks a clone of the repository; none here")

@@ -22,9 +22,9 @@ import click
 from course.commands.common import App, UsageProblem
 from course.registry import Lesson
 from course.versions import versions
-from grader.protocol import DEFAULT_TIMEOUT, Event
 from grader.repo import shipped
 from grader.results import ExerciseResult, LessonResult, Scorecard, Status, to_json
+from grader.sandbox.protocol import DEFAULT_TIMEOUT, Event
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C, as shells report SIGINT (128 + the signal's number)."""
@@ -144,9 +144,9 @@ def grade(
     A notebook passes ``progress_line`` (shown instead of the terminal's spinner)
     and ``deliver`` (gets the results and their scorecards instead of the report).
     """
-    from grader.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
-    from grader.runner import GraderCrashed, RequestRejected
-    from grader.runner import grade as run_grading
+    from grader.sandbox.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
+    from grader.sandbox.runner import GraderCrashed, RequestRejected
+    from grader.sandbox.runner import grade as run_grading
 
     check_environment()
     if not math.isfinite(timeout) or timeout <= 0:
@@ -282,7 +282,7 @@ def grade(
 
 def check_environment() -> None:
     """COURSE_PLATFORM and COURSE_DEVICES hold values the worker can use."""
-    from grader import devices
+    from grader.measure import devices
 
     try:
         devices.platform_choice()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from grader import diagnose
+from grader.checks import diagnose
 from grader.evidence import (
     BytesExpectation,
     CollectiveRow,
@@ -15,6 +15,8 @@ from grader.evidence import (
 )
 from grader.results import CheckResult
 from grader.spec import Check, Example, Trial
+
+PERMUTE = "collective-permute"
 
 BUILTIN = {
     "all-gather": "lax.all_gather",
@@ -121,7 +123,7 @@ class Bytes(Check):
     kinds: frozenset[str] = field(default_factory=frozenset)
     """Count only these kinds (all if empty)."""
     itemsize: Callable[[Trial], int] | None = None
-    """Count elements at this width (see :meth:`grader.hlo.Collective.total`)."""
+    """Count elements at this width (see :meth:`grader.measure.hlo.Collective.total`)."""
 
     def __call__(self, trial: Trial) -> CheckResult:
         want = self.expected(trial)
@@ -171,7 +173,7 @@ class LargestTransfer(Check):
     name: str = "transfer size"
     what: str = "one block"
     itemsize: Callable[[Trial], int] | None = None
-    """Count elements at this width (see :meth:`grader.hlo.Collective.total`)."""
+    """Count elements at this width (see :meth:`grader.measure.hlo.Collective.total`)."""
     hint: str | None = None
 
     def __call__(self, trial: Trial) -> CheckResult:
@@ -240,3 +242,18 @@ class RingHops(Check):
             "sends of step s share them. Send to your neighbour (i + 1) at every step and "
             "forward the block you received last.",
         )
+
+
+def streams(trial: Trial) -> dict[int, int]:
+    """Ring direction → sends: +1 is i → i + 1, −1 is i → i − 1 (mod N);
+    other shifts keep their offset. Permutes without pairs count under 0."""
+    n = trial.example["n"]
+    out: dict[int, int] = {}
+    for c in trial.comms.collectives:
+        if c.kind != PERMUTE or not c.count:
+            continue
+        shifts = {(dst - src) % n for src, dst in c.pairs} or {0}
+        shift = shifts.pop() if len(shifts) == 1 else 0
+        shift = shift - n if shift > n // 2 else shift
+        out[shift] = out.get(shift, 0) + c.count
+    return out

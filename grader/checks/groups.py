@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader.evidence import GroupedCollective, ReplicaGroups
-from grader.hlo import Collective
+from grader.measure.hlo import Collective
 from grader.results import CheckResult
 from grader.spec import Check, Trial, format_example
 

@@ -24,7 +24,7 @@ class UnderShardMap(Check):
 
     name: str = "shard_map"
     itemsize: Callable[[Trial], int] | None = None
-    """Count elements at this width (see :meth:`grader.hlo.Collective.total`)."""
+    """Count elements at this width (see :meth:`grader.measure.hlo.Collective.total`)."""
 
     def __call__(self, trial: Trial) -> CheckResult:
         if trial.program.counts["shard_map"]:

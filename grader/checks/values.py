@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from grader import diagnose
+from grader.checks import diagnose
 from grader.evidence import DeviceMap, DeviceShard, Mismatch
 from grader.results import CheckResult
 from grader.spec import Check, Example, Trial
@@ -55,7 +55,7 @@ class Values(Check):
     would hold): an output matching one of them on every device gets that hint."""
     atol: Callable[[Trial], float] | None = None
     """atol as a fraction of max|expected| with rtol 0, in place of :func:`tolerance`
-    (training lessons derive theirs in :mod:`grader.training`)."""
+    (training lessons derive theirs in :mod:`grader.reference.training`)."""
 
     def __call__(self, trial: Trial) -> CheckResult:
         import jax

@@ -1,0 +1,1 @@
+"""Lesson 2, Collectives from first principles: its grading spec (``spec.py``) and what only it uses."""

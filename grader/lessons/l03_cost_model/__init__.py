@@ -1,0 +1,1 @@
+"""Lesson 3, Communication versus computation: its grading spec (``spec.py``) and what only it uses."""

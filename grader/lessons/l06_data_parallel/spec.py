@@ -1,0 +1,569 @@
+"""Grading spec for lesson 6: data parallelism and gradient accumulation.
+
+The student's functions get the course model's params replicated (``P()``)
+and a batch split by rows over a 1-D mesh ``('data',)``. The grader checks
+every device's copy of the result against the float64 reference of
+:mod:`grader.reference.training` (tolerance from the float32 error of the reductions
+involved, see there), that every output is replicated, that the compiled
+program holds all-reduces only (the batch never moves), and that they send
+exactly the ring optimum 2(N − 1)/N · |params| (+ one scalar for the loss)
+per call. For ``dp_accumulate`` it also checks, from the traced program,
+that the micro-batches are looped over with ``lax.scan``/``fori_loop`` and no
+all-reduce runs inside that loop, and that temporary memory stays below
+A = L·(B/N)·(D + F)·4 bytes, the activations of the whole local batch.
+
+Sizes. Values and bytes draw small shapes (2–6 rows per device). The
+accumulation draws 128 rows per device, D = 8, F ∈ {24, 32} and
+n_micro ∈ {4, 8}, so A = 10–10.7·|params| (activations dominate) and a
+micro-batch holds 16–32 rows. Measured on this machine (N = 3, 4, 8; L = 2,
+3): the reference's temporaries 0.47–0.79·A; the gradient of the whole local
+batch 2.37–2.64·A; a Python loop over micro-batches 2.27–2.73·A; over every
+drawn size (N = 3, 8; L = 2, 3; F = 24, 32; n_micro = 4, 8) the reference
+stays at 0.42–0.79·A.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, TempMemory, Values
+from grader.checks.comms import communication
+from grader.checks.trees import PerLeaf
+from grader.evidence import BytesExpectation, Note, Table
+from grader.measure import jaxpr
+from grader.programs import compile_and_run, example_rng
+from grader.reference import training
+from grader.results import CheckResult
+from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
+
+MODULE = "l06_data_parallel"
+AXIS = "data"
+ALL_REDUCE = "all-reduce"
+FLOAT32 = 4
+LOSS_BYTES = FLOAT32
+"""The loss is one float32 scalar."""
+ACCUMULATE_ROWS = 128
+"""Rows per device for dp_accumulate: enough that activations dominate params."""
+FAST_COMPILE = {"xla_backend_optimization_level": 0}
+"""XLA's backend (code generation) optimisation off: compiles take ~35% less CPU
+time (0.52 → 0.33 s per program, measured) and the HLO's collectives and the
+memory analysis are identical (measured for the reference and four wrong
+accumulations at N = 3, 4, 8). Only the speed of the CPU code changes."""
+
+TRANSPOSE_RULE = (
+    "Under shard_map with check_vma=True, params that come in replicated are invariant "
+    "over 'data'; using them with your varying rows casts them to varying implicitly, "
+    "and the transpose of that cast is a psum — so jax.grad returns the gradient already "
+    "summed over the devices."
+)
+
+
+# ------------------------------------------------------------------ examples
+
+
+def _sizes_from(ctx: Context) -> list[int]:
+    """Mesh sizes where a wrong scale shows (N ≥ 2), or 1 when that is all there is."""
+    return [n for n in ctx.mesh_sizes if n >= 2] or [1]
+
+
+def _strategy(kind: str) -> Callable[[Context], Any]:
+    def strategy(ctx: Context):
+        fields: dict[str, Any] = {
+            "n": st.sampled_from(_sizes_from(ctx)),
+            "layers": st.sampled_from([2, 3]),
+        }
+        if kind == "accumulate":
+            fields |= {
+                "rows": st.just(ACCUMULATE_ROWS),
+                "d": st.just(8),
+                "f": st.sampled_from([24, 32]),
+                "micro": st.sampled_from([4, 8]),
+            }
+        else:
+            fields |= {
+                "rows": st.integers(2, 6),
+                "d": st.sampled_from([8, 16]),
+                "f": st.sampled_from([16, 32]),
+            }
+        if kind == "train":
+            fields["lr"] = st.sampled_from(["0.5", "0.25"])
+        fields["seed"] = st.integers(0, 2**16)
+        return st.fixed_dictionaries(fields)
+
+    return strategy
+
+
+def _explicit(kind: str) -> Callable[[Context], list[Example]]:
+    """N = 4, then N = 3 (not a power of two). Values need N ≥ 2: at N = 1 an
+    N× mistake is invisible."""
+
+    def explicit(ctx: Context) -> list[Example]:
+        sizes = [n for n in (4, 3) if n in ctx.mesh_sizes] or [max(ctx.mesh_sizes)]
+        out = []
+        for i, n in enumerate(sizes):
+            if kind == "accumulate":
+                ex = {"n": n, "layers": 2 + i, "rows": ACCUMULATE_ROWS, "d": 8, "f": 24}
+                ex["micro"] = 8 // (i + 1)  # ≠ N, so an N× and an n_micro× mistake differ
+            else:
+                ex = {"n": n, "layers": 2 + i, "rows": 2 + i, "d": 8, "f": 16}
+            if kind == "train":
+                ex["lr"] = "0.5"
+            out.append({**ex, "seed": i})
+        return out
+
+    return explicit
+
+
+def _model_sizes(ex: Example) -> training.Sizes:
+    return training.Sizes(ex["layers"], ex["n"] * ex["rows"], ex["d"], ex["f"])
+
+
+def _inputs(ex: Example) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    sizes = _model_sizes(ex)
+    rng = example_rng(ex)
+    params = training.draw_params(rng, sizes.n_layers, sizes.d, sizes.f)
+    return (params, *training.draw_batch(rng, sizes.batch, sizes.d))
+
+
+def _params_bytes(ex: Example) -> int:
+    return 2 * ex["layers"] * ex["d"] * ex["f"] * FLOAT32
+
+
+def _activation_bytes(ex: Example) -> int:
+    """A = L·(B/N)·(D + F)·4: every layer's input and tanh for the whole local batch."""
+    return ex["layers"] * ex["rows"] * (ex["d"] + ex["f"]) * FLOAT32
+
+
+def _expected(kind: str, ex: Example, params, x, y) -> Any:
+    if kind == "train":
+        new, value = training.sgd_step(params, x, y, float(ex["lr"]))
+        return new, value
+    return training.grads(params, x, y)[1]
+
+
+def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
+    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+        import jax
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        from grader.measure import devices
+
+        mesh = devices.make_mesh((ex["n"],), (AXIS,))
+        params, x, y = _inputs(ex)
+        rows = NamedSharding(mesh, P(AXIS, None))
+        args = (
+            jax.device_put(params, NamedSharding(mesh, P())),
+            jax.device_put(x, rows),
+            jax.device_put(y, rows),
+        )
+        last = (float(ex["lr"]),) if kind == "train" else (ex["micro"],) if "micro" in ex else ()
+        jitted = jax.jit(lambda p, a, b: fn(p, a, b, mesh, *last))
+        trial = compile_and_run(
+            jitted, args, mesh, ex, compiler_options=FAST_COMPILE, kind=kind,
+            inputs=(params, x, y), replicated=NamedSharding(mesh, P()), dtype="float32",
+        )  # fmt: skip
+        trial.expected = _expected(kind, ex, params, x, y)
+        return trial
+
+    return run
+
+
+# ------------------------------------------------------------------ diagnoses
+
+
+def _summed_inside_model(program: jaxpr.Program) -> bool:
+    """An all-reduce inside a loop: the implicit psum of jax.grad for invariant
+    params sits in the backward loop over layers (measured, jax 0.10)."""
+    return any(s.kind == ALL_REDUCE and s.in_loop for s in program.collectives)
+
+
+def _n_times_hint(trial: Trial) -> str:
+    n, program = trial.example["n"], trial.program
+    if _summed_inside_model(program) and any(
+        s.kind == ALL_REDUCE and not s.in_loop for s in program.collectives
+    ):
+        return (
+            f"Your gradient is N = {n} times the reference. {TRANSPOSE_RULE} A pmean (or psum) "
+            "on top of that sum multiplies it by N again, and sends the gradient twice. Divide "
+            "the summed gradient by N instead, or lax.pcast the params to varying before "
+            "jax.grad and pmean once."
+        )
+    return (
+        f"Your gradient is N = {n} times the reference: you added up N local means. Each "
+        "device's loss is the mean over its B/N rows, so the sum of the N local gradients is N "
+        "times the gradient of the mean over all B rows: scale to the global batch (pmean, or "
+        "divide the psum by N)."
+    )
+
+
+def _local_grads(trial: Trial, coord: tuple) -> tuple[float, dict[str, np.ndarray]]:
+    """(loss, grads) of one device's own rows, float64."""
+    params, x, y = trial.extra["inputs"]
+    rows = trial.example["rows"]
+    mine = slice(coord[0] * rows, (coord[0] + 1) * rows)
+    return training.grads(params, x[mine], y[mine])
+
+
+def _param_name(leaf: str) -> str | None:
+    """``"['w_in']"`` or ``"[0]['w_in']"`` → ``"w_in"``; the loss (``"[1]"``) → None."""
+    found = re.search(r"'(\w+)'", leaf)
+    return found[1] if found else None
+
+
+def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.ndarray]]]:
+    """Known wrong results for one leaf (``trial.extra['leaf']``): the right
+    gradient scaled by N, n_micro or 1/N, and each device's unreduced own gradient."""
+    ex, kind, leaf = trial.example, trial.extra["kind"], trial.extra["leaf"]
+    n, micro = ex["n"], ex.get("micro", 1)
+    params, x, y = trial.extra["inputs"]
+    value, grads = training.grads(params, x, y)
+    name = _param_name(leaf)  # None for the loss
+
+    def result(g: Any, loss_value: float) -> np.ndarray:
+        """The output leaf, given gradient dict g and a loss."""
+        if name is None:
+            return np.asarray(loss_value)
+        if kind != "train":
+            return g[name]
+        return np.asarray(params[name], np.float64) - float(ex["lr"]) * g[name]
+
+    def scaled(factor: float) -> Callable[[tuple, tuple], np.ndarray]:
+        wrong = result({k: factor * v for k, v in grads.items()}, factor * value)
+        return lambda coord, index: wrong[index]
+
+    out: list[tuple[str, Callable[[tuple, tuple], np.ndarray]]] = []
+    if n > 1 and name is None:
+        out.append((
+            f"Your loss is N = {n} times the reference: you summed the N local means. Every "
+            "device has B/N rows, so the mean over all B rows is the mean of the local means: "
+            "lax.pmean, not lax.psum.",
+            scaled(n),
+        ))  # fmt: skip
+    elif n > 1:
+        out.append((_n_times_hint(trial), scaled(n)))
+    if micro > 1:
+        out += [
+            (
+                f"Your gradient is n_micro = {micro} times the reference: you added up the "
+                "gradients of n_micro micro-batch means. Divide the sum by n_micro.",
+                scaled(micro),
+            ),
+            (
+                f"Your gradient is N·n_micro = {n * micro} times the reference: the sum over "
+                "micro-batches and devices of local means needs dividing by both n_micro and "
+                "N (pmean after the loop does the N).",
+                scaled(n * micro),
+            ),
+        ]
+    if n > 1:
+        out.append(
+            (
+                f"Your gradient is 1/N = 1/{n} of the reference: you divided by N twice. "
+                + TRANSPOSE_RULE
+                + " Divide once.",
+                scaled(1 / n),
+            )
+        )
+        out.append(
+            (
+                "Each device returned the gradient of its own rows only: nothing summed them "
+                "over 'data'. With check_vma=False, jax.grad no longer inserts the psum that "
+                "the implicit cast of the replicated params implies, and out_specs=P() does not "
+                "complain — the global array shows device 0's. Keep check_vma=True (or pmean "
+                "the gradients yourself).",
+                lambda coord, index: result(*reversed(_local_grads(trial, coord)))[index],
+            )
+        )
+    return out
+
+
+def _precision_hint(trial: Trial) -> str | None:
+    low = sorted(d for d in ("bfloat16", "float16") if trial.program.dtypes[d])
+    if not low:
+        return None
+    return (
+        f"Your program computes in {' and '.join(low)}, and this exercise is float32: the "
+        "rounding of 8 significant bits is hundreds of times larger than the float32 error the "
+        "check allows. Keep params, inputs and gradients in float32."
+    )
+
+
+def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+    text = str(exc)
+    if "out_specs" in text and "replication" in text:
+        return (
+            "shard_map cannot prove your result is the same on every device, so out_specs=P() "
+            "is refused: something returned still varies over 'data'. All-reduce it (lax.pmean) "
+            "— the loss of the local rows, or gradients of params you lax.pcast to varying."
+        )
+    if type(exc).__name__ == "TracerArrayConversionError":
+        return (
+            "The grader runs your function under jax.jit, where arrays are traced, not "
+            "computed: np.asarray or float() of one cannot work. Return jax arrays "
+            "(jax.tree.map keeps a dict of them)."
+        )
+    return None
+
+
+# ------------------------------------------------------------------ checks
+
+
+@dataclass(frozen=True)
+class AllReduceBytes(Check):
+    """All-reduce bytes per device per call = 2(N − 1)/N · (|params| + the loss), exactly.
+
+    Summed as fractions over the collectives the compiled program runs: XLA
+    may send the gradients as one tuple all-reduce, one per array, or one per
+    layer, and the ring share of each is rounded differently."""
+
+    with_loss: bool = False
+    name: str = "bytes"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        n = trial.example["n"]
+        payload = _params_bytes(trial.example) + (LOSS_BYTES if self.with_loss else 0)
+        want = Fraction(2 * (n - 1), n) * payload
+        got = all_reduce_bytes(trial)
+        if got is None:
+            return CheckResult(
+                self.name, False,
+                "bytes unknown: an all-reduce sits in a loop of unknown trip count",
+                hint="Loop over micro-batches a fixed number of times (lax.scan, or "
+                "lax.fori_loop with Python int bounds).",
+            )  # fmt: skip
+        what = (
+            "2(N − 1)/N · (|params| + 4 bytes of loss)"
+            if self.with_loss
+            else ("2(N − 1)/N · |params|")
+        )
+        evidence = [
+            communication(trial, allowed=frozenset({ALL_REDUCE})),
+            BytesExpectation(expected=round(want), actual=round(got)),
+        ]
+        if got == want:
+            return CheckResult(
+                self.name, True, f"{_bytes(got)} bytes sent per device = {what}", evidence=evidence
+            )
+        ratio = float(got / want) if want else float("inf")
+        return CheckResult(
+            self.name,
+            False,
+            f"{_bytes(got)} bytes sent per device; {what} is {_bytes(want)} ({ratio:.2f}×)",
+            evidence=evidence,
+            hint=_bytes_hint(trial, ratio),
+        )
+
+
+def all_reduce_bytes(trial: Trial) -> Fraction | None:
+    """Bytes one device sends in all-reduces per call, exactly: Σ count · 2(G − 1)/G ·
+    operand bytes (None if a trip count is unknown)."""
+    total = Fraction(0)
+    for c in trial.comms.collectives:
+        if c.kind != ALL_REDUCE or not c.moves_data:
+            continue
+        if c.count is None:
+            return None
+        total += c.count * Fraction(2 * (c.group_size - 1), c.group_size) * c.operand_bytes
+    return total
+
+
+def _bytes(n: Fraction) -> str:
+    """Whole bytes as ``4,608``; a ring share of an indivisible size as ``5.3``."""
+    return f"{int(n):,}" if n.denominator == 1 else f"{float(n):,.1f}"
+
+
+def _bytes_hint(trial: Trial, ratio: float) -> str | None:
+    program, micro = trial.program, trial.example.get("micro")
+    if micro and _in_micro_loop(program, micro):
+        return _IN_LOOP_HINT.format(micro=micro)
+    if ratio == 0:
+        return (
+            "Nothing was all-reduced: every device kept the gradient of its own rows. "
+            "Sum them over 'data' once (lax.pmean), or keep check_vma=True so jax.grad does it."
+        )
+    if np.isclose(ratio, 2) and _summed_inside_model(program):
+        return (
+            f"The gradient crosses the devices twice. {TRANSPOSE_RULE} Do not all-reduce it again."
+        )
+    return None
+
+
+_IN_LOOP_HINT = (
+    "An all-reduce runs inside the loop over micro-batches, so the gradients cross the devices "
+    "{micro} times per call instead of once. Either you pmean inside the loop, or the params "
+    "inside it are still invariant — then jax.grad sums over 'data' at every micro-batch "
+    "(the transpose of the implicit cast to varying is a psum). lax.pcast the params to "
+    "varying before the loop, add up local gradients, and all-reduce once after it."
+)
+
+
+def _micro_loops(program: jaxpr.Program, micro: int) -> list[jaxpr.Loop]:
+    """Loops that could be the one over micro-batches: n_micro iterations (or a
+    while loop) running the model (a dot_general inside)."""
+    return [
+        lp
+        for lp in program.loops
+        if (lp.length == micro or lp.length is None) and lp.contains("dot_general")
+    ]
+
+
+def _in_micro_loop(program: jaxpr.Program, micro: int) -> bool:
+    loops = {id(lp) for lp in _micro_loops(program, micro)}
+    return any(
+        s.kind == ALL_REDUCE and any(id(lp) in loops for lp in s.loops) for s in program.collectives
+    )
+
+
+def _loop_table(program: jaxpr.Program, micro: int) -> Table:
+    """Every loop of the traced program: what it runs, and whether an all-reduce is inside."""
+    rows = []
+    for lp in program.loops:
+        reduces = sum(
+            1 for s in program.collectives if s.kind == ALL_REDUCE and any(x is lp for x in s.loops)
+        )
+        rows.append([
+            "  " * lp.depth + lp.primitive,
+            str(lp.length) if lp.length is not None else "unknown",
+            "yes" if lp.contains("dot_general") else "no",
+            str(reduces) if reduces else "",
+        ])  # fmt: skip
+    return Table(["loop (traced)", "iterations", "matmuls inside", "all-reduces inside"], rows)
+
+
+@dataclass(frozen=True)
+class MicroBatchLoop(Check):
+    """The micro-batches are looped over (scan/fori_loop), with no all-reduce inside."""
+
+    name: str = "loop"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        micro, program = trial.example["micro"], trial.program
+        loops = _micro_loops(program, micro)
+        evidence = [_loop_table(program, micro)]
+        if not loops:
+            return CheckResult(
+                self.name,
+                False,
+                f"no loop of n_micro = {micro} iterations runs the model",
+                evidence=evidence,
+                hint="Loop over the micro-batches with lax.scan (or lax.fori_loop): a Python "
+                "for-loop is unrolled into n_micro copies of the forward and backward, and XLA "
+                "is free to run every forward first, keeping all their activations alive.",
+            )
+        if _in_micro_loop(program, micro):
+            return CheckResult(
+                self.name, False, "an all-reduce runs inside the loop over micro-batches",
+                evidence=evidence, hint=_IN_LOOP_HINT.format(micro=micro),
+            )  # fmt: skip
+        kind = "scan" if loops[0].length else "while loop"
+        return CheckResult(
+            self.name, True,
+            f"loops over {micro} micro-batches ({kind}), all-reduce after the loop",
+            evidence=evidence,
+        )  # fmt: skip
+
+
+def _atol(trial: Trial) -> float:
+    return training.tolerance(_model_sizes(trial.example))
+
+
+def _checks(kind: str) -> tuple[Check, ...]:
+    values = PerLeaf(
+        inner=Values(atol=_atol, alternatives=_alternatives),
+        explain_failure=_precision_hint,
+    )
+    checks: list[Check] = [
+        values,
+        PerLeaf(inner=OutputSharding(expected=lambda t: t.extra["replicated"])),
+        InputsUntouched(),
+        OnlyCollectives(
+            frozenset({ALL_REDUCE}),
+            why="Data parallelism moves gradients only, with one all-reduce: the batch stays "
+            "where it is and the params are already on every device.",
+        ),
+    ]
+    if kind == "accumulate":
+        checks.append(MicroBatchLoop())
+    checks.append(AllReduceBytes(with_loss=kind == "train"))
+    if kind == "accumulate":
+        checks.append(
+            TempMemory(
+                bound=lambda t: _activation_bytes(t.example),
+                what=lambda t: "A = L·(B/N)·(D + F)·4 = {}·{}·({} + {})·4".format(
+                    t.example["layers"], t.example["rows"], t.example["d"], t.example["f"]
+                ),
+                hint="The compiled program needs as much scratch memory as the activations of "
+                "the whole local batch: some forward pass runs on all B/N rows at once (the "
+                "gradient of the whole local batch, even if divided by n_micro), or a Python "
+                "loop let XLA run every micro-batch's forward first. Slice one micro-batch per "
+                "iteration of a lax.scan and differentiate only that.",
+            )
+        )
+    return tuple(checks)
+
+
+def _explain(name: str, kind: str) -> Callable[[list[Trial]], list[Any]]:
+    """Per example: all-reduce bytes per call against the ring optimum and, for the
+    accumulation, temporary memory against A."""
+
+    def explain(trials: list[Trial]) -> list[Any]:
+        columns = ["example", "all-reduce B per call", "ring optimum"]
+        if kind == "accumulate":
+            columns += ["temp per device", "A"]
+        rows = []
+        for t in trials:
+            ex = t.example
+            payload = _params_bytes(ex) + (LOSS_BYTES if kind == "train" else 0)
+            row = [
+                format_example(ex),
+                _bytes(sent) if (sent := all_reduce_bytes(t)) is not None else "?",
+                _bytes(Fraction(2 * (ex["n"] - 1), ex["n"]) * payload),
+            ]
+            if kind == "accumulate":
+                temp = (t.memory or {}).get("temp")
+                a = _activation_bytes(ex)
+                row += [f"{temp:,} = {temp / a:.2f}·A" if temp is not None else "?", f"{a:,}"]
+            rows.append(row)
+        what = "the loss scalar" if kind == "train" else ""
+        note = (
+            f"{name}: all-reduce bytes each device sends per call, against the ring optimum "
+            f"2(N − 1)/N · |params|{' + ' + what if what else ''}"
+            + (
+                ", and temporary memory against A = L·(B/N)·(D + F)·4"
+                if kind == "accumulate"
+                else ""
+            )
+        )
+        return [Note(note), Table(columns, rows)]
+
+    return explain
+
+
+def _exercise(name: str, kind: str) -> ExerciseSpec:
+    return ExerciseSpec(
+        name=name,
+        strategy=_strategy(kind),
+        explicit=_explicit(kind),
+        run=_run(kind),
+        checks=_checks(kind),
+        max_examples=1,
+        diagnose_error=_diagnose_error,
+        explain=_explain(name, kind),
+    )
+
+
+SPEC = LessonSpec(
+    exercises=(
+        _exercise("dp_grads", "grads"),
+        _exercise("dp_train_step", "train"),
+        _exercise("dp_accumulate", "accumulate"),
+    ),
+)

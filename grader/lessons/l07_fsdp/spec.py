@@ -1,0 +1,554 @@
+"""Grading spec for lesson 7: fully sharded data parallel (ZeRO-3).
+
+Mesh ``('data',)``. Params are the course model's (:mod:`tinymodels`),
+sharded on D: ``w_in: [L, D, F]`` ``P(None, 'data', None)``,
+``w_out: [L, F, D]`` ``P(None, None, 'data')``; ``x, y: [B, D]``
+``P('data', None)``. Every output array is held against the float64
+reference of :mod:`grader.reference.training` on every device, and its sharding
+against the promise (gradients and new params sharded like params).
+
+What the compiled program may communicate (bytes per device, ring model,
+|params| = 2·L·D·F·4):
+
+=================  ==================================  ====================
+exercise           all-gather                          reduce-scatter
+=================  ==================================  ====================
+fsdp_forward       (N−1)/N·|params|                    none
+fsdp_grads         (N−1)/N·|params| … twice that       (N−1)/N·|params|
+fsdp_train_step    as fsdp_grads                       (N−1)/N·|params|
+=================  ==================================  ====================
+
+plus, for the train step only, one all-reduce of the scalar loss. No single
+transfer is larger than one layer's weights (2·D·F·4), and, from N = 4
+(where the gradient shards alone are |params|/4), the temporaries of each
+device stay below |params|/2. Measured here (float32, temp / |params| at
+N = 4, L = 12, B = 8, D = 32, F = 64; the snippet of section 5 of the lesson
+text): the reference (``lax.scan``, each layer's gathers inside its
+``jax.checkpoint``) 0.14; a ``fori_loop`` version 0.40; no remat 1.21;
+remat around the layer but not its gathers 1.12; checkpoint around the
+whole forward 1.21; an unrolled Python loop 1.00; every layer gathered
+before the loop 2.52. Hence L ≥ 12 in every example: with fewer layers one
+gathered layer (1/L of the params) takes a large share of the bound.
+
+Values: tolerance :func:`grader.reference.training.tolerance`, 16·u·√K·max|ref| per
+array with K = B + L·(D + F). Measured on six examples (N = 1, 2, 3, 4, 6,
+8; L = 12 and 16): the reference solution's worst array reaches
+0.08–0.62 u·√K·max|ref|; a bfloat16 gather 388–12,700.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grader.checks import (
+    InputsUntouched,
+    LargestTransfer,
+    OnlyCollectives,
+    OutputSharding,
+    TempMemory,
+    Values,
+)
+from grader.checks.comms import communication
+from grader.checks.trees import PerLeaf
+from grader.evidence import Bar, Evidence, MemoryBars, Table
+from grader.programs import StudentReturnError, compile_and_run, example_rng
+from grader.reference import training
+from grader.results import CheckResult
+from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
+
+AXIS = "data"
+ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE = "all-gather", "reduce-scatter", "all-reduce"
+ITEMSIZE = 4
+"""float32 only: the exercise is about where the bytes go, and a bfloat16 cast must show in values."""
+MEMORY_FROM = 4
+"""Temporaries are checked from this mesh size: below it the gradient shards
+alone (|params|/N) come near the |params|/2 bound."""
+NARROW = ("bfloat16", "float16")
+LR = 0.5
+"""Learning rate of the graded train step: large enough that a wrong gradient moves the params visibly."""
+NAMES = ("w_in", "w_out")
+
+
+# ------------------------------------------------------------------ examples
+
+
+def _strategy(ctx: Context):
+    return st.fixed_dictionaries(
+        {
+            "n": st.sampled_from(ctx.mesh_sizes),
+            "layers": st.sampled_from([12, 16]),
+            "rows": st.integers(1, 2),  # batch rows per device
+            "dblock": st.sampled_from([4, 8]),  # D / N
+            "f": st.sampled_from([32, 64]),
+            "seed": st.integers(0, 2**16),
+        }
+    )
+
+
+def _explicit(ctx: Context) -> list[Example]:
+    """N = 4, the smallest mesh whose memory is checked, and 6, not a power of two.
+
+    Two explicit examples and one drawn (any N from 1 to 8): every program here
+    compiles in 0.3–0.6 s, and issue 10 trades examples for speed."""
+    sizes = [n for n in (4, 6) if n in ctx.mesh_sizes] or [max(ctx.mesh_sizes)]
+    return [
+        {"n": n, "layers": 12, "rows": 2, "dblock": 8, "f": 64, "seed": i}
+        for i, n in enumerate(sizes)
+    ]
+
+
+def sizes(ex: Example) -> training.Sizes:
+    return training.Sizes(ex["layers"], ex["n"] * ex["rows"], ex["n"] * ex["dblock"], ex["f"])
+
+
+def params_bytes(ex: Example) -> int:
+    s = sizes(ex)
+    return 2 * s.n_layers * s.d * s.f * ITEMSIZE
+
+
+def layer_bytes(ex: Example) -> int:
+    """One layer's weights, w_in and w_out: 2·D·F·4."""
+    s = sizes(ex)
+    return 2 * s.d * s.f * ITEMSIZE
+
+
+def ring(ex: Example, nbytes: int) -> int:
+    """(N − 1)/N of ``nbytes``: what one device sends to gather (or reduce-scatter) them."""
+    return (ex["n"] - 1) * nbytes // ex["n"]
+
+
+# ------------------------------------------------------------------ running
+
+
+def _specs() -> dict[str, Any]:
+    from jax.sharding import PartitionSpec as P
+
+    return {"w_in": P(None, AXIS, None), "w_out": P(None, None, AXIS), "batch": P(AXIS, None)}
+
+
+def _program(kind: str, fn: Callable[..., Any], mesh: Any) -> Callable[..., Any]:
+    """The student's function over flat arrays, so that every input is checked for donation."""
+    if kind == "forward":
+        return lambda w_in, w_out, x: fn({"w_in": w_in, "w_out": w_out}, x, mesh)
+    if kind == "grads":
+        return lambda w_in, w_out, x, y: fn({"w_in": w_in, "w_out": w_out}, x, y, mesh)
+    return lambda w_in, w_out, x, y: fn({"w_in": w_in, "w_out": w_out}, x, y, mesh, LR)
+
+
+def _expected(kind: str, params: dict, x: np.ndarray, y: np.ndarray) -> Any:
+    """The float64 reference: y, the gradients, or (new params, loss)."""
+    if kind == "forward":
+        return training.forward(params, x)
+    if kind == "grads":
+        return training.grads(params, x, y)[1]
+    new, value = training.sgd_step(params, x, y, LR)
+    return new, np.float64(value)
+
+
+def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
+    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+        import jax
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        from grader.measure import devices
+
+        mesh = devices.make_mesh((ex["n"],), (AXIS,))
+        s = sizes(ex)
+        rng = example_rng(ex)
+        params = training.draw_params(rng, s.n_layers, s.d, s.f)
+        x, y = training.draw_batch(rng, s.batch, s.d)
+        shard = {k: NamedSharding(mesh, v) for k, v in _specs().items()}
+        args = (
+            *(jax.device_put(params[k], shard[k]) for k in NAMES),
+            *(jax.device_put(a, shard["batch"]) for a in ((x,) if kind == "forward" else (x, y))),
+        )
+        jitted = jax.jit(_program(kind, fn, mesh))
+        trial = compile_and_run(
+            jitted, args, mesh, ex, kind=kind, dtype="float32", shardings=shard,
+            replicated=NamedSharding(mesh, P()), before=params,
+        )  # fmt: skip
+        _check_structure(kind, trial.output)
+        trial.expected = _expected(kind, params, x, y)
+        return trial
+
+    return run
+
+
+def _check_structure(kind: str, out: Any) -> None:
+    """Grads and new params come back as a dict like params; the train step as a pair."""
+    fname = {"grads": "fsdp_grads", "train": "fsdp_train_step"}.get(kind)
+    if fname is None:
+        return  # one array: the value check says what is wrong with it
+    if kind == "train":
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise StudentReturnError(
+                f"{fname} returned {_kind_of(out)}; expected a pair (new params, loss)",
+                hint="Return both: `return new_params, loss`.",
+            )
+        out = out[0]
+    if not (isinstance(out, dict) and set(out) == set(NAMES)):
+        what = "new params" if kind == "train" else "gradients"
+        raise StudentReturnError(
+            f"{fname} returned {_kind_of(out)} for the {what}; expected a dict with keys "
+            "'w_in' and 'w_out', like params",
+            hint="jax.grad of a function of the params dict returns a dict of the same shape; "
+            "return it (and out_specs the same dict of specs as in_specs).",
+        )
+
+
+def _kind_of(out: Any) -> str:
+    if isinstance(out, dict):
+        return f"a dict with keys {sorted(map(str, out))}"
+    if isinstance(out, (tuple, list)):
+        return f"a {type(out).__name__} of {len(out)} items"
+    return "None" if out is None else type(out).__name__
+
+
+# ------------------------------------------------------------------ leaves
+
+
+def _leaf_extra(trial: Trial, path: str) -> dict[str, Any]:
+    """What the value and sharding checks need per array: its sharding, its param name."""
+    name = next((k for k in NAMES if f"'{k}'" in path), None)
+    if name is not None:
+        return {"sharding": trial.extra["shardings"][name], "param": name}
+    if trial.extra["kind"] == "forward":
+        return {"sharding": trial.extra["shardings"]["batch"], "param": None}
+    return {"sharding": trial.extra["replicated"], "param": None}  # the loss
+
+
+def _unscaled(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
+    """The gradient of a loss averaged over the local batch B/N: N× too large."""
+    n, name, kind = trial.example["n"], trial.extra["param"], trial.extra["kind"]
+    if n == 1 or name is None:
+        return []
+    want = np.asarray(trial.expected)
+    if kind == "grads":
+        wrong = n * want
+    else:  # p − lr·(N·g) = p − N·(p − expected)
+        before = np.asarray(trial.extra["before"][name], np.float64)
+        wrong = before - n * (before - want)
+    return [
+        (
+            f"The gradients are N = {n} times too large: each device averaged its squared "
+            "errors over its own B/N rows (a local mean), and the reduce-scatter then adds N "
+            "local means. Divide this device's summed squared errors by the global batch, "
+            "x.shape[0] outside shard_map, so that the N shares add up to the full-batch loss.",
+            lambda coord, index: wrong[index],
+        )
+    ]
+
+
+def _precision_hint(trial: Trial, result: CheckResult) -> str | None:
+    """A float32 exercise whose traced program computes in a 16-bit float: name the cast."""
+    if result.hint:
+        return None  # a known wrong result was recognised
+    narrow = sorted(d for d in NARROW if trial.program.dtypes[d])
+    if not narrow:
+        return None
+    return (
+        f"Your program computes in {' and '.join(narrow)} (a cast inside it): its rounding, "
+        "2⁻⁹ ≈ 2e-3 for bfloat16, is far above the float32 error this exercise allows. A "
+        "gather in bfloat16 halves its bytes but changes every gradient: keep every array "
+        "float32 here."
+    )
+
+
+def _sharding_hint(trial: Trial, result: CheckResult) -> str | None:
+    name, sharding = trial.extra["param"], getattr(trial.output, "sharding", None)
+    if name is None or sharding is None or trial.example["n"] == 1:
+        return None
+    if not sharding.is_fully_replicated:
+        return None
+    return (
+        f"{name} comes back replicated: every device holds the whole model, which is what "
+        "FSDP exists to avoid. Keep the out_specs of params (P(None, 'data', None) for "
+        "w_in, P(None, None, 'data') for w_out) and update each device's shard with its "
+        "gradient shard; never return the gathered weights."
+    )
+
+
+@dataclass(frozen=True)
+class Hinted(Check):
+    """``inner``, with this lesson's hint where it knows the failure better."""
+
+    inner: Check = Check()
+    better: Callable[[Trial, CheckResult], str | None] = lambda t, r: None
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        result = self.inner(trial)
+        if not result.passed:
+            result.hint = self.better(trial, result) or result.hint
+        return result
+
+
+# ------------------------------------------------------------------ communication
+
+
+@dataclass(frozen=True)
+class BytesInRange(Check):
+    """Bytes each device sends in collectives of ``kind`` lie in [low, high]."""
+
+    kind: str = ALL_GATHER
+    low: Callable[[Example], int] = lambda ex: 0
+    high: Callable[[Example], int] = lambda ex: 0
+    what: str = ""
+    """The allowance in words, in the lesson's terms."""
+    too_many: str | None = None
+    too_few: str | None = None
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"{self.kind} bytes"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        lo, hi = self.low(trial.example), self.high(trial.example)
+        got = trial.comms.bytes(self.kind)
+        allowed = f"{lo:,}" if lo == hi else f"{lo:,} … {hi:,}"
+        evidence = [
+            communication(trial),
+            Table([self.kind, "allowed", "yours"], [["bytes per device", allowed, _count(got)]]),
+        ]
+        if got is None:
+            return CheckResult(
+                self.name, False,
+                f"{self.kind} bytes unknown: it sits in a loop of unknown trip count",
+                evidence=evidence,
+                hint="Loop over the layers with lax.scan (or lax.fori_loop with static bounds).",
+            )  # fmt: skip
+        if lo <= got <= hi:
+            return CheckResult(
+                self.name, True, f"{got:,} bytes per device ({self.what})", evidence=evidence
+            )
+        return CheckResult(
+            self.name, False,
+            f"{got:,} bytes per device in {self.kind}; allowed {allowed} ({self.what})",
+            evidence=evidence, hint=self.too_many if got > hi else self.too_few,
+        )  # fmt: skip
+
+
+def _count(n: int | None) -> str:
+    return "unknown" if n is None else f"{n:,}"
+
+
+def _scalar_all_reduce(ex: Example) -> int:
+    """One float32 loss all-reduced: 2(N − 1)/N · 4 bytes."""
+    return 2 * (ex["n"] - 1) * ITEMSIZE // ex["n"]
+
+
+GRADS_ALL_REDUCE = (
+    "An all-reduce of the gradients: you took the gradient with respect to weights that were "
+    "already gathered (replicated), which JAX sums over the devices — 2(N−1)/N·|params| — and "
+    "then kept your slice. Gather inside the function you differentiate, layer by layer: the "
+    "transpose of the all-gather is a reduce-scatter, which delivers each device its gradient "
+    "shard for half the bytes."
+)
+
+
+def _comm_checks(kind: str) -> list[Check]:
+    allowed = {"forward": {ALL_GATHER}, "grads": {ALL_GATHER, REDUCE_SCATTER}}.get(
+        kind, {ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE}
+    )
+    once = lambda ex: ring(ex, params_bytes(ex))  # noqa: E731
+    checks: list[Check] = [
+        OnlyCollectives(
+            frozenset(allowed),
+            why="FSDP gathers weights (all-gather) and scatters their gradients (reduce-scatter).",
+            advice=lambda k, t: GRADS_ALL_REDUCE if k == ALL_REDUCE and kind == "grads" else None,
+        )
+    ]
+    if kind == "forward":
+        return [
+            *checks,
+            BytesInRange(
+                ALL_GATHER, once, once, "every weight gathered once: (N−1)/N·|params|",
+                too_many="Each layer's weights are gathered more than once per forward pass: "
+                "gather w_in and w_out once inside the loop step, then use them.",
+                too_few="Fewer bytes than gathering every layer once: is every layer applied, "
+                "with its own weights?",
+            ),
+        ]  # fmt: skip
+    checks.append(
+        BytesInRange(
+            ALL_GATHER, once, lambda ex: 2 * once(ex),
+            "the forward's gathers, plus at most the backward's re-gathers: (N−1)/N·|params| "
+            "… twice that",
+            too_many="More than two gathers of every layer: gather each layer inside its "
+            "jax.checkpoint only (once in the forward, once again in the backward).",
+        )
+    )  # fmt: skip
+    if kind == "train":  # before the reduce-scatter: its absence is a consequence
+        checks.append(
+            BytesInRange(
+                ALL_REDUCE, lambda ex: 0, _scalar_all_reduce, "one scalar loss at most",
+                too_many=GRADS_ALL_REDUCE,
+            )
+        )  # fmt: skip
+    checks.append(
+        BytesInRange(
+            REDUCE_SCATTER, once, once, "every weight's gradient scattered once: (N−1)/N·|params|",
+            too_many="Each gradient should be reduce-scattered once; more means a layer's "
+            "gradient is summed twice (or whole stacked gradients are scattered again).",
+            too_few="Fewer reduce-scatter bytes than one per weight: some gradients reach the "
+            "devices another way (an all-reduce?).",
+        )
+    )  # fmt: skip
+    return checks
+
+
+# ------------------------------------------------------------------ memory
+
+
+def _model(ex: Example) -> tuple[int, int, int]:
+    """(L, D, F) of an example."""
+    s = sizes(ex)
+    return s.n_layers, s.d, s.f
+
+
+def _memory_hint(trial: Trial) -> str:
+    """Which of the known ways of holding the whole model this program took."""
+    ex = trial.example
+    if trial.comms.largest() > layer_bytes(ex):
+        return (
+            "You gather every layer's weights before the loop: one all-gather carries more than a "
+            "layer, and the whole model sits on every device. Gather each layer's weights inside "
+            "the loop, just before that layer uses them."
+        )
+    if trial.extra["kind"] == "forward":
+        return "Something as large as half the model is held at once: gather one layer at a time."
+    program = trial.program
+    if not program.loops:
+        return (
+            "The layer loop is a Python for-loop: it is unrolled, and XLA then keeps every "
+            "gathered layer for the backward instead of gathering it again, whatever "
+            "jax.checkpoint says. Loop with lax.scan over the stacked weights."
+        )
+    if trial.comms.bytes(ALL_GATHER) == ring(ex, params_bytes(ex)):
+        if program.counts["remat2"] or program.counts["checkpoint"]:
+            return (
+                "jax.checkpoint wraps the layer but not the gathers: the gathered weights are "
+                "the checkpointed function's inputs, so they are saved for the backward — every "
+                "layer's. Gather inside the checkpointed function."
+            )
+        return (
+            "No remat: autodiff keeps each layer's gathered weights from the forward pass until "
+            "the backward reaches that layer — all L layers, the whole model. Wrap "
+            "'gather + layer' in jax.checkpoint so the backward gathers each layer again."
+        )
+    return (
+        "The backward does gather again, but still holds every layer at once: jax.checkpoint "
+        "around the whole forward recomputes it in one piece and keeps all its gathered layers "
+        "for the backward. Checkpoint each layer (gather + layer) inside the loop instead."
+    )
+
+
+@dataclass(frozen=True)
+class ShardedMemory(Check):
+    """Temporaries below |params|/2 from N = 4, with a hint naming how the model was held."""
+
+    name: str = "memory"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        check = TempMemory(
+            bound=lambda t: params_bytes(t.example) // 2,
+            what=lambda t: "half the model's weights, |params|/2 = 2·{}·{}·{}·4/2".format(
+                *_model(t.example)
+            ),
+            skip=lambda t: (
+                None if _memory_checked(t.example) else f"checked from N = {MEMORY_FROM}"
+            ),
+        )
+        result = check(trial)
+        result.evidence = [memory_bars(trial)] if trial.memory else []
+        if not result.passed:
+            result.hint = _memory_hint(trial)
+        return result
+
+
+def _memory_checked(ex: Example) -> bool:
+    return ex["n"] >= MEMORY_FROM
+
+
+def memory_bars(trial: Trial) -> MemoryBars:
+    """One device's memory against |params| and |params|/N, for the report's bar chart."""
+    ex, mem = trial.example, trial.memory or {}
+    total = params_bytes(ex)
+    return MemoryBars(
+        example=format_example(ex),
+        bars=[
+            Bar("arguments", mem.get("argument")),
+            Bar("temporaries", mem.get("temp")),
+            Bar("outputs", mem.get("output")),
+        ],
+        marks=[Bar("|params|", total), Bar("|params|/N", total // ex["n"])],
+        bound=total // 2 if _memory_checked(ex) else None,
+        note="Every device runs the same program: these bytes hold for each of them.",
+    )
+
+
+def _explain(trials: list[Trial]) -> list[Evidence]:
+    """The memory chart of a passed fsdp_grads (a failed memory check carries its own)."""
+    trial = next((t for t in trials if t.example["n"] == MEMORY_FROM), trials[-1])
+    if trial.extra["kind"] != "grads" or not trial.memory or not ShardedMemory()(trial).passed:
+        return []
+    return [memory_bars(trial)]
+
+
+# ------------------------------------------------------------------ exercises
+
+
+def _atol(trial: Trial) -> float:
+    return training.tolerance(sizes(trial.example))
+
+
+def _checks(kind: str) -> tuple[Check, ...]:
+    return (
+        PerLeaf(
+            inner=Hinted(Values(atol=_atol, alternatives=_unscaled), _precision_hint),
+            leaf_extra=_leaf_extra,
+        ),
+        PerLeaf(
+            inner=Hinted(OutputSharding(expected=lambda t: t.extra["sharding"]), _sharding_hint),
+            leaf_extra=_leaf_extra,
+        ),
+        InputsUntouched(),
+        *_comm_checks(kind),
+        LargestTransfer(
+            bound=lambda t: layer_bytes(t.example),
+            what="one layer's weights, 2·D·F·4",
+            hint="One collective carries more than a layer's weights: gather (and scatter) layer "
+            "by layer inside the loop, never the whole stack at once.",
+        ),
+        ShardedMemory(),
+    )
+
+
+def _exercise(name: str, kind: str) -> ExerciseSpec:
+    return ExerciseSpec(
+        name=name,
+        strategy=_strategy,
+        explicit=_explicit,
+        run=_run(kind),
+        checks=_checks(kind),
+        max_examples=1,
+        explain=_explain,
+    )
+
+
+SPEC = LessonSpec(
+    exercises=(
+        _exercise("fsdp_forward", "forward"),
+        _exercise("fsdp_grads", "grads"),
+        _exercise("fsdp_train_step", "train"),
+    ),
+)

@@ -1,0 +1,598 @@
+"""Grading spec for lesson 8: Megatron-style tensor and sequence parallelism.
+
+Every exercise gets float inputs placed on the mesh (normal, weights scaled
+by 1/√fan-in) and is held against a float64 reference computed on the host,
+in float32 only, with the tolerance of :mod:`grader.reference.training`:
+|got − ref| ≤ SAFETY·u·√K·max|ref| (u = 2⁻²⁴, SAFETY = 16), K the lengths of
+the sums chained behind one output (D + F for the MLP) — at most 1.2e-5·max|ref|
+on the shapes drawn, below 1e-4·max|ref|. Measured with
+``python benchmarks/tolerance_l08.py`` (in units of u·√K·max|ref|): the
+references 0.15–1.35, the MLPs with bfloat16 matmuls inside 4,000–34,000, so
+a bfloat16 cast fails on values (and gets its own hint, :class:`Values32`).
+
+Communication is read from the compiled program:
+
+- ``tp_mlp``, ``tp_attention``: one all-reduce carrying |y| — the arrays it
+  carries, not the number of psum calls, because XLA merges a psum per head
+  into one tuple all-reduce — and 2(N − 1)/N·|y| bytes per device.
+- ``sp_mlp``: one all-gather and one reduce-scatter, each carrying |x|, no
+  all-reduce; 2(N − 1)/N·|x| bytes in all, the bytes of one all-reduce.
+- ``dp_tp_mlp``: as ``tp_mlp`` per row of the mesh, and every collective's
+  replica groups stay within one ``'model'`` group (never across ``'data'``).
+- Weights never move: no collective carries more than the activation it is
+  for. Shapes are drawn so that every gathered weight is larger than that
+  activation (F > B; H·Dh > B·S), so a gathered weight cannot hide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values
+from grader.checks.groups import GroupsWithin, grouped, replica_groups
+from grader.evidence import DeviceMap, Evidence
+from grader.lessons.l08_tensor_parallel.checks import Carries, WeightsStay, arrays
+from grader.measure.hlo import Collective
+from grader.programs import compile_and_run, example_rng
+from grader.reference import training
+from grader.results import CheckResult
+from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
+
+MODULE = "l08_tensor_parallel"
+ITEMSIZE = 4  # float32
+ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER = "all-reduce", "all-gather", "reduce-scatter"
+MESHES_2D = ((2, 2), (1, 2), (2, 4), (4, 2), (1, 4))
+"""(data, model) shapes drawn for dp_tp_mlp on top of the explicit 2×1, 2×3 and
+3×2, simplest first (hypothesis starts there); those that fit the devices."""
+
+# Layouts, as tuples of axis names (None = not split).
+REPLICATED: tuple = ()
+COLUMNS = (None, "model")
+ROWS = ("model", None)
+BATCH = ("data", None)
+
+
+# ------------------------------------------------------------------ references (float64)
+
+
+def mlp(x: np.ndarray, w_in: np.ndarray, w_out: np.ndarray) -> np.ndarray:
+    return np.tanh(x @ w_in) @ w_out
+
+
+def attention(
+    x: np.ndarray, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray, wo: np.ndarray, n_heads: int,
+    scale: float | None = None,
+) -> np.ndarray:  # fmt: skip
+    """Softmax attention, no mask; head h = columns h·Dh … (h+1)·Dh of wq/wk/wv.
+    Scores are scaled by ``scale``, 1/√Dh unless given (other scales are mistakes)."""
+    b, s, _ = x.shape
+    dh = wq.shape[1] // n_heads
+    scale = 1 / np.sqrt(dh) if scale is None else scale
+
+    def split(t: np.ndarray) -> np.ndarray:
+        return t.reshape(b, s, n_heads, dh)
+
+    q, k, v = split(x @ wq), split(x @ wk), split(x @ wv)
+    scores = np.einsum("bqhd,bkhd->bhqk", q, k) * scale
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return np.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, s, n_heads * dh) @ wo
+
+
+def _wrong_stride(x, wq, wk, wv, wo, n_heads: int, n: int) -> np.ndarray:
+    """y when every device reshapes its H/N·Dh columns to [Dh, H/N] (head index
+    fastest) and back: its "head h, dim c" is the true local column c·H/N + h."""
+    heads, dh = n_heads // n, wq.shape[1] // n_heads
+    local = np.arange(heads * dh).reshape(dh, heads).T.reshape(-1)  # position h·Dh + c → c·H/N + h
+    perm = np.concatenate([i * heads * dh + local for i in range(n)])
+    # the same columns of q, k, v and rows of wo, read in that order
+    return attention(x, wq[:, perm], wk[:, perm], wv[:, perm], wo[perm], n_heads)
+
+
+# ------------------------------------------------------------------ examples
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One example, ready to run: mesh, inputs with their layouts, the expected y."""
+
+    mesh: Any
+    inputs: tuple[np.ndarray, ...]
+    layouts: tuple[tuple, ...]
+    out: tuple
+    expected: np.ndarray
+    static: tuple = ()
+    """Extra arguments after the mesh (``n_heads``)."""
+
+
+def _normal(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int = 1) -> np.ndarray:
+    return (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
+
+
+def _mlp_inputs(ex: Example) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rows, d, f = ex["shape"]  # rows: B, or S for sp_mlp
+    rng = example_rng(ex)
+    return _normal(rng, (rows, d)), _normal(rng, (d, f), d), _normal(rng, (f, d), f)
+
+
+def _attention_inputs(ex: Example) -> tuple[np.ndarray, ...]:
+    b, s, d = ex["shape"]
+    hd = ex["heads"] * ex["dh"]
+    rng = example_rng(ex)
+    x = _normal(rng, (b, s, d))
+    return (x, *(_normal(rng, (d, hd), d) for _ in range(3)), _normal(rng, (hd, d), hd))
+
+
+def _f64(*xs: np.ndarray) -> list[np.ndarray]:
+    return [a.astype(np.float64) for a in xs]
+
+
+def _setup(name: str, ex: Example) -> Setup:
+    from grader.measure import devices
+
+    if name == "dp_tp_mlp":
+        mesh = devices.make_mesh(tuple(ex["mesh"]), ("data", "model"))
+    else:
+        mesh = devices.make_mesh((ex["n"],), ("model",))
+    if name == "tp_attention":
+        inputs = _attention_inputs(ex)
+        expected = attention(*_f64(*inputs), ex["heads"])
+        layouts = (REPLICATED, COLUMNS, COLUMNS, COLUMNS, ROWS)
+        return Setup(mesh, inputs, layouts, REPLICATED, expected.astype(np.float32), (ex["heads"],))
+    inputs = _mlp_inputs(ex)
+    expected = mlp(*_f64(*inputs)).astype(np.float32)
+    x_and_y = {"tp_mlp": REPLICATED, "sp_mlp": ROWS, "dp_tp_mlp": BATCH}[name]
+    return Setup(mesh, inputs, (x_and_y, COLUMNS, ROWS), x_and_y, expected)
+
+
+def _drawn_sizes(ctx: Context) -> tuple[int, ...]:
+    """Mesh sizes to draw: N = 1 is an explicit example already."""
+    return tuple(n for n in ctx.mesh_sizes if n > 1) or ctx.mesh_sizes
+
+
+def _one_d(ctx: Context, draw_shape: Callable[[int], Any]) -> Any:
+    return st.sampled_from(_drawn_sizes(ctx)).flatmap(
+        lambda n: st.fixed_dictionaries(
+            {"n": st.just(n), "shape": draw_shape(n), "seed": st.integers(0, 2**16)}
+        )
+    )
+
+
+def _tp_strategy(ctx: Context) -> Any:
+    # F = N·{8, 16} > B ∈ {2, 4}: a gathered w_in [D, F] is larger than y [B, D]
+    return _one_d(
+        ctx,
+        lambda n: st.tuples(
+            st.sampled_from([2, 4]), st.sampled_from([8, 16]), st.sampled_from([8 * n, 16 * n])
+        ),
+    )
+
+
+def _sp_strategy(ctx: Context) -> Any:
+    # S = N·{1, 2} rows, F = N·{8, 16} > S: a gathered weight is larger than x [S, D]
+    return _one_d(
+        ctx,
+        lambda n: st.tuples(
+            st.sampled_from([n, 2 * n]), st.sampled_from([8, 16]), st.sampled_from([8 * n, 16 * n])
+        ),
+    )
+
+
+def _attention_strategy(ctx: Context) -> Any:
+    def full(n: int) -> Any:
+        return st.fixed_dictionaries(
+            {
+                "n": st.just(n),
+                "shape": st.tuples(st.sampled_from([1, 2]), st.sampled_from([3, 5]), st.just(8)),
+                "heads": st.sampled_from([n, 2 * n]),
+                "dh": st.sampled_from([2, 4]),
+                "seed": st.integers(0, 2**16),
+            }
+        )
+
+    # H·Dh > B·S: a gathered wq [D, H·Dh] is larger than y [B, S, D]
+    return (
+        st.sampled_from(_drawn_sizes(ctx))
+        .flatmap(full)
+        .filter(lambda ex: ex["heads"] * ex["dh"] > ex["shape"][0] * ex["shape"][1])
+    )
+
+
+def _dp_tp_strategy(ctx: Context) -> Any:
+    meshes = [m for m in MESHES_2D if m[0] * m[1] <= ctx.n_devices] or [(1, 1)]
+    return st.sampled_from(meshes).flatmap(
+        lambda m: st.fixed_dictionaries(
+            {
+                "mesh": st.just(m),
+                "shape": st.tuples(
+                    st.sampled_from([m[0], 2 * m[0]]),  # B: 1–2 rows per 'data' group
+                    st.sampled_from([8, 16]),
+                    st.sampled_from([4 * m[1], 8 * m[1]]),  # F > B/data
+                ),
+                "seed": st.integers(0, 2**16),
+            }
+        )
+    )
+
+
+def _explicit_1d(shapes: dict[int, dict[str, Any]]) -> Callable[[Context], list[Example]]:
+    """One device (nothing may move), N = 4, then N = 3 (not a power of two)."""
+
+    def explicit(ctx: Context) -> list[Example]:
+        return [
+            {"n": n, **shapes[n], "seed": i}
+            for i, n in enumerate(n for n in (1, 4, 3) if n in ctx.mesh_sizes)
+        ]
+
+    return explicit
+
+
+def _dp_tp_explicit(ctx: Context) -> list[Example]:
+    """A 'data' axis alone (nothing may move), then 2×3 and 3×2."""
+    cases = [((2, 1), (4, 8, 8)), ((2, 3), (4, 8, 24)), ((3, 2), (3, 16, 16))]
+    return [
+        {"mesh": m, "shape": s, "seed": i}
+        for i, (m, s) in enumerate(cases)
+        if m[0] * m[1] <= ctx.n_devices
+    ]
+
+
+# ------------------------------------------------------------------ running
+
+
+def _run(name: str) -> Callable[[Callable[..., Any], Example], Trial]:
+    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+        import jax
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        setup = _setup(name, ex)
+        mesh = setup.mesh
+        args = tuple(
+            jax.device_put(a, NamedSharding(mesh, P(*lay)))
+            for a, lay in zip(setup.inputs, setup.layouts)
+        )
+        trial = compile_and_run(
+            jax.jit(lambda *a: fn(*a, mesh, *setup.static)), args, mesh, ex,
+            dtype="float32", sharding=NamedSharding(mesh, P(*setup.out)), name=name,
+        )  # fmt: skip
+        trial.expected = setup.expected
+        return trial
+
+    return run
+
+
+# ------------------------------------------------------------------ sizes
+
+
+def _model(ex: Example) -> int:
+    """Devices on the 'model' axis."""
+    return ex["mesh"][1] if "mesh" in ex else ex["n"]
+
+
+def _activation(t: Trial) -> int:
+    """Bytes of the activation the collectives carry: y (per 'data' group), or x for sp_mlp."""
+    ex = t.example
+    if "heads" in ex:
+        return int(np.prod(ex["shape"])) * ITEMSIZE
+    rows, d, _ = ex["shape"]
+    if "mesh" in ex:
+        rows //= ex["mesh"][0]
+    return rows * d * ITEMSIZE
+
+
+def _ring_all_reduce(t: Trial) -> int:
+    m = _model(t.example)
+    return 2 * (m - 1) * _activation(t) // m
+
+
+def _weights(t: Trial) -> dict[str, tuple[int, ...]]:
+    ex = t.example
+    if "heads" in ex:
+        d, hd = ex["shape"][2], ex["heads"] * ex["dh"]
+        return {"wq": (d, hd), "wk": (d, hd), "wv": (d, hd), "wo": (hd, d)}
+    _, d, f = ex["shape"]
+    return {"w_in": (d, f), "w_out": (f, d)}
+
+
+def reduce_size(ex: Example) -> int:
+    """K: the lengths of the sums chained behind one output element (D, then F; for
+    attention D, Dh, S and H·Dh), for the float32 tolerance of :mod:`grader.reference.training`."""
+    if "heads" in ex:
+        _, s, d = ex["shape"]
+        return d + ex["dh"] + s + ex["heads"] * ex["dh"]
+    _, d, f = ex["shape"]
+    return d + f
+
+
+def _atol(t: Trial) -> float:
+    return training.SAFETY * training.U32 * float(np.sqrt(reduce_size(t.example)))
+
+
+# ------------------------------------------------------------------ hints
+
+
+def _all_reduce_advice(found: list[Collective], t: Trial) -> str | None:
+    y = _activation(t)
+    runs = sum(c.count or 0 for c in found)
+    if not found:
+        return (
+            "No all-reduce: each device's tanh(x @ w_in_cols) @ w_out_rows is only a partial "
+            "sum of y over its slice of the hidden layer, and the partial sums are never added "
+            "(or a weight was gathered so that there are none — see 'weights stay')."
+        )
+    if runs > 1:
+        return (
+            f"{runs} all-reduces where Megatron needs one. The first matmul is column-parallel: "
+            "tanh(x @ w_in_cols) is this device's own columns of the hidden layer, complete, "
+            "and tanh acts on each column alone — nothing to add there. Only the row-parallel "
+            "second matmul leaves partial sums: psum once, at the end."
+        )
+    (c,) = found
+    n_arrays = len(arrays(c))
+    if n_arrays > 1:
+        return (
+            f"XLA merged {n_arrays} psums into this one all-reduce of {n_arrays} arrays: you psum "
+            "each head's output separately. Add your heads' contributions on the device first "
+            "(one matmul of all your heads' outputs by your rows of wo), then psum once: "
+            "|y| bytes instead of H/N·|y|."
+        )
+    if c.operand_bytes > y:
+        return (
+            f"The all-reduce carries {c.operand_bytes:,} bytes, more than |y| = {y:,}: you sum "
+            "something larger than the output — the hidden layer? Sum the output's partial sums."
+        )
+    return None
+
+
+def _advice_sp(kind: str, t: Trial) -> str | None:
+    if kind == ALL_REDUCE:
+        return (
+            "A psum of the partial y followed by slicing out your rows moves 2(N − 1)/N·|y| and "
+            "leaves the whole y on every device for a moment; lax.psum_scatter(partial, 'model', "
+            "scatter_dimension=0, tiled=True) sums and keeps your rows in one reduce-scatter of "
+            "(N − 1)/N·|y| — together with the all-gather, the bytes of one all-reduce."
+        )
+    return None
+
+
+def _advice_tp(kind: str, t: Trial) -> str | None:
+    if kind == ALL_GATHER:
+        return (
+            "An all-gather in tensor parallelism usually gathers a weight: the inputs are "
+            "replicated, the weights split so that no device needs another's block. Multiply by "
+            "your own blocks and psum the output once."
+        )
+    if kind == REDUCE_SCATTER:
+        return (
+            "The output is replicated here: every device needs all of y, so psum, not psum_scatter."
+        )
+    return None
+
+
+def _dp_tp_alternatives(t: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
+    """Partial sums added over 'data' as well: every batch block becomes the sum of all of them."""
+    ex = t.example
+    data = ex["mesh"][0]
+    if data < 2:
+        return []
+    y = mlp(*_f64(*_mlp_inputs(ex)))
+    total = sum(np.split(y, data))
+    return [
+        (
+            "Each batch block holds the sum of every 'data' group's y: the psum runs over "
+            "'data' as well as 'model'. Only the partial sums over the hidden layer (split over "
+            "'model') need adding; the batch rows of different 'data' groups are different "
+            "examples.",
+            lambda coord, index: total[:, index[1]],
+        )
+    ]
+
+
+def _attention_alternatives(t: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
+    ex = t.example
+    n, heads, dh, d = ex["n"], ex["heads"], ex["dh"], ex["shape"][2]
+    inputs = _f64(*_attention_inputs(ex))
+    out: list[tuple[str, np.ndarray]] = []
+    if heads // n >= 2 and dh >= 2:  # else every stride reads the same columns
+        out.append((
+            "The heads are split at the wrong stride: head h is the contiguous columns "
+            "h·Dh … (h+1)·Dh, so a device's H/N·Dh columns reshape to [B, S, H/N, Dh] (head "
+            "first); [B, S, Dh, H/N] interleaves the heads' columns.",
+            _wrong_stride(*inputs, heads, n),
+        ))  # fmt: skip
+    widths: dict[int, list[str]] = {}
+    for width, what in ((d, "D, the model width"), (heads // n * dh, "H/N·Dh, your columns")):
+        if width != dh:
+            widths.setdefault(width, []).append(what)
+    for width, whats in widths.items():
+        out.append((
+            f"The scores are scaled by 1/√{width} ({' or '.join(whats)}): scale by 1/√Dh, the "
+            "width of one head, Dh = wq.shape[1] // n_heads from the global shapes.",
+            attention(*inputs, heads, scale=1 / np.sqrt(width)),
+        ))  # fmt: skip
+    return [(why, lambda coord, index, y=y: y[index]) for why, y in out]
+
+
+def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+    text = str(exc)
+    if type(exc).__name__ == "ShardingTypeError":
+        why = (
+            "a plain matmul of a column-split hidden layer by a row-split weight leaves partial "
+            "sums JAX will not add for you"
+            if "Contracting" in text
+            else "x's rows and w_in's columns are split over the same axis, so no device can "
+            "form its block of x @ w_in without gathering one of them"
+        )
+        return (
+            f"On this Explicit mesh {why}. Write the body under jax.shard_map and choose the "
+            "collective yourself: the one the exercise names."
+        )
+    if "out_specs" in text and ("replicat" in text or "vary" in text.lower()):
+        return (
+            "shard_map says your result varies over an axis out_specs promises it does not: "
+            "the partial sums over the hidden layer were not added (psum over 'model'), or "
+            "were added over the wrong axis."
+        )
+    return None
+
+
+# ------------------------------------------------------------------ the lesson
+
+
+BF16_BAND = (1e-4, 5e-2)
+"""Errors, as a fraction of max|ref|, that bfloat16 rounding inside a float32
+program makes here: 4,000–34,000 u·√K with K = 16 … 144 (benchmarks/tolerance_l08.py),
+i.e. about 1e-3 to 2e-2; a wrong formula errs by O(1)."""
+
+
+@dataclass(frozen=True)
+class Values32(Values):
+    """:class:`Values`, plus a hint when the error has the size of bfloat16 rounding."""
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        result = super().__call__(trial)
+        found = [e for e in result.evidence if isinstance(e, DeviceMap)]
+        if result.passed or result.hint or not found:
+            return result
+        scale = float(np.max(np.abs(trial.expected))) or 1.0
+        error = found[0].max_abs_err / scale
+        if BF16_BAND[0] <= error <= BF16_BAND[1]:
+            result.hint = (
+                f"The largest error is {error:.1e} of max|y|: the size of bfloat16 rounding "
+                "(8 bits of mantissa), far above float32's. Is something cast to bfloat16 "
+                "inside? This exercise computes in float32 throughout."
+            )
+        return result
+
+
+def _common(alternatives=None) -> list:
+    return [
+        Values32(atol=_atol, alternatives=alternatives),
+        OutputSharding(expected=lambda t: t.extra["sharding"]),
+        InputsUntouched(),
+    ]
+
+
+def _one_all_reduce(what: str) -> Carries:
+    return Carries(
+        kind=ALL_REDUCE,
+        size=_activation,
+        what=what,
+        needed=lambda t: _model(t.example) > 1,
+        advice=_all_reduce_advice,
+        name="one all-reduce",
+    )
+
+
+def _tp_checks(name: str, alternatives=None, what: str = "|y|") -> tuple:
+    return (
+        *_common(alternatives),
+        OnlyCollectives(
+            frozenset({ALL_REDUCE}),
+            why="Tensor parallelism needs one all-reduce of the output, nothing else.",
+            advice=_advice_tp,
+        ),
+        _one_all_reduce(what),
+        Bytes(expected=_ring_all_reduce, what=f"one ring all-reduce of {what}, 2(N − 1)/N·{what}"),
+        WeightsStay(bound=_activation, what=what, weights=_weights),
+    )
+
+
+def _sp_checks() -> tuple:
+    n = lambda t: t.example["n"]  # noqa: E731
+    return (
+        *_common(),
+        OnlyCollectives(
+            frozenset({ALL_GATHER, REDUCE_SCATTER}),
+            why="Sequence parallelism needs one all-gather of x and one reduce-scatter of y.",
+            advice=_advice_sp,
+        ),
+        Carries(
+            kind=ALL_GATHER,
+            size=_activation,
+            what="the gathered x, |x|",
+            needed=lambda t: n(t) > 1,
+            name="one all-gather",
+        ),  # fmt: skip
+        Carries(
+            kind=REDUCE_SCATTER,
+            size=_activation,
+            what="the partial y, |y| = |x|",
+            needed=lambda t: n(t) > 1,
+            name="one reduce-scatter",
+        ),  # fmt: skip
+        Bytes(expected=_ring_all_reduce, what="2(N − 1)/N·|x|, the bytes of one all-reduce"),
+        WeightsStay(bound=_activation, what="|x|", weights=_weights),
+    )
+
+
+def _dp_tp_checks() -> tuple:
+    return (
+        *_tp_checks("dp_tp_mlp", _dp_tp_alternatives, what="|y| of one 'data' group"),
+        GroupsWithin(
+            frozenset({"model"}),
+            hint="The partial sums of y are spread over the devices of one 'model' group (one "
+            "row of the mesh); psum over 'model' only. Summing over 'data' too adds different "
+            "examples' outputs together.",
+        ),
+    )
+
+
+def _explain(trials: list[Trial]) -> list[Evidence]:
+    """The collectives of the largest mesh graded, drawn on it with their groups."""
+    trial = max(trials, key=lambda t: t.mesh.size)
+    return [replica_groups(trial, grouped(trial))]
+
+
+def _exercise(name: str, strategy, explicit, checks) -> ExerciseSpec:
+    return ExerciseSpec(
+        name=name,
+        strategy=strategy,
+        explicit=explicit,
+        run=_run(name),
+        checks=checks,
+        max_examples=1,  # on top of 3 explicit ones: about 4 compiles an exercise
+        diagnose_error=_diagnose_error,
+        explain=_explain,
+    )
+
+
+SPEC = LessonSpec(
+    exercises=(
+        _exercise(
+            "tp_mlp",
+            _tp_strategy,
+            _explicit_1d(
+                {1: {"shape": (2, 8, 8)}, 4: {"shape": (4, 8, 32)}, 3: {"shape": (2, 16, 24)}}
+            ),  # fmt: skip
+            _tp_checks("tp_mlp"),
+        ),
+        _exercise(
+            "tp_attention",
+            _attention_strategy,
+            _explicit_1d(
+                {
+                    1: {"shape": (1, 3, 8), "heads": 2, "dh": 4},
+                    4: {"shape": (2, 3, 8), "heads": 8, "dh": 4},
+                    3: {"shape": (1, 5, 8), "heads": 6, "dh": 2},
+                }
+            ),  # fmt: skip
+            _tp_checks("tp_attention", _attention_alternatives),
+        ),
+        _exercise(
+            "sp_mlp",
+            _sp_strategy,
+            _explicit_1d(
+                {1: {"shape": (2, 8, 8)}, 4: {"shape": (8, 8, 32)}, 3: {"shape": (3, 16, 24)}}
+            ),  # fmt: skip
+            _sp_checks(),
+        ),
+        _exercise("dp_tp_mlp", _dp_tp_strategy, _dp_tp_explicit, _dp_tp_checks()),
+    ),
+)

@@ -1,0 +1,492 @@
+"""Checks for pipeline parallelism (lesson 9).
+
+Schedules are simulated (:mod:`grader.lessons.l09_pipeline.schedules`): a schedule trial carries
+``extra["sim"]`` (the student's schedule replayed) and ``extra["reference"]``
+(the expected one, for the picture); each check reports the first violation
+of its own kind and hands the report a chart of both schedules with that
+violation marked.
+
+Pipelines are read from their compiled program (collectives, counts, sizes)
+and their traced program (which loop the permutes sit in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from grader.checks.comms import communication
+from grader.evidence import CountExpectation, ScheduleChart
+from grader.lessons.l09_pipeline import schedules
+from grader.lessons.l09_pipeline.schedules import Simulation, Violation
+from grader.results import CheckResult
+from grader.spec import Check, Example, Trial
+
+PERMUTE = "collective-permute"
+
+
+# ------------------------------------------------------------------ schedules
+
+
+def _chart(trial: Trial, v: Violation | None) -> ScheduleChart:
+    """The student's schedule beside the reference, or (for a measuring
+    exercise, which has no reference) the schedule it was given."""
+    x = trial.extra
+    return schedules.chart(x["title"], x["sim"], x.get("reference"), v)
+
+
+def _unreadable(trial: Trial) -> bool:
+    return trial.extra["sim"].first(schedules.SHAPE) is not None
+
+
+NOT_READ = "not checked: the schedule could not be read (see ops)"
+
+
+@dataclass(frozen=True)
+class ScheduleOps(Check):
+    """The schedule is a grid of p cells per tick, and every op of every
+    micro-batch runs exactly once, one per stage per tick."""
+
+    name: str = "ops"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        sim: Simulation = trial.extra["sim"]
+        v = sim.first(schedules.SHAPE, schedules.OPS, schedules.CLASH)
+        if v is None:
+            kinds = "F, B and W" if sim.split_w else "F and B"
+            return CheckResult(
+                self.name, True, f"{kinds} of every micro-batch (m = {sim.m}) on every stage "
+                f"(p = {sim.p}), each once, one op per stage per tick",
+            )  # fmt: skip
+        return CheckResult(
+            self.name, False, v.message, evidence=[_chart(trial, v)],
+            hint=_ops_hint(trial, v),
+        )  # fmt: skip
+
+
+def _ops_hint(trial: Trial, v: Violation) -> str | None:
+    m = trial.example["m"]
+    if trial.extra.get("aliased"):
+        return (
+            "Your ticks share one list: [[None] * p] * ticks repeats the same row object, so "
+            "writing one cell writes it at every tick. Build the grid with "
+            "[[None] * p for _ in range(ticks)]."
+        )
+    if v.message.startswith(f"micro-batch {m - 1} never run"):
+        return (
+            f"The last micro-batch ({m - 1}) never runs: micro-batches are 0 … m − 1, so loop "
+            "over range(m) — a range(m - 1), or a grid too short to hold it, drops it."
+        )
+    if v.kind == schedules.CLASH:
+        return "A stage runs one op per tick: when two ops are ready, one waits for a later tick."
+    if "runs twice" in v.message:
+        return "Every op runs exactly once: look for two loops that place the same op."
+    return None
+
+
+@dataclass(frozen=True)
+class ScheduleDependencies(Check):
+    """Every op runs at a strictly later tick than the ops it needs."""
+
+    name: str = "dependencies"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if _unreadable(trial):
+            return CheckResult(self.name, True, NOT_READ)
+        v = trial.extra["sim"].first(schedules.DEPENDENCY)
+        if v is None:
+            return CheckResult(self.name, True, "every op runs after the ops it needs")
+        return CheckResult(
+            self.name, False, v.message, evidence=[_chart(trial, v)],
+            hint=_dependency_hint(v),
+        )  # fmt: skip
+
+
+def _dependency_hint(v: Violation) -> str:
+    same = "at the same tick" in v.message
+    rule = (
+        "'After' means a strictly later tick: what a stage produces at tick t is there for "
+        "the others from tick t + 1 on. "
+        if same
+        else ""
+    )
+    needs = v.message.split(" needs ", 1)[1]
+    if needs.startswith("backward"):
+        return rule + (
+            "The gradient of a micro-batch comes from the next stage: B(s, i) can run one tick "
+            "after B(s + 1, i) at the earliest, and only the last stage starts a backward right "
+            "after its own forward."
+        )
+    if needs.startswith("forward") and v.message.split(": ", 1)[1].startswith("backward"):
+        return rule + "A stage can only run the backward of a micro-batch whose forward it ran."
+    if needs.startswith("forward"):
+        return rule + (
+            "Micro-batch i reaches stage s one tick after stage s − 1 ran its forward: F(s, i) "
+            "at tick s + i at the earliest."
+        )
+    return rule + "W uses the output gradient B computes: it runs after that B."
+
+
+@dataclass(frozen=True)
+class Makespan(Check):
+    """The schedule takes at most the optimal number of ticks."""
+
+    name: str = "makespan"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if _unreadable(trial):
+            return CheckResult(self.name, True, NOT_READ)
+        sim: Simulation = trial.extra["sim"]
+        p, m = sim.p, sim.m
+        bound = schedules.makespan_bound(p, m, sim.split_w)
+        formula = (
+            f"max(3m + p − 1, 2(m + p) − 1) = max({3 * m + p - 1}, {2 * (m + p) - 1})"
+            if sim.split_w
+            else f"2(m + p − 1) = 2({m} + {p} − 1)"
+        )
+        if sim.ticks <= bound:
+            return CheckResult(self.name, True, f"{sim.ticks} ticks ≤ {formula} = {bound}")
+        v = Violation("makespan", f"{sim.ticks} ticks; {formula} = {bound}", *_last_op(sim))
+        return CheckResult(
+            self.name, False, f"{sim.ticks} ticks; {formula} = {bound} is enough",
+            evidence=[_chart(trial, v)], hint=_makespan_hint(sim, bound),
+        )  # fmt: skip
+
+
+def _last_op(sim: Simulation) -> tuple[int, int]:
+    """(tick, stage) of the last op run (the last tick if none runs)."""
+    for t in reversed(range(sim.ticks)):
+        for s in range(sim.p):
+            if sim.grid[t][s]:
+                return t, s
+    return sim.ticks - 1, 0
+
+
+def _makespan_hint(sim: Simulation, bound: int) -> str:
+    if sim.split_w:
+        return (
+            "No op needs a W, so it can wait: run each W where the stage would otherwise idle "
+            "waiting for a B (ZB-H1), not straight after its B. Fill the warm-up and cool-down "
+            "gaps with W passes, and keep at most p micro-batches alive."
+        )
+    if sim.ticks == bound + 2:
+        return (
+            "Two ticks too many — one per phase? A phase takes m + p − 1 ticks, not m + p: the "
+            "last micro-batch enters stage 0 at tick m − 1 and leaves stage p − 1 at tick "
+            "m + p − 2."
+        )
+    empty = 0
+    while empty < sim.ticks and not any(sim.grid[sim.ticks - 1 - empty]):
+        empty += 1
+    if empty:
+        return (
+            f"Your schedule ends with {empty} empty tick(s): they count. Make the grid exactly "
+            "as long as the last op needs."
+        )
+    return (
+        f"{sim.ticks - bound} tick(s) more than needed: some stage waits although an op is "
+        "ready. Run each op at the first tick its inputs allow."
+    )
+
+
+@dataclass(frozen=True)
+class ActivationMemory(Check):
+    """Micro-batches alive per stage within ``bound(p, m, stage)``; with
+    ``exact`` every stage must reach it (GPipe keeps all m)."""
+
+    bound: Callable[[int, int, int], int] = lambda p, m, s: m
+    formula: str = "m"
+    who: str = "this schedule"
+    """Whose memory the bound is, for the message: ``1F1B allows …``."""
+    exact: bool = False
+    hint: str = ""
+    name: str = "memory"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if _unreadable(trial):
+            return CheckResult(self.name, True, NOT_READ)
+        sim: Simulation = trial.extra["sim"]
+        peaks = sim.peaks
+        for s, got in enumerate(peaks):
+            want = self.bound(sim.p, sim.m, s)
+            if got > want or (self.exact and got != want):
+                tick = _peak_tick(sim, s, got)
+                if got > want:
+                    text = (
+                        f"stage {s} keeps {got} micro-batches alive at tick {tick}; {self.who} "
+                        f"allows {self.formula} = {want}"
+                    )
+                else:
+                    text = f"stage {s} keeps at most {got} alive; {self.who} keeps {self.formula} = {want}"
+                v = Violation("memory", text, tick=tick, stage=s)
+                return CheckResult(
+                    self.name, False, text, evidence=[_chart(trial, v)],
+                    hint=self.hint or None,
+                )  # fmt: skip
+        return CheckResult(
+            self.name, True, f"micro-batches alive per stage: {peaks}; {self.who} keeps "
+            f"{'' if self.exact else 'at most '}{self.formula}",
+        )  # fmt: skip
+
+
+def _peak_tick(sim: Simulation, stage: int, peak: int) -> int:
+    last = schedules.WEIGHT if sim.split_w else schedules.BACKWARD
+    alive = 0
+    for t, row in enumerate(sim.grid):
+        alive += row[stage].startswith(schedules.FORWARD) - row[stage].startswith(last)
+        if alive == peak:
+            return t
+    return 0
+
+
+@dataclass(frozen=True)
+class Measured(Check):
+    """A measurement of a given schedule equals the simulator's; a value the
+    spec recognises (``suspects``) names the mistake."""
+
+    what: str = "bubble fraction"
+    same: Callable[[Any, Any], bool] = lambda got, want: got == want
+    explain: Callable[[Trial], str] = lambda t: ""
+    """How the expected value comes from this schedule, in its numbers."""
+    suspects: Callable[[Trial], list[tuple[Any, str]]] = lambda t: []
+    name: str = "values"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        got, want = trial.output, trial.expected
+        if self.same(got, want):
+            return CheckResult(
+                self.name, True, f"{self.what} {_show(want)} ({self.explain(trial)})"
+            )
+        hint = next((why for value, why in self.suspects(trial) if self.same(got, value)), None)
+        return CheckResult(
+            self.name, False,
+            f"returned {_show(got)}; the {self.what} of this schedule: {_show(want)} "
+            f"({self.explain(trial)})",
+            evidence=[_chart(trial, None)], hint=hint,
+        )  # fmt: skip
+
+
+def _show(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else repr(value)
+
+
+# ------------------------------------------------------------------ execution
+
+
+def _moving(trial: Trial, kind: str | None = None) -> list:
+    return [
+        c
+        for c in trial.comms.collectives
+        if c.moves_data and c.count != 0 and (kind is None or c.kind == kind)
+    ]
+
+
+def _size(c: Any) -> int:
+    """Bytes of the larger side of a collective: what it carries or what it builds."""
+    from grader.measure.hlo import shape_bytes
+
+    return max(c.operand_bytes, shape_bytes(c.shape))
+
+
+@dataclass(frozen=True)
+class WeightsStay(Check):
+    """No collective carries as much as one layer's weight (``weight(example)``
+    bytes): the examples draw F > B, so every activation, even the whole
+    batch, is smaller."""
+
+    weight: Callable[[Example], int] = lambda ex: 0
+    what: Callable[[Example], str] = lambda ex: ""
+    name: str = "weights"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        bound = self.weight(trial.example)
+        heavy = [c for c in _moving(trial) if _size(c) >= bound]
+        evidence = [communication(trial)]
+        if not heavy:
+            return CheckResult(
+                self.name, True, f"no transfer as large as one stage's weight ({bound:,} B)",
+                evidence=evidence,
+            )  # fmt: skip
+        c = max(heavy, key=_size)
+        return CheckResult(
+            self.name, False,
+            f"{_article(c.kind)} {c.kind} of {_size(c):,} bytes: weights move (one stage's "
+            f"{self.what(trial.example)} = {bound:,} bytes, more than the whole batch)",
+            evidence=evidence,
+            hint="In a pipeline the weights stay where they are — stage s holds layer s "
+            "(params sharded P('stage', None, None)) — and the activations travel. Use your own "
+            "w_in[0], w_out[0] inside shard_map; do not all_gather the params (nor index a "
+            "layer outside shard_map: jit then moves it for you).",
+        )  # fmt: skip
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
+@dataclass(frozen=True)
+class PipelineCollectives(Check):
+    """Collective-permutes, plus at most one execution of one other collective
+    (the one that gives y to every stage)."""
+
+    name: str = "collectives"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        others = [c for c in _moving(trial) if c.kind != PERMUTE]
+        runs = sum(c.count or 0 for c in others) + sum(c.count is None for c in others)
+        used = ", ".join(sorted(trial.comms.kinds())) or "no collectives"
+        if runs <= 1:
+            return CheckResult(self.name, True, f"uses {used}", evidence=[communication(trial)])
+        kinds = ", ".join(sorted({c.kind for c in others}))
+        return CheckResult(
+            self.name, False,
+            f"{runs} executions of {kinds} besides the permutes; at most one collective may "
+            "return y to every stage",
+            evidence=[communication(trial, allowed=frozenset({PERMUTE}))],
+            hint="Activations move stage to stage with lax.ppermute only. Once, after the "
+            "loop, one collective (a psum of the output that only the last stage filled) "
+            "gives y to every stage.",
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class OneMicroBatch(Check):
+    """Every collective-permute carries at most one micro-batch (``bound`` bytes)."""
+
+    bound: Callable[[Example], int] = lambda ex: 0
+    batch: Callable[[Example], int] = lambda ex: 0
+    """Bytes of the whole batch, to recognise a pipeline without micro-batches."""
+    name: str = "transfer size"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        bound, ex = self.bound(trial.example), trial.example
+        what = f"one micro-batch of B/m = {ex['rows']} rows × D = {ex['d']}"
+        largest = max((_size(c) for c in _moving(trial, PERMUTE)), default=0)
+        evidence = [communication(trial)]
+        if largest <= bound:
+            return CheckResult(
+                self.name, True, f"largest permute {largest:,} bytes ≤ {what} ({bound:,} bytes)",
+                evidence=evidence,
+            )  # fmt: skip
+        hint = (
+            "Each permute carries the whole batch: no micro-batching. Split x into n_micro "
+            "micro-batches of B/n_micro rows (x.reshape(n_micro, -1, D)) and send one per tick, "
+            "so stage s + 1 works on micro-batch i while stage s works on i + 1."
+            if largest >= self.batch(ex)
+            else "Send one micro-batch per permute: the activation of the micro-batch your "
+            "stage just ran, nothing more."
+        )
+        return CheckResult(
+            self.name, False, f"a permute carries {largest:,} bytes; {what} is {bound:,} bytes",
+            evidence=evidence, hint=hint,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Ticks(Check):
+    """The permutes run ``expected(example)`` ± ``slack`` times; with ``loop``,
+    where ``applies(example)``, they all sit in one loop of that many
+    iterations. At p = 1 nothing is sent."""
+
+    expected: Callable[[Example], int] = lambda ex: 0
+    formula: str = "m + p − 1"
+    slack: int = 1
+    applies: Callable[[Example], bool] = lambda ex: True
+    loop: bool = True
+    name: str = "ticks"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        ex = trial.example
+        evidence: list = [communication(trial)]
+        if ex["p"] == 1:
+            sent = _moving(trial)
+            if not sent:
+                return CheckResult(
+                    self.name, True, "p = 1: one stage, nothing sent", evidence=evidence
+                )
+            return CheckResult(
+                self.name, False, f"p = 1, yet the program runs {sent[0].kind}",
+                evidence=evidence,
+                hint="With one stage there is nowhere to send to: build the permutation from "
+                "range(p − 1) (empty at p = 1) and skip the psum's data movement.",
+            )  # fmt: skip
+        if not self.applies(ex):
+            return CheckResult(self.name, True, "not measured here (p < 4 or m < 3)")
+        want = self.expected(ex)
+        got = trial.comms.count(PERMUTE)
+        evidence.append(CountExpectation(PERMUTE, want, got))
+        low, high = want - self.slack, want + self.slack
+        if got is None:
+            return CheckResult(
+                self.name, False, "a permute sits in a loop whose trip count is unknown",
+                evidence=evidence,
+                hint="Loop over the ticks with lax.fori_loop(0, n_micro + p - 1, …): Python int "
+                "bounds make it a scan of known length.",
+            )  # fmt: skip
+        sends = f"{got} permutes; {self.formula} = {want}"
+        if not low <= got <= high:
+            return CheckResult(
+                self.name, False, f"{sends} (± {self.slack})", evidence=evidence,
+                hint=_ticks_hint(ex, got, want),
+            )  # fmt: skip
+        if self.loop:
+            failure = _one_loop(trial, low, high)
+            if failure:
+                return CheckResult(self.name, False, failure, evidence=evidence,
+                                   hint=LOOP_HINT)  # fmt: skip
+        where = " in one loop" if self.loop else ""
+        return CheckResult(self.name, True, f"{sends}{where}", evidence=evidence)
+
+
+LOOP_HINT = (
+    "Run the ticks in one lax.fori_loop (or lax.scan) of n_micro + p − 1 iterations, one "
+    "ppermute per iteration: a Python loop is unrolled into copies of the whole step."
+)
+
+
+def _one_loop(trial: Trial, low: int, high: int) -> str | None:
+    """Why the traced program's permutes are not all in one loop of low … high iterations."""
+    sites = [s for s in trial.program.collectives if s.kind == PERMUTE]
+    if not sites:
+        return None
+    if not all(s.loops for s in sites):
+        return "a ppermute runs outside any loop: the ticks are unrolled in Python"
+    loops = {id(s.loops[-1]): s.loops[-1] for s in sites}
+    if len(loops) > 1:
+        return f"the ppermutes sit in {len(loops)} different loops; the ticks are one loop"
+    (loop,) = loops.values()
+    if loop.length is not None and not low <= loop.length <= high:
+        return f"the ppermutes sit in a loop of {loop.length} iterations; expected {low} … {high}"
+    return None
+
+
+def _ticks_hint(ex: Example, got: int, want: int) -> str:
+    p, m = ex["p"], ex["m"]
+    if got == m * (p - 1):
+        return (
+            f"{got} = m·(p − 1) permutes: each micro-batch goes through every stage before the "
+            "next one starts, so only one stage works at a time. Pipeline them: at tick t stage "
+            "s runs micro-batch t − s, m + p − 1 ticks in all."
+        )
+    if got > want:
+        return "More permutes than ticks: send once per tick, the micro-batch your stage just ran."
+    return "Fewer permutes than ticks: every micro-batch must travel through every stage."
+
+
+@dataclass(frozen=True)
+class Diagnosed(Check):
+    """``inner``, with the hint of ``explain(trial)`` when it fails and that names a cause."""
+
+    inner: Check = None  # type: ignore[assignment]
+    explain: Callable[[Trial], str | None] = lambda t: None
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        result = self.inner(trial)
+        if not result.passed:
+            result.hint = self.explain(trial) or result.hint
+        return result

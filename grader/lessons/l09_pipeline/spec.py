@@ -1,0 +1,550 @@
+"""Grading spec for lesson 9: pipeline schedules and their execution.
+
+Schedules are pure Python, graded by simulation (:mod:`grader.lessons.l09_pipeline.schedules`),
+not against one expected grid: any schedule that runs every op once, one op
+per stage per tick, each after the ops it needs, within the optimal makespan
+and the schedule's activation memory passes. Explicit edge cases (p = 1,
+m = 1, m < p, m = p, the largest p = 8, m = 16) come first, then drawn
+(p, m) with p ≤ 8, m ≤ 16. ``bubble_fraction`` and ``peak_activations`` are
+held against the simulator's measurement of drawn valid schedules, the
+course's own and random ones, with and without W: a formula that is right
+for GPipe and 1F1B only fails there.
+
+``pipeline_forward`` and ``pipeline_grads`` run the course model with one
+layer per stage on a ``('stage',)`` mesh. Values are held against the
+float64 reference of :mod:`grader.reference.training` (tolerance derived there). The
+compiled program may hold collective-permutes of at most one micro-batch
+(B/m rows × D), plus, for the forward, one more collective that returns y to
+every stage; no transfer is as large as one stage's weight (examples draw
+F > B, so every activation — even the whole batch — is smaller); at p ≥ 4,
+m ≥ 3 the forward's permutes run m + p − 1 (± 1) times, all in one loop; at
+p = 1 nothing is sent. The gradients: only permutes, each of at most one
+micro-batch (so no weight moves), 2(m + p − 1) ± 2 of them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, Values
+from grader.checks.trees import PerLeaf
+from grader.lessons.l09_pipeline import schedules
+from grader.lessons.l09_pipeline.checks import (
+    PERMUTE,
+    ActivationMemory,
+    Diagnosed,
+    Makespan,
+    Measured,
+    OneMicroBatch,
+    PipelineCollectives,
+    ScheduleDependencies,
+    ScheduleOps,
+    Ticks,
+    WeightsStay,
+)
+from grader.programs import compile_and_run, example_rng
+from grader.reference import training
+from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
+
+MODULE = "l09_pipeline"
+AXIS = "stage"
+FLOAT32 = 4
+MAX_STAGES, MAX_MICRO = 8, 16
+EDGES = ((1, 1), (1, 4), (4, 1), (4, 2), (4, 4), (3, 7), (8, 16))
+"""(p, m): one stage, one micro-batch, m < p, m = p, m > p, the largest."""
+BUILDERS: dict[str, Callable[[int, int], schedules.Schedule]] = {
+    "gpipe": schedules.gpipe,
+    "1f1b": schedules.one_f_one_b,
+    "zb": schedules.zero_bubble,
+}
+WITH_W = ("zb", "random_w")
+
+
+# ------------------------------------------------------------------ schedules
+
+
+def _pm(ctx: Context) -> Any:
+    return st.fixed_dictionaries({"p": st.integers(1, MAX_STAGES), "m": st.integers(1, MAX_MICRO)})
+
+
+def _edges(ctx: Context) -> list[Example]:
+    return [{"p": p, "m": m} for p, m in EDGES]
+
+
+def _shares_rows(schedule: Any) -> bool:
+    """Ticks that are one list object (``[[None] * p] * ticks``)."""
+    return isinstance(schedule, list) and len({id(row) for row in schedule}) < len(schedule)
+
+
+def _run_schedule(
+    name: str, reference: Callable[[int, int], schedules.Schedule], split_w: bool
+) -> Callable[[Callable[..., Any], Example], Trial]:
+    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+        p, m = ex["p"], ex["m"]
+        out = fn(p, m)
+        return Trial(
+            ex, output=out,
+            extra={
+                "title": f"{name}({p}, {m})",
+                "sim": schedules.simulate(out, p, m, split_w),
+                "reference": schedules.simulate(reference(p, m), p, m, split_w),
+                "aliased": _shares_rows(out),
+            },
+        )  # fmt: skip
+
+    return run
+
+
+def _schedule_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+    if isinstance(exc, IndexError):
+        return (
+            f"An index past the end of a list at p = {ex['p']}, m = {ex['m']}: is the grid as "
+            "long as the last op's tick + 1 (2(m + p − 1) ticks for GPipe and 1F1B), with p "
+            "cells per tick? Check the edge cases m = 1 and m < p too."
+        )
+    return None
+
+
+def _schedule_exercise(
+    name: str, reference: str, memory: ActivationMemory, split_w: bool = False
+) -> ExerciseSpec:
+    return ExerciseSpec(
+        name=name,
+        strategy=_pm,
+        explicit=_edges,
+        run=_run_schedule(name, BUILDERS[reference], split_w),
+        checks=(ScheduleOps(), ScheduleDependencies(), Makespan(), memory),
+        max_examples=16,
+        diagnose_error=_schedule_error,
+    )
+
+
+GPIPE_MEMORY = ActivationMemory(
+    bound=lambda p, m, s: m,
+    formula="all m (every forward before any backward)",
+    who="GPipe",
+    exact=True,
+    hint="GPipe runs every micro-batch's forward before any backward, so each stage keeps all "
+    "m alive; interleaving forwards and backwards is 1F1B, the next exercise.",
+)
+ONE_F_ONE_B_MEMORY = ActivationMemory(
+    bound=schedules.one_f_one_b_peak,
+    formula="min(p − s, m)",
+    who="1F1B",
+    hint="Too many forwards before the first backward: stage s has p − 1 − s warm-up "
+    "forwards, then runs one forward per backward, so at most p − s micro-batches are alive "
+    "on it (GPipe's all-forwards-first keeps m).",
+)
+ZERO_BUBBLE_MEMORY = ActivationMemory(
+    bound=lambda p, m, s: p,
+    formula="p",
+    who="ZB-H1",
+    hint="A micro-batch stays alive until its W. Once p are alive on a stage, run the W of the "
+    "oldest before starting another F.",
+)
+
+
+# ------------------------------------------------------------------ measuring
+
+
+def _given(ctx: Context) -> Any:
+    return st.fixed_dictionaries(
+        {
+            "kind": st.sampled_from(["random", "random_w", "gpipe", "1f1b", "zb"]),
+            "p": st.integers(1, MAX_STAGES),
+            "m": st.integers(1, MAX_MICRO),
+            "seed": st.integers(0, 2**16),
+        }
+    )
+
+
+def _given_edges(ctx: Context) -> list[Example]:
+    """A random schedule first: there the formulas are wrong."""
+    return [
+        {"kind": "random", "p": 3, "m": 4, "seed": 1},
+        {"kind": "random_w", "p": 4, "m": 3, "seed": 11},
+        {"kind": "gpipe", "p": 4, "m": 8, "seed": 0},
+        {"kind": "zb", "p": 4, "m": 6, "seed": 0},
+        {"kind": "1f1b", "p": 1, "m": 1, "seed": 0},
+    ]
+
+
+def given_schedule(ex: Example) -> schedules.Schedule:
+    """The valid schedule an example hands to the student's function."""
+    kind, p, m = ex["kind"], ex["p"], ex["m"]
+    if kind.startswith("random"):
+        return schedules.random_schedule(p, m, ex["seed"], split_w=kind in WITH_W)
+    return BUILDERS[kind](p, m)
+
+
+def _describe(ex: Example) -> str:
+    """``random with W, p = 4, m = 3``."""
+    kind = {"gpipe": "GPipe", "1f1b": "1F1B", "zb": "zero bubble", "random_w": "random with W"}
+    return f"{kind.get(ex['kind'], ex['kind'])}, p = {ex['p']}, m = {ex['m']}"
+
+
+def _run_measure(name: str) -> Callable[[Callable[..., Any], Example], Trial]:
+    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+        schedule = given_schedule(ex)
+        handed = copy.deepcopy(schedule)
+        out = fn(handed)
+        sim = schedules.simulate(schedule, ex["p"], ex["m"], ex["kind"] in WITH_W)
+        return Trial(
+            ex,
+            output=out,
+            expected=sim.bubble if name == "bubble_fraction" else sim.peaks,
+            inputs_intact=None if handed == schedule else "your function changed the schedule",
+            extra={"title": f"the schedule given to {name} ({_describe(ex)})", "sim": sim},
+        )
+
+    return run
+
+
+def _bubble_words(trial: Trial) -> str:
+    sim = trial.extra["sim"]
+    return f"{sim.idle} idle cells of {sim.ticks} ticks × {sim.p} stages"
+
+
+def _bubble_suspects(trial: Trial) -> list[tuple[Any, str]]:
+    sim, p, m = trial.extra["sim"], trial.example["p"], trial.example["m"]
+    cells, busy = sim.ticks * p, sim.ticks * p - sim.idle
+    return [
+        (
+            schedules.bubble_formula(p, m),
+            "You returned (p − 1)/(m + p − 1), the formula for GPipe and 1F1B. This schedule "
+            "is another one: measure it — count its None cells, divide by ticks × stages.",
+        ),
+        (busy / cells, "You returned the busy share: the bubble is the idle cells (None)."),
+        (sim.idle / busy if busy else -1.0, "Divide the idle cells by all cells, busy ones too."),
+        (float(sim.idle), "Return the fraction: idle cells / (ticks × stages)."),
+    ]
+
+
+def _close(got: Any, want: Any) -> bool:
+    return isinstance(got, (int, float, np.floating)) and abs(float(got) - want) <= 1e-9
+
+
+def _peaks_words(trial: Trial) -> str:
+    sim = trial.extra["sim"]
+    last = "W" if sim.split_w else "B"
+    return f"counted from each F to the micro-batch's {last}"
+
+
+def _peaks_suspects(trial: Trial) -> list[tuple[Any, str]]:
+    sim, p, m = trial.extra["sim"], trial.example["p"], trial.example["m"]
+    out = []
+    if sim.split_w:  # first: where it coincides with a formula, this is the likelier slip
+        as_if_b = schedules.peak_activations(
+            schedules.Simulation(sim.p, sim.m, False, sim.ticks, sim.grid)
+        )
+        out.append(
+            (
+                as_if_b,
+                "This schedule has W ops: a micro-batch's activations stay alive until its W "
+                "(the weight gradient needs them), not until its B.",
+            )
+        )
+    walk = "walk its ticks, +1 at each F, −1 at each micro-batch's last backward op."
+    return out + [
+        ([m] * p, f"You returned GPipe's m on every stage; this schedule is another one: {walk}"),
+        (
+            [schedules.one_f_one_b_peak(p, m, s) for s in range(p)],
+            f"You returned 1F1B's bound min(p − s, m); this schedule is another one: {walk}",
+        ),
+    ]
+
+
+def _same_list(got: Any, want: Any) -> bool:
+    """A list, tuple or 1-D array of the same integers."""
+    if not isinstance(got, (list, tuple, np.ndarray)) or np.ndim(got) != 1:
+        return False
+    try:
+        return all(float(g).is_integer() for g in got) and [int(g) for g in got] == list(want)
+    except (TypeError, ValueError):
+        return False
+
+
+def _measure_exercise(name: str) -> ExerciseSpec:
+    bubble = name == "bubble_fraction"
+    check = Measured(
+        what="bubble fraction" if bubble else "peak activations",
+        same=_close if bubble else _same_list,
+        explain=_bubble_words if bubble else _peaks_words,
+        suspects=_bubble_suspects if bubble else _peaks_suspects,
+    )
+    return ExerciseSpec(
+        name=name,
+        strategy=_given,
+        explicit=_given_edges,
+        run=_run_measure(name),
+        checks=(check, InputsUntouched()),
+        max_examples=10,
+    )
+
+
+# ------------------------------------------------------------------ execution
+
+
+def _exec_strategy(ctx: Context) -> Any:
+    sizes = [n for n in ctx.mesh_sizes if n >= 2] or [1]
+    return st.fixed_dictionaries(
+        {
+            "p": st.sampled_from(sizes),
+            "m": st.integers(2, 6),
+            "rows": st.integers(1, 2),
+            "d": st.just(8),
+            "f": st.sampled_from([16, 24]),
+            "seed": st.integers(0, 2**16),
+        }
+    )
+
+
+def _exec_explicit(grads: bool) -> Callable[[Context], list[Example]]:
+    """p = 4, m = 3 (m < p: the loop check applies), then p = 6 with m = 4 for
+    the forward (p = 3, m = 5 for the gradients), and p = 1 for the forward."""
+
+    def explicit(ctx: Context) -> list[Example]:
+        base = {"d": 8, "f": 16}
+        wanted = [{"p": 4, "m": 3, "rows": 2, "seed": 0}]
+        if grads:
+            wanted.append({"p": 3, "m": 5, "rows": 1, "seed": 1})
+        else:
+            wanted += [
+                {"p": 6, "m": 4, "rows": 1, "seed": 1},
+                {"p": 1, "m": 2, "rows": 2, "seed": 2},
+            ]
+        out = [{**w, **base} for w in wanted if w["p"] in ctx.mesh_sizes]
+        return [{k: ex[k] for k in ("p", "m", "rows", "d", "f", "seed")} for ex in out]
+
+    return explicit
+
+
+def _sizes(ex: Example) -> training.Sizes:
+    return training.Sizes(ex["p"], ex["m"] * ex["rows"], ex["d"], ex["f"])
+
+
+def _micro_bytes(ex: Example) -> int:
+    return ex["rows"] * ex["d"] * FLOAT32
+
+
+def _batch_bytes(ex: Example) -> int:
+    return ex["m"] * _micro_bytes(ex)
+
+
+def _weight_bytes(ex: Example) -> int:
+    return ex["d"] * ex["f"] * FLOAT32
+
+
+def _run_exec(grads: bool) -> Callable[[Callable[..., Any], Example], Trial]:
+    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+        import jax
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        from grader.measure import devices
+
+        mesh = devices.make_mesh((ex["p"],), (AXIS,))
+        sizes = _sizes(ex)
+        rng = example_rng(ex)
+        params = training.draw_params(rng, sizes.n_layers, sizes.d, sizes.f)
+        x, y = training.draw_batch(rng, sizes.batch, sizes.d)
+        layers = NamedSharding(mesh, P(AXIS, None, None))
+        everywhere = NamedSharding(mesh, P())
+        args = [jax.device_put(params, layers), jax.device_put(x, everywhere)]
+        if grads:
+            args.append(jax.device_put(y, everywhere))
+            jitted = jax.jit(lambda p, a, b: fn(p, a, b, mesh, ex["m"]))
+        else:
+            jitted = jax.jit(lambda p, a: fn(p, a, mesh, ex["m"]))
+        trial = compile_and_run(
+            jitted, tuple(args), mesh, ex, inputs=(params, x, y),
+            layers=layers, replicated=everywhere, dtype="float32",
+        )  # fmt: skip
+        trial.expected = training.grads(params, x, y)[1] if grads else training.forward(params, x)
+        return trial
+
+    return run
+
+
+def _atol(trial: Trial) -> float:
+    return training.tolerance(_sizes(trial.example))
+
+
+def _forward_alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
+    params, x, _ = trial.extra["inputs"]
+    p = trial.example["p"]
+    reverse = training.forward({k: v[::-1] for k, v in params.items()}, x)
+    ref = np.asarray(trial.expected)
+    out = []
+    if p > 1:
+        out.append((
+            "Your stages run the layers in reverse order. Stage s holds layer s (params "
+            "sharded P('stage', None, None)): micro-batches enter at stage 0, move to s + 1 "
+            "(perm pairs (s, s + 1)), and leave from stage p − 1.",
+            lambda coord, index: reverse[index],
+        ))  # fmt: skip
+        out.append((
+            "Only the last stage holds y; the others return zeros. After the loop, one "
+            "collective gives it to every stage: a psum of the output that only stage p − 1 "
+            "filled.",
+            lambda coord, index: ref[index] if coord[0] == p - 1 else np.zeros_like(ref[index]),
+        ))  # fmt: skip
+    return out
+
+
+def _missing_micro_batches(trial: Trial) -> str | None:
+    """A hint when exactly the last k micro-batches are wrong (on device 0)."""
+    import jax
+
+    out = trial.output
+    if not isinstance(out, jax.Array) or out.shape != np.shape(trial.expected):
+        return None
+    ex = trial.example
+    got = np.asarray(out.addressable_shards[0].data, np.float64)
+    want = np.asarray(trial.expected)
+    atol = _atol(trial) * float(np.max(np.abs(want)))
+    rows = ex["rows"]
+    wrong = [
+        i
+        for i in range(ex["m"])
+        if not np.all(
+            np.abs(got[i * rows : (i + 1) * rows] - want[i * rows : (i + 1) * rows]) <= atol
+        )
+    ]
+    k = len(wrong)
+    if not wrong or wrong != list(range(ex["m"] - k, ex["m"])) or k == ex["m"]:
+        return None
+    which = f"micro-batch {wrong[0]}" if k == 1 else f"micro-batches {wrong[0]} … {wrong[-1]}"
+    return (
+        f"The rows of the last {which} are wrong, the others right: it never came out of the "
+        "last stage. The pipeline needs m + p − 1 ticks: the last micro-batch enters stage 0 "
+        "at tick m − 1 and leaves stage p − 1 at tick m + p − 2 — one tick too few?"
+    )
+
+
+def _grads_alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
+    m = trial.example["m"]
+    if m == 1:
+        return []
+    scaled = np.asarray(trial.expected) * m
+    return [
+        (
+            f"Your gradient is m = {m} times the reference: the loss is the mean over all B "
+            "rows, so the last stage's output gradient is (out − y_i)/B, not divided by the "
+            "B/m rows of the micro-batch.",
+            lambda coord, index: scaled[index],
+        )
+    ]
+
+
+def _grads_advice(kind: str, trial: Trial) -> str | None:
+    if kind != "all-reduce":
+        return None
+    return (
+        "An all-reduce in the gradient program: each stage's weight gradient is its own, so "
+        "nothing needs summing across stages. If you took jax.grad of a loss built on "
+        "pipeline_forward, that forward still runs the psum that gives y to every stage — the "
+        "all-reduce. Only the last stage needs its output: start the backward there, from "
+        "(out − y_i)/B, and send input gradients back with lax.ppermute (lesson section 6)."
+    )
+
+
+def _precision(trial: Trial) -> str | None:
+    low = sorted(d for d in ("bfloat16", "float16") if trial.program.dtypes[d])
+    if not low:
+        return None
+    return (
+        f"Your program computes in {' and '.join(low)}, and this exercise is float32: 8 "
+        "significant bits round hundreds of times more than the tolerance allows. Keep the "
+        "activations and weights in float32."
+    )
+
+
+def _forward_values_hint(trial: Trial) -> str | None:
+    return _precision(trial) or _missing_micro_batches(trial)
+
+
+def _exec_checks(grads: bool) -> tuple:
+    micro = OneMicroBatch(bound=_micro_bytes, batch=_batch_bytes)
+    if grads:
+        return (
+            PerLeaf(
+                inner=Values(atol=_atol, alternatives=_grads_alternatives),
+                explain_failure=_precision,
+            ),
+            PerLeaf(inner=OutputSharding(expected=lambda t: t.extra["layers"])),
+            InputsUntouched(),
+            OnlyCollectives(
+                frozenset({PERMUTE}),
+                why="Each stage's weight gradient stays on its stage, and x and y are on every "
+                "stage already: only the activations (forward) and their gradients (backward) "
+                "move, stage to stage, with lax.ppermute. No all-reduce.",
+                advice=_grads_advice,
+            ),
+            micro,
+            Ticks(
+                expected=lambda ex: 2 * (ex["m"] + ex["p"] - 1),
+                formula="2(m + p − 1)",
+                slack=2,
+                loop=False,
+            ),
+        )
+    return (
+        Diagnosed(
+            inner=Values(atol=_atol, alternatives=_forward_alternatives),
+            explain=_forward_values_hint,
+        ),
+        OutputSharding(expected=lambda t: t.extra["replicated"]),
+        InputsUntouched(),
+        WeightsStay(
+            weight=_weight_bytes,
+            what=lambda ex: f"w_in[s] of D × F = {ex['d']} × {ex['f']} float32",
+        ),
+        PipelineCollectives(),
+        micro,
+        Ticks(
+            expected=lambda ex: ex["m"] + ex["p"] - 1,
+            applies=lambda ex: ex["p"] >= 4 and ex["m"] >= 3,
+        ),
+    )
+
+
+def _exec_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+    name = type(exc).__name__
+    if name in ("TracerBoolConversionError", "ConcretizationTypeError"):
+        return (
+            "lax.axis_index('stage') and the loop counter are traced values: a Python `if` or "
+            "`range` cannot test them. Choose with jnp.where (e.g. jnp.where(s == 0, own, "
+            "received)) and slice with lax.dynamic_index_in_dim."
+        )
+    return None
+
+
+def _exec_exercise(name: str, grads: bool) -> ExerciseSpec:
+    return ExerciseSpec(
+        name=name,
+        strategy=_exec_strategy,
+        explicit=_exec_explicit(grads),
+        run=_run_exec(grads),
+        checks=_exec_checks(grads),
+        max_examples=1,
+        diagnose_error=_exec_error,
+    )
+
+
+SPEC = LessonSpec(
+    exercises=(
+        _schedule_exercise("gpipe_schedule", "gpipe", GPIPE_MEMORY),
+        _schedule_exercise("one_f_one_b_schedule", "1f1b", ONE_F_ONE_B_MEMORY),
+        _measure_exercise("bubble_fraction"),
+        _measure_exercise("peak_activations"),
+        _schedule_exercise("zero_bubble_schedule", "zb", ZERO_BUBBLE_MEMORY, split_w=True),
+        _exec_exercise("pipeline_forward", grads=False),
+        _exec_exercise("pipeline_grads", grads=True),
+    ),
+)

@@ -1,0 +1,345 @@
+"""Checks for ring attention (lesson 10): merged partials, rotation steps, score blocks.
+
+- :class:`MergeValues` holds ``merge_partials``' ``(o, lse)`` to the float64
+  merge, treating lse = −inf (a row that has seen no key) as a value of its own.
+- :class:`RotationSteps` counts the ring's rotations from the compiled program:
+  the elements all collective-permutes carry, in units of one local K block
+  plus one local V block — so K and V may travel stacked or separately.
+- :class:`ScoreBlocks` reads the traced program for the zigzag bonus: every
+  step after the diagonal one computes a half score block per head.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from grader.checks.comms import PERMUTE, communication
+from grader.checks.values import as_numpy
+from grader.evidence import CountExpectation, Note, RingSteps, Table
+from grader.results import CheckResult
+from grader.spec import Check, Trial
+
+U32 = 2.0**-24
+MERGE_SAFETY = 16.0
+"""Allowance for merge_partials in units of u·(1 + |lse|) (see :class:`MergeValues`)."""
+SHOW_ROWS = 5
+"""Wrong (row, head) pairs shown in a merge_partials report."""
+
+
+# ------------------------------------------------------------------ merge_partials
+
+
+@dataclass(frozen=True)
+class MergeValues(Check):
+    """``(o, lse)`` against the float64 merge of the drawn partials.
+
+    float32 error: an lse near ±300 is stored to u·300 ≈ 2e-5 absolute, and
+    that error moves the weights e^(lse_i − lse) by as much relatively. So o
+    may be off by ``MERGE_SAFETY·u·(1 + max|lse|)·max|o|`` and each lse by
+    ``MERGE_SAFETY·u·(1 + |lse|)``. Measured over 20 draws
+    (``python benchmarks/ring_attention.py``): the reference uses 0.47 and
+    0.92 of one such unit; weighting bfloat16 o's, 212. Where
+    the expected lse is −inf the answer must be o = 0, lse = −inf exactly."""
+
+    name: str = "values"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        want_o, want_lse = trial.expected
+        shaped = _shape_problem(trial.output, want_o, want_lse)
+        if shaped:
+            return CheckResult(self.name, False, shaped[0], hint=shaped[1])
+        got_o, got_lse = (as_numpy(a) for a in trial.output)
+        largest = float(np.max(np.abs(want_lse[np.isfinite(want_lse)])))
+        tol = MERGE_SAFETY * U32
+        empty = np.isneginf(want_lse)
+        with np.errstate(
+            invalid="ignore"
+        ):  # −inf − (−inf) where both are empty: decided by `empty`
+            near = np.abs(got_lse - want_lse) <= tol * (1.0 + np.abs(want_lse))
+        lse_ok = np.where(empty, np.isneginf(got_lse), near)
+        o_ok = np.abs(got_o - want_o) <= tol * (1.0 + largest) * float(np.max(np.abs(want_o)))
+        rows_ok = lse_ok & np.all(o_ok, axis=-1)
+        if rows_ok.all():
+            return CheckResult(
+                self.name, True, "o and lse match the float64 merge, rows that saw no key included"
+            )
+        bad = [tuple(int(i) for i in at) for at in np.argwhere(~rows_ok)]
+        return CheckResult(
+            self.name,
+            False,
+            f"{len(bad)} of {rows_ok.size} (row, head) pairs wrong, first at row {bad[0][0]}, "
+            f"head {bad[0][1]}",
+            evidence=[_wrong_rows(bad[:SHOW_ROWS], trial, got_o, got_lse)],
+            hint=_merge_hint(got_o, got_lse, trial),
+        )
+
+
+def _wrong_rows(
+    bad: list[tuple[int, int]], trial: Trial, got_o: np.ndarray, got_lse: np.ndarray
+) -> Table:
+    """The first wrong (row, head) pairs: both inputs' lse, the merged lse and o, expected and yours."""
+    (lse1, lse2), (want_o, want_lse) = trial.extra["lse"], trial.expected
+    rows = [
+        [
+            f"{r}, {h}", f"{lse1[r, h]:.6g}", f"{lse2[r, h]:.6g}",
+            f"{want_lse[r, h]:.6g}", f"{got_lse[r, h]:.6g}",
+            _first(want_o[r, h]), _first(got_o[r, h]),
+        ]
+        for r, h in bad
+    ]  # fmt: skip
+    columns = ["row, head", "lse1", "lse2", "lse", "your lse", "o[:3]", "your o[:3]"]
+    return Table(columns, rows)
+
+
+def _first(o: np.ndarray) -> str:
+    return ", ".join(f"{x:.4g}" for x in o[:3])
+
+
+def _shape_problem(out: Any, want_o: np.ndarray, want_lse: np.ndarray) -> tuple[str, str] | None:
+    """(message, hint) when the output is not (o, lse) of the right shapes and dtype."""
+    import jax
+
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        return (
+            f"returned {type(out).__name__}; expected a pair (o, lse)",
+            "Return both the merged output and its log-sum-exp: the next merge needs the lse.",
+        )
+    for what, got, want in (("o", out[0], want_o), ("lse", out[1], want_lse)):
+        if not isinstance(got, jax.Array):
+            return f"{what} is {type(got).__name__}; expected a jax.Array", "Return jax arrays."
+        if tuple(got.shape) != want.shape:
+            return f"{what} has shape {tuple(got.shape)}; expected {want.shape}", (
+                "o is [S, H, Dh] and lse [S, H]: broadcast the per-row weights with [..., None]."
+            )
+        if got.dtype.name != "float32":
+            return f"{what} has dtype {got.dtype.name}; expected float32", (
+                "Keep the inputs' dtype (float32)."
+            )
+    return None
+
+
+def _merge_hint(got_o: np.ndarray, got_lse: np.ndarray, trial: Trial) -> str | None:
+    lse1, lse2 = trial.extra["lse"]
+    both = np.isneginf(lse1) & np.isneginf(lse2)
+    nan = np.isnan(got_o).any(axis=-1) | np.isnan(got_lse)
+    if (nan & both).any():
+        return (
+            "NaN where both partials have lse = −inf (rows that have seen no key): "
+            "exp(lse1 − lse) with lse = −inf is exp(−inf − (−inf)) = exp(NaN). Where the "
+            "merged lse is −inf, subtract 0 instead (jnp.where(jnp.isneginf(lse), 0, lse)): "
+            "the weights are then e^−inf = 0 and o = 0."
+        )
+    big = np.maximum(np.where(np.isfinite(lse1), lse1, -np.inf), lse2) > 88
+    if (~np.isfinite(got_o).all(axis=-1) | ~np.isfinite(got_lse))[big & ~both].any():
+        return (
+            "inf or NaN where an lse is large: e^lse overflows float32 above lse ≈ 88.7. "
+            "Never form e^lse1 or e^lse2 themselves: take lse = logaddexp(lse1, lse2) and "
+            "weight the partials by e^(lse1 − lse) and e^(lse2 − lse), which are at most 1."
+        )
+    if not np.array_equal(np.isneginf(got_lse), np.isneginf(trial.expected[1])):
+        return (
+            "A row that has seen no key in either partial keeps lse = −inf (and o = 0); a row "
+            "that has seen keys in one has that partial's lse."
+        )
+    want_o, _ = trial.expected
+    scale = float(np.max(np.abs(want_o)))
+    o1, o2 = trial.extra["o"]
+    for wrong, why in (
+        (o1 + o2, "You added the two outputs: each is normalised over its own keys, so the "
+         "union weights them by their share of the softmax mass, e^(lse_i − lse)."),
+        ((o1 + o2) / 2, "You averaged the two outputs: their weights are e^(lse_i − lse), not "
+         "1/2 — a partial over more (or larger-scoring) keys counts more."),
+    ):  # fmt: skip
+        if np.allclose(got_o, wrong, atol=1e-4 * scale, rtol=0):
+            return why
+    if np.allclose(got_lse, np.maximum(lse1, lse2), rtol=0, atol=1e-4):
+        return "The union's lse is log(e^lse1 + e^lse2) (jnp.logaddexp), not the larger of the two."
+    return None
+
+
+# ------------------------------------------------------------------ rotations
+
+
+@dataclass(frozen=True)
+class Explained(Check):
+    """``inner``, with a hint from ``explain(trial)`` in place of its own when it fails
+    and ``explain`` recognises the cause (e.g. blocks upcast before sending)."""
+
+    inner: Check = None  # type: ignore[assignment]
+    explain: Callable[[Trial], str | None] = lambda t: None
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        result = self.inner(trial)
+        if not result.passed and (hint := self.explain(trial)):
+            result.hint = hint
+        return result
+
+
+def kv_block_elements(trial: Trial) -> int:
+    """Elements of one local K block plus one local V block."""
+    return 2 * trial.extra["block_elements"]
+
+
+@dataclass(frozen=True)
+class RotationSteps(Check):
+    """N − 1 rotations: permuted elements = (N − 1) · (|local K| + |local V|).
+
+    Counted in elements, so stacked K/V (one permute per step) and separate
+    K and V (two) read the same, and bfloat16 widened in transit does not matter."""
+
+    name: str = "steps"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        n = trial.example["n"]
+        elements = trial.comms.bytes(PERMUTE, itemsize=1)
+        if elements is None:
+            return CheckResult(
+                self.name, False,
+                "a collective-permute sits in a loop whose trip count the compiler cannot know",
+                evidence=[communication(trial)],
+                hint="Loop a fixed number of times: lax.fori_loop with Python int bounds "
+                "(lax.axis_size gives N as a Python int), or a Python for-loop.",
+            )  # fmt: skip
+        steps = Fraction(elements, kv_block_elements(trial))
+        shown = str(steps) if steps.denominator == 1 else f"{float(steps):.2f}"
+        evidence = [
+            communication(trial),
+            CountExpectation("K/V block rotations", n - 1, round(steps)),
+        ]
+        if steps == n - 1:
+            return CheckResult(
+                self.name, True, f"{shown} rotations of the local K/V block (N − 1)",
+                evidence=evidence,
+            )  # fmt: skip
+        return CheckResult(
+            self.name,
+            False,
+            f"the permutes carry {shown} local K/V blocks per device; N − 1 = {n - 1} rotations "
+            "bring every block to every device",
+            evidence=evidence,
+            hint=_steps_hint(steps, n),
+        )
+
+
+def _steps_hint(steps: Fraction, n: int) -> str:
+    if steps == n:
+        return (
+            "One rotation too many: after N − 1 rotations every device has held every block, "
+            "and the block received by the N-th is its own again (never used). Attend to the "
+            "block you hold, rotate, N − 1 times; then attend to the last block without sending it."
+        )
+    if steps == 0:
+        return "Nothing travels: pass the K and V blocks round the ring with lax.ppermute."
+    if steps == Fraction(n - 1, 2):
+        return (
+            "Half of what N − 1 rotations carry: only K (or only V) travels. Every step needs "
+            "the K and the V block of the same device: rotate both (separately, or stacked)."
+        )
+    if steps < n - 1:
+        return "Too few rotations: some K/V blocks never reach some devices."
+    return (
+        "More than one K/V block per step travels: send only the local K and V blocks "
+        "(each exactly once per rotation), not the queries or a growing buffer."
+    )
+
+
+# ------------------------------------------------------------------ zigzag score blocks
+
+
+@dataclass(frozen=True)
+class ScoreBlocks(Check):
+    """Zigzag: only the diagonal step computes a whole [S/N, S/N] score block per
+    head; every other step half of one ([S/N, S/2N] or [S/2N, S/N]).
+
+    Score products are the ``dot_general``s that contract over Dh (the grader
+    draws Dh different from S/N and S/2N); a product inside a loop counts
+    once per iteration."""
+
+    name: str = "balance"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        ex = trial.example
+        block, half = 2 * ex["chunk"], ex["chunk"]
+        runs = score_products(trial.program, ex["dh"], ex["h"])
+        full = [(per_head, times) for per_head, times in runs if per_head > block * half]
+        count = None if any(t is None for _, t in full) else sum(t for _, t in full)
+        what = f"[S/N, S/N] = [{block}, {block}]"
+        if not runs:
+            return CheckResult(
+                self.name, False, "no q·kᵀ product (a contraction over Dh) found in the program",
+                evidence=[Note(f"Looked for dot_generals contracting over Dh = {ex['dh']}.")],
+            )  # fmt: skip
+        evidence = [_products_table(runs, block * half)]
+        if count is not None and count <= 1:
+            return CheckResult(
+                self.name, True,
+                f"{count} whole {what} score block per head (the diagonal), every other step "
+                f"half of one ({block}·{half} scores)",
+                evidence=evidence,
+            )  # fmt: skip
+        shown = "an unknown number of" if count is None else str(count)
+        return CheckResult(
+            self.name,
+            False,
+            f"{shown} whole {what} score blocks per head computed; zigzag needs one (the "
+            f"diagonal) and half a block ({block}·{half} scores) at each other step",
+            evidence=evidence,
+            hint="You compute the whole block of scores at every step and mask it: with the "
+            "zigzag layout the mask makes half of every off-diagonal block useless. Against the "
+            "K/V block of device j < i use your queries and key chunk j only ([S/N, S/2N]); for "
+            "j > i use your second query chunk and both key chunks ([S/2N, S/N]) — lax.cond on "
+            "j < i. Do the diagonal step (j = i) before the loop.",
+        )
+
+
+def _products_table(runs: list[tuple[int, int | None]], half: int) -> Table:
+    """Each q·kᵀ product of the traced program: scores per head, how often it runs."""
+    rows = [
+        [str(per_head), "?" if times is None else str(times),
+         "half a block or less" if per_head <= half else "more than half a block"]
+        for per_head, times in runs
+    ]  # fmt: skip
+    return Table(["scores per head", "runs", "size"], rows)
+
+
+def score_products(program: Any, dh: int, heads: int) -> list[tuple[int, int | None]]:
+    """(scores per head, times run) of every dot_general contracting over Dh."""
+    out = []
+    for dot in program.dots:
+        if [dot.lhs_shape[d] for d in dot.lhs_contract] != [dh]:
+            continue
+        times = None if None in dot.loops else int(np.prod(dot.loops, dtype=np.int64))
+        out.append((int(np.prod(dot.out_shape)) // heads, times))
+    return out
+
+
+# ------------------------------------------------------------------ the ring picture
+
+
+def ring_steps(
+    n: int, steps: int, shift: int, causal: bool, zigzag: bool, example: str = "", note: str = ""
+) -> RingSteps:
+    """The ring sending ``shift`` (+1 to i + 1, −1 to i − 1) for ``steps`` rotations:
+    after s of them device i holds the block of device (i − s·shift) mod N."""
+    held = [[(i - s * shift) % n for i in range(n)] for s in range(steps + 1)]
+    use = [[_use(i, j, causal, zigzag) for i, j in enumerate(row)] for row in held]
+    return RingSteps(n, example, held, use, note)
+
+
+def _use(i: int, j: int, causal: bool, zigzag: bool) -> str:
+    if j == i and causal:
+        return "diagonal"
+    if not causal or (j < i and not zigzag):
+        return "whole"
+    if zigzag:  # j < i: every query, key chunk j; j > i: query chunk 2N − 1 − i, every key
+        return "first key chunk" if j < i else "second query chunk"
+    return "masked"

@@ -1,0 +1,533 @@
+"""Grading spec for lesson 10: context parallelism (ring attention).
+
+``q, k, v: [S, H, Dh]`` are split by rows over a 1-D mesh ``('seq',)``. The
+grader checks every device's shard of the output against softmax attention
+computed in numpy float64 (:mod:`grader.lessons.l10_context_parallel.attention`), that the output is
+sharded like q, that the compiled program holds collective-permutes only, that
+they carry N − 1 rotations of the local K and V blocks — exactly
+(N − 1)·|local K + local V| bytes, counted at the item size the traced
+program's ``ppermute`` sends (XLA:CPU widens bfloat16 in transit) — and that
+temporary memory stays below the global |K| + |V|. The zigzag bonus gets the
+inputs in zigzag order (device i: chunks i and 2N − 1 − i of 2N) and must
+compute half a score block per step (read from the traced program).
+
+Tolerances (float inputs, unit normal; the reference sees the inputs as the
+program does, bfloat16-rounded where the example is bfloat16):
+
+- float32: ``SAFETY·u·√(S + Dh)·max|ref|`` (u = 2⁻²⁴, SAFETY = 16 as in
+  :mod:`grader.reference.training`: a length-S softmax sum after a length-Dh product).
+  Measured (``python benchmarks/ring_attention.py``: six shapes, N = 3–8,
+  both rings, causal and not): off by 1.4–8.1 u·max|ref| against an
+  allowance of ≥ 72 u; bfloat16 scores inside are off by ≈ 3·10⁴ u
+  (370–450 times the allowance, two shapes).
+- bfloat16: ``BF16_ALLOWANCE·max|ref|`` = 2⁻⁴·max|ref|: rounding the output
+  alone costs 2⁻⁹ relative. Measured: the reference (bfloat16 blocks sent,
+  scores and softmax sums in float32) is off by 0.0015–0.0030·max|ref|; a
+  ring that keeps the scores, o and lse in bfloat16 by 0.005–0.026 — worse,
+  but not wrong, so it passes; logic mistakes are off by O(1) and fail in
+  the float32 examples.
+
+Memory is checked in float32 at N ≥ 6 with S/N ≤ Dh, where a correct ring's
+scratch (a few blocks and [H, S/N, S/N] scores) stays below the global
+|K| + |V| = 2·S·H·Dh·4 bytes; figures at :data:`MEMORY_MIN_BLOCK`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grader.checks import (
+    Bytes,
+    InputsUntouched,
+    LargestTransfer,
+    OnlyCollectives,
+    OutputSharding,
+    TempMemory,
+    Values,
+)
+from grader.checks.comms import PERMUTE, streams
+from grader.evidence import RingSteps
+from grader.lessons.l10_context_parallel import attention
+from grader.lessons.l10_context_parallel.checks import (
+    Explained,
+    MergeValues,
+    RotationSteps,
+    ScoreBlocks,
+    kv_block_elements,
+    ring_steps,
+)
+from grader.programs import compile_and_run, example_rng
+from grader.reference.training import SAFETY, U32
+from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
+
+MODULE = "l10_context_parallel"
+AXIS = "seq"
+ITEMSIZE = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}
+FLOAT32 = 4
+BF16_ALLOWANCE = 2.0**-4
+"""bfloat16 allowance as a fraction of max|ref| (measured figures in the module docstring)."""
+LSE_RANGE = 300.0
+"""merge_partials draws lse in [−300, 300]: e^lse overflows float32 above ≈ 88.7."""
+MEMORY_MIN_N = 6
+MEMORY_MIN_BLOCK = 64
+"""Memory is checked at N ≥ 6, S/N ≤ Dh, ≥ 64 elements per K block. Measured (float32,
+temp / global |K| + |V|, ``python benchmarks/ring_attention.py``): on the 10 shapes
+checked, reference ring 0.49–0.75, zigzag 0.49–0.79, all-gather of K and V 1.50–1.52,
+every block collected with permutes 1.44–1.58. Blocks of 32 elements: zigzag up to
+1.13. At N = 4 the
+reference ring needs 0.73–1.09 (1.75 at one block of 16 elements): its own buffers (the
+K/V it holds and receives, o and lse, the scores) are about nine blocks, and the whole
+K and V only eight."""
+
+
+# ------------------------------------------------------------------ examples
+
+
+def _ring_sizes(ctx: Context) -> list[int]:
+    """N ≥ 3, where a ring turning the wrong way shows under the causal mask."""
+    return [n for n in ctx.mesh_sizes if n >= 3] or [max(ctx.mesh_sizes)]
+
+
+def _merge_strategy(ctx: Context):
+    return st.fixed_dictionaries(
+        {
+            "s": st.integers(4, 12),
+            "h": st.integers(1, 3),
+            "dh": st.sampled_from([4, 8]),
+            "seed": st.integers(0, 2**16),
+        }
+    )
+
+
+def _ring_strategy(ctx: Context):
+    return st.fixed_dictionaries(
+        {
+            "n": st.sampled_from(_ring_sizes(ctx)),
+            "rows": st.sampled_from([2, 4, 8]),  # S/N
+            "h": st.integers(1, 3),
+            "dh": st.sampled_from([8, 16]),
+            "mask": st.sampled_from(["causal", "none"]),
+            "dtype": st.sampled_from(["float32", "bfloat16"]),
+            "seed": st.integers(0, 2**16),
+        }
+    )
+
+
+def _zigzag_strategy(ctx: Context):
+    return st.fixed_dictionaries(
+        {
+            "n": st.sampled_from(_ring_sizes(ctx)),
+            "chunk": st.sampled_from([1, 2, 4]),  # S/2N; Dh = 16 differs from S/N and S/2N
+            "h": st.integers(1, 2),
+            "dh": st.just(16),
+            "dtype": st.sampled_from(["float32", "bfloat16"]),
+            "seed": st.integers(0, 2**16),
+        }
+    )
+
+
+def _first(sizes: tuple[int, ...], ctx: Context) -> int:
+    """The first of ``sizes`` this run has devices for (else the largest mesh it has)."""
+    return next((n for n in sizes if n in ctx.mesh_sizes), max(ctx.mesh_sizes))
+
+
+def _merge_explicit(ctx: Context) -> list[Example]:
+    return [{"s": 8, "h": 2, "dh": 4, "seed": 0}]
+
+
+def _ring_explicit(ctx: Context) -> list[Example]:
+    """Causal float32 at N = 6 with S/N ≤ Dh (the memory check measures there),
+    then no mask in bfloat16 at N = 3."""
+    a, b = _first((6, 8, 4), ctx), _first((3,), ctx)
+    return [
+        {"n": a, "rows": 4, "h": 2, "dh": 8, "mask": "causal", "dtype": "float32", "seed": 0},
+        {"n": b, "rows": 4, "h": 2, "dh": 8, "mask": "none", "dtype": "bfloat16", "seed": 1},
+    ]
+
+
+def _zigzag_explicit(ctx: Context) -> list[Example]:
+    """Float32 at N = 6 (memory is measured there), bfloat16 at N = 3."""
+    a, b = _first((6, 8, 4), ctx), _first((3,), ctx)
+    return [
+        {"n": a, "chunk": 2, "h": 2, "dh": 16, "dtype": "float32", "seed": 0},
+        {"n": b, "chunk": 1, "h": 1, "dh": 16, "dtype": "bfloat16", "seed": 1},
+    ]
+
+
+def _rows(ex: Example) -> int:
+    """S/N: rows per device."""
+    return ex["rows"] if "rows" in ex else 2 * ex["chunk"]
+
+
+def _causal(ex: Example) -> bool:
+    return ex.get("mask", "causal") == "causal"
+
+
+def _qkv(ex: Example) -> tuple[np.ndarray, ...]:
+    """q, k, v [S, H, Dh], unit normal, in the example's dtype."""
+    rng = example_rng(ex)
+    shape = (ex["n"] * _rows(ex), ex["h"], ex["dh"])
+    dtype = np.dtype("float32") if ex["dtype"] == "float32" else _bf16()
+    return tuple(rng.standard_normal(shape).astype(np.float32).astype(dtype) for _ in range(3))
+
+
+def _bf16() -> Any:
+    import jax.numpy as jnp
+
+    return jnp.dtype("bfloat16")
+
+
+# ------------------------------------------------------------------ running
+
+
+def _run_ring(zigzag: bool) -> Callable[[Callable[..., Any], Example], Trial]:
+    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+        import jax
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        from grader.measure import devices
+
+        mesh = devices.make_mesh((ex["n"],), (AXIS,))
+        q, k, v = _qkv(ex)
+        s = q.shape[0]
+        order = attention.zigzag_order(s, ex["n"]) if zigzag else np.arange(s)
+        rows = NamedSharding(mesh, P(AXIS, None, None))
+        args = tuple(jax.device_put(a[order], rows) for a in (q, k, v))
+        tail = () if zigzag else (_causal(ex),)
+        jitted = jax.jit(lambda a, b, c: fn(a, b, c, mesh, *tail))
+        trial = compile_and_run(
+            jitted, args, mesh, ex, inputs=(q, k, v),
+            order=order, dtype=ex["dtype"], sharding=rows, zigzag=zigzag,
+            block_elements=_rows(ex) * ex["h"] * ex["dh"],
+        )  # fmt: skip
+        trial.expected = attention.attention(q, k, v, _causal(ex))[order]
+        return trial
+
+    return run
+
+
+def _merge_inputs(ex: Example) -> tuple[np.ndarray, ...]:
+    """Two partials (o, lse) over disjoint key sets, float32.
+
+    lse is drawn in [−300, 300]; half the pairs within ±3 of each other (both
+    weights matter), the others anywhere. Row 0 has lse1 = −inf, row 1
+    lse2 = −inf, row 2 both (a row that has seen no key yet); o = 0 there."""
+    rng = example_rng(ex)
+    s, h, dh = ex["s"], ex["h"], ex["dh"]
+    lse1 = rng.uniform(-LSE_RANGE, LSE_RANGE, (s, h))
+    near = rng.random((s, h)) < 0.5
+    lse2 = np.where(near, lse1 + rng.uniform(-3, 3, (s, h)), rng.uniform(-300, 300, (s, h)))
+    lse1[[0, 2]] = -np.inf
+    lse2[[1, 2]] = -np.inf
+    o1, o2 = (rng.standard_normal((s, h, dh)) for _ in range(2))
+    o1[np.isneginf(lse1)] = 0.0
+    o2[np.isneginf(lse2)] = 0.0
+    return tuple(a.astype(np.float32) for a in (o1, lse1, o2, lse2))
+
+
+def _run_merge(fn: Callable[..., Any], ex: Example) -> Trial:
+    import jax
+
+    inputs = _merge_inputs(ex)
+    trial = compile_and_run(jax.jit(fn), tuple(jax.numpy.asarray(a) for a in inputs), None, ex)
+    o1, lse1, o2, lse2 = (a.astype(np.float64) for a in inputs)
+    trial.expected = attention.merge((o1, lse1), (o2, lse2))
+    trial.extra.update(lse=(lse1, lse2), o=(o1, o2))
+    return trial
+
+
+# ------------------------------------------------------------------ diagnoses
+
+
+def _simulate(
+    trial: Trial,
+    held: Callable[[int, int], int],
+    v_held: Callable[[int, int], int] | None = None,
+    mask_block: Callable[[int, int], int] | None = None,
+    local_mask: bool = False,
+    summed: bool = False,
+) -> np.ndarray:
+    """A ring with a known mistake, in float64, in the layout the devices hold."""
+    ex = trial.example
+    q, k, v = (a.astype(np.float64) for a in trial.extra["inputs"])
+    n, b, causal = ex["n"], _rows(ex), _causal(ex)
+
+    def blk(a: np.ndarray, j: int) -> np.ndarray:
+        return a[j * b : (j + 1) * b]
+
+    out = []
+    for i in range(n):
+        acc = None
+        for s in range(n):
+            j = held(i, s)
+            mask = None
+            if causal:
+                jm = mask_block(i, s) if mask_block else j
+                mask = attention.causal_mask(
+                    np.arange(b) + (0 if local_mask else i * b),
+                    np.arange(b) + (0 if local_mask else jm * b),
+                )
+            part = attention.partial(
+                blk(q, i), blk(k, j), blk(v, v_held(i, s) if v_held else j), mask
+            )
+            if acc is None:
+                acc = part
+            elif summed:
+                acc = (acc[0] + part[0], acc[1])
+            else:
+                acc = attention.merge(acc, part)
+        out.append(acc[0])
+    return np.concatenate(out)
+
+
+def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.ndarray]]]:
+    """Known wrong rings, in the direction the compiled permutes turn."""
+    if trial.extra["zigzag"]:
+        return []
+    n = trial.example["n"]
+    shift = _shift(trial)
+
+    def held(i: int, s: int) -> int:  # after s sends of `shift`
+        return (i - s * shift) % n
+
+    cases = [
+        (
+            "Each block's softmax is normalised over its own keys and the blocks' outputs are "
+            "added up: the sum of N softmaxes is not the softmax over all keys. Keep each "
+            "block's log-sum-exp and combine the partials with merge_partials, which weights "
+            "each by e^(lse_block − lse_total).",
+            dict(summed=True),
+        ),
+        (
+            "K travels round the ring but V does not: every step multiplies the new block's "
+            "softmax weights by your own V block. Rotate V with K (separately, or stacked).",
+            dict(v_held=lambda i, s: i),
+        ),
+    ]
+    if _causal(trial.example):
+        cases.append((
+            "Your causal mask compares local row numbers (r ≥ c inside each block), as if "
+            "every block were the diagonal one: the mask must compare global positions — "
+            "query i·S/N + r against key j·S/N + c, where j is the device the K/V block you "
+            "hold started on.",
+            dict(local_mask=True),
+        ))  # fmt: skip
+        if n >= 3 and shift in (1, -1):
+            towards, holds, assumed = (
+                ("i + 1", "i − s", "i + s") if shift == 1 else ("i − 1", "i + s", "i − s")
+            )
+            cases.append((
+                f"Your blocks travel to {towards}, so after s steps device i holds the K/V "
+                f"block of device ({holds}) mod N — but your mask takes it as block "
+                f"({assumed}) mod N, the block coming the other way round the ring. Flip the "
+                "ring's direction or the index.",
+                dict(mask_block=lambda i, s: (i + s * shift) % n),
+            ))  # fmt: skip
+    out = []
+    for why, kw in cases:
+        wrong = _simulate(trial, held, **kw)
+        out.append((why, lambda coord, index, wrong=wrong: wrong[index]))
+    return out
+
+
+def _shift(trial: Trial) -> int:
+    """The ring's direction from the compiled permutes: +1 sends to i + 1, −1 to i − 1
+    (+1 when they do not all turn one way)."""
+    per = streams(trial)
+    return next(iter(per)) if len(per) == 1 else 1
+
+
+def _precision_hint(trial: Trial) -> str | None:
+    dtypes = trial.program.dtypes
+    if trial.example["dtype"] == "float32" and dtypes["bfloat16"]:
+        return (
+            "Your program computes in bfloat16, and this example is float32: 8 significant "
+            "bits cost thousands of times the float32 error the check allows. Keep q, k, v, "
+            "the scores and the softmax sums in float32."
+        )
+    if trial.example["dtype"] == "bfloat16" and not dtypes["float32"]:
+        return (
+            "Your program keeps everything in bfloat16: the scores, the softmax sums and the "
+            "running (o, lse) drift by about 1e-2 over the ring. Send K and V in bfloat16, but "
+            "compute the scores with preferred_element_type=jnp.float32 and keep o and lse in "
+            "float32 (as flash attention does); cast the result back at the end."
+        )
+    return None
+
+
+def _atol(trial: Trial) -> float:
+    ex = trial.example
+    if ex["dtype"] == "bfloat16":
+        return BF16_ALLOWANCE
+    return SAFETY * U32 * float(np.sqrt(ex["n"] * _rows(ex) + ex["dh"]))
+
+
+def _sent_itemsize(trial: Trial) -> int:
+    """Item size the traced program's ppermutes send (the widest), else the example's."""
+    sizes = [
+        ITEMSIZE.get(d, FLOAT32)
+        for site in trial.program.collectives
+        if site.primitive == "ppermute"
+        for d in site.dtypes
+    ]
+    return max(sizes, default=ITEMSIZE[trial.example["dtype"]])
+
+
+def _kv_bytes(trial: Trial) -> int:
+    """|local K + local V| in the example's dtype."""
+    return kv_block_elements(trial) * ITEMSIZE[trial.example["dtype"]]
+
+
+def _global_kv_bytes(trial: Trial) -> int:
+    return trial.example["n"] * 2 * trial.extra["block_elements"] * FLOAT32
+
+
+def _memory_skip(trial: Trial) -> str | None:
+    ex = trial.example
+    if ex["dtype"] != "float32":
+        return "checked in float32 only (XLA:CPU widens bfloat16 transfers, adding buffers)"
+    if ex["n"] < MEMORY_MIN_N:
+        return (
+            f"checked at N ≥ {MEMORY_MIN_N}: below, a correct ring's own buffers (about nine "
+            "blocks) are of the order of the whole K and V"
+        )
+    if _rows(ex) > ex["dh"] or trial.extra["block_elements"] < MEMORY_MIN_BLOCK:
+        return (
+            f"checked where S/N ≤ Dh and a K block holds ≥ {MEMORY_MIN_BLOCK} elements (else "
+            "the score block or fixed buffers outweigh K and V)"
+        )
+    return None
+
+
+def _bytes_hint(trial: Trial) -> str | None:
+    sent, own = _sent_itemsize(trial), ITEMSIZE[trial.example["dtype"]]
+    if sent > own:
+        return (
+            f"Your ppermutes send {sent}-byte items in a {trial.example['dtype']} example: you "
+            "upcast K and V before sending them. Send them as they are and upcast after receiving."
+        )
+    return None
+
+
+def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+    text = str(exc)
+    if "carry" in text and ("varying" in text or "vma" in text):
+        return (
+            "A loop carry started from jnp.zeros/jnp.full is invariant over 'seq', but the "
+            "step makes it varying: lax.pcast the initial o and lse to varying "
+            "(lax.pcast(x, 'seq', to='varying'))."
+        )
+    return None
+
+
+# ------------------------------------------------------------------ checks
+
+
+ONLY_PERMUTES = OnlyCollectives(
+    frozenset({PERMUTE}),
+    why="Ring attention passes the K/V blocks with lax.ppermute only; queries stay put.",
+    advice=lambda kind, t: {
+        "all-gather": "lax.all_gather collects the whole K and V on every device: memory then "
+        "grows with the whole sequence, which is what context parallelism avoids. Pass one "
+        "K/V block at a time with lax.ppermute, attend to it, merge, and pass it on.",
+        "all-reduce": "A psum combines whole per-device results: each device's queries need "
+        "every key, so pass the K/V blocks round the ring instead.",
+        "all-to-all": "all_to_all re-splits the arrays by heads (Ulysses-style attention): this "
+        "exercise keeps the sequence split and passes K/V blocks with lax.ppermute.",
+    }.get(kind),
+)
+
+
+def _ring_checks(zigzag: bool) -> tuple[Check, ...]:
+    checks: list[Check] = [
+        Explained(Values(atol=_atol, alternatives=_alternatives), _precision_hint),
+        OutputSharding(expected=lambda t: t.extra["sharding"]),
+        InputsUntouched(),
+        ONLY_PERMUTES,
+        RotationSteps(),
+    ]
+    if zigzag:
+        checks.append(ScoreBlocks())
+    checks += [
+        Explained(
+            LargestTransfer(
+                bound=_kv_bytes,
+                what="one local K block + one local V block",
+                itemsize=_sent_itemsize,
+                hint="Send the local K and V blocks only (stacked or one each) per ppermute: a "
+                "larger transfer means blocks were concatenated before passing them on.",
+            ),
+            _bytes_hint,
+        ),
+        Explained(
+            Bytes(
+                expected=lambda t: (t.example["n"] - 1) * _kv_bytes(t),
+                unit=_kv_bytes,
+                kinds=frozenset({PERMUTE}),
+                itemsize=_sent_itemsize,
+                what="(N − 1)·|local K + local V|",
+            ),
+            _bytes_hint,
+        ),
+        TempMemory(
+            bound=_global_kv_bytes,
+            skip=_memory_skip,
+            what=lambda t: "the global |K| + |V| = 2·S·H·Dh·4 = 2·{}·{}·{}·4".format(
+                t.example["n"] * _rows(t.example), t.example["h"], t.example["dh"]
+            ),
+            hint="The compiled program holds a buffer as large as the whole K and V: you "
+            "collected every block (with an all-gather, or with permutes into one array) "
+            "before attending. Attend to each block as it arrives and keep only the running "
+            "(o, lse) and the block you hold.",
+        ),
+    ]
+    return tuple(checks)
+
+
+def _explain(trials: list[Trial]) -> list[RingSteps]:
+    """The ring picture: which K/V block each device holds at each step, and how much of it
+    the causal mask leaves (from the direction and amount of the compiled permutes)."""
+    trial = next((t for t in trials if 3 <= t.example["n"] <= 6), trials[-1])
+    ex, zigzag = trial.example, trial.extra["zigzag"]
+    steps = (trial.comms.bytes(PERMUTE, itemsize=1) or 0) // kv_block_elements(trial)
+    note = "Derived from the direction and amount of the collective-permutes in your program" + (
+        "." if steps else ": none carries a K/V block, so each device only holds its own."
+    )
+    causal = zigzag or _causal(ex)
+    return [ring_steps(ex["n"], steps, _shift(trial), causal, zigzag, format_example(ex), note)]
+
+
+def _ring_exercise(name: str, zigzag: bool) -> ExerciseSpec:
+    return ExerciseSpec(
+        name=name,
+        strategy=_zigzag_strategy if zigzag else _ring_strategy,
+        explicit=_zigzag_explicit if zigzag else _ring_explicit,
+        run=_run_ring(zigzag),
+        checks=_ring_checks(zigzag),
+        max_examples=1,
+        diagnose_error=_diagnose_error,
+        explain=_explain,
+    )
+
+
+MERGE = ExerciseSpec(
+    name="merge_partials",
+    strategy=_merge_strategy,
+    explicit=_merge_explicit,
+    run=_run_merge,
+    checks=(MergeValues(),),
+    max_examples=2,
+)
+
+SPEC = LessonSpec(
+    exercises=(
+        MERGE,
+        _ring_exercise("ring_attention", zigzag=False),
+        _ring_exercise("zigzag_ring_attention", zigzag=True),
+    ),
+)

@@ -1,0 +1,1 @@
+"""Lesson 12, The parallel transformer training step: its grading spec (``spec.py``) and what only it uses."""

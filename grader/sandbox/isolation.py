@@ -1,0 +1,487 @@
+"""Grade a student's code that runs in a process of its own.
+
+The grading process draws the examples, builds the real inputs (from a data
+salt it keeps to itself: :func:`grader.programs.set_data_salt`), computes
+the references, runs the checks and reports. The student's module is
+imported only in the student's process (:mod:`grader.sandbox.student`), which holds
+none of that. For each example the grading process runs the spec as usual,
+with the student's function replaced by a :class:`RemoteFunction`:
+
+- when the spec compiles a program (:func:`grader.programs.compile_and_run`),
+  :class:`Replaying` asks the student's process to trace the same spec on
+  decoy data and export the program, checks what came back (its inputs are
+  the example's, it calls nothing outside the devices), then compiles and runs
+  it here on the real data;
+- when the spec calls the function directly (plain Python, eager placement),
+  the call is made over there on copies of the arguments, and the result and
+  the arguments as the function left them come back as plain values
+  (:mod:`grader.sandbox.wire`): nothing from that process is unpickled or evaluated.
+
+What the jaxpr shows (the dtypes and loops the code asked for, whether it
+used shard_map) is read in the student's process and sent back; values,
+communication and memory are measured here on the program compiled here.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from grader import programs
+from grader.repo import CODE
+from grader.sandbox import wire
+from grader.spec import Example, Trial
+
+ANSWER_LIMIT = 256 * 1024 * 1024
+"""Longest answer line read from the student's process."""
+
+
+class StudentProcessDied(Exception):
+    """The student's process ended while it was working on a question."""
+
+
+class StudentFault(Exception):
+    """The student's process could not do what it was asked for reasons of the
+    grader's own (a spec that failed before the student's code ran)."""
+
+
+class StudentProcess:
+    """The student's process, started on first use and again after it dies."""
+
+    def __init__(self, directory: str, module: str):
+        self.directory, self.module = str(Path(directory)), module
+        self.proc: subprocess.Popen | None = None
+        self.functions: set[str] = set()
+        self.load_error: str | None = None
+        self._buffer = b""
+
+    # -------------------------------------------------------------- life
+
+    def start(self) -> None:
+        """Start the process (or take the one started ahead) and import the
+        module in it; the caller bounds the time."""
+        if self.proc is not None:
+            return
+        spare = _take_spare(self.directory, self.module)
+        self.proc, self._out, self._in = spare or _spawn()
+        self._buffer = b""
+        self._seq = 1 if spare else 0  # a spare was asked to load this module when it started
+        self._pending: set[int] = {1} if spare else set()
+        self._stash: dict[int, dict] = {}
+        self._ignore: set[int] = set()
+        if _upcoming:  # another lesson follows: its process starts while this one grades
+            prestart(*_upcoming.pop(0))
+        answer = self.receive(1) if spare else self._ask(self._load())
+        self.load_error = answer.get("load_error")
+        self.functions = set(answer.get("functions") or [])
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        for f in (self._out,):
+            with contextlib.suppress(OSError):
+                f.close()
+        with contextlib.suppress(OSError):
+            os.close(self._in)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+
+    def _load(self) -> dict:
+        return {"op": "load", "directory": self.directory, "module": self.module}
+
+    # -------------------------------------------------------------- questions
+
+    def export(self, exercise: str, example: Example, index: int, simulated: bool) -> int:
+        """Ask for the ``index``-th program the spec builds for ``example``,
+        exported; the answer comes with :meth:`receive`."""
+        return self.send({
+            "op": "export", "exercise": exercise, "example": wire.encode(example),
+            "index": index, "simulated": simulated,
+        })  # fmt: skip
+
+    def call(self, exercise: str, args: tuple, simulated: bool) -> dict:
+        return self._ask({"op": "call", "exercise": exercise, "args": wire.encode(list(args)),
+                          "simulated": simulated})  # fmt: skip
+
+    def _ask(self, question: dict) -> dict:
+        return self.receive(self.send(question))
+
+    def send(self, question: dict) -> int:
+        """Ask without waiting; :meth:`receive` takes the answer later."""
+        self.start()
+        assert self.proc is not None
+        self._seq += 1
+        self._pending.add(self._seq)
+        try:
+            self._out.write(json.dumps({**question, "seq": self._seq}, separators=(",", ":")).encode() + b"\n")  # fmt: skip
+            self._out.flush()
+        except BaseException:
+            self.stop()
+            raise
+        return self._seq
+
+    def receive(self, seq: int) -> dict:
+        """The answer to question ``seq``; answers to other questions asked
+        before it are kept for later (or dropped, if :meth:`forget` said so)."""
+        while seq not in self._stash:
+            try:
+                line = self._read_line()
+            except BaseException:  # a time limit, an interrupt: its state is unknown now
+                self.stop()
+                raise
+            try:
+                answer = json.loads(line)
+            except (ValueError, RecursionError):
+                answer = None
+            got = answer.get("seq") if isinstance(answer, dict) else None
+            if got not in self._pending:
+                self.stop()
+                raise StudentProcessDied(
+                    "something wrote on the grader's channel to it that is not the grader's answer"
+                )
+            self._pending.discard(got)
+            if got in self._ignore:
+                self._ignore.discard(got)
+            else:
+                self._stash[got] = answer
+        answer = self._stash.pop(seq)
+        if "fault" in answer:
+            raise StudentFault(str(answer["fault"]))
+        return answer
+
+    def forget(self, seq: int) -> None:
+        """Question ``seq`` was asked ahead and is not wanted any more."""
+        if self._stash.pop(seq, None) is None and seq in self._pending:
+            self._ignore.add(seq)
+
+    def _read_line(self) -> bytes:
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([self._in], [], [], 1.0)
+            if not ready:
+                continue
+            chunk = os.read(self._in, 1 << 20)
+            if not chunk:
+                code = self.proc.wait() if self.proc else None
+                self.stop()
+                raise StudentProcessDied(_ended(code))
+            self._buffer += chunk
+            if len(self._buffer) > ANSWER_LIMIT:
+                self.stop()
+                raise StudentProcessDied("it sent an answer larger than the grader takes")
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+
+_spare: dict[tuple[str, str], tuple[subprocess.Popen, Any, int]] = {}
+"""Student's processes started ahead of need, by (directory, module): each imports
+jax, then the module, while the grader works on something else."""
+_upcoming: list[tuple[str, str]] = []
+"""(directory, module) of the lessons after the current one, in order."""
+
+
+def prestart(directory: str, module: str, then: list[tuple[str, str]] | None = None) -> None:
+    """Start a student's process now, asked to import ``module`` from ``directory``
+    (question 1), for the lesson that grades it to take; ``then``: the lessons
+    after it, each started when the one before is taken."""
+    if then is not None:
+        _upcoming[:] = then
+    key = (str(Path(directory)), module)
+    if key in _spare:
+        return
+    proc, out, fd = _spawn()
+    question = {"op": "load", "directory": key[0], "module": module, "seq": 1}
+    try:
+        out.write(json.dumps(question).encode() + b"\n")
+        out.flush()
+    except OSError:  # it died at once: the lesson starts a process of its own
+        proc.kill()
+        return
+    _spare[key] = (proc, out, fd)
+
+
+def _take_spare(directory: str, module: str) -> tuple[subprocess.Popen, Any, int] | None:
+    spare = _spare.pop((str(Path(directory)), module), None)
+    if spare is not None and spare[0].poll() is not None:
+        return None  # it ended meanwhile
+    return spare
+
+
+def _spawn() -> tuple[subprocess.Popen, Any, int]:
+    to_child_r, to_child_w = os.pipe()
+    from_child_r, from_child_w = os.pipe()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # it never runs a program
+    try:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "grader.sandbox.student",
+                "--fds",
+                str(to_child_r),
+                str(from_child_w),
+            ],
+            stdin=subprocess.DEVNULL,
+            pass_fds=(to_child_r, from_child_w),
+            env=env,
+        )
+    finally:
+        os.close(to_child_r)
+        os.close(from_child_w)
+    return proc, os.fdopen(to_child_w, "wb"), from_child_r
+
+
+def _ended(code: int | None) -> str:
+    if code is None:
+        return "it ended"
+    if code < 0:
+        try:
+            return f"it was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"it was killed by signal {-code}"
+    return f"it exited with code {code}"
+
+
+# ------------------------------------------------------------------ the proxies
+
+
+class Session:
+    """One lesson's grading against the student's process."""
+
+    def __init__(self, directory: str, module: str):
+        self.process = StudentProcess(directory, module)
+        self.replaying = Replaying(self)
+        self.exercise = ""
+        self.example: Example = {}
+        self.following: Example | None = None
+        self.simulated = False
+        self.ahead: dict[tuple[str, str], tuple[Any, int]] = {}
+        """Exports asked for ahead: (exercise, example) → (the process asked, question)."""
+
+    def begin(
+        self, exercise: str, example: Example, simulated: bool, following: Example | None = None
+    ) -> None:
+        """Example ``example`` of ``exercise`` is next; ``following`` after it."""
+        if exercise != self.exercise:  # what was asked ahead for the last exercise is moot
+            for proc, seq in self.ahead.values():
+                if proc is self.process.proc:
+                    self.process.forget(seq)
+            self.ahead.clear()
+        self.exercise, self.example, self.simulated = exercise, example, simulated
+        self.following = following
+        self.replaying.index = 0
+
+    def export(self, index: int) -> dict:
+        """The exported ``index``-th program of the current example, asked for
+        now or taken from what was asked ahead."""
+        key = (self.exercise, _key(self.example))
+        asked = self.ahead.pop(key, None) if index == 0 else None
+        if asked is None or asked[0] is not self.process.proc:
+            asked = (None, self.process.export(self.exercise, self.example, index, self.simulated))
+        answer = self.process.receive(asked[1])
+        if index == 0 and self.following is not None:  # the student's process traces the next
+            nxt = self.following  # example while this one compiles and runs here
+            seq = self.process.export(self.exercise, nxt, 0, self.simulated)
+            self.ahead[(self.exercise, _key(nxt))] = (self.process.proc, seq)
+        return answer
+
+    def function(self, name: str) -> RemoteFunction:
+        return RemoteFunction(self, name)
+
+    def close(self) -> None:
+        self.process.stop()
+
+
+def _key(example: Example) -> str:
+    return json.dumps(wire.encode(example), sort_keys=True)
+
+
+def raise_from(answer: dict) -> None:
+    """Re-raise here what the student's code raised over there."""
+    from grader.programs import StudentReturnError
+
+    r = answer.get("raised")
+    if not isinstance(r, dict):
+        raise StudentProcessDied("it answered with something that is not an answer")
+    kind, message = str(r.get("kind")), str(r.get("message", ""))
+    if kind == "not_started":
+        raise NotImplementedError(message)
+    if kind == "not_exportable":
+        raise HostCall(message)
+    if kind == "return":
+        hint = r.get("hint")
+        raise StudentReturnError(message, hint=hint if isinstance(hint, str) else None)
+    if kind == "fault" or (kind != "exit" and not r.get("called")):
+        raise StudentFault(message)
+    exc = wire.remote_exception(str(r.get("type", "Exception")), message)
+    exc.student_text = str(r.get("text", message))  # type: ignore[attr-defined]
+    raise exc
+
+
+class RemoteFunction:
+    """The student's function, called in the student's process."""
+
+    def __init__(self, session: Session, name: str):
+        self.session, self.name = session, name
+        self.__name__ = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        import jax
+
+        if kwargs or any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(args)):
+            raise programs.GraderFault(
+                f"the spec traced {self.name} in the grading process; it must compile "
+                "through compile_and_run"
+            )
+        s = self.session
+        answer = s.process.call(self.name, args, s.simulated)
+        if "ok" not in answer:
+            raise_from(answer)
+        meshes = _meshes_in(args)
+        try:
+            result = wire.decode(answer["result"], mesh_for=_mesh_lookup(meshes))
+            after = wire.decode(answer["args"], mesh_for=_mesh_lookup(meshes))
+        except wire.WireError as exc:
+            raise StudentProcessDied(
+                f"it sent back a value the grader cannot take ({exc})"
+            ) from None
+        _write_back(args, after)
+        return result
+
+
+def _meshes_in(args: Any) -> list[Any]:
+    from jax.sharding import Mesh
+
+    out = []
+
+    def visit(v: Any) -> None:
+        if isinstance(v, Mesh):
+            out.append(v)
+        elif isinstance(v, list | tuple):
+            for x in v:
+                visit(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                visit(x)
+
+    visit(args)
+    return out
+
+
+def _mesh_lookup(meshes: list[Any]) -> Any:
+    def find(r: dict) -> Any:
+        for m in meshes:
+            if (
+                [int(s) for s in m.devices.shape] == r.get("shape")
+                and [str(a) for a in m.axis_names] == r.get("axes")
+                and [int(d.id) for d in m.devices.flat] == r.get("ids")
+            ):
+                return m
+        return None
+
+    return find
+
+
+def _write_back(args: tuple, after: Any) -> None:
+    """Leave the grader's arguments as the student's function left its copies
+    (lists, dicts and arrays changed in place), so a check can see it."""
+    import numpy as np
+
+    if not isinstance(after, list) or len(after) != len(args):
+        return
+    for before, now in zip(args, after):
+        try:
+            if isinstance(before, list) and isinstance(now, list):
+                before[:] = now
+            elif isinstance(before, dict) and isinstance(now, dict):
+                before.clear()
+                before.update(now)
+            elif (
+                isinstance(before, np.ndarray) and isinstance(now, np.ndarray)
+                and before.shape == now.shape and before.flags.writeable
+            ):  # fmt: skip
+                before[...] = now
+        except Exception:
+            pass
+
+
+class Replaying(programs.Mode):
+    """compile_and_run in the grading process: the program comes exported from
+    the student's process, and runs here on the real data."""
+
+    def __init__(self, session: Session):
+        self.session, self.index = session, 0
+
+    def compile_and_run(self, program, args, mesh, example, compiler_options, extra) -> Trial:
+        import jax
+
+        from grader.measure import jaxpr
+
+        k, self.index = self.index, self.index + 1
+        answer = self.session.export(k)
+        if "ok" not in answer:
+            raise_from(answer)
+        try:
+            blob = base64.b64decode(str(answer["blob"]))
+            summary = jaxpr.from_wire(answer["program"])
+            exported = jax.export.deserialize(bytearray(blob))
+        except Exception as exc:
+            raise StudentProcessDied(
+                f"it handed back a program the grader cannot read ({exc})"
+            ) from None
+        _check_exported(exported, args, mesh)
+        lowered = jax.jit(exported.call).trace(*args).lower()
+        return programs.run_compiled(lowered, summary, args, mesh, example, compiler_options, extra)
+
+
+ALLOWED_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape",
+                           "shard_map_body", "annotate_device_placement", "cu_threefry2x32",
+                           "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape",
+                           "xla.sdy.FuncResultSharding", "xla.sdy.ShardingGroup",
+                           "local_xla.sdy.ManualComputation"})  # fmt: skip
+"""Custom calls a handed-back program may hold: sharding annotations only."""
+
+
+def _check_exported(exported: Any, args: tuple, mesh: Any) -> None:
+    """The program takes the example's inputs, fits the mesh, calls nothing else."""
+    import re
+
+    import jax
+
+    leaves = jax.tree.leaves(args)
+    want = [(tuple(x.shape), str(x.dtype)) for x in leaves]
+    got = [(tuple(a.shape), str(a.dtype)) for a in exported.in_avals]
+    if want != got or exported.in_tree != jax.tree.structure((tuple(args), {})):
+        raise StudentProcessDied(
+            "it handed back a program that does not take this example's inputs"
+        )
+    need = mesh.size if mesh is not None else 1
+    if exported.nr_devices != need:
+        raise StudentProcessDied(
+            f"it handed back a program for {exported.nr_devices} devices, not {need}"
+        )
+    text = exported.mlir_module()
+    targets = set(re.findall(r"custom_call\s*@([\w.$-]+)", text))
+    targets |= set(re.findall(r'call_target_name\s*=\s*"([^"]+)"', text))
+    unknown = sorted(t for t in targets if t not in ALLOWED_CALLS)
+    if unknown:
+        raise HostCall(
+            "your program calls out of the devices (" + ", ".join(unknown[:3]) + "); the grader "
+            "runs programs on the devices only: compute with jax operations, not host callbacks"
+        )
+
+
+class HostCall(Exception):
+    """A handed-back program that calls out of the devices."""

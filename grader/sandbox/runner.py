@@ -1,0 +1,455 @@
+"""Grade in a worker process, with a time limit per example.
+
+The public entry point is :func:`grade`. It runs ``python -m grader.sandbox.worker``
+(:mod:`grader.sandbox.protocol` says what they exchange). The worker interrupts
+Python-level hangs itself; a compiled loop that never ends is caught here:
+when no event arrives within the limit plus a grace period, the worker is
+killed, the exercise is marked as timed out, and a fresh worker grades the
+exercises that remain.
+
+Whatever the student's code does, :func:`grade` returns within its
+deadlines and leaves no process behind: the worker runs in a process group
+of its own that is killed whole when its session ends (threads, forked
+children, an ``atexit`` handler that never returns); its stdout and stderr
+are drained while it runs (a bounded amount of stdout is relayed to our
+stderr, the tail of stderr is kept for error messages); a line on the
+events channel that is not an event is ignored with a warning, and so is
+any event the request did not ask for.
+
+This module does not import jax.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from grader.repo import CODE
+from grader.results import ExerciseResult, LessonResult, Status
+from grader.sandbox.protocol import (
+    BadEvent,
+    Event,
+    ExampleStarted,
+    ExerciseGraded,
+    GraderFailed,
+    ImportStarted,
+    LessonFinished,
+    LessonJob,
+    LessonStarted,
+    Rejected,
+    Request,
+    decode_event,
+    unfinished,
+    verify,
+)
+
+GRACE = 5.0
+"""Seconds past the per-example limit before a worker stuck in compiled code is killed."""
+STARTUP = 120.0
+"""Seconds a worker may take to import jax and reach its first example."""
+EXIT_WAIT = 5.0
+"""Seconds a worker may take to exit once it has closed its events channel."""
+STDERR_TAIL = 4000
+"""Bytes of the worker's stderr kept to explain an error or a crash."""
+STDOUT_RELAY = 64 * 1024
+"""Bytes of the student's printed output relayed per worker; the rest is counted, not shown."""
+EVENT_LINE = 8 * 1024 * 1024
+"""Longest events line accepted; a longer one is dropped as garbage."""
+SHOWN_LINES = 8
+"""Lines of the student's stderr shown with an error."""
+
+FORGED = (
+    "Something other than the grader wrote results on the grader's events channel while "
+    "your code ran; its results are not trusted. Grade code that does not."
+)
+
+Listener = Callable[[Event], None]
+
+
+class RequestRejected(Exception):
+    """The worker refused the request as asked (a usage error); ``str()`` says why."""
+
+
+class GraderCrashed(Exception):
+    """The grader's own code failed outside any exercise; ``str()`` has the details."""
+
+
+def grade(
+    request: Request, on_event: Listener | None = None, *, grace: float = GRACE
+) -> list[LessonResult]:
+    """Grade every lesson of ``request`` in worker processes; one result per lesson.
+
+    Events (:data:`grader.sandbox.protocol.Event`) reach ``on_event`` as they happen:
+    ``LessonStarted``, ``ImportStarted``, ``ExampleStarted``, ``ExerciseGraded``
+    (also for an exercise that timed out or crashed its worker) and
+    ``LessonFinished``. Results come back in the request's order of lessons
+    and exercises, with statuses and evidence only: titles, points and bonus
+    flags are the caller's (the course registry scores results). A stuck
+    worker is killed ``grace`` seconds after the per-example limit.
+
+    Raises :class:`RequestRejected` when the worker refuses the request
+    (before any exercise is graded) and :class:`GraderCrashed` when the
+    grader's own code fails outside an exercise. On KeyboardInterrupt (or any
+    exception, e.g. raised by a signal handler) the worker group is stopped
+    and the exception re-raised. Safe to call from any process and thread
+    that may start subprocesses; it never imports jax.
+    """
+    emit = on_event or (lambda e: None)
+    results = {
+        job.lesson: LessonResult(job.lesson, request.directory, seed=request.seed)
+        for job in request.lessons
+    }
+    todo = {job.lesson: list(job.exercises) for job in request.lessons}
+    started = time.perf_counter()
+
+    def handle(event: Event) -> None:
+        result = results[event.lesson]
+        if isinstance(event, LessonStarted):
+            result.devices = event.devices
+        elif isinstance(event, ExerciseGraded):
+            result.exercises.append(event.result)
+            todo[event.lesson].remove(event.result.exercise)
+        elif isinstance(event, LessonFinished):
+            result.duration += event.duration
+        emit(event)
+
+    while any(todo.values()):
+        jobs = tuple(
+            replace(job, exercises=tuple(todo[job.lesson]))
+            for job in request.lessons
+            if todo[job.lesson]
+        )
+        WorkerSession(replace(request, lessons=jobs), grace).run(handle)
+    for job in request.lessons:
+        result = results[job.lesson]
+        result.exercises.sort(key=lambda e: _position(job, e))
+        if not result.duration:
+            result.duration = time.perf_counter() - started
+    return [results[job.lesson] for job in request.lessons]
+
+
+def _position(job: LessonJob, er: ExerciseResult) -> int:
+    return job.exercises.index(er.exercise) if er.exercise in job.exercises else 0
+
+
+class WorkerSession:
+    """One worker process grading ``request``: its deadline, the exercise and
+    example running now, the exercises it has yet to grade, and what it wrote.
+
+    :meth:`run` passes the worker's events on until it exits. When it exits
+    or is stopped with exercises left, the one running (else the next) gets
+    an unfinished result; the caller starts a fresh session for the rest.
+    Events the request did not ask for (an exercise graded twice or never
+    asked, an unknown lesson) are dropped with a warning.
+    """
+
+    def __init__(self, request: Request, grace: float = GRACE):
+        self.request = replace(request, key=secrets.token_hex(16))
+        self.received = 0
+        """Events accepted so far: the place the next one must be signed for."""
+        self.forged: str | None = None
+        """Why this worker's results are not trusted, once a forged event arrived."""
+        self.grace = grace
+        self.remaining = [(job.lesson, name) for job in request.lessons for name in job.exercises]
+        """(lesson, exercise) not graded yet, in order."""
+        self.current: tuple[int, str] | None = None
+        self.importing: int | None = None
+        """The lesson whose module is being imported now."""
+        self.example: str | None = None
+        """The example running now, in ``--example`` form."""
+        self.deadline = time.monotonic() + STARTUP
+        self.stderr_tail = b""
+        self.stderr_since = 0
+        """Bytes of stderr written since the running example started (for its error)."""
+        self.relayed = 0
+        self.withheld = 0
+        self.warned = 0
+
+    def run(self, emit: Listener) -> None:
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = self._start(write_fd)
+        finally:
+            os.close(write_fd)
+        sel = selectors.DefaultSelector()
+        sel.register(read_fd, selectors.EVENT_READ, "events")
+        sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
+        sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
+        try:
+            finished = self._follow(sel, read_fd, proc, emit)
+            code = _stop(proc)
+            if not self.remaining:
+                return
+            if not finished:
+                self._give_up(emit, Status.TIMEOUT, f"no result after {self.request.timeout:g} s; "
+                              "the grader stopped it")  # fmt: skip
+            else:  # the worker died mid-way
+                self._give_up(emit, Status.ERROR, f"the grading process stopped (exit code "
+                              f"{code}) while running this exercise")  # fmt: skip
+        finally:
+            _stop(proc)
+            _stop_strays(self.request.key[:16])
+            sel.close()
+            os.close(read_fd)
+            proc.stdout.close()
+            proc.stderr.close()
+            self._report_withheld()
+
+    def _start(self, events_fd: int) -> subprocess.Popen:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
+        env[MARK] = self.request.key[:16]  # inherited by all it starts: see _stop_strays
+        _adopt_orphans()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "grader.sandbox.worker", "--events-fd", str(events_fd)],
+            pass_fds=(events_fd,),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,  # relayed, bounded, to our stderr: never mixes with --json
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,  # its own group: Ctrl-C reaches us, we stop the group whole
+        )
+        try:
+            proc.stdin.write(self.request.encode().encode())
+            proc.stdin.close()  # the student's code reading stdin gets end-of-file
+        except BrokenPipeError:  # it died at once; its exit code tells the rest
+            pass
+        return proc
+
+    def _follow(self, sel: selectors.BaseSelector, read_fd: int, proc: subprocess.Popen,
+                emit: Listener) -> bool:  # fmt: skip
+        """Pass events on until the worker is done (True) or a deadline passes (False).
+
+        Done: it closed the events channel and exited, or exited (a child it
+        forked may hold the channel open), or every exercise is graded and
+        it does not exit on its own (a thread or an ``atexit`` that never ends).
+        """
+        buffer = b""
+        exit_by: float | None = None
+        while True:
+            now = time.monotonic()
+            if exit_by is None and not self.remaining:
+                exit_by = now + EXIT_WAIT
+            if exit_by is not None and now >= exit_by:
+                return True
+            if now >= self.deadline:
+                return False
+            wait = min(self.deadline, exit_by or self.deadline) - now
+            for key, _ in sel.select(timeout=min(wait, 0.5 if exit_by is None else 0.05)):
+                chunk = os.read(key.fd, 65536)
+                if key.data == "stdout":
+                    self._relay(chunk)
+                elif key.data == "stderr":
+                    self._keep_stderr(chunk)
+                elif chunk:
+                    buffer = self._events(buffer + chunk, emit)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    if key.data == "events" and exit_by is None:
+                        exit_by = time.monotonic() + EXIT_WAIT
+            if proc.poll() is not None and not _readable(sel):
+                return True
+
+    def _events(self, buffer: bytes, emit: Listener) -> bytes:
+        """Pass on every whole line of ``buffer``; return what is left."""
+        *lines, rest = buffer.split(b"\n")
+        for signed in lines:
+            line = verify(self.request.key, self.received, signed)
+            if line is None:
+                self._unsigned(signed)
+                continue
+            self.received += 1
+            try:
+                event = decode_event(line)
+            except BadEvent as exc:  # signed by the grader, yet not an event: a bug here
+                self._warn(f"ignored a line on the events channel that is not an event ({exc})")
+                continue
+            if self._expected(event):
+                self._note(event)
+                emit(event)
+        if len(rest) > EVENT_LINE:
+            self._warn(f"ignored an events line longer than {EVENT_LINE} bytes")
+            rest = b""
+        return rest
+
+    def _unsigned(self, line: bytes) -> None:
+        """A line the grader did not sign: garbage is ignored; an event (with or
+        without a made-up signature) is a forgery, and this worker untrusted."""
+        for candidate in (line, line.partition(b" ")[2]):
+            with contextlib.suppress(BadEvent):
+                decode_event(candidate)
+                self._warn("ignored an event the grader did not sign; this worker's results "
+                           "are marked as not trusted")  # fmt: skip
+                self.forged = FORGED
+                return
+        self._warn("ignored a line on the events channel that is not an event")
+
+    def _expected(self, event: Event) -> bool:
+        """Is ``event`` one this session can take (else warn and drop it)?"""
+        lessons = {job.lesson for job in self.request.lessons}
+        if isinstance(event, Rejected):
+            raise RequestRejected(event.message)
+        if isinstance(event, GraderFailed):
+            raise GraderCrashed(event.message)
+        if event.lesson not in lessons:
+            why = f"lesson {event.lesson} was not asked for"
+        elif isinstance(event, ExerciseGraded) and (
+            (event.lesson, event.result.exercise) not in self.remaining
+        ):
+            why = f"{event.lesson}.{event.result.exercise} was not asked for, or already graded"
+        else:
+            return True
+        self._warn(f"ignored an event from the grading process: {why}")
+        return False
+
+    def _relay(self, chunk: bytes) -> None:
+        """The student's prints reach our stderr, up to STDOUT_RELAY bytes per worker."""
+        room = max(0, STDOUT_RELAY - self.relayed)
+        if room:
+            _write_stderr(chunk[:room])
+        self.relayed += min(room, len(chunk))
+        self.withheld += max(0, len(chunk) - room)
+
+    def _report_withheld(self) -> None:
+        if self.withheld:
+            _write_stderr(
+                f"\n[… {self.withheld} more bytes of output from your code not shown]\n".encode()
+            )
+
+    def _keep_stderr(self, chunk: bytes) -> None:
+        self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
+        self.stderr_since += len(chunk)
+        if chunk and os.environ.get("COURSE_DEBUG") == "1":
+            _write_stderr(chunk)
+
+    def _tail(self, recent: bool = True) -> str:
+        """The last lines of stderr: all kept, or only those since the running example started."""
+        if recent and not self.stderr_since:
+            return ""
+        data = self.stderr_tail[-self.stderr_since :] if recent else self.stderr_tail
+        return "\n".join(data.decode(errors="replace").strip().splitlines()[-SHOWN_LINES:])
+
+    def _warn(self, message: str) -> None:
+        if self.warned < 5:  # a flood of garbage is one problem, not a flood of warnings
+            _write_stderr(f"warning: {message}\n".encode())
+        self.warned += 1
+
+    def _note(self, event: Event) -> None:
+        """Move the deadline and the bookkeeping on with the worker's progress."""
+        limit = self.request.timeout + self.grace
+        if isinstance(event, ImportStarted):
+            self.importing = event.lesson
+            self.deadline = time.monotonic() + limit
+        elif isinstance(event, ExampleStarted):
+            self.current, self.example = (event.lesson, event.exercise), event.example
+            self.importing = None
+            self.stderr_since = 0
+            self.deadline = time.monotonic() + limit
+        elif isinstance(event, ExerciseGraded):
+            done = (event.lesson, event.result.exercise)
+            self.remaining.remove(done)
+            er = event.result
+            if self.forged:
+                er.status, er.error, er.checks, er.explanation = Status.ERROR, self.forged, [], []
+            if er.status in (Status.ERROR, Status.TIMEOUT) and (said := self._tail()):
+                er.error = f"{er.error or ''}\n\nThe last lines your code wrote to stderr:\n{said}"
+            self.current, self.example, self.importing = None, None, None
+            self.stderr_since = 0
+            self.deadline = time.monotonic() + STARTUP
+
+    def _give_up(self, emit: Listener, status: Status, why: str) -> None:
+        """Blame the exercise running (or, stuck before any example, the next one;
+        stuck importing a module, every exercise of its lesson)."""
+        if self.current:
+            blamed = [self.current]
+        elif self.importing is not None:
+            blamed = [r for r in self.remaining if r[0] == self.importing]
+            why = f"importing the module did not finish: {why}"
+        else:
+            blamed = self.remaining[:1]
+        for lesson, exercise in blamed:
+            result = unfinished(lesson, exercise, status, why, example=self.example)
+            self._note(ExerciseGraded(lesson, result))
+            emit(ExerciseGraded(lesson, result))
+
+
+def _readable(sel: selectors.BaseSelector) -> bool:
+    return bool(sel.get_map()) and bool(sel.select(timeout=0))
+
+
+def _write_stderr(data: bytes) -> None:
+    try:
+        sys.stderr.buffer.write(data)
+        sys.stderr.flush()
+    except (AttributeError, ValueError, OSError):  # a replaced or closed stderr (tests, notebooks)
+        with contextlib.suppress(Exception):
+            sys.stderr.write(data.decode(errors="replace"))
+
+
+MARK = "COURSE_GRADING_SESSION"
+"""Environment variable naming the session a worker (and whatever it starts) belongs to."""
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _adopt_orphans() -> None:
+    """Become the parent of orphans among our descendants (Linux), so that a
+    process the student's code started and detached with ``setsid()`` (out of
+    the worker's group) is still ours to stop. Elsewhere: a no-op."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _stop_strays(session: str) -> None:
+    """Kill and reap our children started by ``session``'s worker that outlived it."""
+    marker = f"{MARK}={session}\0".encode()
+    for _ in range(10):  # a stray's own children are adopted once it dies: repeat
+        strays = [pid for pid in _children() if marker in _environ(pid)]
+        if not strays:
+            return
+        for pid in strays:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, 0)
+
+
+def _children() -> list[int]:
+    me, found = os.getpid(), []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                with (
+                    contextlib.suppress(OSError, IndexError, ValueError),
+                    open(f"/proc/{entry.name}/stat") as f,
+                ):
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == me:
+                        found.append(int(entry.name))
+    return found
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def _stop(proc: subprocess.Popen) -> int:
+    """Kill the worker's whole process group (its threads, children and
+    grandchildren too), even when the worker itself has exited; its exit code."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.kill()
+    return proc.wait()

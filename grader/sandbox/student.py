@@ -1,0 +1,289 @@
+"""The student's process: ``python -m grader.sandbox.student --fds R W``.
+
+The only process that imports the student's module. It holds no checks, no
+expected values, no progress file and no key to the ``course`` process's
+events channel; the grading process (:mod:`grader.sandbox.isolation`) asks it, one
+JSON line at a time on fd R, and reads one answer per question on fd W:
+
+``load``    import the module; answer which names in it are callable.
+``export``  run the exercise's spec on an example with data drawn from a
+            random salt of this process's own; when the spec reaches
+            :func:`grader.programs.compile_and_run`, trace the program and
+            answer it exported (:mod:`jax.export`, shardings included) with
+            what its jaxpr shows. Nothing is compiled or run here.
+``call``    call the student's function on the arguments sent (exercises
+            that are plain Python, or that place arrays eagerly) and answer
+            its result and its arguments as they are afterwards.
+
+Host callbacks (``jax.pure_callback``, ``io_callback``) do not export, so a
+program cannot reach back into this process while the grader runs it;
+``jax.debug.print`` and ``jax.debug.callback`` are turned into no-ops here
+for the same reason (their output would come from the decoy data anyway).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from grader import programs
+from grader.sandbox import wire
+from grader.sandbox.lifeline import watch_parent
+from grader.spec import Trial
+
+
+class Exported(Exception):
+    """Raised through the spec's ``run`` once its program is exported."""
+
+    def __init__(self, blob: bytes, program: Any):
+        super().__init__("exported")
+        self.blob, self.program = blob, program
+
+
+class Exporting(programs.Mode):
+    """compile_and_run in the student's process: trace and export the
+    ``index``-th program the spec builds, never compile or run it."""
+
+    def __init__(self, index: int):
+        self.index, self.seen = index, 0
+
+    def compile_and_run(self, program, args, mesh, example, compiler_options, extra) -> Trial:
+        import jax
+
+        from grader.measure import jaxpr
+
+        k, self.seen = self.seen, self.seen + 1
+        if k < self.index:  # an earlier program of this example: already handed over
+            return Trial(example, mesh=mesh, extra=extra)
+        jitted = program if hasattr(program, "lower") else jax.jit(program)
+        traced = jitted.trace(*args)
+        summary = jaxpr.read(traced.jaxpr)
+        platform = _platform(args, mesh)
+        try:
+            exported = jax.export.export(jitted, platforms=[platform])(*args)
+            blob = exported.serialize()
+        except Exception as exc:
+            raise NotExportable(_why_not_exportable(exc)) from None
+        raise Exported(bytes(blob), summary)
+
+
+class NotExportable(Exception):
+    """The program holds something that cannot leave this process."""
+
+
+def _why_not_exportable(exc: Exception) -> str:
+    text = str(exc)
+    if "callback" in text or "custom call" in text.lower():
+        return (
+            "your program calls back into Python on the host (jax.pure_callback or "
+            "io_callback); the grader runs programs on the devices only: compute with jax "
+            f"operations. ({text.splitlines()[0][:200]})"
+        )
+    return f"your program could not be exported for grading: {text.splitlines()[0][:300]}"
+
+
+def _platform(args: Any, mesh: Any) -> str:
+    """The platform the program is exported for: where its inputs are."""
+    import jax
+
+    platform = jax.devices()[0].platform
+    if mesh is not None:
+        platform = mesh.devices.flat[0].platform
+    else:
+        for leaf in jax.tree.leaves(args):
+            if isinstance(leaf, jax.Array):
+                platform = next(iter(leaf.devices())).platform
+                break
+    if platform == "gpu":  # jax.export names GPU platforms by their runtime
+        return jax.export.default_export_platform()
+    return platform
+
+
+# ------------------------------------------------------------------ the loop
+
+
+class _Session:
+    def __init__(self) -> None:
+        self.module: Any = None
+        self.directory = Path(".")
+        self.spec: Any = None
+
+    def handle(self, req: dict) -> dict:
+        op = req.get("op")
+        if op == "load":
+            return self.load(req)
+        if op == "export":
+            return self.export(req)
+        if op == "call":
+            return self.call(req)
+        return {"fault": f"unknown request {op!r}"}
+
+    def load(self, req: dict) -> dict:
+        from grader.engine import load_spec
+        from grader.sandbox.loader import LoadError, load_module
+
+        self.directory = Path(req["directory"])
+        self.spec = load_spec(req["module"])
+        _silence_debug_callbacks()
+        try:
+            self.module = load_module(self.directory, req["module"])
+        except LoadError as exc:
+            return {"load_error": str(exc)}
+        names = [n for n, v in vars(self.module).items() if callable(v) and not n.startswith("__")]
+        return {"ok": True, "functions": names}
+
+    def _function(self, name: str) -> Any:
+        fn = getattr(self.module, name, None)
+        if not callable(fn):
+            raise LookupError(name)
+        return fn
+
+    def export(self, req: dict) -> dict:
+        from grader.measure import devices, jaxpr
+
+        ex_spec = self.spec.exercise(req["exercise"])
+        example = wire.decode(req["example"])
+        called = _Counted(self._function(req["exercise"]))
+        programs.set_mode(Exporting(int(req["index"])))
+        try:
+            with devices.simulated() if req.get("simulated") else contextlib.nullcontext():
+                ex_spec.run(called, example)
+        except Exported as done:
+            return {
+                "ok": True,
+                "blob": base64.b64encode(done.blob).decode("ascii"),
+                "program": jaxpr.to_wire(done.program),
+            }
+        except BaseException as exc:
+            return {"raised": self.raised(exc, called.count)}
+        finally:
+            programs.set_mode(None)
+        return {"raised": {"kind": "fault", "type": "RuntimeError", "called": called.count,
+                           "message": "the spec built no program for this example"}}  # fmt: skip
+
+    def call(self, req: dict) -> dict:
+        from grader.measure import devices
+
+        fn = self._function(req["exercise"])
+        with devices.simulated() if req.get("simulated") else contextlib.nullcontext():
+            args = wire.decode(req["args"])
+            try:
+                result = fn(*args)
+            except BaseException as exc:
+                return {"raised": self.raised(exc, 1)}
+            return {"ok": True, "result": wire.encode(result), "args": wire.encode(args)}
+
+    def raised(self, exc: BaseException, called: int) -> dict:
+        from grader.programs import StudentReturnError
+        from grader.sandbox.loader import format_student_error
+
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            kind = "exit"
+        elif isinstance(exc, NotImplementedError):
+            kind = "not_started"
+        elif isinstance(exc, StudentReturnError):
+            kind = "return"
+        elif isinstance(exc, NotExportable):
+            kind = "not_exportable"
+        else:
+            kind = "error"
+        return {
+            "kind": kind,
+            "type": type(exc).__name__,
+            "message": str(exc)[:20000],
+            "hint": getattr(exc, "hint", None)
+            if isinstance(getattr(exc, "hint", None), str)
+            else None,
+            "text": format_student_error(exc, self.directory)[:20000],
+            "called": called,
+        }
+
+
+class _Counted:
+    def __init__(self, fn: Any):
+        self.fn, self.count = fn, 0
+        self.__name__ = getattr(fn, "__name__", "fn")
+        self.__wrapped__ = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.count += 1
+        return self.fn(*args, **kwargs)
+
+
+def _silence_debug_callbacks() -> None:
+    import jax
+
+    def quiet(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    jax.debug.print = quiet
+    jax.debug.callback = quiet
+    jax.debug.breakpoint = quiet
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    parser = argparse.ArgumentParser(prog="python -m grader.sandbox.student")
+    parser.add_argument("--fds", type=int, nargs=2, required=True)
+    args = parser.parse_args(argv)
+    requests = os.fdopen(args.fds[0], "rb")
+    answers = os.fdopen(args.fds[1], "wb")
+    programs.set_data_salt(secrets.randbits(62) | 1)
+    watch_parent()
+    _warm_up()  # ahead of the first question: this process is started before it is needed
+    session = _Session()
+    for line in requests:
+        seq = None
+        try:
+            question = json.loads(line)
+            seq = question.get("seq")
+            answer = session.handle(question)
+        except BaseException as exc:  # the grader's side of this process failed
+            answer = {"fault": f"{type(exc).__name__}: {exc}"[:4000]}
+        answer["seq"] = seq
+        sys.stdout.flush()
+        sys.stderr.flush()
+        answers.write(json.dumps(answer, separators=(",", ":")).encode() + b"\n")
+        answers.flush()
+        if seq == 1:
+            _warm_up_tracing()
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def _warm_up() -> None:
+    """Import what every question needs, before the first one comes."""
+    import jax
+
+    jax.devices()
+    with contextlib.suppress(Exception):
+        import hypothesis.strategies  # noqa: F401  (every spec imports it)
+
+        import grader.engine  # noqa: F401
+
+
+def _warm_up_tracing() -> None:
+    """Trace and export one small program, so that the first exercise does not
+    pay for jax's first trace; done while the grader prepares that exercise."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    with contextlib.suppress(Exception):
+        mesh = jax.make_mesh((1,), ("x",), devices=jax.devices()[:1])
+        body = jax.shard_map(
+            lambda a: jax.lax.psum(a, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()
+        )
+        arg = jax.ShapeDtypeStruct((2,), jnp.float32, sharding=NamedSharding(mesh, P("x")))
+        jax.export.export(jax.jit(body))(arg).serialize()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,1 +1,0 @@
-"""One grading spec per lesson: ``lNN_slug.py`` defines ``SPEC``."""
