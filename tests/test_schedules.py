@@ -102,7 +102,7 @@ def test_random_schedules_are_valid_and_vary():
 
 def test_random_schedules_are_the_same_in_every_process(root):
     """Drawn examples must re-run exactly: no dependence on set order (string hashing)."""
-    code = "from grader import schedules as S; print(S.random_schedule(5, 6, 3, True))"
+    code = "from grader.lessons.l09_pipeline import schedules as S; print(S.random_schedule(5, 6, 3, True))"
     outs = {
         subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
                        env={**os.environ, "PYTHONHASHSEED": str(h)}, check=True).stdout
