@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.measure import devices  # noqa: E402
+from grader.runtime import example_rng  # noqa: E402
 
 devices.configure(8, "cpu")
 
@@ -114,7 +115,7 @@ def lesson5() -> list[dict]:
             else:
                 ex = {"n": n, "b": 8, "dblock": 16, "fblock": 16, "dtype": "float32", "seed": 0}
             lay = l05._layout(kind, ex)
-            x, w = l05._inputs(kind, ex)
+            x, w = l05.inputs(kind, ex, example_rng(ex))
             specs = (lay.x_spec, lay.w_spec)
             mesh = devices.make_mesh((n,), ("x",))
             fn = getattr(sol, name)
@@ -144,7 +145,7 @@ def lesson6() -> list[dict]:
     for name, call in calls.items():
         for n in (2, 4, 8):
             ex = {"n": n, "layers": 2, "rows": l06.ACCUMULATE_ROWS, "d": 8, "f": 24, "seed": 0}
-            params, x, y = l06._inputs(ex)
+            params, x, y = l06.inputs(ex, example_rng(ex))
             loss = l06.LOSS_BYTES if name == "dp_train_step" else 0
             mesh = devices.make_mesh((n,), (l06.AXIS,))
             ours, temp = _compile_dp(call(getattr(sol, name), mesh), mesh, params, x, y)
@@ -301,7 +302,7 @@ def lesson10() -> list[dict]:
     for name, call in calls.items():
         for n in (2, 4, 8):
             ex = {"n": n, "rows": 8, "h": 2, "dh": 16, "dtype": "float32", "seed": 0}
-            qkv = l10._qkv(ex)
+            qkv = l10.qkv(ex, example_rng(ex))
             mesh = devices.make_mesh((n,), (l10.AXIS,))
             ours, temp = _compile_rows(call(mesh), mesh, qkv)
             auto = jax.make_mesh((n,), (l10.AXIS,), axis_types=(AxisType.Auto,),
@@ -329,7 +330,7 @@ def lesson11() -> list[dict]:
     rows = []
     for n in (2, 4, 8):
         ex = {"n": n, "rows": 64, "d": 16, "f": 32, "capacity": 16, "dtype": "float32", "seed": 0}
-        inputs = l11.layer_inputs(ex)
+        inputs = l11.layer_inputs(ex, example_rng(ex))
         mesh = devices.make_mesh((n,), (l11.AXIS,))
         auto = jax.make_mesh((n,), (l11.AXIS,), axis_types=(AxisType.Auto,),
                              devices=devices.devices()[:n])  # fmt: skip

@@ -13,16 +13,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import engine, programs  # noqa: E402
+from grader import engine, runtime  # noqa: E402
 from grader.measure import devices  # noqa: E402
 
 devices.configure()
 seen = []
-original = programs.run_compiled
+original = runtime.run_compiled
 
 
-def spy(lowered, program, args, mesh, example, options, extra):
-    trial = original(lowered, program, args, mesh, example, options, extra)
+def spy(lowered, program, args, mesh, example, options, extra, salt=0):
+    trial = original(lowered, program, args, mesh, example, options, extra, salt)
     import jax
 
     out = jax.tree.leaves(trial.output)[0]
@@ -30,12 +30,11 @@ def spy(lowered, program, args, mesh, example, options, extra):
     return trial
 
 
-programs.run_compiled = spy
-programs.set_data_salt(7)
+runtime.run_compiled = spy
 for lesson, module, name in ((10, "l10_context_parallel", "merge_partials"),
                              (11, "l11_expert_parallel", "top1_dispatch")):  # fmt: skip
     seen.clear()
     r = engine.grade_lesson(
-        lesson, module, ROOT / "solutions", only=[name], timeout=120, isolate=True
+        lesson, module, ROOT / "solutions", only=[name], timeout=120, backend=engine.isolated(7)
     )
     print(name, r.exercises[0].status.value, "results on:", sorted(set(seen)))

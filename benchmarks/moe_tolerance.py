@@ -19,6 +19,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "solutions"))
 
 from grader.measure import devices  # noqa: E402
+from grader.runtime import example_rng  # noqa: E402
 
 devices.configure(8)
 
@@ -54,7 +55,7 @@ def bf16_expert(x, router_w, w_in, w_out, mesh, capacity):
 def error(fn, ex) -> float:
     """max|y − ref| / max|ref| of ``fn`` on example ``ex``."""
     mesh = devices.make_mesh((ex["n"],), ("expert",))
-    inputs = spec.layer_inputs(ex)
+    inputs = spec.layer_inputs(ex, example_rng(ex))
     shard = {"x": P("expert", None), "router_w": P(), "w_in": P("expert", None, None)}
     shard["w_out"] = shard["w_in"]
     args = [jax.device_put(a, NamedSharding(mesh, shard[k])) for k, a in inputs.items()]

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from grader.evidence import Evidence, Note
-from grader.programs import GraderFault, StudentReturnError
 from grader.results import CheckResult, ExerciseResult, LessonResult, Status
+from grader.runtime import GraderFault, Runtime, StudentReturnError
 from grader.sandbox.loader import ExampleTimeout, LoadError, format_student_error, load_module
 from grader.sandbox.protocol import (
     REPORT,
@@ -139,6 +139,57 @@ def time_limit(seconds: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
+class Backend:
+    """Where the student's code runs while one lesson is graded: the engine asks
+    it for the module's functions once, then for one :class:`~grader.runtime.Runtime`
+    per example. :class:`InProcess` runs everything here;
+    :class:`grader.sandbox.isolation.Isolated` runs the student's code in a
+    process of its own. Whoever starts the engine chooses (``grade_lesson``'s
+    ``backend``)."""
+
+    def load(self) -> Any:
+        """The student's module, or a stand-in holding its functions; raises
+        :class:`~grader.sandbox.loader.LoadError`."""
+        raise NotImplementedError
+
+    def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
+        """The runtime for ``example`` of ``exercise``; ``following`` comes after it."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Grading of the lesson is over."""
+
+
+class InProcess(Backend):
+    """The student's module imported and run in this process (tests, ``course dev``)."""
+
+    def __init__(self, directory: Path, module: str, salt: int = 0):
+        self.directory, self.module, self.salt = Path(directory), module, salt
+
+    def load(self) -> Any:
+        return load_module(self.directory, self.module)
+
+    def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
+        from grader.runtime import InProcess as Here
+
+        return Here(example, self.salt)
+
+
+BackendFactory = Callable[[Path, str], Backend]
+"""``(directory, module) → Backend`` for one lesson."""
+
+
+def isolated(salt: int | None = None) -> BackendFactory:
+    """Backends that run the student's code in a process of its own, with the
+    data drawn from ``salt`` (a fresh secret one when None)."""
+    import secrets
+
+    from grader.sandbox.isolation import Isolated
+
+    salt = secrets.randbits(62) | 1 if salt is None else salt
+    return lambda directory, module: Isolated(directory, module, salt=salt)
+
+
 def grade_lesson(
     lesson: int,
     module: str,
@@ -151,11 +202,13 @@ def grade_lesson(
     timeout: float | None = None,
     on_event: Listener | None = None,
     isolate: bool = False,
+    backend: BackendFactory | None = None,
 ) -> LessonResult:
     """Grade the exercises of one lesson found in ``directory``.
 
-    With ``isolate``, the student's module is imported and run only in a
-    process of its own (:mod:`grader.sandbox.isolation`); without, in this one."""
+    ``backend`` says where the student's code runs (:class:`Backend`); by default
+    in this process, or with ``isolate`` in a process of its own
+    (:mod:`grader.sandbox.isolation`) on data from a fresh secret salt."""
     from grader.measure import devices
 
     emit = on_event or (lambda e: None)
@@ -166,28 +219,21 @@ def grade_lesson(
         with devices.simulated():
             return grade_lesson(
                 lesson, module, directory, only=only, seed=seed, max_examples=max_examples,
-                timeout=timeout, on_event=on_event, isolate=isolate,
+                timeout=timeout, on_event=on_event, isolate=isolate, backend=backend,
             )  # fmt: skip
-    if isolate:
-        from grader import programs
-        from grader.sandbox import isolation
-
-        session = isolation.Session(str(directory), module)
-        programs.set_mode(session.replaying)
-        try:
-            return _grade_lesson(lesson, module, spec, names, directory, seed, example,
-                                 max_examples, timeout, emit, start, session)  # fmt: skip
-        finally:
-            programs.set_mode(None)
-            session.close()
-    return _grade_lesson(lesson, module, spec, names, directory, seed, example, max_examples,
-                         timeout, emit, start, None)  # fmt: skip
+    factory = backend or (isolated() if isolate else InProcess)
+    chosen = factory(Path(directory), module)
+    try:
+        return _grade_lesson(lesson, module, spec, names, directory, seed, example,
+                             max_examples, timeout, emit, start, chosen)  # fmt: skip
+    finally:
+        chosen.close()
 
 
 def _grade_lesson(
     lesson: int, module: str, spec: LessonSpec, names: list[str], directory: Path, seed: int,
     example: dict | None, max_examples: int | None, timeout: float | None, emit: Listener,
-    start: float, session: Any,
+    start: float, backend: Backend,
 ) -> LessonResult:  # fmt: skip
     from grader.measure import devices
 
@@ -201,7 +247,7 @@ def _grade_lesson(
     emit(ImportStarted(lesson))
     try:
         with time_limit(timeout):
-            mod = _import(directory, module, session)
+            mod = backend.load()
     except (LoadError, ExampleTimeout) as exc:
         status = Status.TIMEOUT if isinstance(exc, ExampleTimeout) else Status.ERROR
         why = (
@@ -219,42 +265,13 @@ def _grade_lesson(
             record(unfinished(lesson, name, Status.ERROR,
                               f"{module}.py defines no function {name}() — was it renamed or deleted?"))  # fmt: skip
             continue
-        before = None
-        if session is not None:
-            simulated = devices.simulating()
-
-            def before(
-                ex: Example,
-                following: Example | None,
-                name: str = name,
-                simulated: bool = simulated,
-            ) -> None:
-                session.begin(name, ex, simulated, following)
-
         record(grade_exercise(
             lesson, ex_spec, fn, ctx, directory=Path(directory),
             seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
-            before_example=before,
+            runtime=functools.partial(backend.runtime, name),
         ))  # fmt: skip
     result.duration = time.perf_counter() - start
     return result
-
-
-def _import(directory: Path, module: str, session: Any) -> Any:
-    """The module (here), or a stand-in holding the student's process's functions."""
-    if session is None:
-        return load_module(directory, module)
-    from types import SimpleNamespace
-
-    from grader.sandbox.isolation import StudentProcessDied
-
-    try:
-        session.process.start()
-    except StudentProcessDied as exc:
-        raise LoadError(f"importing {module}.py ended the process it ran in: {exc}") from None
-    if session.process.load_error:
-        raise LoadError(session.process.load_error)
-    return SimpleNamespace(**{n: session.function(n) for n in session.process.functions})
 
 
 def _needs_simulation(spec: LessonSpec, names: list[str], seed: int) -> bool:
@@ -280,9 +297,14 @@ def grade_exercise(
     max_examples: int | None = None,
     timeout: float | None = None,
     emit: Listener = lambda e: None,
-    before_example: Callable[[Example, Example | None], None] | None = None,
+    runtime: Callable[[Example, Example | None], Runtime] | None = None,
 ) -> ExerciseResult:
+    """Grade one exercise: ``runtime(example, following)`` gives each example's
+    runtime (in this process, on salt 0, by default)."""
+    from grader.runtime import InProcess as Here
     from grader.sandbox.isolation import HostCall, StudentFault, StudentProcessDied
+
+    runtime = runtime or (lambda ex, following: Here(ex))
 
     start = time.perf_counter()
     examples, narrowed = plan(spec, ctx, seed=seed, example=example, max_examples=max_examples)
@@ -303,11 +325,10 @@ def grade_exercise(
         shown = format_example(ex)
         emit(ExampleStarted(lesson, spec.name, index, shown))
         called = _Called(fn)
-        if before_example is not None:
-            before_example(ex, examples[index + 1] if index + 1 < len(examples) else None)
+        rt = runtime(ex, examples[index + 1] if index + 1 < len(examples) else None)
         try:
             with time_limit(timeout):
-                trial = spec.run(called, ex)
+                trial = spec.run(rt, called, ex)
         except NotImplementedError as exc:
             return finish(Status.NOT_STARTED, example=shown, error=str(exc) or None)
         except StudentReturnError as exc:

@@ -15,6 +15,11 @@ from typing import Any
 Example = dict[str, Any]
 """One drawn example: ordered named values (ints, strings, tuples of ints)."""
 
+Run = Callable[[Any, Callable[..., Any], Example], "Trial"]
+"""``run(rt, fn, ex) -> Trial``: run the student's ``fn`` on example ``ex``, given
+the runtime ``rt`` (:class:`grader.runtime.Runtime`: the example's random source,
+meshes, compile-and-run)."""
+
 
 @dataclass(frozen=True)
 class Context:
@@ -49,6 +54,15 @@ class Trial:
     """The traced program (:class:`grader.measure.jaxpr.Program`): what the student wrote,
     with the dtypes it asked for, before XLA compiled it."""
     extra: dict[str, Any] = field(default_factory=dict)
+    salt: int = 0
+    """The data salt the example's inputs were drawn with (see :class:`grader.runtime.Runtime`)."""
+
+    def rng(self) -> Any:
+        """The random source the example's inputs were drawn from: report material
+        that re-derives the inputs (alternative diagnoses) must use this one."""
+        from grader.runtime import example_rng
+
+        return example_rng(self.example, self.salt)
 
 
 class Check:
@@ -69,8 +83,8 @@ class ExerciseSpec:
     """Context → hypothesis strategy of examples."""
     explicit: Callable[[Context], list[Example]]
     """Edge cases always run first: the smallest legal shape, an axis of size 1 …"""
-    run: Callable[[Callable[..., Any], Example], Trial]
-    """Run the student's function on one example."""
+    run: Run
+    """Run the student's function on one example, given its runtime."""
     checks: Sequence[Check]
     max_examples: int = 6
     """Drawn examples on top of the explicit ones."""

@@ -26,14 +26,14 @@ def _compile(body, out_specs):
     from jax.sharding import PartitionSpec as P
 
     from grader.measure import devices
-    from grader.programs import compile_and_run
+    from grader.runtime import InProcess
 
     mesh = devices.make_mesh((N,), ("x",))
     w = jax.device_put(np.ones((N * B, F), np.float32), NamedSharding(mesh, P("x")))
     program = jax.jit(
         jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=out_specs, check_vma=True)
     )
-    return compile_and_run(program, (w,), mesh, {"n": N})
+    return InProcess({"n": N}).compile_and_run(program, (w,), mesh)
 
 
 def _gather_then_sum(w):

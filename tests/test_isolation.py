@@ -11,9 +11,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from grader import engine, programs
+from grader import engine
 from grader.measure import jaxpr
 from grader.results import Status
+from grader.runtime import example_rng
 from grader.sandbox import wire
 from grader.sandbox.isolation import HostCall, StudentProcessDied, _check_exported
 from tests.mistakes import MISTAKES
@@ -27,17 +28,15 @@ LESSONS = [
 ]  # fmt: skip
 
 
-@pytest.fixture
-def secret_salt():
-    """Data drawn as the grading process draws it: from a salt of its own."""
-    programs.set_data_salt(0x5EC12E7)
-    yield
-    programs.set_data_salt(0)
+SECRET_SALT = 0x5EC12E7
+"""Data drawn as the grading process draws it: from a salt of its own."""
 
 
 @pytest.mark.parametrize("lesson, module", LESSONS, ids=[m for _, m in LESSONS])
-def test_every_solution_passes_with_its_code_in_another_process(root, lesson, module, secret_salt):
-    result = engine.grade_lesson(lesson, module, root / "solutions", timeout=120, isolate=True)
+def test_every_solution_passes_with_its_code_in_another_process(root, lesson, module):
+    result = engine.grade_lesson(
+        lesson, module, root / "solutions", timeout=120, backend=engine.isolated(SECRET_SALT)
+    )
     for er in result.exercises:
         assert er.status == Status.PASSED, (er.exercise, er.status, er.error,
                                             [c.message for c in er.checks if not c.passed])  # fmt: skip
@@ -113,15 +112,10 @@ def test_a_line_that_is_no_answer_ends_the_students_process_not_the_grader(line)
 
 def test_the_data_salt_changes_the_data_and_zero_keeps_the_seed():
     ex = {"seed": 3}
-    plain = programs.example_rng(ex).integers(0, 1000, 8)
+    plain = example_rng(ex).integers(0, 1000, 8)
     assert np.array_equal(plain, np.random.default_rng(3).integers(0, 1000, 8))
-    try:
-        programs.set_data_salt(12345)
-        salted = programs.example_rng(ex).integers(0, 1000, 8)
-        programs.set_data_salt(54321)
-        other = programs.example_rng(ex).integers(0, 1000, 8)
-    finally:
-        programs.set_data_salt(0)
+    salted = example_rng(ex, 12345).integers(0, 1000, 8)
+    other = example_rng(ex, 54321).integers(0, 1000, 8)
     assert not np.array_equal(plain, salted) and not np.array_equal(salted, other)
 
 

@@ -13,6 +13,7 @@ from grader.lessons.l10_context_parallel import spec as spec
 from grader.lessons.l10_context_parallel.checks import ring_steps, score_products
 from grader.measure import jaxpr
 from grader.results import Status
+from grader.runtime import example_rng
 from grader.spec import Context, draw_examples
 from tests.mistakes import l10 as mistakes
 from tests.test_mistakes import write_variant
@@ -40,7 +41,9 @@ def test_zigzag_order_gives_device_i_chunks_i_and_2n_minus_1_minus_i():
 
 
 def test_merge_inputs_hold_rows_that_saw_no_key_and_large_lse():
-    o1, lse1, o2, lse2 = spec._merge_inputs(spec._merge_explicit(CTX)[0])
+    o1, lse1, o2, lse2 = spec.merge_inputs(
+        spec._merge_explicit(CTX)[0], example_rng(spec._merge_explicit(CTX)[0])
+    )
     both = np.isneginf(lse1) & np.isneginf(lse2)
     assert both.any() and (np.isneginf(lse1) & ~np.isneginf(lse2)).any()
     assert np.all(o1[np.isneginf(lse1)] == 0)

@@ -15,6 +15,7 @@ from grader.lessons.l11_expert_parallel import spec as l11
 from grader.lessons.l11_expert_parallel.checks import dispatch_mistakes
 from grader.report import draw
 from grader.results import ExerciseResult, Status
+from grader.runtime import example_rng
 from grader.spec import draw_examples
 from tests.mistakes.l11 import MISTAKES
 from tests.test_mistakes import write_variant
@@ -55,7 +56,7 @@ def test_top2_gshard_order_by_hand():
 
 def test_layer_reference_zeroes_dropped_tokens_and_gates_after():
     ex = {"n": 2, "rows": 6, "d": 8, "f": 16, "capacity": 1, "dtype": "float32", "seed": 0}
-    inputs = l11.layer_inputs(ex)
+    inputs = l11.layer_inputs(ex, example_rng(ex))
     y = l11.reference(ex, inputs)
     x = np.asarray(inputs["x"], np.float64)
     logits = x @ inputs["router_w"]
@@ -86,7 +87,7 @@ def test_dispatch_examples_tie_and_drop_and_tell_each_mistake(name, k):
     """The first explicit example has ties and drops, and every known wrong dispatch
     differs there from the reference (so each mistake fails on it)."""
     first = _examples(name)[0]
-    logits = l11._logits(first)
+    logits = l11.logits_for(first, example_rng(first))
     routing = moe_routing.route(logits, first["capacity"], k)
     assert not routing.kept.all()
     assert any(np.sum(row == row.max()) > 1 for row in logits)
@@ -98,7 +99,7 @@ def test_layer_logits_are_exact_and_tie():
     """Routing-exact draws: float32 logits equal float64 ones (no argmax can flip),
     and some tokens tie every expert."""
     for ex in _examples("moe_layer"):
-        inputs = l11.layer_inputs(ex)
+        inputs = l11.layer_inputs(ex, example_rng(ex))
         if ex["dtype"] != "float32":
             continue
         f32 = inputs["x"] @ inputs["router_w"]
@@ -111,7 +112,7 @@ def test_layer_explicit_examples_drop_and_tell_each_wrong_layer():
     """At N ≥ 2 the explicit examples drop tokens, and every wrong layer the values
     check knows differs from the reference by several times the loosest allowance."""
     for ex in l11._layer_explicit(context()):
-        inputs = l11.layer_inputs(ex)
+        inputs = l11.layer_inputs(ex, example_rng(ex))
         (load,) = l11._explain_layer([l11.Trial(example=ex, extra={"inputs": inputs})])
         assert sum(load.routed) == ex["n"] * ex["rows"] and load.groups == ex["n"]
         assert sum(load.kept) < sum(load.routed)  # tokens dropped

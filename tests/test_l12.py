@@ -13,6 +13,7 @@ from grader.lessons.l12_parallel_transformer import spec as spec
 from grader.lessons.l12_parallel_transformer import transformer as model
 from grader.measure import jaxpr
 from grader.results import Status
+from grader.runtime import example_rng
 from grader.sandbox.loader import load_module
 from grader.spec import Trial
 
@@ -40,7 +41,7 @@ def test_bisect_names_the_layer_and_param_whose_gradient_differs():
 
     ex = {"mesh": (1, 1), "layers": 4, "rows": 2, "seq": 4, "dblock": 8, "heads": 2, "dh": 4,
           "fcols": 8, "seed": 3}  # fmt: skip
-    _, params, x, y = spec._draw(ex)
+    _, params, x, y = spec.draw(ex, example_rng(ex))
     new, loss = model.sgd_step(params, x, y, spec.LR, 2)
     wrong = {k: v.astype(np.float32) for k, v in new.items()}
     wrong["wv"][1] += 1e-2 * np.abs(wrong["wv"][1]).max()  # layer 1's wv only

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from grader.evidence import Evidence
-from grader.programs import GraderFault, call_pure
 from grader.results import CheckResult
+from grader.runtime import GraderFault, call_pure
 from grader.spec import Check, Context, Example, ExerciseSpec, Trial
 
 RAISES = "ValueError"
@@ -276,7 +276,7 @@ class Scalar:
             ),
         )
 
-    def run(self, fn: Callable[..., Any], ex: Example) -> Trial:
+    def run(self, rt: Any, fn: Callable[..., Any], ex: Example) -> Trial:
         want = self.want(ex)
         out = call_pure(fn, self.args(**ex), want == RAISES)
         extra = {"call": self.call(**ex), "formula": "" if want == RAISES else self.formula(**ex)}

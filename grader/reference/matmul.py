@@ -156,12 +156,14 @@ def mesh_shape(ex: dict[str, Any]) -> tuple[int, ...]:
     return tuple(ex["mesh"]) if "mesh" in ex else (ex["n"],)
 
 
-def place(case: Case, ex: dict[str, Any], *, auto: bool = False) -> dict[str, Any]:
+def place(
+    case: Case, ex: dict[str, Any], rng: np.random.Generator, *, auto: bool = False
+) -> dict[str, Any]:
     """The example's mesh, inputs (numpy and placed) and expected C.
 
     ``ex`` has ``shape`` (I, J, K), ``dtype``, ``seed`` and a mesh
     (:func:`mesh_shape`). Inputs are small integers, so float32 results are
-    exact, or floats with ``values=float`` (:func:`grader.programs.example_values`). ``auto`` builds an Auto mesh, on which XLA's partitioner chooses
+    exact, or floats with ``values=float`` (:func:`grader.runtime.example_values`). ``auto`` builds an Auto mesh, on which XLA's partitioner chooses
     the collectives.
     """
     import jax
@@ -170,7 +172,7 @@ def place(case: Case, ex: dict[str, Any], *, auto: bool = False) -> dict[str, An
     from jax.sharding import PartitionSpec as P
 
     from grader.measure import devices
-    from grader.programs import example_rng, example_values
+    from grader.runtime import example_values
 
     shape = mesh_shape(ex)
     names = ("x", "y")[: len(shape)]
@@ -183,7 +185,6 @@ def place(case: Case, ex: dict[str, Any], *, auto: bool = False) -> dict[str, An
         mesh = devices.make_mesh(shape, names)
     i, j, k = ex["shape"]
     dtype = jnp.dtype(ex["dtype"])
-    rng = example_rng(ex)
     a = example_values(rng, (i, j), ex, 4).astype(dtype)
     b = example_values(rng, (j, k), ex, 4).astype(dtype)
     return {
@@ -223,14 +224,14 @@ def measure(case: Case, shapes: tuple[int, int, int], mesh: tuple[int, ...], dty
     (counted at ``dtype``'s width), on a mesh of shape ``mesh``."""
     import jax
 
-    from grader.programs import compile_and_run
+    from grader.runtime import compile_here, example_rng
 
     key = "mesh" if case.two_d else "n"
     ex = {key: tuple(mesh) if case.two_d else mesh[0], "shape": tuple(shapes), "dtype": dtype,
           "seed": 0}  # fmt: skip
-    placed = place(case, ex)
+    placed = place(case, ex, example_rng(ex))
     program = jax.jit(reference(case, placed["mesh"]))
-    trial = compile_and_run(program, placed["args"], placed["mesh"], ex, ours=True)
+    trial = compile_here(program, placed["args"], placed["mesh"], ex, None, {})
     got = trial.comms.bytes(None, ITEMSIZE[dtype])
     if got is None:
         raise RuntimeError(f"the reference for {case.name!r} has a loop of unknown length")
@@ -242,8 +243,9 @@ def xla_bytes(case: Case, ex: dict[str, Any]) -> tuple[int | None, list[str]]:
     import jax
 
     from grader.measure import hlo
+    from grader.runtime import example_rng
 
-    placed = place(case, ex, auto=True)
+    placed = place(case, ex, example_rng(ex), auto=True)  # bytes depend on shapes, not values
     compiled = (
         jax.jit(lambda a, b: a @ b, out_shardings=placed["out"]).lower(*placed["args"]).compile()
     )

@@ -1,14 +1,14 @@
 """Grade a student's code that runs in a process of its own.
 
 The grading process draws the examples, builds the real inputs (from a data
-salt it keeps to itself: :func:`grader.programs.set_data_salt`), computes
+salt it keeps to itself: the :class:`Replaying` runtime's), computes
 the references, runs the checks and reports. The student's module is
 imported only in the student's process (:mod:`grader.sandbox.student`), which holds
 none of that. For each example the grading process runs the spec as usual,
 with the student's function replaced by a :class:`RemoteFunction`:
 
-- when the spec compiles a program (:func:`grader.programs.compile_and_run`),
-  :class:`Replaying` asks the student's process to trace the same spec on
+- when the spec compiles a program (``rt.compile_and_run``), the
+  :class:`Replaying` runtime asks the student's process to trace the same spec on
   decoy data and export the program, checks what came back (its inputs are
   the example's, it calls nothing outside the devices), then compiles and runs
   it here on the real data;
@@ -35,9 +35,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grader import programs
+from grader import runtime as runtimes
+from grader.engine import Backend
 from grader.repo import CODE
+from grader.runtime import GraderFault, Runtime
 from grader.sandbox import wire
+from grader.sandbox.loader import LoadError
 from grader.spec import Example, Trial
 
 ANSWER_LIMIT = 256 * 1024 * 1024
@@ -56,8 +59,9 @@ class StudentFault(Exception):
 class StudentProcess:
     """The student's process, started on first use and again after it dies."""
 
-    def __init__(self, directory: str, module: str):
+    def __init__(self, directory: str, module: str, spares: Spares | None = None):
         self.directory, self.module = str(Path(directory)), module
+        self.spares = spares
         self.proc: subprocess.Popen | None = None
         self.functions: set[str] = set()
         self.load_error: str | None = None
@@ -70,15 +74,13 @@ class StudentProcess:
         module in it; the caller bounds the time."""
         if self.proc is not None:
             return
-        spare = _take_spare(self.directory, self.module)
+        spare = self.spares.take(self.directory, self.module) if self.spares else None
         self.proc, self._out, self._in = spare or _spawn()
         self._buffer = b""
         self._seq = 1 if spare else 0  # a spare was asked to load this module when it started
         self._pending: set[int] = {1} if spare else set()
         self._stash: dict[int, dict] = {}
         self._ignore: set[int] = set()
-        if _upcoming:  # another lesson follows: its process starts while this one grades
-            prestart(*_upcoming.pop(0))
         answer = self.receive(1) if spare else self._ask(self._load())
         self.load_error = answer.get("load_error")
         self.functions = set(answer.get("functions") or [])
@@ -183,38 +185,55 @@ class StudentProcess:
         return line
 
 
-_spare: dict[tuple[str, str], tuple[subprocess.Popen, Any, int]] = {}
-"""Student's processes started ahead of need, by (directory, module): each imports
-jax, then the module, while the grader works on something else."""
-_upcoming: list[tuple[str, str]] = []
-"""(directory, module) of the lessons after the current one, in order."""
+class Spares:
+    """Student's processes started ahead of need, by (directory, module): each
+    imports jax, then the module, while the grader works on something else. The
+    worker owns one for its whole request; a backend without one starts its
+    process when the lesson begins."""
 
+    def __init__(self) -> None:
+        self._ready: dict[tuple[str, str], tuple[subprocess.Popen, Any, int]] = {}
+        self.upcoming: list[tuple[str, str]] = []
+        """(directory, module) of the lessons after the current one, in order."""
 
-def prestart(directory: str, module: str, then: list[tuple[str, str]] | None = None) -> None:
-    """Start a student's process now, asked to import ``module`` from ``directory``
-    (question 1), for the lesson that grades it to take; ``then``: the lessons
-    after it, each started when the one before is taken."""
-    if then is not None:
-        _upcoming[:] = then
-    key = (str(Path(directory)), module)
-    if key in _spare:
-        return
-    proc, out, fd = _spawn()
-    question = {"op": "load", "directory": key[0], "module": module, "seq": 1}
-    try:
-        out.write(json.dumps(question).encode() + b"\n")
-        out.flush()
-    except OSError:  # it died at once: the lesson starts a process of its own
-        proc.kill()
-        return
-    _spare[key] = (proc, out, fd)
+    def prestart(
+        self, directory: str, module: str, then: list[tuple[str, str]] | None = None
+    ) -> None:
+        """Start a student's process now, asked to import ``module`` from ``directory``
+        (question 1), for the lesson that grades it to take; ``then``: the lessons
+        after it, each started when the one before is taken."""
+        if then is not None:
+            self.upcoming[:] = then
+        key = (str(Path(directory)), module)
+        if key in self._ready:
+            return
+        proc, out, fd = _spawn()
+        question = {"op": "load", "directory": key[0], "module": module, "seq": 1}
+        try:
+            out.write(json.dumps(question).encode() + b"\n")
+            out.flush()
+        except OSError:  # it died at once: the lesson starts a process of its own
+            proc.kill()
+            return
+        self._ready[key] = (proc, out, fd)
 
+    def take(self, directory: str, module: str) -> tuple[subprocess.Popen, Any, int] | None:
+        """The process started ahead for this lesson, if it is still alive; the
+        next lesson's process starts now."""
+        spare = self._ready.pop((str(Path(directory)), module), None)
+        if self.upcoming:  # another lesson follows: its process starts while this one grades
+            self.prestart(*self.upcoming.pop(0))
+        if spare is not None and spare[0].poll() is not None:
+            return None  # it ended meanwhile
+        return spare
 
-def _take_spare(directory: str, module: str) -> tuple[subprocess.Popen, Any, int] | None:
-    spare = _spare.pop((str(Path(directory)), module), None)
-    if spare is not None and spare[0].poll() is not None:
-        return None  # it ended meanwhile
-    return spare
+    def close(self) -> None:
+        for proc, out, fd in self._ready.values():
+            with contextlib.suppress(OSError):
+                proc.kill()
+                out.close()
+                os.close(fd)
+        self._ready.clear()
 
 
 def _spawn() -> tuple[subprocess.Popen, Any, int]:
@@ -260,9 +279,8 @@ def _ended(code: int | None) -> str:
 class Session:
     """One lesson's grading against the student's process."""
 
-    def __init__(self, directory: str, module: str):
-        self.process = StudentProcess(directory, module)
-        self.replaying = Replaying(self)
+    def __init__(self, directory: str, module: str, spares: Spares | None = None):
+        self.process = StudentProcess(directory, module, spares)
         self.exercise = ""
         self.example: Example = {}
         self.following: Example | None = None
@@ -281,7 +299,6 @@ class Session:
             self.ahead.clear()
         self.exercise, self.example, self.simulated = exercise, example, simulated
         self.following = following
-        self.replaying.index = 0
 
     def export(self, index: int) -> dict:
         """The exported ``index``-th program of the current example, asked for
@@ -310,7 +327,7 @@ def _key(example: Example) -> str:
 
 def raise_from(answer: dict) -> None:
     """Re-raise here what the student's code raised over there."""
-    from grader.programs import StudentReturnError
+    from grader.runtime import StudentReturnError
 
     r = answer.get("raised")
     if not isinstance(r, dict):
@@ -341,7 +358,7 @@ class RemoteFunction:
         import jax
 
         if kwargs or any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(args)):
-            raise programs.GraderFault(
+            raise GraderFault(
                 f"the spec traced {self.name} in the grading process; it must compile "
                 "through compile_and_run"
             )
@@ -417,14 +434,16 @@ def _write_back(args: tuple, after: Any) -> None:
             pass
 
 
-class Replaying(programs.Mode):
-    """compile_and_run in the grading process: the program comes exported from
-    the student's process, and runs here on the real data."""
+class Replaying(Runtime):
+    """The runtime in the grading process: the student's program comes exported
+    from the student's process, is checked, and runs here on the real data
+    (this runtime's salt, which the student's process never sees)."""
 
-    def __init__(self, session: Session):
+    def __init__(self, session: Session, example: Example, salt: int):
+        super().__init__(example, salt)
         self.session, self.index = session, 0
 
-    def compile_and_run(self, program, args, mesh, example, compiler_options, extra) -> Trial:
+    def student_program(self, program, args, mesh, compiler_options, extra) -> Trial:
         import jax
 
         from grader.measure import jaxpr
@@ -443,7 +462,44 @@ class Replaying(programs.Mode):
             ) from None
         _check_exported(exported, args, mesh)
         lowered = jax.jit(exported.call).trace(*args).lower()
-        return programs.run_compiled(lowered, summary, args, mesh, example, compiler_options, extra)
+        return runtimes.run_compiled(  # looked up here: the GPU check spies on it
+            lowered, summary, args, mesh, self.example, compiler_options, extra, self.salt
+        )
+
+
+class Isolated(Backend):
+    """The engine's backend in the grading worker: the student's module lives in
+    a process of its own (:class:`StudentProcess`), and every example runs with
+    a :class:`Replaying` runtime on data from ``salt``."""
+
+    def __init__(self, directory: Path, module: str, *, salt: int, spares: Spares | None = None):
+        self.session = Session(str(directory), module, spares)
+        self.module, self.salt = module, salt
+
+    def load(self) -> Any:
+        """A stand-in holding the student's process's functions."""
+        from types import SimpleNamespace
+
+        try:
+            self.session.process.start()
+        except StudentProcessDied as exc:
+            raise LoadError(
+                f"importing {self.module}.py ended the process it ran in: {exc}"
+            ) from None
+        if self.session.process.load_error:
+            raise LoadError(self.session.process.load_error)
+        return SimpleNamespace(
+            **{n: self.session.function(n) for n in self.session.process.functions}
+        )
+
+    def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
+        from grader.measure import devices
+
+        self.session.begin(exercise, example, devices.simulating(), following)
+        return Replaying(self.session, example, self.salt)
+
+    def close(self) -> None:
+        self.session.close()
 
 
 ALLOWED_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape",

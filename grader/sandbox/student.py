@@ -8,7 +8,7 @@ JSON line at a time on fd R, and reads one answer per question on fd W:
 ``load``    import the module; answer which names in it are callable.
 ``export``  run the exercise's spec on an example with data drawn from a
             random salt of this process's own; when the spec reaches
-            :func:`grader.programs.compile_and_run`, trace the program and
+            ``rt.compile_and_run`` (the :class:`Exporting` runtime), trace the program and
             answer it exported (:mod:`jax.export`, shardings included) with
             what its jaxpr shows. Nothing is compiled or run here.
 ``call``    call the student's function on the arguments sent (exercises
@@ -33,10 +33,10 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from grader import programs
+from grader.runtime import Runtime
 from grader.sandbox import wire
 from grader.sandbox.lifeline import watch_parent
-from grader.spec import Trial
+from grader.spec import Example, Trial
 
 
 class Exported(Exception):
@@ -47,21 +47,23 @@ class Exported(Exception):
         self.blob, self.program = blob, program
 
 
-class Exporting(programs.Mode):
-    """compile_and_run in the student's process: trace and export the
-    ``index``-th program the spec builds, never compile or run it."""
+class Exporting(Runtime):
+    """The runtime in the student's process: trace and export the ``index``-th
+    program the spec builds for the example, never compile or run it. The data
+    comes from this process's own random salt (decoy data)."""
 
-    def __init__(self, index: int):
+    def __init__(self, example: Example, salt: int, index: int):
+        super().__init__(example, salt)
         self.index, self.seen = index, 0
 
-    def compile_and_run(self, program, args, mesh, example, compiler_options, extra) -> Trial:
+    def student_program(self, program, args, mesh, compiler_options, extra) -> Trial:
         import jax
 
         from grader.measure import jaxpr
 
         k, self.seen = self.seen, self.seen + 1
         if k < self.index:  # an earlier program of this example: already handed over
-            return Trial(example, mesh=mesh, extra=extra)
+            return Trial(self.example, mesh=mesh, extra=extra)
         jitted = program if hasattr(program, "lower") else jax.jit(program)
         traced = jitted.trace(*args)
         summary = jaxpr.read(traced.jaxpr)
@@ -110,7 +112,9 @@ def _platform(args: Any, mesh: Any) -> str:
 
 
 class _Session:
-    def __init__(self) -> None:
+    def __init__(self, salt: int) -> None:
+        self.salt = salt
+        """Decoy data: drawn from this salt, random per process and never the worker's."""
         self.module: Any = None
         self.directory = Path(".")
         self.spec: Any = None
@@ -151,10 +155,10 @@ class _Session:
         ex_spec = self.spec.exercise(req["exercise"])
         example = wire.decode(req["example"])
         called = _Counted(self._function(req["exercise"]))
-        programs.set_mode(Exporting(int(req["index"])))
+        rt = Exporting(example, self.salt, int(req["index"]))
         try:
             with devices.simulated() if req.get("simulated") else contextlib.nullcontext():
-                ex_spec.run(called, example)
+                ex_spec.run(rt, called, example)
         except Exported as done:
             return {
                 "ok": True,
@@ -163,8 +167,6 @@ class _Session:
             }
         except BaseException as exc:
             return {"raised": self.raised(exc, called.count)}
-        finally:
-            programs.set_mode(None)
         return {"raised": {"kind": "fault", "type": "RuntimeError", "called": called.count,
                            "message": "the spec built no program for this example"}}  # fmt: skip
 
@@ -181,7 +183,7 @@ class _Session:
             return {"ok": True, "result": wire.encode(result), "args": wire.encode(args)}
 
     def raised(self, exc: BaseException, called: int) -> dict:
-        from grader.programs import StudentReturnError
+        from grader.runtime import StudentReturnError
         from grader.sandbox.loader import format_student_error
 
         if isinstance(exc, KeyboardInterrupt | SystemExit):
@@ -234,10 +236,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     args = parser.parse_args(argv)
     requests = os.fdopen(args.fds[0], "rb")
     answers = os.fdopen(args.fds[1], "wb")
-    programs.set_data_salt(secrets.randbits(62) | 1)
     watch_parent()
     _warm_up()  # ahead of the first question: this process is started before it is needed
-    session = _Session()
+    session = _Session(salt=secrets.randbits(62) | 1)
     for line in requests:
         seq = None
         try:

@@ -71,16 +71,16 @@ class _Rejected(Exception):
 
 
 def grade(request: Request, emit: Callable[[Event], None]) -> None:
-    from grader import programs
     from grader.measure import devices
     from grader.sandbox import isolation
 
     devices.configure(request.devices, request.platform)
-    programs.set_data_salt(secrets.randbits(62) | 1)  # the data is drawn here, from a secret
+    salt = secrets.randbits(62) | 1  # the data is drawn here, from a secret of this run's
+    spares = isolation.Spares()
     # the student's process imports jax and the module while this one imports jax
     first, *rest = [(request.directory, job.module) for job in request.lessons] or [("", "")]
     if first[1]:
-        isolation.prestart(*first, then=rest)
+        spares.prestart(*first, then=rest)
     if request.cache_dir:
         enable_compilation_cache(request.cache_dir)
     from grader import engine
@@ -104,7 +104,9 @@ def grade(request: Request, emit: Callable[[Event], None]) -> None:
                 max_examples=request.max_examples,
                 timeout=request.timeout,
                 on_event=emit,
-                isolate=True,
+                backend=lambda directory, module: isolation.Isolated(
+                    directory, module, salt=salt, spares=spares
+                ),
             )
         except engine.BadExample as exc:
             raise _Rejected(f"--example {request.example!r}: {exc}") from None

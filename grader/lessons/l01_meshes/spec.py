@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from grader.checks import InputsUntouched, OutputSharding, Values
 from grader.checks.scalar import RAISES, Agrees
 from grader.evidence import Table
-from grader.programs import call_pure, example_rng, inputs_intact
+from grader.runtime import Runtime, call_pure, inputs_intact
 from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
 
 AXES = ("x", "y", "z")
@@ -267,7 +267,7 @@ def _explain_slices(got: dict, want: dict, trial: Trial) -> str | None:
 # ------------------------------------------------------------ runners
 
 
-def _run_shard_shape(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run_shard_shape(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     _, sharding, shape, spec, sizes = _reference(ex)
     want = _expected(lambda: tuple(sharding.shard_shape(shape)))
     return Trial(
@@ -275,7 +275,7 @@ def _run_shard_shape(fn: Callable[..., Any], ex: Example) -> Trial:
     )
 
 
-def _run_device_slices(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run_device_slices(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     from grader.checks.values import device_coords
 
     mesh, sharding, shape, spec, sizes = _reference(ex)
@@ -294,7 +294,7 @@ def _run_device_slices(fn: Callable[..., Any], ex: Example) -> Trial:
     )
 
 
-def _run_bytes(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run_bytes(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     import jax.numpy as jnp
 
     _, sharding, shape, spec, sizes = _reference(ex)
@@ -305,12 +305,12 @@ def _run_bytes(fn: Callable[..., Any], ex: Example) -> Trial:
     )
 
 
-def _run_place(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run_place(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     import jax.numpy as jnp
     from jax.sharding import PartitionSpec
 
     mesh, sharding, shape, spec, _ = _reference(ex)
-    rng = example_rng(ex)
+    rng = rt.rng()
     x = rng.standard_normal(shape).astype(jnp.dtype(ex["dtype"]))
     copy = np.array(x)
     out = fn(x, mesh, PartitionSpec(*spec))

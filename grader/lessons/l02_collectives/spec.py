@@ -24,8 +24,13 @@ from grader.checks import (
     Values,
 )
 from grader.checks.comms import PERMUTE
-from grader.programs import FLOAT, check_local_return, compile_and_run, example_rng, example_values
-from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
+from grader.runtime import (
+    FLOAT,
+    Runtime,
+    check_local_return,
+    example_values,
+)
+from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Run, Trial
 
 AXIS = "x"
 ONLY_PERMUTES = OnlyCollectives(
@@ -75,11 +80,11 @@ def _chunk_bytes(trial: Trial) -> int:
 def _run(
     name: str, in_rows: Callable[[int, int], int], out_rows: Callable[[int, int], int],
     reference: Callable[[np.ndarray, int], np.ndarray],
-) -> Callable[[Callable[..., Any], Example], Trial]:  # fmt: skip
+) -> Run:  # fmt: skip
     """A runner: x of [N·in_rows, cols] sharded over the ring, the body
     under shard_map, compared with ``reference(x, N)`` (global numpy)."""
 
-    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+    def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
         import jax.numpy as jnp
         from jax.sharding import NamedSharding
@@ -90,7 +95,7 @@ def _run(
         n, rows, cols = ex["n"], ex["rows"], ex["cols"]
         dtype = jnp.dtype(ex["dtype"])
         mesh = devices.make_mesh((n,), (AXIS,))
-        rng = example_rng(ex)
+        rng = rt.rng()
         x = example_values(rng, (n * in_rows(n, rows), cols), ex, 8).astype(dtype)
         placed = jax.device_put(x, NamedSharding(mesh, P(AXIS)))
 
@@ -102,7 +107,7 @@ def _run(
         program = jax.jit(
             jax.shard_map(body, mesh=mesh, in_specs=P(AXIS), out_specs=P(AXIS), check_vma=True)
         )
-        trial = compile_and_run(program, (placed,), mesh, ex, dtype=ex["dtype"])
+        trial = rt.compile_and_run(program, (placed,), mesh, dtype=ex["dtype"])
         trial.expected = reference(x.astype(np.float64), n).astype(dtype)
         return trial
 

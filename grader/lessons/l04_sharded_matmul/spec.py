@@ -32,7 +32,6 @@ from grader.checks import (
     Values,
 )
 from grader.evidence import XlaComparison
-from grader.programs import FLOAT, compile_and_run
 from grader.reference.matmul import (
     ALL_GATHER,
     ALL_REDUCE,
@@ -44,7 +43,8 @@ from grader.reference.matmul import (
     place,
     xla_bytes,
 )
-from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
+from grader.runtime import FLOAT, Runtime
+from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Run, Trial
 
 MODULE = "l04_sharded_matmul"
 
@@ -105,14 +105,14 @@ def _explicit(case: Case) -> Callable[[Context], list[Example]]:
     return explicit
 
 
-def _run(case: Case) -> Callable[[Callable[..., Any], Example], Trial]:
-    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run(case: Case) -> Run:
+    def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
 
-        placed = place(case, ex)
+        placed = place(case, ex, rt.rng())
         mesh = placed["mesh"]
-        trial = compile_and_run(
-            jax.jit(lambda a, b: fn(a, b, mesh)), placed["args"], mesh, ex,
+        trial = rt.compile_and_run(
+            jax.jit(lambda a, b: fn(a, b, mesh)), placed["args"], mesh,
             dtype=ex["dtype"], sharding=placed["out"], case=case.name,
         )  # fmt: skip
         trial.expected = placed["expected"]
@@ -206,7 +206,7 @@ def _alternatives(case: Case) -> Callable[[Trial], list[tuple[str, Any]]] | None
         ex = trial.example
         x, y = mesh_shape(ex)
         i, j, _ = ex["shape"]
-        placed = place(case, ex)
+        placed = place(case, ex, trial.rng())
         a, b = placed["a"].astype(np.float64), placed["b"].astype(np.float64)
 
         def rows(r: int) -> slice:

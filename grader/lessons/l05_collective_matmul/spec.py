@@ -41,10 +41,19 @@ from grader.checks import (
 )
 from grader.checks.comms import PERMUTE, communication, streams
 from grader.evidence import Timeline
-from grader.programs import FLOAT, compile_and_run, example_rng, example_values
 from grader.reference.matmul import ITEMSIZE
 from grader.results import CheckResult
-from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
+from grader.runtime import FLOAT, Runtime, example_values
+from grader.spec import (
+    Check,
+    Context,
+    Example,
+    ExerciseSpec,
+    LessonSpec,
+    Run,
+    Trial,
+    format_example,
+)
 
 
 def _itemsize(t: Trial) -> int:
@@ -129,9 +138,8 @@ def _layout(kind: str, ex: Example) -> Layout:
     return Layout((b, d), (d, f), (None, "x"), ("x", None), (None, "x"), b * ex["fblock"])
 
 
-def _inputs(kind: str, ex: Example) -> tuple[np.ndarray, np.ndarray]:
+def inputs(kind: str, ex: Example, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     lay = _layout(kind, ex)
-    rng = example_rng(ex)
     dtype = np.dtype("float32") if ex["dtype"] == "float32" else _bf16()
     return (
         example_values(rng, lay.x, ex, 3).astype(dtype),
@@ -145,8 +153,8 @@ def _bf16() -> Any:
     return jnp.dtype("bfloat16")
 
 
-def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
-    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run(kind: str) -> Run:
+    def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
@@ -155,13 +163,13 @@ def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
 
         mesh = devices.make_mesh((ex["n"],), ("x",))
         lay = _layout(kind, ex)
-        x, w = _inputs(kind, ex)
+        x, w = inputs(kind, ex, rt.rng())
         args = (
             jax.device_put(x, NamedSharding(mesh, P(*lay.x_spec))),
             jax.device_put(w, NamedSharding(mesh, P(*lay.w_spec))),
         )
-        trial = compile_and_run(
-            jax.jit(lambda a, b: fn(a, b, mesh)), args, mesh, ex,
+        trial = rt.compile_and_run(
+            jax.jit(lambda a, b: fn(a, b, mesh)), args, mesh,
             dtype=ex["dtype"], sharding=NamedSharding(mesh, P(*lay.y_spec)), kind=kind,
         )  # fmt: skip
         trial.expected = (x.astype(np.float64) @ w.astype(np.float64)).astype(x.dtype)
@@ -224,7 +232,7 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
     if len(per) != 1 or n < 3:
         return []
     (shift,) = per
-    x, w = (a.astype(np.float64) for a in _inputs("gather", ex))
+    x, w = (a.astype(np.float64) for a in inputs("gather", ex, trial.rng()))
     rows, d = x.shape[0] // n, ex["dblock"]
 
     def cols(i: int, j: int) -> np.ndarray:

@@ -38,10 +38,19 @@ from grader.checks.comms import communication
 from grader.checks.trees import PerLeaf
 from grader.evidence import BytesExpectation, Note, Table
 from grader.measure import jaxpr
-from grader.programs import compile_and_run, example_rng
 from grader.reference import training
 from grader.results import CheckResult
-from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
+from grader.runtime import Runtime
+from grader.spec import (
+    Check,
+    Context,
+    Example,
+    ExerciseSpec,
+    LessonSpec,
+    Run,
+    Trial,
+    format_example,
+)
 
 MODULE = "l06_data_parallel"
 AXIS = "data"
@@ -125,9 +134,10 @@ def _model_sizes(ex: Example) -> training.Sizes:
     return training.Sizes(ex["layers"], ex["n"] * ex["rows"], ex["d"], ex["f"])
 
 
-def _inputs(ex: Example) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+def inputs(
+    ex: Example, rng: np.random.Generator
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     sizes = _model_sizes(ex)
-    rng = example_rng(ex)
     params = training.draw_params(rng, sizes.n_layers, sizes.d, sizes.f)
     return (params, *training.draw_batch(rng, sizes.batch, sizes.d))
 
@@ -148,8 +158,8 @@ def _expected(kind: str, ex: Example, params, x, y) -> Any:
     return training.grads(params, x, y)[1]
 
 
-def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
-    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run(kind: str) -> Run:
+    def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
@@ -157,7 +167,7 @@ def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
         from grader.measure import devices
 
         mesh = devices.make_mesh((ex["n"],), (AXIS,))
-        params, x, y = _inputs(ex)
+        params, x, y = inputs(ex, rt.rng())
         rows = NamedSharding(mesh, P(AXIS, None))
         args = (
             jax.device_put(params, NamedSharding(mesh, P())),
@@ -166,8 +176,8 @@ def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
         )
         last = (float(ex["lr"]),) if kind == "train" else (ex["micro"],) if "micro" in ex else ()
         jitted = jax.jit(lambda p, a, b: fn(p, a, b, mesh, *last))
-        trial = compile_and_run(
-            jitted, args, mesh, ex, compiler_options=FAST_COMPILE, kind=kind,
+        trial = rt.compile_and_run(
+            jitted, args, mesh, compiler_options=FAST_COMPILE, kind=kind,
             inputs=(params, x, y), replicated=NamedSharding(mesh, P()), dtype="float32",
         )  # fmt: skip
         trial.expected = _expected(kind, ex, params, x, y)

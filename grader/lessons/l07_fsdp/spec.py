@@ -56,10 +56,19 @@ from grader.checks import (
 from grader.checks.comms import communication
 from grader.checks.trees import PerLeaf
 from grader.evidence import Bar, Evidence, MemoryBars, Table
-from grader.programs import StudentReturnError, compile_and_run, example_rng
 from grader.reference import training
 from grader.results import CheckResult
-from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
+from grader.runtime import Runtime, StudentReturnError
+from grader.spec import (
+    Check,
+    Context,
+    Example,
+    ExerciseSpec,
+    LessonSpec,
+    Run,
+    Trial,
+    format_example,
+)
 
 AXIS = "data"
 ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE = "all-gather", "reduce-scatter", "all-reduce"
@@ -150,8 +159,8 @@ def _expected(kind: str, params: dict, x: np.ndarray, y: np.ndarray) -> Any:
     return new, np.float64(value)
 
 
-def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
-    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run(kind: str) -> Run:
+    def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
@@ -160,7 +169,7 @@ def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
 
         mesh = devices.make_mesh((ex["n"],), (AXIS,))
         s = sizes(ex)
-        rng = example_rng(ex)
+        rng = rt.rng()
         params = training.draw_params(rng, s.n_layers, s.d, s.f)
         x, y = training.draw_batch(rng, s.batch, s.d)
         shard = {k: NamedSharding(mesh, v) for k, v in _specs().items()}
@@ -169,8 +178,8 @@ def _run(kind: str) -> Callable[[Callable[..., Any], Example], Trial]:
             *(jax.device_put(a, shard["batch"]) for a in ((x,) if kind == "forward" else (x, y))),
         )
         jitted = jax.jit(_program(kind, fn, mesh))
-        trial = compile_and_run(
-            jitted, args, mesh, ex, kind=kind, dtype="float32", shardings=shard,
+        trial = rt.compile_and_run(
+            jitted, args, mesh, kind=kind, dtype="float32", shardings=shard,
             replicated=NamedSharding(mesh, P()), before=params,
         )  # fmt: skip
         _check_structure(kind, trial.output)

@@ -38,10 +38,10 @@ from grader.checks.groups import GroupsWithin, grouped, replica_groups
 from grader.evidence import DeviceMap, Evidence
 from grader.lessons.l08_tensor_parallel.checks import Carries, WeightsStay, arrays
 from grader.measure.hlo import Collective
-from grader.programs import compile_and_run, example_rng
 from grader.reference import training
 from grader.results import CheckResult
-from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
+from grader.runtime import Runtime
+from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Run, Trial
 
 MODULE = "l08_tensor_parallel"
 ITEMSIZE = 4  # float32
@@ -114,16 +114,14 @@ def _normal(rng: np.random.Generator, shape: tuple[int, ...], fan_in: int = 1) -
     return (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
 
 
-def _mlp_inputs(ex: Example) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def mlp_inputs(ex: Example, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rows, d, f = ex["shape"]  # rows: B, or S for sp_mlp
-    rng = example_rng(ex)
     return _normal(rng, (rows, d)), _normal(rng, (d, f), d), _normal(rng, (f, d), f)
 
 
-def _attention_inputs(ex: Example) -> tuple[np.ndarray, ...]:
+def attention_inputs(ex: Example, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
     b, s, d = ex["shape"]
     hd = ex["heads"] * ex["dh"]
-    rng = example_rng(ex)
     x = _normal(rng, (b, s, d))
     return (x, *(_normal(rng, (d, hd), d) for _ in range(3)), _normal(rng, (hd, d), hd))
 
@@ -132,7 +130,7 @@ def _f64(*xs: np.ndarray) -> list[np.ndarray]:
     return [a.astype(np.float64) for a in xs]
 
 
-def _setup(name: str, ex: Example) -> Setup:
+def _setup(name: str, ex: Example, rng: np.random.Generator) -> Setup:
     from grader.measure import devices
 
     if name == "dp_tp_mlp":
@@ -140,11 +138,11 @@ def _setup(name: str, ex: Example) -> Setup:
     else:
         mesh = devices.make_mesh((ex["n"],), ("model",))
     if name == "tp_attention":
-        inputs = _attention_inputs(ex)
+        inputs = attention_inputs(ex, rng)
         expected = attention(*_f64(*inputs), ex["heads"])
         layouts = (REPLICATED, COLUMNS, COLUMNS, COLUMNS, ROWS)
         return Setup(mesh, inputs, layouts, REPLICATED, expected.astype(np.float32), (ex["heads"],))
-    inputs = _mlp_inputs(ex)
+    inputs = mlp_inputs(ex, rng)
     expected = mlp(*_f64(*inputs)).astype(np.float32)
     x_and_y = {"tp_mlp": REPLICATED, "sp_mlp": ROWS, "dp_tp_mlp": BATCH}[name]
     return Setup(mesh, inputs, (x_and_y, COLUMNS, ROWS), x_and_y, expected)
@@ -245,20 +243,20 @@ def _dp_tp_explicit(ctx: Context) -> list[Example]:
 # ------------------------------------------------------------------ running
 
 
-def _run(name: str) -> Callable[[Callable[..., Any], Example], Trial]:
-    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run(name: str) -> Run:
+    def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
-        setup = _setup(name, ex)
+        setup = _setup(name, ex, rt.rng())
         mesh = setup.mesh
         args = tuple(
             jax.device_put(a, NamedSharding(mesh, P(*lay)))
             for a, lay in zip(setup.inputs, setup.layouts)
         )
-        trial = compile_and_run(
-            jax.jit(lambda *a: fn(*a, mesh, *setup.static)), args, mesh, ex,
+        trial = rt.compile_and_run(
+            jax.jit(lambda *a: fn(*a, mesh, *setup.static)), args, mesh,
             dtype="float32", sharding=NamedSharding(mesh, P(*setup.out)), name=name,
         )  # fmt: skip
         trial.expected = setup.expected
@@ -381,7 +379,7 @@ def _dp_tp_alternatives(t: Trial) -> list[tuple[str, Callable[[tuple, tuple], An
     data = ex["mesh"][0]
     if data < 2:
         return []
-    y = mlp(*_f64(*_mlp_inputs(ex)))
+    y = mlp(*_f64(*mlp_inputs(ex, t.rng())))
     total = sum(np.split(y, data))
     return [
         (
@@ -397,7 +395,7 @@ def _dp_tp_alternatives(t: Trial) -> list[tuple[str, Callable[[tuple, tuple], An
 def _attention_alternatives(t: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
     ex = t.example
     n, heads, dh, d = ex["n"], ex["heads"], ex["dh"], ex["shape"][2]
-    inputs = _f64(*_attention_inputs(ex))
+    inputs = _f64(*attention_inputs(ex, t.rng()))
     out: list[tuple[str, np.ndarray]] = []
     if heads // n >= 2 and dh >= 2:  # else every stride reads the same columns
         out.append((

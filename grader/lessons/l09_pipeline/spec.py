@@ -47,9 +47,9 @@ from grader.lessons.l09_pipeline.checks import (
     Ticks,
     WeightsStay,
 )
-from grader.programs import compile_and_run, example_rng
 from grader.reference import training
-from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
+from grader.runtime import Runtime
+from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Run, Trial
 
 MODULE = "l09_pipeline"
 AXIS = "stage"
@@ -83,8 +83,8 @@ def _shares_rows(schedule: Any) -> bool:
 
 def _run_schedule(
     name: str, reference: Callable[[int, int], schedules.Schedule], split_w: bool
-) -> Callable[[Callable[..., Any], Example], Trial]:
-    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+) -> Run:
+    def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         p, m = ex["p"], ex["m"]
         out = fn(p, m)
         return Trial(
@@ -188,8 +188,8 @@ def _describe(ex: Example) -> str:
     return f"{kind.get(ex['kind'], ex['kind'])}, p = {ex['p']}, m = {ex['m']}"
 
 
-def _run_measure(name: str) -> Callable[[Callable[..., Any], Example], Trial]:
-    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run_measure(name: str) -> Run:
+    def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         schedule = given_schedule(ex)
         handed = copy.deepcopy(schedule)
         out = fn(handed)
@@ -340,8 +340,8 @@ def _weight_bytes(ex: Example) -> int:
     return ex["d"] * ex["f"] * FLOAT32
 
 
-def _run_exec(grads: bool) -> Callable[[Callable[..., Any], Example], Trial]:
-    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run_exec(grads: bool) -> Run:
+    def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
@@ -350,7 +350,7 @@ def _run_exec(grads: bool) -> Callable[[Callable[..., Any], Example], Trial]:
 
         mesh = devices.make_mesh((ex["p"],), (AXIS,))
         sizes = _sizes(ex)
-        rng = example_rng(ex)
+        rng = rt.rng()
         params = training.draw_params(rng, sizes.n_layers, sizes.d, sizes.f)
         x, y = training.draw_batch(rng, sizes.batch, sizes.d)
         layers = NamedSharding(mesh, P(AXIS, None, None))
@@ -361,8 +361,8 @@ def _run_exec(grads: bool) -> Callable[[Callable[..., Any], Example], Trial]:
             jitted = jax.jit(lambda p, a, b: fn(p, a, b, mesh, ex["m"]))
         else:
             jitted = jax.jit(lambda p, a: fn(p, a, mesh, ex["m"]))
-        trial = compile_and_run(
-            jitted, tuple(args), mesh, ex, inputs=(params, x, y),
+        trial = rt.compile_and_run(
+            jitted, tuple(args), mesh, inputs=(params, x, y),
             layers=layers, replicated=everywhere, dtype="float32",
         )  # fmt: skip
         trial.expected = training.grads(params, x, y)[1] if grads else training.forward(params, x)

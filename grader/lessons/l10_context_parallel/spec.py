@@ -60,9 +60,18 @@ from grader.lessons.l10_context_parallel.checks import (
     kv_block_elements,
     ring_steps,
 )
-from grader.programs import compile_and_run, example_rng
 from grader.reference.training import SAFETY, U32
-from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
+from grader.runtime import Runtime
+from grader.spec import (
+    Check,
+    Context,
+    Example,
+    ExerciseSpec,
+    LessonSpec,
+    Run,
+    Trial,
+    format_example,
+)
 
 MODULE = "l10_context_parallel"
 AXIS = "seq"
@@ -167,9 +176,8 @@ def _causal(ex: Example) -> bool:
     return ex.get("mask", "causal") == "causal"
 
 
-def _qkv(ex: Example) -> tuple[np.ndarray, ...]:
+def qkv(ex: Example, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
     """q, k, v [S, H, Dh], unit normal, in the example's dtype."""
-    rng = example_rng(ex)
     shape = (ex["n"] * _rows(ex), ex["h"], ex["dh"])
     dtype = np.dtype("float32") if ex["dtype"] == "float32" else _bf16()
     return tuple(rng.standard_normal(shape).astype(np.float32).astype(dtype) for _ in range(3))
@@ -184,8 +192,8 @@ def _bf16() -> Any:
 # ------------------------------------------------------------------ running
 
 
-def _run_ring(zigzag: bool) -> Callable[[Callable[..., Any], Example], Trial]:
-    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run_ring(zigzag: bool) -> Run:
+    def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
@@ -193,15 +201,15 @@ def _run_ring(zigzag: bool) -> Callable[[Callable[..., Any], Example], Trial]:
         from grader.measure import devices
 
         mesh = devices.make_mesh((ex["n"],), (AXIS,))
-        q, k, v = _qkv(ex)
+        q, k, v = qkv(ex, rt.rng())
         s = q.shape[0]
         order = attention.zigzag_order(s, ex["n"]) if zigzag else np.arange(s)
         rows = NamedSharding(mesh, P(AXIS, None, None))
         args = tuple(jax.device_put(a[order], rows) for a in (q, k, v))
         tail = () if zigzag else (_causal(ex),)
         jitted = jax.jit(lambda a, b, c: fn(a, b, c, mesh, *tail))
-        trial = compile_and_run(
-            jitted, args, mesh, ex, inputs=(q, k, v),
+        trial = rt.compile_and_run(
+            jitted, args, mesh, inputs=(q, k, v),
             order=order, dtype=ex["dtype"], sharding=rows, zigzag=zigzag,
             block_elements=_rows(ex) * ex["h"] * ex["dh"],
         )  # fmt: skip
@@ -211,13 +219,12 @@ def _run_ring(zigzag: bool) -> Callable[[Callable[..., Any], Example], Trial]:
     return run
 
 
-def _merge_inputs(ex: Example) -> tuple[np.ndarray, ...]:
+def merge_inputs(ex: Example, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
     """Two partials (o, lse) over disjoint key sets, float32.
 
     lse is drawn in [−300, 300]; half the pairs within ±3 of each other (both
     weights matter), the others anywhere. Row 0 has lse1 = −inf, row 1
     lse2 = −inf, row 2 both (a row that has seen no key yet); o = 0 there."""
-    rng = example_rng(ex)
     s, h, dh = ex["s"], ex["h"], ex["dh"]
     lse1 = rng.uniform(-LSE_RANGE, LSE_RANGE, (s, h))
     near = rng.random((s, h)) < 0.5
@@ -230,11 +237,11 @@ def _merge_inputs(ex: Example) -> tuple[np.ndarray, ...]:
     return tuple(a.astype(np.float32) for a in (o1, lse1, o2, lse2))
 
 
-def _run_merge(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run_merge(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     import jax
 
-    inputs = _merge_inputs(ex)
-    trial = compile_and_run(jax.jit(fn), tuple(jax.numpy.asarray(a) for a in inputs), None, ex)
+    inputs = merge_inputs(ex, rt.rng())
+    trial = rt.compile_and_run(jax.jit(fn), tuple(jax.numpy.asarray(a) for a in inputs), None)
     o1, lse1, o2, lse2 = (a.astype(np.float64) for a in inputs)
     trial.expected = attention.merge((o1, lse1), (o2, lse2))
     trial.extra.update(lse=(lse1, lse2), o=(o1, o2))

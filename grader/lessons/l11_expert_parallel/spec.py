@@ -47,9 +47,18 @@ from grader.checks.trees import PerLeaf
 from grader.evidence import Evidence, ExpertLoad
 from grader.lessons.l11_expert_parallel import routing as moe_routing
 from grader.lessons.l11_expert_parallel.checks import AllToAllCount, Combine, Dispatch
-from grader.programs import StudentReturnError, compile_and_run, example_rng
 from grader.reference import training
-from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial, format_example
+from grader.runtime import Runtime, StudentReturnError
+from grader.spec import (
+    Check,
+    Context,
+    Example,
+    ExerciseSpec,
+    LessonSpec,
+    Run,
+    Trial,
+    format_example,
+)
 
 MODULE = "l11_expert_parallel"
 AXIS = "expert"
@@ -106,23 +115,22 @@ def _dispatch_explicit(k: int) -> Callable[[Context], list[Example]]:
     return explicit
 
 
-def _logits(ex: Example) -> np.ndarray:
-    rng = example_rng(ex)
+def logits_for(ex: Example, rng: np.random.Generator) -> np.ndarray:
     shape = (ex["t"], ex["e"])
     if ex["logits"] == "ties":  # 4 values: most tokens have a tie somewhere
         return (rng.integers(0, 4, shape) / 2).astype(np.float32)
     return rng.standard_normal(shape).astype(np.float32)
 
 
-def _dispatch_run(k: int) -> Callable[[Callable[..., Any], Example], Trial]:
-    def run(fn: Callable[..., Any], ex: Example) -> Trial:
+def _dispatch_run(k: int) -> Run:
+    def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
 
-        logits = _logits(ex)
+        logits = logits_for(ex, rt.rng())
         capacity = ex["capacity"]
         placed = jax.device_put(logits)
-        trial = compile_and_run(
-            jax.jit(lambda lg: fn(lg, capacity)), (placed,), None, ex,
+        trial = rt.compile_and_run(
+            jax.jit(lambda lg: fn(lg, capacity)), (placed,), None,
             compiler_options=FAST_COMPILE, logits=logits.astype(np.float64),
         )  # fmt: skip
         _check_router_output(trial.output, (ex["t"], ex["e"], capacity), fn.__name__)
@@ -202,13 +210,12 @@ def _layer_explicit(ctx: Context) -> list[Example]:
     ]
 
 
-def layer_inputs(ex: Example) -> dict[str, np.ndarray]:
+def layer_inputs(ex: Example, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """x [T, D], router_w [D, E], w_in [E, D, F], w_out [E, F, D] in the example's
     dtype (numpy, bfloat16 through ml_dtypes), routing-exact (module docstring)."""
     import ml_dtypes  # noqa: F401 - registers bfloat16 with numpy
 
     n, d = ex["n"], ex["d"]
-    rng = example_rng(ex)
     params = training.draw_params(rng, n, d, ex["f"])  # [E, D, F], [E, F, D], 1/√fan-in
     x, _ = training.draw_batch(rng, n * ex["rows"], d)
     x[:, :ROUTED] = rng.integers(-GRID, GRID + 1, (len(x), ROUTED)) / GRID
@@ -231,7 +238,7 @@ def reference(ex: Example, inputs: dict[str, np.ndarray], **variant: Any) -> np.
     )  # fmt: skip
 
 
-def _layer_run(fn: Callable[..., Any], ex: Example) -> Trial:
+def _layer_run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     import jax
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
@@ -239,14 +246,14 @@ def _layer_run(fn: Callable[..., Any], ex: Example) -> Trial:
     from grader.measure import devices
 
     mesh = devices.make_mesh((ex["n"],), (AXIS,))
-    inputs = layer_inputs(ex)
+    inputs = layer_inputs(ex, rt.rng())
     specs = {"x": P(AXIS, None), "router_w": P(), "w_in": P(AXIS, None, None)}
     specs["w_out"] = specs["w_in"]
     args = tuple(jax.device_put(a, NamedSharding(mesh, specs[k])) for k, a in inputs.items())
     capacity = ex["capacity"]
     jitted = jax.jit(lambda x, r, a, b: fn(x, r, a, b, mesh, capacity))
-    trial = compile_and_run(
-        jitted, args, mesh, ex, compiler_options=FAST_COMPILE, inputs=inputs,
+    trial = rt.compile_and_run(
+        jitted, args, mesh, compiler_options=FAST_COMPILE, inputs=inputs,
         dtype=ex["dtype"], sharding=NamedSharding(mesh, specs["x"]),
     )  # fmt: skip
     trial.expected = reference(ex, inputs)

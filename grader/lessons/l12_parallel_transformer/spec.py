@@ -53,9 +53,9 @@ from grader.checks.groups import grouped, replica_groups, show_groups, spanned_a
 from grader.checks.trees import PerLeaf
 from grader.evidence import KindBytes, KindBytesRow, Table
 from grader.lessons.l12_parallel_transformer import transformer as model
-from grader.programs import StudentReturnError, compile_and_run, example_rng
 from grader.reference import training
 from grader.results import CheckResult
+from grader.runtime import Runtime, StudentReturnError
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
 
 DATA, MODEL = "data", "model"
@@ -195,26 +195,25 @@ def _sharding(mesh: Any, name: str) -> Any:
     return NamedSharding(mesh, P(*LAYOUT[name]))
 
 
-def _draw(ex: Example) -> tuple[Sizes, dict, np.ndarray, np.ndarray]:
+def draw(ex: Example, rng: np.random.Generator) -> tuple[Sizes, dict, np.ndarray, np.ndarray]:
     s = sizes(ex)
-    rng = example_rng(ex)
     params = model.draw_params(rng, s.n_layers, s.d, s.hdh, s.f)
     x, y = model.draw_batch(rng, s.batch, s.seq, s.d)
     return s, params, x, y
 
 
-def _run_shard(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run_shard(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     from grader.measure import devices
 
     mesh = devices.make_mesh(ex["mesh"], (DATA, MODEL))
-    _, params, _, _ = _draw(ex)
+    _, params, _, _ = draw(ex, rt.rng())
     out = fn({k: v.copy() for k, v in params.items()}, mesh)
     _check_dict(out, "shard_params", "the placed params")
     return Trial(example=ex, output=out, expected=params, mesh=mesh,
                  extra={"dtype": "float32", "shardings": {k: _sharding(mesh, k) for k in NAMES}})  # fmt: skip
 
 
-def _run_train(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run_train(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     import jax
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
@@ -222,13 +221,13 @@ def _run_train(fn: Callable[..., Any], ex: Example) -> Trial:
     from grader.measure import devices
 
     mesh = devices.make_mesh(ex["mesh"], (DATA, MODEL))
-    s, params, x, y = _draw(ex)
+    s, params, x, y = draw(ex, rt.rng())
     placed = {k: jax.device_put(params[k], _sharding(mesh, k)) for k in NAMES}
     batch = _sharding(mesh, "x")
     args = (placed, jax.device_put(x, batch), jax.device_put(y, batch))
     heads = s.heads
     jitted = jax.jit(lambda p, xb, yb: fn(p, xb, yb, mesh, LR, heads))
-    trial = compile_and_run(jitted, args, mesh, ex, compiler_options=FAST_COMPILE,
+    trial = rt.compile_and_run(jitted, args, mesh, compiler_options=FAST_COMPILE,
                             before=params, dtype="float32",
                             shardings={k: _sharding(mesh, k) for k in NAMES},
                             replicated=NamedSharding(mesh, P()))  # fmt: skip
@@ -692,7 +691,7 @@ def _predict_shapes(ex: Example) -> dict[str, tuple[int, ...]]:
             "x": (ex["batch"], ex["seq"], ex["d"])}  # fmt: skip
 
 
-def _run_predict(fn: Callable[..., Any], ex: Example) -> Trial:
+def _run_predict(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     data, m = ex["mesh"]
     shapes = _predict_shapes(ex)
     out = fn(dict(shapes), {DATA: data, MODEL: m}, ITEMSIZE)

@@ -1,12 +1,22 @@
-"""Compile a student's program once, read it, run it: one Trial per example.
+"""The small interface a spec's ``run`` is given for one example.
 
-Where the program is traced depends on the process (see :mod:`grader.sandbox.isolation`):
-in one process (the tests, ``course dev``) :func:`compile_and_run` traces,
-compiles and runs it; in the student's process it only traces and exports it
-(:class:`Exporting`); in the grading process it compiles and runs the program
-the student's process exported, on data from a salt the student never sees
-(:class:`Replaying`). Specs call :func:`compile_and_run` and
-:func:`example_rng` and need not know which.
+A spec's ``run(rt, fn, ex)`` builds the example's inputs from ``rt.rng()``,
+builds meshes with ``rt.mesh(...)``, and hands the program it builds around the
+student's ``fn`` to ``rt.compile_and_run(...)``, which returns the
+:class:`~grader.spec.Trial` the checks read. ``run`` never knows which process
+it runs in. Three runtimes implement the interface; whoever starts the engine
+chooses one:
+
+- :class:`InProcess` (here): trace, compile and run the program in this process,
+  on data from salt 0 unless told otherwise (the tests, ``course dev``);
+- ``Exporting`` (:mod:`grader.sandbox.student`, the student's process): trace the
+  program on decoy data, export it and hand it over; never compile or run it;
+- ``Replaying`` (:mod:`grader.sandbox.isolation`, the grading worker): take the
+  program the student's process exported, check it, compile it and run it here
+  on data from a secret salt.
+
+No module-level state: the salt, the mode and the student's process belong to
+the runtime object.
 """
 
 from __future__ import annotations
@@ -22,22 +32,15 @@ from grader.spec import Example, Trial
 FLOAT = "float"
 """``values=float`` in an example: normal floats instead of small integers."""
 
-_salt = 0
-"""Mixed into every example's data seed (:func:`example_rng`). 0 in one process
-(tests, reproducible); secret and fresh per run in the grading process, random
-in the student's process, so the data a program is traced on there tells
-nothing about the data it is graded on."""
 
-
-def set_data_salt(salt: int) -> None:
-    global _salt
-    _salt = int(salt)
-
-
-def example_rng(ex: Example) -> np.random.Generator:
-    """The generator an example's input data is drawn from."""
+def example_rng(ex: Example, salt: int = 0) -> np.random.Generator:
+    """The generator an example's input data is drawn from: its seed, mixed with
+    ``salt``. Salt 0 (tests, reproducible) gives the seed's own data; the grading
+    worker uses a secret salt, fresh per run, and the student's process a random
+    one of its own, so the data a program is traced on there tells nothing about
+    the data it is graded on."""
     seed = int(ex.get("seed", 0))
-    return np.random.default_rng([seed, _salt] if _salt else seed)
+    return np.random.default_rng([seed, int(salt)] if salt else seed)
 
 
 def example_values(
@@ -93,27 +96,69 @@ def check_local_return(out: Any, shape: tuple[int, ...], dtype: Any, fname: str)
         )
 
 
-def compile_and_run(
-    program: Callable[..., Any],
-    args: tuple[Any, ...],
-    mesh: Any,
-    example: Example,
-    *,
-    compiler_options: dict[str, Any] | None = None,
-    ours: bool = False,
-    **extra: Any,
-) -> Trial:
-    """Lower and compile ``program`` once, read its HLO and memory, run it.
+class Runtime:
+    """What a spec's ``run`` is given for one example (see the module docstring)."""
 
-    ``ours``: the grader's own program (a reference it measures), compiled
-    here in every process.
+    def __init__(self, example: Example, salt: int = 0):
+        self.example = example
+        self.salt = int(salt)
 
-    ``compiler_options`` go to XLA (e.g. a lower backend optimisation level,
-    for a spec that has measured it leaves collectives and memory unchanged).
-    ``mesh`` may be None for a one-device program."""
-    mode = _mode
-    if mode is not None and not ours:
-        return mode.compile_and_run(program, args, mesh, example, compiler_options, extra)
+    def rng(self) -> np.random.Generator:
+        """The example's random source: a fresh generator on every call, the
+        same stream each time."""
+        return example_rng(self.example, self.salt)
+
+    def mesh(self, shape: tuple[int, ...], names: tuple[str, ...]) -> Any:
+        """A mesh of the devices this grade runs on (simulated ones when the lesson
+        is graded on simulated CPU devices)."""
+        from grader.measure import devices
+
+        return devices.make_mesh(shape, names)
+
+    def compile_and_run(
+        self,
+        program: Callable[..., Any],
+        args: tuple[Any, ...],
+        mesh: Any,
+        *,
+        compiler_options: dict[str, Any] | None = None,
+        ours: bool = False,
+        **extra: Any,
+    ) -> Trial:
+        """Compile ``program`` once, read its HLO and memory, run it on ``args``.
+
+        ``ours``: the grader's own program (a reference it measures), compiled
+        and run in this process whatever the runtime.
+
+        ``compiler_options`` go to XLA (e.g. a lower backend optimisation level,
+        for a spec that has measured it leaves collectives and memory unchanged).
+        ``mesh`` may be None for a one-device program."""
+        if ours:
+            return compile_here(
+                program, args, mesh, self.example, compiler_options, extra, self.salt
+            )
+        return self.student_program(program, args, mesh, compiler_options, extra)
+
+    def student_program(
+        self, program: Callable[..., Any], args: tuple[Any, ...], mesh: Any,
+        compiler_options: dict[str, Any] | None, extra: dict[str, Any],
+    ) -> Trial:  # fmt: skip
+        """How this runtime treats the program built around the student's function."""
+        raise NotImplementedError
+
+
+class InProcess(Runtime):
+    """Everything in this process: the tests, ``course dev``, benchmarks."""
+
+    def student_program(self, program, args, mesh, compiler_options, extra) -> Trial:
+        return compile_here(program, args, mesh, self.example, compiler_options, extra, self.salt)
+
+
+def compile_here(
+    program: Callable[..., Any], args: tuple[Any, ...], mesh: Any, example: Example,
+    compiler_options: dict[str, Any] | None, extra: dict[str, Any], salt: int = 0,
+) -> Trial:  # fmt: skip
+    """Trace, lower, compile and run ``program`` in this process."""
     import jax
 
     from grader.measure import jaxpr
@@ -121,13 +166,20 @@ def compile_and_run(
     jitted = program if hasattr(program, "lower") else jax.jit(program)
     traced = jitted.trace(*args)  # traced once: its jaxpr is what the student asked for
     return run_compiled(
-        traced.lower(), jaxpr.read(traced.jaxpr), args, mesh, example, compiler_options, extra
+        traced.lower(),
+        jaxpr.read(traced.jaxpr),
+        args,
+        mesh,
+        example,
+        compiler_options,
+        extra,
+        salt,
     )
 
 
 def run_compiled(
     lowered: Any, program: Any, args: tuple[Any, ...], mesh: Any, example: Example,
-    compiler_options: dict[str, Any] | None, extra: dict[str, Any],
+    compiler_options: dict[str, Any] | None, extra: dict[str, Any], salt: int = 0,
 ) -> Trial:  # fmt: skip
     """Compile a lowered program, read its HLO and memory, run it on ``args``."""
     import jax
@@ -157,25 +209,8 @@ def run_compiled(
         inputs_intact=inputs_intact(args, host_copies),
         program=program,
         extra=extra,
+        salt=salt,
     )
-
-
-class Mode:
-    """How :func:`compile_and_run` treats a program in this process."""
-
-    def compile_and_run(
-        self, program: Callable[..., Any], args: tuple[Any, ...], mesh: Any, example: Example,
-        compiler_options: dict[str, Any] | None, extra: dict[str, Any],
-    ) -> Trial:  # fmt: skip
-        raise NotImplementedError
-
-
-_mode: Mode | None = None
-
-
-def set_mode(mode: Mode | None) -> None:
-    global _mode
-    _mode = mode
 
 
 def inputs_intact(args: tuple[Any, ...], host_copies: list[np.ndarray | None]) -> str | None:
