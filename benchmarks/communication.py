@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.measure import devices  # noqa: E402
-from grader.runtime import example_rng  # noqa: E402
+from grader.runtime import InProcess, example_rng  # noqa: E402
 
 devices.configure(8, "cpu")
 
@@ -88,12 +88,12 @@ def lesson4() -> list[dict]:
             assert case.cheapest(*SHAPE, mesh)
             key = {"mesh": mesh} if case.two_d else {"n": mesh[0]}
             ex = {**key, "shape": SHAPE, "dtype": "float32", "seed": 0}
-            trial = l04._run(case)(getattr(sol, f"matmul_{case.name}"), ex)
+            trial = l04.make_run(case)(InProcess(ex), getattr(sol, f"matmul_{case.name}"), ex)
             ours = trial.comms.bytes(None, matmul.ITEMSIZE["float32"])
             xla, kinds = matmul.xla_bytes(case, ex)
             rows.append({"lesson": 4, "exercise": f"matmul_{case.name}",
                          "mesh": "×".join(map(str, mesh)), "bytes": ours,
-                         "optimum": l04._optimum(case, ex), "xla": xla, "xla_kinds": kinds})  # fmt: skip
+                         "optimum": l04.optimum(case, ex), "xla": xla, "xla_kinds": kinds})  # fmt: skip
     return rows
 
 
@@ -114,7 +114,7 @@ def lesson5() -> list[dict]:
                 ex = {"n": n, "rows": 2, "dblock": 32, "f": 128, "dtype": "float32", "seed": 0}
             else:
                 ex = {"n": n, "b": 8, "dblock": 16, "fblock": 16, "dtype": "float32", "seed": 0}
-            lay = l05._layout(kind, ex)
+            lay = l05.layout(kind, ex)
             x, w = l05.inputs(kind, ex, example_rng(ex))
             specs = (lay.x_spec, lay.w_spec)
             mesh = devices.make_mesh((n,), ("x",))
@@ -154,7 +154,7 @@ def lesson6() -> list[dict]:
             grad = jax.grad(tinymodels.loss)
             theirs, xla_temp = _compile_dp(grad, auto, params, x, y, out=NamedSharding(auto, P()))
             rows.append({"lesson": 6, "exercise": name, "mesh": str(n), "bytes": ours.bytes(),
-                         "optimum": 2 * (n - 1) * (l06._params_bytes(ex) + loss) // n,
+                         "optimum": 2 * (n - 1) * (l06.params_bytes(ex) + loss) // n,
                          "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds()),
                          "temp": temp, "xla_temp": xla_temp})  # fmt: skip
     return rows
@@ -177,10 +177,10 @@ def lesson7() -> list[dict]:
                        ("fsdp_train_step", "train")):  # fmt: skip
         for n in (2, 4, 8):
             ex = {"n": n, "layers": 12, "rows": 2, "dblock": 8, "f": 64, "seed": 0}
-            trial = l07._run(kind)(getattr(sol, name), ex)
+            trial = l07.make_run(kind)(InProcess(ex), getattr(sol, name), ex)
             once = l07.ring(ex, l07.params_bytes(ex))
             optimum = {"forward": once, "grads": 3 * once}.get(
-                kind, 3 * once + l07._scalar_all_reduce(ex)
+                kind, 3 * once + l07.scalar_all_reduce(ex)
             )
             theirs, xla_temp = _xla_fsdp(kind, trial, n)
             rows.append({"lesson": 7, "exercise": name, "mesh": str(n), "bytes": trial.comms.bytes(),
@@ -194,7 +194,7 @@ def _xla_fsdp(kind: str, trial, n: int):
     """XLA's partitioner on the unsharded model with the same input and output shardings."""
     auto = jax.make_mesh((n,), ("data",), axis_types=(AxisType.Auto,),
                          devices=devices.devices()[:n])  # fmt: skip
-    shard = {k: NamedSharding(auto, spec) for k, spec in l07._specs().items()}
+    shard = {k: NamedSharding(auto, spec) for k, spec in l07.param_specs().items()}
     params = {k: jax.device_put(v, shard[k]) for k, v in trial.extra["before"].items()}
     s = l07.sizes(trial.example)
     x = jax.device_put(np.zeros((s.batch, s.d), np.float32), shard["batch"])
@@ -244,8 +244,8 @@ def lesson8() -> list[dict]:
                 ex = {"mesh": mesh_shape, "shape": (16 * mesh_shape[0], 64, 256), "seed": 0}
             else:
                 ex = {"n": m, "shape": (16, 64, 256), "seed": 0}
-            trial = l08.SPEC.exercise(name).run(getattr(sol, name), ex)
-            setup = l08._setup(name, ex)
+            trial = l08.SPEC.exercise(name).run(InProcess(ex), getattr(sol, name), ex)
+            setup = l08.setup_example(name, ex)
             names = setup.mesh.axis_names
             auto = jax.make_mesh(mesh_shape, names, axis_types=(AxisType.Auto,) * len(names),
                                  devices=devices.devices()[: int(np.prod(mesh_shape))])  # fmt: skip
@@ -255,7 +255,7 @@ def lesson8() -> list[dict]:
             compiled = jax.jit(fn, out_shardings=NamedSharding(auto, P(*setup.out)))
             theirs = hlo.summarize(compiled.lower(*args).compile().as_text(), auto.size)
             rows.append({"lesson": 8, "exercise": name, "mesh": "×".join(map(str, mesh_shape)),
-                         "bytes": trial.comms.bytes(), "optimum": l08._ring_all_reduce(trial),
+                         "bytes": trial.comms.bytes(), "optimum": l08.ring_all_reduce_bytes(trial),
                          "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds())})  # fmt: skip
     return rows
 
@@ -268,9 +268,9 @@ def lesson9() -> list[dict]:
     for name, grads in (("pipeline_forward", False), ("pipeline_grads", True)):
         for p in (2, 4, 8):
             ex = {"p": p, "m": 8, "rows": 2, "d": 8, "f": 24, "seed": 0}
-            trial = l09._run_exec(grads)(getattr(sol, name), ex)
+            trial = l09.run_exec(grads)(InProcess(ex), getattr(sol, name), ex)
             ticks = (2 if grads else 1) * (ex["m"] + p - 1)
-            y_bytes = 0 if grads else 2 * (p - 1) * l09._batch_bytes(ex) // p
+            y_bytes = 0 if grads else 2 * (p - 1) * l09.batch_bytes(ex) // p
             params, x, y = trial.extra["inputs"]
             auto = jax.make_mesh((p,), (l09.AXIS,), axis_types=(AxisType.Auto,),
                                  devices=devices.devices()[:p])  # fmt: skip
@@ -284,7 +284,7 @@ def lesson9() -> list[dict]:
             theirs = hlo.summarize(plan.lower(*args).compile().as_text(), num_devices=p)
             rows.append({"lesson": 9, "exercise": name, "mesh": str(p),
                          "bytes": trial.comms.bytes(),
-                         "optimum": ticks * l09._micro_bytes(ex) + y_bytes,
+                         "optimum": ticks * l09.micro_bytes(ex) + y_bytes,
                          "xla": theirs.bytes(), "xla_kinds": sorted(theirs.kinds())})  # fmt: skip
     return rows
 
@@ -374,11 +374,11 @@ def lesson12() -> list[dict]:
     from tinymodels import transformer
 
     sol = load_module(ROOT / "solutions", "l12_parallel_transformer")
-    base = l12._explicit(engine.context())[0]
+    base = l12.explicit_examples(engine.context())[0]
     rows = []
     for mesh in ((2, 2), (4, 2), (2, 4)):
         ex = {**base, "mesh": mesh, "heads": 3 * mesh[1]}
-        trial = l12._run_train(sol.train_step, ex)
+        trial = l12.run_train(InProcess(ex), sol.train_step, ex)
         s = l12.sizes(ex)
         optimum = sum(l12.reference_bytes(s.shapes(), s.data, s.model, l12.ITEMSIZE).values())
         auto = jax.make_mesh(mesh, ("data", "model"), axis_types=(AxisType.Auto,) * 2,

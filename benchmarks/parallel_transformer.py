@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.measure import devices  # noqa: E402
+from grader.runtime import InProcess  # noqa: E402
 
 devices.configure(8, "cpu")
 
@@ -48,7 +49,7 @@ VARIANTS = {
 
 
 def main() -> None:
-    ex = spec._explicit(engine.context())[0]
+    ex = spec.explicit_examples(engine.context())[0]
     s = spec.sizes(ex)
     ref = spec.reference_bytes(s.shapes(), s.data, s.model, spec.ITEMSIZE)
     optimum = spec.megatron(s.shapes(), s.data, s.model, spec.ITEMSIZE)
@@ -64,7 +65,7 @@ def main() -> None:
                 assert text.count(old) == 1, (name, old)
                 text = text.replace(old, new)
             (Path(tmp) / f"v{i}.py").write_text(text)
-            trial = spec._run_train(load_module(Path(tmp), f"v{i}").train_step, ex)
+            trial = spec.run_train(InProcess(ex), load_module(Path(tmp), f"v{i}").train_step, ex)
             ag, rs, ar = (trial.comms.bytes(k) for k in spec.KINDS)
             print(f"{name:42s} {trial.memory['temp'] / bound:10.2f} "
                   f"{ag / ref['all-gather']:7.2f} {rs / ref['reduce-scatter']:7.2f} "

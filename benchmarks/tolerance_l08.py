@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.measure import devices  # noqa: E402
+from grader.runtime import InProcess  # noqa: E402
 
 devices.configure(8, "cpu")
 
@@ -57,10 +58,16 @@ def main(n_draws: int = 12) -> None:
     print(f"{'exercise':14} {'reference':>16} {'bfloat16 inside':>18}   (× u·√K·max|ref|)")
     for ex_spec in spec.SPEC.exercises:
         examples = ex_spec.explicit(ctx) + draw_examples(ex_spec.strategy(ctx), n_draws, 0)
-        ref = [units(ex_spec.run(getattr(solutions, ex_spec.name), ex)) for ex in examples]
+        ref = [
+            units(ex_spec.run(InProcess(ex), getattr(solutions, ex_spec.name), ex))
+            for ex in examples
+        ]
         row = f"{ex_spec.name:14} {min(ref):7.2f}–{max(ref):<7.2f}"
         if ex_spec.name != "tp_attention":  # the cast sits in the MLP helper
-            low = [units(ex_spec.run(getattr(bf16, ex_spec.name), ex)) for ex in examples]
+            low = [
+                units(ex_spec.run(InProcess(ex), getattr(bf16, ex_spec.name), ex))
+                for ex in examples
+            ]
             row += f"  {min(low):8.0f}–{max(low):<8.0f}"
         print(row)
 

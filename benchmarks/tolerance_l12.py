@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from grader.measure import devices  # noqa: E402
+from grader.runtime import InProcess  # noqa: E402
 
 devices.configure(8, "cpu")
 
@@ -47,14 +48,14 @@ def worst(trial) -> float:
 
 def main() -> None:
     ctx = engine.context()
-    examples = spec._explicit(ctx) + draw_examples(spec._strategy(ctx), 3, seed=0)
+    examples = spec.explicit_examples(ctx) + draw_examples(spec.example_strategy(ctx), 3, seed=0)
     source = (ROOT / "solutions" / "l12_parallel_transformer.py").read_text()
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "bf16.py").write_text(source.replace(GATHER, BF16))
         programs = {"reference": load_module(ROOT / "solutions", "l12_parallel_transformer"),
                     "bfloat16 weights": load_module(Path(tmp), "bf16")}  # fmt: skip
         for name, module in programs.items():
-            got = [worst(spec._run_train(module.train_step, ex)) for ex in examples]
+            got = [worst(spec.run_train(InProcess(ex), module.train_step, ex)) for ex in examples]
             print(f"{name:18s} {min(got):10.2f} … {max(got):10.2f}  (allowed {training.SAFETY})")
 
 

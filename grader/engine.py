@@ -44,6 +44,12 @@ from grader.spec import (
 Listener = Callable[[Event], None]
 
 
+RESTART_LIMIT = 120.0
+"""Seconds a fresh student's process may take to start and import the module
+again after the last one hung or died: never charged to an example's own limit
+(a busy machine can take several seconds to import jax)."""
+
+
 class BadExample(Exception):
     """An example given with ``--example`` that the exercise cannot be set up for."""
 
@@ -147,6 +153,10 @@ class Backend:
     process of its own. Whoever starts the engine chooses (``grade_lesson``'s
     ``backend``)."""
 
+    def prepare(self) -> None:
+        """Whatever must be ready before the student's module is imported and is
+        not the student's time (a process started, jax imported there)."""
+
     def load(self) -> Any:
         """The student's module, or a stand-in holding its functions; raises
         :class:`~grader.sandbox.loader.LoadError`."""
@@ -246,6 +256,8 @@ def _grade_lesson(
 
     emit(ImportStarted(lesson))
     try:
+        with time_limit(timeout and max(timeout, RESTART_LIMIT)):
+            backend.prepare()
         with time_limit(timeout):
             mod = backend.load()
     except (LoadError, ExampleTimeout) as exc:
@@ -325,7 +337,19 @@ def grade_exercise(
         shown = format_example(ex)
         emit(ExampleStarted(lesson, spec.name, index, shown))
         called = _Called(fn)
-        rt = runtime(ex, examples[index + 1] if index + 1 < len(examples) else None)
+        try:  # not this example's time: a fresh student's process after a hang or crash
+            with time_limit(timeout and max(timeout, RESTART_LIMIT)):
+                rt = runtime(ex, examples[index + 1] if index + 1 < len(examples) else None)
+        except ExampleTimeout as exc:
+            return finish(
+                Status.TIMEOUT, example=shown,
+                error=f"the process that runs your code did not start again in time: {exc}",
+            )  # fmt: skip
+        except StudentProcessDied as exc:
+            return finish(
+                Status.ERROR, example=shown,
+                error=f"The process running your code stopped while it started again: {exc}.",
+            )  # fmt: skip
         try:
             with time_limit(timeout):
                 trial = spec.run(rt, called, ex)

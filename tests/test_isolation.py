@@ -16,7 +16,7 @@ from grader.measure import jaxpr
 from grader.results import Status
 from grader.runtime import example_rng
 from grader.sandbox import wire
-from grader.sandbox.isolation import HostCall, StudentProcessDied, _check_exported
+from grader.sandbox.isolation import HostCall, StudentProcessDied, check_exported
 from tests.mistakes import MISTAKES
 from tests.test_mistakes import assert_caught
 
@@ -75,6 +75,29 @@ def test_a_python_hang_times_out_and_a_fresh_process_grades_the_rest(root, tmp_p
     hung, placed = result.exercises
     assert hung.status == Status.TIMEOUT and "did not finish" in hung.error
     assert placed.status == Status.PASSED
+
+
+def test_starting_the_process_again_is_not_charged_to_the_next_exercise(root, tmp_path):
+    """Issue 19: after a hang, the fresh process's start (here an import that takes
+    twice the time limit, as importing jax can on a busy machine) is not the next
+    exercise's time: it still passes."""
+    source = (root / "solutions" / "l01_meshes.py").read_text()
+    slow_again = (
+        "import pathlib as _pathlib, time as _time\n"
+        "_seen = _pathlib.Path(__file__).with_suffix('.imported')\n"
+        "if _seen.exists():\n    _time.sleep(4)\n"
+        "_seen.touch()\n"
+    )
+    (tmp_path / "l01_meshes.py").write_text(
+        slow_again
+        + source
+        + "\n\ndef shard_shape(global_shape, mesh_sizes, spec):\n    while True:\n        pass\n"
+    )
+    result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
+                                 timeout=2, isolate=True)  # fmt: skip
+    hung, placed = result.exercises
+    assert hung.status == Status.TIMEOUT
+    assert placed.status == Status.PASSED, (placed.status, placed.error)
 
 
 def test_an_import_error_is_the_students_and_named(tmp_path):
@@ -225,14 +248,14 @@ def test_a_handed_back_program_that_calls_the_host_is_refused():
 
     x = jnp.ones((4,), jnp.float32)
     real = jax.export.export(jax.jit(lambda v: v * 2))(x)
-    assert _check_exported(real, (x,), None) is None
+    assert check_exported(real, (x,), None) is None
     forged_call = "%0 = stablehlo.custom_call @xla_ffi_python_cpu_callback(%arg0) : (tensor<4xf32>) -> tensor<4xf32>"
     forged = SimpleNamespace(
         in_avals=real.in_avals, in_tree=real.in_tree, nr_devices=1,
         mlir_module=lambda: real.mlir_module() + "\n" + forged_call,
     )  # fmt: skip
     with pytest.raises(HostCall, match="calls out of the devices"):
-        _check_exported(forged, (x,), None)
+        check_exported(forged, (x,), None)
     other_inputs = SimpleNamespace(**{**vars(forged), "in_avals": ()})
     with pytest.raises(StudentProcessDied, match="does not take this example's inputs"):
-        _check_exported(other_inputs, (x,), None)
+        check_exported(other_inputs, (x,), None)

@@ -27,7 +27,7 @@ def test_accumulation_draws_where_activations_dominate():
     examples = _examples("dp_accumulate")
     for ex in examples:
         assert ex["micro"] >= 4 and ex["rows"] % ex["micro"] == 0
-        assert l06._activation_bytes(ex) >= 5 * l06._params_bytes(ex)
+        assert l06.activation_bytes(ex) >= 5 * l06.params_bytes(ex)
     assert examples[0]["micro"] != examples[0]["n"]
 
 
@@ -35,4 +35,4 @@ def test_tolerance_is_tighter_than_a_bfloat16_rounding():
     """The derived allowance stays far below bfloat16's 2⁻⁹ relative rounding."""
     for name in ("dp_grads", "dp_accumulate"):
         for ex in _examples(name):
-            assert l06.training.tolerance(l06._model_sizes(ex)) < 2**-9 / 20
+            assert l06.training.tolerance(l06.model_sizes(ex)) < 2**-9 / 20

@@ -45,7 +45,7 @@ def test_a_weight_is_larger_than_the_whole_batch():
     """F > B: a transfer as large as one weight can only be a weight."""
     for name in ("pipeline_forward", "pipeline_grads"):
         for ex in _examples(name):
-            assert l09._weight_bytes(ex) > l09._batch_bytes(ex) > l09._micro_bytes(ex)
+            assert l09.weight_bytes(ex) > l09.batch_bytes(ex) > l09.micro_bytes(ex)
 
 
 def test_the_forward_is_checked_where_the_loop_shows_and_at_one_stage():

@@ -42,7 +42,7 @@ def test_zigzag_order_gives_device_i_chunks_i_and_2n_minus_1_minus_i():
 
 def test_merge_inputs_hold_rows_that_saw_no_key_and_large_lse():
     o1, lse1, o2, lse2 = spec.merge_inputs(
-        spec._merge_explicit(CTX)[0], example_rng(spec._merge_explicit(CTX)[0])
+        spec.merge_explicit(CTX)[0], example_rng(spec.merge_explicit(CTX)[0])
     )
     both = np.isneginf(lse1) & np.isneginf(lse2)
     assert both.any() and (np.isneginf(lse1) & ~np.isneginf(lse2)).any()
@@ -53,27 +53,29 @@ def test_merge_inputs_hold_rows_that_saw_no_key_and_large_lse():
 def test_explicit_examples_reach_every_check():
     """Causal at N ≥ 3 (ring direction), float32 and bfloat16, and one example where
     the memory check measures (float32, N ≥ 6, S/N ≤ Dh, ≥ 64 elements per block)."""
-    drawn = {"ring": spec._ring_strategy(CTX), "zigzag": spec._zigzag_strategy(CTX)}
-    for kind, explicit in (("ring", spec._ring_explicit), ("zigzag", spec._zigzag_explicit)):
+    drawn = {"ring": spec.ring_strategy(CTX), "zigzag": spec.zigzag_strategy(CTX)}
+    for kind, explicit in (("ring", spec.ring_explicit), ("zigzag", spec.zigzag_explicit)):
         examples = explicit(CTX)
         assert [ex["n"] for ex in examples] == [6, 3]
         examples += draw_examples(drawn[kind], 1, seed=0)
         assert {ex["dtype"] for ex in examples} == {"float32", "bfloat16"}, examples
-        assert any(spec._causal(ex) and ex["n"] >= 3 for ex in examples)
+        assert any(spec.causal_of(ex) and ex["n"] >= 3 for ex in examples)
         measured = [
             ex
             for ex in examples
-            if spec._memory_skip(_trial(ex)) is None and ex["n"] >= spec.MEMORY_MIN_N
+            if spec.memory_skip(_trial(ex)) is None and ex["n"] >= spec.MEMORY_MIN_N
         ]
         assert measured, examples
-    for ex in spec._zigzag_explicit(CTX):  # score products are told apart by Dh
+    for ex in spec.zigzag_explicit(CTX):  # score products are told apart by Dh
         assert ex["dh"] not in (ex["chunk"], 2 * ex["chunk"])
 
 
 def _trial(ex):
     from grader.spec import Trial
 
-    return Trial(example=ex, extra={"block_elements": spec._rows(ex) * ex["h"] * ex["dh"]})
+    return Trial(
+        example=ex, extra={"block_elements": spec.rows_per_device(ex) * ex["h"] * ex["dh"]}
+    )
 
 
 def test_ring_picture_marks_fully_masked_blocks_and_the_imbalance():

@@ -111,9 +111,9 @@ def test_layer_logits_are_exact_and_tie():
 def test_layer_explicit_examples_drop_and_tell_each_wrong_layer():
     """At N ≥ 2 the explicit examples drop tokens, and every wrong layer the values
     check knows differs from the reference by several times the loosest allowance."""
-    for ex in l11._layer_explicit(context()):
+    for ex in l11.layer_explicit(context()):
         inputs = l11.layer_inputs(ex, example_rng(ex))
-        (load,) = l11._explain_layer([l11.Trial(example=ex, extra={"inputs": inputs})])
+        (load,) = l11.explain_layer([l11.Trial(example=ex, extra={"inputs": inputs})])
         assert sum(load.routed) == ex["n"] * ex["rows"] and load.groups == ex["n"]
         assert sum(load.kept) < sum(load.routed)  # tokens dropped
         assert max(load.kept) <= ex["n"] * ex["capacity"]
@@ -121,7 +121,7 @@ def test_layer_explicit_examples_drop_and_tell_each_wrong_layer():
             continue
         want = l11.reference(ex, inputs)
         trial = l11.Trial(example=ex, extra={"inputs": inputs})
-        for why, wrong in l11._layer_mistakes(trial):
+        for why, wrong in l11.layer_mistakes(trial):
             err = np.abs(wrong(None, ...) - want).max() / np.abs(want).max()
             assert err > 4 * l11.BF16_SAFETY * 2.0**-8, why  # 4× the loosest allowance
 
@@ -183,4 +183,4 @@ def test_a_passed_layer_explains_its_expert_load(root):
 
 
 def _layer_examples() -> list[dict]:
-    return l11._layer_explicit(context())
+    return l11.layer_explicit(context())

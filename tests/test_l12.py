@@ -13,7 +13,7 @@ from grader.lessons.l12_parallel_transformer import spec as spec
 from grader.lessons.l12_parallel_transformer import transformer as model
 from grader.measure import jaxpr
 from grader.results import Status
-from grader.runtime import example_rng
+from grader.runtime import InProcess, example_rng
 from grader.sandbox.loader import load_module
 from grader.spec import Trial
 
@@ -26,8 +26,8 @@ PLAIN_CHECKPOINT = ("policy=SAVE_MID)", ")")
 @pytest.mark.parametrize("mesh", [(4, 2), (2, 3)])
 def test_reference_bytes_are_what_the_solution_sends(root, mesh):
     sol = load_module(root / "solutions", MODULE)
-    ex = {**spec._explicit(engine.context())[0], "mesh": mesh, "heads": 3 * mesh[1]}
-    trial = spec._run_train(sol.train_step, ex)
+    ex = {**spec.explicit_examples(engine.context())[0], "mesh": mesh, "heads": 3 * mesh[1]}
+    trial = spec.run_train(InProcess(ex), sol.train_step, ex)
     s = spec.sizes(ex)
     want = spec.reference_bytes(s.shapes(), s.data, s.model, spec.ITEMSIZE)
     for kind in spec.KINDS:

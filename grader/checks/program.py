@@ -16,6 +16,31 @@ from grader.evidence import Table
 from grader.results import CheckResult
 from grader.spec import Check, Trial
 
+NARROW_FLOATS = ("bfloat16", "float16")
+"""16-bit floats: about 3 significant decimal digits (bfloat16: 8 bits of mantissa)."""
+
+
+def narrow_floats(trial: Trial) -> list[str]:
+    """The 16-bit float dtypes the traced program computes in."""
+    return sorted(d for d in NARROW_FLOATS if trial.program.dtypes[d])
+
+
+def precision_hint(trial: Trial, advice: str, detail: str = "") -> str | None:
+    """The hint for a float32 example whose traced program computes in a 16-bit
+    float (read from the program's own dtypes): names the cast, says what it
+    costs, then the lesson's ``advice``. None when the example is not float32 or
+    the program holds no 16-bit float, so the hint never claims an unmeasured cause."""
+    if trial.example.get("dtype", "float32") != "float32":
+        return None
+    low = narrow_floats(trial)
+    if not low:
+        return None
+    return (
+        f"Your program computes in {' and '.join(low)}{detail}, and this example is float32: "
+        "8 significant bits round hundreds of times beyond the float32 error the check "
+        f"allows. {advice}"
+    )
+
 
 @dataclass(frozen=True)
 class UnderShardMap(Check):

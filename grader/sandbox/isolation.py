@@ -66,22 +66,39 @@ class StudentProcess:
         self.functions: set[str] = set()
         self.load_error: str | None = None
         self._buffer = b""
+        self._loaded = False
+        self._loading: int | None = None
 
     # -------------------------------------------------------------- life
 
-    def start(self) -> None:
-        """Start the process (or take the one started ahead) and import the
-        module in it; the caller bounds the time."""
+    def spawn(self) -> None:
+        """Start the process (or take the one started ahead) and wait until it has
+        imported jax (its "ready" line, question 0): the machine's time, not the
+        student's. The caller bounds it."""
         if self.proc is not None:
             return
         spare = self.spares.take(self.directory, self.module) if self.spares else None
         self.proc, self._out, self._in = spare or _spawn()
         self._buffer = b""
         self._seq = 1 if spare else 0  # a spare was asked to load this module when it started
-        self._pending: set[int] = {1} if spare else set()
+        self._pending: set[int] = {0, 1} if spare else {0}
         self._stash: dict[int, dict] = {}
         self._ignore: set[int] = set()
-        answer = self.receive(1) if spare else self._ask(self._load())
+        self._loading = 1 if spare else None
+        """The load question asked and not yet answered."""
+        self._loaded = False
+        self.receive(0)
+
+    def start(self) -> None:
+        """:meth:`spawn`, then import the module in the process (the student's
+        time: the caller bounds it with the exercise's limit)."""
+        if self.proc is not None and self._loaded:
+            return
+        self.spawn()
+        seq = self._loading if self._loading is not None else self.send(self._load())
+        self._loading = seq
+        answer = self.receive(seq)
+        self._loading, self._loaded = None, True
         self.load_error = answer.get("load_error")
         self.functions = set(answer.get("functions") or [])
 
@@ -121,7 +138,8 @@ class StudentProcess:
 
     def send(self, question: dict) -> int:
         """Ask without waiting; :meth:`receive` takes the answer later."""
-        self.start()
+        if question.get("op") != "load":
+            self.start()
         assert self.proc is not None
         self._seq += 1
         self._pending.add(self._seq)
@@ -460,7 +478,7 @@ class Replaying(Runtime):
             raise StudentProcessDied(
                 f"it handed back a program the grader cannot read ({exc})"
             ) from None
-        _check_exported(exported, args, mesh)
+        check_exported(exported, args, mesh)
         lowered = jax.jit(exported.call).trace(*args).lower()
         return runtimes.run_compiled(  # looked up here: the GPU check spies on it
             lowered, summary, args, mesh, self.example, compiler_options, extra, self.salt
@@ -475,6 +493,13 @@ class Isolated(Backend):
     def __init__(self, directory: Path, module: str, *, salt: int, spares: Spares | None = None):
         self.session = Session(str(directory), module, spares)
         self.module, self.salt = module, salt
+
+    def prepare(self) -> None:
+        """The student's process up, jax imported (the machine's time)."""
+        try:
+            self.session.process.spawn()
+        except StudentProcessDied as exc:
+            raise LoadError(f"the process for your code ended as it started: {exc}") from None
 
     def load(self) -> Any:
         """A stand-in holding the student's process's functions."""
@@ -496,6 +521,7 @@ class Isolated(Backend):
         from grader.measure import devices
 
         self.session.begin(exercise, example, devices.simulating(), following)
+        self.session.process.start()  # after a hang or a crash: started again here, not in run
         return Replaying(self.session, example, self.salt)
 
     def close(self) -> None:
@@ -510,7 +536,7 @@ ALLOWED_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullS
 """Custom calls a handed-back program may hold: sharding annotations only."""
 
 
-def _check_exported(exported: Any, args: tuple, mesh: Any) -> None:
+def check_exported(exported: Any, args: tuple, mesh: Any) -> None:
     """The program takes the example's inputs, fits the mesh, calls nothing else."""
     import re
 

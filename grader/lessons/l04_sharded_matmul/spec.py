@@ -105,7 +105,7 @@ def _explicit(case: Case) -> Callable[[Context], list[Example]]:
     return explicit
 
 
-def _run(case: Case) -> Run:
+def make_run(case: Case) -> Run:
     def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
 
@@ -121,7 +121,7 @@ def _run(case: Case) -> Run:
     return run
 
 
-def _optimum(case: Case, ex: Example) -> int:
+def optimum(case: Case, ex: Example) -> int:
     return case.bytes(ex["shape"], mesh_shape(ex), ITEMSIZE[ex["dtype"]])
 
 
@@ -129,7 +129,7 @@ def _explain(case: Case) -> Callable[[list[Trial]], list[XlaComparison]]:
     def explain(trials: list[Trial]) -> list[XlaComparison]:
         from grader.spec import format_example
 
-        trial = max(trials, key=lambda t: _optimum(case, t.example))  # the most telling one
+        trial = max(trials, key=lambda t: optimum(case, t.example))  # the most telling one
         ex = trial.example
         width = ITEMSIZE[ex["dtype"]]
         xla, xla_kinds = xla_bytes(case, ex)
@@ -141,7 +141,7 @@ def _explain(case: Case) -> Callable[[list[Trial]], list[XlaComparison]]:
                 shapes=f"{i}×{j}×{k}",
                 yours=trial.comms.bytes(None, width),
                 yours_kinds=sorted(trial.comms.kinds()),
-                optimum=_optimum(case, ex),
+                optimum=optimum(case, ex),
                 optimum_kinds=sorted(case.allowed),
                 xla=xla,
                 xla_kinds=xla_kinds,
@@ -276,7 +276,7 @@ def _exercise(case: Case) -> ExerciseSpec:
         name=f"matmul_{case.name}",
         strategy=_strategy(case),
         explicit=_explicit(case),
-        run=_run(case),
+        run=make_run(case),
         checks=(
             Values(reduce_size=lambda ex: ex["shape"][1], alternatives=_alternatives(case)),
             OutputSharding(expected=lambda t: t.extra["sharding"]),
@@ -289,7 +289,7 @@ def _exercise(case: Case) -> ExerciseSpec:
                 advice=_advice(case),
             ),
             Bytes(
-                expected=lambda t: _optimum(case, t.example),
+                expected=lambda t: optimum(case, t.example),
                 itemsize=lambda t: ITEMSIZE[t.example["dtype"]],
                 what="the optimum for this case",
             ),

@@ -129,7 +129,7 @@ class Layout:
     """Elements of the block that travels: one W block, or one partial-sum block."""
 
 
-def _layout(kind: str, ex: Example) -> Layout:
+def layout(kind: str, ex: Example) -> Layout:
     n = ex["n"]
     if kind == "gather":  # X[B_X, D] · W[D_X, F] -> Y[B_X, F]
         b, d, f = n * ex["rows"], n * ex["dblock"], ex["f"]
@@ -139,7 +139,7 @@ def _layout(kind: str, ex: Example) -> Layout:
 
 
 def inputs(kind: str, ex: Example, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    lay = _layout(kind, ex)
+    lay = layout(kind, ex)
     dtype = np.dtype("float32") if ex["dtype"] == "float32" else _bf16()
     return (
         example_values(rng, lay.x, ex, 3).astype(dtype),
@@ -162,7 +162,7 @@ def _run(kind: str) -> Run:
         from grader.measure import devices
 
         mesh = devices.make_mesh((ex["n"],), ("x",))
-        lay = _layout(kind, ex)
+        lay = layout(kind, ex)
         x, w = inputs(kind, ex, rt.rng())
         args = (
             jax.device_put(x, NamedSharding(mesh, P(*lay.x_spec))),
@@ -331,11 +331,11 @@ ONLY_PERMUTES = OnlyCollectives(
 
 
 def _block_bytes(t: Trial) -> int:
-    return _layout(t.extra["kind"], t.example).block * _itemsize(t)
+    return layout(t.extra["kind"], t.example).block * _itemsize(t)
 
 
 def _w_bytes(t: Trial) -> int:
-    return int(np.prod(_layout(t.extra["kind"], t.example).w)) * _itemsize(t)
+    return int(np.prod(layout(t.extra["kind"], t.example).w)) * _itemsize(t)
 
 
 def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
@@ -387,7 +387,7 @@ def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
                     "one device holds the whole W anyway" if t.example["n"] == 1 else None
                 ),
                 what=lambda t: "the whole W, D·F·itemsize = {}·{}·{}".format(
-                    *_layout(t.extra["kind"], t.example).w, _itemsize(t)
+                    *layout(t.extra["kind"], t.example).w, _itemsize(t)
                 ),
                 hint="The compiled program holds a buffer as large as the whole W: you collected "
                 "every block and multiplied once, which is an all-gather built from permutes. "

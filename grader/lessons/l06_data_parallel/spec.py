@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 
 from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, TempMemory, Values
 from grader.checks.comms import communication
+from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
 from grader.evidence import BytesExpectation, Note, Table
 from grader.measure import jaxpr
@@ -130,23 +131,23 @@ def _explicit(kind: str) -> Callable[[Context], list[Example]]:
     return explicit
 
 
-def _model_sizes(ex: Example) -> training.Sizes:
+def model_sizes(ex: Example) -> training.Sizes:
     return training.Sizes(ex["layers"], ex["n"] * ex["rows"], ex["d"], ex["f"])
 
 
 def inputs(
     ex: Example, rng: np.random.Generator
 ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    sizes = _model_sizes(ex)
+    sizes = model_sizes(ex)
     params = training.draw_params(rng, sizes.n_layers, sizes.d, sizes.f)
     return (params, *training.draw_batch(rng, sizes.batch, sizes.d))
 
 
-def _params_bytes(ex: Example) -> int:
+def params_bytes(ex: Example) -> int:
     return 2 * ex["layers"] * ex["d"] * ex["f"] * FLOAT32
 
 
-def _activation_bytes(ex: Example) -> int:
+def activation_bytes(ex: Example) -> int:
     """A = L·(B/N)·(D + F)·4: every layer's input and tanh for the whole local batch."""
     return ex["layers"] * ex["rows"] * (ex["d"] + ex["f"]) * FLOAT32
 
@@ -296,14 +297,7 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
 
 
 def _precision_hint(trial: Trial) -> str | None:
-    low = sorted(d for d in ("bfloat16", "float16") if trial.program.dtypes[d])
-    if not low:
-        return None
-    return (
-        f"Your program computes in {' and '.join(low)}, and this exercise is float32: the "
-        "rounding of 8 significant bits is hundreds of times larger than the float32 error the "
-        "check allows. Keep params, inputs and gradients in float32."
-    )
+    return precision_hint(trial, "Keep params, inputs and gradients in float32.")
 
 
 def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
@@ -339,7 +333,7 @@ class AllReduceBytes(Check):
 
     def __call__(self, trial: Trial) -> CheckResult:
         n = trial.example["n"]
-        payload = _params_bytes(trial.example) + (LOSS_BYTES if self.with_loss else 0)
+        payload = params_bytes(trial.example) + (LOSS_BYTES if self.with_loss else 0)
         want = Fraction(2 * (n - 1), n) * payload
         got = all_reduce_bytes(trial)
         if got is None:
@@ -482,7 +476,7 @@ class MicroBatchLoop(Check):
 
 
 def _atol(trial: Trial) -> float:
-    return training.tolerance(_model_sizes(trial.example))
+    return training.tolerance(model_sizes(trial.example))
 
 
 def _checks(kind: str) -> tuple[Check, ...]:
@@ -506,7 +500,7 @@ def _checks(kind: str) -> tuple[Check, ...]:
     if kind == "accumulate":
         checks.append(
             TempMemory(
-                bound=lambda t: _activation_bytes(t.example),
+                bound=lambda t: activation_bytes(t.example),
                 what=lambda t: "A = L·(B/N)·(D + F)·4 = {}·{}·({} + {})·4".format(
                     t.example["layers"], t.example["rows"], t.example["d"], t.example["f"]
                 ),
@@ -531,7 +525,7 @@ def _explain(name: str, kind: str) -> Callable[[list[Trial]], list[Any]]:
         rows = []
         for t in trials:
             ex = t.example
-            payload = _params_bytes(ex) + (LOSS_BYTES if kind == "train" else 0)
+            payload = params_bytes(ex) + (LOSS_BYTES if kind == "train" else 0)
             row = [
                 format_example(ex),
                 _bytes(sent) if (sent := all_reduce_bytes(t)) is not None else "?",
@@ -539,7 +533,7 @@ def _explain(name: str, kind: str) -> Callable[[list[Trial]], list[Any]]:
             ]
             if kind == "accumulate":
                 temp = (t.memory or {}).get("temp")
-                a = _activation_bytes(ex)
+                a = activation_bytes(ex)
                 row += [f"{temp:,} = {temp / a:.2f}·A" if temp is not None else "?", f"{a:,}"]
             rows.append(row)
         what = "the loss scalar" if kind == "train" else ""

@@ -54,6 +54,8 @@ from grader.checks import (
     Values,
 )
 from grader.checks.comms import communication
+from grader.checks.hinted import Hinted
+from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
 from grader.evidence import Bar, Evidence, MemoryBars, Table
 from grader.reference import training
@@ -77,7 +79,6 @@ ITEMSIZE = 4
 MEMORY_FROM = 4
 """Temporaries are checked from this mesh size: below it the gradient shards
 alone (|params|/N) come near the |params|/2 bound."""
-NARROW = ("bfloat16", "float16")
 LR = 0.5
 """Learning rate of the graded train step: large enough that a wrong gradient moves the params visibly."""
 NAMES = ("w_in", "w_out")
@@ -134,7 +135,7 @@ def ring(ex: Example, nbytes: int) -> int:
 # ------------------------------------------------------------------ running
 
 
-def _specs() -> dict[str, Any]:
+def param_specs() -> dict[str, Any]:
     from jax.sharding import PartitionSpec as P
 
     return {"w_in": P(None, AXIS, None), "w_out": P(None, None, AXIS), "batch": P(AXIS, None)}
@@ -159,7 +160,7 @@ def _expected(kind: str, params: dict, x: np.ndarray, y: np.ndarray) -> Any:
     return new, np.float64(value)
 
 
-def _run(kind: str) -> Run:
+def make_run(kind: str) -> Run:
     def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
         from jax.sharding import NamedSharding
@@ -172,7 +173,7 @@ def _run(kind: str) -> Run:
         rng = rt.rng()
         params = training.draw_params(rng, s.n_layers, s.d, s.f)
         x, y = training.draw_batch(rng, s.batch, s.d)
-        shard = {k: NamedSharding(mesh, v) for k, v in _specs().items()}
+        shard = {k: NamedSharding(mesh, v) for k, v in param_specs().items()}
         args = (
             *(jax.device_put(params[k], shard[k]) for k in NAMES),
             *(jax.device_put(a, shard["batch"]) for a in ((x,) if kind == "forward" else (x, y))),
@@ -258,14 +259,11 @@ def _precision_hint(trial: Trial, result: CheckResult) -> str | None:
     """A float32 exercise whose traced program computes in a 16-bit float: name the cast."""
     if result.hint:
         return None  # a known wrong result was recognised
-    narrow = sorted(d for d in NARROW if trial.program.dtypes[d])
-    if not narrow:
-        return None
-    return (
-        f"Your program computes in {' and '.join(narrow)} (a cast inside it): its rounding, "
-        "2⁻⁹ ≈ 2e-3 for bfloat16, is far above the float32 error this exercise allows. A "
-        "gather in bfloat16 halves its bytes but changes every gradient: keep every array "
-        "float32 here."
+    return precision_hint(
+        trial,
+        "A gather in bfloat16 halves its bytes but changes every gradient: keep every array "
+        "float32 here.",
+        detail=" (a cast inside it)",
     )
 
 
@@ -281,24 +279,6 @@ def _sharding_hint(trial: Trial, result: CheckResult) -> str | None:
         "w_in, P(None, None, 'data') for w_out) and update each device's shard with its "
         "gradient shard; never return the gathered weights."
     )
-
-
-@dataclass(frozen=True)
-class Hinted(Check):
-    """``inner``, with this lesson's hint where it knows the failure better."""
-
-    inner: Check = Check()
-    better: Callable[[Trial, CheckResult], str | None] = lambda t, r: None
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    def __call__(self, trial: Trial) -> CheckResult:
-        result = self.inner(trial)
-        if not result.passed:
-            result.hint = self.better(trial, result) or result.hint
-        return result
 
 
 # ------------------------------------------------------------------ communication
@@ -350,7 +330,7 @@ def _count(n: int | None) -> str:
     return "unknown" if n is None else f"{n:,}"
 
 
-def _scalar_all_reduce(ex: Example) -> int:
+def scalar_all_reduce(ex: Example) -> int:
     """One float32 loss all-reduced: 2(N − 1)/N · 4 bytes."""
     return 2 * (ex["n"] - 1) * ITEMSIZE // ex["n"]
 
@@ -399,7 +379,7 @@ def _comm_checks(kind: str) -> list[Check]:
     if kind == "train":  # before the reduce-scatter: its absence is a consequence
         checks.append(
             BytesInRange(
-                ALL_REDUCE, lambda ex: 0, _scalar_all_reduce, "one scalar loss at most",
+                ALL_REDUCE, lambda ex: 0, scalar_all_reduce, "one scalar loss at most",
                 too_many=GRADS_ALL_REDUCE,
             )
         )  # fmt: skip
@@ -547,7 +527,7 @@ def _exercise(name: str, kind: str) -> ExerciseSpec:
         name=name,
         strategy=_strategy,
         explicit=_explicit,
-        run=_run(kind),
+        run=make_run(kind),
         checks=_checks(kind),
         max_examples=1,
         explain=_explain,

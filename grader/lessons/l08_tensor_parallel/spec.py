@@ -130,7 +130,7 @@ def _f64(*xs: np.ndarray) -> list[np.ndarray]:
     return [a.astype(np.float64) for a in xs]
 
 
-def _setup(name: str, ex: Example, rng: np.random.Generator) -> Setup:
+def setup_example(name: str, ex: Example, rng: np.random.Generator) -> Setup:
     from grader.measure import devices
 
     if name == "dp_tp_mlp":
@@ -249,7 +249,7 @@ def _run(name: str) -> Run:
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
-        setup = _setup(name, ex, rt.rng())
+        setup = setup_example(name, ex, rt.rng())
         mesh = setup.mesh
         args = tuple(
             jax.device_put(a, NamedSharding(mesh, P(*lay)))
@@ -284,7 +284,7 @@ def _activation(t: Trial) -> int:
     return rows * d * ITEMSIZE
 
 
-def _ring_all_reduce(t: Trial) -> int:
+def ring_all_reduce_bytes(t: Trial) -> int:
     m = _model(t.example)
     return 2 * (m - 1) * _activation(t) // m
 
@@ -497,7 +497,9 @@ def _tp_checks(name: str, alternatives=None, what: str = "|y|") -> tuple:
             advice=_advice_tp,
         ),
         _one_all_reduce(what),
-        Bytes(expected=_ring_all_reduce, what=f"one ring all-reduce of {what}, 2(N − 1)/N·{what}"),
+        Bytes(
+            expected=ring_all_reduce_bytes, what=f"one ring all-reduce of {what}, 2(N − 1)/N·{what}"
+        ),
         WeightsStay(bound=_activation, what=what, weights=_weights),
     )
 
@@ -525,7 +527,7 @@ def _sp_checks() -> tuple:
             needed=lambda t: n(t) > 1,
             name="one reduce-scatter",
         ),  # fmt: skip
-        Bytes(expected=_ring_all_reduce, what="2(N − 1)/N·|x|, the bytes of one all-reduce"),
+        Bytes(expected=ring_all_reduce_bytes, what="2(N − 1)/N·|x|, the bytes of one all-reduce"),
         WeightsStay(bound=_activation, what="|x|", weights=_weights),
     )
 

@@ -472,21 +472,3 @@ def _ticks_hint(ex: Example, got: int, want: int) -> str:
     if got > want:
         return "More permutes than ticks: send once per tick, the micro-batch your stage just ran."
     return "Fewer permutes than ticks: every micro-batch must travel through every stage."
-
-
-@dataclass(frozen=True)
-class Diagnosed(Check):
-    """``inner``, with the hint of ``explain(trial)`` when it fails and that names a cause."""
-
-    inner: Check = None  # type: ignore[assignment]
-    explain: Callable[[Trial], str | None] = lambda t: None
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    def __call__(self, trial: Trial) -> CheckResult:
-        result = self.inner(trial)
-        if not result.passed:
-            result.hint = self.explain(trial) or result.hint
-        return result

@@ -32,12 +32,13 @@ import numpy as np
 from hypothesis import strategies as st
 
 from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, Values
+from grader.checks.hinted import Hinted
+from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
 from grader.lessons.l09_pipeline import schedules
 from grader.lessons.l09_pipeline.checks import (
     PERMUTE,
     ActivationMemory,
-    Diagnosed,
     Makespan,
     Measured,
     OneMicroBatch,
@@ -48,6 +49,7 @@ from grader.lessons.l09_pipeline.checks import (
     WeightsStay,
 )
 from grader.reference import training
+from grader.results import CheckResult
 from grader.runtime import Runtime
 from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Run, Trial
 
@@ -328,19 +330,19 @@ def _sizes(ex: Example) -> training.Sizes:
     return training.Sizes(ex["p"], ex["m"] * ex["rows"], ex["d"], ex["f"])
 
 
-def _micro_bytes(ex: Example) -> int:
+def micro_bytes(ex: Example) -> int:
     return ex["rows"] * ex["d"] * FLOAT32
 
 
-def _batch_bytes(ex: Example) -> int:
-    return ex["m"] * _micro_bytes(ex)
+def batch_bytes(ex: Example) -> int:
+    return ex["m"] * micro_bytes(ex)
 
 
-def _weight_bytes(ex: Example) -> int:
+def weight_bytes(ex: Example) -> int:
     return ex["d"] * ex["f"] * FLOAT32
 
 
-def _run_exec(grads: bool) -> Run:
+def run_exec(grads: bool) -> Run:
     def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
         from jax.sharding import NamedSharding
@@ -455,22 +457,15 @@ def _grads_advice(kind: str, trial: Trial) -> str | None:
 
 
 def _precision(trial: Trial) -> str | None:
-    low = sorted(d for d in ("bfloat16", "float16") if trial.program.dtypes[d])
-    if not low:
-        return None
-    return (
-        f"Your program computes in {' and '.join(low)}, and this exercise is float32: 8 "
-        "significant bits round hundreds of times more than the tolerance allows. Keep the "
-        "activations and weights in float32."
-    )
+    return precision_hint(trial, "Keep the activations and weights in float32.")
 
 
-def _forward_values_hint(trial: Trial) -> str | None:
+def _forward_values_hint(trial: Trial, result: CheckResult) -> str | None:
     return _precision(trial) or _missing_micro_batches(trial)
 
 
 def _exec_checks(grads: bool) -> tuple:
-    micro = OneMicroBatch(bound=_micro_bytes, batch=_batch_bytes)
+    micro = OneMicroBatch(bound=micro_bytes, batch=batch_bytes)
     if grads:
         return (
             PerLeaf(
@@ -495,14 +490,14 @@ def _exec_checks(grads: bool) -> tuple:
             ),
         )
     return (
-        Diagnosed(
+        Hinted(
             inner=Values(atol=_atol, alternatives=_forward_alternatives),
             explain=_forward_values_hint,
         ),
         OutputSharding(expected=lambda t: t.extra["replicated"]),
         InputsUntouched(),
         WeightsStay(
-            weight=_weight_bytes,
+            weight=weight_bytes,
             what=lambda ex: f"w_in[s] of D × F = {ex['d']} × {ex['f']} float32",
         ),
         PipelineCollectives(),
@@ -530,7 +525,7 @@ def _exec_exercise(name: str, grads: bool) -> ExerciseSpec:
         name=name,
         strategy=_exec_strategy,
         explicit=_exec_explicit(grads),
-        run=_run_exec(grads),
+        run=run_exec(grads),
         checks=_exec_checks(grads),
         max_examples=1,
         diagnose_error=_exec_error,

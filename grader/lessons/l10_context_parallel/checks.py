@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -163,25 +162,6 @@ def _merge_hint(got_o: np.ndarray, got_lse: np.ndarray, trial: Trial) -> str | N
 
 
 # ------------------------------------------------------------------ rotations
-
-
-@dataclass(frozen=True)
-class Explained(Check):
-    """``inner``, with a hint from ``explain(trial)`` in place of its own when it fails
-    and ``explain`` recognises the cause (e.g. blocks upcast before sending)."""
-
-    inner: Check = None  # type: ignore[assignment]
-    explain: Callable[[Trial], str | None] = lambda t: None
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    def __call__(self, trial: Trial) -> CheckResult:
-        result = self.inner(trial)
-        if not result.passed and (hint := self.explain(trial)):
-            result.hint = hint
-        return result
 
 
 def kv_block_elements(trial: Trial) -> int:

@@ -50,10 +50,11 @@ from grader.checks import (
     Values,
 )
 from grader.checks.comms import PERMUTE, streams
+from grader.checks.hinted import Hinted
+from grader.checks.program import precision_hint
 from grader.evidence import RingSteps
 from grader.lessons.l10_context_parallel import attention
 from grader.lessons.l10_context_parallel.checks import (
-    Explained,
     MergeValues,
     RotationSteps,
     ScoreBlocks,
@@ -61,6 +62,7 @@ from grader.lessons.l10_context_parallel.checks import (
     ring_steps,
 )
 from grader.reference.training import SAFETY, U32
+from grader.results import CheckResult
 from grader.runtime import Runtime
 from grader.spec import (
     Check,
@@ -112,7 +114,7 @@ def _merge_strategy(ctx: Context):
     )
 
 
-def _ring_strategy(ctx: Context):
+def ring_strategy(ctx: Context):
     return st.fixed_dictionaries(
         {
             "n": st.sampled_from(_ring_sizes(ctx)),
@@ -126,7 +128,7 @@ def _ring_strategy(ctx: Context):
     )
 
 
-def _zigzag_strategy(ctx: Context):
+def zigzag_strategy(ctx: Context):
     return st.fixed_dictionaries(
         {
             "n": st.sampled_from(_ring_sizes(ctx)),
@@ -144,11 +146,11 @@ def _first(sizes: tuple[int, ...], ctx: Context) -> int:
     return next((n for n in sizes if n in ctx.mesh_sizes), max(ctx.mesh_sizes))
 
 
-def _merge_explicit(ctx: Context) -> list[Example]:
+def merge_explicit(ctx: Context) -> list[Example]:
     return [{"s": 8, "h": 2, "dh": 4, "seed": 0}]
 
 
-def _ring_explicit(ctx: Context) -> list[Example]:
+def ring_explicit(ctx: Context) -> list[Example]:
     """Causal float32 at N = 6 with S/N ≤ Dh (the memory check measures there),
     then no mask in bfloat16 at N = 3."""
     a, b = _first((6, 8, 4), ctx), _first((3,), ctx)
@@ -158,7 +160,7 @@ def _ring_explicit(ctx: Context) -> list[Example]:
     ]
 
 
-def _zigzag_explicit(ctx: Context) -> list[Example]:
+def zigzag_explicit(ctx: Context) -> list[Example]:
     """Float32 at N = 6 (memory is measured there), bfloat16 at N = 3."""
     a, b = _first((6, 8, 4), ctx), _first((3,), ctx)
     return [
@@ -167,18 +169,18 @@ def _zigzag_explicit(ctx: Context) -> list[Example]:
     ]
 
 
-def _rows(ex: Example) -> int:
+def rows_per_device(ex: Example) -> int:
     """S/N: rows per device."""
     return ex["rows"] if "rows" in ex else 2 * ex["chunk"]
 
 
-def _causal(ex: Example) -> bool:
+def causal_of(ex: Example) -> bool:
     return ex.get("mask", "causal") == "causal"
 
 
 def qkv(ex: Example, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
     """q, k, v [S, H, Dh], unit normal, in the example's dtype."""
-    shape = (ex["n"] * _rows(ex), ex["h"], ex["dh"])
+    shape = (ex["n"] * rows_per_device(ex), ex["h"], ex["dh"])
     dtype = np.dtype("float32") if ex["dtype"] == "float32" else _bf16()
     return tuple(rng.standard_normal(shape).astype(np.float32).astype(dtype) for _ in range(3))
 
@@ -206,14 +208,14 @@ def _run_ring(zigzag: bool) -> Run:
         order = attention.zigzag_order(s, ex["n"]) if zigzag else np.arange(s)
         rows = NamedSharding(mesh, P(AXIS, None, None))
         args = tuple(jax.device_put(a[order], rows) for a in (q, k, v))
-        tail = () if zigzag else (_causal(ex),)
+        tail = () if zigzag else (causal_of(ex),)
         jitted = jax.jit(lambda a, b, c: fn(a, b, c, mesh, *tail))
         trial = rt.compile_and_run(
             jitted, args, mesh, inputs=(q, k, v),
             order=order, dtype=ex["dtype"], sharding=rows, zigzag=zigzag,
-            block_elements=_rows(ex) * ex["h"] * ex["dh"],
+            block_elements=rows_per_device(ex) * ex["h"] * ex["dh"],
         )  # fmt: skip
-        trial.expected = attention.attention(q, k, v, _causal(ex))[order]
+        trial.expected = attention.attention(q, k, v, causal_of(ex))[order]
         return trial
 
     return run
@@ -262,7 +264,7 @@ def _simulate(
     """A ring with a known mistake, in float64, in the layout the devices hold."""
     ex = trial.example
     q, k, v = (a.astype(np.float64) for a in trial.extra["inputs"])
-    n, b, causal = ex["n"], _rows(ex), _causal(ex)
+    n, b, causal = ex["n"], rows_per_device(ex), causal_of(ex)
 
     def blk(a: np.ndarray, j: int) -> np.ndarray:
         return a[j * b : (j + 1) * b]
@@ -316,7 +318,7 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
             dict(v_held=lambda i, s: i),
         ),
     ]
-    if _causal(trial.example):
+    if causal_of(trial.example):
         cases.append((
             "Your causal mask compares local row numbers (r ≥ c inside each block), as if "
             "every block were the diagonal one: the mask must compare global positions — "
@@ -349,14 +351,10 @@ def _shift(trial: Trial) -> int:
     return next(iter(per)) if len(per) == 1 else 1
 
 
-def _precision_hint(trial: Trial) -> str | None:
+def _precision_hint(trial: Trial, result: CheckResult) -> str | None:
     dtypes = trial.program.dtypes
-    if trial.example["dtype"] == "float32" and dtypes["bfloat16"]:
-        return (
-            "Your program computes in bfloat16, and this example is float32: 8 significant "
-            "bits cost thousands of times the float32 error the check allows. Keep q, k, v, "
-            "the scores and the softmax sums in float32."
-        )
+    if hint := precision_hint(trial, "Keep q, k, v, the scores and the softmax sums in float32."):
+        return hint
     if trial.example["dtype"] == "bfloat16" and not dtypes["float32"]:
         return (
             "Your program keeps everything in bfloat16: the scores, the softmax sums and the "
@@ -371,7 +369,7 @@ def _atol(trial: Trial) -> float:
     ex = trial.example
     if ex["dtype"] == "bfloat16":
         return BF16_ALLOWANCE
-    return SAFETY * U32 * float(np.sqrt(ex["n"] * _rows(ex) + ex["dh"]))
+    return SAFETY * U32 * float(np.sqrt(ex["n"] * rows_per_device(ex) + ex["dh"]))
 
 
 def _sent_itemsize(trial: Trial) -> int:
@@ -394,7 +392,7 @@ def _global_kv_bytes(trial: Trial) -> int:
     return trial.example["n"] * 2 * trial.extra["block_elements"] * FLOAT32
 
 
-def _memory_skip(trial: Trial) -> str | None:
+def memory_skip(trial: Trial) -> str | None:
     ex = trial.example
     if ex["dtype"] != "float32":
         return "checked in float32 only (XLA:CPU widens bfloat16 transfers, adding buffers)"
@@ -403,7 +401,7 @@ def _memory_skip(trial: Trial) -> str | None:
             f"checked at N ≥ {MEMORY_MIN_N}: below, a correct ring's own buffers (about nine "
             "blocks) are of the order of the whole K and V"
         )
-    if _rows(ex) > ex["dh"] or trial.extra["block_elements"] < MEMORY_MIN_BLOCK:
+    if rows_per_device(ex) > ex["dh"] or trial.extra["block_elements"] < MEMORY_MIN_BLOCK:
         return (
             f"checked where S/N ≤ Dh and a K block holds ≥ {MEMORY_MIN_BLOCK} elements (else "
             "the score block or fixed buffers outweigh K and V)"
@@ -411,7 +409,7 @@ def _memory_skip(trial: Trial) -> str | None:
     return None
 
 
-def _bytes_hint(trial: Trial) -> str | None:
+def _bytes_hint(trial: Trial, result: CheckResult) -> str | None:
     sent, own = _sent_itemsize(trial), ITEMSIZE[trial.example["dtype"]]
     if sent > own:
         return (
@@ -452,7 +450,7 @@ ONLY_PERMUTES = OnlyCollectives(
 
 def _ring_checks(zigzag: bool) -> tuple[Check, ...]:
     checks: list[Check] = [
-        Explained(Values(atol=_atol, alternatives=_alternatives), _precision_hint),
+        Hinted(Values(atol=_atol, alternatives=_alternatives), _precision_hint),
         OutputSharding(expected=lambda t: t.extra["sharding"]),
         InputsUntouched(),
         ONLY_PERMUTES,
@@ -461,7 +459,7 @@ def _ring_checks(zigzag: bool) -> tuple[Check, ...]:
     if zigzag:
         checks.append(ScoreBlocks())
     checks += [
-        Explained(
+        Hinted(
             LargestTransfer(
                 bound=_kv_bytes,
                 what="one local K block + one local V block",
@@ -471,7 +469,7 @@ def _ring_checks(zigzag: bool) -> tuple[Check, ...]:
             ),
             _bytes_hint,
         ),
-        Explained(
+        Hinted(
             Bytes(
                 expected=lambda t: (t.example["n"] - 1) * _kv_bytes(t),
                 unit=_kv_bytes,
@@ -483,9 +481,9 @@ def _ring_checks(zigzag: bool) -> tuple[Check, ...]:
         ),
         TempMemory(
             bound=_global_kv_bytes,
-            skip=_memory_skip,
+            skip=memory_skip,
             what=lambda t: "the global |K| + |V| = 2·S·H·Dh·4 = 2·{}·{}·{}·4".format(
-                t.example["n"] * _rows(t.example), t.example["h"], t.example["dh"]
+                t.example["n"] * rows_per_device(t.example), t.example["h"], t.example["dh"]
             ),
             hint="The compiled program holds a buffer as large as the whole K and V: you "
             "collected every block (with an all-gather, or with permutes into one array) "
@@ -505,15 +503,15 @@ def _explain(trials: list[Trial]) -> list[RingSteps]:
     note = "Derived from the direction and amount of the collective-permutes in your program" + (
         "." if steps else ": none carries a K/V block, so each device only holds its own."
     )
-    causal = zigzag or _causal(ex)
+    causal = zigzag or causal_of(ex)
     return [ring_steps(ex["n"], steps, _shift(trial), causal, zigzag, format_example(ex), note)]
 
 
 def _ring_exercise(name: str, zigzag: bool) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
-        strategy=_zigzag_strategy if zigzag else _ring_strategy,
-        explicit=_zigzag_explicit if zigzag else _ring_explicit,
+        strategy=zigzag_strategy if zigzag else ring_strategy,
+        explicit=zigzag_explicit if zigzag else ring_explicit,
         run=_run_ring(zigzag),
         checks=_ring_checks(zigzag),
         max_examples=1,
@@ -525,7 +523,7 @@ def _ring_exercise(name: str, zigzag: bool) -> ExerciseSpec:
 MERGE = ExerciseSpec(
     name="merge_partials",
     strategy=_merge_strategy,
-    explicit=_merge_explicit,
+    explicit=merge_explicit,
     run=_run_merge,
     checks=(MergeValues(),),
     max_examples=2,

@@ -43,6 +43,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values
+from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
 from grader.evidence import Evidence, ExpertLoad
 from grader.lessons.l11_expert_parallel import routing as moe_routing
@@ -198,7 +199,7 @@ def _layer_strategy(ctx: Context):
     )  # fmt: skip
 
 
-def _layer_explicit(ctx: Context) -> list[Example]:
+def layer_explicit(ctx: Context) -> list[Example]:
     """N = 4 in float32 with drops (every wrong layer of the spec differs there);
     N = 1 (no all-to-all); N = 3 in bfloat16 (not a power of two; bytes at the
     program's item size)."""
@@ -271,7 +272,7 @@ def _atol(trial: Trial) -> float:
     return training.SAFETY * training.U32 * float(np.sqrt(k))
 
 
-def _layer_mistakes(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.ndarray]]]:
+def layer_mistakes(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.ndarray]]]:
     """Known wrong layers (as Values alternatives: shard(coord, index) → array)."""
     ex, inputs = trial.example, trial.extra["inputs"]
     n, c = ex["n"], ex["capacity"]
@@ -328,16 +329,7 @@ def _layer_mistakes(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np
 
 
 def _precision_hint(trial: Trial) -> str | None:
-    if trial.example["dtype"] != "float32":
-        return None
-    low = sorted(d for d in ("bfloat16", "float16") if trial.program.dtypes[d])
-    if not low:
-        return None
-    return (
-        f"Your program computes in {' and '.join(low)}, and this example is float32: 8 "
-        "significant bits round far beyond the float32 error the check allows. Keep the "
-        "input's dtype (build buffers with dtype=x.dtype)."
-    )
+    return precision_hint(trial, "Keep the input's dtype (build buffers with dtype=x.dtype).")
 
 
 def _itemsize(trial: Trial) -> int:
@@ -384,7 +376,7 @@ def _collective_advice(kind: str, trial: Trial) -> str | None:
 def _layer_checks() -> tuple[Check, ...]:
     return (
         PerLeaf(
-            inner=Values(atol=_atol, alternatives=_layer_mistakes),
+            inner=Values(atol=_atol, alternatives=layer_mistakes),
             explain_failure=_precision_hint,
         ),
         OutputSharding(expected=lambda t: t.extra["sharding"]),
@@ -449,7 +441,7 @@ def layer_routings(ex: Example, inputs: dict[str, np.ndarray]) -> list[moe_routi
     return [moe_routing.route(b, ex["capacity"]) for b in np.split(logits, ex["n"])]
 
 
-def _explain_layer(trials: list[Trial]) -> list[Evidence]:
+def explain_layer(trials: list[Trial]) -> list[Evidence]:
     """The largest mesh among the trials: per expert, over every device's tokens."""
     trial = max(trials, key=lambda t: t.example["n"])
     return [_load(trial.example, layer_routings(trial.example, trial.extra["inputs"]))]
@@ -461,12 +453,12 @@ SPEC = LessonSpec(
         ExerciseSpec(
             name="moe_layer",
             strategy=_layer_strategy,
-            explicit=_layer_explicit,
+            explicit=layer_explicit,
             run=_layer_run,
             checks=_layer_checks(),
             max_examples=1,
             diagnose_error=_diagnose_error,
-            explain=_explain_layer,
+            explain=explain_layer,
         ),
         _dispatch_exercise("top2_dispatch", 2),
     ),

@@ -98,7 +98,7 @@ LOGICAL = {
 # ------------------------------------------------------------------ examples
 
 
-def _strategy(ctx: Context):
+def example_strategy(ctx: Context):
     meshes = [m for m in ((2, 2), (2, 4), (4, 2), (1, 2), (2, 1)) if m[0] * m[1] <= ctx.n_devices]
     return st.sampled_from(meshes or [(1, 1)]).flatmap(
         lambda m: st.fixed_dictionaries(
@@ -117,7 +117,7 @@ def _strategy(ctx: Context):
     )
 
 
-def _explicit(ctx: Context) -> list[Example]:
+def explicit_examples(ctx: Context) -> list[Example]:
     """4×2, where memory is checked, and 2×3 (model not a power of two).
 
     Two explicit examples and one drawn, as issue 10 allows: each program
@@ -213,7 +213,7 @@ def _run_shard(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
                  extra={"dtype": "float32", "shardings": {k: _sharding(mesh, k) for k in NAMES}})  # fmt: skip
 
 
-def _run_train(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+def run_train(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     import jax
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
@@ -759,7 +759,7 @@ def _prediction_hint(kind: str, mine: int, ref: int, ex: Example) -> str:
 
 
 def _predict_strategy(ctx: Context):
-    return _strategy(ctx).map(
+    return example_strategy(ctx).map(
         lambda ex: {"mesh": ex["mesh"], "layers": ex["layers"], "batch": ex["mesh"][0] * ex["rows"],
                     "seq": ex["seq"], "d": ex["mesh"][0] * ex["dblock"],
                     "hdh": ex["heads"] * ex["dh"], "f": ex["mesh"][1] * ex["fcols"]}
@@ -772,8 +772,8 @@ SPEC = LessonSpec(
     exercises=(
         ExerciseSpec(
             name="shard_params",
-            strategy=_strategy,
-            explicit=_explicit,
+            strategy=example_strategy,
+            explicit=explicit_examples,
             run=_run_shard,
             checks=(
                 PerLeaf(inner=Values(atol=lambda t: 0.0), leaf_extra=_leaf_extra),
@@ -784,9 +784,9 @@ SPEC = LessonSpec(
         ),
         ExerciseSpec(
             name="train_step",
-            strategy=_strategy,
-            explicit=_explicit,
-            run=_run_train,
+            strategy=example_strategy,
+            explicit=explicit_examples,
+            run=run_train,
             checks=(
                 Divergence(),
                 _param_shardings(),
