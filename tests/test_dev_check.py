@@ -57,6 +57,28 @@ def test_missing_and_stray_files_are_found(tree):
     assert "tests/mistakes/l99.py belongs to no lesson in course.toml" in problems
 
 
+def test_an_import_between_lessons_is_found(tree):
+    spec = tree / "grader" / "lessons" / "l10_context_parallel" / "spec.py"
+    spec.write_text(
+        "from grader.lessons.l05_collective_matmul.spec import streams\n" + spec.read_text()
+    )
+    problems = static_problems(registry.load(), tree)
+    assert any("spec.py imports lesson l05_collective_matmul" in p for p in problems), problems
+
+
+def test_a_lesson_folder_without_its_package_file_is_found(tree):
+    (tree / "grader" / "lessons" / "l04_sharded_matmul" / "__init__.py").unlink()
+    problems = static_problems(registry.load(), tree)
+    assert "lesson 4: grader/lessons/l04_sharded_matmul/ has no __init__.py" in problems
+
+
+def test_a_lesson_missing_from_the_readme_table_is_found(root, tree):
+    readme = (root / "README.md").read_text()
+    (tree / "README.md").write_text(readme.replace("\n| 7 |", "\n| seven |", 1))
+    problems = static_problems(registry.load(), tree)
+    assert any("README.md's lesson table lists lessons" in p for p in problems), problems
+
+
 def test_a_stub_that_is_not_a_stub_is_found(tree):
     shutil.copy(tree / "solutions" / "l01_meshes.py", tree / "exercises" / "l01_meshes.py")
     assert "lesson 1: the stub has no TODO / NotImplementedError" in static_problems(

@@ -11,6 +11,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from course import registry
 from grader import engine
 from grader.measure import jaxpr
 from grader.results import Status
@@ -20,12 +21,7 @@ from grader.sandbox.isolation import HostCall, StudentProcessDied, check_exporte
 from tests.mistakes import MISTAKES
 from tests.test_mistakes import assert_caught
 
-LESSONS = [
-    (1, "l01_meshes"), (2, "l02_collectives"), (3, "l03_cost_model"),
-    (4, "l04_sharded_matmul"), (5, "l05_collective_matmul"), (6, "l06_data_parallel"),
-    (7, "l07_fsdp"), (8, "l08_tensor_parallel"), (9, "l09_pipeline"),
-    (10, "l10_context_parallel"), (11, "l11_expert_parallel"), (12, "l12_parallel_transformer"),
-]  # fmt: skip
+LESSONS = [(lesson.number, lesson.module) for lesson in registry.load().lessons]
 
 
 SECRET_SALT = 0x5EC12E7
@@ -98,6 +94,27 @@ def test_starting_the_process_again_is_not_charged_to_the_next_exercise(root, tm
     hung, placed = result.exercises
     assert hung.status == Status.TIMEOUT
     assert placed.status == Status.PASSED, (placed.status, placed.error)
+
+
+def test_the_students_process_imports_nothing_of_the_worker():
+    """What both sides share sits below both: the student's process, with every
+    lesson's spec loaded, holds none of the worker, the runner or the isolation layer."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, grader.sandbox.student\n"
+        "from course import registry\n"
+        "from grader.engine import load_spec\n"
+        "for lesson in registry.load().lessons:\n"
+        "    load_spec(lesson.module)\n"
+        "print(' '.join(m for m in sys.modules if m.startswith('grader')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    assert "grader.sandbox.student" in loaded
+    assert not loaded & {"grader.sandbox.worker", "grader.sandbox.runner",
+                         "grader.sandbox.isolation"}, loaded  # fmt: skip
 
 
 def test_an_import_error_is_the_students_and_named(tmp_path):

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import click
@@ -94,6 +95,7 @@ def static_problems(course: Course, root: Path) -> list[str]:
         if "TODO" not in stub_text or "NotImplementedError" not in stub_text:
             problems.append(f"lesson {lesson.number}: the stub has no TODO / NotImplementedError")
         if "grading spec" not in missing:
+            problems += _lesson_folder_problems(lesson.number, lesson.module, root, known)
             from grader.engine import load_spec  # imports hypothesis and numpy, not jax
 
             spec_names = [e.name for e in load_spec(lesson.module).exercises]
@@ -101,7 +103,45 @@ def static_problems(course: Course, root: Path) -> list[str]:
                 problems.append(
                     f"lesson {lesson.number}: the grading spec grades {spec_names}, course.toml lists {names}"
                 )
+    problems += _readme_problems(course, root)
     return problems
+
+
+def _lesson_folder_problems(number: int, module: str, root: Path, known: set[str]) -> list[str]:
+    """A lesson folder is a package that imports no other lesson (shared pieces
+    live below the lessons: grader/checks, grader/reference, grader/measure)."""
+    folder = root / "grader" / "lessons" / module
+    problems = []
+    if not (folder / "__init__.py").exists():
+        problems.append(f"lesson {number}: grader/lessons/{module}/ has no __init__.py")
+    for f in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text(), filename=str(f))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for name in names:
+                parts = name.split(".")
+                other = parts[2] if parts[:2] == ["grader", "lessons"] and len(parts) > 2 else None
+                if other in known and other != module:
+                    problems.append(
+                        f"lesson {number}: grader/lessons/{module}/{f.name} imports lesson "
+                        f"{other}; move what both use below the lessons"
+                    )
+    return sorted(set(problems))
+
+
+def _readme_problems(course: Course, root: Path) -> list[str]:
+    """The README's lesson table lists exactly the registry's lessons, in order."""
+    readme = root / "README.md"
+    if not readme.exists():
+        return []
+    listed = [int(m) for m in re.findall(r"^\| (\d+) \|", readme.read_text(), flags=re.M)]
+    numbers = [lesson.number for lesson in course.lessons]
+    if listed != numbers:
+        return [f"README.md's lesson table lists lessons {listed}, course.toml {numbers}"]
+    return []
 
 
 def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
