@@ -117,6 +117,46 @@ def test_the_students_process_imports_nothing_of_the_worker():
                          "grader.sandbox.isolation"}, loaded  # fmt: skip
 
 
+def test_no_part_of_the_events_key_reaches_the_students_process(root, tmp_path, monkeypatch):
+    """Issue 19: neither the student's environment nor its command line holds the
+    key (or half of it) that signs the worker's events."""
+    from grader.sandbox import runner
+    from grader.sandbox.protocol import LessonJob, Request
+
+    made = iter(["ab" * 16, "cd" * 8])  # the key first, then the marker of the grade's processes
+    monkeypatch.setattr(runner.secrets, "token_hex", lambda n: next(made))
+    source = (root / "solutions" / "l01_meshes.py").read_text()
+    (tmp_path / "l01_meshes.py").write_text(
+        "import os as _os, pathlib as _pathlib\n"
+        "_here = _pathlib.Path(__file__).parent\n"
+        "(_here / 'environ').write_bytes(_pathlib.Path('/proc/self/environ').read_bytes())\n"
+        "(_here / 'cmdline').write_bytes(_pathlib.Path('/proc/self/cmdline').read_bytes())\n"
+        + source
+    )
+    job = LessonJob(1, "l01_meshes", ("shard_shape",))
+    (result,) = runner.grade(Request((job,), str(tmp_path), timeout=120))
+    assert result.exercises[0].status == Status.PASSED
+    seen = (tmp_path / "environ").read_bytes() + (tmp_path / "cmdline").read_bytes()
+    assert b"cdcdcdcd" in seen  # the marker is there: the probe read the right process
+    assert b"abab" not in seen
+
+
+def test_undumpable_processes_refuse_their_memory_to_their_user():
+    import subprocess
+    import sys
+
+    code = (
+        "import ctypes\n"
+        "from grader.sandbox.lifeline import undumpable\n"
+        "libc = ctypes.CDLL(None)\n"
+        "before = libc.prctl(3, 0, 0, 0, 0)\n"  # PR_GET_DUMPABLE
+        "undumpable()\n"
+        "print(before, libc.prctl(3, 0, 0, 0, 0))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["1", "0"]
+
+
 def test_an_import_error_is_the_students_and_named(tmp_path):
     (tmp_path / "l02_collectives.py").write_text("import not_a_module_anywhere\n")
     result = engine.grade_lesson(2, "l02_collectives", tmp_path, timeout=60, isolate=True)

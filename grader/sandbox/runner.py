@@ -34,6 +34,7 @@ from dataclasses import replace
 
 from grader.repo import CODE
 from grader.results import ExerciseResult, LessonResult, Status
+from grader.sandbox.lifeline import undumpable
 from grader.sandbox.protocol import (
     BadEvent,
     Event,
@@ -103,6 +104,7 @@ def grade(
     that may start subprocesses; it never imports jax.
     """
     emit = on_event or (lambda e: None)
+    undumpable()  # the events key lives here too
     results = {
         job.lesson: LessonResult(job.lesson, request.directory, seed=request.seed)
         for job in request.lessons
@@ -153,6 +155,8 @@ class WorkerSession:
 
     def __init__(self, request: Request, grace: float = GRACE):
         self.request = replace(request, key=secrets.token_hex(16))
+        self.marker = secrets.token_hex(8)
+        """Marks every process this grade starts (see _stop_strays); no part of the key."""
         self.received = 0
         """Events accepted so far: the place the next one must be signed for."""
         self.forged: str | None = None
@@ -196,7 +200,7 @@ class WorkerSession:
                               f"{code}) while running this exercise")  # fmt: skip
         finally:
             _stop(proc)
-            _stop_strays(self.request.key[:16])
+            _stop_strays(self.marker)
             sel.close()
             os.close(read_fd)
             proc.stdout.close()
@@ -206,7 +210,7 @@ class WorkerSession:
     def _start(self, events_fd: int) -> subprocess.Popen:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
-        env[MARK] = self.request.key[:16]  # inherited by all it starts: see _stop_strays
+        env[MARK] = self.marker  # inherited by all it starts: see _stop_strays
         _adopt_orphans()
         proc = subprocess.Popen(
             [sys.executable, "-m", "grader.sandbox.worker", "--events-fd", str(events_fd)],
