@@ -17,7 +17,7 @@ def test_real_course_loads_in_order() -> None:
     assert isinstance(course, Course)
     assert len(course.lessons) >= 2
     numbers = [lesson.number for lesson in course.lessons]
-    assert numbers[0] == 1 and numbers == sorted(set(numbers))  # increasing; a gap is a lesson to come
+    assert numbers[0] == 1 and numbers == sorted(set(numbers))  # a gap: a lesson to come
     raw = tomllib.loads(registry.REGISTRY.read_text())
     assert [lesson.slug for lesson in course.lessons] == [e["slug"] for e in raw["lessons"]]
     for lesson in course.lessons:
