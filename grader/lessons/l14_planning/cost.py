@@ -337,3 +337,33 @@ def best_plan(m: Model, hw: Hardware, global_batch: int, rules: Rules = Rules())
     if not rows:
         raise ValueError("no plan fits")
     return rows[0][0]
+
+
+# ------------------------------------------------------------------ bytes
+
+
+def ring_bytes(kind: str, v: float, n: int) -> float:
+    """What one device sends in lesson 3's ring: hops · V/N (the bandwidth term of
+    :func:`ring_time`, times the bandwidth)."""
+    hops = {"all_gather": n - 1, "reduce_scatter": n - 1, "all_reduce": 2 * (n - 1)}[kind]
+    return hops * v / n
+
+
+def step_bytes(
+    weights: float, act: float, layers: int, plan: Plan, tp_per_layer: int | None = None
+) -> dict[str, float]:
+    """Bytes one chip sends per collective kind in one step, by the terms of
+    :func:`step_time`: ``weights`` the whole model's bytes, ``act`` one
+    micro-batch's [tokens, D] on one chip. FSDP gathers one stage's tp column,
+    weights/(tp·pp), twice and reduce-scatters it once per micro-batch; tp
+    all-reduces ``act`` 4 times per layer and micro-batch (6 with remat), dp
+    all-reduces the gradient shard weights/(fsdp·tp·pp) once."""
+    per_layer = tp_per_layer or (4 + (2 if plan.remat == "block" else 0))
+    column = weights / (plan.tp * plan.pp)
+    return {
+        "all-gather": plan.n_micro * 2 * ring_bytes("all_gather", column, plan.fsdp),
+        "reduce-scatter": plan.n_micro * ring_bytes("reduce_scatter", column, plan.fsdp),
+        "all-reduce": per_layer * layers / plan.pp * plan.n_micro
+        * ring_bytes("all_reduce", act, plan.tp)
+        + ring_bytes("all_reduce", column / plan.fsdp, plan.dp),
+    }  # fmt: skip
