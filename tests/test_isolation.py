@@ -22,6 +22,7 @@ LESSONS = [
     (4, "l04_sharded_matmul"), (5, "l05_collective_matmul"), (6, "l06_data_parallel"),
     (7, "l07_fsdp"), (8, "l08_tensor_parallel"), (9, "l09_pipeline"),
     (10, "l10_context_parallel"), (11, "l11_expert_parallel"), (12, "l12_parallel_transformer"),
+    (14, "l14_planning"),
 ]  # fmt: skip
 
 
@@ -43,7 +44,7 @@ def test_every_solution_passes_with_its_code_in_another_process(root, lesson, mo
 
 
 @pytest.mark.parametrize("lesson, module", [(1, "l01_meshes"), (2, "l02_collectives"),
-                                            (9, "l09_pipeline")])  # fmt: skip
+                                            (9, "l09_pipeline"), (14, "l14_planning")])  # fmt: skip
 def test_untouched_stubs_are_not_started_in_another_process(root, lesson, module):
     """Plain, eager and compiled exercises alike."""
     result = engine.grade_lesson(lesson, module, root / "exercises", timeout=60, isolate=True)
