@@ -114,6 +114,14 @@ def test_the_worked_example():
         "total": 6.198, "mfu": 0.652,
     }  # fmt: skip
     assert len(cost.plans(m, hw, 64)) == 300 and len(rows) == 75
+    unfit, mem, t = cost.ranked(m, hw, 64, fit=False)[0]
+    assert (unfit, round(t["total"], 2), round(mem["total"] / 1e9)) == (
+        Plan(8, 4, 2, 1, 1, "none"),
+        5.2,
+        364,
+    )
+    dp8 = cost.memory_per_chip(m, Plan(8, 1, 8, 1, 8, "none"), 64)
+    assert round(dp8["total"] / 1e9) == 201 and round(dp8["optimizer"] / 1e9) == 106
 
 
 def test_ring_time_is_lesson_3s():
