@@ -278,3 +278,40 @@ def test_the_solution_is_the_reference_on_drawn_examples(root):
             for plan, mem, t in rows[:5]:
                 assert sol.memory_per_chip(args[0], plan, args[2]) == pytest.approx(mem, rel=1e-12)
                 assert sol.step_time(args[0], args[1], plan, args[2]) == pytest.approx(t, rel=1e-12)
+
+
+def _trial(check_spec, ex, output):
+    trial = check_spec.run(lambda *a: output, ex)
+    return check_spec.checks[0](trial)
+
+
+def test_a_dict_of_other_keys_or_types_is_refused():
+    ex = spec.MEMORY_EXPLICIT[0]
+    missing = _trial(spec.MEMORY, ex, {"params": 1.0})
+    assert not missing.passed and "expected exactly params, grads" in missing.message
+    assert not _trial(spec.MEMORY, ex, [1.0]).passed
+    want = cost.memory_per_chip(*spec._memory_args(ex))
+    flag = _trial(spec.MEMORY, ex, {**want, "grads": True})
+    assert not flag.passed and "expected a number" in flag.message
+    assert _trial(spec.MEMORY, ex, dict(want)).passed
+
+
+def test_step_time_must_refuse_a_plan_of_other_chips():
+    ex = spec.TIME_EXPLICIT[-1]
+    assert ex["chips"] != math.prod(ex["plan"][:4])
+    r = _trial(spec.TIME, ex, {k: 1.0 for k in cost.TIME_KEYS})
+    assert (
+        not r.passed and "expected a ValueError" in r.message and "dp·fsdp·tp·pp = 32" in r.message
+    )
+
+
+def test_a_slower_plan_is_shown_beside_the_best_with_the_term_that_decided():
+    ex = spec.BEST_EXPLICIT[0]
+    slower = Plan(2, 1, 8, 4, 32, "block")
+    r = _trial(spec.BEST, ex, slower)
+    assert not r.passed and "per step, the best 6.198 s" in r.message
+    assert "compute decided" in r.message
+    table = r.evidence[0]
+    assert table.columns == ["term", "best plan", "your plan"]
+    assert ["time: compute", "4.04 s", "5.387 s"] in table.rows
+    assert not _trial(spec.BEST, ex, (1, 1, 8, 8, 64, "none")).passed  # a tuple is not a Plan
