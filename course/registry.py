@@ -152,9 +152,11 @@ def load(path: Path = REGISTRY) -> Course:
             raise RegistryError(f"{path}: lesson #{i} lacks {exc}") from None
         except (TypeError, ValueError, AttributeError) as exc:
             raise RegistryError(f"{path}: lesson #{i} is malformed: {exc}") from None
-        if lesson.number != i:
+        previous = lessons[-1].number if lessons else 0
+        if lesson.number <= previous:  # a gap is allowed: a lesson not built yet
             raise RegistryError(
-                f"{path}: lesson #{i} is numbered {lesson.number}; keep them in order"
+                f"{path}: lesson #{i} is numbered {lesson.number}, after {previous}; keep them "
+                "in increasing order"
             )
         lessons.append(lesson)
     return Course(tuple(lessons))

@@ -40,7 +40,7 @@ def test_every_solution_passes_with_its_code_in_another_process(root, lesson, mo
 
 
 @pytest.mark.parametrize("lesson, module", [(1, "l01_meshes"), (2, "l02_collectives"),
-                                            (9, "l09_pipeline")])  # fmt: skip
+                                            (9, "l09_pipeline"), (14, "l14_planning")])  # fmt: skip
 def test_untouched_stubs_are_not_started_in_another_process(root, lesson, module):
     """Plain, eager and compiled exercises alike."""
     result = engine.grade_lesson(lesson, module, root / "exercises", timeout=60, isolate=True)

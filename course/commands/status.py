@@ -134,8 +134,9 @@ def _completion(app: App, states: dict) -> Panel:
             Text(f"Every lesson passes: {len(lessons)} lessons, {required} exercises"
                  + (f" and {bonus} bonus points" if bonus else "") + f", {gradings} gradings.",
                  style="bold green"),  # fmt: skip
-            Text("You built, checked and measured every strategy of a modern training stack "
-                 "— and composed them into one step whose bytes you predicted.\n"),  # fmt: skip
+            Text("You built, checked and measured every strategy of a modern training stack, "
+                 "composed them into one step whose bytes you predicted, and planned a run "
+                 "on thousands of chips with the same cost model.\n"),  # fmt: skip
             table,
         ),
         title="course complete", title_align="left", border_style="green",

@@ -1,0 +1,582 @@
+"""Grading spec for lesson 14: planning a training run at scale.
+
+Graded like lesson 3: every function is pure, so the grader holds each answer
+against its own formula (:mod:`.cost`, never solutions/) on explicit and
+hypothesis-drawn models and clusters, awkward ones included (heads not
+divisible by 8, prime layer counts, a single node, a partial node). Integers
+exactly, floats within 1e-9 relative; a dict of terms term by term.
+
+``best_plan`` is held against an exhaustive search under the reference cost
+model (:func:`.cost.ranked`), ties broken by :func:`.cost.tie_key`. A wrong
+plan is named by the rule it breaks (tp across nodes, n_micro < pp …), or by
+its memory (more than HBM), or shown beside the best one with every term of
+both, and the term that decided.
+
+A wrong answer is held against the values known mistakes give on the same
+example (:mod:`.suspects`); a match names the mistake, otherwise the message
+says what was measured. Examples are plain fields, so ``--example`` repeats
+one: ``model`` = L×D×F×N×K×H×V×S, ``chip`` a preset (``toy`` has round
+figures the student's presets lack), ``chips``, ``node`` (chips per node),
+``plan`` = dp×fsdp×tp×pp×n_micro, ``remat``, ``batch`` (sequences).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grader.checks.scalar import RAISES, Scalar, close, fmt
+from grader.evidence import Note, Table
+from grader.lessons.l14_planning import cost, explain, suspects
+from grader.lessons.l14_planning.records import HARDWARE, MODELS, REMAT, Hardware, Model, Plan
+from grader.results import CheckResult
+from grader.runtime import Runtime, call_pure
+from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
+
+CHIPS = {**HARDWARE, "toy": Hardware("toy", 1, 1, 1e12, 16e9, 1e9, 1e-5, 1e8, 1e-4)}
+"""The presets, and a toy chip with round figures (its name is not in the student's HARDWARE)."""
+
+PRESETS = {
+    (m.layers, m.d_model, m.d_ff, m.heads, m.kv_heads, m.head_dim, m.vocab, m.seq): m
+    for m in MODELS.values()
+}
+L8, L70, L405 = (next(k for k, m in PRESETS.items() if m.name == n) for n in MODELS)
+
+
+def model_of(t: tuple) -> Model:
+    t = tuple(t)
+    if t in PRESETS:
+        return PRESETS[t]
+    return Model("model-" + "x".join(map(str, t)), *t)
+
+
+def hardware_of(chip: str, chips: int, node: int) -> Hardware:
+    return dataclasses.replace(CHIPS[chip], chips=chips, chips_per_node=node)
+
+
+def plan_of(t: tuple, remat: str) -> Plan:
+    return Plan(*tuple(t), remat)
+
+
+def show_model(m: Model) -> str:
+    return m.name if m.name in MODELS else (
+        f"Model(L={m.layers}, D={m.d_model}, F={m.d_ff}, N={m.heads}, K={m.kv_heads}, "
+        f"H={m.head_dim}, V={m.vocab}, S={m.seq})"
+    )  # fmt: skip
+
+
+def show_hw(h: Hardware) -> str:
+    return f"{h.name}×{h.chips} ({h.chips_per_node} per node)"
+
+
+# ------------------------------------------------------------------ drawing
+
+_LAYERS = st.sampled_from([1, 2, 3, 4, 5, 7, 8, 11, 12, 13, 16, 24, 32])
+
+
+@st.composite
+def _models(draw) -> tuple:
+    heads = draw(st.sampled_from([1, 2, 3, 4, 6, 8, 12, 14, 16, 20, 24, 32]))
+    kv = draw(st.sampled_from([k for k in (1, 2, 3, 4, 8, heads) if heads % k == 0]))
+    head_dim = draw(st.sampled_from([32, 64, 80, 128]))
+    d = draw(st.sampled_from([256, 512, 768, 1024, 2048]))
+    f = draw(st.sampled_from([2 * d, 3 * d, 4 * d, 8 * d // 3 // 64 * 64]))
+    vocab = draw(st.sampled_from([1000, 32000, 51200, 128256]))
+    seq = draw(st.sampled_from([128, 512, 1024, 2048]))
+    return (draw(_LAYERS), d, f, heads, kv, head_dim, vocab, seq)
+
+
+MODEL_TWISTS = (
+    (3, 48, 96, 3, 1, 16, 100, 32),  # N·H = D, K < N, three layers
+    (7, 1000, 2688, 6, 6, 160, 5000, 64),  # N·H ≠ D, K = N, seven layers
+)
+
+
+def _pure_models(ctx: Context):
+    return st.fixed_dictionaries({"model": _models()})
+
+
+def _flop_models(ctx: Context):
+    return st.fixed_dictionaries(
+        {"model": _models(), "tokens": st.sampled_from([1, 1000, 2**20, 10**9, 15 * 10**12])}
+    )
+
+
+@st.composite
+def _planned(draw, with_hw: bool) -> Example:
+    m = draw(_models())
+    layers, heads = m[0], m[3]
+    tp = draw(st.sampled_from([t for t in (1, 2, 3, 4, 8) if heads % t == 0]))
+    pp = draw(st.sampled_from([p for p in (1, 2, 3, 4) if layers % p == 0]))
+    dp, fsdp = draw(st.sampled_from([1, 2, 3])), draw(st.sampled_from([1, 2, 4]))
+    n_micro = draw(st.sampled_from([1, 2, 4, 8]))
+    batch = dp * fsdp * n_micro * draw(st.sampled_from([1, 2, 3]))
+    ex: Example = {"model": m, "plan": (dp, fsdp, tp, pp, n_micro),
+                   "remat": draw(st.sampled_from(REMAT)), "batch": batch}  # fmt: skip
+    if with_hw:
+        ex = {"model": m, "chip": draw(st.sampled_from(sorted(CHIPS))),
+              "chips": dp * fsdp * tp * pp, "node": draw(st.sampled_from([1, 2, 4, 6, 8])),
+              **{k: ex[k] for k in ("plan", "remat", "batch")}}  # fmt: skip
+    return ex
+
+
+def _memory_examples(ctx: Context):
+    return _planned(False)
+
+
+def _time_examples(ctx: Context):
+    return _planned(True)
+
+
+def _best_examples(ctx: Context):
+    @st.composite
+    def example(draw) -> Example:
+        m = draw(_models())
+        chips = draw(st.sampled_from([1, 2, 3, 4, 6, 8, 12, 16]))
+        node = draw(st.sampled_from([1, 2, 4, 6, 8]))
+        batch = draw(st.sampled_from([1, 2, 4, 6, 8, 12, 16]))
+        return {"model": m, "chip": draw(st.sampled_from(sorted(CHIPS))), "chips": chips,
+                "node": node, "batch": batch}  # fmt: skip
+
+    return example()
+
+
+# ------------------------------------------------------------------ param_count and train_flops
+
+
+def _params_formula(model: tuple) -> str:
+    m = model_of(model)
+    return (
+        f"2·D·V + L·(2·D·H·(N + K) + 3·D·F) = 2·{m.d_model}·{m.vocab} + {m.layers}·"
+        f"(2·{m.d_model}·{m.head_dim}·({m.heads} + {m.kv_heads}) + 3·{m.d_model}·{m.d_ff})"
+    )
+
+
+PARAM_COUNT = Scalar(
+    "param_count", int, _pure_models,
+    explicit=({"model": L8}, {"model": L70}, {"model": L405}, {"model": (1,) * 8},
+              *({"model": t} for t in MODEL_TWISTS)),
+    answer=lambda model: cost.param_count(model_of(model)),
+    args=lambda model: (model_of(model),),
+    call=lambda model: f"param_count({show_model(model_of(model))})",
+    formula=_params_formula,
+    suspects=lambda model: suspects.params(model_of(model)),
+    max_examples=12,
+)  # fmt: skip
+
+
+def _flops_formula(model: tuple, tokens: int) -> str:
+    m = model_of(model)
+    p = cost.param_count(m)
+    return (
+        f"6·P·T + 12·L·N·H·S·T = 6·{p}·{tokens} + 12·{m.layers}·{m.heads}·{m.head_dim}·"
+        f"{m.seq}·{tokens} (model FLOPs, PaLM's convention)"
+    )
+
+
+TRAIN_FLOPS = Scalar(
+    "train_flops", float, _flop_models,
+    explicit=({"model": L70, "tokens": 15 * 10**12}, {"model": L8, "tokens": 2**20},
+              {"model": (1,) * 8, "tokens": 1}, *({"model": t, "tokens": 4096} for t in MODEL_TWISTS)),
+    answer=lambda model, tokens: cost.train_flops(model_of(model), tokens),
+    args=lambda model, tokens: (model_of(model), tokens),
+    call=lambda model, tokens: f"train_flops({show_model(model_of(model))}, tokens={tokens})",
+    formula=_flops_formula,
+    suspects=lambda model, tokens: suspects.flops(model_of(model), tokens),
+    max_examples=12,
+)  # fmt: skip
+
+
+# ------------------------------------------------------------------ a dict of terms
+
+
+@dataclass(frozen=True)
+class Terms(Check):
+    """A dict with exactly ``keys``, each within 1e-9 of the reference's; a wrong one is
+    diagnosed from the suspects, term by term (the first wrong term in ``keys``' order)."""
+
+    keys: tuple[str, ...]
+    formulas: Callable[[Example], dict[str, str]]
+    suspects: Callable[[Example], list]
+    name: str = "values"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        got, want, call = trial.output, trial.expected, trial.extra["call"]
+        if want == RAISES:
+            if isinstance(got, ValueError):
+                return CheckResult(self.name, True, "raised ValueError, as due")
+            what = (
+                f"raised {type(got).__name__}: {got}"
+                if isinstance(got, BaseException)
+                else f"returned {got!r}"
+            )
+            return CheckResult(self.name, False, f"{call} {what}; expected a ValueError "
+                               f"({trial.extra['why']})",
+                               hint="Check dp·fsdp·tp·pp against hw.chips first and raise "
+                               "ValueError when they differ.")  # fmt: skip
+        problem = _not_terms(got, self.keys)
+        if problem:
+            return CheckResult(self.name, False, f"{call} {problem}",
+                               hint="Return a dict with exactly these keys: "
+                               + ", ".join(self.keys) + " (floats).")  # fmt: skip
+        got = {k: float(got[k]) for k in self.keys}
+        wrong = [k for k in self.keys if not close(got[k], want[k])]
+        table = Table(columns=["term", "formula", "expected", "yours"],
+                      rows=[[k, self.formulas(trial.example).get(k, ""), fmt(want[k], got[k]),
+                             fmt(got[k], want[k])] for k in self.keys])  # fmt: skip
+        if not wrong:
+            return CheckResult(self.name, True, "every term agrees with the grader's formula")
+        key, hint = suspects.matching(got, want, self.keys, self.suspects(trial.example))
+        key = key or wrong[0]
+        if hint is None:
+            ratio = f", {got[key] / want[key]:.4g}× the reference's" if want[key] else ""
+            hint = (
+                f"Measured: your {key!r} is {fmt(got[key], want[key])}{ratio}; the formula is "
+                f"{self.formulas(trial.example).get(key, '')}. No known mistake gives your value."
+            )
+        return CheckResult(
+            self.name, False,
+            f"{call}: {key!r} is {fmt(got[key], want[key])}; expected {fmt(want[key], got[key])}"
+            + (f" (wrong terms: {', '.join(wrong)})" if len(wrong) > 1 else ""),
+            evidence=[table], hint=hint,
+        )  # fmt: skip
+
+
+def _not_terms(out: Any, keys: tuple[str, ...]) -> str | None:
+    if not isinstance(out, dict):
+        return f"returned {type(out).__name__} {out!r:.80}; expected a dict of {', '.join(keys)}"
+    missing, extra = [k for k in keys if k not in out], [k for k in out if k not in keys]
+    if missing or extra:
+        return (f"returned a dict with keys {sorted(map(str, out))}; expected exactly "
+                f"{', '.join(keys)}")  # fmt: skip
+    bad = [k for k in keys if isinstance(out[k], (bool, np.bool_))
+           or not isinstance(out[k], (int, float, np.integer, np.floating))]  # fmt: skip
+    if bad:
+        return f"returned {bad[0]!r}: {out[bad[0]]!r}; expected a number"
+    return None
+
+
+# ------------------------------------------------------------------ memory_per_chip
+
+
+def _memory_args(ex: Example) -> tuple:
+    return model_of(ex["model"]), plan_of(ex["plan"], ex["remat"]), ex["batch"]
+
+
+def _memory_formulas(ex: Example) -> dict[str, str]:
+    m, plan, batch = _memory_args(ex)
+    p, w = cost.param_count(m), cost.weight_shards(plan)
+    act = ("held·tokens·L/pp·2·(4·D + (2·H·(N + K) + 3·F)/tp)" if plan.remat == "none" else
+           "held·tokens·L/pp·2·D + tokens·2·(4·D + (2·H·(N + K) + 3·F)/tp)")  # fmt: skip
+    tokens = cost.micro_tokens(m, plan, batch)
+    return {
+        "params": f"2·P/(fsdp·tp·pp) = 2·{p}/{w}",
+        "grads": f"2·P/(fsdp·tp·pp) = 2·{p}/{w}",
+        "optimizer": f"12·P/(fsdp·tp·pp) = 12·{p}/{w}",
+        "activations": f"{act}, held = min(n_micro, pp) = {cost.in_flight(plan)}, tokens = "
+        f"B/(dp·fsdp·n_micro)·S = {tokens:g}",
+        "total": "the sum of the four",
+    }
+
+
+def _call_memory(ex: Example) -> str:
+    m, plan, batch = _memory_args(ex)
+    return f"memory_per_chip({show_model(m)}, {plan}, global_batch={batch})"
+
+
+def _run_memory(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+    args = _memory_args(ex)
+    out = call_pure(fn, args, False)
+    return Trial(ex, output=out, expected=cost.memory_per_chip(*args),
+                 extra={"call": _call_memory(ex)})  # fmt: skip
+
+
+MEMORY_EXPLICIT = [
+    {"model": L70, "plan": (2, 4, 8, 4, 8), "remat": "none", "batch": 64},
+    {"model": L70, "plan": (2, 4, 8, 4, 8), "remat": "block", "batch": 64},
+    {"model": L70, "plan": (1, 2, 8, 4, 2), "remat": "none", "batch": 8},
+    {"model": L8, "plan": (1, 1, 1, 1, 1), "remat": "none", "batch": 1},
+    {"model": MODEL_TWISTS[1], "plan": (3, 1, 3, 7, 2), "remat": "block", "batch": 12},
+]
+"""dp, fsdp, tp and pp all above 1, without and with remat; n_micro < pp; one chip;
+three heads split three ways over seven stages (seven layers)."""
+
+
+def _explain_memory(trials: list[Trial]) -> list[Any]:
+    out = []
+    for t in trials[:1]:
+        if isinstance(t.expected, dict):
+            out.append(explain.memory_bars(_call_memory(t.example), t.expected, 80e9,
+                                           note="HBM of an 80 GB chip for scale"))  # fmt: skip
+    return out
+
+
+# ------------------------------------------------------------------ step_time
+
+
+def _time_args(ex: Example) -> tuple:
+    return (model_of(ex["model"]), hardware_of(ex["chip"], ex["chips"], ex["node"]),
+            plan_of(ex["plan"], ex["remat"]), ex["batch"])  # fmt: skip
+
+
+def _time_formulas(ex: Example) -> dict[str, str]:
+    m, hw, plan, batch = _time_args(ex)
+    where = {a: "in a node" if cost.within_node(hw, plan, a) else "across nodes"
+             for a in cost.AXES}  # fmt: skip
+    return {
+        "compute": "train_flops·(4/3 with remat)/(chips·peak)",
+        "bubble": "compute·(pp − 1)/n_micro",
+        "tp": f"(4, or 6 with remat)·L/pp·n_micro all-reduces of 2·tokens·D over tp ({where['tp']})",
+        "fsdp": f"n_micro·(2 all-gathers + 1 reduce-scatter) of 2·P/(tp·pp) over fsdp ({where['fsdp']})",
+        "dp": f"1 all-reduce of 2·P/(fsdp·tp·pp) over dp ({where['dp']})",
+        "pp": f"2·n_micro·(α + 2·tokens·D/W), {where['pp']}",
+        "total": "the sum of the six (no overlap)",
+        "mfu": "train_flops/(chips·peak·total)",
+    }
+
+
+def _call_time(ex: Example) -> str:
+    m, hw, plan, batch = _time_args(ex)
+    return f"step_time({show_model(m)}, {show_hw(hw)}, {plan}, global_batch={batch})"
+
+
+def _run_time(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+    args = _time_args(ex)
+    m, hw, plan, batch = args
+    n = plan.dp * plan.fsdp * plan.tp * plan.pp
+    if n != hw.chips:
+        out = call_pure(fn, args, True)
+        return Trial(ex, output=out, expected=RAISES, extra={
+            "call": _call_time(ex), "why": f"dp·fsdp·tp·pp = {n}, the cluster has {hw.chips}"})  # fmt: skip
+    out = call_pure(fn, args, False)
+    return Trial(ex, output=out, expected=cost.step_time(*args), extra={"call": _call_time(ex)})
+
+
+TIME_EXPLICIT = [
+    {"model": L70, "chip": "h100-sxm", "chips": 128, "node": 8, "plan": (2, 2, 8, 4, 8),
+     "remat": "block", "batch": 64},
+    {"model": L70, "chip": "a100-80gb", "chips": 16, "node": 8, "plan": (1, 1, 16, 1, 1),
+     "remat": "none", "batch": 4},
+    {"model": L8, "chip": "h100-sxm", "chips": 1, "node": 8, "plan": (1, 1, 1, 1, 1),
+     "remat": "none", "batch": 2},
+    {"model": L8, "chip": "h100-sxm", "chips": 64, "node": 8, "plan": (4, 16, 1, 1, 2),
+     "remat": "none", "batch": 256},
+    {"model": MODEL_TWISTS[1], "chip": "toy", "chips": 42, "node": 6, "plan": (2, 1, 3, 7, 7),
+     "remat": "none", "batch": 28},
+    {"model": L8, "chip": "h100-sxm", "chips": 64, "node": 8, "plan": (2, 2, 8, 1, 1),
+     "remat": "none", "batch": 8},
+]  # fmt: skip
+"""Everything at once with remat; tp = 16 across two nodes; one chip; fsdp across nodes with
+two micro-batches; a toy chip with three heads split three ways and seven stages; a plan of
+32 chips for a cluster of 64 (ValueError)."""
+
+
+# ------------------------------------------------------------------ best_plan
+
+
+def _best_args(ex: Example) -> tuple:
+    return model_of(ex["model"]), hardware_of(ex["chip"], ex["chips"], ex["node"]), ex["batch"]
+
+
+def _call_best(ex: Example) -> str:
+    m, hw, batch = _best_args(ex)
+    return f"best_plan({show_model(m)}, {show_hw(hw)}, global_batch={batch})"
+
+
+def _run_best(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+    args = _best_args(ex)
+    rows = cost.ranked(*args)
+    want = rows[0][0] if rows else RAISES
+    out = call_pure(fn, args, want == RAISES)
+    return Trial(ex, output=out, expected=want, extra={"call": _call_best(ex), "ranked": rows})
+
+
+def _plan_fields_differ(a: Plan, b: Plan) -> str:
+    order = ("remat", "pp", "tp", "fsdp", "n_micro")
+    first = next(f for f in order if getattr(a, f) != getattr(b, f))
+    return f"{first} = {getattr(a, first)!r} (yours) against {getattr(b, first)!r}"
+
+
+TIE_ORDER = ("no remat first, then the fewest stages (pp), then the smallest tp, then the "
+             "smallest fsdp, then the fewest micro-batches")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BestPlan(Check):
+    """The plan equals the exhaustive search's; a wrong one is explained by the rule it
+    breaks, its memory, a tie broken another way, or every term beside the best one's."""
+
+    name: str = "plan"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        got, want, call = trial.output, trial.expected, trial.extra["call"]
+        m, hw, batch = _best_args(trial.example)
+        if want == RAISES:
+            if isinstance(got, ValueError):
+                return CheckResult(self.name, True, "raised ValueError: no plan fits")
+            what = (
+                f"raised {type(got).__name__}: {got}"
+                if isinstance(got, BaseException)
+                else f"returned {got}"
+            )
+            return CheckResult(self.name, False, f"{call} {what}; expected a ValueError: no plan "
+                               f"fits in {explain.gb(hw.hbm_bytes)} per chip",
+                               evidence=self._smallest(m, hw, batch),
+                               hint="When no plan of the search space fits HBM, raise ValueError "
+                               "instead of returning the least bad one.")  # fmt: skip
+        if not isinstance(got, Plan):
+            return CheckResult(self.name, False, f"{call} returned {type(got).__name__} "
+                               f"{got!r:.100}; expected a Plan",
+                               hint="Return Plan(dp, fsdp, tp, pp, n_micro, remat), the "
+                               "record the exercise file imports.")  # fmt: skip
+        if got == want:
+            return CheckResult(
+                self.name, True, f"the fastest plan that fits: {explain.plan_text(got)}"
+            )
+        best = trial.extra["ranked"][0]
+        broken = cost.broken_rule(m, hw, got, batch)
+        lead = (
+            f"{call} returned {explain.plan_text(got)}; the best plan is {explain.plan_text(want)}"
+        )
+        if broken:
+            mine = self._terms(m, hw, got, batch)
+            evidence = [explain.side_by_side(best, mine, hw.hbm_bytes)] if mine else []
+            return CheckResult(self.name, False, f"{lead}. Yours is not in the search space: "
+                               f"{broken}", evidence=evidence, hint=_rule_hint(broken))  # fmt: skip
+        mine = self._terms(m, hw, got, batch)
+        evidence = [explain.side_by_side(best, mine, hw.hbm_bytes)]
+        if mine[1]["total"] > hw.hbm_bytes:
+            worst = max(cost.MEMORY_KEYS[:-1], key=lambda k: mine[1][k])
+            return CheckResult(self.name, False, f"{lead}. Yours needs "
+                               f"{explain.gb(mine[1]['total'])} per chip, more than the "
+                               f"{explain.gb(hw.hbm_bytes)} of HBM (its largest term: {worst}, "
+                               f"{explain.gb(mine[1][worst])})", evidence=evidence,
+                               hint="The fastest plan must also fit: keep only plans whose "
+                               "memory_per_chip total is at most hw.hbm_bytes.")  # fmt: skip
+        bt, yt = best[2], mine[2]
+        if yt["total"] <= bt["total"] * (1 + cost.TIE):
+            return CheckResult(self.name, False, f"{lead}. Both take {explain.seconds(bt['total'])}"
+                               f" per step: a tie, and the order breaks it: {TIE_ORDER}; here "
+                               f"{_plan_fields_differ(got, want)}", evidence=evidence,
+                               hint="Collect every plan within 1e-9 (relative) of the fastest "
+                               "time, then take the first in the stated order.")  # fmt: skip
+        return CheckResult(self.name, False, f"{lead}. Yours takes {explain.seconds(yt['total'])}"
+                           f" per step, the best {explain.seconds(bt['total'])}: "
+                           + explain.decided_by(bt, yt),
+                           evidence=[*evidence, Note(explain.decided_by(bt, yt))],
+                           hint="Both plans fit and follow the rules, so the search missed "
+                           "the faster one, or costs a term differently: compare your "
+                           "step_time on both plans with the table.")  # fmt: skip
+
+    @staticmethod
+    def _terms(m: Model, hw: Hardware, plan: Plan, batch: int) -> tuple | None:
+        try:
+            mem = cost.memory_per_chip(m, plan, batch)
+            t = cost.step_time(m, hw, plan, batch)
+        except (ValueError, ZeroDivisionError, TypeError, AttributeError):
+            return None
+        return plan, mem, t
+
+    @staticmethod
+    def _smallest(m: Model, hw: Hardware, batch: int) -> list:
+        rows = cost.ranked(m, hw, batch, fit=False)
+        if not rows:
+            return [Note("The search space is empty here.")]
+        plan, mem, _ = min(rows, key=lambda r: r[1]["total"])
+        return [explain.memory_bars(explain.plan_text(plan), mem, hw.hbm_bytes,
+                                    note="the plan that needs the least memory")]  # fmt: skip
+
+
+def _rule_hint(broken: str) -> str:
+    if broken.startswith("tp"):
+        return ("Tensor parallelism stays inside a node: search only tp that divide "
+                "hw.chips_per_node (and the heads).")  # fmt: skip
+    if broken.startswith("n_micro") and "<" in broken:
+        return "Search only n_micro ≥ pp: a pipeline of p stages needs at least p micro-batches."
+    return "Search only plans that follow every rule of the search space (course show 14)."
+
+
+def _explain_best(trials: list[Trial]) -> list[Any]:
+    for t in trials:
+        rows = t.extra.get("ranked")
+        if rows:
+            plan, mem, _ = rows[0]
+            return [Note(f"The plans that fit, fastest first · {t.extra['call']}"),
+                    *explain.ranking(rows),
+                    explain.memory_bars(explain.plan_text(plan), mem, _best_args(t.example)[1].hbm_bytes)]  # fmt: skip
+    return []
+
+
+BEST_EXPLICIT = [
+    {"model": L70, "chip": "h100-sxm", "chips": 64, "node": 8, "batch": 64},
+    {"model": L8, "chip": "h100-sxm", "chips": 8, "node": 8, "batch": 16},
+    {"model": L405, "chip": "toy", "chips": 8, "node": 8, "batch": 8},
+    {"model": MODEL_TWISTS[1], "chip": "toy", "chips": 6, "node": 6, "batch": 12},
+    {"model": (1, 256, 512, 2, 2, 128, 1000, 128), "chip": "h100-sxm", "chips": 4, "node": 8,
+     "batch": 8},
+]  # fmt: skip
+"""A realistic cluster; one node; nothing fits (ValueError); heads not divisible by 8, seven
+layers, a node of six; a partial node where micro-batches tie (the order decides)."""
+
+TRAPS = [
+    {"model": L8, "chip": "tpu-v5p", "chips": 2, "node": 1, "batch": 32},
+    {"model": MODEL_TWISTS[0], "chip": "toy", "chips": 6, "node": 2, "batch": 32},
+    {
+        "model": (32, 4096, 11008, 32, 32, 128, 32000, 4096),
+        "chip": "tpu-v5p",
+        "chips": 2,
+        "node": 8,
+        "batch": 4,
+    },
+]
+"""Where a search that breaks a rule finds a faster plan (found by searching with each rule
+off, ``tests/test_l14.py`` holds them so): tp = 2 across two one-chip nodes; n_micro = 1
+< pp = 3; and the fastest plan of all (dp = 2) that does not fit HBM."""
+BEST_EXPLICIT += TRAPS
+
+
+# ------------------------------------------------------------------ exercises
+
+MEMORY = ExerciseSpec(
+    name="memory_per_chip",
+    strategy=_memory_examples,
+    explicit=lambda ctx: list(MEMORY_EXPLICIT),
+    run=_run_memory,
+    checks=(
+        Terms(cost.MEMORY_KEYS, _memory_formulas, lambda ex: suspects.memory(*_memory_args(ex))),
+    ),  # fmt: skip
+    max_examples=12,
+    explain=_explain_memory,
+)
+TIME = ExerciseSpec(
+    name="step_time",
+    strategy=_time_examples,
+    explicit=lambda ctx: list(TIME_EXPLICIT),
+    run=_run_time,
+    checks=(Terms(cost.TIME_KEYS, _time_formulas, lambda ex: suspects.time(*_time_args(ex))),),
+    max_examples=12,
+)
+
+
+def _fits_somewhere(ex: Example) -> bool:
+    return bool(cost.ranked(*_best_args(ex)))
+
+
+BEST = ExerciseSpec(
+    name="best_plan",
+    strategy=lambda ctx: _best_examples(ctx).filter(_fits_somewhere),
+    explicit=lambda ctx: list(BEST_EXPLICIT),
+    run=_run_best,
+    checks=(BestPlan(),),
+    max_examples=6,
+    explain=_explain_best,
+)
+
+SPEC = LessonSpec(
+    exercises=(PARAM_COUNT.spec(), TRAIN_FLOPS.spec(), MEMORY, TIME, BEST),
+)

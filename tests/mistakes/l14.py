@@ -1,0 +1,99 @@
+"""Realistic wrong implementations for lesson 14 (see tests/mistakes/__init__.py).
+
+One per way of getting a plan wrong that the lesson warns about: parameters
+counted for another architecture, FLOPs without attention, optimizer state
+or master weights forgotten, activations forgotten or counted without remat,
+memory divided by an axis that does not shard it, a pipeline with fewer
+micro-batches than stages, tensor parallelism across nodes, FSDP's bytes
+counted once, MFU from 6·P·T, and searches that break a rule, ignore memory
+or break ties another way.
+"""
+
+from __future__ import annotations
+
+from tests.mistakes import Mistake
+
+L14 = "l14_planning"
+
+
+def _edit(id: str, exercise: str, old: str, new: str, says: tuple[str, ...], check: str = "values") -> Mistake:  # fmt: skip
+    return Mistake(id=id, module=L14, exercise=exercise, status="failed", check=check,
+                   says=says, patch=((old, new),))  # fmt: skip
+
+
+MEMORY_RETURN = '"optimizer": ADAM * p / shards,'
+MFU = 'out["mfu"] = model_flops / (hw.chips * hw.peak_flops * out["total"])'
+
+MISTAKES: list[Mistake] = [
+    # ---------------------------------------------------------------- param_count
+    _edit("l14-params-tied-embeddings", "param_count",
+          "embeddings = 2 * d * m.vocab", "embeddings = d * m.vocab", ("untied", "2·D·V")),
+    _edit("l14-params-without-grouped-query-attention", "param_count",
+          "attention = 2 * d * h * (m.heads + m.kv_heads)", "attention = 4 * d * h * m.heads",
+          ("Grouped-query attention", "K")),
+    _edit("l14-params-two-matrix-mlp", "param_count",
+          "mlp = 3 * d * m.d_ff", "mlp = 2 * d * m.d_ff", ("three matrices",)),
+    # ---------------------------------------------------------------- train_flops
+    _edit("l14-flops-without-attention", "train_flops",
+          "return dense + attention", "return dense", ("6·P·T alone", "attention term")),
+    _edit("l14-flops-attention-halved-for-the-mask", "train_flops",
+          "attention = 12 * m.layers", "attention = 6 * m.layers", ("not halved",)),
+    _edit("l14-flops-attention-over-kv-heads", "train_flops",
+          "attention = 12 * m.layers * m.heads", "attention = 12 * m.layers * m.kv_heads",
+          ("every query head",)),
+    # ---------------------------------------------------------------- memory_per_chip
+    _edit("l14-memory-optimizer-state-forgotten", "memory_per_chip",
+          MEMORY_RETURN, '"optimizer": 0.0,', ("optimizer state is forgotten", "12 bytes")),
+    _edit("l14-memory-master-weights-forgotten", "memory_per_chip",
+          MEMORY_RETURN, '"optimizer": 8 * p / shards,', ("master weights are forgotten",)),
+    _edit("l14-memory-activations-forgotten", "memory_per_chip",
+          '"activations": activations,', '"activations": 0.0,', ("activations are forgotten",)),
+    _edit("l14-memory-activations-without-remat", "memory_per_chip",
+          'if plan.remat == "none":', "if True:", ("Counted without remat",)),
+    _edit("l14-memory-weights-divided-by-dp", "memory_per_chip",
+          "shards = plan.fsdp * plan.tp * plan.pp",
+          "shards = plan.dp * plan.fsdp * plan.tp * plan.pp",
+          ("does not shard the weights", "fsdp·tp·pp")),
+    _edit("l14-memory-residual-divided-by-tp", "memory_per_chip",
+          "full_layer = BF16 * (whole + split)", "full_layer = BF16 * (whole / plan.tp + split)",
+          ("does not shard the 4·D part",)),
+    _edit("l14-memory-pipeline-holds-pp-micro-batches", "memory_per_chip",
+          "held = min(plan.n_micro, plan.pp)", "held = plan.pp",
+          ("n_micro = 2 < pp = 4", "min(n_micro, pp), not pp")),
+    _edit("l14-memory-gpipe-holds-every-micro-batch", "memory_per_chip",
+          "held = min(plan.n_micro, plan.pp)", "held = plan.n_micro", ("that is GPipe",)),
+    # ---------------------------------------------------------------- step_time
+    _edit("l14-time-tensor-parallel-across-nodes-on-nvlink", "step_time",
+          "tp_link = _link(hw, plan.tp)", "tp_link = (hw.intra_bandwidth, hw.intra_latency)",
+          ("Tensor parallelism across nodes", "tp = 16")),
+    _edit("l14-time-fsdp-counted-once", "step_time",
+          "fsdp = plan.n_micro * (2 * gather + scatter)", "fsdp = plan.n_micro * gather",
+          ("FSDP's bytes counted once", "2 all-gathers + 1 reduce-scatter")),
+    _edit("l14-time-mfu-from-6pt", "step_time",
+          MFU, 'out["mfu"] = 6 * p * global_batch * m.seq / (hw.chips * hw.peak_flops * out["total"])',
+          ("MFU from 6·P·T alone",)),
+    _edit("l14-time-remat-recompute-forgotten", "step_time",
+          'flops = model_flops * 4 / 3 if plan.remat == "block" else model_flops',
+          "flops = model_flops", ("forward runs twice", "4/3")),
+    _edit("l14-time-bubble-as-its-share", "step_time",
+          "bubble = compute * (plan.pp - 1) / plan.n_micro",
+          "bubble = compute * (plan.pp - 1) / (plan.n_micro + plan.pp - 1)",
+          ("share of the whole", "compute · (p − 1)/m")),
+    # ---------------------------------------------------------------- best_plan
+    _edit("l14-search-tensor-parallel-across-nodes", "best_plan",
+          "if m.heads % tp or hw.chips_per_node % tp:", "if m.heads % tp:",
+          ("tp = 2 does not divide the 1 chips of a node", "stays inside a node"), check="plan"),
+    _edit("l14-search-fewer-micro-batches-than-stages", "best_plan",
+          "                    if n_micro < pp:\n                        continue\n", "",
+          ("n_micro = 1 < pp = 3", "at least p micro-batches"), check="plan"),
+    _edit("l14-search-ignores-memory", "best_plan",
+          'if memory_per_chip(m, plan, global_batch)["total"] <= hw.hbm_bytes:', "if True:",
+          ("more than the", "must also fit"), check="plan"),
+    _edit("l14-search-keeps-the-last-of-a-tie", "best_plan",
+          "    return min(tied, key=lambda p: (p.remat != \"none\", p.pp, p.tp, p.fsdp, p.n_micro))",
+          "    return tied[-1]",
+          ("a tie, and the order breaks it", "n_micro = 2 (yours) against 1"), check="plan"),
+    _edit("l14-search-returns-none-when-nothing-fits", "best_plan",
+          'raise ValueError("no plan fits: every plan needs more than hbm_bytes on some chip")',
+          "return None", ("expected a ValueError", "no plan fits"), check="plan"),
+]  # fmt: skip

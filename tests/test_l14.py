@@ -1,0 +1,318 @@
+"""Lesson 14: the reference cost model against published runs, the figures the
+lesson text quotes, its diagnoses, and the bridge to lesson 12's measured bytes."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+import pytest
+
+from grader import engine
+from grader.checks.scalar import RAISES, close
+from grader.lessons.l14_planning import cost, spec, suspects
+from grader.lessons.l14_planning.records import HARDWARE, MODELS, Model, Plan
+from grader.runtime import InProcess
+from grader.sandbox.loader import load_module
+
+H100, A100, V5P = HARDWARE["h100-sxm"], HARDWARE["a100-80gb"], HARDWARE["tpu-v5p"]
+
+
+def cluster(hw, chips: int):
+    return dataclasses.replace(hw, chips=chips)
+
+
+# ------------------------------------------------------------------ the real world
+
+
+@pytest.mark.parametrize(
+    "name, published", [("llama-3-8b", 8e9), ("llama-3-70b", 70e9), ("llama-3-405b", 405e9)]
+)
+def test_param_count_is_within_one_percent_of_llama_3(name, published):
+    """The Llama 3 Herd of Models (2024): 8B, 70B and 405B, from the configs of its table."""
+    assert abs(cost.param_count(MODELS[name]) / published - 1) < 0.01
+
+
+def test_llama_3_configs_are_the_published_ones():
+    m = {k: dataclasses.astuple(v)[1:] for k, v in MODELS.items()}  # L, D, F, N, K, H, V, S
+    assert m["llama-3-8b"] == (32, 4096, 14336, 32, 8, 128, 128256, 8192)
+    assert m["llama-3-70b"] == (80, 8192, 28672, 64, 8, 128, 128256, 8192)
+    assert m["llama-3-405b"] == (126, 16384, 53248, 128, 8, 128, 128256, 8192)
+
+
+def test_the_scaling_books_llama_3_70b_example():
+    """How to Scale Your Model, "Training LLaMA 3 on TPUs": about 70B parameters,
+    6·P·T = 6.3e24 FLOPs for 15T tokens, 44 days on a v5p pod (8960 chips) at 40% MFU."""
+    m, tokens = MODELS["llama-3-70b"], 15e12
+    p = cost.param_count(m)
+    assert abs(p / 70e9 - 1) < 0.01
+    dense = 6 * p * tokens
+    assert abs(dense / 6.3e24 - 1) < 0.01
+    days = dense / (V5P.chips * V5P.peak_flops * 0.4) / 86400
+    assert abs(days / 44 - 1) < 0.02 and round(days, 1) == 44.7
+    # the lesson's addition: attention's FLOPs at S = 8192 make it 15% more, 51.5 days
+    full = cost.train_flops(m, tokens)
+    assert round(full / dense, 3) == 1.152
+    assert round(full / (V5P.chips * V5P.peak_flops * 0.4) / 86400, 1) == 51.5
+
+
+def test_the_llama_3_405b_run_beside_its_published_throughput():
+    """The Llama 3 paper's 405B run on 8,192 H100s: TP 8, PP 16, DP 64, 16M tokens per batch,
+    430 TFLOP/s per GPU. The lesson's figures for the reference's prediction."""
+    m, hw = MODELS["llama-3-405b"], cluster(H100, 8192)
+    batch = 16 * 2**20 // m.seq
+    assert batch == 2048 and 64 * 8 * 16 == 8192
+    plan = Plan(64, 1, 8, 16, 32, "block")  # one sequence per micro-batch: our assumption
+    t, mem = cost.step_time(m, hw, plan, batch), cost.memory_per_chip(m, plan, batch)
+    assert round(430e12 / H100.peak_flops, 3) == 0.435
+    assert round(t["mfu"], 3) == 0.424 and round(t["total"], 2) == 12.89
+    assert round(t["bubble"] / t["total"], 3) == 0.265
+    assert round(mem["total"] / 1e9, 1) == 86.0 and mem["total"] > hw.hbm_bytes  # no ZeRO-1 here
+    without = cost.step_time(m, hw, dataclasses.replace(plan, remat="none"), batch)
+    assert round(without["mfu"], 3) == 0.564
+
+
+GPT_1T = Model("gpt-1t", 128, 25600, 68266, 200, 200, 128, 51200, 2048)
+"""A 1T GPT as the lesson builds it: L = 128, V = 51,200, S = 2,048 from the Megatron-LM
+paper; D = 25,600 the multiple of 1,024 nearest to the D that gives 10¹² parameters;
+F = 8·D/3 (SwiGLU's three matrices hold what a 4·D two-matrix MLP holds); H = 128."""
+
+
+def test_the_megatron_1t_run_beside_the_reference():
+    """Narayanan et al. (2021): the 1T model on 3072 A100s (TP 8 × PP 64 × DP 6) at
+    502 PFLOP/s, 52% of peak. The reference's prediction at three batch sizes."""
+    assert 8 * 64 * 6 == 3072 and round(502e15 / 3072 / A100.peak_flops, 2) == 0.52
+    assert abs(cost.param_count(GPT_1T) / 1e12 - 1) < 0.01
+    hw = cluster(A100, 3072)
+    got = {}
+    for batch in (1536, 3072, 6144):
+        plan = Plan(6, 1, 8, 64, batch // 6, "block")
+        t = cost.step_time(GPT_1T, hw, plan, batch)
+        assert cost.memory_per_chip(GPT_1T, plan, batch)["total"] < hw.hbm_bytes
+        got[batch] = (round(t["mfu"], 3), round(cost.train_flops(GPT_1T, batch * 2048)
+                                                / t["total"] / 3072 / 1e12))  # fmt: skip
+    assert got == {1536: (0.533, 166), 3072: (0.586, 183), 6144: (0.617, 192)}
+
+
+def test_the_worked_example():
+    """Section 6 of the text: LLaMA-3-70B on 64 H100s, 64 sequences."""
+    m, hw = MODELS["llama-3-70b"], cluster(H100, 64)
+    rows = cost.ranked(m, hw, 64)
+    top = [(p, round(mem["total"] / 1e9, 1), round(t["total"], 2), round(t["mfu"], 3))
+           for p, mem, t in rows[:3]]  # fmt: skip
+    assert top == [
+        (Plan(1, 1, 8, 8, 64, "none"), 77.7, 6.2, 0.652),
+        (Plan(2, 1, 4, 8, 32, "block"), 47.0, 7.62, 0.53),
+        (Plan(1, 1, 4, 16, 64, "block"), 29.3, 7.86, 0.514),
+    ]
+    best, mem, t = rows[0]
+    assert {k: round(v / 1e9, 2) for k, v in mem.items()} == {
+        "params": 2.2, "grads": 2.2, "optimizer": 13.23, "activations": 60.06, "total": 77.7,
+    }  # fmt: skip
+    assert {k: round(v, 3) for k, v in t.items()} == {
+        "compute": 4.04, "bubble": 0.442, "tp": 1.372, "fsdp": 0.0, "dp": 0.0, "pp": 0.344,
+        "total": 6.198, "mfu": 0.652,
+    }  # fmt: skip
+    assert len(cost.plans(m, hw, 64)) == 300 and len(rows) == 75
+    unfit, mem, t = cost.ranked(m, hw, 64, fit=False)[0]
+    assert (unfit, round(t["total"], 2), round(mem["total"] / 1e9)) == (
+        Plan(8, 4, 2, 1, 1, "none"),
+        5.2,
+        364,
+    )
+    dp8 = cost.memory_per_chip(m, Plan(8, 1, 8, 1, 8, "none"), 64)
+    assert round(dp8["total"] / 1e9) == 201 and round(dp8["optimizer"] / 1e9) == 106
+
+
+def test_ring_time_is_lesson_3s():
+    from grader.lessons.l03_cost_model import spec as l03
+
+    for kind in ("all_gather", "reduce_scatter", "all_reduce", "permute"):
+        for n in (1, 2, 3, 8, 64):
+            for link in l03.LINKS.values():
+                want = l03.ring_time(kind, 3 * 2**20, n, link)
+                assert cost.ring_time(kind, 3 * 2**20, n, link.bandwidth, link.latency) == want
+
+
+def test_the_time_terms_are_the_bytes_over_the_bandwidth():
+    """With no latency, each collective term of step_time is step_bytes over the link."""
+    m = MODELS["llama-3-8b"]
+    hw = dataclasses.replace(cluster(H100, 64), intra_latency=0.0, inter_latency=0.0)
+    for plan in (Plan(2, 4, 8, 1, 2, "none"), Plan(4, 2, 2, 4, 8, "block")):
+        t = cost.step_time(m, hw, plan, 64)
+        act = cost.BF16 * cost.micro_tokens(m, plan, 64) * m.d_model
+        b = cost.step_bytes(cost.BF16 * cost.param_count(m), act, m.layers, plan)
+        bw = {a: cost.link(hw, plan, a)[0] for a in cost.AXES}
+        assert close(t["fsdp"], (b["all-gather"] + b["reduce-scatter"]) / bw["fsdp"])
+        dp_bytes = cost.ring_bytes(
+            "all_reduce", cost.BF16 * cost.param_count(m) / cost.weight_shards(plan), plan.dp
+        )
+        assert dp_bytes > 0 and close(t["dp"], dp_bytes / bw["dp"])
+        assert close(t["tp"], (b["all-reduce"] - dp_bytes) / bw["tp"])
+
+
+# ------------------------------------------------------------------ the bridge to lesson 12
+
+
+@pytest.mark.parametrize("mesh", [(4, 2)])
+def test_the_cost_model_predicts_the_bytes_lesson_12s_step_moves(root, mesh):
+    """Lesson 12's reference train_step, compiled and measured, against step_bytes: FSDP over
+    'data', tp over 'model', one micro-batch, the activations kept (4 all-reduces per layer);
+    within the 10% lesson 12 holds a prediction to."""
+    from grader.lessons.l12_parallel_transformer import spec as l12
+
+    sol = load_module(root / "solutions", "l12_parallel_transformer")
+    ex = {**l12.explicit_examples(engine.context())[0], "mesh": mesh, "heads": 3 * mesh[1]}
+    trial = l12.run_train(InProcess(ex), sol.train_step, ex)
+    s = l12.sizes(ex)
+    shapes = s.shapes()
+    weights = sum(math.prod(shapes[k]) for k in l12.NAMES) * l12.ITEMSIZE
+    b, seq, d = shapes["x"]
+    act = b // s.data * seq * d * l12.ITEMSIZE
+    plan = Plan(1, s.data, s.model, 1, 1, "none")
+    want = cost.step_bytes(weights, act, shapes["wq"][0], plan)
+    for kind in l12.KINDS:
+        got = trial.comms.bytes(kind)
+        assert abs(got - want[kind]) <= l12.SLACK * want[kind], (kind, got, want[kind])
+
+
+# ------------------------------------------------------------------ diagnoses
+
+
+PURE = {"param_count": spec.PARAM_COUNT, "train_flops": spec.TRAIN_FLOPS}
+
+
+@pytest.mark.parametrize("exercise", sorted(PURE))
+def test_every_number_suspect_is_caught_by_the_explicit_examples(exercise):
+    scalar = PURE[exercise]
+    caught, seen = set(), set()
+    for ex in scalar.examples(None):
+        right = scalar.want(ex)
+        for value, hint in scalar.suspected(ex):
+            seen.add(hint)
+            if not close(value, right):
+                caught.add(hint)
+    assert seen - caught == set()
+
+
+def _terms_caught(examples, right, suspected, keys):
+    caught, seen = set(), set()
+    for ex in examples:
+        want = right(ex)
+        if want == RAISES:
+            continue
+        for values, hint in suspected(ex):
+            key = re.sub(r"\d+", "#", hint)[:40]  # hints may carry the example's numbers
+            seen.add(key)
+            if any(not close(values[k], want[k]) for k in keys):
+                caught.add(key)
+    return seen - caught
+
+
+def test_every_memory_and_time_suspect_is_caught_by_the_explicit_examples():
+    mem = _terms_caught(spec.MEMORY_EXPLICIT, lambda ex: cost.memory_per_chip(*spec._memory_args(ex)),
+                        lambda ex: suspects.memory(*spec._memory_args(ex)), cost.MEMORY_KEYS)  # fmt: skip
+    assert mem == set()
+
+    def right(ex):
+        m, hw, plan, batch = spec._time_args(ex)
+        if plan.dp * plan.fsdp * plan.tp * plan.pp != hw.chips:
+            return RAISES
+        return cost.step_time(m, hw, plan, batch)
+
+    time = _terms_caught(spec.TIME_EXPLICIT, right,
+                         lambda ex: suspects.time(*spec._time_args(ex)), cost.TIME_KEYS)  # fmt: skip
+    assert time == set()
+
+
+def test_a_term_is_diagnosed_only_when_its_value_shows_the_mistake():
+    ex = spec.MEMORY_EXPLICIT[0]
+    want = cost.memory_per_chip(*spec._memory_args(ex))
+    sus = suspects.memory(*spec._memory_args(ex))
+    odd = {**want, "optimizer": want["optimizer"] * 1.5}
+    odd["total"] = sum(odd[k] for k in cost.MEMORY_KEYS[:-1])
+    assert suspects.matching(odd, want, cost.MEMORY_KEYS, sus) == ("optimizer", None)
+    forgot = {**want, "optimizer": 0.0}
+    forgot["total"] -= want["optimizer"]
+    key, hint = suspects.matching(forgot, want, cost.MEMORY_KEYS, sus)
+    assert key == "optimizer" and "optimizer state is forgotten" in hint
+    assert suspects.matching(want, want, cost.MEMORY_KEYS, sus) == (None, None)
+
+
+def test_each_trap_catches_the_rule_it_is_for():
+    """The docstring of spec.TRAPS: with one rule off, the search finds another plan."""
+    tp_trap, micro_trap, memory_trap = (spec._best_args(ex) for ex in spec.TRAPS)
+    best = {i: cost.best_plan(*args) for i, args in enumerate((tp_trap, micro_trap, memory_trap))}
+    assert cost.best_plan(*tp_trap, rules=cost.Rules(tp_in_node=False)) != best[0]
+    assert cost.best_plan(*micro_trap, rules=cost.Rules(micro_at_least_stages=False)) != best[1]
+    assert cost.ranked(*memory_trap, fit=False)[0][0] != best[2]
+
+
+def test_ties_are_broken_by_the_stated_order():
+    tie = spec._best_args(spec.BEST_EXPLICIT[4])
+    rows = cost.ranked(*tie)
+    tied = [p for p, _, t in rows if t["total"] <= rows[0][2]["total"] * (1 + cost.TIE)]
+    assert len(tied) == 2 and tied[0].n_micro == 1 and tied[1].n_micro == 2
+
+
+def test_nothing_fits_raises():
+    with pytest.raises(ValueError, match="no plan fits"):
+        cost.best_plan(*spec._best_args(spec.BEST_EXPLICIT[2]))
+
+
+@pytest.mark.parametrize("folder", ["solutions", "exercises"])
+def test_the_lesson_files_use_the_graders_records(root, folder):
+    mod = load_module(root / folder, "l14_planning")
+    assert mod.Plan is Plan and mod.MODELS is MODELS and mod.HARDWARE is HARDWARE
+
+
+def test_the_solution_is_the_reference_on_drawn_examples(root):
+    from grader.spec import FULL, draw_examples
+
+    sol = load_module(root / "solutions", "l14_planning")
+    for ex in draw_examples(spec._best_examples(FULL), 30, seed=3):
+        args = spec._best_args(ex)
+        rows = cost.ranked(*args)
+        if rows:
+            assert sol.best_plan(*args) == rows[0][0]
+            for plan, mem, t in rows[:5]:
+                assert sol.memory_per_chip(args[0], plan, args[2]) == pytest.approx(mem, rel=1e-12)
+                assert sol.step_time(args[0], args[1], plan, args[2]) == pytest.approx(t, rel=1e-12)
+
+
+def _trial(check_spec, ex, output):
+    trial = check_spec.run(InProcess(ex), lambda *a: output, ex)
+    return check_spec.checks[0](trial)
+
+
+def test_a_dict_of_other_keys_or_types_is_refused():
+    ex = spec.MEMORY_EXPLICIT[0]
+    missing = _trial(spec.MEMORY, ex, {"params": 1.0})
+    assert not missing.passed and "expected exactly params, grads" in missing.message
+    assert not _trial(spec.MEMORY, ex, [1.0]).passed
+    want = cost.memory_per_chip(*spec._memory_args(ex))
+    flag = _trial(spec.MEMORY, ex, {**want, "grads": True})
+    assert not flag.passed and "expected a number" in flag.message
+    assert _trial(spec.MEMORY, ex, dict(want)).passed
+
+
+def test_step_time_must_refuse_a_plan_of_other_chips():
+    ex = spec.TIME_EXPLICIT[-1]
+    assert ex["chips"] != math.prod(ex["plan"][:4])
+    r = _trial(spec.TIME, ex, {k: 1.0 for k in cost.TIME_KEYS})
+    assert (
+        not r.passed and "expected a ValueError" in r.message and "dp·fsdp·tp·pp = 32" in r.message
+    )
+
+
+def test_a_slower_plan_is_shown_beside_the_best_with_the_term_that_decided():
+    ex = spec.BEST_EXPLICIT[0]
+    slower = Plan(2, 1, 8, 4, 32, "block")
+    r = _trial(spec.BEST, ex, slower)
+    assert not r.passed and "per step, the best 6.198 s" in r.message
+    assert "compute decided" in r.message
+    table = r.evidence[0]
+    assert table.columns == ["term", "best plan", "your plan"]
+    assert ["time: compute", "4.04 s", "5.387 s"] in table.rows
+    assert not _trial(spec.BEST, ex, (1, 1, 8, 8, 64, "none")).passed  # a tuple is not a Plan
