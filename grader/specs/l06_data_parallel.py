@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader import jaxpr, training
+from grader import jaxpr, training, vma
 from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, TempMemory, Values
 from grader.checks.comms import communication
 from grader.checks.trees import PerLeaf
@@ -295,8 +295,33 @@ def _precision_hint(trial: Trial) -> str | None:
     )
 
 
+def _vma_error(exc: BaseException) -> str | None:
+    """An output of out_specs P() that varies over 'data': which one, read from the error."""
+    found = vma.read(exc)
+    if found is None or found.kind != vma.OUT_SPECS or not found.outputs:
+        return None
+    if any(o.path.startswith("[1]") for o in found.outputs):
+        return (
+            "The loss (output [1]) has out_specs P() but still varies over 'data': each device "
+            "holds the mean loss of its own rows. lax.pmean(local_loss, 'data') makes it the "
+            "mean over the whole batch (the mean of equal-sized local means), the same on "
+            "every device."
+        )
+    return (
+        f"The gradients ({vma.where(found.outputs[0])}, out_specs P()) vary over 'data': each "
+        "device holds the gradient of its own rows. Gradients vary when the params were "
+        "lax.pcast to varying before jax.grad; params left invariant give gradients already "
+        "summed over 'data' (the transpose of the implicit pcast), which are invariant. Varying "
+        "ones are local means: average them once with lax.pmean over 'data' (for the update "
+        "too, before it)."
+    )
+
+
 def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
     text = str(exc)
+    said = _vma_error(exc)
+    if said:
+        return said
     if "out_specs" in text and "replication" in text:
         return (
             "shard_map cannot prove your result is the same on every device, so out_specs=P() "

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader import training
+from grader import training, vma
 from grader.checks import (
     InputsUntouched,
     LargestTransfer,
@@ -533,6 +533,40 @@ def _checks(kind: str) -> tuple[Check, ...]:
     )
 
 
+PARAM_SPECS = "(P(None, 'data', None) for w_in, P(None, None, 'data') for w_out)"
+
+
+def _vma_error(kind: str) -> Callable[[BaseException, Example, list[Example]], str | None]:
+    """An out_specs of P() refused by check_vma: which output, read from the error."""
+
+    def diagnose(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+        found = vma.read(exc)
+        if found is None or found.kind != vma.OUT_SPECS or not found.outputs:
+            return None
+        paths = {o.path.split("]")[0] + "]" if o.path else "" for o in found.outputs}
+        if kind == "train" and "[1]" in paths and "[0]" not in paths:
+            return (
+                "The loss (output [1]) has out_specs P() but still varies over 'data': each "
+                "device holds its own rows' share. Reduce it over 'data': lax.psum of shares "
+                "divided by the global batch size B (½·Σ of all squared errors / B is the loss)."
+            )
+        if kind == "forward":
+            return (
+                "The output has out_specs P(), the same on every device, but each device "
+                "computed its own rows: return it split like x, out_specs P('data', None)."
+            )
+        return (
+            f"{'Gradients' if kind == 'grads' else 'Params'} returned replicated: out_specs P() "
+            "for them, and check_vma "
+            "refuses it because they vary over 'data' (an all_gather's result varies unless "
+            "to='invarying'). Do not make it pass with to='invarying': every device would then "
+            "hold the whole model, which is what FSDP exists to avoid. Keep the params' "
+            f"out_specs {PARAM_SPECS} and return each device's shard."
+        )
+
+    return diagnose
+
+
 def _exercise(name: str, kind: str) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
@@ -542,6 +576,7 @@ def _exercise(name: str, kind: str) -> ExerciseSpec:
         checks=_checks(kind),
         max_examples=1,
         explain=_explain,
+        diagnose_error=_vma_error(kind),
     )
 
 

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader import attention
+from grader import attention, vma
 from grader.checks import (
     Bytes,
     InputsUntouched,
@@ -416,12 +416,14 @@ def _bytes_hint(trial: Trial) -> str | None:
 
 
 def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
-    text = str(exc)
-    if "carry" in text and ("varying" in text or "vma" in text):
+    found = vma.read(exc)
+    carry = next((c for c in found.carries if "seq" in c.gained), None) if found else None
+    if carry is not None:
         return (
-            "A loop carry started from jnp.zeros/jnp.full is invariant over 'seq', but the "
-            "step makes it varying: lax.pcast the initial o and lse to varying "
-            "(lax.pcast(x, 'seq', to='varying'))."
+            f"The loop carry {carry.path} starts invariant over 'seq' (built from constants, "
+            "jnp.zeros/jnp.full, it is the same on every device), but the step makes it "
+            "varying: lax.pcast its initial value to varying (lax.pcast(x, 'seq', "
+            "to='varying')), as for the initial o and lse."
         )
     return None
 

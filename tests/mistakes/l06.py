@@ -243,4 +243,58 @@ def dp_accumulate(params, x, y, mesh, n_micro):
             ),
         ),
     ),
+    # ---------------------------------------------------------------- check_vma's refusals
+    Mistake(
+        id="dp-step-loss-never-reduced",
+        module=L06,
+        exercise="dp_train_step",
+        status="error",
+        check=None,
+        says=("The loss (output [1])", "lax.pmean(local_loss, 'data')"),
+        patch=(("return new, lax.pmean(local_loss, AXIS)", "return new, local_loss"),),
+    ),
+    Mistake(
+        id="dp-grads-varying-params-never-reduced",
+        module=L06,
+        exercise="dp_grads",
+        code="""
+def dp_grads(params, x, y, mesh):
+    def body(p, x_rows, y_rows):
+        pv = jax.tree.map(lambda w: lax.pcast(w, AXIS, to="varying"), p)
+        return jax.grad(tinymodels.loss)(pv, x_rows, y_rows)  # this device's rows only
+
+    return _data_parallel(body, mesh, P())(params, x, y)
+""",
+        status="error",
+        check=None,
+        says=("The gradients", "lax.pcast to varying", "average them once with lax.pmean"),
+    ),
+    Mistake(
+        id="dp-accumulate-carry-from-zeros",
+        module=L06,
+        exercise="dp_accumulate",
+        status="error",
+        check=None,
+        says=("starts the same on every device", "lax.pcast(init, 'data', to='varying')"),
+        patch=(
+            (
+                "zeros = jax.tree.map(jnp.zeros_like, pv)",
+                "zeros = jax.tree.map(lambda w: jnp.zeros(w.shape, w.dtype), p)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="dp-accumulate-pcasts-the-rows",
+        module=L06,
+        exercise="dp_accumulate",
+        status="error",
+        check=None,
+        says=("already varies", "Drop that pcast"),
+        patch=(
+            (
+                "xs = x_rows.reshape(n_micro, -1, x_rows.shape[-1])",
+                'xs = lax.pcast(x_rows, AXIS, to="varying").reshape(n_micro, -1, x_rows.shape[-1])',
+            ),
+        ),
+    ),
 ]

@@ -187,4 +187,13 @@ MISTAKES: list[Mistake] = [
         check="prediction",
         says=("you predict", "0.50×", "the backward gathers every layer again"),
     ),
+    Mistake(
+        id="l12-train-step-heads-on-data",
+        module=L12,
+        exercise="train_step",
+        patch=(('"heads": "model",', '"heads": "data",'),),
+        status="error",
+        check=None,
+        says=("Your rules put heads on 'data'", "heads and mlp → 'model'"),
+    ),
 ]
