@@ -238,3 +238,28 @@ def test_frames_from_the_students_process():
     )
     assert [f for f, _ in vma.frames(exc)] == ["moe_layer", "top1_dispatch"]
     assert vma.frames(exc)[0][1].startswith("dispatch, combine = top1_dispatch(")
+
+
+# lesson 6's accumulation with the carry from jnp.zeros(w.shape) for params pcast to varying:
+# two carries, listed with bullets
+TWO_CARRIES = (
+    "scan body function carry input and carry output must have equal types, but they differ:\n\n"
+    "  * the input carry component a['w_in'] has type float32[2,8,16] but the corresponding "
+    "output carry component has type float32[2,8,16]{V:data}, so the manual axis types do not "
+    "match;\n  * the input carry component a['w_out'] has type float32[2,16,8] but the "
+    "corresponding output carry component has type float32[2,16,8]{V:data}, so the manual axis "
+    "types do not match.\n\nThis might be fixed by:\n  * applying `jax.lax.pcast(..., ('data',), "
+    "to='varying')`, to the initial carry value corresponding to the input carry component "
+    "a['w_in'];\n  * applying `jax.lax.pcast(..., ('data',), to='varying')`, to the initial "
+    "carry value corresponding to the input carry component a['w_out'].\nSee "
+    "https://docs.jax.dev/en/latest/notebooks/shard_map.html#scan-vma for more information.\n\n"
+    "Revise the function so that all output types match the corresponding input types."
+)
+
+
+def test_two_carries():
+    err = vma.read(TypeError(TWO_CARRIES))
+    assert [(c.path, c.before, c.after) for c in err.carries] == [
+        ("a['w_in']", (), ("data",)),
+        ("a['w_out']", (), ("data",)),
+    ]

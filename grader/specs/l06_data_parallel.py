@@ -302,13 +302,13 @@ def _vma_error(exc: BaseException) -> str | None:
         return None
     if any(o.path.startswith("[1]") for o in found.outputs):
         return (
-            "The loss (output [1]) has out_specs P() but still varies over 'data': each device "
+            "The loss (output [1]) has out_specs=P() but still varies over 'data': each device "
             "holds the mean loss of its own rows. lax.pmean(local_loss, 'data') makes it the "
             "mean over the whole batch (the mean of equal-sized local means), the same on "
             "every device."
         )
     return (
-        f"The gradients ({vma.where(found.outputs[0])}, out_specs P()) vary over 'data': each "
+        f"The gradients ({vma.where(found.outputs[0])}, out_specs=P()) vary over 'data': each "
         "device holds the gradient of its own rows. Gradients vary when the params were "
         "lax.pcast to varying before jax.grad; params left invariant give gradients already "
         "summed over 'data' (the transpose of the implicit pcast), which are invariant. Varying "

@@ -245,15 +245,6 @@ def dp_accumulate(params, x, y, mesh, n_micro):
     ),
     # ---------------------------------------------------------------- check_vma's refusals
     Mistake(
-        id="dp-step-loss-never-reduced",
-        module=L06,
-        exercise="dp_train_step",
-        status="error",
-        check=None,
-        says=("The loss (output [1])", "lax.pmean(local_loss, 'data')"),
-        patch=(("return new, lax.pmean(local_loss, AXIS)", "return new, local_loss"),),
-    ),
-    Mistake(
         id="dp-grads-varying-params-never-reduced",
         module=L06,
         exercise="dp_grads",
