@@ -195,6 +195,12 @@ def _n_times_hint(trial: Trial) -> str:
             "the summed gradient by N instead, or lax.pcast the params to varying before "
             "jax.grad and pmean once."
         )
+    if _summed_inside_model(program):  # only autodiff's psum: nothing divided its sum by N
+        return (
+            f"Your gradient is N = {n} times the reference. {TRANSPOSE_RULE} Nothing divided "
+            "that sum by N: divide it by N (lax.axis_size('data')), and add no pmean — that "
+            "would all-reduce the gradient a second time."
+        )
     return (
         f"Your gradient is N = {n} times the reference: you added up N local means. Each "
         "device's loss is the mean over its B/N rows, so the sum of the N local gradients is N "
@@ -276,8 +282,9 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
                 "Each device returned the gradient of its own rows only: nothing summed them "
                 "over 'data'. With check_vma=False, jax.grad no longer inserts the psum that "
                 "the implicit cast of the replicated params implies, and out_specs=P() does not "
-                "complain — the global array shows device 0's. Keep check_vma=True (or pmean "
-                "the gradients yourself).",
+                "complain — the global array shows device 0's. Either lax.pmean the gradients "
+                "yourself (with check_vma=False nothing else reduces them), or keep "
+                "check_vma=True, where jax.grad returns them summed, and divide by N.",
                 lambda coord, index: result(*reversed(_local_grads(trial, coord)))[index],
             )
         )
@@ -411,7 +418,8 @@ def _bytes_hint(trial: Trial, ratio: float) -> str | None:
     if ratio == 0:
         return (
             "Nothing was all-reduced: every device kept the gradient of its own rows. "
-            "Sum them over 'data' once (lax.pmean), or keep check_vma=True so jax.grad does it."
+            "Average them over 'data' once (lax.pmean), or keep check_vma=True, where "
+            "jax.grad returns them summed over 'data', and divide by N."
         )
     if np.isclose(ratio, 2) and _summed_inside_model(program):
         return (

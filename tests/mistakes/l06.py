@@ -56,7 +56,7 @@ def dp_grads(params, x, y, mesh):
 """,
         status="failed",
         check="values",
-        says=("own rows only", "check_vma=False"),
+        says=("own rows only", "check_vma=False", "summed, and divide by N"),
     ),
     Mistake(
         id="dp-bfloat16-inside-float32",
@@ -287,5 +287,15 @@ def dp_grads(params, x, y, mesh):
                 'xs = lax.pcast(x_rows, AXIS, to="varying").reshape(n_micro, -1, x_rows.shape[-1])',
             ),
         ),
+    ),
+    # ---------------------------------------------------------------- hints that fix, not break
+    Mistake(
+        id="dp-grads-summed-never-divided-by-n",
+        module=L06,
+        exercise="dp_grads",
+        status="failed",
+        check="values",
+        says=("N = 4 times", "already summed", "divide it by N", "add no pmean"),
+        patch=(("return jax.tree.map(lambda g: g / n, summed)", "return summed"),),
     ),
 ]
