@@ -263,3 +263,19 @@ def test_two_carries():
         ("a['w_in']", (), ("data",)),
         ("a['w_out']", (), ("data",)),
     ]
+
+
+def test_the_jaxpr_says_when_check_vma_is_off():
+    import jax
+    from jax import lax
+
+    from grader import jaxpr
+
+    mesh = jax.make_mesh((2,), ("x",), devices=jax.devices()[:2])
+    x = jax.device_put(jax.numpy.ones((2, 2)), jax.NamedSharding(mesh, jax.P("x")))
+    for check, want in ((True, 0), (False, 1)):
+        f = jax.shard_map(
+            lambda b: lax.psum(b, "x"), mesh=mesh, in_specs=jax.P("x"), out_specs=jax.P(),
+            check_vma=check,
+        )  # fmt: skip
+        assert jaxpr.trace(f, x).counts[jaxpr.UNCHECKED] == want

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader import training, vma
+from grader import jaxpr, training, vma
 from grader import transformer as model
 from grader.checks import InputsUntouched, OutputSharding, TempMemory, Values
 from grader.checks.groups import grouped, replica_groups, show_groups, spanned_axes
@@ -337,7 +337,9 @@ class Divergence(Check):
                 "often a row-parallel matmul (o @ wo, or tanh(h @ w_in) @ w_out) leaves a "
                 "partial sum over 'model' that is never all-reduced: psum it over 'model' "
                 "before adding it to h."
-            )
+            ) + (UNCHECKED_TOO if trial.program.counts[jaxpr.UNCHECKED] else "")
+        elif trial.program.counts[jaxpr.UNCHECKED]:
+            result.hint = UNCHECKED_GRADS
         if first is not None:
             result.evidence = [table, *result.evidence]
         return result
@@ -766,6 +768,20 @@ def _predict_strategy(ctx: Context):
                     "seq": ex["seq"], "d": ex["mesh"][0] * ex["dblock"],
                     "hdh": ex["heads"] * ex["dh"], "f": ex["mesh"][1] * ex["fcols"]}
     )  # fmt: skip
+
+
+UNCHECKED_GRADS = (
+    "Your shard_map runs with check_vma=False. Without the varying/invariant types, autodiff "
+    "no longer inserts the psums the types imply (the transpose of each implicit cast to "
+    "varying), and this step's gradients come out wrong even where the forward is right "
+    "(measured: the reference, changed only to "
+    "check_vma=False, gets every layer's gradients wrong and the loss right). Keep "
+    "check_vma=True."
+)
+UNCHECKED_TOO = (
+    " Put check_vma back to True as well: with it, a missing psum is a type error that names "
+    "the output, and with it off even the psum'd forward gets wrong gradients."
+)
 
 
 def _train_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
