@@ -109,8 +109,9 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def _vma_of(type_text: str) -> tuple[str, ...]:
-    """The varying axes of a printed type: ``float32[2,8]{V:model}``, ``{V:(data,model)}``."""
-    m = re.search(r"\{V:\(?([^)}]*)\)?\}", type_text)
+    """The varying axes of a printed type: ``float32[2,8]{V:model}``, ``{V:(data,model)}``,
+    ``{V:model, U:data}`` (newer JAX prints unreduced axes after them)."""
+    m = re.search(r"\{V:(\([^)]*\)|[^,}]*)", type_text)  # then maybe ", U:…" (unreduced)
     return _names(m.group(1)) if m else ()
 
 
@@ -120,13 +121,15 @@ _OUTPUT = re.compile(
     r"|only varying across mesh axes \{(?P<need>[^}]*)\} and not \{(?P<diff>[^}]*)\})"
 )
 _CARRY = re.compile(
-    r"input carry (?:component )?(?P<path>.+?) has type (?P<before>\S+) but the "
-    r"corresponding output carry component has type (?P<after>\S+?)(?=,\s|\.\s|;|\s|\.?$)"
+    r"input carry (?:component )?(?P<path>.+?) has type (?P<before>.+?) but the "
+    r"corresponding output carry component has type (?P<after>.+?)(?=, so |;|\.\s|\.?$)",
+    re.M,
 )
 _LOOP = re.compile(r"(\w+) body function carry input and carry output must have equal types")
 _BRANCH = re.compile(
-    r"output of (?P<a>\w+) has type (?P<ta>\S+) but the corresponding output of (?P<b>\w+) "
-    r"has type (?P<tb>\S+?)(?=,\s|\.\s|\s|\.?$)"
+    r"output of (?P<a>\w+) has type (?P<ta>.+?) but the corresponding output of (?P<b>\w+) "
+    r"has type (?P<tb>.+?)(?=, so |;|\.\s|\.?$)",
+    re.M,
 )
 _IN_SPECS = re.compile(
     r"in_specs passed to shard_map: (?P<spec>P\(.*?\)) does not match the specs of the "

@@ -279,3 +279,10 @@ def test_the_jaxpr_says_when_check_vma_is_off():
             check_vma=check,
         )  # fmt: skip
         assert jaxpr.trace(f, x).counts[jaxpr.UNCHECKED] == want
+
+
+def test_types_with_unreduced_axes_as_newer_jax_prints_them():
+    """jax 0.12 prints ``{V:model, U:data}`` for a value varying over model, unreduced over data."""
+    text = FORI_CARRY.replace("float32[2,8]{V:model}", "float32[2,8]{V:model, U:data}")
+    (c,) = vma.read(TypeError(text)).carries
+    assert (c.before, c.after) == ((), ("model",))

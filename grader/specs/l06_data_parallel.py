@@ -447,6 +447,29 @@ def _micro_loops(program: jaxpr.Program, micro: int) -> list[jaxpr.Loop]:
     ]
 
 
+def _no_micro_loop_hint(program: jaxpr.Program, micro: int) -> str:
+    """What the traced program loops over instead: a loop around the model's own layer
+    loop of another length, or none (a Python loop, or the whole local batch at once)."""
+    outer = sorted({
+        lp.length for lp in program.loops
+        if lp.depth == 0 and lp.contains("dot_general")
+        and (lp.contains("scan") or lp.contains("while"))
+    }, key=lambda n: -1 if n is None else n)  # fmt: skip
+    if outer:
+        runs = " and ".join("an unknown number of" if n is None else str(n) for n in outer)
+        return (
+            f"The loop around the model runs {runs} iterations, not n_micro = {micro}: loop "
+            "over the n_micro micro-batches themselves (lax.scan over the rows reshaped to "
+            "[n_micro, B/(N·n_micro), D])."
+        )
+    return (
+        "No loop runs around the model's layers: a Python for-loop is unrolled into n_micro "
+        "copies of the forward and backward (XLA is free to run every forward first, keeping "
+        "all their activations alive), and one pass over the whole local batch has no loop "
+        "at all. Loop over the micro-batches with lax.scan (or lax.fori_loop)."
+    )
+
+
 def _in_micro_loop(program: jaxpr.Program, micro: int) -> bool:
     loops = {id(lp) for lp in _micro_loops(program, micro)}
     return any(
@@ -486,9 +509,7 @@ class MicroBatchLoop(Check):
                 False,
                 f"no loop of n_micro = {micro} iterations runs the model",
                 evidence=evidence,
-                hint="Loop over the micro-batches with lax.scan (or lax.fori_loop): a Python "
-                "for-loop is unrolled into n_micro copies of the forward and backward, and XLA "
-                "is free to run every forward first, keeping all their activations alive.",
+                hint=_no_micro_loop_hint(program, micro),
             )
         if _in_micro_loop(program, micro):
             return CheckResult(

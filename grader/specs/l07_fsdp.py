@@ -424,9 +424,19 @@ def _memory_hint(trial: Trial) -> str:
             "layer, and the whole model sits on every device. Gather each layer's weights inside "
             "the loop, just before that layer uses them."
         )
-    if trial.extra["kind"] == "forward":
-        return "Something as large as half the model is held at once: gather one layer at a time."
     program = trial.program
+    if trial.extra["kind"] == "forward":
+        return (
+            "Something as large as half the model is held at once, though no all-gather "
+            "carries more than one layer: several gathered layers are alive together."
+            + (
+                " The traced program has no loop: the layers are unrolled (a Python for-loop), "
+                "and XLA may then gather every layer early. Loop with lax.scan over the stacked "
+                "weights."
+                if not program.loops
+                else ""
+            )
+        )
     if not program.loops:
         return (
             "The layer loop is a Python for-loop: it is unrolled, and XLA then keeps every "

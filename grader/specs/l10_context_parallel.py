@@ -388,6 +388,25 @@ def _global_kv_bytes(trial: Trial) -> int:
     return trial.example["n"] * 2 * trial.extra["block_elements"] * FLOAT32
 
 
+def _memory_hint(trial: Trial) -> str:
+    """Whole K and V held: collected by a transfer larger than one block, or kept as they came."""
+    block = kv_block_elements(trial)
+    if trial.comms.largest(itemsize=1) > block:
+        how = (
+            "you collected every block before attending: one transfer carries more than one "
+            "K/V block"
+        )
+    else:
+        how = (
+            "every transfer carries one K/V block, so the blocks were kept as they arrived "
+            "(e.g. collected into one array) instead of being attended to and dropped"
+        )
+    return (
+        f"The compiled program holds a buffer as large as the whole K and V: {how}. Attend to "
+        "each block as it arrives and keep only the running (o, lse) and the block you hold."
+    )
+
+
 def _memory_skip(trial: Trial) -> str | None:
     ex = trial.example
     if ex["dtype"] != "float32":
@@ -483,10 +502,7 @@ def _ring_checks(zigzag: bool) -> tuple[Check, ...]:
             what=lambda t: "the global |K| + |V| = 2·S·H·Dh·4 = 2·{}·{}·{}·4".format(
                 t.example["n"] * _rows(t.example), t.example["h"], t.example["dh"]
             ),
-            hint="The compiled program holds a buffer as large as the whole K and V: you "
-            "collected every block (with an all-gather, or with permutes into one array) "
-            "before attending. Attend to each block as it arrives and keep only the running "
-            "(o, lse) and the block you hold.",
+            hint=_memory_hint,
         ),
     ]
     return tuple(checks)

@@ -297,4 +297,13 @@ def fsdp_train_step(params, x, y, mesh, lr):
         says=("The loss (output [1])", "lax.psum of shares divided by the global batch size"),
         patch=(("return new, lax.psum(local, AXIS)", "return new, local"),),
     ),
+    Mistake(
+        id="fsdp-forward-python-loop",
+        module=L07,
+        exercise="fsdp_forward",
+        code=PYTHON_LOOP,
+        status="failed",
+        check="memory",
+        says=("no all-gather carries more than one layer", "Python for-loop", "lax.scan"),
+    ),
 ]
