@@ -286,3 +286,20 @@ def test_types_with_unreduced_axes_as_newer_jax_prints_them():
     text = FORI_CARRY.replace("float32[2,8]{V:model}", "float32[2,8]{V:model, U:data}")
     (c,) = vma.read(TypeError(text)).carries
     assert (c.before, c.after) == ((), ("model",))
+
+
+def test_an_out_specs_rank_error_is_no_type_error():
+    """out_specs=P('x') for jnp.sum(block): a spec too long for a scalar, not vma (jax 0.10.2)."""
+    text = (
+        "shard_map applied to the function '<lambda>' was given an out_specs entry which is too "
+        "long to be compatible with the corresponding output value from the function:\n\n"
+        "out_specs is P('x',) which has length 1, but <lambda>(*args) has shape float32[], which "
+        "has rank 0 (and 0 < 1)\n\nEntries in out_specs must be of length no greater than the "
+        "number of axes in the corresponding output value.\n\nEither revise the spec to be "
+        "shorter, or modify '<lambda>' so that its outputs have sufficient rank.\n\nFor scalar "
+        "values (rank 0), consider using an out_specs entry of `P()`, where `P = "
+        "jax.sharding.PartitionSpec`. In particular, for rank 0 outputs which are not constant "
+        "over the mesh, add at least one (singleton) axis to them so that they can be "
+        "concatenated using out_specs."
+    )
+    assert vma.read(ValueError(text)) is None
