@@ -31,6 +31,8 @@ BRANCHES = "branches"
 """The branches of a ``lax.cond`` return values that vary over different axes."""
 PCAST = "pcast"
 """``lax.pcast(..., to='varying')`` of a value that varies already."""
+PCAST_TO = "pcast_to"
+"""``lax.pcast(..., to=…)`` with a ``to`` it does not take (``'invarying'``: all_gather's word)."""
 IN_SPECS = "in_specs"
 """An argument placed otherwise than its ``in_specs`` entry says."""
 DUPLICATE = "duplicate"
@@ -74,7 +76,7 @@ class Carry:
 @dataclass(frozen=True)
 class VmaError:
     kind: str
-    """One of OUT_SPECS, CARRY, BRANCHES, PCAST, IN_SPECS, DUPLICATE, SHARDING, OTHER."""
+    """One of OUT_SPECS, CARRY, BRANCHES, PCAST, PCAST_TO, IN_SPECS, DUPLICATE, SHARDING, OTHER."""
     message: str
     """The error's first line, for saying what it says."""
     function: str | None = None
@@ -176,6 +178,10 @@ def read(exc: BaseException) -> VmaError | None:
         return None
     if "pcast from=varying" in text:
         return VmaError(PCAST, **common)
+    if (
+        "unexpected `to` value. Allowed" in text and "'varying'" in text
+    ):  # pcast's, not all_gather's
+        return VmaError(PCAST_TO, **common)
     m = _IN_SPECS.search(text)
     if m:
         return VmaError(
@@ -278,6 +284,13 @@ def explain(err: VmaError) -> str:
             "lax.pcast(..., to='varying') on a value that already varies across devices: "
             "anything computed from a sharded input or from lax.axis_index varies already. "
             "Drop that pcast; only buffers made from constants (jnp.zeros) need it."
+        )
+    if err.kind == PCAST_TO:
+        return (
+            "lax.pcast casts only towards varying (to='varying'). Nothing casts a varying value "
+            "to invariant: the values may differ per device, so making them the same takes a "
+            "collective — lax.psum or lax.pmean (a sum or a mean over the axis), or "
+            "lax.all_gather(..., to='invarying') (every device gets every block)."
         )
     if err.kind == IN_SPECS:
         return (

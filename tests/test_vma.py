@@ -303,3 +303,13 @@ def test_an_out_specs_rank_error_is_no_type_error():
         "concatenated using out_specs."
     )
     assert vma.read(ValueError(text)) is None
+
+
+def test_pcast_to_invarying():
+    """lax.pcast(x, 'x', to='invarying'): all_gather's keyword given to pcast (jax 0.10.2)."""
+    text = "Got unexpected `to` value. Allowed `to` values are: {'unreduced', 'reduced', 'varying'}"
+    err = vma.read(ValueError(text))
+    assert err.kind == vma.PCAST_TO
+    assert "lax.psum or lax.pmean" in vma.explain(err)
+    other = "Got unexpected `to` value for `jax.lax.all_gather`. Allowed `to` values are: {...}"
+    assert vma.read(ValueError(other)) is None  # all_gather's own: not a pcast

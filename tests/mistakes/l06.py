@@ -298,4 +298,21 @@ def dp_grads(params, x, y, mesh):
         says=("N = 4 times", "already summed", "divide it by N", "add no pmean"),
         patch=(("return jax.tree.map(lambda g: g / n, summed)", "return summed"),),
     ),
+    Mistake(
+        id="dp-grads-pcast-to-invarying",
+        module=L06,
+        exercise="dp_grads",
+        code="""
+def dp_grads(params, x, y, mesh):
+    def body(p, x_rows, y_rows):
+        pv = jax.tree.map(lambda w: lax.pcast(w, AXIS, to="varying"), p)
+        g = jax.grad(tinymodels.loss)(pv, x_rows, y_rows)
+        return jax.tree.map(lambda a: lax.pcast(a, AXIS, to="invarying"), g)  # for out_specs=P()
+
+    return _data_parallel(body, mesh, P())(params, x, y)
+""",
+        status="error",
+        check=None,
+        says=("casts only towards varying", "lax.psum or lax.pmean"),
+    ),
 ]
