@@ -479,19 +479,12 @@ def _explain(spec: ExerciseSpec, trials: list[Any]) -> list[Evidence]:
 
 
 def _generic_error_hint(exc: Exception) -> str | None:
+    from grader.checks import vma
+
     text = str(exc)
-    if "pcast from=varying" in text:
-        return (
-            "lax.pcast(..., to='varying') on a value that already varies across devices: "
-            "anything computed from a sharded input or from lax.axis_index varies already. "
-            "Drop that pcast; only buffers made from constants (jnp.zeros) need it."
-        )
-    if "vma" in text or "varying" in text:
-        return (
-            "check_vma found a value that should vary across devices but does not (or the "
-            "reverse): a loop carry started from jnp.zeros needs "
-            "lax.pcast(buf, axis_name, to='varying')."
-        )
+    found = vma.read(exc)
+    if found is not None:
+        return vma.explain(found)
     if "ppermute" in text and "perm" in text:
         return "Every (source, destination) pair of a ppermute must name devices in 0 … N−1, each at most once as source and once as destination."
     return None

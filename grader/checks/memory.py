@@ -18,7 +18,10 @@ class TempMemory(Check):
     what: str | Callable[[Trial], str] = "the bound"
     """What the bound is, or a function of the trial that says it in the example's sizes."""
     name: str = "memory"
-    hint: str = "Something large is materialised on every device: did you gather a whole operand?"
+    hint: str | Callable[[Trial], str | None] = (
+        "Something large is materialised on every device: did you gather a whole operand?"
+    )
+    """The hint, or a function of the trial that words it from what the program did."""
 
     skip: Callable[[Trial], str | None] = lambda t: None
     """Why this example cannot tell (e.g. one device, where W is one block), or None."""
@@ -45,5 +48,5 @@ class TempMemory(Check):
             )
         return CheckResult(
             self.name, False, f"{got:,} temporary bytes per device; {what} = {bound:,}",
-            evidence=evidence, hint=self.hint,
+            evidence=evidence, hint=self.hint(trial) if callable(self.hint) else self.hint,
         )  # fmt: skip

@@ -46,6 +46,10 @@ COLLECTIVES: dict[str, str] = {
 
 LOOPS = ("scan", "while")
 
+UNCHECKED = "shard_map(check_vma=False)"
+"""A pseudo primitive in ``Program.counts``: one per ``shard_map`` traced with
+``check_vma=False`` (its ``lax.psum`` then traces to ``psum``, not ``psum_invariant``)."""
+
 
 @dataclass(frozen=True)
 class Loop:
@@ -148,6 +152,8 @@ def _walk(
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         counts[name] += 1
+        if name == "shard_map" and eqn.params.get("check_vma") is False:
+            counts[UNCHECKED] += 1
         dtypes.update(str(v.aval.dtype) for v in eqn.outvars if hasattr(v.aval, "dtype"))
         if name in COLLECTIVES:
             sites.append(_site(eqn, around))

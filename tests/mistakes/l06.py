@@ -56,7 +56,7 @@ def dp_grads(params, x, y, mesh):
 """,
         status="failed",
         check="values",
-        says=("own rows only", "check_vma=False"),
+        says=("own rows only", "check_vma=False", "summed, and divide by N"),
     ),
     Mistake(
         id="dp-bfloat16-inside-float32",
@@ -242,5 +242,77 @@ def dp_accumulate(params, x, y, mesh, n_micro):
                 "return jax.tree.map(lambda g: lax.pmean(g, AXIS), total)",
             ),
         ),
+    ),
+    # ---------------------------------------------------------------- check_vma's refusals
+    Mistake(
+        id="dp-grads-varying-params-never-reduced",
+        module=L06,
+        exercise="dp_grads",
+        code="""
+def dp_grads(params, x, y, mesh):
+    def body(p, x_rows, y_rows):
+        pv = jax.tree.map(lambda w: lax.pcast(w, AXIS, to="varying"), p)
+        return jax.grad(tinymodels.loss)(pv, x_rows, y_rows)  # this device's rows only
+
+    return _data_parallel(body, mesh, P())(params, x, y)
+""",
+        status="error",
+        check=None,
+        says=("The gradients", "lax.pcast to varying", "average them once with lax.pmean"),
+    ),
+    Mistake(
+        id="dp-accumulate-carry-from-zeros",
+        module=L06,
+        exercise="dp_accumulate",
+        status="error",
+        check=None,
+        says=("starts the same on every device", "lax.pcast(init, 'data', to='varying')"),
+        patch=(
+            (
+                "zeros = jax.tree.map(jnp.zeros_like, pv)",
+                "zeros = jax.tree.map(lambda w: jnp.zeros(w.shape, w.dtype), p)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="dp-accumulate-pcasts-the-rows",
+        module=L06,
+        exercise="dp_accumulate",
+        status="error",
+        check=None,
+        says=("already varies", "Drop that pcast"),
+        patch=(
+            (
+                "xs = x_rows.reshape(n_micro, -1, x_rows.shape[-1])",
+                'xs = lax.pcast(x_rows, AXIS, to="varying").reshape(n_micro, -1, x_rows.shape[-1])',
+            ),
+        ),
+    ),
+    # ---------------------------------------------------------------- hints that fix, not break
+    Mistake(
+        id="dp-grads-summed-never-divided-by-n",
+        module=L06,
+        exercise="dp_grads",
+        status="failed",
+        check="values",
+        says=("N = 4 times", "already summed", "divide it by N", "add no pmean"),
+        patch=(("return jax.tree.map(lambda g: g / n, summed)", "return summed"),),
+    ),
+    Mistake(
+        id="dp-grads-pcast-to-invarying",
+        module=L06,
+        exercise="dp_grads",
+        code="""
+def dp_grads(params, x, y, mesh):
+    def body(p, x_rows, y_rows):
+        pv = jax.tree.map(lambda w: lax.pcast(w, AXIS, to="varying"), p)
+        g = jax.grad(tinymodels.loss)(pv, x_rows, y_rows)
+        return jax.tree.map(lambda a: lax.pcast(a, AXIS, to="invarying"), g)  # for out_specs=P()
+
+    return _data_parallel(body, mesh, P())(params, x, y)
+""",
+        status="error",
+        check=None,
+        says=("casts only towards varying", "lax.psum or lax.pmean"),
     ),
 ]

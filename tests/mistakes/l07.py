@@ -262,4 +262,48 @@ def fsdp_grads(params, x, y, mesh):
         check="returns",
         says=("tuple", "'w_in' and 'w_out'"),
     ),
+    # ---------------------------------------------------------------- check_vma's refusals
+    Mistake(
+        id="fsdp-params-returned-replicated-check-vma",
+        module=L07,
+        exercise="fsdp_train_step",
+        code="""
+def fsdp_train_step(params, x, y, mesh, lr):
+    batch = x.shape[0]
+
+    def body(p, xb, yb):
+        local, g = jax.value_and_grad(_local_loss)(p, xb, yb, batch)
+        new = jax.tree.map(lambda w, gw: w - lr * gw, p, g)
+        whole = {  # "the caller wants whole params back"
+            "w_in": lax.all_gather(new["w_in"], AXIS, axis=1, tiled=True),
+            "w_out": lax.all_gather(new["w_out"], AXIS, axis=2, tiled=True),
+        }
+        return whole, lax.psum(local, AXIS)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS, BATCH, BATCH), out_specs=(P(), P())
+    )(params, x, y)
+""",
+        status="error",
+        check=None,
+        says=("Params returned replicated", "FSDP exists to avoid", "Do not make it pass"),
+    ),
+    Mistake(
+        id="fsdp-train-step-loss-never-reduced",
+        module=L07,
+        exercise="fsdp_train_step",
+        status="error",
+        check=None,
+        says=("The loss (output [1])", "lax.psum of shares divided by the global batch size"),
+        patch=(("return new, lax.psum(local, AXIS)", "return new, local"),),
+    ),
+    Mistake(
+        id="fsdp-forward-python-loop",
+        module=L07,
+        exercise="fsdp_forward",
+        code=PYTHON_LOOP,
+        status="failed",
+        check="memory",
+        says=("no all-gather carries more than one layer", "Python for-loop", "lax.scan"),
+    ),
 ]

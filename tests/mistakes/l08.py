@@ -149,4 +149,52 @@ def sp_mlp(x, w_in, w_out, mesh):
             ),
         ),
     ),
+    # ---------------------------------------------------------------- check_vma's refusals
+    Mistake(
+        id="tp-mlp-gathers-the-weights-check-vma",
+        module=L08,
+        exercise="tp_mlp",
+        code="""
+def tp_mlp(x, w_in, w_out, mesh):
+    def body(x, w_in_cols, w_out_rows):
+        w_in_full = lax.all_gather(w_in_cols, "model", axis=1, tiled=True)
+        w_out_full = lax.all_gather(w_out_rows, "model", axis=0, tiled=True)
+        return jnp.tanh(x @ w_in_full) @ w_out_full
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P(), COLUMNS, ROWS), out_specs=P())(
+        x, w_in, w_out
+    )
+""",
+        status="error",
+        check=None,
+        says=("all-gathered w_in and w_out", "weights stay where they are", "N times too large"),
+    ),
+    Mistake(
+        id="tp-mlp-psum-forgotten",
+        module=L08,
+        exercise="tp_mlp",
+        status="error",
+        check=None,
+        says=("never added: lax.psum(..., 'model')", "cannot tell which"),
+        patch=(
+            (
+                'return lax.psum(_mlp_partial(x, w_in_cols, w_out_rows), "model")',
+                "return _mlp_partial(x, w_in_cols, w_out_rows)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="dp-tp-mlp-psum-over-data",
+        module=L08,
+        exercise="dp_tp_mlp",
+        status="error",
+        check=None,
+        says=("If you summed over 'data'", "psum over 'model' only"),
+        patch=(
+            (
+                'return lax.psum(_mlp_partial(x_rows, w_in_cols, w_out_rows), "model")',
+                'return lax.psum(_mlp_partial(x_rows, w_in_cols, w_out_rows), "data")',
+            ),
+        ),
+    ),
 ]

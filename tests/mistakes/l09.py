@@ -333,4 +333,50 @@ def pipeline_grads(params, x, y, mesh, n_micro):
         check="values",
         says=("bfloat16", "float32"),
     ),
+    # ---------------------------------------------------------------- check_vma's refusals
+    Mistake(
+        id="pp-forward-gathers-the-weights-check-vma",
+        module=L09,
+        exercise="pipeline_forward",
+        code="""
+def pipeline_forward(params, x, mesh, n_micro):
+    def body(w_in, w_out, x):
+        every = {  # every layer on every stage, then the plain model
+            "w_in": lax.all_gather(w_in, AXIS, tiled=True),
+            "w_out": lax.all_gather(w_out, AXIS, tiled=True),
+        }
+        return tinymodels.forward(every, x)
+
+    layer_spec = P(AXIS, None, None)
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(layer_spec, layer_spec, P()), out_specs=P()
+    )(params["w_in"], params["w_out"], x)
+""",
+        status="error",
+        check=None,
+        says=("pipeline_forward that all-gathers the weights", "stay on their stage"),
+    ),
+    Mistake(
+        id="pp-forward-buffer-from-zeros",
+        module=L09,
+        exercise="pipeline_forward",
+        status="error",
+        check=None,
+        says=("a buffer built with jnp.zeros is invariant", "lax.pcast(buf, 'stage'"),
+        patch=(
+            (
+                'start = lax.pcast(jnp.zeros((rows, d), x.dtype), AXIS, to="varying")',
+                "start = jnp.zeros((rows, d), x.dtype)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="pp-forward-result-never-reduced",
+        module=L09,
+        exercise="pipeline_forward",
+        status="error",
+        check=None,
+        says=("still varies over 'stage'", "lax.psum(out, 'stage')", "a psum adds them all"),
+        patch=(("return lax.psum(out, AXIS).reshape(b, d)", "return out.reshape(b, d)"),),
+    ),
 ]

@@ -262,4 +262,29 @@ def top2_dispatch(logits, capacity):
             ),
         ),
     ),
+    # ---------------------------------------------------------------- sharding type errors
+    Mistake(
+        id="moe-top1-dispatch-on-the-global-array",
+        module=L11,
+        exercise="moe_layer",
+        code="""
+def moe_layer(x, router_w, w_in, w_out, mesh, capacity):
+    dispatch, combine = top1_dispatch(x @ router_w, capacity)  # routed once, globally
+
+    def body(x_rows, d, c, w_in_e, w_out_e):
+        sent = jnp.einsum("tec,td->ecd", d.astype(x_rows.dtype), x_rows)
+        mine = lax.all_to_all(sent, AXIS, split_axis=0, concat_axis=0, tiled=True)
+        done = jnp.tanh(mine @ w_in_e[0]) @ w_out_e[0]
+        back = lax.all_to_all(done, AXIS, split_axis=0, concat_axis=0, tiled=True)
+        return jnp.einsum("tec,ecd->td", c, back)
+
+    spec = P(AXIS, None, None)
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(TOKENS, spec, spec, EXPERTS, EXPERTS), out_specs=TOKENS
+    )(x, dispatch, combine, w_in, w_out)
+""",
+        status="error",
+        check=None,
+        says=("top1_dispatch on the global array outside shard_map", "each device on its own"),
+    ),
 ]

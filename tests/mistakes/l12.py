@@ -187,4 +187,28 @@ MISTAKES: list[Mistake] = [
         check="prediction",
         says=("you predict", "0.50×", "the backward gathers every layer again"),
     ),
+    Mistake(
+        id="l12-train-step-heads-on-data",
+        module=L12,
+        exercise="train_step",
+        patch=(('"heads": "model",', '"heads": "data",'),),
+        status="error",
+        check=None,
+        says=("Your rules put heads on 'data'", "heads and mlp → 'model'"),
+    ),
+    Mistake(
+        id="l12-check-vma-off",
+        module=L12,
+        exercise="train_step",
+        patch=(
+            (
+                SHARD_MAP,
+                "in_specs=(specs, batch, batch), out_specs=(specs, P()),\n"
+                "                         check_vma=False)(",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="values",
+        says=("every layer's gradients differ; the loss agrees", "Keep check_vma=True"),
+    ),
 ]

@@ -206,7 +206,11 @@ class Rounds(Check):
             evidence=evidence,
             hint="Every send goes the same way round the ring, so this is the one-directional "
             "version: keep two copies of your block, pass one to i − 1 and the other to i + 1 "
-            "at every step, and stop after ⌊N/2⌋ steps (at N even the last step needs only one).",
+            "at every step, and stop after ⌊N/2⌋ steps (at N even the last step needs only one)."
+            if set(per) in ({1}, {-1})
+            else f"Your sends ({shown}): {most} of them go one way, and no direction needs more "
+            f"than ⌊N/2⌋ = {n // 2}. Pass one copy of your block to i − 1 and one to i + 1 at "
+            "every step, and stop after ⌊N/2⌋ steps.",
         )
 
 

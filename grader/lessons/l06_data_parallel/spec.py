@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, TempMemory, Values
+from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, TempMemory, Values, vma
 from grader.checks.comms import communication
 from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
@@ -207,6 +207,12 @@ def _n_times_hint(trial: Trial) -> str:
             "the summed gradient by N instead, or lax.pcast the params to varying before "
             "jax.grad and pmean once."
         )
+    if _summed_inside_model(program):  # only autodiff's psum: nothing divided its sum by N
+        return (
+            f"Your gradient is N = {n} times the reference. {TRANSPOSE_RULE} Nothing divided "
+            "that sum by N: divide it by N (lax.axis_size('data')), and add no pmean — that "
+            "would all-reduce the gradient a second time."
+        )
     return (
         f"Your gradient is N = {n} times the reference: you added up N local means. Each "
         "device's loss is the mean over its B/N rows, so the sum of the N local gradients is N "
@@ -288,8 +294,9 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
                 "Each device returned the gradient of its own rows only: nothing summed them "
                 "over 'data'. With check_vma=False, jax.grad no longer inserts the psum that "
                 "the implicit cast of the replicated params implies, and out_specs=P() does not "
-                "complain — the global array shows device 0's. Keep check_vma=True (or pmean "
-                "the gradients yourself).",
+                "complain — the global array shows device 0's. Either lax.pmean the gradients "
+                "yourself (with check_vma=False nothing else reduces them), or keep "
+                "check_vma=True, where jax.grad returns them summed, and divide by N.",
                 lambda coord, index: result(*reversed(_local_grads(trial, coord)))[index],
             )
         )
@@ -300,8 +307,33 @@ def _precision_hint(trial: Trial) -> str | None:
     return precision_hint(trial, "Keep params, inputs and gradients in float32.")
 
 
+def _vma_error(exc: BaseException) -> str | None:
+    """An output of out_specs P() that varies over 'data': which one, read from the error."""
+    found = vma.read(exc)
+    if found is None or found.kind != vma.OUT_SPECS or not found.outputs:
+        return None
+    if any(o.path.startswith("[1]") for o in found.outputs):
+        return (
+            "The loss (output [1]) has out_specs=P() but still varies over 'data': each device "
+            "holds the mean loss of its own rows. lax.pmean(local_loss, 'data') makes it the "
+            "mean over the whole batch (the mean of equal-sized local means), the same on "
+            "every device."
+        )
+    return (
+        f"The gradients ({vma.where(found.outputs[0])}, out_specs=P()) vary over 'data': each "
+        "device holds the gradient of its own rows. Gradients vary when the params were "
+        "lax.pcast to varying before jax.grad; params left invariant give gradients already "
+        "summed over 'data' (the transpose of the implicit pcast), which are invariant. Varying "
+        "ones are local means: average them once with lax.pmean over 'data' (for the update "
+        "too, before it)."
+    )
+
+
 def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
     text = str(exc)
+    said = _vma_error(exc)
+    if said:
+        return said
     if "out_specs" in text and "replication" in text:
         return (
             "shard_map cannot prove your result is the same on every device, so out_specs=P() "
@@ -391,7 +423,8 @@ def _bytes_hint(trial: Trial, ratio: float) -> str | None:
     if ratio == 0:
         return (
             "Nothing was all-reduced: every device kept the gradient of its own rows. "
-            "Sum them over 'data' once (lax.pmean), or keep check_vma=True so jax.grad does it."
+            "Average them over 'data' once (lax.pmean), or keep check_vma=True, where "
+            "jax.grad returns them summed over 'data', and divide by N."
         )
     if np.isclose(ratio, 2) and _summed_inside_model(program):
         return (
@@ -417,6 +450,29 @@ def _micro_loops(program: jaxpr.Program, micro: int) -> list[jaxpr.Loop]:
         for lp in program.loops
         if (lp.length == micro or lp.length is None) and lp.contains("dot_general")
     ]
+
+
+def _no_micro_loop_hint(program: jaxpr.Program, micro: int) -> str:
+    """What the traced program loops over instead: a loop around the model's own layer
+    loop of another length, or none (a Python loop, or the whole local batch at once)."""
+    outer = sorted({
+        lp.length for lp in program.loops
+        if lp.depth == 0 and lp.contains("dot_general")
+        and (lp.contains("scan") or lp.contains("while"))
+    }, key=lambda n: -1 if n is None else n)  # fmt: skip
+    if outer:
+        runs = " and ".join("an unknown number of" if n is None else str(n) for n in outer)
+        return (
+            f"The loop around the model runs {runs} iterations, not n_micro = {micro}: loop "
+            "over the n_micro micro-batches themselves (lax.scan over the rows reshaped to "
+            "[n_micro, B/(N·n_micro), D])."
+        )
+    return (
+        "No loop runs around the model's layers: a Python for-loop is unrolled into n_micro "
+        "copies of the forward and backward (XLA is free to run every forward first, keeping "
+        "all their activations alive), and one pass over the whole local batch has no loop "
+        "at all. Loop over the micro-batches with lax.scan (or lax.fori_loop)."
+    )
 
 
 def _in_micro_loop(program: jaxpr.Program, micro: int) -> bool:
@@ -458,9 +514,7 @@ class MicroBatchLoop(Check):
                 False,
                 f"no loop of n_micro = {micro} iterations runs the model",
                 evidence=evidence,
-                hint="Loop over the micro-batches with lax.scan (or lax.fori_loop): a Python "
-                "for-loop is unrolled into n_micro copies of the forward and backward, and XLA "
-                "is free to run every forward first, keeping all their activations alive.",
+                hint=_no_micro_loop_hint(program, micro),
             )
         if _in_micro_loop(program, micro):
             return CheckResult(

@@ -52,6 +52,7 @@ from grader.checks import (
     OutputSharding,
     TempMemory,
     Values,
+    vma,
 )
 from grader.checks.comms import communication
 from grader.checks.hinted import Hinted
@@ -413,9 +414,19 @@ def _memory_hint(trial: Trial) -> str:
             "layer, and the whole model sits on every device. Gather each layer's weights inside "
             "the loop, just before that layer uses them."
         )
-    if trial.extra["kind"] == "forward":
-        return "Something as large as half the model is held at once: gather one layer at a time."
     program = trial.program
+    if trial.extra["kind"] == "forward":
+        return (
+            "Something as large as half the model is held at once, though no all-gather "
+            "carries more than one layer: several gathered layers are alive together."
+            + (
+                " The traced program has no loop: the layers are unrolled (a Python for-loop), "
+                "and XLA may then gather every layer early. Loop with lax.scan over the stacked "
+                "weights."
+                if not program.loops
+                else ""
+            )
+        )
     if not program.loops:
         return (
             "The layer loop is a Python for-loop: it is unrolled, and XLA then keeps every "
@@ -522,6 +533,40 @@ def _checks(kind: str) -> tuple[Check, ...]:
     )
 
 
+PARAM_SPECS = "(P(None, 'data', None) for w_in, P(None, None, 'data') for w_out)"
+
+
+def _vma_error(kind: str) -> Callable[[BaseException, Example, list[Example]], str | None]:
+    """An out_specs of P() refused by check_vma: which output, read from the error."""
+
+    def diagnose(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+        found = vma.read(exc)
+        if found is None or found.kind != vma.OUT_SPECS or not found.outputs:
+            return None
+        paths = {o.path.split("]")[0] + "]" if o.path else "" for o in found.outputs}
+        if kind == "train" and "[1]" in paths and "[0]" not in paths:
+            return (
+                "The loss (output [1]) has out_specs P() but still varies over 'data': each "
+                "device holds its own rows' share. Reduce it over 'data': lax.psum of shares "
+                "divided by the global batch size B (½·Σ of all squared errors / B is the loss)."
+            )
+        if kind == "forward":
+            return (
+                "The output has out_specs P(), the same on every device, but each device "
+                "computed its own rows: return it split like x, out_specs P('data', None)."
+            )
+        return (
+            f"{'Gradients' if kind == 'grads' else 'Params'} returned replicated: out_specs P() "
+            "for them, and check_vma "
+            "refuses it because they vary over 'data' (an all_gather's result varies unless "
+            "to='invarying'). Do not make it pass with to='invarying': every device would then "
+            "hold the whole model, which is what FSDP exists to avoid. Keep the params' "
+            f"out_specs {PARAM_SPECS} and return each device's shard."
+        )
+
+    return diagnose
+
+
 def _exercise(name: str, kind: str) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
@@ -531,6 +576,7 @@ def _exercise(name: str, kind: str) -> ExerciseSpec:
         checks=_checks(kind),
         max_examples=1,
         explain=_explain,
+        diagnose_error=_vma_error(kind),
     )
 
 

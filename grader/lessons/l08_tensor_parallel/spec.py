@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values
+from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values, vma
 from grader.checks.groups import GroupsWithin, grouped, replica_groups
 from grader.evidence import DeviceMap, Evidence
 from grader.lessons.l08_tensor_parallel.checks import Carries, WeightsStay, arrays
@@ -430,6 +430,26 @@ def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> s
         return (
             f"On this Explicit mesh {why}. Write the body under jax.shard_map and choose the "
             "collective yourself: the one the exercise names."
+        )
+    found = vma.read(exc)
+    if found and found.kind == vma.OUT_SPECS and "model" in found.varying_axes:
+        o = next(o for o in found.outputs if "model" in o.axes)
+        wrong_axis = (
+            " If you summed over 'data', that adds other rows' results into yours: the hidden "
+            "layer is split over 'model', so psum over 'model' only."
+            if "data" in found.mesh_axes
+            else ""
+        )
+        return (
+            f"{vma.where(o).capitalize()} (out_specs {o.spec}) varies over 'model', which its "
+            "spec says it does not. In this lesson the error comes from one of two things, and "
+            "its text cannot tell which: (1) the partial sums of the row-parallel matmul were "
+            "never added: lax.psum(..., 'model'), once, at the end; (2) you all-gathered w_in "
+            "and w_out (an all_gather's result varies unless to='invarying'), and all-gathering "
+            "them is itself the mistake: in tensor parallelism the weights stay where they are "
+            "and only the partial results are summed. Never psum a result computed from "
+            "gathered weights: every device holds all of it already, and the sum is N times "
+            "too large." + wrong_axis
         )
     if "out_specs" in text and ("replicat" in text or "vary" in text.lower()):
         return (

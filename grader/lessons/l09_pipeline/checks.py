@@ -433,16 +433,18 @@ class Ticks(Check):
         if self.loop:
             failure = _one_loop(trial, low, high)
             if failure:
+                unrolled = not any(s.loops for s in trial.program.collectives if s.kind == PERMUTE)
                 return CheckResult(self.name, False, failure, evidence=evidence,
-                                   hint=LOOP_HINT)  # fmt: skip
+                                   hint=LOOP_HINT + (UNROLLED if unrolled else ""))  # fmt: skip
         where = " in one loop" if self.loop else ""
         return CheckResult(self.name, True, f"{sends}{where}", evidence=evidence)
 
 
 LOOP_HINT = (
     "Run the ticks in one lax.fori_loop (or lax.scan) of n_micro + p − 1 iterations, one "
-    "ppermute per iteration: a Python loop is unrolled into copies of the whole step."
+    "ppermute per iteration."
 )
+UNROLLED = " No ppermute sits in a loop: a Python loop is unrolled into copies of the whole step."
 
 
 def _one_loop(trial: Trial, low: int, high: int) -> str | None:
@@ -450,8 +452,13 @@ def _one_loop(trial: Trial, low: int, high: int) -> str | None:
     sites = [s for s in trial.program.collectives if s.kind == PERMUTE]
     if not sites:
         return None
-    if not all(s.loops for s in sites):
-        return "a ppermute runs outside any loop: the ticks are unrolled in Python"
+    outside = sum(1 for s in sites if not s.loops)
+    if outside == len(sites):
+        return "every ppermute runs outside any loop: the ticks are unrolled in Python"
+    if outside:
+        return (
+            f"{outside} of the {len(sites)} ppermutes run outside any loop; the ticks are one loop"
+        )
     loops = {id(s.loops[-1]): s.loops[-1] for s in sites}
     if len(loops) > 1:
         return f"the ppermutes sit in {len(loops)} different loops; the ticks are one loop"

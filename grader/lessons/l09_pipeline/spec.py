@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, Values
+from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, Values, vma
 from grader.checks.hinted import Hinted
 from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
@@ -509,7 +509,47 @@ def _exec_checks(grads: bool) -> tuple:
     )
 
 
+def _vma_error(exc: BaseException) -> str | None:
+    """check_vma's refusals in a pipeline: a carry that starts invariant and gains 'stage', or
+    a result that still varies over 'stage'. Which, read from the error and its frames."""
+    found = vma.read(exc)
+    if found is None:
+        return None
+    carry = next((c for c in found.carries if AXIS in c.gained and not c.before), None)
+    if carry is not None:
+        whole_model = any(f == "forward" or "forward(" in line for f, line in vma.frames(exc))
+        if whole_model:
+            return (
+                f"The loop carry {carry.path} inside the whole model's forward starts the same on "
+                "every stage (x is replicated) and comes out varying over 'stage': the layers it "
+                "ran on differ per stage, which is what all-gathered weights are (an "
+                "all_gather's result varies unless to='invarying'). Running every layer on every "
+                "stage means you all-gather the weights: a pipeline_forward that all-gathers the "
+                "weights is no pipeline. The weights stay on their stage, the activations move "
+                "(lax.ppermute), one layer per stage per tick."
+            )
+        return (
+            f"The loop carry {carry.path} starts the same on every stage and the loop body "
+            "returns it varying over 'stage': a buffer built with jnp.zeros is invariant, and "
+            "each stage writes its own values into it. Start it varying: lax.pcast(buf, "
+            "'stage', to='varying'). (If the carry varies because the weights were all-gathered, "
+            "that is the mistake instead: the weights stay on their stage.)"
+        )
+    if found.kind == vma.OUT_SPECS and AXIS in found.varying_axes:
+        return (
+            "The result has out_specs P() but still varies over 'stage': each stage holds its "
+            "own output buffer. If only the last stage wrote y and the others hold zeros, "
+            "lax.psum(out, 'stage') gives it to every stage (one all-reduce); if every stage "
+            "holds values, a psum adds them all: keep only the last stage's first "
+            "(jnp.where(s == p - 1, out, 0))."
+        )
+    return None
+
+
 def _exec_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+    said = _vma_error(exc)
+    if said:
+        return said
     name = type(exc).__name__
     if name in ("TracerBoolConversionError", "ConcretizationTypeError"):
         return (

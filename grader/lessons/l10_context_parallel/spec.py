@@ -48,6 +48,7 @@ from grader.checks import (
     OutputSharding,
     TempMemory,
     Values,
+    vma,
 )
 from grader.checks.comms import PERMUTE, streams
 from grader.checks.hinted import Hinted
@@ -392,6 +393,25 @@ def _global_kv_bytes(trial: Trial) -> int:
     return trial.example["n"] * 2 * trial.extra["block_elements"] * FLOAT32
 
 
+def _memory_hint(trial: Trial) -> str:
+    """Whole K and V held: collected by a transfer larger than one block, or kept as they came."""
+    block = kv_block_elements(trial)
+    if trial.comms.largest(itemsize=1) > block:
+        how = (
+            "you collected every block before attending: one transfer carries more than one "
+            "K/V block"
+        )
+    else:
+        how = (
+            "every transfer carries one K/V block, so the blocks were kept as they arrived "
+            "(e.g. collected into one array) instead of being attended to and dropped"
+        )
+    return (
+        f"The compiled program holds a buffer as large as the whole K and V: {how}. Attend to "
+        "each block as it arrives and keep only the running (o, lse) and the block you hold."
+    )
+
+
 def memory_skip(trial: Trial) -> str | None:
     ex = trial.example
     if ex["dtype"] != "float32":
@@ -420,12 +440,14 @@ def _bytes_hint(trial: Trial, result: CheckResult) -> str | None:
 
 
 def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
-    text = str(exc)
-    if "carry" in text and ("varying" in text or "vma" in text):
+    found = vma.read(exc)
+    carry = next((c for c in found.carries if "seq" in c.gained), None) if found else None
+    if carry is not None:
         return (
-            "A loop carry started from jnp.zeros/jnp.full is invariant over 'seq', but the "
-            "step makes it varying: lax.pcast the initial o and lse to varying "
-            "(lax.pcast(x, 'seq', to='varying'))."
+            f"The loop carry {carry.path} starts invariant over 'seq' (built from constants, "
+            "jnp.zeros/jnp.full, it is the same on every device), but the step makes it "
+            "varying: lax.pcast its initial value to varying (lax.pcast(x, 'seq', "
+            "to='varying')), as for the initial o and lse."
         )
     return None
 
@@ -485,10 +507,7 @@ def _ring_checks(zigzag: bool) -> tuple[Check, ...]:
             what=lambda t: "the global |K| + |V| = 2·S·H·Dh·4 = 2·{}·{}·{}·4".format(
                 t.example["n"] * rows_per_device(t.example), t.example["h"], t.example["dh"]
             ),
-            hint="The compiled program holds a buffer as large as the whole K and V: you "
-            "collected every block (with an all-gather, or with permutes into one array) "
-            "before attending. Attend to each block as it arrives and keep only the running "
-            "(o, lse) and the block you hold.",
+            hint=_memory_hint,
         ),
     ]
     return tuple(checks)

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values
+from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values, vma
 from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
 from grader.evidence import Evidence, ExpertLoad
@@ -408,6 +408,21 @@ def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> s
             "computed: np.asarray, float(), int() or a Python if on one cannot work. Keep to "
             "jnp operations (jnp.argmax, jnp.cumsum, jax.nn.one_hot, jnp.where); only the "
             "capacity is a Python int."
+        )
+    found = vma.read(exc)
+    if found is not None and found.kind == vma.SHARDING:
+        names = [f for f, _ in vma.frames(exc)]
+        routed = next((f for f in ("top1_dispatch", "top2_dispatch") if f in names), None)
+        said = (
+            f"You called {routed} on the global array outside shard_map"
+            if routed
+            else "An operation ran on the global arrays outside shard_map"
+        )
+        return (
+            f"{said}: x is sharded over 'expert', and JAX cannot say how the result would be "
+            f"sharded ({found.message}). Even where it runs, a router that sees the whole batch "
+            "counts slots across every device's tokens. Route inside the shard_map body, each "
+            "device on its own T/N tokens: top1_dispatch(x_rows @ router, capacity)."
         )
     if "all_to_all" in str(exc) and "divisible" in str(exc):
         return (

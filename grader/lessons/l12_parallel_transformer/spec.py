@@ -41,6 +41,7 @@ backward from the last layer, whose gradient differs.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -48,11 +49,12 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader.checks import InputsUntouched, OutputSharding, TempMemory, Values
+from grader.checks import InputsUntouched, OutputSharding, TempMemory, Values, vma
 from grader.checks.groups import grouped, replica_groups, show_groups, spanned_axes
 from grader.checks.trees import PerLeaf
 from grader.evidence import KindBytes, KindBytesRow, Table
 from grader.lessons.l12_parallel_transformer import transformer as model
+from grader.measure import jaxpr
 from grader.reference import training
 from grader.results import CheckResult
 from grader.runtime import Runtime, StudentReturnError
@@ -335,7 +337,9 @@ class Divergence(Check):
                 "often a row-parallel matmul (o @ wo, or tanh(h @ w_in) @ w_out) leaves a "
                 "partial sum over 'model' that is never all-reduced: psum it over 'model' "
                 "before adding it to h."
-            )
+            ) + (UNCHECKED_TOO if trial.program.counts[jaxpr.UNCHECKED] else "")
+        elif trial.program.counts[jaxpr.UNCHECKED]:
+            result.hint = UNCHECKED_GRADS
         if first is not None:
             result.evidence = [table, *result.evidence]
         return result
@@ -766,6 +770,48 @@ def _predict_strategy(ctx: Context):
     )  # fmt: skip
 
 
+UNCHECKED_GRADS = (
+    "Your shard_map runs with check_vma=False. Without the varying/invariant types, autodiff "
+    "no longer inserts the psums the types imply (the transpose of each implicit cast to "
+    "varying), and this step's gradients come out wrong even where the forward is right "
+    "(measured: the reference, changed only to "
+    "check_vma=False, gets every layer's gradients wrong and the loss right). Keep "
+    "check_vma=True."
+)
+UNCHECKED_TOO = (
+    " Put check_vma back to True as well: with it, a missing psum is a type error that names "
+    "the output, and with it off even the psum'd forward gets wrong gradients."
+)
+
+
+def _train_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+    """in_specs (from the student's RULES) that differ from the params' placement: which dim,
+    and the logical axes that dim can be, read from the error."""
+    found = vma.read(exc)
+    if found is None or found.kind != vma.IN_SPECS:
+        return None
+    mine, placed = vma.spec_entries(found.spec), vma.spec_entries(found.placed)
+    if mine is None or placed is None or len(mine) != len(placed):
+        return None
+    dims = re.match(r"\w+\[((?:\d+(?:@(?:\([^)]*\)|\w+))?,?)*)\]", found.arg or "")
+    shape = tuple(int(d) for d in re.findall(r"(?:^|,)(\d+)", dims.group(1))) if dims else None
+    shapes = sizes(ex).shapes()
+    names = [n for n in LOGICAL if LAYOUT[n] == tuple(placed)]
+    names = [n for n in names if shapes[n] == shape] or names  # the shape narrows it down
+    said = []
+    for dim, (have, want) in enumerate(zip(mine, placed)):
+        if have != want:
+            axes = sorted({LOGICAL[n][dim] for n in names})
+            said.append(f"{' or '.join(axes) or f'dim {dim}'} on {have!r}")
+    if not said:
+        return None
+    return (
+        f"Your rules put {', '.join(said)}: train_step's in_specs say {found.spec} for a param "
+        f"that arrives placed {found.placed}, as the lesson's layout places it. The RULES are: "
+        "batch and embed → 'data', heads and mlp → 'model', layers, seq and act_embed → None."
+    )
+
+
 # ------------------------------------------------------------------ exercises
 
 SPEC = LessonSpec(
@@ -797,6 +843,7 @@ SPEC = LessonSpec(
             ),
             max_examples=1,
             explain=_explain,
+            diagnose_error=_train_error,
         ),
         ExerciseSpec(
             name="predict_step_bytes",
