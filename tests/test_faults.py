@@ -23,8 +23,9 @@ from pathlib import Path
 import pytest
 
 from course.progress import Progress, ProgressError
+from course.scoring import ExerciseScore
 from grader.protocol import LessonJob, Request
-from grader.results import ExerciseResult, ExerciseScore, Status
+from grader.results import ExerciseResult, Status
 from grader.runner import GraderCrashed, grade
 
 ROOT = Path(__file__).resolve().parent.parent

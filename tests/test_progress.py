@@ -16,7 +16,8 @@ import pytest
 
 from course.progress import SCHEMA_VERSION, ExerciseState, Progress, ProgressError
 from course.registry import Exercise
-from grader.results import CheckResult, ExerciseResult, ExerciseScore, Status
+from course.scoring import ExerciseScore
+from grader.results import CheckResult, ExerciseResult, Status
 
 
 def result(
@@ -272,7 +273,8 @@ WRITER = textwrap.dedent(
     """
     import sys
     from course.progress import Progress
-    from grader.results import CheckResult, ExerciseResult, ExerciseScore, Status
+    from course.scoring import ExerciseScore
+    from grader.results import CheckResult, ExerciseResult, Status
 
     p = Progress(sys.argv[1])
     a = p.start_attempt("ws", True, "writer")

@@ -13,7 +13,7 @@ and their traced program (which loop the permutes sit in).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from grader import schedules
@@ -488,5 +488,5 @@ class Diagnosed(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         result = self.inner(trial)
         if not result.passed:
-            result.hint = self.explain(trial) or result.hint
+            result = replace(result, hint=self.explain(trial) or result.hint)
         return result

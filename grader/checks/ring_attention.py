@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -181,7 +181,7 @@ class Explained(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         result = self.inner(trial)
         if not result.passed and (hint := self.explain(trial)):
-            result.hint = hint
+            result = replace(result, hint=hint)
         return result
 
 

@@ -39,7 +39,7 @@ array with K = B + L·(D + F). Measured on six examples (N = 1, 2, 3, 4, 6,
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -288,7 +288,7 @@ class Hinted(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         result = self.inner(trial)
         if not result.passed:
-            result.hint = self.better(trial, result) or result.hint
+            result = replace(result, hint=self.better(trial, result) or result.hint)
         return result
 
 
@@ -469,9 +469,9 @@ class ShardedMemory(Check):
             ),
         )
         result = check(trial)
-        result.evidence = [memory_bars(trial)] if trial.memory else []
+        result = replace(result, evidence=[memory_bars(trial)] if trial.memory else [])
         if not result.passed:
-            result.hint = _memory_hint(trial)
+            result = replace(result, hint=_memory_hint(trial))
         return result
 
 

@@ -42,7 +42,7 @@ backward from the last layer, whose gradient differs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -317,28 +317,28 @@ class Divergence(Check):
                 else f"gradients first differ at layer {layer}, {name} (walking back from the "
                 "last layer)"
             )
-            result.message = (
+            result = replace(result, message=(
                 f"{where}; the loss {'agrees' if loss_ok else 'differs too'}. {result.message}"
-            )
+            ))  # fmt: skip
         narrow = sorted(d for d in ("bfloat16", "float16") if trial.program.dtypes[d])
         if (result.hint or "").startswith("Every gradient"):
             pass  # a known wrong result was recognised
         elif narrow:
-            result.hint = (
+            result = replace(result, hint=(
                 f"Your program computes in {' and '.join(narrow)} (a cast inside it): its "
                 "rounding, 2⁻⁹ ≈ 2e-3 for bfloat16, is far above the float32 error allowed "
                 "here. Gathering in bfloat16 halves the bytes but changes every gradient: keep "
                 "every array float32."
-            )
+            ))  # fmt: skip
         elif not loss_ok:
-            result.hint = (
+            result = replace(result, hint=(
                 "The loss before the step already differs, so the forward pass is wrong. Most "
                 "often a row-parallel matmul (o @ wo, or tanh(h @ w_in) @ w_out) leaves a "
                 "partial sum over 'model' that is never all-reduced: psum it over 'model' "
                 "before adding it to h."
-            )
+            ))  # fmt: skip
         if first is not None:
-            result.evidence = [table, *result.evidence]
+            result = replace(result, evidence=[table, *result.evidence])
         return result
 
     @staticmethod
@@ -667,7 +667,7 @@ class StepMemory(Check):
             trial
         )
         if not result.passed:
-            result.hint = _memory_hint(trial)
+            result = replace(result, hint=_memory_hint(trial))
         return result
 
 
