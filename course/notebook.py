@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from course import scoring
 from course.commands.grade import INTERRUPTED, as_command, rerun_command
-from grader.results import ExerciseResult, LessonResult, Scorecard, to_json
+from course.scoring import Scorecard, Verdict
+from grader.results import ExerciseResult, LessonResult
 
 REPORT_WIDTH = 100
 """Columns the report is laid out for in a notebook (cells have no terminal width)."""
@@ -26,9 +28,8 @@ REPORT_WIDTH = 100
 class Grading:
     """One grading from a notebook; displays itself as the report."""
 
-    results: list[LessonResult]
-    cards: list[Scorecard]
-    """What each lesson's results are worth (the registry's pass rule)."""
+    verdict: Verdict
+    """The results and what each lesson's results are worth (the registry's pass rule)."""
     exit_code: int
     """What ``course grade`` would exit with: 0 all passed, 1 not, 130 interrupted."""
     command: str
@@ -43,19 +44,25 @@ class Grading:
     def __bool__(self) -> bool:
         return self.passed
 
+    @property
+    def results(self) -> tuple[LessonResult, ...]:
+        return self.verdict.results
+
+    @property
+    def cards(self) -> tuple[Scorecard, ...]:
+        return self.verdict.cards
+
     def to_json(self) -> dict[str, Any]:
         """The data ``course grade --json`` prints."""
-        return to_json(self.results, self.cards)
+        return self.verdict.to_json()
 
     def __rich__(self) -> Any:
         from rich.console import Group
         from rich.text import Text
 
-        from grader.report import LessonReport
-
         if self.exit_code == INTERRUPTED:
             return Text("Interrupted. Results recorded so far are kept.", style="yellow")
-        return Group(*(LessonReport(r, c, self.rerun) for r, c in zip(self.results, self.cards)))
+        return Group(*scoring.terminal(self.verdict, self.rerun))
 
     def _render(self, html: bool) -> str:
         from rich.console import Console
@@ -88,17 +95,15 @@ def grade(target: str | int | None = None, *, as_json: bool = False, **options: 
     from course.commands.grade import grade as run
 
     target = None if target is None else str(target)
-    collected: list[tuple[list[LessonResult], list[Scorecard]]] = []
+    collected: list[Verdict] = []
     line = _notebook_line()
     code = run(
-        make_app(None, None), target, progress_line=line,
-        deliver=lambda results, cards: collected.append((results, cards)), **options,
+        make_app(None, None), target, progress_line=line, deliver=collected.append, **options
     )  # fmt: skip
     if line is not None:
         line("graded")
-    results, cards = collected[0] if collected else ([], [])
     grading = Grading(
-        results, cards, code, as_command(target, **options),
+        collected[0] if collected else Verdict((), ()), code, as_command(target, **options),
         partial(rerun_command, solutions=bool(options.get("solutions")), path=options.get("path")),
     )  # fmt: skip
     return grading.to_json() if as_json else grading

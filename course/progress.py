@@ -15,9 +15,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.results import ExerciseResult, ExerciseScore, Status
+from course import scoring
+from course.scoring import ExerciseScore
+from grader.results import ExerciseResult, Status
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -51,12 +53,29 @@ CREATE TABLE IF NOT EXISTS checks (
     duration REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS hints (lesson INTEGER PRIMARY KEY, shown INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS figures (
+    result_id INTEGER NOT NULL REFERENCES results(id),
+    check_name TEXT NOT NULL,      -- the name of the check whose evidence holds it
+    passed INTEGER NOT NULL,       -- 1 when that check passed
+    kind TEXT NOT NULL,            -- the evidence type: bytes, kind_bytes (course.scoring.figures)
+    measured INTEGER NOT NULL,     -- bytes sent per device, measured in the compiled program
+    expected INTEGER               -- what the check held it against, when it says
+);
 """
 TABLES = ("meta", "attempts", "results", "checks", "hints")
+"""The tables every schema version has (``figures`` came with version 3)."""
 
 
 MIGRATIONS = {
     2: "ALTER TABLE attempts ADD COLUMN versions TEXT",
+    3: """CREATE TABLE IF NOT EXISTS figures (
+    result_id INTEGER NOT NULL REFERENCES results(id),
+    check_name TEXT NOT NULL,      -- the name of the check whose evidence holds it
+    passed INTEGER NOT NULL,       -- 1 when that check passed
+    kind TEXT NOT NULL,            -- the evidence type: bytes, kind_bytes (course.scoring.figures)
+    measured INTEGER NOT NULL,     -- bytes sent per device, measured in the compiled program
+    expected INTEGER               -- what the check held it against, when it says
+)""",
 }
 """Schema version → the SQL that brings a file from the version before up to it."""
 
@@ -194,21 +213,24 @@ class Progress:
             return int(cur.lastrowid)
 
     def record(self, attempt: int, result: ExerciseResult, scored: ExerciseScore) -> None:
-        """Record one ExerciseResult (and its checks), scored by the registry, in one transaction."""
+        """Record one ExerciseResult (its checks, the figures their evidence holds),
+        scored by the registry, in one transaction (rows: :func:`course.scoring.progress_rows`)."""
+        rows = scoring.progress_rows(result, scored)
         with self._tx() as db:
             cur = db.execute(
                 "INSERT INTO results (attempt_id, recorded, lesson, exercise, status, score, possible, duration, example)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (attempt, time.time(), result.lesson, result.exercise, str(result.status),
-                 scored.score, scored.points, result.duration, result.example),
+                (attempt, time.time(), *rows.result),
             )  # fmt: skip
             db.executemany(
                 "INSERT INTO checks VALUES (?, ?, ?, ?, ?)",
-                [
-                    (cur.lastrowid, c.name, int(c.passed), c.message, c.duration)
-                    for c in result.checks
-                ],
+                [(cur.lastrowid, *check) for check in rows.checks],
             )
+            db.executemany(
+                "INSERT INTO figures VALUES (?, ?, ?, ?, ?, ?)",
+                [(cur.lastrowid, f.check, int(f.passed), f.kind, f.measured, f.expected)
+                 for f in rows.figures],
+            )  # fmt: skip
 
     def finish_attempt(self, attempt: int, state: str = "done") -> None:
         with self._tx() as db:
@@ -254,18 +276,25 @@ class Progress:
         return int(self.db.execute("PRAGMA data_version").fetchone()[0])
 
     def measurements(self) -> dict[int, str]:
-        """Per lesson: the latest message of a passed check that measured bytes (the
-        student's own attempts), for the completion screen."""
+        """Per lesson: the latest figure a passed check measured (bytes sent per
+        device) in a passed exercise of the student's own attempts, for the
+        completion screen. Read from the figures recorded with each result (typed
+        evidence), never from messages; results recorded before schema 3 have none."""
+        if not self._has("figures"):  # an older file opened read-only
+            return {}
         rows = self.db.execute(
             """
-            SELECT r.lesson, r.exercise, c.message FROM checks c
-            JOIN results r ON r.id = c.result_id JOIN attempts a ON a.id = r.attempt_id
-            WHERE a.counted AND c.passed AND r.status = :passed AND c.message LIKE '%bytes%'
-            ORDER BY r.id
+            SELECT r.lesson, r.exercise, f.measured FROM figures f
+            JOIN results r ON r.id = f.result_id JOIN attempts a ON a.id = r.attempt_id
+            WHERE a.counted AND f.passed AND r.status = :passed
+            ORDER BY r.id, f.rowid
             """,
             {"passed": str(Status.PASSED)},
         ).fetchall()
-        return {lesson: f"{exercise}: {message}" for lesson, exercise, message in rows}
+        return {
+            lesson: f"{exercise}: {measured:,} bytes per device sent"
+            for lesson, exercise, measured in rows
+        }
 
     def attempts(self) -> list[tuple]:
         return self.db.execute(

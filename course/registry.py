@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from grader.results import ExerciseScore, LessonResult, Scorecard, Status
+from course import scoring
+from course.scoring import ExerciseScore, Scorecard
+from grader.results import LessonResult
 
 REGISTRY = Path(__file__).with_name("course.toml")
 
@@ -25,10 +27,8 @@ class Exercise:
     """Extra credit: its points come on top, and the lesson passes without it."""
 
     def scored(self, status: str | None, counted: bool = True) -> ExerciseScore:
-        """The pass rule: an exercise passes when its (latest) status is "passed"
-        on its full example set; a narrowed run (``counted=False``) never does."""
-        passed = status == Status.PASSED and counted
-        return ExerciseScore(self.points, self.bonus, passed, self.points if passed else 0, counted)
+        """Its score by the pass rule (:func:`course.scoring.score`)."""
+        return scoring.score(self, status, counted)
 
 
 @dataclass(frozen=True)
@@ -76,34 +76,12 @@ class Lesson:
         graded: Iterable[str] | None = None,
         narrowed: Iterable[str] = (),
     ) -> Scorecard:
-        """The one place a lesson is scored: each exercise by :meth:`Exercise.scored`;
-        the lesson passes when every required exercise does, bonus points on top.
-
-        ``graded`` limits the card to the exercises one run graded (all by
-        default); an exercise without a status has not passed. The exercises
-        in ``narrowed`` ran fewer examples than a grade needs: they do not count.
-        """
-        names = set(graded) if graded is not None else {e.name for e in self.exercises}
-        skip = set(narrowed)
-        scores = {
-            e.name: e.scored(statuses.get(e.name), counted=e.name not in skip)
-            for e in self.exercises
-            if e.name in names
-        }
-        required = [s for s in scores.values() if not s.bonus]
-        return Scorecard(
-            lesson=self.number, title=self.title, exercises=scores,
-            score=sum(s.score for s in required),
-            bonus_score=sum(s.score for s in scores.values() if s.bonus),
-            possible=sum(s.points for s in required),
-            passed=bool(required) and all(s.passed for s in required),
-        )  # fmt: skip
+        """This lesson's statuses scored (:func:`course.scoring.scorecard`)."""
+        return scoring.scorecard(self, statuses, graded, narrowed)
 
     def score_result(self, result: LessonResult) -> Scorecard:
-        """The card of one grading run: the exercises it graded, by their status."""
-        statuses = {e.exercise: e.status for e in result.exercises}
-        narrowed = [e.exercise for e in result.exercises if e.narrowed]
-        return self.scorecard(statuses, graded=statuses, narrowed=narrowed)
+        """The card of one grading run (:func:`course.scoring.score_result`)."""
+        return scoring.score_result(self, result)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -247,12 +248,17 @@ def _grade_lesson(
 ) -> LessonResult:  # fmt: skip
     from grader.measure import devices
 
-    result = LessonResult(lesson, str(directory), devices=devices.describe(), seed=seed)
-    emit(LessonStarted(lesson, result.devices))
+    described = devices.describe()
+    graded: list[ExerciseResult] = []
+    emit(LessonStarted(lesson, described))
 
     def record(er: ExerciseResult) -> None:
-        result.exercises.append(er)
+        graded.append(er)
         emit(ExerciseGraded(lesson, er))
+
+    def done() -> LessonResult:
+        return LessonResult(lesson, str(directory), tuple(graded), described, seed,
+                            time.perf_counter() - start)  # fmt: skip
 
     emit(ImportStarted(lesson))
     try:
@@ -267,8 +273,7 @@ def _grade_lesson(
         )
         for name in names:
             record(unfinished(lesson, name, status, why))
-        result.duration = time.perf_counter() - start
-        return result
+        return done()
     ctx = context()
     for name in names:
         fn = getattr(mod, name, None)
@@ -282,8 +287,7 @@ def _grade_lesson(
             seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
             runtime=functools.partial(backend.runtime, name),
         ))  # fmt: skip
-    result.duration = time.perf_counter() - start
-    return result
+    return done()
 
 
 def _needs_simulation(spec: LessonSpec, names: list[str], seed: int) -> bool:
@@ -322,16 +326,19 @@ def grade_exercise(
     examples, narrowed = plan(spec, ctx, seed=seed, example=example, max_examples=max_examples)
     trials: list[Any] = []
     """Trials of the examples passed so far."""
-    totals: dict[str, float] = {}
-    result = ExerciseResult(lesson, spec.name, Status.PASSED, narrowed=narrowed)
+    totals: list[float] = [0.0] * len(spec.checks)
+    """Each check's time over the examples run."""
+    last: list[CheckResult] = []
+    """The last example's checks: a pass shows their evidence."""
 
     def finish(status: Status, **fields: Any) -> ExerciseResult:
-        result.status = status
-        result.examples_run = len(trials) + (status != Status.PASSED)
-        result.duration = time.perf_counter() - start
-        for k, v in fields.items():
-            setattr(result, k, v)
-        return result
+        """The result, built once with every field known (the checks of the last
+        example passed, unless ``fields`` says which)."""
+        fields.setdefault("checks", last)
+        return ExerciseResult(
+            lesson, spec.name, status, narrowed=narrowed, duration=time.perf_counter() - start,
+            examples_run=len(trials) + (status != Status.PASSED), **fields,
+        )  # fmt: skip
 
     for index, ex in enumerate(examples):
         shown = format_example(ex)
@@ -393,31 +400,36 @@ def grade_exercise(
                 error=format_student_error(exc, directory), hint=hint or _generic_error_hint(exc),
             )  # fmt: skip
         checks = []
-        for check in spec.checks:
+        for i, check in enumerate(spec.checks):
             t = time.perf_counter()
             try:
                 cr = check(trial)
             except Exception as exc:  # a grader bug must not look like a student bug
                 return finish(Status.FAULT, example=shown,
                               error=f"internal grader error in the {check.name!r} check: {exc!r} — {REPORT}")  # fmt: skip
-            cr.duration = time.perf_counter() - t
-            totals[cr.name] = totals.get(cr.name, 0.0) + cr.duration
-            checks.append(cr)
+            took = time.perf_counter() - t
+            totals[i] += took
+            checks.append(replace(cr, duration=took, example=cr.example if cr.passed else shown))
         failed = [c for c in checks if not c.passed]
         if failed:
-            for c in failed:
-                c.example = shown
             hint = next((c.hint for c in failed if c.hint), None)
             return finish(
                 Status.FAILED, checks=checks, example=shown, hint=hint,
                 explanation=_explain(spec, [trial]),
             )  # fmt: skip
         trials.append(trial)
-        result.checks = checks  # the last example's evidence is shown for a pass
-    for c in result.checks:
-        c.message = f"{c.message} — on all {len(trials)} examples" if len(trials) > 1 else c.message
-        c.duration = totals.get(c.name, c.duration)
-    return finish(Status.PASSED, explanation=_explain(spec, trials))
+        last = checks
+    return finish(
+        Status.PASSED, checks=[_over_all(c, len(trials), took) for c, took in zip(last, totals)],
+        explanation=_explain(spec, trials),
+    )  # fmt: skip
+
+
+def _over_all(check: CheckResult, examples: int, duration: float) -> CheckResult:
+    """A passed check as shown for the whole exercise: the last example's evidence,
+    its message said to hold on every example, its time summed over them."""
+    message = f"{check.message} — on all {examples} examples" if examples > 1 else check.message
+    return replace(check, message=message, duration=duration)
 
 
 class _Called:

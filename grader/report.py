@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grader import evidence as ev
-from grader.results import CheckResult, ExerciseResult, LessonResult, Scorecard, Status
+from grader.results import CheckResult, ExerciseResult, LessonResult, Status
 from grader.schedule_chart import ChartView
 from grader.spec import FULL
 
@@ -51,12 +51,13 @@ def _bytes(n: int | None) -> str:
 
 class LessonReport:
     """Everything a student needs after ``course grade N``: ``card`` is the
-    registry's scoring of ``result`` (points, bonus, title, verdict)."""
+    registry's scoring of ``result`` (points, bonus, title, verdict), a
+    ``course.scoring.Scorecard`` (the grader never builds one, nor imports course)."""
 
     def __init__(
         self,
         result: LessonResult,
-        card: Scorecard,
+        card: Any,
         rerun: Callable[[ExerciseResult], str] | None = None,
     ):
         self.result = result

@@ -1,15 +1,20 @@
-"""Results of grading: plain dataclasses that travel as JSON.
+"""Results of grading: frozen dataclasses that travel as JSON.
+
+A result is built once, with every field known, and never edited: where a
+new value is needed (a hint added, an error message extended) a new result
+is made with :func:`dataclasses.replace`. Sequences are tuples (a list given
+is turned into one).
 
 The grading worker sends them to the ``course`` process with ``to_dict``;
 ``from_dict`` rebuilds them there. A result holds statuses and evidence
-only: points, bonus and titles belong to the course registry, which scores a
-result into a :class:`Scorecard` (``course.registry.Lesson.scorecard``).
-Nothing here imports jax or rich.
+only: points, bonus and titles belong to the course registry, and
+``course.scoring`` turns a result into its scorecard and every export; the
+grader never builds a scorecard. Nothing here imports jax or rich.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -32,7 +37,15 @@ class Status(StrEnum):
     as the student's attempt."""
 
 
-@dataclass
+def _tuples(obj: Any, *names: str) -> None:
+    """Turn the sequence fields ``names`` of a frozen dataclass into tuples."""
+    for name in names:
+        value = getattr(obj, name)
+        if not isinstance(value, tuple):
+            object.__setattr__(obj, name, tuple(value))
+
+
+@dataclass(frozen=True)
 class CheckResult:
     """The verdict of one check over all examples of one exercise."""
 
@@ -43,11 +56,14 @@ class CheckResult:
     """One sentence a student can act on."""
     example: str | None = None
     """The failing example, in the ``key=value`` form ``--example`` accepts."""
-    evidence: list[Evidence] = field(default_factory=list)
+    evidence: tuple[Evidence, ...] = ()
     """What the check measured, for the report (see :mod:`grader.evidence`)."""
     hint: str | None = None
     """The likely mistake behind a failure, when the evidence names one."""
     duration: float = 0.0
+
+    def __post_init__(self) -> None:
+        _tuples(self, "evidence")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -61,14 +77,14 @@ class CheckResult:
         return cls(**d)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ExerciseResult:
     """One exercise graded: its status, its checks, and what to do next."""
 
     lesson: int
     exercise: str
     status: Status
-    checks: list[CheckResult] = field(default_factory=list)
+    checks: tuple[CheckResult, ...] = ()
     examples_run: int = 0
     example: str | None = None
     """The failing example (``key=value`` form), if one failed."""
@@ -77,12 +93,15 @@ class ExerciseResult:
     hint: str | None = None
     """The likeliest mistake, diagnosed from the evidence."""
     duration: float = 0.0
-    explanation: list[Evidence] = field(default_factory=list)
+    explanation: tuple[Evidence, ...] = ()
     """Report material that is not a verdict: the comparison with XLA, the step
     timeline … (see :mod:`grader.evidence`)."""
     narrowed: str | None = None
     """Why this run does not count, when it ran fewer examples than a grade needs
     (``--example``, ``--max-examples``, too few devices); None for a full run."""
+
+    def __post_init__(self) -> None:
+        _tuples(self, "checks", "explanation")
 
     @property
     def passed(self) -> bool:
@@ -106,17 +125,20 @@ class ExerciseResult:
         return cls(**d)
 
 
-@dataclass
+@dataclass(frozen=True)
 class LessonResult:
     """Every exercise of one lesson graded against one directory."""
 
     lesson: int
     source: str
     """The directory graded (the student's exercises, solutions/, or another)."""
-    exercises: list[ExerciseResult] = field(default_factory=list)
+    exercises: tuple[ExerciseResult, ...] = ()
     devices: str = ""
     seed: int = 0
     duration: float = 0.0
+
+    def __post_init__(self) -> None:
+        _tuples(self, "exercises")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -128,57 +150,3 @@ class LessonResult:
         d = dict(d)
         d["exercises"] = [ExerciseResult.from_dict(e) for e in d.get("exercises", [])]
         return cls(**d)
-
-
-# ------------------------------------------------------------ scores
-
-
-@dataclass(frozen=True)
-class ExerciseScore:
-    """What one exercise's status is worth, by the registry's rule."""
-
-    points: int
-    bonus: bool
-    """Extra credit: its points come on top, and the lesson passes without it."""
-    passed: bool
-    score: int
-    counted: bool = True
-    """False when the run was narrowed (:attr:`ExerciseResult.narrowed`): it
-    neither passes nor scores, whatever its status."""
-
-
-@dataclass(frozen=True)
-class Scorecard:
-    """A lesson's statuses scored by the course registry
-    (``course.registry.Lesson.scorecard``); the grader never builds one."""
-
-    lesson: int
-    title: str
-    exercises: dict[str, ExerciseScore]
-    """The exercises scored, by name."""
-    score: int
-    """Points earned on the required exercises."""
-    bonus_score: int
-    possible: int
-    """Points of the required exercises; bonus points come on top of these."""
-    passed: bool
-    """Every required exercise scored has passed, on its full example set."""
-
-    @property
-    def counted(self) -> bool:
-        """False when any exercise scored was graded on a narrowed run."""
-        return all(s.counted for s in self.exercises.values())
-
-
-def to_json(results: list[LessonResult], cards: list[Scorecard]) -> dict[str, Any]:
-    """The ``course grade --json`` document: results with their scores (``docs/grade-json.md``)."""
-    lessons = []
-    for result, card in zip(results, cards, strict=True):
-        d = result.to_dict()
-        for e in d["exercises"]:
-            s = card.exercises[e["exercise"]]
-            e.update(points=s.points, bonus=s.bonus, score=s.score, counted=s.counted)
-        d.update(title=card.title, score=card.score, bonus_score=card.bonus_score,
-                 possible=card.possible, passed=card.passed)  # fmt: skip
-        lessons.append(d)
-    return {"version": JSON_VERSION, "lessons": lessons}

@@ -67,9 +67,33 @@ class Trial:
 
 class Check:
     """A small named check: ``check(trial) -> CheckResult``, its evidence typed
-    (:mod:`grader.evidence`)."""
+    (:mod:`grader.evidence`).
+
+    ``name`` is what the student reads (``values``, ``steps``, ``bytes``) and what
+    the catalogue of mistakes asserts on; one name stands for different checks in
+    different lessons (lesson 5's ``steps`` counts collective-permutes, lesson 10's
+    counts K/V rotations). :attr:`id` names the check itself, unique across the
+    course: the check's class, by its module below ``grader`` and qualified name,
+    then its name: ``checks.comms.Count:steps``,
+    ``checks.ring_attention.RotationSteps:steps``. The class tells two rules of one
+    name apart (two ``WeightsStay`` classes), the name one class's instances that
+    check different things (``all-gather bytes``, ``reduce-scatter bytes``). A check
+    that wraps another (``inner``) only to add a hint or to apply it leaf by leaf
+    has the id of the check it wraps. A class may fix its id with a class attribute
+    ``id = "…"``. ``tests/test_check_ids.py`` holds the ids of every lesson's spec
+    unique: one id, one check; within an exercise, no id twice.
+    """
 
     name: str = "check"
+
+    @property
+    def id(self) -> str:
+        """Unique across the course (see the class's docstring)."""
+        inner = getattr(self, "inner", None)
+        if isinstance(inner, Check):
+            return inner.id
+        cls = type(self)
+        return f"{cls.__module__.removeprefix('grader.')}.{cls.__qualname__}:{self.name}"
 
     def __call__(self, trial: Trial) -> Any:  # -> CheckResult
         raise NotImplementedError

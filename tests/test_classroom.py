@@ -11,7 +11,8 @@ import jsonschema
 import pytest
 import xmlschema
 
-from course import exports, registry
+from course import registry, scoring
+from grader.results import Status
 from tests.mistakes import MISTAKES
 from tests.test_cli import course
 
@@ -62,7 +63,7 @@ def test_csv_summary_is_submission_by_exercise(graded):
     assert status["bob"][0] == "failed"  # floor division: shard_shape is wrong
     assert status["carol"] == ["passed", "timeout", "passed", "passed"]  # only its own hang
     assert status["dave"] == ["error"] * 4
-    assert rows["alice"]["2.ring_all_gather"] == exports.NOT_SUBMITTED
+    assert rows["alice"]["2.ring_all_gather"] == scoring.NOT_SUBMITTED
     points = {e.name: e.points for e in registry.load().lesson(1).exercises}
     for name, row in rows.items():
         earned = sum(points[e] for e, st in zip(EXERCISES, status[name]) if st == "passed")
@@ -115,12 +116,12 @@ def test_junit_validates_and_counts_match(graded):
 def test_invalid_documents_are_refused_by_the_schemas():
     """The validators are not vacuous: a wrong key or status fails them."""
     schema = json.loads((FORMATS / "gradescope-results.schema.json").read_text())
-    sub = exports.Submission("x", [exports.Row(1, "l01_meshes", "place", "passed", 1, 1)])
-    good = exports.gradescope(sub)
+    sub = scoring.Submission("x", [scoring.Row(1, "l01_meshes", "place", Status.PASSED, 1, 1)])
+    good = scoring.gradescope(sub)
     jsonschema.validate(good, schema)
     for bad in ({**good, "scor": 1}, {**good, "tests": [{**good["tests"][0], "status": "ok"}]}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, schema)
     xsd = xmlschema.XMLSchema(FORMATS / "junit.xsd")
-    xsd.validate(exports.junit_xml(sub))
+    xsd.validate(scoring.junit_xml(sub))
     assert not xsd.is_valid("<testsuites><testsuite name='x'><testcase/></testsuite></testsuites>")

@@ -37,8 +37,9 @@ def test_comparison_table_says_who_moves_less():
         )  # fmt: skip
         return ExerciseResult(4, name, Status.PASSED, explanation=[comparison])
 
-    lesson = LessonResult(4, "solutions")
-    lesson.exercises = [exercise("ahead", 1152, 2304), exercise("level", 2304, 2304)]
+    lesson = LessonResult(
+        4, "solutions", [exercise("ahead", 1152, 2304), exercise("level", 2304, 2304)]
+    )
     from rich.console import Group
 
     from grader.report import lesson_wide
@@ -99,7 +100,7 @@ def test_results_round_trip_with_their_explanation():
     assert ExerciseResult.from_dict(e.to_dict()) == e
     old = e.to_dict()
     del old["explanation"]  # results recorded before explanations existed still load
-    assert ExerciseResult.from_dict(old).explanation == []
+    assert ExerciseResult.from_dict(old).explanation == ()
 
 
 @pytest.mark.parametrize(
@@ -163,6 +164,6 @@ ENTRY %main (p: f32[4]) -> f32[4] {
 def _as_full(result: LessonResult) -> LessonResult:
     """The statuses as a full run would score them (only the explicit examples ran,
     to keep the test short; the scoring of bonus points is what is tested)."""
-    for e in result.exercises:
-        e.narrowed = None
-    return result
+    return dataclasses.replace(
+        result, exercises=[dataclasses.replace(e, narrowed=None) for e in result.exercises]
+    )

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from course.progress import Progress, ProgressError
-from grader.results import ExerciseResult, ExerciseScore, Status
+from course.scoring import ExerciseScore
+from grader.results import ExerciseResult, Status
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import GraderCrashed, grade
 

@@ -88,7 +88,7 @@ def test_a_failed_memory_check_carries_the_bars(root, tmp_path):
     (bars,) = memory.evidence
     assert not memory.passed and isinstance(bars, MemoryBars)
     assert {b.label: b.bytes for b in bars.bars}["temporaries"] > bars.bound
-    assert e.explanation == []  # drawn once, with the check
+    assert e.explanation == ()  # drawn once, with the check
 
 
 def test_sizes_in_bytes():

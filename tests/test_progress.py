@@ -16,7 +16,8 @@ import pytest
 
 from course.progress import SCHEMA_VERSION, ExerciseState, Progress, ProgressError
 from course.registry import Exercise
-from grader.results import CheckResult, ExerciseResult, ExerciseScore, Status
+from course.scoring import ExerciseScore
+from grader.results import CheckResult, ExerciseResult, Status
 
 
 def result(
@@ -272,7 +273,8 @@ WRITER = textwrap.dedent(
     """
     import sys
     from course.progress import Progress
-    from grader.results import CheckResult, ExerciseResult, ExerciseScore, Status
+    from course.scoring import ExerciseScore
+    from grader.results import CheckResult, ExerciseResult, Status
 
     p = Progress(sys.argv[1])
     a = p.start_attempt("ws", True, "writer")
@@ -333,3 +335,69 @@ def test_kill_mid_write_leaves_no_torn_result(tmp_path: Path, root: Path) -> Non
         a = p.start_attempt("ws", True, "after")
         p.record(a, *scored(result("after", Status.PASSED)))
         assert p.states()[(2, "after")].status == "passed"
+
+
+def passed_with(check: CheckResult, exercise: str = "ring_all_gather", lesson: int = 2):
+    return scored(ExerciseResult(lesson, exercise, Status.PASSED, checks=[check]))
+
+
+def test_measurements_are_read_from_typed_evidence_never_from_messages(tmp_path: Path) -> None:
+    from grader.evidence import BytesExpectation
+
+    with Progress(tmp_path / "p.db") as p:
+        mine = p.start_attempt("ws", True, "course grade")
+        # a message that mentions bytes, but no figure: not a measurement
+        p.record(mine, *passed_with(CheckResult("bytes", True, "1,024 bytes sent per device")))
+        # a figure whose message never says "bytes": a measurement
+        sent = CheckResult("steps", True, "3 × collective-permute", evidence=[
+            BytesExpectation(expected=768, actual=768)])  # fmt: skip
+        p.record(mine, *passed_with(sent, "ring_reduce_scatter", lesson=3))
+        # a figure of a failed check, or of an exercise that failed: not shown
+        off = CheckResult("bytes", False, "too many", evidence=[BytesExpectation(8, 16)])
+        p.record(mine, *scored(ExerciseResult(4, "a", Status.FAILED, checks=[off])))
+        p.record(mine, *scored(ExerciseResult(5, "b", Status.FAILED, checks=[sent])))
+        # someone else's code (--solutions): not the student's figure
+        other = p.start_attempt("solutions", False, "course grade --solutions")
+        p.record(other, *passed_with(sent, lesson=6))
+        assert p.measurements() == {3: "ring_reduce_scatter: 768 bytes per device sent"}
+        kept = p.db.execute(
+            "SELECT check_name, passed, kind, measured, expected FROM figures ORDER BY rowid"
+        ).fetchall()
+        assert kept == [("steps", 1, "bytes", 768, 768), ("bytes", 0, "bytes", 16, 8),
+                        ("steps", 1, "bytes", 768, 768), ("steps", 1, "bytes", 768, 768)]  # fmt: skip
+
+
+SCHEMA_2 = (
+    SCHEMA_1.replace("'schema_version', '1'", "'schema_version', '2'")
+    .replace("state TEXT NOT NULL);", "state TEXT NOT NULL, versions TEXT);")
+    .replace("'course grade 2', 'done');", "'course grade 2', 'done', NULL);")
+    + "INSERT INTO checks VALUES (1, 'bytes', 1, '1,536 bytes sent per device = the optimum', 0.1);"
+)
+
+
+def test_schema_2_file_is_migrated_to_typed_figures(tmp_path: Path) -> None:
+    from grader.evidence import BytesExpectation
+
+    path = tmp_path / "p.db"
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA_2)
+    db.close()
+    with Progress(path, read_only=True) as p:  # a reader leaves it as it is, and still reads it
+        assert p.states()[(2, "ring_all_gather")].status == "passed"
+        assert p.measurements() == {}
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("2",)
+    db.close()
+    with Progress(path) as p:
+        assert p.states()[(2, "ring_all_gather")].status == "passed"
+        assert p.measurements() == {}  # the old message is not read as a figure
+        a = p.start_attempt("ws", True, "course grade 2")
+        sent = CheckResult("bytes", True, "m", evidence=[BytesExpectation(1536, 1536)])
+        p.record(a, *passed_with(sent))
+        assert p.measurements() == {2: "ring_all_gather: 1,536 bytes per device sent"}
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (
+        str(SCHEMA_VERSION),
+    )
+    assert db.execute("SELECT COUNT(*) FROM checks").fetchone() == (2,)  # the old one kept
+    db.close()

@@ -10,8 +10,9 @@ import jsonschema
 import pytest
 
 from course.registry import Exercise, Lesson
+from course.scoring import to_json
 from grader import evidence as ev
-from grader.results import CheckResult, ExerciseResult, LessonResult, Status, to_json
+from grader.results import CheckResult, ExerciseResult, LessonResult, Status
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "grade-json.schema.json").read_text())
 
@@ -100,11 +101,11 @@ def scored(result: LessonResult):
 
 def test_a_document_with_every_evidence_type_validates():
     checks = [CheckResult("c", False, "m", example="n=2", evidence=EXAMPLES, hint="h")]
-    result = LessonResult(3, "exercises", devices="8 CPU devices", seed=1, duration=0.5)
-    result.exercises = [
+    exercises = [
         ExerciseResult(3, "a", Status.FAILED, checks=checks, example="n=2", explanation=EXAMPLES),
         ExerciseResult(3, "b", Status.PASSED),
     ]
+    result = LessonResult(3, "exercises", exercises, devices="8 CPU devices", seed=1, duration=0.5)
     doc = json.loads(json.dumps(to_json([result], [scored(result)])))
     jsonschema.validate(doc, SCHEMA)
     (lesson,) = doc["lessons"]

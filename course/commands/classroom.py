@@ -4,7 +4,7 @@ Each submission is graded in its own worker process (``grader.sandbox.runner``) 
 the full example set, so a submission that crashes or hangs costs its own
 result only. Nothing is written to the teacher's progress. RESULTS gets
 ``summary.csv`` and, per submission, Gradescope's ``results.json`` and
-``junit.xml`` (formats in ``course.exports``).
+``junit.xml`` (formats in ``course.scoring``).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from course import exports
+from course import scoring
 from course.commands.common import App
 from course.commands.grade import INTERRUPTED, rerun_command
-from course.exports import Row, Submission
-from course.registry import Exercise, Lesson
-from grader.results import ExerciseResult, LessonResult, Status
+from course.registry import Lesson
+from course.scoring import Submission
+from grader.results import LessonResult
 from grader.sandbox.protocol import DEFAULT_TIMEOUT
 
 
@@ -58,7 +58,7 @@ def classroom(
         )
         return INTERRUPTED
     finally:
-        (target / "summary.csv").write_text(exports.summary_csv(graded))
+        (target / "summary.csv").write_text(scoring.summary_csv(graded))
     app.console.print(summary_table(graded))
     app.console.print(
         f"Written: {target / 'summary.csv'}, and per submission results.json, junit.xml"
@@ -124,48 +124,14 @@ def grade_submission(
                 platform="cpu" if cpu else None, cache_dir=str(cache_dir) if cache_dir else None,
             )  # fmt: skip
             results = {r.lesson: r for r in grade(request)}
-    rows = []
-    for lesson in lessons:
-        result = results.get(lesson.number)
-        graded = {er.exercise: er for er in result.exercises} if result else {}
-        for ex in lesson.exercises:
-            rows.append(_row(lesson, ex, graded.get(ex.name)))
-    return Submission(name, rows, time.perf_counter() - started)
-
-
-def _row(lesson: Lesson, ex: Exercise, er: ExerciseResult | None) -> Row:
-    """One exercise, scored by the registry's rule (a bonus one counts on top: max 0)."""
-    scored = ex.scored(er.status if er else None)
-    max_score = 0 if scored.bonus else scored.points
-    if er is None:
-        return Row(lesson.number, lesson.module, ex.name, exports.NOT_SUBMITTED, 0, max_score,
-                   f"{lesson.module}.py was not handed in")  # fmt: skip
-    return Row(lesson.number, lesson.module, ex.name, str(er.status), scored.score, max_score,
-               _feedback(er), er.duration)  # fmt: skip
-
-
-def _feedback(er: ExerciseResult) -> str:
-    """What a student reads about one exercise: the verdict, why, and what to run."""
-    if er.passed:
-        return f"passed on {er.examples_run} example(s)"
-    lines = [f"{er.status}"]
-    lines += [f"{c.name}: {c.message}" for c in er.checks if not c.passed]
-    if er.error:
-        lines.append(er.error)
-    if er.example:
-        lines.append(f"example: {er.example}")
-    if er.status != Status.NOT_STARTED:
-        lines.append(f"re-run it: {rerun_command(er)}")
-    if er.hint:
-        lines.append(f"hint: {er.hint}")
-    return "\n".join(lines)
+    return scoring.submission(name, lessons, results, time.perf_counter() - started, rerun_command)
 
 
 def write_submission(target: Path, sub: Submission) -> None:
     folder = target / sub.name
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "results.json").write_text(json.dumps(exports.gradescope(sub), indent=2) + "\n")
-    (folder / "junit.xml").write_text(exports.junit_xml(sub))
+    (folder / "results.json").write_text(json.dumps(scoring.gradescope(sub), indent=2) + "\n")
+    (folder / "junit.xml").write_text(scoring.junit_xml(sub))
 
 
 def summary_table(subs: list[Submission]) -> Table:
@@ -175,7 +141,7 @@ def summary_table(subs: list[Submission]) -> Table:
     table.add_column("passed", justify="right", no_wrap=True)
     table.add_column("not passed")
     for s in subs:
-        counts = Counter(r.status for r in s.rows if not r.passed)
+        counts = Counter(r.label for r in s.rows if not r.passed)
         table.add_row(
             s.name, f"{s.score}/{s.max_score}" + (f" +{s.bonus}" if s.bonus else ""),
             f"{sum(r.passed for r in s.rows)}/{len(s.rows)}",

@@ -19,11 +19,13 @@ from pathlib import Path
 
 import click
 
+from course import scoring
 from course.commands.common import App, UsageProblem
 from course.registry import Lesson
+from course.scoring import Verdict
 from course.versions import versions
 from grader.repo import shipped
-from grader.results import ExerciseResult, LessonResult, Scorecard, Status, to_json
+from grader.results import ExerciseResult, LessonResult, Status
 from grader.sandbox.protocol import DEFAULT_TIMEOUT, Event
 
 INTERRUPTED = 130
@@ -137,12 +139,12 @@ def grade(
     path: str | None = None, seed: int = 0, example: str | None = None, as_json: bool = False,
     timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
     max_examples: int | None = None, progress_line: Callable[[str], None] | None = None,
-    deliver: Callable[[list[LessonResult], list[Scorecard]], None] | None = None,
+    deliver: Callable[[Verdict], None] | None = None,
 ) -> int:  # fmt: skip
     """Grade; print the report (or JSON) and return the exit status.
 
     A notebook passes ``progress_line`` (shown instead of the terminal's spinner)
-    and ``deliver`` (gets the results and their scorecards instead of the report).
+    and ``deliver`` (gets the verdict, results and scorecards, instead of the report).
     """
     from grader.sandbox.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
     from grader.sandbox.runner import GraderCrashed, RequestRejected
@@ -220,7 +222,9 @@ def grade(
                     opened[aside] = progress.start_attempt(
                         str(directory), counted and not aside, command, versions()
                     )
-                scored = lessons[er.lesson].exercise(er.exercise).scored(er.status, not er.narrowed)
+                scored = scoring.score(
+                    lessons[er.lesson].exercise(er.exercise), er.status, not er.narrowed
+                )
                 progress.record(opened[aside], er, scored)
             elif isinstance(event, ExampleStarted) and line is not None:
                 line(
@@ -249,11 +253,11 @@ def grade(
             _say("\nInterrupted. Results recorded so far are kept.")
             if as_json:
                 partial = [
-                    LessonResult(n, str(directory), exercises=ers, seed=seed)
+                    LessonResult(n, str(directory), exercises=tuple(ers), seed=seed)
                     for n, ers in graded.items()
                 ]
-                cards = [lessons[r.lesson].score_result(r) for r in partial]
-                _json_to(out, {**to_json(partial, cards), "interrupted": True})
+                so_far = scoring.verdict([lessons[r.lesson] for r in partial], partial)
+                _json_to(out, {**so_far.to_json(), "interrupted": True})
             return 128 + exc.signum if isinstance(exc, Stopped) else INTERRUPTED
         finally:
             if status is not None:
@@ -261,23 +265,19 @@ def grade(
         close("done")
         if progress.version_mark() != mark:
             _say(OTHER_WRITER.format(db=app.ws.db))
-    for lesson, result in zip(chosen.lessons, results):
-        for er in result.exercises:
-            if er.status == Status.NOT_STARTED and lesson.hints:
-                er.hint = lesson.hints[0]
-    cards = [lesson.score_result(result) for lesson, result in zip(chosen.lessons, results)]
+    verdict = scoring.verdict(chosen.lessons, results)
     if deliver is not None:
-        deliver(results, cards)
+        deliver(verdict)
     elif as_json:
-        _json_to(1, to_json(results, cards))
+        _json_to(1, verdict.to_json())
     else:
-        render(app, results, cards, solutions=solutions, path=path)
-    faults = [er for r in results for er in r.exercises if er.status == Status.FAULT]
+        render(app, verdict, solutions=solutions, path=path)
+    faults = [er for r in verdict.results for er in r.exercises if er.status == Status.FAULT]
     if faults:
         _say(f"{len(faults)} exercise(s) could not be graded because of a fault in the grader; "
              "they were not recorded. Please report it with the command you ran and its output.")  # fmt: skip
         return GRADER_FAULT
-    return 0 if all(card.passed for card in cards) else 1
+    return 0 if verdict.passed else 1
 
 
 def check_environment() -> None:
@@ -333,12 +333,7 @@ def rerun_command(er: ExerciseResult, solutions: bool = False, path: str | None 
     return cmd
 
 
-def render(
-    app: App, results: list[LessonResult], cards: list[Scorecard], *, solutions: bool = False,
-    path: str | None = None,
-) -> None:  # fmt: skip
-    from grader.report import LessonReport
-
+def render(app: App, verdict: Verdict, *, solutions: bool = False, path: str | None = None) -> None:
     rerun = partial(rerun_command, solutions=solutions, path=path)
-    for result, card in zip(results, cards):
-        app.console.print(LessonReport(result, card, rerun), crop=False)  # re-run lines whole
+    for report in scoring.terminal(verdict, rerun):
+        app.console.print(report, crop=False)  # re-run lines whole

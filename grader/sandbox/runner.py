@@ -105,22 +105,20 @@ def grade(
     """
     emit = on_event or (lambda e: None)
     undumpable()  # the events key lives here too
-    results = {
-        job.lesson: LessonResult(job.lesson, request.directory, seed=request.seed)
-        for job in request.lessons
-    }
+    graded: dict[int, list[ExerciseResult]] = {job.lesson: [] for job in request.lessons}
+    described = {job.lesson: "" for job in request.lessons}
+    took = {job.lesson: 0.0 for job in request.lessons}
     todo = {job.lesson: list(job.exercises) for job in request.lessons}
     started = time.perf_counter()
 
     def handle(event: Event) -> None:
-        result = results[event.lesson]
         if isinstance(event, LessonStarted):
-            result.devices = event.devices
+            described[event.lesson] = event.devices
         elif isinstance(event, ExerciseGraded):
-            result.exercises.append(event.result)
+            graded[event.lesson].append(event.result)
             todo[event.lesson].remove(event.result.exercise)
         elif isinstance(event, LessonFinished):
-            result.duration += event.duration
+            took[event.lesson] += event.duration
         emit(event)
 
     while any(todo.values()):
@@ -130,12 +128,17 @@ def grade(
             if todo[job.lesson]
         )
         WorkerSession(replace(request, lessons=jobs), grace).run(handle)
-    for job in request.lessons:
-        result = results[job.lesson]
-        result.exercises.sort(key=lambda e: _position(job, e))
-        if not result.duration:
-            result.duration = time.perf_counter() - started
-    return [results[job.lesson] for job in request.lessons]
+    return [
+        LessonResult(
+            job.lesson,
+            request.directory,
+            tuple(sorted(graded[job.lesson], key=lambda e, job=job: _position(job, e))),
+            described[job.lesson],
+            request.seed,
+            took[job.lesson] or time.perf_counter() - started,
+        )  # fmt: skip
+        for job in request.lessons
+    ]
 
 
 def _position(job: LessonJob, er: ExerciseResult) -> int:
@@ -277,8 +280,7 @@ class WorkerSession:
                 self._warn(f"ignored a line on the events channel that is not an event ({exc})")
                 continue
             if self._expected(event):
-                self._note(event)
-                emit(event)
+                emit(self._note(event))
         if len(rest) > EVENT_LINE:
             self._warn(f"ignored an events line longer than {EVENT_LINE} bytes")
             rest = b""
@@ -346,8 +348,9 @@ class WorkerSession:
             _write_stderr(f"warning: {message}\n".encode())
         self.warned += 1
 
-    def _note(self, event: Event) -> None:
-        """Move the deadline and the bookkeeping on with the worker's progress."""
+    def _note(self, event: Event) -> Event:
+        """Move the deadline and the bookkeeping on with the worker's progress; the
+        event as passed on (a result made anew where this session knows more)."""
         limit = self.request.timeout + self.grace
         if isinstance(event, ImportStarted):
             self.importing = event.lesson
@@ -362,12 +365,18 @@ class WorkerSession:
             self.remaining.remove(done)
             er = event.result
             if self.forged:
-                er.status, er.error, er.checks, er.explanation = Status.ERROR, self.forged, [], []
+                er = replace(er, status=Status.ERROR, error=self.forged, checks=(), explanation=())
             if er.status in (Status.ERROR, Status.TIMEOUT) and (said := self._tail()):
-                er.error = f"{er.error or ''}\n\nThe last lines your code wrote to stderr:\n{said}"
+                er = replace(
+                    er,
+                    error=f"{er.error or ''}\n\nThe last lines your code wrote to stderr:\n{said}",
+                )
+            if er is not event.result:
+                event = replace(event, result=er)
             self.current, self.example, self.importing = None, None, None
             self.stderr_since = 0
             self.deadline = time.monotonic() + STARTUP
+        return event
 
     def _give_up(self, emit: Listener, status: Status, why: str) -> None:
         """Blame the exercise running (or, stuck before any example, the next one;
@@ -381,8 +390,7 @@ class WorkerSession:
             blamed = self.remaining[:1]
         for lesson, exercise in blamed:
             result = unfinished(lesson, exercise, status, why, example=self.example)
-            self._note(ExerciseGraded(lesson, result))
-            emit(ExerciseGraded(lesson, result))
+            emit(self._note(ExerciseGraded(lesson, result)))
 
 
 def _readable(sel: selectors.BaseSelector) -> bool:

@@ -39,7 +39,7 @@ array with K = B + L·(D + F). Measured on six examples (N = 1, 2, 3, 4, 6,
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -469,9 +469,9 @@ class ShardedMemory(Check):
             ),
         )
         result = check(trial)
-        result.evidence = [memory_bars(trial)] if trial.memory else []
+        result = replace(result, evidence=[memory_bars(trial)] if trial.memory else [])
         if not result.passed:
-            result.hint = _memory_hint(trial)
+            result = replace(result, hint=_memory_hint(trial))
         return result
 
 

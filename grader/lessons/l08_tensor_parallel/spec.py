@@ -27,7 +27,7 @@ Communication is read from the compiled program:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -481,11 +481,11 @@ class Values32(Values):
         scale = float(np.max(np.abs(trial.expected))) or 1.0
         error = found[0].max_abs_err / scale
         if BF16_BAND[0] <= error <= BF16_BAND[1]:
-            result.hint = (
+            result = replace(result, hint=(
                 f"The largest error is {error:.1e} of max|y|: the size of bfloat16 rounding "
                 "(8 bits of mantissa), far above float32's. Is something cast to bfloat16 "
                 "inside? This exercise computes in float32 throughout."
-            )
+            ))  # fmt: skip
         return result
 
 

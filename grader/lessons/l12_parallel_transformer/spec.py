@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,7 @@ from hypothesis import strategies as st
 
 from grader.checks import InputsUntouched, OutputSharding, TempMemory, Values, vma
 from grader.checks.groups import grouped, replica_groups, show_groups, spanned_axes
+from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
 from grader.evidence import KindBytes, KindBytesRow, Table
 from grader.lessons.l12_parallel_transformer import transformer as model
@@ -318,30 +319,34 @@ class Divergence(Check):
                 else f"gradients first differ at layer {layer}, {name} (walking back from the "
                 "last layer)"
             )
-            result.message = (
+            result = replace(result, message=(
                 f"{where}; the loss {'agrees' if loss_ok else 'differs too'}. {result.message}"
-            )
-        narrow = sorted(d for d in ("bfloat16", "float16") if trial.program.dtypes[d])
+            ))  # fmt: skip
+        narrow = precision_hint(
+            trial,
+            "Gathering in bfloat16 halves the bytes but changes every gradient: keep every "
+            "array float32.",
+            detail=" (a cast inside it)",
+        )
         if (result.hint or "").startswith("Every gradient"):
             pass  # a known wrong result was recognised
         elif narrow:
-            result.hint = (
-                f"Your program computes in {' and '.join(narrow)} (a cast inside it): its "
-                "rounding, 2⁻⁹ ≈ 2e-3 for bfloat16, is far above the float32 error allowed "
-                "here. Gathering in bfloat16 halves the bytes but changes every gradient: keep "
-                "every array float32."
-            )
+            result = replace(result, hint=narrow)
         elif not loss_ok:
-            result.hint = (
-                "The loss before the step already differs, so the forward pass is wrong. Most "
-                "often a row-parallel matmul (o @ wo, or tanh(h @ w_in) @ w_out) leaves a "
-                "partial sum over 'model' that is never all-reduced: psum it over 'model' "
-                "before adding it to h."
-            ) + (UNCHECKED_TOO if trial.program.counts[jaxpr.UNCHECKED] else "")
+            result = replace(
+                result,
+                hint=(
+                    "The loss before the step already differs, so the forward pass is wrong. Most "
+                    "often a row-parallel matmul (o @ wo, or tanh(h @ w_in) @ w_out) leaves a "
+                    "partial sum over 'model' that is never all-reduced: psum it over 'model' "
+                    "before adding it to h."
+                )
+                + (UNCHECKED_TOO if trial.program.counts[jaxpr.UNCHECKED] else ""),
+            )
         elif trial.program.counts[jaxpr.UNCHECKED]:
-            result.hint = UNCHECKED_GRADS
+            result = replace(result, hint=UNCHECKED_GRADS)
         if first is not None:
-            result.evidence = [table, *result.evidence]
+            result = replace(result, evidence=[table, *result.evidence])
         return result
 
     @staticmethod
@@ -670,7 +675,7 @@ class StepMemory(Check):
             trial
         )
         if not result.passed:
-            result.hint = _memory_hint(trial)
+            result = replace(result, hint=_memory_hint(trial))
         return result
 
 
