@@ -64,6 +64,8 @@ class Submission:
     name: str
     rows: list[Row] = field(default_factory=list)
     duration: float = 0.0
+    sandbox: str = ""
+    """``on``: its code ran in the OS sandbox; ``off: <why>``."""
 
     @property
     def score(self) -> int:
@@ -99,7 +101,8 @@ def gradescope(submission: Submission) -> dict[str, Any]:
         "max_score": submission.max_score,
         "execution_time": round(submission.duration, 3),
         "output": f"{submission.score}/{submission.max_score} points"
-        + (f" + {submission.bonus} bonus" if submission.bonus else ""),
+        + (f" + {submission.bonus} bonus" if submission.bonus else "")
+        + (f" · sandbox: {submission.sandbox}" if submission.sandbox else ""),
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": [

@@ -153,6 +153,9 @@ class Backend:
     process of its own. Whoever starts the engine chooses (``grade_lesson``'s
     ``backend``)."""
 
+    sandbox = "off: the student's code runs in the grading process"
+    """``on`` where the student's code runs in the OS sandbox, else ``off: <why>``."""
+
     def prepare(self) -> None:
         """Whatever must be ready before the student's module is imported and is
         not the student's time (a process started, jax imported there)."""
@@ -247,8 +250,9 @@ def _grade_lesson(
 ) -> LessonResult:  # fmt: skip
     from grader.measure import devices
 
-    result = LessonResult(lesson, str(directory), devices=devices.describe(), seed=seed)
-    emit(LessonStarted(lesson, result.devices))
+    result = LessonResult(lesson, str(directory), devices=devices.describe(), seed=seed,
+                          sandbox=backend.sandbox)  # fmt: skip
+    emit(LessonStarted(lesson, result.devices, result.sandbox))
 
     def record(er: ExerciseResult) -> None:
         result.exercises.append(er)

@@ -117,6 +117,8 @@ class LessonResult:
     devices: str = ""
     seed: int = 0
     duration: float = 0.0
+    sandbox: str = ""
+    """``on``: the student's code ran in the OS sandbox; ``off: <why>`` (``""``: not said)."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

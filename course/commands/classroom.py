@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from course import exports
-from course.commands.common import App
+from course.commands.common import App, UsageProblem
 from course.commands.grade import INTERRUPTED, rerun_command
 from course.exports import Row, Submission
 from course.registry import Exercise, Lesson
@@ -34,14 +34,20 @@ from grader.sandbox.protocol import DEFAULT_TIMEOUT
 def classroom(
     app: App, submissions: str, out: str, *, lessons: tuple[int, ...] = (), seed: int = 0,
     timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
+    require_sandbox: bool = False,
 ) -> int:  # fmt: skip
+    from grader.sandbox import jail
+
+    if require_sandbox and not jail.on():
+        raise UsageProblem(f"--require-sandbox: no sandbox here ({jail.state()}); nothing graded")
     chosen = [app.lesson(n) for n in lessons] if lessons else list(app.course.lessons)
     folders = find_submissions(Path(submissions), chosen)
     target = Path(out)
     target.mkdir(parents=True, exist_ok=True)
     cache = target / ".cache" / "jax"  # the reference programs compile once for the class
     graded: list[Submission] = []
-    app.console.print(f"Grading {len(folders)} submission(s) from {submissions} into {target}")
+    app.console.print(f"Grading {len(folders)} submission(s) from {submissions} into {target}"
+                      f" · sandbox: {jail.state()}")  # fmt: skip
     try:
         for name, folder in folders:
             with app.console.status(f"grading {name} …"):
@@ -130,7 +136,8 @@ def grade_submission(
         graded = {er.exercise: er for er in result.exercises} if result else {}
         for ex in lesson.exercises:
             rows.append(_row(lesson, ex, graded.get(ex.name)))
-    return Submission(name, rows, time.perf_counter() - started)
+    sandbox = next((r.sandbox for r in results.values() if r.sandbox), "")
+    return Submission(name, rows, time.perf_counter() - started, sandbox)
 
 
 def _row(lesson: Lesson, ex: Exercise, er: ExerciseResult | None) -> Row:

@@ -115,7 +115,7 @@ def grade(
     def handle(event: Event) -> None:
         result = results[event.lesson]
         if isinstance(event, LessonStarted):
-            result.devices = event.devices
+            result.devices, result.sandbox = event.devices, event.sandbox
         elif isinstance(event, ExerciseGraded):
             result.exercises.append(event.result)
             todo[event.lesson].remove(event.result.exercise)
