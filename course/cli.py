@@ -253,6 +253,10 @@ def solution(app: App, lesson: int | None, force: bool) -> None:
     "--lesson", "lessons", type=int, multiple=True,
     help="Grade this lesson (repeat for several; default: every lesson).",
 )  # fmt: skip
+@click.option(
+    "--require-sandbox", is_flag=True,
+    help="Refuse to grade where the submissions' code cannot run in the OS sandbox.",
+)  # fmt: skip
 @run_options
 @pass_app
 def classroom(app: App, submissions: str, out: str, **options) -> None:

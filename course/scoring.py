@@ -293,6 +293,8 @@ class Submission:
     name: str
     rows: tuple[Row, ...] = ()
     duration: float = 0.0
+    sandbox: str = ""
+    """``on``: its code ran in the OS sandbox; ``off: <why>`` (``""``: not said)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rows", tuple(self.rows))
@@ -316,6 +318,7 @@ def submission(
     results: Mapping[int, LessonResult],
     duration: float,
     rerun: Rerun,
+    sandbox: str = "",
 ) -> Submission:
     """One submission's rows: every exercise of ``lessons``, graded (``results``,
     by lesson number) or, where the lesson's file was missing, not submitted."""
@@ -325,7 +328,7 @@ def submission(
         graded = {er.exercise: er for er in result.exercises} if result else {}
         for ex in lesson.exercises:
             rows.append(row(lesson, ex, graded.get(ex.name), rerun))
-    return Submission(name, tuple(rows), duration)
+    return Submission(name, tuple(rows), duration, sandbox)
 
 
 def row(lesson: Lesson, ex: Exercise, er: ExerciseResult | None, rerun: Rerun) -> Row:
@@ -377,7 +380,8 @@ def gradescope(sub: Submission) -> dict[str, Any]:
         "max_score": sub.max_score,
         "execution_time": round(sub.duration, 3),
         "output": f"{sub.score}/{sub.max_score} points"
-        + (f" + {sub.bonus} bonus" if sub.bonus else ""),
+        + (f" + {sub.bonus} bonus" if sub.bonus else "")
+        + (f" · sandbox: {sub.sandbox}" if sub.sandbox else ""),
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": [

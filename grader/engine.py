@@ -154,6 +154,9 @@ class Backend:
     process of its own. Whoever starts the engine chooses (``grade_lesson``'s
     ``backend``)."""
 
+    sandbox = "off: the student's code runs in the grading process"
+    """``on`` where the student's code runs in the OS sandbox, else ``off: <why>``."""
+
     def prepare(self) -> None:
         """Whatever must be ready before the student's module is imported and is
         not the student's time (a process started, jax imported there)."""
@@ -250,7 +253,7 @@ def _grade_lesson(
 
     described = devices.describe()
     graded: list[ExerciseResult] = []
-    emit(LessonStarted(lesson, described))
+    emit(LessonStarted(lesson, described, backend.sandbox))
 
     def record(er: ExerciseResult) -> None:
         graded.append(er)
@@ -258,7 +261,7 @@ def _grade_lesson(
 
     def done() -> LessonResult:
         return LessonResult(lesson, str(directory), tuple(graded), described, seed,
-                            time.perf_counter() - start)  # fmt: skip
+                            time.perf_counter() - start, backend.sandbox)  # fmt: skip
 
     emit(ImportStarted(lesson))
     try:

@@ -85,7 +85,9 @@ class LessonReport:
                           str(e.examples_run), f"{e.duration:.1f} s")  # fmt: skip
         yield table
         yield Text(
-            f"graded {r.source} on {r.devices or 'the devices'} · seed {r.seed}", style="dim"
+            f"graded {r.source} on {r.devices or 'the devices'} · seed {r.seed}"
+            + (f" · sandbox: {r.sandbox}" if r.sandbox else ""),
+            style="dim",
         )
         yield from _not_counted(r)
         yield from lesson_wide(r.exercises)

@@ -136,6 +136,8 @@ class LessonResult:
     devices: str = ""
     seed: int = 0
     duration: float = 0.0
+    sandbox: str = ""
+    """``on``: the student's code ran in the OS sandbox; ``off: <why>`` (``""``: not said)."""
 
     def __post_init__(self) -> None:
         _tuples(self, "exercises")

@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from course import scoring
-from course.commands.common import App
+from course.commands.common import App, UsageProblem
 from course.commands.grade import INTERRUPTED, rerun_command
 from course.registry import Lesson
 from course.scoring import Submission
@@ -34,14 +34,20 @@ from grader.sandbox.protocol import DEFAULT_TIMEOUT
 def classroom(
     app: App, submissions: str, out: str, *, lessons: tuple[int, ...] = (), seed: int = 0,
     timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
+    require_sandbox: bool = False,
 ) -> int:  # fmt: skip
+    from grader.sandbox import jail
+
+    if require_sandbox and not jail.on():
+        raise UsageProblem(f"--require-sandbox: no sandbox here ({jail.state()}); nothing graded")
     chosen = [app.lesson(n) for n in lessons] if lessons else list(app.course.lessons)
     folders = find_submissions(Path(submissions), chosen)
     target = Path(out)
     target.mkdir(parents=True, exist_ok=True)
     cache = target / ".cache" / "jax"  # the reference programs compile once for the class
     graded: list[Submission] = []
-    app.console.print(f"Grading {len(folders)} submission(s) from {submissions} into {target}")
+    app.console.print(f"Grading {len(folders)} submission(s) from {submissions} into {target}"
+                      f" · sandbox: {jail.state()}")  # fmt: skip
     try:
         for name, folder in folders:
             with app.console.status(f"grading {name} …"):
@@ -124,7 +130,10 @@ def grade_submission(
                 platform="cpu" if cpu else None, cache_dir=str(cache_dir) if cache_dir else None,
             )  # fmt: skip
             results = {r.lesson: r for r in grade(request)}
-    return scoring.submission(name, lessons, results, time.perf_counter() - started, rerun_command)
+    sandbox = next((r.sandbox for r in results.values() if r.sandbox), "")
+    return scoring.submission(
+        name, lessons, results, time.perf_counter() - started, rerun_command, sandbox
+    )
 
 
 def write_submission(target: Path, sub: Submission) -> None:

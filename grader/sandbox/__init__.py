@@ -8,7 +8,9 @@ Three processes take part in a grade (see the README's teachers' section):
   replaying runtime (:mod:`grader.sandbox.isolation`): it draws the examples,
   builds the real inputs, compiles and measures what it is handed, checks;
 - the student's process (:mod:`grader.sandbox.student`) imports the student's
-  module, traces on decoy data with the exporting runtime, and answers.
+  module, traces on decoy data with the exporting runtime, and answers. On
+  Linux it runs in an OS sandbox (:mod:`grader.sandbox.jail`): namespaces of
+  its own, a read-only file system but for its scratch, rlimits.
 
 What both sides share sits below both: the wire codec (:mod:`grader.sandbox.wire`),
 the loader (:mod:`grader.sandbox.loader`), the events protocol

@@ -39,7 +39,7 @@ from grader import runtime as runtimes
 from grader.engine import Backend
 from grader.repo import CODE
 from grader.runtime import GraderFault, Runtime
-from grader.sandbox import wire
+from grader.sandbox import jail, wire
 from grader.sandbox.loader import LoadError
 from grader.spec import Example, Trial
 
@@ -78,7 +78,7 @@ class StudentProcess:
         if self.proc is not None:
             return
         spare = self.spares.take(self.directory, self.module) if self.spares else None
-        self.proc, self._out, self._in = spare or _spawn()
+        self.proc, self._out, self._in = spare or _spawn(self.directory)
         self._buffer = b""
         self._seq = 1 if spare else 0  # a spare was asked to load this module when it started
         self._pending: set[int] = {0, 1} if spare else {0}
@@ -225,7 +225,7 @@ class Spares:
         key = (str(Path(directory)), module)
         if key in self._ready:
             return
-        proc, out, fd = _spawn()
+        proc, out, fd = _spawn(key[0])
         question = {"op": "load", "directory": key[0], "module": module, "seq": 1}
         try:
             out.write(json.dumps(question).encode() + b"\n")
@@ -254,22 +254,24 @@ class Spares:
         self._ready.clear()
 
 
-def _spawn() -> tuple[subprocess.Popen, Any, int]:
+def _spawn(directory: str = "") -> tuple[subprocess.Popen, Any, int]:
+    """The student's process, in the OS sandbox where one can be made
+    (:mod:`grader.sandbox.jail`): it may write only to its scratch and to
+    ``directory``, the submission's own folder."""
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
     env = dict(os.environ)
     env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # it never runs a program
     try:
+        command = [sys.executable, "-m", "grader.sandbox.student", "--fds", str(to_child_r), str(from_child_w)]  # fmt: skip
+        readable = [str(CODE), *jail.python_paths(), *env["PYTHONPATH"].split(os.pathsep)]
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "grader.sandbox.student",
-                "--fds",
-                str(to_child_r),
-                str(from_child_w),
-            ],
+            jail.wrap(
+                command,
+                readable=[*readable, os.environ.get("COURSE_ROOT", "")],
+                writable=[directory] if directory else [],
+            ),
             stdin=subprocess.DEVNULL,
             pass_fds=(to_child_r, from_child_w),
             env=env,
@@ -493,6 +495,7 @@ class Isolated(Backend):
     def __init__(self, directory: Path, module: str, *, salt: int, spares: Spares | None = None):
         self.session = Session(str(directory), module, spares)
         self.module, self.salt = module, salt
+        self.sandbox = jail.state()
 
     def prepare(self) -> None:
         """The student's process up, jax imported (the machine's time)."""

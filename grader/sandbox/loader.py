@@ -66,4 +66,23 @@ def format_student_error(exc: BaseException, directory: Path) -> str:
     # jax appends a long "The stack trace below excludes JAX-internal frames" note; keep it short.
     cut = message.find("\n--------------------")
     lines.append(message if cut < 0 else message[:cut])
+    if isinstance(exc, MemoryError) and (note := memory_note()):
+        lines.append(note)
     return "\n".join(line.rstrip("\n") for line in lines)
+
+
+def memory_note() -> str:
+    """What a MemoryError means in the sandbox, which limits what this process
+    may allocate (``RLIMIT_DATA``, :mod:`grader.sandbox.jail`); "" without a limit."""
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    except (ImportError, OSError, ValueError):
+        return ""
+    if limit == resource.RLIM_INFINITY:
+        return ""
+    return (
+        f"The grader's sandbox lets the process your code runs in allocate at most "
+        f"{limit / 2**30:.1f} GiB; this allocation did not fit."
+    )

@@ -81,6 +81,8 @@ class LessonStarted:
     lesson: int
     devices: str
     """The devices grading runs on, e.g. ``8 CPU devices (simulated)``."""
+    sandbox: str = ""
+    """``on``: the student's process runs in the OS sandbox; ``off: <why>``."""
     type: str = field(default="lesson_start", init=False)
 
 

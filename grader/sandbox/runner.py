@@ -107,6 +107,7 @@ def grade(
     undumpable()  # the events key lives here too
     graded: dict[int, list[ExerciseResult]] = {job.lesson: [] for job in request.lessons}
     described = {job.lesson: "" for job in request.lessons}
+    sandboxed = {job.lesson: "" for job in request.lessons}
     took = {job.lesson: 0.0 for job in request.lessons}
     todo = {job.lesson: list(job.exercises) for job in request.lessons}
     started = time.perf_counter()
@@ -114,6 +115,7 @@ def grade(
     def handle(event: Event) -> None:
         if isinstance(event, LessonStarted):
             described[event.lesson] = event.devices
+            sandboxed[event.lesson] = event.sandbox
         elif isinstance(event, ExerciseGraded):
             graded[event.lesson].append(event.result)
             todo[event.lesson].remove(event.result.exercise)
@@ -136,6 +138,7 @@ def grade(
             described[job.lesson],
             request.seed,
             took[job.lesson] or time.perf_counter() - started,
+            sandboxed[job.lesson],
         )  # fmt: skip
         for job in request.lessons
     ]

@@ -1,0 +1,337 @@
+"""The OS sandbox the student's process runs in (Linux; issue 19).
+
+:func:`wrap` turns the command that starts the student's process into one
+that starts it in a sandbox, when :func:`state` says one can be made here:
+
+- its own **user, PID, network, IPC and mount namespaces** (``unshare(2)``,
+  unprivileged where user namespaces are allowed). It sees only its own
+  processes (a fresh ``/proc``), so it cannot signal, trace or read the
+  worker or ``course``; it has no network (a namespace with a loopback that
+  is down); it has a session of its own, so ``kill(0, …)`` reaches only it.
+- **every process it starts dies with it**: it is the namespace's first
+  process (PID 1), and when it ends the kernel kills all the others, detached
+  (``setsid``) or not; it is killed when its parent (the small process this
+  module runs as, which the worker started) ends, by ``PR_SET_PDEATHSIG``.
+- a **read-only view of the file system**, except a private ``/tmp`` and
+  ``/dev/shm`` (fresh tmpfs, bounded) and the submission's own directory.
+  Paths it must read that lay under ``/tmp`` (the course's code or a
+  submission in a temporary folder) are bound into the fresh ``/tmp``.
+- **no capability**: inside the namespace it is not root, so it cannot
+  undo a mount (and a namespace it makes itself gets them locked);
+  ``no_new_privs`` is set.
+- **rlimits** on memory (``RLIMIT_DATA``: what it allocates, not what it
+  maps from files or reserves), processes (``RLIMIT_NPROC``), file size and
+  CPU time; no core dumps.
+
+The command becomes ``python -I -S jail.py CONFIG -- COMMAND…``: this file
+runs as a script, imports only the standard library, unshares, forks the
+student's process (PID 1 inside), waits for it and ends as it ended.
+
+Where no sandbox can be made (not Linux, user namespaces refused, a
+container that forbids mounting ``/proc``), or with ``COURSE_SANDBOX=off``,
+:func:`state` says ``off: <why>``, the command runs as it is, and the
+reports say ``sandbox: off``. ``COURSE_SANDBOX_MEMORY`` (e.g. ``2G``,
+``512M``) changes the memory limit.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+
+SWITCH = "COURSE_SANDBOX"
+"""``off`` runs the student's process without a sandbox."""
+MEMORY_VARIABLE = "COURSE_SANDBOX_MEMORY"
+GiB, MiB = 1 << 30, 1 << 20
+
+MEMORY = 8 * GiB
+"""What the student's process may allocate (it traces programs on decoy data
+and runs eager exercises; the grader's own compiled runs are not counted)."""
+PROCESSES = 1024
+"""Processes and threads (``RLIMIT_NPROC``: per user, counted within the
+namespace on Linux ≥ 5.14; the kernel exempts root)."""
+FILE_SIZE = 1 * GiB
+CPU_SECONDS = 3600
+SCRATCH = "512m"
+"""Size of the private ``/tmp`` (and of ``/dev/shm``)."""
+COVERED = ("/tmp", "/dev/shm")
+"""Folders the sandbox replaces with a fresh tmpfs of its own."""
+SETUP_FAILED = 125
+"""Exit code of the sandbox's own process when it could not be made."""
+
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_NOATIME, MS_NODIRATIME, MS_REMOUNT, MS_BIND = 1024, 2048, 32, 4096
+MS_REC, MS_PRIVATE, MS_RELATIME = 16384, 1 << 18, 1 << 21
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1
+O_PATH = getattr(os, "O_PATH", 0o10000000)
+
+_state: str | None = None
+
+
+def state() -> str:
+    """``on``, or ``off: <why>``: decided once per process (a probe that makes a
+    sandbox and runs ``python -c pass`` in it), then kept."""
+    global _state
+    if _state is None:
+        _state = _probe()
+    return _state
+
+
+def on() -> bool:
+    return state() == "on"
+
+
+def memory_limit() -> int:
+    """Bytes the student's process may allocate (``COURSE_SANDBOX_MEMORY``)."""
+    text = os.environ.get(MEMORY_VARIABLE, "").strip().upper()
+    if not text:
+        return MEMORY
+    scale = {"K": 1 << 10, "M": MiB, "G": GiB}.get(text[-1:], 1)
+    number = text[:-1] if text[-1:] in "KMG" else text
+    try:
+        value = int(float(number) * scale)
+    except ValueError:
+        raise ValueError(
+            f"{MEMORY_VARIABLE}={text!r}: say how much memory, e.g. 2G or 512M"
+        ) from None
+    return max(value, 256 * MiB)
+
+
+def wrap(command: list[str], *, readable: list[str], writable: list[str]) -> list[str]:
+    """``command`` run in the sandbox (unchanged where it is off). ``readable``:
+    paths it must read (the course's code, Python, the submission); ``writable``:
+    the submission's own folder. Everything else is visible read-only, but for
+    a private ``/tmp`` and ``/dev/shm``."""
+    if not on():
+        return command
+    return _command(command, readable, writable)
+
+
+def _command(command: list[str], readable: list[str], writable: list[str]) -> list[str]:
+    config = {
+        "parent": os.getpid(),
+        "readable": sorted({os.path.realpath(p) for p in readable if p and os.path.exists(p)}),
+        "writable": sorted({os.path.realpath(p) for p in writable if p and os.path.isdir(p)}),
+        "memory": memory_limit(),
+    }
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        os.path.abspath(__file__),
+        json.dumps(config),
+        "--",
+        *command,
+    ]
+
+
+def python_paths() -> list[str]:
+    """What a Python process started like this one reads: its installation,
+    its site-packages and its path."""
+    return [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)),
+            *(p for p in sys.path if p)]  # fmt: skip
+
+
+def _probe() -> str:
+    if os.environ.get(SWITCH, "").strip().lower() in ("off", "0", "no", "false"):
+        return f"off: turned off ({SWITCH}={os.environ[SWITCH]})"
+    if not sys.platform.startswith("linux"):
+        return f"off: no sandbox on {sys.platform} (Linux only)"
+    try:
+        memory_limit()
+    except ValueError as exc:
+        return f"off: {exc}"
+    probe = [sys.executable, "-I", "-S", "-c", "pass"]
+    command = _command(probe, python_paths(), [])
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"off: the sandbox could not start ({exc})"
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        why = lines[-1].removeprefix("sandbox: ") if lines else f"exit code {done.returncode}"
+        return f"off: {why}"
+    return "on"
+
+
+# ------------------------------------------------------------------ inside (the script)
+
+
+class SetupError(Exception):
+    """The sandbox cannot be made here; ``str()`` says why."""
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> int:
+    if result == -1:
+        errno = ctypes.get_errno()
+        raise SetupError(f"{what}: {os.strerror(errno)}")
+    return result
+
+
+def _mount(libc, source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:  # fmt: skip
+    enc = lambda s: s.encode() if s is not None else None  # noqa: E731
+    _check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+           f"cannot mount {fstype or source or ''} on {target}")  # fmt: skip
+
+
+def _kept_flags(path: str) -> int:
+    """The flags of the mount at ``path`` that a remount must keep (a user
+    namespace may not clear them)."""
+    f = os.statvfs(path).f_flag
+    flags = 0
+    for st, ms in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
+                   (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME),
+                   (os.ST_RELATIME, MS_RELATIME)):  # fmt: skip
+        if f & st:
+            flags |= ms
+    return flags
+
+
+def _all_read_only(libc) -> None:
+    """Every mount read-only: one ``mount_setattr`` (Linux ≥ 5.12), else a
+    remount of each mount point."""
+
+    class MountAttr(ctypes.Structure):
+        _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                    ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]  # fmt: skip
+
+    attr = MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0)
+    done = libc.syscall(ctypes.c_long(SYS_MOUNT_SETATTR), ctypes.c_int(AT_FDCWD), b"/",
+                        ctypes.c_uint(AT_RECURSIVE), ctypes.byref(attr),
+                        ctypes.c_size_t(ctypes.sizeof(attr)))  # fmt: skip
+    if done == 0:
+        return
+    with open("/proc/self/mountinfo") as f:
+        points = [_unescape(line.split()[4]) for line in f]
+    for point in dict.fromkeys(points):
+        try:
+            flags = _kept_flags(point)
+        except OSError:
+            continue  # not reachable from here (covered by another mount, or no access)
+        _mount(libc, None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
+
+
+def _unescape(field: str) -> str:
+    return field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")  # fmt: skip
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _inside(config: dict, lifeline: int) -> None:
+    """The student's process-to-be, PID 1 in its namespace: mounts, limits, exec."""
+    libc = _libc()
+    _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    import select
+
+    if select.select([lifeline], [], [], 0)[0]:  # the parent ended before the line above
+        os._exit(1)
+    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
+    # what must stay visible under the folders covered below, held open across the cover
+    keep = []
+    for path, writable in [*((p, False) for p in config["readable"]),
+                           *((p, True) for p in config["writable"])]:  # fmt: skip
+        try:
+            keep.append((path, writable, os.open(path, O_PATH | os.O_CLOEXEC)))
+        except OSError:
+            continue
+    _all_read_only(libc)
+    _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    for folder in COVERED:
+        if os.path.isdir(folder):
+            _mount(
+                libc, "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={SCRATCH},mode=1777"
+            )
+    # the shortest first, so that a writable folder inside a readable one is bound over it
+    for path, writable, fd in sorted(keep, key=lambda k: (len(k[0]), k[1])):
+        covered = any(_under(path, c) for c in COVERED)
+        if not covered and not writable:
+            continue  # visible already, read-only
+        if covered:
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(path, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                open(path, "a").close()
+        _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+        if writable:
+            _mount(libc, None, path, None, MS_REMOUNT | MS_BIND | _kept_flags(path) & ~MS_RDONLY)
+        os.close(fd)
+    memory = int(config["memory"])
+    for limit, value in ((resource.RLIMIT_DATA, memory), (resource.RLIMIT_NPROC, PROCESSES),
+                         (resource.RLIMIT_FSIZE, FILE_SIZE), (resource.RLIMIT_CORE, 0)):  # fmt: skip
+        resource.setrlimit(limit, (value, value))
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS + 10))
+    os.setsid()
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+    os.chdir("/tmp")
+    os.close(lifeline)
+    os.environ["TMPDIR"] = "/tmp"
+
+
+def main(argv: list[str]) -> None:
+    """``jail.py CONFIG -- COMMAND…``: the sandbox's outer process."""
+    config, command = json.loads(argv[0]), argv[2:]
+    libc = _libc()
+    try:
+        _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+        if os.getppid() != config["parent"]:
+            os._exit(1)  # the worker is gone already
+        uid, gid = os.getuid(), os.getgid()
+        flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC
+        _check(libc.unshare(ctypes.c_int(flags)), "no user namespaces here (unshare)")
+        inner = uid or 1000  # not root inside: exec drops every capability
+        with open("/proc/self/setgroups", "w") as f:
+            f.write("deny")
+        with open("/proc/self/uid_map", "w") as f:
+            f.write(f"{inner} {uid} 1")
+        with open("/proc/self/gid_map", "w") as f:
+            f.write(f"{gid or 1000} {gid} 1")
+    except (SetupError, OSError) as exc:
+        print(f"sandbox: {exc}", file=sys.stderr, flush=True)
+        os._exit(SETUP_FAILED)
+    lifeline, hold = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(hold)
+            _inside(config, lifeline)
+            os.execvp(command[0], command)
+        except (SetupError, OSError) as exc:
+            print(f"sandbox: {exc}", file=sys.stderr, flush=True)
+        finally:
+            os._exit(SETUP_FAILED)
+    os.closerange(3, hold)
+    os.closerange(hold + 1, 1 << 16)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, lambda s, _f: os.kill(pid, signal.SIGKILL))
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(status):  # end as it ended: the worker says "killed by SIGSEGV"
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

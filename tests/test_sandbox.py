@@ -1,0 +1,284 @@
+"""The OS sandbox of the student's process (issue 19): what code in a graded
+module can see and do, from inside, with real processes; and grading with the
+sandbox off."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import engine
+from grader.repo import CODE
+from grader.results import Status
+from grader.sandbox import jail
+from tests.test_cli import course
+
+needs_sandbox = pytest.mark.skipif(not jail.on(), reason=f"no sandbox here: {jail.state()}")
+
+PROBE = """
+import errno as _errno, json as _json, os as _os, pathlib as _pathlib, socket as _socket
+_here = _pathlib.Path(__file__).parent
+_seen = {"pid": _os.getpid(), "ppid": _os.getppid(),
+         "procs": sorted(int(p) for p in _os.listdir("/proc") if p.isdigit())}
+
+def _try(what):
+    try:
+        what()
+        return "ok"
+    except OSError as exc:
+        return _errno.errorcode.get(exc.errno, type(exc).__name__)
+
+for _name, _pid in (("worker", WORKER), ("its_parent", PARENT)):
+    _seen["kill_" + _name] = _try(lambda: _os.kill(_pid, 0))
+    _seen["read_" + _name] = _try(lambda: open(f"/proc/{_pid}/cmdline").read())
+_seen["fds"] = {}
+for _fd in _os.listdir("/proc/self/fd"):
+    try:
+        _seen["fds"][_fd] = _os.readlink(f"/proc/self/fd/{_fd}")
+    except OSError:
+        pass  # the listing's own, closed since
+_seen["connect"] = _try(lambda: _socket.create_connection(("127.0.0.1", PORT), timeout=10).close())
+_seen["writes"] = {t: _try(lambda: open(t, "w").write("escaped")) for t in TARGETS}
+(_here / "seen.json").write_text(_json.dumps(_seen))
+"""
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory):
+    """One graded lesson-1 module that looks around at import, then passes."""
+    base = tmp_path_factory.mktemp("probe")
+    exercise = base / "exercises"
+    exercise.mkdir()
+    token = secrets.token_hex(6)
+    targets = {
+        "exercise_parent": base / f"escape-{token}",
+        "repo_grader": CODE / "grader" / f"escape-{token}",
+        "home": Path.home() / f"escape-{token}",
+        "tmp": Path("/tmp") / f"escape-{token}",
+        "own": exercise / f"own-{token}",
+    }
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.setblocking(False)
+    source = (CODE / "solutions" / "l01_meshes.py").read_text()
+    probe = (
+        PROBE.replace("WORKER", str(os.getpid()))
+        .replace("PARENT", str(os.getppid()))
+        .replace("PORT", str(listener.getsockname()[1]))
+        .replace("TARGETS", repr([str(t) for t in targets.values()]))
+    )
+    (exercise / "l01_meshes.py").write_text(probe + source)
+    try:
+        result = engine.grade_lesson(1, "l01_meshes", exercise, only=["shard_shape"],
+                                     timeout=120, isolate=True)  # fmt: skip
+        try:
+            listener.accept()
+            reached = True
+        except BlockingIOError:
+            reached = False
+        escaped = {name: t.exists() for name, t in targets.items()}
+        seen = json.loads((exercise / "seen.json").read_text())
+    finally:
+        listener.close()
+        for name, t in targets.items():
+            if name != "own" and t.exists():
+                t.unlink()
+    return result, seen, reached, escaped
+
+
+@needs_sandbox
+def test_the_probe_was_graded_in_the_sandbox_and_passed(probed):
+    result, *_ = probed
+    assert result.sandbox == "on"
+    assert result.exercises[0].status == Status.PASSED, result.exercises[0].error
+
+
+@needs_sandbox
+def test_it_sees_only_its_own_processes_and_cannot_signal_the_worker(probed):
+    _, seen, *_ = probed
+    assert seen["pid"] == 1 and seen["ppid"] == 0  # the first process of a namespace of its own
+    assert seen["procs"] == [1]
+    assert seen["kill_worker"] == seen["kill_its_parent"] == "ESRCH"
+    assert seen["read_worker"] == seen["read_its_parent"] == "ENOENT"
+
+
+@needs_sandbox
+def test_it_inherits_no_descriptor_but_its_two_channels(probed):
+    """Issue 19.2: nothing of the worker's (its stdin with the request, the events
+    pipe) is open in the student's process: stdin is /dev/null, stdout and stderr
+    are relayed, and the only others are the two pipes of its questions."""
+    _, seen, *_ = probed
+    fds = {int(f): target for f, target in seen["fds"].items()}
+    assert fds.pop(0) == "/dev/null"
+    fds.pop(1), fds.pop(2)
+    assert len(fds) == 2 and all(t.startswith("pipe:") for t in fds.values()), fds
+
+
+@needs_sandbox
+def test_it_has_no_network(probed):
+    _, seen, reached, _ = probed
+    assert seen["connect"] == "ENETUNREACH"
+    assert not reached
+
+
+@needs_sandbox
+def test_it_writes_only_to_its_scratch_and_its_own_folder(probed):
+    _, seen, _, escaped = probed
+    writes = dict(zip(["exercise_parent", "repo_grader", "home", "tmp", "own"],
+                      seen["writes"].values(), strict=True))  # fmt: skip
+    assert writes["repo_grader"] == writes["home"] == "EROFS"
+    assert writes["tmp"] == writes["exercise_parent"] == "ok"  # in its private /tmp ...
+    assert escaped == {
+        "exercise_parent": False,
+        "repo_grader": False,
+        "home": False,
+        "tmp": False,
+        "own": True,
+    }  # fmt: skip ... which is not the real one
+
+
+DETACH = """
+import pathlib as _pathlib, subprocess as _sp, sys as _sys, time as _time
+_here = _pathlib.Path(__file__).parent
+_code = "import pathlib, sys, time; pathlib.Path(sys.argv[1]).write_text('up'); time.sleep(600)"
+for _how in ("child", "detached"):
+    _sp.Popen([_sys.executable, "-c", _code, str(_here / _how), "TOKEN"],
+              start_new_session=_how == "detached", stdin=_sp.DEVNULL, stdout=_sp.DEVNULL,
+              stderr=_sp.DEVNULL)
+_until = _time.monotonic() + 60
+while not ((_here / "child").exists() and (_here / "detached").exists()):
+    if _time.monotonic() > _until:
+        raise RuntimeError("the processes did not start")
+    _time.sleep(0.05)
+"""
+
+
+def _running(token: str) -> list[int]:
+    found = []
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and token.encode() in (p / "cmdline").read_bytes():
+                found.append(int(p.name))
+        except OSError:
+            continue
+    return found
+
+
+@needs_sandbox
+def test_what_it_starts_detached_or_not_ends_with_the_grading(tmp_path):
+    token = f"sandbox-stray-{secrets.token_hex(6)}"
+    source = (CODE / "solutions" / "l01_meshes.py").read_text()
+    (tmp_path / "l01_meshes.py").write_text(DETACH.replace("TOKEN", token) + source)
+    try:
+        result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"],
+                                     timeout=120, isolate=True)  # fmt: skip
+        assert result.exercises[0].status == Status.PASSED, result.exercises[0].error
+        assert (tmp_path / "child").exists() and (tmp_path / "detached").exists()  # they ran
+        until = time.monotonic() + 30
+        while _running(token) and time.monotonic() < until:
+            time.sleep(0.1)
+        assert _running(token) == []
+    finally:
+        for pid in _running(token):
+            os.kill(pid, 9)
+
+
+@needs_sandbox
+def test_an_allocation_over_the_memory_limit_fails_at_once_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv(jail.MEMORY_VARIABLE, "1G")
+    (tmp_path / "l01_meshes.py").write_text(
+        "import numpy as np\n\nACTIVATIONS = np.ones((3 * 2**30,), np.uint8)\n"
+    )
+    started = time.monotonic()
+    result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"],
+                                 timeout=120, isolate=True)  # fmt: skip
+    er = result.exercises[0]
+    assert er.status == Status.ERROR
+    assert "MemoryError" in er.error and "3.00 GiB" in er.error, er.error
+    assert "sandbox lets the process your code runs in allocate at most 1.0 GiB" in er.error
+    assert time.monotonic() - started < 100  # refused, not swapped
+
+
+def test_the_memory_limit_is_read_in_plain_words(monkeypatch):
+    monkeypatch.setenv(jail.MEMORY_VARIABLE, "512M")
+    assert jail.memory_limit() == 512 * jail.MiB
+    monkeypatch.setenv(jail.MEMORY_VARIABLE, "lots")
+    with pytest.raises(ValueError, match="say how much memory"):
+        jail.memory_limit()
+
+
+@pytest.fixture
+def sandbox_off(monkeypatch):
+    monkeypatch.setenv(jail.SWITCH, "off")
+    monkeypatch.setattr(jail, "_state", None)  # decided afresh, then restored
+
+
+def test_with_the_sandbox_off_grading_still_works_and_says_so(tmp_path, sandbox_off):
+    (tmp_path / "l01_meshes.py").write_text((CODE / "solutions" / "l01_meshes.py").read_text())
+    result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"],
+                                 timeout=120, isolate=True)  # fmt: skip
+    assert result.exercises[0].status == Status.PASSED
+    assert result.sandbox == f"off: turned off ({jail.SWITCH}=off)"
+    r = course(tmp_path / "home", "grade", "1.shard_shape", "--solutions", "--json")
+    assert r.returncode == 0, r.stderr
+    (lesson,) = json.loads(r.stdout)["lessons"]
+    assert lesson["sandbox"].startswith("off: ")
+    r = course(tmp_path / "home", "grade", "1.shard_shape", "--solutions")
+    assert r.returncode == 0, r.stderr
+    assert "sandbox: off" in " ".join(r.stdout.split())
+
+
+def test_in_process_grading_says_the_sandbox_is_off(root):
+    result = engine.grade_lesson(1, "l01_meshes", root / "solutions", only=["shard_shape"])
+    assert result.sandbox.startswith("off: ") and "grading process" in result.sandbox
+
+
+def _one_submission(tmp_path: Path) -> Path:
+    sub = tmp_path / "subs" / "alice"
+    sub.mkdir(parents=True)
+    (sub / "l01_meshes.py").write_text((CODE / "solutions" / "l01_meshes.py").read_text())
+    return tmp_path / "subs"
+
+
+def test_classroom_require_sandbox_refuses_without_one(tmp_path, sandbox_off):
+    subs = _one_submission(tmp_path)
+    r = course(tmp_path / "home", "classroom", str(subs), "--out", str(tmp_path / "out"),
+               "--lesson", "1", "--require-sandbox", timeout=60)  # fmt: skip
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0, r.stderr
+    assert "--require-sandbox" in r.stderr and f"{jail.SWITCH}=off" in r.stderr
+    assert not (tmp_path / "out" / "summary.csv").exists()  # nothing graded
+
+
+@needs_sandbox
+def test_classroom_require_sandbox_grades_in_one(tmp_path):
+    subs = _one_submission(tmp_path)
+    r = course(tmp_path / "home", "classroom", str(subs), "--out", str(tmp_path / "out"),
+               "--lesson", "1", "--require-sandbox")  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "sandbox: on" in r.stdout
+    results = json.loads((tmp_path / "out" / "alice" / "results.json").read_text())
+    assert results["output"].endswith("sandbox: on") and results["score"] == results["max_score"]
+
+
+@needs_sandbox
+def test_the_probe_says_why_not_where_the_sandbox_cannot_be_made():
+    """Where the kernel refuses a user namespace (here: inside one whose
+    ``user.max_user_namespaces`` is 0), the sandbox is off, with the reason."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("unshare") is None:
+        pytest.skip("no util-linux unshare here")
+    check = "from grader.sandbox import jail; print(jail.state())"
+    script = f"echo 0 > /proc/sys/user/max_user_namespaces && exec {sys.executable} -c '{check}'"
+    r = subprocess.run(["unshare", "--user", "--map-root-user", "sh", "-c", script],
+                       capture_output=True, text=True, timeout=60, cwd=CODE)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "off: no user namespaces here (unshare): No space left on device"
