@@ -32,13 +32,17 @@ def _forge():
 
     S = sys.modules["__main__"]  # the process runs python -m grader.sandbox.student
 
+    state = dict(want="float32")  # the example's dtype: what the forgery says is sent
+
     def fake():
+        want = state["want"]
         {body}
 
     real_export = S._Session.export
     J.read = lambda jaxpr: fake()
 
     def export(self, req):
+        state["want"] = S.wire.decode(req["example"]).get("dtype", "float32")
         answer = real_export(self, req)
         if "ok" in answer:
             answer["program"] = J.to_wire(fake())
@@ -63,11 +67,12 @@ ONE_LOOP = """
 """Says the permutes all sit in one loop."""
 
 BFLOAT16_SENT = """
-        sites = tuple(J.Site(k, (), ("bfloat16",), ((1, 2, 8),), ("expert",))
+        sites = tuple(J.Site(k, (), (want,), ((1, 2, 8),), ("expert",))
                       for k in ("all_to_all", "all_to_all", "psum"))
         return J.Program(Counter({"shard_map": 1, "all_to_all": 2, "psum": 1}), (), sites,
                          Counter({"float32": 9}), ())"""
-"""Says every collective sends bfloat16 (and nothing computes in a 16-bit float)."""
+"""Says every collective sends the example's own dtype (and nothing computes in a
+16-bit float)."""
 
 
 def _mistake(mistake_id: str):
