@@ -371,10 +371,19 @@ def grade_exercise(
             )
             check = CheckResult("returns", False, str(exc), example=shown, hint=hint)
             return finish(Status.FAILED, checks=[check], example=shown, hint=hint)
-        except (GraderFault, StudentFault) as exc:
+        except GraderFault as exc:
             return finish(
                 Status.FAULT, example=shown, error=f"internal grader error: {exc} — {REPORT}"
             )
+        except StudentFault as exc:  # what that process says cannot be the grader's fault
+            return finish(
+                Status.ERROR, example=shown,
+                error=f"The process running your code reported a failure while it ran "
+                f"{spec.name}: {exc}.",
+                hint="That process imports your module, so your code is what can make it fail: "
+                "look for code that changes the grader's or jax's modules (monkeypatching), "
+                "or that runs when your module is imported.",
+            )  # fmt: skip
         except StudentProcessDied as exc:
             return finish(
                 Status.ERROR, example=shown,

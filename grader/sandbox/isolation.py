@@ -17,9 +17,11 @@ with the student's function replaced by a :class:`RemoteFunction`:
   the arguments as the function left them come back as plain values
   (:mod:`grader.sandbox.wire`): nothing from that process is unpickled or evaluated.
 
-What the jaxpr shows (the dtypes and loops the code asked for, whether it
-used shard_map) is read in the student's process and sent back; values,
-communication and memory are measured here on the program compiled here.
+What the program's structure shows (the dtypes and loops the code asked for,
+whether it used shard_map) is read here from the exported program's StableHLO
+(:mod:`grader.measure.stablehlo`), never taken from what the student's process
+says; values, communication and memory are measured here on the program
+compiled here. Whatever that process reports is the student's error.
 """
 
 from __future__ import annotations
@@ -52,8 +54,11 @@ class StudentProcessDied(Exception):
 
 
 class StudentFault(Exception):
-    """The student's process could not do what it was asked for reasons of the
-    grader's own (a spec that failed before the student's code ran)."""
+    """The student's process says it could not do what it was asked (a failure it
+    reports as its own side's, or a spec that failed there before the student's code
+    ran). That process runs the student's module, which can make it say anything:
+    the engine reports this as the student's error, never as the grader's (a
+    grader fault is an exception raised in the grading process itself)."""
 
 
 class StudentProcess:
@@ -466,24 +471,22 @@ class Replaying(Runtime):
     def student_program(self, program, args, mesh, compiler_options, extra) -> Trial:
         import jax
 
-        from grader.measure import jaxpr
-
         k, self.index = self.index, self.index + 1
         answer = self.session.export(k)
         if "ok" not in answer:
             raise_from(answer)
         try:
             blob = base64.b64decode(str(answer["blob"]))
-            summary = jaxpr.from_wire(answer["program"])
             exported = jax.export.deserialize(bytearray(blob))
         except Exception as exc:
             raise StudentProcessDied(
                 f"it handed back a program the grader cannot read ({exc})"
             ) from None
         check_exported(exported, args, mesh)
+        program = read_program(exported)
         lowered = jax.jit(exported.call).trace(*args).lower()
         return runtimes.run_compiled(  # looked up here: the GPU check spies on it
-            lowered, summary, args, mesh, self.example, compiler_options, extra, self.salt
+            lowered, program, args, mesh, self.example, compiler_options, extra, self.salt
         )
 
 
@@ -566,6 +569,21 @@ def check_exported(exported: Any, args: tuple, mesh: Any) -> None:
             "your program calls out of the devices (" + ", ".join(unknown[:3]) + "); the grader "
             "runs programs on the devices only: compute with jax operations, not host callbacks"
         )
+
+
+def read_program(exported: Any) -> Any:
+    """What the checks read of the program (its loops, collectives, dtypes,
+    ``shard_map``), from the exported program's own StableHLO, as printed here:
+    never from what the student's process says about it. A form the reader does
+    not know is the grader's to fix (a newer jax), so it is a grader fault."""
+    from grader.measure import stablehlo
+
+    try:
+        return stablehlo.read(exported.mlir_module())
+    except stablehlo.Unrecognised as exc:
+        raise GraderFault(
+            f"the grader cannot read your exported program's StableHLO: {exc}"
+        ) from None
 
 
 class HostCall(Exception):

@@ -9,8 +9,9 @@ JSON line at a time on fd R, and reads one answer per question on fd W:
 ``export``  run the exercise's spec on an example with data drawn from a
             random salt of this process's own; when the spec reaches
             ``rt.compile_and_run`` (the :class:`Exporting` runtime), trace the program and
-            answer it exported (:mod:`jax.export`, shardings included) with
-            what its jaxpr shows. Nothing is compiled or run here.
+            answer it exported (:mod:`jax.export`, shardings included); the
+            grader reads the program itself, not anything said about it here.
+            Nothing is compiled or run here.
 ``call``    call the student's function on the arguments sent (exercises
             that are plain Python, or that place arrays eagerly) and answer
             its result and its arguments as they are afterwards.
@@ -59,21 +60,18 @@ class Exporting(Runtime):
     def student_program(self, program, args, mesh, compiler_options, extra) -> Trial:
         import jax
 
-        from grader.measure import jaxpr
-
         k, self.seen = self.seen, self.seen + 1
         if k < self.index:  # an earlier program of this example: already handed over
             return Trial(self.example, mesh=mesh, extra=extra)
         jitted = program if hasattr(program, "lower") else jax.jit(program)
-        traced = jitted.trace(*args)
-        summary = jaxpr.read(traced.jaxpr)
+        jitted.trace(*args)  # the student's own errors surface here, as theirs
         platform = _platform(args, mesh)
         try:
             exported = jax.export.export(jitted, platforms=[platform])(*args)
             blob = exported.serialize()
         except Exception as exc:
             raise NotExportable(_why_not_exportable(exc)) from None
-        raise Exported(bytes(blob), summary)
+        raise Exported(bytes(blob), None)
 
 
 class NotExportable(Exception):
@@ -150,7 +148,7 @@ class _Session:
         return fn
 
     def export(self, req: dict) -> dict:
-        from grader.measure import devices, jaxpr
+        from grader.measure import devices
 
         ex_spec = self.spec.exercise(req["exercise"])
         example = wire.decode(req["example"])
@@ -163,7 +161,6 @@ class _Session:
             return {
                 "ok": True,
                 "blob": base64.b64encode(done.blob).decode("ascii"),
-                "program": jaxpr.to_wire(done.program),
             }
         except BaseException as exc:
             return {"raised": self.raised(exc, called.count)}

@@ -1,0 +1,175 @@
+"""The StableHLO reader (grader.measure.stablehlo) on recorded programs.
+
+``tests/data/stablehlo/jax010_*.mlir`` are the exported programs of lesson
+solutions as jax 0.10 prints them (locations dropped), each with the summary
+the jaxpr reader made of the same trace (``*.jaxpr.json``): an independent
+reading of the same program, which the StableHLO reader must agree with on
+every fact a check reads. ``jax012_*.mlir`` are the same lessons' programs as
+jax 0.12 prints them (collective groups named by mesh axes).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grader.measure import jaxpr, stablehlo
+
+DATA = Path(__file__).parent / "data" / "stablehlo"
+MULTI = sorted(p.stem for p in DATA.glob("jax010_*.mlir") if p.stem != "jax010_tp_mlp_1")
+NEWER = sorted(p.stem for p in DATA.glob("jax012_*.mlir"))
+
+
+def facts(p: jaxpr.Program) -> dict:
+    """What the checks read: shard_map present, narrow floats, loops, collectives, dots."""
+    return {
+        "shard_map": bool(p.counts["shard_map"]),
+        "narrow": sorted(d for d in ("bfloat16", "float16") if p.dtypes[d]),
+        "loops": [(lp.length, lp.depth, lp.contains("dot_general")) for lp in p.loops],
+        "sites": sorted(
+            (s.kind, s.dtypes, s.shapes, tuple(lp.length for lp in s.loops), s.axes)
+            for s in p.collectives
+        ),
+        "dots": sorted((d.lhs_shape, d.lhs_contract, d.out_shape, d.loops) for d in p.dots),
+    }
+
+
+@pytest.mark.parametrize("name", MULTI)
+def test_it_reads_what_the_jaxpr_shows(name):
+    text = (DATA / f"{name}.mlir").read_text()
+    ours = stablehlo.read(text)
+    theirs = jaxpr.from_wire(json.loads((DATA / f"{name}.jaxpr.json").read_text()))
+    assert facts(ours) == facts(theirs)
+    assert stablehlo.partitions(text) > 1
+
+
+def test_the_recordings_hold_what_the_checks_look_for():
+    """Not a vacuous comparison: loops with trip counts, collectives in loops,
+    bfloat16, remat, all-to-all and dots inside loops are all in there."""
+    read = {n: stablehlo.read((DATA / f"{n}.mlir").read_text()) for n in MULTI}
+    assert read["jax010_allgather_matmul_2"].loops[0].length == 3
+    assert [s.primitive for s in read["jax010_allgather_matmul_2"].collectives] == ["ppermute"]
+    assert read["jax010_zigzag_ring_attention_2"].dtypes["bfloat16"]
+    assert read["jax010_fsdp_grads_1"].counts["checkpoint"]
+    assert {s.primitive for s in read["jax010_moe_layer_1"].collectives} == {"all_to_all"}
+    assert any(d.loops for d in read["jax010_dp_accumulate_1"].dots)
+
+
+@pytest.mark.parametrize("name", NEWER)
+def test_jax_0_12_programs_read_as_jax_0_10_ones(name):
+    """Same lesson, same example: the newer printer's form gives the same facts
+    (up to which example of the lesson it is, so compared with the solution's shape)."""
+    p = stablehlo.read((DATA / f"{name}.mlir").read_text())
+    assert p.counts["shard_map"] == 1
+    assert p.collectives and all(s.axes for s in p.collectives)
+    if "pipeline" in name:
+        assert [lp.length for lp in p.loops] == [6]
+        assert [s.primitive for s in p.collectives] == ["ppermute", "psum"]
+        assert p.collectives[0].loops == (p.loops[0],)
+    if "dp_grads" in name:
+        assert [lp.length for lp in p.loops] == [2, 2]
+        assert {s.axes for s in p.collectives} == {("data",)}
+
+
+def test_a_one_device_program_shows_no_shard_map():
+    """jax lowers a shard_map over one device inline: the StableHLO cannot show
+    it, and the reader does not claim it (the jaxpr of the same trace had it).
+    Its psum stays, an all-reduce over one device."""
+    name = "jax010_tp_mlp_1"
+    text = (DATA / f"{name}.mlir").read_text()
+    theirs = jaxpr.from_wire(json.loads((DATA / f"{name}.jaxpr.json").read_text()))
+    assert theirs.counts["shard_map"] and theirs.collectives
+    ours = stablehlo.read(text)
+    assert stablehlo.partitions(text) == 1
+    assert not ours.counts["shard_map"]
+    assert [(c.primitive, c.axes) for c in ours.collectives] == [("psum", ())]
+
+
+HEAD = (
+    "module @jit_f attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {\n"
+    '  sdy.mesh @mesh = <["x"=2]>\n'
+    "  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32>) {\n"
+)
+TAIL = "    return %0 : tensor<4xf32>\n  }\n}\n"
+
+
+def loop(cond: str, step: str = "%c_1", start: str = "%c") -> str:
+    return (
+        HEAD
+        + (
+            "    %c = stablehlo.constant dense<0> : tensor<i32>\n"
+            "    %c_1 = stablehlo.constant dense<1> : tensor<i32>\n"
+            "    %c_2 = stablehlo.constant dense<5> : tensor<i32>\n"
+            f"    %0:2 = stablehlo.while(%iterArg = %arg0, %iterArg_3 = {start}) : tensor<4xf32>, tensor<i32>\n"
+            "    cond {\n"
+            f"      %1 = {cond}\n"
+            "      stablehlo.return %1 : tensor<i1>\n"
+            "    } do {\n"
+            '      %1 = "stablehlo.collective_permute"(%iterArg) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 0>, source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>}> : (tensor<4xf32>) -> tensor<4xf32>\n'
+            f"      %2 = stablehlo.add %iterArg_3, {step} : tensor<i32>\n"
+            "      stablehlo.return %1, %2 : tensor<4xf32>, tensor<i32>\n"
+            "    }\n"
+        )
+        + TAIL
+    )
+
+
+COUNTED = (
+    "stablehlo.compare  LT, %iterArg_3, %c_2,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>"
+)
+
+
+def test_a_counted_loop_has_its_trip_count():
+    p = stablehlo.read(loop(COUNTED.replace("  ", " ")))
+    assert [(lp.primitive, lp.length) for lp in p.loops] == [("scan", 5)]
+    (site,) = p.collectives
+    assert (site.primitive, site.axes, site.loops) == ("ppermute", ("x",), p.loops)
+
+
+def test_a_loop_on_a_computed_condition_has_no_trip_count():
+    cond = (
+        "stablehlo.compare GT, %iterArg_3, %c_2, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>"
+    )
+    p = stablehlo.read(loop(cond))
+    assert [(lp.primitive, lp.length) for lp in p.loops] == [("while", None)]
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        (loop(COUNTED.replace("  ", " "), step="%c_2"), "does not add 1"),
+        (loop(COUNTED.replace("  ", " "), start="%arg1"), "not constants"),
+        (
+            HEAD
+            + "    %0 = stablehlo.dot %arg0, %arg0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n"
+            + TAIL,
+            "an op 'stablehlo.dot'",
+        ),
+        (HEAD + "    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf17>\n" + TAIL, "element type"),
+        (HEAD + "    %0 = mystery.op %arg0 : tensor<4xf32>\n" + TAIL, "an op 'mystery.op'"),
+        (
+            HEAD + "    %0 = func.call @nowhere(%arg0) : (tensor<4xf32>) -> tensor<4xf32>\n" + TAIL,
+            "does not define",
+        ),
+        (HEAD + TAIL + "}\n", "closes nothing"),
+    ],
+    ids=["step", "start", "dot", "dtype", "dialect", "callee", "braces"],
+)
+def test_a_form_it_does_not_know_is_refused(text, says):
+    with pytest.raises(stablehlo.Unrecognised, match=says):
+        stablehlo.read(text)
+
+
+def test_locations_cannot_hide_or_add_structure():
+    """A location is text the exporting process chose (a function's name): braces,
+    quotes or op names inside one change nothing."""
+    forged = 'loc("} stablehlo.while { \\"x\\" }"(#loc3))'
+    text = (
+        HEAD.replace("tensor<4xf32>) ->", f"tensor<4xf32> {forged}) ->")
+        + (f"    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32> {forged}\n")
+        + TAIL
+    )
+    p = stablehlo.read(text)
+    assert dict(p.counts) == {"add": 1} and not p.loops
