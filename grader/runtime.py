@@ -29,6 +29,12 @@ import numpy as np
 from grader.measure import hlo
 from grader.spec import Example, Trial
 
+SAID_UNCHECKED = "said: shard_maps with check_vma=False"
+"""``trial.extra`` key: how many shard_maps the student's process says it traced
+with ``check_vma=False``. No exported program shows it, so in the worker this is
+what that process says: a hint may use it for its wording, never a verdict (a
+forged count changes a hint, never a grade)."""
+
 FLOAT = "float"
 """``values=float`` in an example: normal floats instead of small integers."""
 

@@ -40,7 +40,7 @@ from typing import Any
 from grader import runtime as runtimes
 from grader.engine import Backend
 from grader.repo import CODE
-from grader.runtime import GraderFault, Runtime
+from grader.runtime import SAID_UNCHECKED, GraderFault, Runtime
 from grader.sandbox import jail, wire
 from grader.sandbox.loader import LoadError
 from grader.spec import Example, Trial
@@ -484,6 +484,12 @@ class Replaying(Runtime):
             ) from None
         check_exported(exported, args, mesh)
         program = read_program(exported)
+        said = answer.get("said")
+        unchecked = said.get("unchecked_shard_maps") if isinstance(said, dict) else None
+        if isinstance(unchecked, int) and not isinstance(unchecked, bool):
+            # What the student's process says (it traced check_vma, which no exported
+            # program shows): wording for a hint at most, never a verdict.
+            extra = {**extra, SAID_UNCHECKED: unchecked}
         lowered = jax.jit(exported.call).trace(*args).lower()
         return runtimes.run_compiled(  # looked up here: the GPU check spies on it
             lowered, program, args, mesh, self.example, compiler_options, extra, self.salt

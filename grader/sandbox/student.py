@@ -64,14 +64,17 @@ class Exporting(Runtime):
         if k < self.index:  # an earlier program of this example: already handed over
             return Trial(self.example, mesh=mesh, extra=extra)
         jitted = program if hasattr(program, "lower") else jax.jit(program)
-        jitted.trace(*args)  # the student's own errors surface here, as theirs
+        traced = jitted.trace(*args)  # the student's own errors surface here, as theirs
+        from grader.measure import jaxpr
+
+        said = {"unchecked_shard_maps": int(jaxpr.read(traced.jaxpr).counts[jaxpr.UNCHECKED])}
         platform = _platform(args, mesh)
         try:
             exported = jax.export.export(jitted, platforms=[platform])(*args)
             blob = exported.serialize()
         except Exception as exc:
             raise NotExportable(_why_not_exportable(exc)) from None
-        raise Exported(bytes(blob), None)
+        raise Exported(bytes(blob), said)
 
 
 class NotExportable(Exception):
@@ -161,6 +164,7 @@ class _Session:
             return {
                 "ok": True,
                 "blob": base64.b64encode(done.blob).decode("ascii"),
+                "said": done.program,
             }
         except BaseException as exc:
             return {"raised": self.raised(exc, called.count)}

@@ -58,7 +58,7 @@ from grader.lessons.l12_parallel_transformer import transformer as model
 from grader.measure import jaxpr
 from grader.reference import training
 from grader.results import CheckResult
-from grader.runtime import Runtime, StudentReturnError
+from grader.runtime import SAID_UNCHECKED, Runtime, StudentReturnError
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
 
 DATA, MODEL = "data", "model"
@@ -341,9 +341,9 @@ class Divergence(Check):
                     "partial sum over 'model' that is never all-reduced: psum it over 'model' "
                     "before adding it to h."
                 )
-                + (UNCHECKED_TOO if trial.program.counts[jaxpr.UNCHECKED] else ""),
+                + (UNCHECKED_TOO if _unchecked(trial) else ""),
             )
-        elif trial.program.counts[jaxpr.UNCHECKED]:
+        elif _unchecked(trial):
             result = replace(result, hint=UNCHECKED_GRADS)
         if first is not None:
             result = replace(result, evidence=[table, *result.evidence])
@@ -773,6 +773,13 @@ def _predict_strategy(ctx: Context):
                     "seq": ex["seq"], "d": ex["mesh"][0] * ex["dblock"],
                     "hdh": ex["heads"] * ex["dh"], "f": ex["mesh"][1] * ex["fcols"]}
     )  # fmt: skip
+
+
+def _unchecked(trial: Trial) -> int:
+    """Shard_maps traced with check_vma=False: from the traced program in one process;
+    in the grader's worker, what the student's process says (the exported program
+    cannot show it), used for a hint's wording only."""
+    return trial.program.counts[jaxpr.UNCHECKED] or trial.extra.get(SAID_UNCHECKED, 0)
 
 
 UNCHECKED_GRADS = (
