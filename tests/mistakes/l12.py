@@ -218,7 +218,7 @@ MISTAKES: list[Mistake] = [
         exercise="train_step",
         status="failed",
         check="values",
-        says=("devices hold wrong values",),
+        says=("exactly 2 × the reference", "lost its ½"),
         patch=(("return 0.5 * jnp.sum(err * err) / rows", "return jnp.sum(err * err) / rows"),),
     ),
 ]
