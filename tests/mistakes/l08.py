@@ -204,7 +204,7 @@ def tp_mlp(x, w_in, w_out, mesh):
         exercise="tp_attention",
         status="failed",
         check="values",
-        says=("devices hold wrong values",),
+        says=("over the queries", "axis=-1"),
         patch=(("jax.nn.softmax(scores, axis=-1)", "jax.nn.softmax(scores, axis=-2)"),),
     ),
     Mistake(
@@ -213,7 +213,7 @@ def tp_mlp(x, w_in, w_out, mesh):
         exercise="tp_attention",
         status="failed",
         check="values",
-        says=("devices hold wrong values",),
+        says=("Dh/N", "from the global shapes"),
         patch=(
             (
                 "        heads = wq.shape[1] // dh  # H/N heads live here",
