@@ -315,4 +315,19 @@ def dp_grads(params, x, y, mesh):
         check=None,
         says=("casts only towards varying", "lax.psum or lax.pmean"),
     ),
+    # ---------------------------------------------------------------- issue 18 §4: value failures
+    Mistake(
+        id="dp-step-loss-after-the-update",
+        module=L06,
+        exercise="dp_train_step",
+        status="failed",
+        check="values",
+        says=("loss of the updated params", "loss before it"),
+        patch=(
+            (
+                "return new, lax.pmean(local_loss, AXIS)  # mean of equal-sized local means",
+                "return new, lax.pmean(tinymodels.loss(new, x_rows, y_rows), AXIS)  # the new loss",
+            ),
+        ),
+    ),
 ]

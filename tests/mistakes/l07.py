@@ -306,4 +306,19 @@ def fsdp_train_step(params, x, y, mesh, lr):
         check="memory",
         says=("no all-gather carries more than one layer", "Python for-loop", "lax.scan"),
     ),
+    # ---------------------------------------------------------------- issue 18 §4: value failures
+    Mistake(
+        id="fsdp-gathers-on-the-wrong-axis",
+        module=L07,
+        exercise="fsdp_forward",
+        status="failed",
+        check="values",
+        says=("devices hold wrong values",),
+        patch=(
+            (
+                "w_in = lax.all_gather(w_in_blk, AXIS, axis=0, tiled=True)  # [D/N, F] -> [D, F]",
+                "w_in = lax.all_gather(w_in_blk, AXIS, axis=1).reshape(-1, w_in_blk.shape[1])",
+            ),
+        ),
+    ),
 ]

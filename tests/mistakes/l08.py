@@ -197,4 +197,43 @@ def tp_mlp(x, w_in, w_out, mesh):
             ),
         ),
     ),
+    # ---------------------------------------------------------------- issue 18 §4: value failures
+    Mistake(
+        id="tp-attention-softmax-over-the-queries",
+        module=L08,
+        exercise="tp_attention",
+        status="failed",
+        check="values",
+        says=("over the queries", "axis=-1"),
+        patch=(("jax.nn.softmax(scores, axis=-1)", "jax.nn.softmax(scores, axis=-2)"),),
+    ),
+    Mistake(
+        id="tp-attention-head-size-from-local-shapes",
+        module=L08,
+        exercise="tp_attention",
+        status="failed",
+        check="values",
+        says=("Dh/N", "from the global shapes"),
+        patch=(
+            (
+                "        heads = wq.shape[1] // dh  # H/N heads live here",
+                "        dh = wq.shape[1] // n_heads  # the shapes in here are local ones\n"
+                "        heads = wq.shape[1] // dh",
+            ),
+        ),
+    ),
+    Mistake(
+        id="tp-attention-heads-split-at-one-stride-then-swapped",
+        module=L08,
+        exercise="tp_attention",
+        status="failed",
+        check="values",
+        says=("devices hold wrong values",),
+        patch=(
+            (
+                "            return t.reshape(b, s, heads, dh)",
+                "            return t.reshape(b, s, dh, heads).swapaxes(2, 3)  # -> [B, S, heads, Dh]",
+            ),
+        ),
+    ),
 ]

@@ -379,4 +379,45 @@ def pipeline_forward(params, x, mesh, n_micro):
         says=("still varies over 'stage'", "lax.psum(out, 'stage')", "a psum adds them all"),
         patch=(("return lax.psum(out, AXIS).reshape(b, d)", "return out.reshape(b, d)"),),
     ),
+    # ---------------------------------------------------------------- issue 18 §4: value failures
+    Mistake(
+        id="pp-forward-strided-micro-batches",
+        module=L09,
+        exercise="pipeline_forward",
+        status="failed",
+        check="values",
+        says=("devices hold wrong values",),
+        patch=(
+            (
+                "        micro = x.reshape(n_micro, rows, d)\n",
+                "        micro = x.reshape(rows, n_micro, d).swapaxes(0, 1)  # row r → micro-batch r % m\n",
+            ),
+        ),
+    ),
+    Mistake(
+        id="pp-grads-idle-ticks-not-masked",
+        module=L09,
+        exercise="pipeline_grads",
+        status="failed",
+        check="values",
+        says=("devices hold wrong values",),
+        patch=(
+            ("g_in = g_in + jnp.where(valid, gw_in, 0.0)", "g_in = g_in + gw_in"),
+            ("g_out = g_out + jnp.where(valid, gw_out, 0.0)", "g_out = g_out + gw_out"),
+        ),
+    ),
+    Mistake(
+        id="pp-grads-input-gradient-sent-forward",
+        module=L09,
+        exercise="pipeline_grads",
+        status="failed",
+        check="values",
+        says=("devices hold wrong values",),
+        patch=(
+            (
+                "received = lax.ppermute(g_h, AXIS, to_prev)",
+                "received = lax.ppermute(g_h, AXIS, to_next)",
+            ),
+        ),
+    ),
 ]

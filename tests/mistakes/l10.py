@@ -247,4 +247,58 @@ def zigzag_ring_attention(q, k, v, mesh):
         check="balance",
         says=("whole", "half a block"),
     ),
+    # ---------------------------------------------------------------- issue 18 §4: value failures
+    Mistake(
+        id="ring-causal-diagonal-strict",
+        module=L10,
+        exercise="ring_attention",
+        status="failed",
+        check="values",
+        says=("devices hold wrong values",),
+        patch=(
+            (
+                "mask = rows[:, None] >= (j * b + jnp.arange(b))[None, :] if causal else None",
+                "mask = rows[:, None] > (j * b + jnp.arange(b))[None, :] if causal else None",
+            ),
+        ),
+    ),
+    Mistake(
+        id="ring-causal-flag-ignored",
+        module=L10,
+        exercise="ring_attention",
+        status="failed",
+        check="values",
+        says=("causal=False", "whatever the flag says"),
+        patch=(
+            (
+                "mask = rows[:, None] >= (j * b + jnp.arange(b))[None, :] if causal else None",
+                "mask = rows[:, None] >= (j * b + jnp.arange(b))[None, :]  # always causal",
+            ),
+        ),
+    ),
+    Mistake(
+        id="ring-last-block-never-attended",
+        module=L10,
+        exercise="ring_attention",
+        status="failed",
+        check="values",
+        says=("devices hold wrong values",),
+        patch=(
+            ("o, _ = attend(acc, kv, n - 1)  # the last block needs no onward send", "o, _ = acc"),
+        ),
+    ),
+    Mistake(
+        id="zigzag-condition-reversed",
+        module=L10,
+        exercise="zigzag_ring_attention",
+        status="failed",
+        check="values",
+        says=("devices hold wrong values",),
+        patch=(
+            (
+                "lax.cond(j < me, earlier, later, acc, kv)",
+                "lax.cond(j > me, earlier, later, acc, kv)",
+            ),
+        ),
+    ),
 ]

@@ -287,4 +287,48 @@ def moe_layer(x, router_w, w_in, w_out, mesh, capacity):
         check=None,
         says=("top1_dispatch on the global array outside shard_map", "each device on its own"),
     ),
+    # ---------------------------------------------------------------- issue 18 §4: value failures
+    Mistake(
+        id="moe-keeps-the-last-tokens",
+        module=L11,
+        exercise="top1_dispatch",
+        status="failed",
+        check="dispatch",
+        says=("routed differently",),
+        patch=(
+            (
+                "earlier = jnp.cumsum(onehot, axis=0) - onehot  # exclusive: tokens before this one",
+                "earlier = jnp.cumsum(onehot[::-1], axis=0)[::-1] - onehot  # tokens after this one",
+            ),
+        ),
+    ),
+    Mistake(
+        id="moe-gate-applied-twice",
+        module=L11,
+        exercise="moe_layer",
+        status="failed",
+        check="values",
+        says=("gate is applied twice", "gate·expert(gate·x)"),
+        patch=(
+            (
+                'sent = jnp.einsum("tec,td->ecd", dispatch.astype(x_rows.dtype), x_rows)',
+                'sent = jnp.einsum("tec,td->ecd", combine, x_rows)',
+            ),
+        ),
+    ),
+    Mistake(
+        id="moe-capacity-divided-by-n",
+        module=L11,
+        exercise="moe_layer",
+        status="failed",
+        check="values",
+        says=("C // N", "do not divide it by N"),
+        patch=(
+            (
+                "dispatch, combine = top1_dispatch(x_rows @ router, capacity)",
+                "per_device = max(1, capacity // mesh.shape[AXIS])  # C shared by the N devices\n"
+                "        dispatch, combine = top1_dispatch(x_rows @ router, per_device)",
+            ),
+        ),
+    ),
 ]

@@ -211,4 +211,14 @@ MISTAKES: list[Mistake] = [
         check="values",
         says=("every layer's gradients differ; the loss agrees", "Keep check_vma=True"),
     ),
+    # ---------------------------------------------------------------- issue 18 §4: value failures
+    Mistake(
+        id="l12-loss-without-its-half",
+        module=L12,
+        exercise="train_step",
+        status="failed",
+        check="values",
+        says=("exactly 2 × the reference", "lost its ½"),
+        patch=(("return 0.5 * jnp.sum(err * err) / rows", "return jnp.sum(err * err) / rows"),),
+    ),
 ]

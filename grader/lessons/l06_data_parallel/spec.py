@@ -257,6 +257,15 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
         return lambda coord, index: wrong[index]
 
     out: list[tuple[str, Callable[[tuple, tuple], np.ndarray]]] = []
+    if kind == "train" and name is None:
+        lr = float(ex["lr"])
+        after = training.loss({k: np.asarray(params[k], np.float64) - lr * g
+                               for k, g in grads.items()}, x, y)  # fmt: skip
+        out.append((
+            "Your loss is the loss of the updated params, p − lr·g: the step returns the loss "
+            "before it, the value jax.value_and_grad gives with the gradient.",
+            lambda coord, index: np.asarray(after),
+        ))  # fmt: skip
     if n > 1 and name is None:
         out.append((
             f"Your loss is N = {n} times the reference: you summed the N local means. Every "

@@ -66,7 +66,7 @@ def mlp(x: np.ndarray, w_in: np.ndarray, w_out: np.ndarray) -> np.ndarray:
 
 def attention(
     x: np.ndarray, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray, wo: np.ndarray, n_heads: int,
-    scale: float | None = None,
+    scale: float | None = None, softmax_axis: int = -1,
 ) -> np.ndarray:  # fmt: skip
     """Softmax attention, no mask; head h = columns h·Dh … (h+1)·Dh of wq/wk/wv.
     Scores are scaled by ``scale``, 1/√Dh unless given (other scales are mistakes)."""
@@ -79,8 +79,8 @@ def attention(
 
     q, k, v = split(x @ wq), split(x @ wk), split(x @ wv)
     scores = np.einsum("bqhd,bkhd->bhqk", q, k) * scale
-    p = np.exp(scores - scores.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)
+    p = np.exp(scores - scores.max(softmax_axis, keepdims=True))
+    p /= p.sum(softmax_axis, keepdims=True)
     return np.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, s, n_heads * dh) @ wo
 
 
@@ -413,6 +413,18 @@ def _attention_alternatives(t: Trial) -> list[tuple[str, Callable[[tuple, tuple]
             f"The scores are scaled by 1/√{width} ({' or '.join(whats)}): scale by 1/√Dh, the "
             "width of one head, Dh = wq.shape[1] // n_heads from the global shapes.",
             attention(*inputs, heads, scale=1 / np.sqrt(width)),
+        ))  # fmt: skip
+    out.append((
+        "The softmax runs over the queries (axis −2 of the [B, H, Sq, Sk] scores), not over "
+        "the keys: each query's weights over the keys must sum to 1, softmax(scores, axis=-1).",
+        attention(*inputs, heads, softmax_axis=-2),
+    ))  # fmt: skip
+    if n > 1 and dh % n == 0:  # Dh = wq.shape[1] // n_heads read inside shard_map: Dh/N
+        out.append((
+            f"Your heads are Dh/N = {dh // n} wide, not Dh = {dh}: inside shard_map wq.shape[1] "
+            "is the local H/N·Dh, so wq.shape[1] // n_heads there gives Dh/N (and N·H heads in "
+            "all). Take Dh = wq.shape[1] // n_heads from the global shapes, outside the body.",
+            attention(*inputs, heads * n),
         ))  # fmt: skip
     return [(why, lambda coord, index, y=y: y[index]) for why, y in out]
 

@@ -342,6 +342,14 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
     for why, kw in cases:
         wrong = _simulate(trial, held, **kw)
         out.append((why, lambda coord, index, wrong=wrong: wrong[index]))
+    if not causal_of(trial.example):  # a mask applied whatever `causal` says
+        q, k, v = (a.astype(np.float64) for a in trial.extra["inputs"])
+        masked = attention.attention(q, k, v, True)[trial.extra["order"]]
+        out.append((
+            "This example has causal=False, and your result is the causal one: the mask is "
+            "applied whatever the flag says. Build it only when causal is True.",
+            lambda coord, index: masked[index],
+        ))  # fmt: skip
     return out
 
 

@@ -122,7 +122,8 @@ def moe_layer(
     ``capacity`` slots per expert. ``y[t]`` = gate · expert(x[t]) for kept
     tokens, 0 for dropped ones.
 
-    Knobs for wrong variants: ``gate`` "before" (expert(gate·x)) or "none";
+    Knobs for wrong variants: ``gate`` "before" (expert(gate·x)), "twice"
+    (gate·expert(gate·x)) or "none";
     ``dropped`` "pass" (y = x); ``returned=False``: expert outputs stay on the
     expert's device, so token t on device i, in slot c of expert e, reads
     expert i's output for the token device e put in slot c of expert i.
@@ -143,6 +144,8 @@ def moe_layer(
                 y[t] = g * expert(sent[e][i, c], wi[i], wo[i])
             elif gate == "before":
                 y[t] = expert(g * rows[t], wi[e], wo[e])
+            elif gate == "twice":
+                y[t] = g * expert(g * rows[t], wi[e], wo[e])
             else:
                 y[t] = (1.0 if gate == "none" else g) * expert(rows[t], wi[e], wo[e])
         out.append(y)

@@ -321,6 +321,19 @@ def layer_mistakes(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.
             dict(returned=False),
         ),
     ]
+    known.append((
+        "The gate is applied twice: the tokens were scaled by it on the way in (dispatched "
+        "with combine, for instance) and the outputs again on the way out, gate·expert(gate·x). Send the "
+        "tokens with dispatch, as they are, and weight the outputs once, with combine.",
+        dict(gate="twice"),
+    ))  # fmt: skip
+    if n > 1 and max(1, c // n) != c:
+        known.append((
+            f"Your layer keeps the tokens that C // N = {max(1, c // n)} slots per expert "
+            f"would keep, not C = {c}: capacity is already per device (each device routes its "
+            f"own T/N tokens into C slots of every expert); do not divide it by N.",
+            dict(capacity=max(1, c // n)),
+        ))  # fmt: skip
     out = []
     for why, variant in known:
         wrong = reference(ex, inputs, **variant)

@@ -332,6 +332,12 @@ class Divergence(Check):
             pass  # a known wrong result was recognised
         elif narrow:
             result = replace(result, hint=narrow)
+        elif not loss_ok and self._twice(trial):
+            result = replace(result, hint=(
+                "Your loss is exactly 2 × the reference and every gradient 2 × too: the loss "
+                "has lost its ½. It is ½ · Σ (h − y)² / (B·S): the ½ makes the gradient of ½·err² "
+                "exactly err."
+            ))  # fmt: skip
         elif not loss_ok:
             result = replace(
                 result,
@@ -348,6 +354,23 @@ class Divergence(Check):
         if first is not None:
             result = replace(result, evidence=[table, *result.evidence])
         return result
+
+    @staticmethod
+    def _twice(trial: Trial) -> bool:
+        """The loss and every update exactly twice the reference's (a loss without its ½)."""
+        frac, before = _atol(trial), trial.extra["before"]
+        got = np.asarray(trial.output[1], np.float64)
+        want = 2 * float(trial.expected[1])
+        if got.shape != () or abs(float(got) - want) > frac * abs(want) + 1e-30:
+            return False
+        for name in NAMES:
+            b = np.asarray(before[name], np.float64)
+            doubled = b - 2 * (b - np.asarray(trial.expected[0][name], np.float64))
+            new = np.asarray(trial.output[0][name], np.float64)
+            scale = float(np.max(np.abs(doubled))) or 1.0
+            if new.shape != doubled.shape or np.max(np.abs(new - doubled)) > 4 * frac * scale:
+                return False
+        return True
 
     @staticmethod
     def _loss_ok(trial: Trial) -> bool:
