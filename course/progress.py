@@ -371,10 +371,14 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     try:
         db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
         return db
-    except sqlite3.OperationalError:
+    except sqlite3.DatabaseError as exc:  # reported by the caller's first statement, unless…
         wal = path.with_name(path.name + "-wal")
-        if os.access(path.parent, os.W_OK) or (wal.exists() and wal.stat().st_size > 0):
-            return db  # the error is reported by the caller's first statement
+        if (
+            not isinstance(exc, sqlite3.OperationalError)  # damaged: not a database
+            or os.access(path.parent, os.W_OK)
+            or (wal.exists() and wal.stat().st_size > 0)
+        ):
+            return db
         db.close()
         return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
 
