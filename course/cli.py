@@ -7,6 +7,8 @@ import sys
 import click
 
 from course.commands.common import App, make_app
+from course.limits import EXAMPLES, TIMEOUT, devices_option, nonempty_example
+from course.progress import ProgressError
 from grader.sandbox.protocol import DEFAULT_TIMEOUT
 
 pass_app = click.make_pass_decorator(App)
@@ -29,6 +31,9 @@ class CourseGroup(click.Group):
         except click.ClickException as exc:
             exc.show()
             sys.exit(exc.exit_code)
+        except ProgressError as exc:  # a write that failed midway (a full disk): one message
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(1)
         except click.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(1)
@@ -138,16 +143,17 @@ GRADE_OPTIONS = [
     ),
     click.option(
         "--timeout",
-        type=float,
+        type=click.FloatRange(*TIMEOUT),
         default=DEFAULT_TIMEOUT,
         show_default=True,
         help="Seconds one example may run.",
     ),
     click.option(
         "--devices",
-        type=click.IntRange(1),
+        type=int,
         envvar="COURSE_DEVICES",
-        help="Simulated CPU devices (default 8; fewer: the run does not count).",
+        callback=devices_option,
+        help="Simulated CPU devices, 1–64 (default 8; fewer: the run does not count).",
     ),
     click.option(
         "--cpu", is_flag=True, help="Simulate devices on the CPU even where accelerators exist."
@@ -155,8 +161,8 @@ GRADE_OPTIONS = [
 ]
 MAX_EXAMPLES = click.option(
     "--max-examples",
-    type=click.IntRange(0),
-    help="Drawn examples per exercise (beyond the fixed ones; fewer than the "
+    type=click.IntRange(*EXAMPLES),
+    help="Drawn examples per exercise, at most 100 (beyond the fixed ones; fewer than the "
     "lesson's: the run does not count).",
 )
 
@@ -185,6 +191,7 @@ def grade_options(f):
 )
 @click.option(
     "--example",
+    callback=nonempty_example,
     help="Re-run one example, as printed by a failure (needs N.exercise); its input values are drawn afresh.",
 )
 @JSON_OPTION

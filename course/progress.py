@@ -84,6 +84,21 @@ class ProgressError(Exception):
     """The progress file cannot be used; the message says why and what to do."""
 
 
+def read_only(path: Path) -> str | None:
+    """Why the progress file ``path`` cannot be written (it, or the folder it is in,
+    is read-only), or None when it can."""
+    path = Path(path)
+    folder = next((p for p in (path.parent, *path.parents) if p.exists()), None)
+    for what in (path, folder):
+        if what is not None and what.exists() and not os.access(what, os.W_OK):
+            return (
+                f"{what} is read-only: the course keeps your progress in {path} and "
+                "must be able to write it (and the folder it is in). Make it writable "
+                "(chmod u+w), or point --db (COURSE_DB) at a file in a writable folder."
+            )
+    return None
+
+
 @dataclass(frozen=True)
 class ExerciseState:
     status: str
@@ -99,12 +114,13 @@ class Progress:
         """Open (or start) the file; ``read_only`` for commands that only read
         it (``course status``), which then work in a read-only workspace too."""
         self.path = Path(path)
+        created = False
         if read_only:
-            uri = f"{self.path.resolve().as_uri()}?mode=ro"
-            self.db = sqlite3.connect(uri, uri=True, timeout=10.0, isolation_level=None)
+            self.db = _connect_read_only(self.path)
         else:
             self._refuse_read_only()
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            created = not self.path.exists()
             self.db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
         try:
             self.db.execute("PRAGMA busy_timeout = 10000")
@@ -118,6 +134,10 @@ class Progress:
             missing = [t for t in TABLES if (read_only or version is not None) and not self._has(t)]
         except sqlite3.DatabaseError as exc:
             self.db.close()
+            if created:  # nothing of ours is in it: leave no empty file behind
+                self.path.unlink(missing_ok=True)
+            if _full(exc, self.path):
+                raise ProgressError(disk_full(self.path)) from None
             self._refuse_read_only()  # it became read-only meanwhile: say so, not "damaged"
             raise ProgressError(
                 f"The progress file {self.path} is damaged ({exc}).\n{self._fresh}"
@@ -141,17 +161,27 @@ class Progress:
                 f"(schema {version}; this one knows {SCHEMA_VERSION}).\n"
                 "Update the course (git pull && pip install -e .), or point --db at another file."
             )
-        if version is None:  # a new file: the whole schema in one transaction
-            self.db.executescript(
-                f"BEGIN IMMEDIATE; {SCHEMA} INSERT OR REPLACE INTO meta "
-                f"VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
-            )
-        elif not read_only:  # a reader leaves an older file as it is; the next writer migrates it
-            for step in range(version + 1, SCHEMA_VERSION + 1):
+        try:
+            if version is None:  # a new file: the whole schema in one transaction
                 self.db.executescript(
-                    f"BEGIN IMMEDIATE; {MIGRATIONS[step]}; INSERT OR REPLACE INTO meta "
-                    f"VALUES ('schema_version', '{step}'); COMMIT;"
+                    f"BEGIN IMMEDIATE; {SCHEMA} INSERT OR REPLACE INTO meta "
+                    f"VALUES ('schema_version', '{SCHEMA_VERSION}'); COMMIT;"
                 )
+            elif not read_only:  # a reader leaves an older file as it is; a writer migrates it
+                for step in range(version + 1, SCHEMA_VERSION + 1):
+                    self.db.executescript(
+                        f"BEGIN IMMEDIATE; {MIGRATIONS[step]}; INSERT OR REPLACE INTO meta "
+                        f"VALUES ('schema_version', '{step}'); COMMIT;"
+                    )
+        except sqlite3.OperationalError as exc:  # a full disk: the transaction is rolled back
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            self.db.close()
+            if created:
+                self.path.unlink(missing_ok=True)
+            if _full(exc, self.path):
+                raise ProgressError(disk_full(self.path)) from None
+            raise
 
     @property
     def _fresh(self) -> str:
@@ -163,14 +193,9 @@ class Progress:
 
     def _refuse_read_only(self) -> None:
         """SQLite needs to write the file and, for its journal, the folder it is in."""
-        folder = next((p for p in (self.path.parent, *self.path.parents) if p.exists()), None)
-        for what in (self.path, folder):
-            if what is not None and what.exists() and not os.access(what, os.W_OK):
-                raise ProgressError(
-                    f"{what} is read-only: the course keeps your progress in {self.path} and "
-                    "must be able to write it (and the folder it is in). Make it writable "
-                    "(chmod u+w), or point --db (COURSE_DB) at a file in a writable folder."
-                )
+        reason = read_only(self.path)
+        if reason:
+            raise ProgressError(reason)
 
     def _has(self, table: str) -> bool:
         return bool(
@@ -186,7 +211,7 @@ class Progress:
         return int(row[0]) if row else None
 
     def _tx(self):
-        return _Transaction(self.db)
+        return _Transaction(self.db, self.path)
 
     def close(self) -> None:
         self.db.close()
@@ -249,6 +274,13 @@ class Progress:
 
     # ----------------------------------------------------------- reads
 
+    def hint_index(self, lesson: int, available: int) -> int:
+        """The hint ``next_hint`` would show now, without counting it (a read-only file)."""
+        if not self._has("hints"):
+            return 0
+        row = self.db.execute("SELECT shown FROM hints WHERE lesson = ?", (lesson,)).fetchone()
+        return (row[0] if row else 0) % available if available else 0
+
     def states(self) -> dict[tuple[int, str], ExerciseState]:
         """Per (lesson, exercise): the latest result of the student's own attempts."""
         rows = self.db.execute(
@@ -307,16 +339,74 @@ class Progress:
         return json.loads(row[0]) if row and row[0] else None
 
 
+def disk_full(path: Path) -> str:
+    return (
+        f"The disk that holds {path} is full: nothing was recorded, and what the file "
+        "held before is intact. Free some space (or point --db / COURSE_DB at a file on "
+        "another disk) and run the command again."
+    )
+
+
+def _full(exc: sqlite3.Error, path: Path | None = None) -> bool:
+    """SQLite's "database or disk is full" (SQLITE_FULL), or an I/O error (SQLITE_IOERR:
+    no room for the WAL index) on a disk with no space left."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code == 13:
+        return True
+    if code is None or code & 0xFF != 10 or path is None:
+        return False
+    try:
+        st = os.statvfs(next(p for p in (path.parent, *path.parents) if p.exists()))
+    except (OSError, StopIteration):
+        return False
+    return st.f_bavail * st.f_frsize < 1 << 20
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open to read. A WAL file needs its shared-memory index, which SQLite cannot make
+    in a read-only folder; there, a file whose log is empty (every writer closed) is
+    opened as immutable, which needs no index."""
+    uri = path.resolve().as_uri()
+    db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=10.0, isolation_level=None)
+    try:
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return db
+    except sqlite3.DatabaseError as exc:  # reported by the caller's first statement, unless…
+        wal = path.with_name(path.name + "-wal")
+        if (
+            not isinstance(exc, sqlite3.OperationalError)  # damaged: not a database
+            or os.access(path.parent, os.W_OK)
+            or (wal.exists() and wal.stat().st_size > 0)
+        ):
+            return db
+        db.close()
+        return sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
+
+
 class _Transaction:
-    def __init__(self, db: sqlite3.Connection):
+    def __init__(self, db: sqlite3.Connection, path: Path | None = None):
         self.db = db
+        self.path = path
 
     def __enter__(self) -> sqlite3.Connection:
-        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if self.path is not None and _full(exc, self.path):
+                raise ProgressError(disk_full(self.path)) from None
+            raise
         return self.db
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
-            self.db.execute("COMMIT")
-        else:
+            try:
+                self.db.execute("COMMIT")
+                return
+            except sqlite3.OperationalError as failed:
+                exc = failed
+        if self.db.in_transaction:
             self.db.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.OperationalError) and self.path and _full(exc, self.path):
+            raise ProgressError(disk_full(self.path)) from None
+        if exc_type is None:
+            raise exc

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -368,9 +369,24 @@ def summary_csv(submissions: Sequence[Submission]) -> str:
     for s in submissions:
         status = {r.name: r.label for r in s.rows}
         writer.writerow(
-            [s.name, s.score, s.max_score, s.bonus, *(status.get(n, "") for n in names)]
+            [csv_cell(s.name), s.score, s.max_score, s.bonus, *(status.get(n, "") for n in names)]
         )
     return out.getvalue()
+
+
+def csv_cell(text: str) -> str:
+    """A cell a spreadsheet shows as text: one that starts like a formula (``=``, ``+``,
+    ``-``, ``@``, tab, return) gets a leading ``'`` (OWASP's advice on CSV injection)."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` with the characters XML 1.0 cannot hold (ESC and the other control
+    characters, stray surrogates) written out as ``\\xNN``: a student's message may hold them."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def gradescope(sub: Submission) -> dict[str, Any]:
@@ -401,11 +417,11 @@ def gradescope(sub: Submission) -> dict[str, Any]:
 
 def junit_xml(sub: Submission) -> str:
     """JUnit XML: a ``testsuites`` of one ``testsuite`` per lesson."""
-    root = ET.Element("testsuites", name=sub.name)
+    root = ET.Element("testsuites", name=xml_text(sub.name))
     for module in dict.fromkeys(r.module for r in sub.rows):
         rows = [r for r in sub.rows if r.module == module]
         suite = ET.SubElement(
-            root, "testsuite", name=f"{sub.name}.{module}", tests=str(len(rows)),
+            root, "testsuite", name=xml_text(f"{sub.name}.{module}"), tests=str(len(rows)),
             failures=str(sum(r.status in FAILURES for r in rows)),
             errors=str(sum(r.status in ERRORS for r in rows)),
             skipped=str(sum(r.status is None for r in rows)),
@@ -413,7 +429,7 @@ def junit_xml(sub: Submission) -> str:
         )  # fmt: skip
         for r in rows:
             case = ET.SubElement(
-                suite, "testcase", name=r.exercise, classname=f"{sub.name}.{module}",
+                suite, "testcase", name=r.exercise, classname=xml_text(f"{sub.name}.{module}"),
                 time=f"{r.duration:.3f}",
             )  # fmt: skip
             kind = (
@@ -423,9 +439,9 @@ def junit_xml(sub: Submission) -> str:
                 else None
             )  # fmt: skip
             if kind:
-                attrs = {"message": (r.output or r.label).splitlines()[0]}
+                attrs = {"message": xml_text((r.output or r.label).splitlines()[0])}
                 if kind != "skipped":
                     attrs["type"] = r.label
-                ET.SubElement(case, kind, attrs).text = r.output or r.label
+                ET.SubElement(case, kind, attrs).text = xml_text(r.output or r.label)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

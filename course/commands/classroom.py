@@ -5,6 +5,12 @@ the full example set, so a submission that crashes or hangs costs its own
 result only. Nothing is written to the teacher's progress. RESULTS gets
 ``summary.csv`` and, per submission, Gradescope's ``results.json`` and
 ``junit.xml`` (formats in ``course.scoring``).
+
+Against a hostile class (``course.submissions``): every submission is copied to a
+private folder before any is graded, and graded from there; a file that is a link
+leaving its submission is refused; names are printed escaped; the results are
+written by this process alone, once every submission has been graded, replacing
+whatever stands in their place; a submission named like an output gets ``~2``.
 """
 
 from __future__ import annotations
@@ -23,11 +29,12 @@ from rich.table import Table
 from rich.text import Text
 
 from course import scoring
+from course import submissions as safe
 from course.commands.common import App, UsageProblem
 from course.commands.grade import INTERRUPTED, rerun_command
 from course.registry import Lesson
 from course.scoring import Submission
-from grader.results import LessonResult
+from grader.results import ExerciseResult, LessonResult, Status
 from grader.sandbox.protocol import DEFAULT_TIMEOUT
 
 
@@ -45,27 +52,42 @@ def classroom(
     target = Path(out)
     target.mkdir(parents=True, exist_ok=True)
     cache = target / ".cache" / "jax"  # the reference programs compile once for the class
-    graded: list[Submission] = []
-    app.console.print(f"Grading {len(folders)} submission(s) from {submissions} into {target}"
-                      f" · sandbox: {jail.state()}")  # fmt: skip
+    graded: list[tuple[str, Submission]] = []
+    outputs = safe.output_names([name for name, _ in folders])
+    app.console.print(
+        Text(
+            f"Grading {len(folders)} submission(s) from {submissions} into {target}"
+            f" · sandbox: {jail.state()}"
+        )
+    )
+    private = safe.private_root()
     try:
-        for name, folder in folders:
-            with app.console.status(f"grading {name} …"):
-                sub = grade_submission(name, folder, chosen, seed=seed, timeout=timeout,
-                                       devices=devices, cpu=cpu, cache_dir=cache)  # fmt: skip
-            write_submission(target, sub)
-            graded.append(sub)
+        staged = []  # every submission copied before any is graded: none can change another's
+        for i, (name, folder) in enumerate(folders):
+            files, refused = submission_files(folder, chosen, whole=len(folders) == 1)
+            staged.append((name, safe.stage(private, i, files), refused))
+        for name, directory, refused in staged:
+            shown = safe.printable(name)
+            with app.console.status(Text(f"grading {shown} …")):
+                sub = grade_submission(shown, directory, chosen, seed=seed, timeout=timeout,
+                                       devices=devices, cpu=cpu, cache_dir=cache,
+                                       refused=refused)  # fmt: skip
+            graded.append((name, sub))
+            where = f" (results in {outputs[name]}/)" if outputs[name] != shown else ""
             app.console.print(
-                f"  {name}: {sub.score}/{sub.max_score} points ({sub.duration:.1f} s)"
+                Text(f"  {shown}: {sub.score}/{sub.max_score} points ({sub.duration:.1f} s){where}")
             )
     except KeyboardInterrupt:
         app.console.print(
             "\n[yellow]Interrupted.[/yellow] The submissions graded so far are written."
         )
         return INTERRUPTED
-    finally:
-        (target / "summary.csv").write_text(scoring.summary_csv(graded))
-    app.console.print(summary_table(graded))
+    finally:  # by this process alone, once grading is over, over whatever stands there
+        shutil.rmtree(private, ignore_errors=True)
+        for name, sub in graded:
+            write_submission(target, sub, outputs[name])
+        safe.write_file(target / "summary.csv", scoring.summary_csv([s for _, s in graded]))
+    app.console.print(summary_table([s for _, s in graded]))
     app.console.print(
         f"Written: {target / 'summary.csv'}, and per submission results.json, junit.xml"
     )
@@ -80,6 +102,34 @@ def find_submissions(folder: Path, lessons: list[Lesson]) -> list[tuple[str, Pat
     return sorted(
         (d.name, d) for d in folder.iterdir() if d.is_dir() and not d.name.startswith((".", "__"))
     )
+
+
+def submission_files(
+    folder: Path, lessons: list[Lesson], *, whole: bool = False
+) -> tuple[dict[str, Path], dict[str, str]]:
+    """Module → the file to grade, and module → why its file is refused: a link that
+    leaves the submission (to a classmate's file, to the course's solutions), or a
+    submission folder that is itself a link (``whole``: the one folder given)."""
+    files: dict[str, Path] = {}
+    refused: dict[str, str] = {}
+    linked = folder.is_symlink() and not whole
+    for ls in lessons:
+        f = _locate(folder, ls.module)
+        if f is None:
+            continue
+        if linked:
+            refused[ls.module] = (
+                "refused: this submission's folder is a link to another folder; "
+                "only a submission's own files are graded"
+            )
+        elif safe.outside(folder, f):
+            refused[ls.module] = (
+                f"refused: {safe.printable(str(f.relative_to(folder)))} is a link that leaves "
+                "the submission; only a submission's own files are graded"
+            )
+        else:
+            files[ls.module] = f
+    return files, refused
 
 
 def _locate(folder: Path, module: str, deep: bool = True) -> Path | None:
@@ -109,9 +159,10 @@ def _staged(folder: Path, files: dict[str, Path]) -> Iterator[Path]:
 def grade_submission(
     name: str, folder: Path, lessons: list[Lesson], *, seed: int = 0,
     timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
-    cache_dir: Path | None = None,
+    cache_dir: Path | None = None, refused: dict[str, str] | None = None,
 ) -> Submission:  # fmt: skip
-    """Grade one submission in its own worker; lessons it lacks are ``not submitted``."""
+    """Grade one submission in its own worker; lessons it lacks are ``not submitted``;
+    ``refused`` (module → why) are errors with that message, not graded."""
     from grader.sandbox.protocol import LessonJob, Request
     from grader.sandbox.runner import grade
 
@@ -130,17 +181,25 @@ def grade_submission(
                 platform="cpu" if cpu else None, cache_dir=str(cache_dir) if cache_dir else None,
             )  # fmt: skip
             results = {r.lesson: r for r in grade(request)}
+    for ls in lessons:
+        if refused and ls.module in refused:
+            errors = tuple(
+                ExerciseResult(ls.number, e.name, Status.ERROR, error=refused[ls.module])
+                for e in ls.exercises
+            )
+            results[ls.number] = LessonResult(ls.number, str(folder), exercises=errors)
     sandbox = next((r.sandbox for r in results.values() if r.sandbox), "")
     return scoring.submission(
         name, lessons, results, time.perf_counter() - started, rerun_command, sandbox
     )
 
 
-def write_submission(target: Path, sub: Submission) -> None:
-    folder = target / sub.name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "results.json").write_text(json.dumps(scoring.gradescope(sub), indent=2) + "\n")
-    (folder / "junit.xml").write_text(scoring.junit_xml(sub))
+def write_submission(target: Path, sub: Submission, name: str | None = None) -> None:
+    """``results.json`` and ``junit.xml`` in ``target/name`` (default: the submission's
+    name), each written in one step over whatever stands there."""
+    folder = safe.output_folder(target, name or sub.name)
+    safe.write_file(folder / "results.json", json.dumps(scoring.gradescope(sub), indent=2) + "\n")
+    safe.write_file(folder / "junit.xml", scoring.junit_xml(sub))
 
 
 def summary_table(subs: list[Submission]) -> Table:
@@ -152,7 +211,7 @@ def summary_table(subs: list[Submission]) -> Table:
     for s in subs:
         counts = Counter(r.label for r in s.rows if not r.passed)
         table.add_row(
-            s.name, f"{s.score}/{s.max_score}" + (f" +{s.bonus}" if s.bonus else ""),
+            Text(s.name), f"{s.score}/{s.max_score}" + (f" +{s.bonus}" if s.bonus else ""),
             f"{sum(r.passed for r in s.rows)}/{len(s.rows)}",
             Text(" · ".join(f"{n} {status}" for status, n in counts.items()), style="red"),
         )  # fmt: skip

@@ -61,7 +61,15 @@ class App:
             raise click.ClickException(str(exc)) from None
 
     def ensure_workspace(self) -> None:
-        copied = self.ws.ensure([lesson.module for lesson in self.course.lessons])
+        try:
+            copied = self.ws.ensure([lesson.module for lesson in self.course.lessons])
+        except OSError as exc:  # a read-only workspace: reading commands still answer
+            Console(stderr=True).print(
+                f"[dim]Could not set up your workspace ({exc.strerror or exc}: "
+                f"{exc.filename or self.ws.exercises}); missing exercise files were not copied.[/dim]",
+                highlight=False,
+            )
+            return
         if copied:  # a notice, not output: stderr keeps --json clean
             Console(stderr=True).print(
                 f"[dim]Set up your workspace: {len(copied)} exercise file(s) copied to {self.ws.exercises}[/dim]"
@@ -70,6 +78,8 @@ class App:
     def states(self) -> dict:
         """The student's latest result per (lesson, exercise); empty before any grading."""
         if self.workspace is None or not self.workspace.db.exists():
+            return {}
+        if self.workspace.db.stat().st_size == 0:  # made, never written (a full disk once)
             return {}
         with self.progress(read_only=True) as progress:
             return progress.states()

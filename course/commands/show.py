@@ -120,8 +120,17 @@ def hint(app: App, number: int | None) -> int:
     if not lesson.hints:
         app.console.print(f"Lesson {number} has no hints.")
         return 0
-    with app.progress() as progress:
-        i = progress.next_hint(number, len(lesson.hints))
+    from course.progress import read_only
+
+    stuck = read_only(app.ws.db)
+    if stuck:  # a read-only workspace: the next hint is shown, but not counted
+        i = 0
+        if app.ws.db.exists() and app.ws.db.stat().st_size:
+            with app.progress(read_only=True) as progress:
+                i = progress.hint_index(number, len(lesson.hints))
+    else:
+        with app.progress() as progress:
+            i = progress.next_hint(number, len(lesson.hints))
     app.console.print(
         Panel(
             Text(lesson.hints[i]),
@@ -130,7 +139,12 @@ def hint(app: App, number: int | None) -> int:
             border_style="yellow",
         )  # fmt: skip
     )
-    if i + 1 < len(lesson.hints):
+    if stuck:
+        app.console.print(
+            f"[dim]Not counted, so the next course hint {number} shows this one again: "
+            f"{escape(stuck)}[/dim]"
+        )
+    elif i + 1 < len(lesson.hints):
         app.console.print(f"[dim]Run course hint {number} again for the next one.[/dim]")
     return 0
 
@@ -168,9 +182,19 @@ def reset(app: App, number: int, yes: bool) -> int:
         if not yes and not click.confirm(question, default=False):
             app.console.print("Nothing changed.")
             return 1
-        shutil.copyfile(target, backup)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(stub, target)
+    try:
+        if backup:
+            shutil.copyfile(target, backup)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(stub, target)
+    except OSError as exc:  # a read-only workspace, a full disk: say so, change nothing more
+        if backup and backup.exists() and target.exists():
+            backup.unlink(missing_ok=True)  # the file is as it was; no half backup kept
+        raise click.ClickException(
+            f"cannot reset lesson {number}: {exc.filename or target} cannot be written "
+            f"({exc.strerror or exc}). {target} is unchanged; make its folder writable and "
+            "run course reset again."
+        ) from None
     note = f" (your previous version is in {backup})" if backup else ""
     app.console.print(f"Restored the stub of lesson {number}: {target}{note}")
     return 0

@@ -114,7 +114,7 @@ def status(app: App, as_json: bool = False) -> int:
 
 def _completion(app: App, states: dict) -> Panel:
     """The closing screen: what the student built, and one figure each lesson measured."""
-    with app.progress() as progress:
+    with app.progress(read_only=True) as progress:
         measured = progress.measurements()
     lessons = app.course.lessons
     bonus = sum(e.points for lesson in lessons for e in lesson.exercises

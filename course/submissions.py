@@ -1,0 +1,109 @@
+"""What ``course classroom`` does to keep one submission from harming another, or
+the teacher (issue 19): names made printable, links that leave a submission
+refused, every submission copied to a private folder before any is graded, and
+results written by the parent alone, once grading is over, over whatever a
+submission may have put in their place."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import unicodedata
+from pathlib import Path
+
+RESERVED = frozenset({"summary.csv", ".cache"})
+"""The names ``course classroom`` writes at the top of RESULTS."""
+
+
+def printable(name: str) -> str:
+    """``name`` with every character a terminal, an XML file or a CSV cell could act
+    on written out as an escape: control characters (ESC, newline, DEL, C1),
+    format characters (bidirectional overrides, zero-width ones) and surrogates
+    become ``\\xNN`` / ``\\uNNNN``; a backslash becomes ``\\\\``, so that two
+    different names never print the same."""
+    out = []
+    for ch in name:
+        if ch == "\\":
+            out.append("\\\\")
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def output_names(names: list[str]) -> dict[str, str]:
+    """Submission name → the folder its results go to in RESULTS: its printable name,
+    with ``~2``, ``~3`` … added where that would be one of the course's own outputs
+    (``summary.csv``) or another submission's folder."""
+    taken = set(RESERVED) | {printable(n) for n in names}
+    chosen: dict[str, str] = {}
+    used: set[str] = set(RESERVED)
+    for name in names:
+        base = printable(name)
+        if base in used:
+            n = 2
+            while f"{base}~{n}" in taken or f"{base}~{n}" in used:
+                n += 1
+            base = f"{base}~{n}"
+        used.add(base)
+        chosen[name] = base
+    return chosen
+
+
+def outside(folder: Path, file: Path) -> bool:
+    """Whether ``file`` (found in ``folder``) is, once its links are followed, not in
+    ``folder``: a link to a classmate's file or to the course's solutions."""
+    try:
+        file.resolve(strict=True).relative_to(folder.resolve(strict=True))
+    except (ValueError, OSError):
+        return True
+    return False
+
+
+def stage(root: Path, index: int, files: dict[str, Path]) -> Path:
+    """Copy ``files`` (module → file) into a private folder ``root/index``, as
+    ``<module>.py``; the submission is graded from there, never from its own folder."""
+    folder = root / str(index)
+    folder.mkdir(mode=0o700)
+    for module, f in files.items():
+        shutil.copyfile(f, folder / f"{module}.py", follow_symlinks=True)
+    return folder
+
+
+def private_root() -> Path:
+    return Path(tempfile.mkdtemp(prefix="course-classroom-"))  # mode 0700
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` in one step (a temporary file renamed over it):
+    whatever stood there before — a file, a link a submission planted — is replaced,
+    never followed; a folder there is removed first."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        _remove(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def output_folder(target: Path, name: str) -> Path:
+    """``target/name`` as a real folder of ours (a link or file there is replaced)."""
+    folder = target / name
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        _remove(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or not path.is_dir():
+        path.unlink()
+    else:
+        shutil.rmtree(path)
