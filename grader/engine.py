@@ -263,10 +263,10 @@ def _grade_lesson(
         return LessonResult(lesson, str(directory), tuple(graded), described, seed,
                             time.perf_counter() - start, backend.sandbox)  # fmt: skip
 
-    emit(ImportStarted(lesson))
     try:
         with time_limit(timeout and max(timeout, RESTART_LIMIT)):
-            backend.prepare()
+            backend.prepare()  # before ImportStarted: the runner's deadline is not the import's yet
+        emit(ImportStarted(lesson))
         with time_limit(timeout):
             mod = backend.load()
     except (LoadError, ExampleTimeout) as exc:
@@ -345,7 +345,6 @@ def grade_exercise(
 
     for index, ex in enumerate(examples):
         shown = format_example(ex)
-        emit(ExampleStarted(lesson, spec.name, index, shown))
         called = _Called(fn)
         try:  # not this example's time: a fresh student's process after a hang or crash
             with time_limit(timeout and max(timeout, RESTART_LIMIT)):
@@ -360,6 +359,7 @@ def grade_exercise(
                 Status.ERROR, example=shown,
                 error=f"The process running your code stopped while it started again: {exc}.",
             )  # fmt: skip
+        emit(ExampleStarted(lesson, spec.name, index, shown))  # its time limit starts now
         try:
             with time_limit(timeout):
                 trial = spec.run(rt, called, ex)
