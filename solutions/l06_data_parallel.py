@@ -71,9 +71,13 @@ def dp_accumulate(params: dict, x: jax.Array, y: jax.Array, mesh: Mesh, n_micro:
     """Gradient over the whole batch, accumulated over ``n_micro`` micro-batches per device.
 
     Each device splits its B/N rows into ``n_micro`` micro-batches and loops
-    over them (``lax.scan``), adding up local gradients; only one
-    micro-batch's activations are alive at a time. The gradients cross
-    devices once, after the loop. Equal to ``dp_grads``.
+    over them (``lax.scan`` or ``lax.fori_loop``), adding up local gradients.
+    The grader checks what the loop is for, not its form: the micro-batches
+    run one after another, so only one micro-batch's activations are alive
+    at a time (temporary memory stays below those of the whole local batch),
+    and the gradients cross devices once, after the loop. Starting the sum
+    with the first micro-batch and looping over the other ``n_micro − 1``
+    counts the same. Equal to ``dp_grads``.
     """
 
     def body(p, x_rows, y_rows):

@@ -8,8 +8,10 @@ involved, see there), that every output is replicated, that the compiled
 program holds all-reduces only (the batch never moves), and that they send
 exactly the ring optimum 2(N − 1)/N · |params| (+ one scalar for the loss)
 per call. For ``dp_accumulate`` it also checks, from the traced program,
-that the micro-batches are looped over with ``lax.scan``/``fori_loop`` and no
-all-reduce runs inside that loop, and that temporary memory stays below
+that the micro-batches run one after another in a loop (``lax.scan``/``fori_loop``
+of n_micro iterations, or of n_micro − 1 with one micro-batch before or after it,
+as vision_transformer writes it: matmuls counted with trip counts decide, see
+``_micro_loops``) and no all-reduce runs inside that loop, and that temporary memory stays below
 A = L·(B/N)·(D + F)·4 bytes, the activations of the whole local batch.
 
 Sizes. Values and bytes draw small shapes (2–6 rows per device). The
@@ -452,18 +454,93 @@ _IN_LOOP_HINT = (
 
 
 def _micro_loops(program: jaxpr.Program, micro: int) -> list[jaxpr.Loop]:
-    """Loops that could be the one over micro-batches: n_micro iterations (or a
-    while loop) running the model (a dot_general inside)."""
-    return [
-        lp
-        for lp in program.loops
-        if (lp.length == micro or lp.length is None) and lp.contains("dot_general")
-    ]
+    """Loops that stand for the one over micro-batches: a loop that runs the model
+    (a dot_general inside), of n_micro iterations, or of n_micro − 1 with the one
+    micro-batch left over outside it (the first before the loop, as vision_transformer
+    and big_vision write it, or the last after it), or a while loop.
+
+    What counts is the property the loop stands for — the micro-batches run one after
+    another, so one micro-batch's activations are alive at a time — not its form: the
+    matmuls the program runs outside the loop (loop trip counts included, from the
+    traced program) must be at most one iteration's worth, n_micro − t iterations'
+    worth exactly for a loop of t = n_micro − 1. A Python for-loop over micro-batches
+    fails this however its layer loops happen to be counted: n_micro copies of the
+    model run outside any one of them."""
+    out = []
+    for lp in program.loops:
+        if lp.depth or not lp.contains("dot_general"):
+            continue
+        if lp.length is None:
+            out.append(lp)  # a while loop: trip count unknown, as before
+            continue
+        if lp.length not in (micro, micro - 1):
+            continue
+        inside, outside = _matmul_work(program, lp)
+        unknown = inside is None or outside is None  # a while loop elsewhere
+        if unknown or (micro - lp.length) * inside <= outside <= inside:
+            out.append(lp)
+    return out
+
+
+def _matmul_work(program: jaxpr.Program, loop: jaxpr.Loop) -> tuple[int | None, int | None]:
+    """(dot_generals one iteration of ``loop`` runs, dot_generals the program runs
+    outside ``loop``), nested trip counts included; None where a while loop makes a
+    count unknown. Reads the loop tree from ``Program.loops`` (program order, outer
+    before inner: a loop's children follow it, one level deeper)."""
+    loops = list(program.loops)
+
+    def children(i: int) -> list[int]:
+        out, depth = [], loops[i].depth
+        for j in range(i + 1, len(loops)):
+            if loops[j].depth <= depth:
+                break
+            if loops[j].depth == depth + 1:
+                out.append(j)
+        return out
+
+    def per_iteration(i: int) -> int | None:
+        kids = children(i)
+        work = loops[i].inside["dot_general"] - sum(loops[j].inside["dot_general"] for j in kids)
+        for j in kids:
+            if not loops[j].contains("dot_general"):
+                continue
+            inner = per_iteration(j)
+            if inner is None or loops[j].length is None:
+                return None
+            work += loops[j].length * inner
+        return work
+
+    top = [i for i, lp in enumerate(loops) if lp.depth == 0]
+    me = next(i for i in top if loops[i] is loop)
+    outside = program.counts["dot_general"] - sum(loops[i].inside["dot_general"] for i in top)
+    for i in top:
+        if i == me or not loops[i].contains("dot_general"):
+            continue
+        inner = per_iteration(i)
+        if inner is None or loops[i].length is None:
+            return per_iteration(me), None
+        outside += loops[i].length * inner
+    return per_iteration(me), outside
 
 
 def _no_micro_loop_hint(program: jaxpr.Program, micro: int) -> str:
-    """What the traced program loops over instead: a loop around the model's own layer
-    loop of another length, or none (a Python loop, or the whole local batch at once)."""
+    """What the traced program loops over instead: a loop of the right length with more
+    than one micro-batch's matmuls outside it, a loop around the model's own layer loop
+    of another length, or none (a Python loop, or the whole local batch at once)."""
+    for lp in program.loops:
+        if lp.depth or lp.length not in (micro, micro - 1) or not lp.contains("dot_general"):
+            continue
+        if not (lp.contains("scan") or lp.contains("while")):
+            continue  # the model's own layer loop, not one around it
+        inside, outside = _matmul_work(program, lp)
+        if inside and outside is not None:
+            return (
+                f"A loop of {lp.length} iterations runs the model, and the matmuls the "
+                f"program runs outside it add up to {outside / inside:.2f} of its iterations; "
+                f"with n_micro = {micro} micro-batches, {lp.length} in the loop leave "
+                f"{micro - lp.length} outside it. Run the micro-batches in that loop, at most "
+                "one before or after it."
+            )
     outer = sorted({
         lp.length for lp in program.loops
         if lp.depth == 0 and lp.contains("dot_general")
@@ -521,7 +598,8 @@ class MicroBatchLoop(Check):
             return CheckResult(
                 self.name,
                 False,
-                f"no loop of n_micro = {micro} iterations runs the model",
+                f"no loop of n_micro = {micro} iterations runs the model (nor one of "
+                f"n_micro − 1 = {micro - 1} with the micro-batch left over outside it)",
                 evidence=evidence,
                 hint=_no_micro_loop_hint(program, micro),
             )
@@ -531,10 +609,13 @@ class MicroBatchLoop(Check):
                 evidence=evidence, hint=_IN_LOOP_HINT.format(micro=micro),
             )  # fmt: skip
         kind = "scan" if loops[0].length else "while loop"
+        runs = (
+            f"loops over {micro} micro-batches ({kind})"
+            if loops[0].length != micro - 1
+            else f"loops over {micro - 1} micro-batches ({kind}), one more outside the loop"
+        )
         return CheckResult(
-            self.name, True,
-            f"loops over {micro} micro-batches ({kind}), all-reduce after the loop",
-            evidence=evidence,
+            self.name, True, f"{runs}, all-reduce after the loop", evidence=evidence
         )  # fmt: skip
 
 
