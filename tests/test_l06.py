@@ -93,7 +93,8 @@ def _variant(root, tmp_path, code: str):
     return tmp_path
 
 
-def test_the_first_micro_batch_before_the_loop_passes(root, tmp_path):
+@pytest.mark.parametrize("isolate", [False, True], ids=["here", "student-process"])
+def test_the_first_micro_batch_before_the_loop_passes(root, tmp_path, isolate):
     """vision_transformer's form, one micro-batch outside a loop of n_micro − 1: what
     the loop stands for holds (one micro-batch's activations at a time, measured by
     the memory check, and one all-reduce after the loop).
@@ -101,7 +102,9 @@ def test_the_first_micro_batch_before_the_loop_passes(root, tmp_path):
     (LAST_AFTER_THE_LOOP passes the loop check too, but its compiled program needs
     1.03·A of temporaries at N = 4, n_micro = 8 — measured — so memory fails it.)"""
     directory = _variant(root, tmp_path, FIRST_BEFORE_THE_LOOP)
-    result = engine.grade_lesson(6, MODULE, directory, only=["dp_accumulate"], max_examples=0)
+    result = engine.grade_lesson(
+        6, MODULE, directory, only=["dp_accumulate"], max_examples=0, isolate=isolate
+    )  # the worker reads the program from its StableHLO, this process from its jaxpr
     (e,) = result.exercises
     assert e.status == Status.PASSED, [c.to_dict() for c in e.checks if not c.passed]
     (loop,) = [c for c in e.checks if c.name == "loop"]
