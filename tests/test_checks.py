@@ -177,3 +177,24 @@ def test_step_diagnoses():
     assert "too few" in diagnose.steps("collective-permute", 2, 3, 3)
     assert "butterfly" in diagnose.steps("collective-permute", 3, 7, 8)
     assert "No collective-permute" in diagnose.steps("collective-permute", 0, 5, 6)
+
+
+def test_the_precision_hint_names_the_cast_it_measured_and_only_then():
+    """Shown only when the program computes in a 16-bit float on a float32 example; its
+    figures are the dtype's own (bfloat16 8 bits, float16 11)."""
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from grader.checks.program import precision_hint
+    from grader.spec import Trial
+
+    def trial(dtype: str, used: dict[str, int]) -> Trial:
+        return Trial({"dtype": dtype}, program=SimpleNamespace(dtypes=Counter(used)))
+
+    bf16 = precision_hint(trial("float32", {"bfloat16": 3, "float32": 1}), "Keep float32.")
+    assert "computes in bfloat16" in bf16 and "8 significant bits" in bf16
+    assert "32,768×" in bf16 and bf16.endswith("Keep float32.")
+    f16 = precision_hint(trial("float32", {"float16": 1}), "Keep float32.")
+    assert "11 significant bits" in f16 and "8,192×" in f16
+    assert precision_hint(trial("float32", {"float32": 5}), "x") is None  # nothing narrow used
+    assert precision_hint(trial("bfloat16", {"bfloat16": 5}), "x") is None  # the example's own

@@ -17,7 +17,9 @@ from grader.results import CheckResult
 from grader.spec import Check, Trial
 
 NARROW_FLOATS = ("bfloat16", "float16")
-"""16-bit floats: about 3 significant decimal digits (bfloat16: 8 bits of mantissa)."""
+"""16-bit floats."""
+SIGNIFICANT_BITS = {"bfloat16": 8, "float16": 11, "float32": 24}
+"""Bits of precision (mantissa + the implicit one) of each float dtype."""
 
 
 def narrow_floats(trial: Trial) -> list[str]:
@@ -35,10 +37,12 @@ def precision_hint(trial: Trial, advice: str, detail: str = "") -> str | None:
     low = narrow_floats(trial)
     if not low:
         return None
+    bits = min(SIGNIFICANT_BITS[d] for d in low)
+    coarser = 2 ** (SIGNIFICANT_BITS["float32"] - bits)
     return (
         f"Your program computes in {' and '.join(low)}{detail}, and this example is float32: "
-        "8 significant bits round hundreds of times beyond the float32 error the check "
-        f"allows. {advice}"
+        f"{bits} significant bits round {coarser:,}× more coarsely than float32's 24, far "
+        f"beyond the float32 error the check allows. {advice}"
     )
 
 

@@ -112,6 +112,7 @@ def grade(request: Request, emit: Callable[[Event], None]) -> None:
         except engine.BadExample as exc:
             raise _Rejected(f"--example {request.example!r}: {exc}") from None
         emit(LessonFinished(job.lesson, result.duration))
+    spares.close()  # a process started ahead for a lesson that was not graded
 
 
 def enable_compilation_cache(directory: str) -> None:
