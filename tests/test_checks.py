@@ -193,7 +193,7 @@ def test_the_precision_hint_names_the_cast_it_measured_and_only_then():
 
     bf16 = precision_hint(trial("float32", {"bfloat16": 3, "float32": 1}), "Keep float32.")
     assert "computes in bfloat16" in bf16 and "8 significant bits" in bf16
-    assert "32,768×" in bf16 and bf16.endswith("Keep float32.")
+    assert "65,536×" in bf16 and bf16.endswith("Keep float32.")
     f16 = precision_hint(trial("float32", {"float16": 1}), "Keep float32.")
     assert "11 significant bits" in f16 and "8,192×" in f16
     assert precision_hint(trial("float32", {"float32": 5}), "x") is None  # nothing narrow used
