@@ -244,6 +244,7 @@ def run_train(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     new, value = model.sgd_step(params, x, y, LR, heads)
     trial.expected = (new, np.float64(value))
     trial.extra["grads"] = model.grads(params, x, y, heads)[1]
+    trial.extra["batch"] = (x, y)
     trial.extra["predict"] = _students_prediction(fn)
     return trial
 
@@ -330,6 +331,8 @@ class Divergence(Check):
         )
         if (result.hint or "").startswith("Every gradient"):
             pass  # a known wrong result was recognised
+        elif self._heads_swapped(trial):
+            result = replace(result, hint=HEADS_SWAPPED)
         elif narrow:
             result = replace(result, hint=narrow)
         elif not loss_ok and self._twice(trial):
@@ -373,6 +376,37 @@ class Divergence(Check):
         return True
 
     @staticmethod
+    def _heads_swapped(trial: Trial) -> bool:
+        """The step and loss exactly those of a model whose heads are split at a stride:
+        each device's H/model·Dh columns of wq, wk, wv read as [Dh, H/model] and swapped,
+        the output merged head-major before wo (so wo is not permuted)."""
+        s = sizes(trial.example)
+        per = s.heads // s.model
+        if per < 2 or s.dh < 2 or "batch" not in trial.extra:
+            return False  # every stride reads the same columns
+        local = np.arange(per * s.dh).reshape(s.dh, per).T.reshape(-1)
+        perm = np.concatenate([i * per * s.dh + local for i in range(s.model)])
+        inverse = np.argsort(perm)
+        before = trial.extra["before"]
+        permuted = {k: before[k][..., perm] if k in QKV else before[k] for k in NAMES}
+        x, y = trial.extra["batch"]
+        new, value = model.sgd_step(permuted, x, y, LR, s.heads)
+        wrong = {k: new[k][..., inverse] if k in QKV else new[k] for k in NAMES}
+        frac = _atol(trial)
+        got = np.asarray(trial.output[1], np.float64)
+        if got.shape != () or abs(float(got) - value) > frac * abs(value) + 1e-30:
+            return False
+        for name in NAMES:
+            mine = np.asarray(trial.output[0][name], np.float64)
+            scale = float(np.max(np.abs(wrong[name]))) or 1.0
+            if (
+                mine.shape != wrong[name].shape
+                or np.max(np.abs(mine - wrong[name])) > 4 * frac * scale
+            ):
+                return False
+        return True
+
+    @staticmethod
     def _loss_ok(trial: Trial) -> bool:
         got = np.asarray(trial.output[1], np.float64)
         want = float(trial.expected[1])
@@ -402,6 +436,17 @@ class Divergence(Check):
                 for i in range(layers)]  # fmt: skip
         table = Table(["layer", *NAMES], rows)
         return table, first
+
+
+QKV = ("wq", "wk", "wv")
+HEADS_SWAPPED = (
+    "Your loss and every update are exactly those of heads split at one stride and merged "
+    "at another: each device's H/model·Dh columns of q, k and v were reshaped to "
+    "[B, S, Dh, H/model] and swapped to [B, S, H/model, Dh], so your head h is every "
+    "H/model-th column (c·H/model + h), while the output is merged head-major before wo. "
+    "Head h is the contiguous columns h·Dh … (h+1)·Dh: reshape to [B, S, H/model, Dh] "
+    "directly, no swap."
+)
 
 
 def _ratio(r: float) -> str:
