@@ -420,4 +420,18 @@ def pipeline_forward(params, x, mesh, n_micro):
             ),
         ),
     ),
+    Mistake(
+        id="pp-forward-merged-strided",
+        module=L09,
+        exercise="pipeline_forward",
+        status="failed",
+        check="values",
+        says=("right but in the wrong place", "Merge as you split"),
+        patch=(
+            (
+                "return lax.psum(out, AXIS).reshape(b, d)",
+                "return lax.psum(out, AXIS).swapaxes(0, 1).reshape(b, d)  # [rows, m, d]",
+            ),
+        ),
+    ),
 ]

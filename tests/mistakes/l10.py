@@ -301,4 +301,18 @@ def zigzag_ring_attention(q, k, v, mesh):
             ),
         ),
     ),
+    Mistake(
+        id="zigzag-branches-exchanged",
+        module=L10,
+        exercise="zigzag_ring_attention",
+        status="failed",
+        check="values",
+        says=("two cases swapped", "branches exchanged"),
+        patch=(
+            (
+                "lax.cond(j < me, earlier, later, acc, kv)",
+                "lax.cond(j < me, later, earlier, acc, kv)",
+            ),
+        ),
+    ),
 ]
