@@ -315,4 +315,22 @@ def zigzag_ring_attention(q, k, v, mesh):
             ),
         ),
     ),
+    Mistake(
+        id="zigzag-causal-diagonal-strict",
+        module=L10,
+        exercise="zigzag_ring_attention",
+        status="failed",
+        check="values",
+        says=("diagonal block is masked strictly", "pos[:, None] >= pos[None, :]"),
+        patch=(("pos[:, None] >= pos[None, :]", "pos[:, None] > pos[None, :]"),),
+    ),
+    Mistake(
+        id="zigzag-last-block-never-attended",
+        module=L10,
+        exercise="zigzag_ring_attention",
+        status="failed",
+        check="values",
+        says=("never attends to the last block", "all N − 1 of them"),
+        patch=(("lax.fori_loop(1, n, step,", "lax.fori_loop(1, n - 1, step,"),),
+    ),
 ]

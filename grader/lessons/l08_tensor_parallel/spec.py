@@ -85,19 +85,18 @@ def attention(
 
 
 def _wrong_stride(
-    x, wq, wk, wv, wo, n_heads: int, n: int, merged_back: bool = True
+    x, wq, wk, wv, wo, n_heads: int, n: int, split: bool = True, merge: bool = True
 ) -> np.ndarray:  # fmt: skip
-    """y when every device reshapes its H/N·Dh columns to [Dh, H/N] (head index
-    fastest) and swaps them to [H/N, Dh]: its "head h, dim c" is the true local
-    column c·H/N + h. ``merged_back``: the heads' outputs are put back at the same
-    stride before wo; else reshaped head-major, so wo's rows meet other columns."""
+    """y when every device reads its H/N·Dh columns at the head-fastest stride: as
+    [Dh, H/N] swapped to [H/N, Dh], "head h, dim c" is the true local column
+    c·H/N + h. ``split``: q, k, v are split so; ``merge``: the heads' outputs are
+    put back so before wo (both: the columns are only renumbered, each head still
+    meets its own rows of wo, but the heads mix columns)."""
     heads, dh = n_heads // n, wq.shape[1] // n_heads
     local = np.arange(heads * dh).reshape(dh, heads).T.reshape(-1)  # position h·Dh + c → c·H/N + h
     perm = np.concatenate([i * heads * dh + local for i in range(n)])
-    # the same columns of q, k, v (and rows of wo when merged back), read in that order
-    return attention(
-        x, wq[:, perm], wk[:, perm], wv[:, perm], wo[perm] if merged_back else wo, n_heads
-    )
+    qkv = [w[:, perm] if split else w for w in (wq, wk, wv)]
+    return attention(x, *qkv, wo[perm] if merge else wo, n_heads)
 
 
 # ------------------------------------------------------------------ examples
@@ -416,7 +415,14 @@ def _attention_alternatives(t: Trial) -> list[tuple[str, Callable[[tuple, tuple]
             "so your head h is every H/N-th column (c·H/N + h), while the output is merged "
             "head-major before wo. Head h is the contiguous columns h·Dh … (h+1)·Dh: "
             "reshape to [B, S, H/N, Dh] directly, no swap.",
-            _wrong_stride(*inputs, heads, n, merged_back=False),
+            _wrong_stride(*inputs, heads, n, merge=False),
+        ))  # fmt: skip
+        out.append((
+            "Your heads are split head-major but merged at another stride: the heads' "
+            "outputs [B, S, H/N, Dh] were swapped to [B, S, Dh, H/N] before the reshape to "
+            "H/N·Dh columns, so head h's dim c meets row c·H/N + h of your wo block instead of "
+            "h·Dh + c. Merge as you split: o.reshape(B, S, H/N·Dh), no swap.",
+            _wrong_stride(*inputs, heads, n, split=False),
         ))  # fmt: skip
     widths: dict[int, list[str]] = {}
     for width, what in ((d, "D, the model width"), (heads // n * dh, "H/N·Dh, your columns")):

@@ -375,11 +375,17 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
     return out
 
 
-def _simulate_zigzag(trial: Trial, earlier: Callable[[int, int], bool]) -> np.ndarray:
+def _simulate_zigzag(
+    trial: Trial,
+    earlier: Callable[[int, int], bool] = lambda j, i: j < i,
+    strict: bool = False,
+    skipped: Callable[[int], int] | None = None,
+) -> np.ndarray:
     """Zigzag ring attention in float64, in the layout the devices hold, where the
     K/V block of device j ≠ i gets the j < i treatment (both query chunks, key chunk
     j) when ``earlier(j, i)`` and the j > i one (second query chunk, both key
-    chunks) otherwise."""
+    chunks) otherwise. ``strict``: the diagonal block's mask is q > k;
+    ``skipped(i)``: the block device i never attends to."""
     ex = trial.example
     q, k, v = (a.astype(np.float64) for a in trial.extra["inputs"])
     n, c = ex["n"], ex["chunk"]
@@ -391,12 +397,14 @@ def _simulate_zigzag(trial: Trial, earlier: Callable[[int, int], bool]) -> np.nd
     for i in range(n):
         pos = positions(i)
         mask = attention.causal_mask(pos, pos)
+        if strict:
+            mask &= pos[:, None] != pos[None, :]
         halves = [
             attention.partial(q[pos[h]], k[pos], v[pos], mask[h])
             for h in (slice(0, c), slice(c, 2 * c))
         ]
         for j in range(n):
-            if j == i:
+            if j == i or (skipped is not None and j == skipped(i)):
                 continue
             keys = positions(j)
             if earlier(j, i):
@@ -417,8 +425,29 @@ def _simulate_zigzag(trial: Trial, earlier: Callable[[int, int], bool]) -> np.nd
 def _zigzag_alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.ndarray]]]:
     if trial.example["n"] < 2:
         return []
+    n, shift = trial.example["n"], _shift(trial)
     reversed_ = _simulate_zigzag(trial, lambda j, i: j > i)
-    return [
+    strict = _simulate_zigzag(trial, strict=True)
+    out = [
+        (
+            "Your result is exactly that of a zigzag ring whose diagonal block is masked "
+            "strictly (query position > key position): each query is kept from its own key "
+            "(and position 0 sees none). A query sees the keys at its own position and "
+            "before: pos[:, None] >= pos[None, :].",
+            lambda coord, index: strict[index],
+        )
+    ]
+    if n >= 3 and shift in (1, -1):  # at N = 2 the last block is the only one after the diagonal
+        last = _simulate_zigzag(trial, skipped=lambda i: (i + shift) % n)
+        towards = "i + 1" if shift == 1 else "i − 1"
+        out.append((
+            f"Your result is exactly that of a zigzag ring that never attends to the last "
+            f"block: the one arriving with rotation N − 1 (device {towards}'s, sending to "
+            f"{towards}). After the diagonal block, each of the N − 1 rotations brings a "
+            "block to attend to: loop over all N − 1 of them.",
+            lambda coord, index: last[index],
+        ))  # fmt: skip
+    return out + [
         (
             "Your result is exactly that of a zigzag ring with the two cases swapped: against "
             "the K/V block of device j > i you attend with both query chunks to key chunk j, "

@@ -331,8 +331,8 @@ class Divergence(Check):
         )
         if (result.hint or "").startswith("Every gradient"):
             pass  # a known wrong result was recognised
-        elif self._heads_swapped(trial):
-            result = replace(result, hint=HEADS_SWAPPED)
+        elif stride := self._heads_stride(trial):
+            result = replace(result, hint=stride)
         elif narrow:
             result = replace(result, hint=narrow)
         elif not loss_ok and self._twice(trial):
@@ -376,35 +376,40 @@ class Divergence(Check):
         return True
 
     @staticmethod
-    def _heads_swapped(trial: Trial) -> bool:
-        """The step and loss exactly those of a model whose heads are split at a stride:
-        each device's H/model·Dh columns of wq, wk, wv read as [Dh, H/model] and swapped,
-        the output merged head-major before wo (so wo is not permuted)."""
+    def _heads_stride(trial: Trial) -> str | None:
+        """The hint when the step and loss are exactly those of a model whose heads are
+        read at the head-fastest stride: each device's H/model·Dh columns as [Dh, H/model]
+        swapped, when splitting q, k, v, when merging before wo, or both."""
         s = sizes(trial.example)
         per = s.heads // s.model
         if per < 2 or s.dh < 2 or "batch" not in trial.extra:
-            return False  # every stride reads the same columns
+            return None  # every stride reads the same columns
         local = np.arange(per * s.dh).reshape(s.dh, per).T.reshape(-1)
         perm = np.concatenate([i * per * s.dh + local for i in range(s.model)])
         inverse = np.argsort(perm)
         before = trial.extra["before"]
-        permuted = {k: before[k][..., perm] if k in QKV else before[k] for k in NAMES}
         x, y = trial.extra["batch"]
-        new, value = model.sgd_step(permuted, x, y, LR, s.heads)
-        wrong = {k: new[k][..., inverse] if k in QKV else new[k] for k in NAMES}
         frac = _atol(trial)
         got = np.asarray(trial.output[1], np.float64)
-        if got.shape != () or abs(float(got) - value) > frac * abs(value) + 1e-30:
-            return False
-        for name in NAMES:
-            mine = np.asarray(trial.output[0][name], np.float64)
-            scale = float(np.max(np.abs(wrong[name]))) or 1.0
-            if (
-                mine.shape != wrong[name].shape
-                or np.max(np.abs(mine - wrong[name])) > 4 * frac * scale
+        for names, hint in STRIDES:
+            axis = {k: 2 if k in QKV else 1 for k in names}  # the H·Dh axis
+            permuted = {
+                k: np.take(v, perm, axis=axis[k]) if k in names else v for k, v in before.items()
+            }
+            new, value = model.sgd_step(permuted, x, y, LR, s.heads)
+            if got.shape != () or abs(float(got) - value) > frac * abs(value) + 1e-30:
+                continue
+            wrong = {
+                k: np.take(v, inverse, axis=axis[k]) if k in names else v for k, v in new.items()
+            }
+            if all(
+                np.shape(trial.output[0][k]) == wrong[k].shape
+                and np.max(np.abs(np.asarray(trial.output[0][k], np.float64) - wrong[k]))
+                <= 4 * frac * (float(np.max(np.abs(wrong[k]))) or 1.0)
+                for k in NAMES
             ):
-                return False
-        return True
+                return hint
+        return None
 
     @staticmethod
     def _loss_ok(trial: Trial) -> bool:
@@ -439,14 +444,34 @@ class Divergence(Check):
 
 
 QKV = ("wq", "wk", "wv")
-HEADS_SWAPPED = (
-    "Your loss and every update are exactly those of heads split at one stride and merged "
-    "at another: each device's H/model·Dh columns of q, k and v were reshaped to "
-    "[B, S, Dh, H/model] and swapped to [B, S, H/model, Dh], so your head h is every "
-    "H/model-th column (c·H/model + h), while the output is merged head-major before wo. "
-    "Head h is the contiguous columns h·Dh … (h+1)·Dh: reshape to [B, S, H/model, Dh] "
-    "directly, no swap."
+HEAD_MAJOR = (
+    "Head h is the contiguous columns h·Dh … (h+1)·Dh: reshape to [B, S, H/model, Dh] and "
+    "back to H/model·Dh columns directly, no swap."
 )
+STRIDES = (
+    (
+        QKV,
+        "Your loss and every update are exactly those of heads split at one stride and "
+        "merged at another: each device's H/model·Dh columns of q, k and v were reshaped to "
+        "[B, S, Dh, H/model] and swapped to [B, S, H/model, Dh], so your head h is every "
+        "H/model-th column (c·H/model + h), while the output is merged head-major before wo. "
+        + HEAD_MAJOR,
+    ),
+    (
+        ("wo",),
+        "Your loss and every update are exactly those of heads split head-major but "
+        "merged at another stride: the heads' outputs [B, S, H/model, Dh] were swapped to "
+        "[B, S, Dh, H/model] before the reshape, so head h's dim c meets row c·H/model + h of "
+        "your wo block instead of h·Dh + c. " + HEAD_MAJOR,
+    ),
+    (
+        (*QKV, "wo"),
+        "Your loss and every update are exactly those of heads split (and merged) "
+        "at the wrong stride: your head h is every H/model-th column (c·H/model + h) of your "
+        "q, k, v and wo blocks, so each head mixes the columns of all of them. " + HEAD_MAJOR,
+    ),
+)
+"""(the params whose H·Dh axis is read at the head-fastest stride, the hint)."""
 
 
 def _ratio(r: float) -> str:
