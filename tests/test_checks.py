@@ -123,6 +123,7 @@ def test_values_and_sharding_on_a_real_array():
     off[5, 7] += 1.0  # one element on one device
     bad = Values()(Trial({}, output=good, expected=off, mesh=mesh))
     assert not bad.passed and bad.message.startswith("1 of 8 devices")
+    assert bad.message.endswith("; wrong along axis 0: 1 of 8 rows (5)")  # the global row
     (device_map,) = bad.evidence
     assert device_map.first_mismatch.index == [5, 7]
     assert [d.coord for d in device_map.devices if not d.ok] == [[1, 3]]
@@ -198,3 +199,17 @@ def test_the_precision_hint_names_the_cast_it_measured_and_only_then():
     assert "11 significant bits" in f16 and "8,192×" in f16
     assert precision_hint(trial("float32", {"float32": 5}), "x") is None  # nothing narrow used
     assert precision_hint(trial("bfloat16", {"bfloat16": 5}), "x") is None  # the example's own
+
+
+def test_a_failed_value_check_says_which_rows_differ():
+    """Where no known mistake matches, the message still says what was measured: the
+    wrong rows along axis 0, as runs (and nothing more when every row is wrong)."""
+    from grader.checks.values import row_summary
+
+    assert row_summary({0, 1, 2, 3, 8, 20, 21}, 24) == (
+        "; wrong along axis 0: 7 of 24 rows (0–3, 8, 20–21)"
+    )
+    assert row_summary(set(range(24)), 24) == ""
+    assert row_summary(set(), 24) == ""
+    many = row_summary(set(range(0, 40, 2)), 40)
+    assert many.endswith("(0, 2, 4, 6, 8, 10, … (14 more runs))")

@@ -102,6 +102,7 @@ class Values(Check):
         actual = [np.asarray(s.data) for s in shards]
         expected = [want[s.index] for s in shards]
         devices, first, worst_abs, worst_rel = [], None, 0.0, 0.0
+        wrong_rows: set[int] = set()  # global indices along axis 0 where some device differs
         for s, a, e in zip(shards, actual, expected):
             coord = coords.get(s.device.id, (s.device.id,))
             if a.shape != e.shape:
@@ -118,9 +119,13 @@ class Values(Check):
                     worst_rel, float((err[nonzero] / np.abs(as_numpy(e))[nonzero]).max())
                 )
             devices.append(DeviceShard(list(coord), ok, m))
+            offset = [sl.start or 0 for sl in s.index] + [0] * (e.ndim - len(s.index))
+            if not ok and e.ndim:
+                off_rows = ~(err <= atol + rtol * np.abs(as_numpy(e)))
+                rows = np.nonzero(off_rows.reshape(len(e), -1).any(axis=1))[0]
+                wrong_rows.update(int(offset[0] + r) for r in rows)
             if not ok and first is None:
                 bad = np.argwhere(~(err <= atol + rtol * np.abs(as_numpy(e))))[0]
-                offset = [sl.start or 0 for sl in s.index] + [0] * (e.ndim - len(s.index))
                 small = e.size <= SHOW_LIMIT  # small enough to print whole
                 first = Mismatch(
                     coord=list(coord),
@@ -173,10 +178,31 @@ class Values(Check):
         return CheckResult(
             self.name,
             False,
-            f"{n_bad} of {len(devices)} devices hold wrong values{where}",
+            f"{n_bad} of {len(devices)} devices hold wrong values{where}"
+            + row_summary(wrong_rows, want.shape[0] if want.ndim else 0),
             evidence=evidence,
             hint=hint,
         )
+
+
+SHOW_RANGES = 6
+"""Runs of wrong rows listed in a failure message."""
+
+
+def row_summary(rows: set[int], total: int) -> str:
+    """``'; wrong along axis 0: rows 0–3, 8 of 24'`` (what was measured, where); '' when
+    every row (or there is no axis 0) is wrong — the device count says it then."""
+    if not rows or total <= 1 or len(rows) == total:
+        return ""
+    runs: list[list[int]] = []
+    for r in sorted(rows):
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    shown = ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in runs[:SHOW_RANGES])
+    more = f", … ({len(runs) - SHOW_RANGES} more runs)" if len(runs) > SHOW_RANGES else ""
+    return f"; wrong along axis 0: {len(rows)} of {total} rows ({shown}{more})"
 
 
 @dataclass(frozen=True)

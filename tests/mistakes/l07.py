@@ -313,7 +313,35 @@ def fsdp_train_step(params, x, y, mesh, lr):
         exercise="fsdp_forward",
         status="failed",
         check="values",
-        says=("devices hold wrong values",),
+        says=("blocks of w_in's rows", "interleaved", "axis=0, tiled=True"),
+        patch=(
+            (
+                "w_in = lax.all_gather(w_in_blk, AXIS, axis=0, tiled=True)  # [D/N, F] -> [D, F]",
+                "w_in = lax.all_gather(w_in_blk, AXIS, axis=1).reshape(-1, w_in_blk.shape[1])",
+            ),
+        ),
+    ),
+    Mistake(
+        id="fsdp-grads-gather-w-out-on-the-wrong-axis",
+        module=L07,
+        exercise="fsdp_grads",
+        status="failed",
+        check="values",
+        says=("blocks of w_out's columns", "interleaved", "axis=1, tiled=True"),
+        patch=(
+            (
+                "w_out = lax.all_gather(w_out_blk, AXIS, axis=1, tiled=True)  # [F, D/N] -> [F, D]",
+                "w_out = lax.all_gather(w_out_blk, AXIS, axis=2).reshape(w_out_blk.shape[0], -1)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="fsdp-train-step-gathers-on-the-wrong-axis",
+        module=L07,
+        exercise="fsdp_train_step",
+        status="failed",
+        check="values",
+        says=("blocks of w_in's rows", "interleaved"),
         patch=(
             (
                 "w_in = lax.all_gather(w_in_blk, AXIS, axis=0, tiled=True)  # [D/N, F] -> [D, F]",

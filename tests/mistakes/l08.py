@@ -228,11 +228,25 @@ def tp_mlp(x, w_in, w_out, mesh):
         exercise="tp_attention",
         status="failed",
         check="values",
-        says=("devices hold wrong values",),
+        says=("split at one stride and merged at another", "no swap"),
         patch=(
             (
                 "            return t.reshape(b, s, heads, dh)",
                 "            return t.reshape(b, s, dh, heads).swapaxes(2, 3)  # -> [B, S, heads, Dh]",
+            ),
+        ),
+    ),
+    Mistake(
+        id="tp-attention-heads-merged-at-another-stride",
+        module=L08,
+        exercise="tp_attention",
+        status="failed",
+        check="values",
+        says=("split head-major but merged at another stride", "Merge as you split"),
+        patch=(
+            (
+                'return lax.psum(o.reshape(b, s, heads * dh) @ wo, "model")',
+                'return lax.psum(o.swapaxes(2, 3).reshape(b, s, heads * dh) @ wo, "model")',
             ),
         ),
     ),

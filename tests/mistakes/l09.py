@@ -386,7 +386,7 @@ def pipeline_forward(params, x, mesh, n_micro):
         exercise="pipeline_forward",
         status="failed",
         check="values",
-        says=("devices hold wrong values",),
+        says=("right but in the wrong place", "rows i, i + m, i + 2m"),
         patch=(
             (
                 "        micro = x.reshape(n_micro, rows, d)\n",
@@ -400,7 +400,7 @@ def pipeline_forward(params, x, mesh, n_micro):
         exercise="pipeline_grads",
         status="failed",
         check="values",
-        says=("devices hold wrong values",),
+        says=("idle ticks are not masked", "only where 0 ≤ i < m"),
         patch=(
             ("g_in = g_in + jnp.where(valid, gw_in, 0.0)", "g_in = g_in + gw_in"),
             ("g_out = g_out + jnp.where(valid, gw_out, 0.0)", "g_out = g_out + gw_out"),
@@ -412,11 +412,25 @@ def pipeline_forward(params, x, mesh, n_micro):
         exercise="pipeline_grads",
         status="failed",
         check="values",
-        says=("devices hold wrong values",),
+        says=("sends each input gradient", "perm pairs (s + 1, s)"),
         patch=(
             (
                 "received = lax.ppermute(g_h, AXIS, to_prev)",
                 "received = lax.ppermute(g_h, AXIS, to_next)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="pp-forward-merged-strided",
+        module=L09,
+        exercise="pipeline_forward",
+        status="failed",
+        check="values",
+        says=("right but in the wrong place", "Merge as you split"),
+        patch=(
+            (
+                "return lax.psum(out, AXIS).reshape(b, d)",
+                "return lax.psum(out, AXIS).swapaxes(0, 1).reshape(b, d)  # [rows, m, d]",
             ),
         ),
     ),

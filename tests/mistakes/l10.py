@@ -254,7 +254,7 @@ def zigzag_ring_attention(q, k, v, mesh):
         exercise="ring_attention",
         status="failed",
         check="values",
-        says=("devices hold wrong values",),
+        says=("causal mask is strict", "q_pos >= k_pos"),
         patch=(
             (
                 "mask = rows[:, None] >= (j * b + jnp.arange(b))[None, :] if causal else None",
@@ -282,7 +282,7 @@ def zigzag_ring_attention(q, k, v, mesh):
         exercise="ring_attention",
         status="failed",
         check="values",
-        says=("devices hold wrong values",),
+        says=("Only N − 1 = 5 of the N K/V blocks", "attend once more"),
         patch=(
             ("o, _ = attend(acc, kv, n - 1)  # the last block needs no onward send", "o, _ = acc"),
         ),
@@ -293,12 +293,44 @@ def zigzag_ring_attention(q, k, v, mesh):
         exercise="zigzag_ring_attention",
         status="failed",
         check="values",
-        says=("devices hold wrong values",),
+        says=("two cases swapped", "for j < i both query chunks"),
         patch=(
             (
                 "lax.cond(j < me, earlier, later, acc, kv)",
                 "lax.cond(j > me, earlier, later, acc, kv)",
             ),
         ),
+    ),
+    Mistake(
+        id="zigzag-branches-exchanged",
+        module=L10,
+        exercise="zigzag_ring_attention",
+        status="failed",
+        check="values",
+        says=("two cases swapped", "branches exchanged"),
+        patch=(
+            (
+                "lax.cond(j < me, earlier, later, acc, kv)",
+                "lax.cond(j < me, later, earlier, acc, kv)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="zigzag-causal-diagonal-strict",
+        module=L10,
+        exercise="zigzag_ring_attention",
+        status="failed",
+        check="values",
+        says=("diagonal block is masked strictly", "pos[:, None] >= pos[None, :]"),
+        patch=(("pos[:, None] >= pos[None, :]", "pos[:, None] > pos[None, :]"),),
+    ),
+    Mistake(
+        id="zigzag-last-block-never-attended",
+        module=L10,
+        exercise="zigzag_ring_attention",
+        status="failed",
+        check="values",
+        says=("never attends to the last block", "all N − 1 of them"),
+        patch=(("lax.fori_loop(1, n, step,", "lax.fori_loop(1, n - 1, step,"),),
     ),
 ]

@@ -294,7 +294,7 @@ def moe_layer(x, router_w, w_in, w_out, mesh, capacity):
         exercise="top1_dispatch",
         status="failed",
         check="dispatch",
-        says=("routed differently",),
+        says=("routed differently", "keeps its last C tokens", "number of tokens before it"),
         patch=(
             (
                 "earlier = jnp.cumsum(onehot, axis=0) - onehot  # exclusive: tokens before this one",

@@ -221,4 +221,42 @@ MISTAKES: list[Mistake] = [
         says=("exactly 2 × the reference", "lost its ½"),
         patch=(("return 0.5 * jnp.sum(err * err) / rows", "return jnp.sum(err * err) / rows"),),
     ),
+    Mistake(
+        id="l12-heads-split-at-one-stride-then-swapped",
+        module=L12,
+        exercise="train_step",
+        status="failed",
+        check="values",
+        says=("split at one stride and merged at another", "no swap"),
+        patch=(
+            (
+                "        return t.reshape(b, s, heads, dh)",
+                "        return t.reshape(b, s, dh, heads).swapaxes(2, 3)  # -> [B, S, heads, Dh]",
+            ),
+        ),
+    ),
+    Mistake(
+        id="l12-heads-merged-at-another-stride",
+        module=L12,
+        exercise="train_step",
+        status="failed",
+        check="values",
+        says=("split head-major but merged at another stride", "no swap"),
+        patch=((ROW_PARALLEL, ROW_PARALLEL.replace("o.reshape", "o.swapaxes(2, 3).reshape")),),
+    ),
+    Mistake(
+        id="l12-heads-at-the-wrong-stride",
+        module=L12,
+        exercise="train_step",
+        status="failed",
+        check="values",
+        says=("split (and merged) at the wrong stride", "no swap"),
+        patch=(
+            (ROW_PARALLEL, ROW_PARALLEL.replace("o.reshape", "o.swapaxes(2, 3).reshape")),
+            (
+                "        return t.reshape(b, s, heads, dh)",
+                "        return t.reshape(b, s, dh, heads).swapaxes(2, 3)",
+            ),
+        ),
+    ),
 ]

@@ -184,6 +184,7 @@ def make_run(kind: str) -> Run:
             jitted, args, mesh, kind=kind, dtype="float32", shardings=shard,
             replicated=NamedSharding(mesh, P()), before=params,
         )  # fmt: skip
+        trial.extra.update(x=x, batch=(x, y))
         _check_structure(kind, trial.output)
         trial.expected = _expected(kind, params, x, y)
         return trial
@@ -254,6 +255,69 @@ def _unscaled(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
             lambda coord, index: wrong[index],
         )
     ]
+
+
+GATHER_AXES = {
+    "w_in": (1, 0, "[D/N, F]", "[D/N, N, F]", "rows"),
+    "w_out": (2, 1, "[F, D/N]", "[F, D/N, N]", "columns"),
+}
+"""param → (its D axis in the stack, that axis in one layer's block, the block's shape,
+the untiled gather's, what D indexes) for the interleaved-gather diagnosis."""
+
+
+def _interleaved(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
+    """The weights gathered on a new axis next to D and reshaped: their D blocks
+    interleaved (index r·N + d holds block d's entry r). The wrong result for
+    w_in, w_out or both, in the trial's kind, with the grads taken through it."""
+    n, kind, leaf = trial.example["n"], trial.extra["kind"], trial.extra["param"]
+    if n == 1:
+        return []
+    before = trial.extra["before"]
+    d = before["w_in"].shape[1]
+    perm = np.arange(d).reshape(n, d // n).T.reshape(-1)
+    inverse = np.argsort(perm)
+    if kind != "forward":
+        x, y = trial.extra["batch"]
+    out = []
+    for names in (("w_in",), ("w_out",), ("w_in", "w_out")):
+        permuted = {
+            k: np.take(v, perm, axis=GATHER_AXES[k][0]) if k in names else v
+            for k, v in before.items()
+        }
+        if kind == "forward":
+            wrong = training.forward(permuted, trial.extra["x"])
+        else:
+            value, g = training.grads(permuted, x, y)
+            g = {
+                k: np.take(v, inverse, axis=GATHER_AXES[k][0]) if k in names else v
+                for k, v in g.items()
+            }
+            if kind == "grads":
+                wrong = g[leaf] if leaf else None
+            else:
+                wrong = before[leaf] - LR * g[leaf] if leaf else np.float64(value)
+        if wrong is None:
+            continue
+        said = " and ".join(
+            f"{k}'s {GATHER_AXES[k][4]} (what reshaping an untiled all_gather of the "
+            f"{GATHER_AXES[k][2]} blocks, {GATHER_AXES[k][3]}, gives)"
+            for k in names
+        )
+        fix = ", ".join(
+            f"lax.all_gather({k}_blk, 'data', axis={GATHER_AXES[k][1]}, tiled=True)" for k in names
+        )
+        out.append((
+            f"Your result is exactly that of the model with the N = {n} blocks of {said} "
+            "interleaved: entry r·N + d of the gathered D axis holds block d's entry r, where "
+            "block d's entries belong together at d·D/N … (d+1)·D/N. Gather along the axis "
+            f"that is split, so the blocks are laid end to end: {fix}.",
+            lambda coord, index, wrong=wrong: np.asarray(wrong)[index],
+        ))  # fmt: skip
+    return out
+
+
+def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
+    return _unscaled(trial) + _interleaved(trial)
 
 
 def _precision_hint(trial: Trial, result: CheckResult) -> str | None:
@@ -514,7 +578,7 @@ def _atol(trial: Trial) -> float:
 def _checks(kind: str) -> tuple[Check, ...]:
     return (
         PerLeaf(
-            inner=Hinted(Values(atol=_atol, alternatives=_unscaled), _precision_hint),
+            inner=Hinted(Values(atol=_atol, alternatives=_alternatives), _precision_hint),
             leaf_extra=_leaf_extra,
         ),
         PerLeaf(

@@ -84,14 +84,19 @@ def attention(
     return np.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, s, n_heads * dh) @ wo
 
 
-def _wrong_stride(x, wq, wk, wv, wo, n_heads: int, n: int) -> np.ndarray:
-    """y when every device reshapes its H/N·Dh columns to [Dh, H/N] (head index
-    fastest) and back: its "head h, dim c" is the true local column c·H/N + h."""
+def _wrong_stride(
+    x, wq, wk, wv, wo, n_heads: int, n: int, split: bool = True, merge: bool = True
+) -> np.ndarray:  # fmt: skip
+    """y when every device reads its H/N·Dh columns at the head-fastest stride: as
+    [Dh, H/N] swapped to [H/N, Dh], "head h, dim c" is the true local column
+    c·H/N + h. ``split``: q, k, v are split so; ``merge``: the heads' outputs are
+    put back so before wo (both: the columns are only renumbered, each head still
+    meets its own rows of wo, but the heads mix columns)."""
     heads, dh = n_heads // n, wq.shape[1] // n_heads
     local = np.arange(heads * dh).reshape(dh, heads).T.reshape(-1)  # position h·Dh + c → c·H/N + h
     perm = np.concatenate([i * heads * dh + local for i in range(n)])
-    # the same columns of q, k, v and rows of wo, read in that order
-    return attention(x, wq[:, perm], wk[:, perm], wv[:, perm], wo[perm], n_heads)
+    qkv = [w[:, perm] if split else w for w in (wq, wk, wv)]
+    return attention(x, *qkv, wo[perm] if merge else wo, n_heads)
 
 
 # ------------------------------------------------------------------ examples
@@ -403,6 +408,21 @@ def _attention_alternatives(t: Trial) -> list[tuple[str, Callable[[tuple, tuple]
             "h·Dh … (h+1)·Dh, so a device's H/N·Dh columns reshape to [B, S, H/N, Dh] (head "
             "first); [B, S, Dh, H/N] interleaves the heads' columns.",
             _wrong_stride(*inputs, heads, n),
+        ))  # fmt: skip
+        out.append((
+            "Your heads are split at one stride and merged at another: each device's "
+            "H/N·Dh columns were reshaped to [B, S, Dh, H/N] and swapped to [B, S, H/N, Dh], "
+            "so your head h is every H/N-th column (c·H/N + h), while the output is merged "
+            "head-major before wo. Head h is the contiguous columns h·Dh … (h+1)·Dh: "
+            "reshape to [B, S, H/N, Dh] directly, no swap.",
+            _wrong_stride(*inputs, heads, n, merge=False),
+        ))  # fmt: skip
+        out.append((
+            "Your heads are split head-major but merged at another stride: the heads' "
+            "outputs [B, S, H/N, Dh] were swapped to [B, S, Dh, H/N] before the reshape to "
+            "H/N·Dh columns, so head h's dim c meets row c·H/N + h of your wo block instead of "
+            "h·Dh + c. Merge as you split: o.reshape(B, S, H/N·Dh), no swap.",
+            _wrong_stride(*inputs, heads, n, split=False),
         ))  # fmt: skip
     widths: dict[int, list[str]] = {}
     for width, what in ((d, "D, the model width"), (heads // n * dh, "H/N·Dh, your columns")):

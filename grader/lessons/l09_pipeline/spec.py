@@ -383,6 +383,26 @@ def _forward_alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tupl
     reverse = training.forward({k: v[::-1] for k, v in params.items()}, x)
     ref = np.asarray(trial.expected)
     out = []
+    m, rows = trial.example["m"], trial.example["rows"]
+    if (
+        m > 1 and rows > 1
+    ):  # micro-batch i as rows i, i + m, …: split at one stride, merged at another
+        d = ref.shape[-1]
+        split_strided = ref.reshape(rows, m, d).swapaxes(0, 1).reshape(-1, d)
+        merged_strided = ref.reshape(m, rows, d).swapaxes(0, 1).reshape(-1, d)
+        out.append((
+            f"Every row of y is right but in the wrong place: your micro-batch i is the rows "
+            f"i, i + m, i + 2m, … of x (x.reshape(B/m, m, D) swapped, m = {m}), while the "
+            "output is put back in contiguous blocks of B/m rows. Split x as you merge y: "
+            "micro-batch i is rows i·B/m … (i+1)·B/m, x.reshape(m, B/m, D).",
+            lambda coord, index: split_strided[index],
+        ))  # fmt: skip
+        out.append((
+            "Every row of y is right but in the wrong place: x is split into contiguous blocks "
+            "of B/m rows, but the outputs are put back strided (row r of micro-batch i at "
+            "r·m + i). Merge as you split: out.reshape(B, D) from [m, B/m, D].",
+            lambda coord, index: merged_strided[index],
+        ))  # fmt: skip
     if p > 1:
         out.append((
             "Your stages run the layers in reverse order. Stage s holds layer s (params "
@@ -444,6 +464,91 @@ def _grads_alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple]
     ]
 
 
+def gpipe_grads(
+    params: dict, x: np.ndarray, y: np.ndarray, p: int, m: int,
+    mask_idle: bool = True, send: int = -1,
+) -> dict[str, np.ndarray]:  # fmt: skip
+    """The GPipe backward of the lesson's solution, tick by tick, in float64: at
+    tick t stage s works on micro-batch i = t − (p − 1 − s) (clipped to 0 … m − 1),
+    the last stage from (out − y_i)/B, the others from what they received; each
+    stage then sends its input gradient to stage s + ``send``. ``mask_idle``
+    False: the ticks with i outside 0 … m − 1 add their weight gradients too."""
+    w_in, w_out = (np.asarray(params[k], np.float64) for k in ("w_in", "w_out"))
+    b, d = x.shape
+    rows = b // m
+    h = np.asarray(x, np.float64).reshape(m, rows, d)
+    saved = []  # saved[s][i]: stage s's input for micro-batch i
+    for s in range(p):
+        saved.append(h)
+        h = h + np.tanh(h @ w_in[s]) @ w_out[s]
+    target = np.asarray(y, np.float64).reshape(m, rows, d)
+    g_in, g_out = np.zeros_like(w_in), np.zeros_like(w_out)
+    received = np.zeros((p, rows, d))
+    for t in range(m + p - 1):
+        sent = np.zeros((p, rows, d))
+        for s in range(p):
+            i = t - (p - 1 - s)
+            at = min(max(i, 0), m - 1)
+            h_s = saved[s][at]
+            a = np.tanh(h_s @ w_in[s])
+            out = h_s + a @ w_out[s]
+            cot = (out - target[at]) / b if s == p - 1 else received[s]
+            da = (cot @ w_out[s].T) * (1.0 - a * a)
+            if mask_idle is False or 0 <= i < m:
+                g_in[s] += h_s.T @ da
+                g_out[s] += a.T @ cot
+            sent[s] = cot + da @ w_in[s].T
+        received = np.zeros((p, rows, d))
+        for s in range(p):
+            if 0 <= s + send < p:
+                received[s + send] = sent[s]
+    return {"w_in": g_in, "w_out": g_out}
+
+
+def _grads_named(trial: Trial) -> str | None:
+    """A hint when every gradient is exactly that of a known wrong GPipe backward."""
+    import jax
+
+    ex, out = trial.example, trial.output
+    p, m = ex["p"], ex["m"]
+    if p < 2 or not isinstance(out, dict) or set(out) != {"w_in", "w_out"}:
+        return None
+    params, x, y = trial.extra["inputs"]
+    cases = [
+        (
+            "Your gradients are exactly those of a backward whose idle ticks are not masked: "
+            "at the ticks where stage s has no micro-batch (i = t − (p − 1 − s) outside "
+            "0 … m − 1) its weight gradients are still added, so stage s adds s extra "
+            "gradients of the clipped micro-batch (stage 0 none: it is right). Add a tick's "
+            "gradients only where 0 ≤ i < m: jnp.where(valid, gw, 0).",
+            dict(mask_idle=False),
+        ),
+        (
+            "Your gradients are exactly those of a backward that sends each input gradient "
+            "to the next stage (s → s + 1) instead of the one before: stage p − 1, which starts "
+            "from the loss, is right, every other stage works from the wrong stage's gradient. "
+            "In the backward the gradient flows against the forward: perm pairs (s + 1, s).",
+            dict(send=+1),
+        ),
+    ]
+    for why, kw in cases:
+        wrong = gpipe_grads(params, x, y, p, m, **kw)
+        frac = _atol(trial)
+        if all(
+            isinstance(out[k], jax.Array)
+            and out[k].shape == wrong[k].shape
+            and np.max(np.abs(np.asarray(out[k], np.float64) - wrong[k]))
+            <= frac * float(np.max(np.abs(np.asarray(trial.expected[k]))))
+            for k in wrong
+        ):
+            return why
+    return None
+
+
+def _grads_explain(trial: Trial) -> str | None:
+    return _precision(trial) or _grads_named(trial)
+
+
 def _grads_advice(kind: str, trial: Trial) -> str | None:
     if kind != "all-reduce":
         return None
@@ -470,7 +575,7 @@ def _exec_checks(grads: bool) -> tuple:
         return (
             PerLeaf(
                 inner=Values(atol=_atol, alternatives=_grads_alternatives),
-                explain_failure=_precision,
+                explain_failure=_grads_explain,
             ),
             PerLeaf(inner=OutputSharding(expected=lambda t: t.extra["layers"])),
             InputsUntouched(),

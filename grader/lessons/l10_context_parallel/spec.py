@@ -261,8 +261,13 @@ def _simulate(
     mask_block: Callable[[int, int], int] | None = None,
     local_mask: bool = False,
     summed: bool = False,
+    strict: bool = False,
+    blocks: int | None = None,
 ) -> np.ndarray:
-    """A ring with a known mistake, in float64, in the layout the devices hold."""
+    """A ring with a known mistake, in float64, in the layout the devices hold.
+
+    ``strict``: the causal mask is q > k (the diagonal masked); ``blocks``: only
+    the first so many of the N blocks held are attended to."""
     ex = trial.example
     q, k, v = (a.astype(np.float64) for a in trial.extra["inputs"])
     n, b, causal = ex["n"], rows_per_device(ex), causal_of(ex)
@@ -273,15 +278,16 @@ def _simulate(
     out = []
     for i in range(n):
         acc = None
-        for s in range(n):
+        for s in range(n if blocks is None else blocks):
             j = held(i, s)
             mask = None
             if causal:
                 jm = mask_block(i, s) if mask_block else j
-                mask = attention.causal_mask(
-                    np.arange(b) + (0 if local_mask else i * b),
-                    np.arange(b) + (0 if local_mask else jm * b),
-                )
+                rows = np.arange(b) + (0 if local_mask else i * b)
+                cols = np.arange(b) + (0 if local_mask else jm * b)
+                mask = attention.causal_mask(rows, cols)
+                if strict:
+                    mask &= rows[:, None] != cols[None, :]
             part = attention.partial(
                 blk(q, i), blk(k, j), blk(v, v_held(i, s) if v_held else j), mask
             )
@@ -298,7 +304,7 @@ def _simulate(
 def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.ndarray]]]:
     """Known wrong rings, in the direction the compiled permutes turn."""
     if trial.extra["zigzag"]:
-        return []
+        return _zigzag_alternatives(trial)
     n = trial.example["n"]
     shift = _shift(trial)
 
@@ -319,7 +325,23 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
             dict(v_held=lambda i, s: i),
         ),
     ]
+    if n >= 2 and shift in (1, -1):
+        cases.append((
+            f"Only N − 1 = {n - 1} of the N K/V blocks are attended to: your result is exactly "
+            "that of a ring that never merges the block arriving with the last rotation (the "
+            f"block of device {'i + 1' if shift == 1 else 'i − 1'} when sending to "
+            f"{'i + 1' if shift == 1 else 'i − 1'}). After the N − 1 attend-and-send "
+            "steps, attend once more to the block you then hold, without sending it on.",
+            dict(blocks=n - 1),
+        ))  # fmt: skip
     if causal_of(trial.example):
+        cases.append((
+            "Your causal mask is strict (query position > key position): each query is kept "
+            "from its own key, so the diagonal of every score matrix is masked (and the first "
+            "query sees no key at all). A query sees the keys at its own position and before: "
+            "q_pos >= k_pos.",
+            dict(strict=True),
+        ))  # fmt: skip
         cases.append((
             "Your causal mask compares local row numbers (r ≥ c inside each block), as if "
             "every block were the diagonal one: the mask must compare global positions — "
@@ -351,6 +373,91 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
             lambda coord, index: masked[index],
         ))  # fmt: skip
     return out
+
+
+def _simulate_zigzag(
+    trial: Trial,
+    earlier: Callable[[int, int], bool] = lambda j, i: j < i,
+    strict: bool = False,
+    skipped: Callable[[int], int] | None = None,
+) -> np.ndarray:
+    """Zigzag ring attention in float64, in the layout the devices hold, where the
+    K/V block of device j ≠ i gets the j < i treatment (both query chunks, key chunk
+    j) when ``earlier(j, i)`` and the j > i one (second query chunk, both key
+    chunks) otherwise. ``strict``: the diagonal block's mask is q > k;
+    ``skipped(i)``: the block device i never attends to."""
+    ex = trial.example
+    q, k, v = (a.astype(np.float64) for a in trial.extra["inputs"])
+    n, c = ex["n"], ex["chunk"]
+
+    def positions(i: int) -> np.ndarray:
+        return np.concatenate([i * c + np.arange(c), (2 * n - 1 - i) * c + np.arange(c)])
+
+    out = []
+    for i in range(n):
+        pos = positions(i)
+        mask = attention.causal_mask(pos, pos)
+        if strict:
+            mask &= pos[:, None] != pos[None, :]
+        halves = [
+            attention.partial(q[pos[h]], k[pos], v[pos], mask[h])
+            for h in (slice(0, c), slice(c, 2 * c))
+        ]
+        for j in range(n):
+            if j == i or (skipped is not None and j == skipped(i)):
+                continue
+            keys = positions(j)
+            if earlier(j, i):
+                halves = [
+                    attention.merge(
+                        part, attention.partial(q[pos[h]], k[keys[:c]], v[keys[:c]], None)
+                    )
+                    for part, h in zip(halves, (slice(0, c), slice(c, 2 * c)))
+                ]
+            else:
+                halves[1] = attention.merge(
+                    halves[1], attention.partial(q[pos[c:]], k[keys], v[keys], None)
+                )
+        out.append(np.concatenate([halves[0][0], halves[1][0]]))
+    return np.concatenate(out)
+
+
+def _zigzag_alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.ndarray]]]:
+    if trial.example["n"] < 2:
+        return []
+    n, shift = trial.example["n"], _shift(trial)
+    reversed_ = _simulate_zigzag(trial, lambda j, i: j > i)
+    strict = _simulate_zigzag(trial, strict=True)
+    out = [
+        (
+            "Your result is exactly that of a zigzag ring whose diagonal block is masked "
+            "strictly (query position > key position): each query is kept from its own key "
+            "(and position 0 sees none). A query sees the keys at its own position and "
+            "before: pos[:, None] >= pos[None, :].",
+            lambda coord, index: strict[index],
+        )
+    ]
+    if n >= 3 and shift in (1, -1):  # at N = 2 the last block is the only one after the diagonal
+        last = _simulate_zigzag(trial, skipped=lambda i: (i + shift) % n)
+        towards = "i + 1" if shift == 1 else "i − 1"
+        out.append((
+            f"Your result is exactly that of a zigzag ring that never attends to the last "
+            f"block: the one arriving with rotation N − 1 (device {towards}'s, sending to "
+            f"{towards}). After the diagonal block, each of the N − 1 rotations brings a "
+            "block to attend to: loop over all N − 1 of them.",
+            lambda coord, index: last[index],
+        ))  # fmt: skip
+    return out + [
+        (
+            "Your result is exactly that of a zigzag ring with the two cases swapped: against "
+            "the K/V block of device j > i you attend with both query chunks to key chunk j, "
+            "and for j < i with your second query chunk to both key chunks (a cond on j > i, "
+            "or its branches exchanged). It is the other way round: for j < i both query "
+            "chunks see key chunk j whole (chunk 2N − 1 − j is in their future); for j > i only "
+            "query chunk 2N − 1 − i sees keys, both chunks of the block.",
+            lambda coord, index: reversed_[index],
+        )
+    ]
 
 
 def _shift(trial: Trial) -> int:

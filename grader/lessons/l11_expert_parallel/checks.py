@@ -70,6 +70,15 @@ def dispatch_mistakes(logits: np.ndarray, capacity: int, k: int) -> list[tuple[s
             place(ref.choice, np.minimum(ref.slot, capacity - 1), n_experts, capacity),
         ),
     ]
+    if k == 1:
+        backwards = moe_routing.route(logits[::-1], capacity, k).slot[::-1]
+        out.append((
+            "Your slots count the later tokens routed to the same expert, not the earlier "
+            "ones: each expert keeps its last C tokens and drops its first. A token's slot is "
+            "the number of tokens before it routed to that expert — an exclusive cumsum "
+            "forward over the token axis (cumsum − one_hot), so the first C tokens are kept.",
+            place(ref.choice, backwards, n_experts, capacity),
+        ))  # fmt: skip
     if k == 2:
         interleaved = _token_order_slots(ref.choice, n_experts)
         own_count = ref.slot.copy()
@@ -230,6 +239,17 @@ class Combine(Check):
             return bool(np.all(np.abs(got - alt) <= atol))
 
         hint = next((why for why, alt in combine_mistakes(trial) if close(alt)), None)
+        yours = np.asarray(trial.output[0])
+        if (
+            hint is None
+            and yours.shape == want.shape
+            and not np.array_equal(yours, routing.dispatch())
+            and close(yours * routing.gates[:, :, None])
+        ):
+            hint = (
+                "combine is the gate softmax(logits)[t, e] exactly where your dispatch is True: "
+                "the gates are right, the routing is not — see the dispatch check."
+            )
         return CheckResult(self.name, False, message, evidence=[table], hint=hint)
 
 

@@ -244,6 +244,7 @@ def run_train(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     new, value = model.sgd_step(params, x, y, LR, heads)
     trial.expected = (new, np.float64(value))
     trial.extra["grads"] = model.grads(params, x, y, heads)[1]
+    trial.extra["batch"] = (x, y)
     trial.extra["predict"] = _students_prediction(fn)
     return trial
 
@@ -330,6 +331,8 @@ class Divergence(Check):
         )
         if (result.hint or "").startswith("Every gradient"):
             pass  # a known wrong result was recognised
+        elif stride := self._heads_stride(trial):
+            result = replace(result, hint=stride)
         elif narrow:
             result = replace(result, hint=narrow)
         elif not loss_ok and self._twice(trial):
@@ -373,6 +376,42 @@ class Divergence(Check):
         return True
 
     @staticmethod
+    def _heads_stride(trial: Trial) -> str | None:
+        """The hint when the step and loss are exactly those of a model whose heads are
+        read at the head-fastest stride: each device's H/model·Dh columns as [Dh, H/model]
+        swapped, when splitting q, k, v, when merging before wo, or both."""
+        s = sizes(trial.example)
+        per = s.heads // s.model
+        if per < 2 or s.dh < 2 or "batch" not in trial.extra:
+            return None  # every stride reads the same columns
+        local = np.arange(per * s.dh).reshape(s.dh, per).T.reshape(-1)
+        perm = np.concatenate([i * per * s.dh + local for i in range(s.model)])
+        inverse = np.argsort(perm)
+        before = trial.extra["before"]
+        x, y = trial.extra["batch"]
+        frac = _atol(trial)
+        got = np.asarray(trial.output[1], np.float64)
+        for names, hint in STRIDES:
+            axis = {k: 2 if k in QKV else 1 for k in names}  # the H·Dh axis
+            permuted = {
+                k: np.take(v, perm, axis=axis[k]) if k in names else v for k, v in before.items()
+            }
+            new, value = model.sgd_step(permuted, x, y, LR, s.heads)
+            if got.shape != () or abs(float(got) - value) > frac * abs(value) + 1e-30:
+                continue
+            wrong = {
+                k: np.take(v, inverse, axis=axis[k]) if k in names else v for k, v in new.items()
+            }
+            if all(
+                np.shape(trial.output[0][k]) == wrong[k].shape
+                and np.max(np.abs(np.asarray(trial.output[0][k], np.float64) - wrong[k]))
+                <= 4 * frac * (float(np.max(np.abs(wrong[k]))) or 1.0)
+                for k in NAMES
+            ):
+                return hint
+        return None
+
+    @staticmethod
     def _loss_ok(trial: Trial) -> bool:
         got = np.asarray(trial.output[1], np.float64)
         want = float(trial.expected[1])
@@ -402,6 +441,37 @@ class Divergence(Check):
                 for i in range(layers)]  # fmt: skip
         table = Table(["layer", *NAMES], rows)
         return table, first
+
+
+QKV = ("wq", "wk", "wv")
+HEAD_MAJOR = (
+    "Head h is the contiguous columns h·Dh … (h+1)·Dh: reshape to [B, S, H/model, Dh] and "
+    "back to H/model·Dh columns directly, no swap."
+)
+STRIDES = (
+    (
+        QKV,
+        "Your loss and every update are exactly those of heads split at one stride and "
+        "merged at another: each device's H/model·Dh columns of q, k and v were reshaped to "
+        "[B, S, Dh, H/model] and swapped to [B, S, H/model, Dh], so your head h is every "
+        "H/model-th column (c·H/model + h), while the output is merged head-major before wo. "
+        + HEAD_MAJOR,
+    ),
+    (
+        ("wo",),
+        "Your loss and every update are exactly those of heads split head-major but "
+        "merged at another stride: the heads' outputs [B, S, H/model, Dh] were swapped to "
+        "[B, S, Dh, H/model] before the reshape, so head h's dim c meets row c·H/model + h of "
+        "your wo block instead of h·Dh + c. " + HEAD_MAJOR,
+    ),
+    (
+        (*QKV, "wo"),
+        "Your loss and every update are exactly those of heads split (and merged) "
+        "at the wrong stride: your head h is every H/model-th column (c·H/model + h) of your "
+        "q, k, v and wo blocks, so each head mixes the columns of all of them. " + HEAD_MAJOR,
+    ),
+)
+"""(the params whose H·Dh axis is read at the head-fastest stride, the hint)."""
 
 
 def _ratio(r: float) -> str:
