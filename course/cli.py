@@ -222,7 +222,7 @@ def watch(app: App, lesson: int | None, **options) -> None:
 @click.argument("lesson", type=int, required=False)
 @pass_app
 def hint(app: App, lesson: int | None) -> None:
-    """The next hint for LESSON (default: the current one)."""
+    """The next hint for LESSON (default: the current one); after the last, the first again."""
     from course.commands.show import hint as run
 
     sys.exit(run(app, lesson))

@@ -61,8 +61,11 @@ def test_passing_lesson_exits_0_failing_exits_1_with_diagnosis(fixture_course):
     ok = course(fixture_course, "grade", "1")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "Score 5/5" in ok.stdout and "all passed" in ok.stdout
+    assert "Next: lesson 2 · Collectives from first principles — read it: course show 2" in (
+        ok.stdout
+    )
     bad = course(fixture_course, "grade", "2")
-    assert bad.returncode == 1
+    assert bad.returncode == 1 and "Next:" not in bad.stdout
     assert "mirrored" in bad.stdout  # the diagnosis
     assert "course grade 2.ring_all_gather --example 'n=4" in bad.stdout  # the exact re-run
     assert "0 ✘" in bad.stdout  # the device map

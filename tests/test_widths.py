@@ -200,7 +200,7 @@ def gradings(tmp_path_factory):
     )
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("COURSE_HOME", str(tmp / "home"))
-        mp.setattr(notebook, "_notebook_line", lambda: None)
+        mp.setattr(notebook, "_cell", lambda: None)
         passed = notebook.grade(5, solutions=True)
         failed = notebook.grade(2, path=str(tmp / "sub"))
     assert passed and not failed
