@@ -150,7 +150,8 @@ def _completion(app: App, states: dict) -> Panel:
 
 def progress_json(app: App) -> dict:
     """``course status --json`` and ``course list --json``: the course and your progress,
-    on the versioned schema of ``course grade --json`` (docs/grade-json.md)."""
+    on a schema of its own (docs/progress-json.schema.json), version 1 like
+    ``course grade --json``'s and with the same field names (docs/grade-json.md)."""
     states = app.states()
     lessons, next_step = [], None
     for lesson in app.course.lessons:
