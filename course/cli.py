@@ -7,9 +7,8 @@ import sys
 import click
 
 from course.commands.common import App, make_app
-from course.limits import EXAMPLES, TIMEOUT, devices_option, nonempty_example
+from course.limits import DEFAULT_TIMEOUT, EXAMPLES, TIMEOUT, devices_option, nonempty_example
 from course.progress import ProgressError
-from grader.sandbox.protocol import DEFAULT_TIMEOUT
 
 pass_app = click.make_pass_decorator(App)
 

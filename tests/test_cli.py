@@ -229,6 +229,32 @@ def test_quick_commands_do_not_import_jax(home):
     assert r.stdout.strip() == "[]"
 
 
+def test_status_imports_neither_the_report_nor_the_grading_protocol(home):
+    """course status's start is most of its time (the goal: 0.2 s): it loads what it shows."""
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from course.cli import cli\n"
+        "r = CliRunner().invoke(cli, ['status'])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('grader', 'hmac')))))\n"
+    )
+    env = {**os.environ, "COURSE_HOME": str(home)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       cwd=Path(__file__).resolve().parent.parent, timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    loaded = set(r.stdout.split())
+    assert "grader.results" in loaded  # the statuses it shows
+    assert not loaded & {"grader.report", "grader.spec", "grader.sandbox.protocol", "hmac"}
+
+
+def test_the_command_lines_default_timeout_is_the_graders():
+    from course import limits
+    from grader.sandbox import protocol
+
+    assert limits.DEFAULT_TIMEOUT == protocol.DEFAULT_TIMEOUT
+
+
 def test_damaged_progress_file_gets_a_way_forward(home):
     home.mkdir(parents=True)
     (home / "progress.db").write_bytes(b"this is not a database" * 100)

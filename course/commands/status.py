@@ -13,7 +13,6 @@ from rich.table import Table
 from rich.text import Text
 
 from course.commands.common import App
-from grader.report import status_text
 from grader.results import JSON_VERSION, Status
 
 NOT_STARTED = "not started"
@@ -27,6 +26,8 @@ def list_lessons(app: App, as_json: bool = False) -> int:
     if as_json:
         click.echo(json.dumps(progress_json(app), indent=2))
         return 0
+    from grader.report import status_text  # course status needs none of the report's imports
+
     states = app.states()
     names = [e.name for lesson in app.course.lessons for e in lesson.exercises]
     name_width = 2 + max(map(len, names))  # exercise names are indented under their lesson
