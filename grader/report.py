@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
 from rich.table import Table
@@ -84,31 +85,7 @@ class LessonReport:
         title = Text.assemble(
             (f"Lesson {r.lesson}", "bold"), (f" · {card.title}" if card.title else "", "bold"),
         )  # fmt: skip
-        rows = []
-        for e in r.exercises:
-            s = card.exercises[e.exercise]
-            shown = status_text(e.status)
-            if e.narrowed:
-                shown.append(" · not counted", style="yellow")
-            rows.append((e.exercise + (" (bonus)" if s.bonus else ""), shown,
-                         f"{s.score}/{s.points}", str(e.examples_run), f"{e.duration:.1f} s"))  # fmt: skip
-        # Names stay whole (" (bonus)" may move to a line of its own), the other cells are
-        # never broken; one space each side of a divider. Where even that is
-        # wider than the terminal (60 columns, a long name), the time column goes first.
-        names = max((len(e.exercise) for e in r.exercises), default=0)
-        headers = ("exercise", "status", "points", "examples", "time")
-        widths = [max(len(h), *(Text(str(row[i])).cell_len for row in rows))
-                  for i, h in enumerate(headers)]  # fmt: skip
-        widths[0] = max(len(headers[0]), names)
-        keep = len(headers) - (sum(widths) + 2 * len(headers) > options.max_width)
-        table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", expand=False,
-                      pad_edge=False, collapse_padding=True)  # fmt: skip
-        table.add_column("exercise", min_width=names)
-        for h in headers[1:keep]:
-            table.add_column(h, justify="left" if h == "status" else "right", no_wrap=True)
-        for row in rows:
-            table.add_row(*row[:keep])
-        yield titled(table)
+        yield titled(_lesson_table(r, card, title, options.max_width))
         yield Text(
             f"graded {r.source} on {r.devices or 'the devices'} · seed {r.seed}"
             + (f" · sandbox: {r.sandbox}" if r.sandbox else ""),
@@ -134,6 +111,48 @@ class LessonReport:
         style = "bold green" if card.passed else "bold"
         extra = f" + {card.bonus_score} bonus" if card.bonus_score else ""
         yield Text(f"Score {card.score}/{card.possible}{extra} — {verdict}", style=style)
+
+
+LAYOUTS = ((5, " "), (4, " "), (4, "\n"), (3, "\n"))
+"""The grade table's layouts, widest first: columns kept (exercise, status, points,
+examples, time), and what comes before a narrowed run's "not counted"."""
+
+
+def _lesson_table(r: LessonResult, card: Any, title: Text, width: int) -> Table:
+    """One row per exercise, in the first of :data:`LAYOUTS` that fits ``width``: names
+    stay whole (" (bonus)" may go to a line of its own) and no cell is cut or broken
+    inside a word. At 60 columns beside lesson 5's 30-character name the time goes
+    first; a narrowed run's "not counted" then takes a line of its own, then the
+    count of examples goes."""
+    headers = ("exercise", "status", "points", "examples", "time")
+    names = max((len(e.exercise) for e in r.exercises), default=0)
+
+    def rows(sep: str) -> list[tuple[Any, ...]]:
+        out = []
+        for e in r.exercises:
+            s = card.exercises[e.exercise]
+            shown = status_text(e.status)
+            if e.narrowed:
+                shown.append(f"{sep}· not counted", style="yellow")
+            out.append((e.exercise + (" (bonus)" if s.bonus else ""), shown,
+                        f"{s.score}/{s.points}", str(e.examples_run), f"{e.duration:.1f} s"))  # fmt: skip
+        return out
+
+    for keep, sep in LAYOUTS:  # the last one is used when none fits
+        cells = rows(sep)
+        widths = [max(len(h), *(cell_len(line) for row in cells for line in str(row[i]).split("\n")))
+                  for i, h in enumerate(headers[:keep])]  # fmt: skip
+        widths[0] = max(len(headers[0]), names)
+        if sum(widths) + 2 * keep <= width:  # two cells a column: the gaps and the edges
+            break
+    table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", expand=False,
+                  pad_edge=False, collapse_padding=True)  # fmt: skip
+    table.add_column("exercise", min_width=names)
+    for h in headers[1:keep]:
+        table.add_column(h, justify="left" if h == "status" else "right", no_wrap=True)
+    for row in cells:
+        table.add_row(*row[:keep])
+    return table
 
 
 def _not_counted(r: LessonResult) -> list[RenderableType]:

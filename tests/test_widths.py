@@ -247,3 +247,30 @@ def test_a_table_title_wraps_at_the_terminal_not_at_its_table(gradings, width):
     out = render_grading(gradings["fail"], width)
     title = "communication measured in the compiled program (per device)"
     assert any(line.strip("│ ") == title for line in out.splitlines()), out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_narrowed_runs_not_counted_stays_whole_beside_the_longest_name(width):
+    """Lesson 5's 30-character name and "✔ passed · not counted": at 60 columns the
+    time goes, "not counted" takes a line of its own, then the count of examples goes."""
+    from course import scoring
+    from grader.report import LessonReport
+    from grader.results import ExerciseResult, LessonResult, Status
+
+    lesson = registry.load().lesson(5)
+    result = LessonResult(5, "/x", exercises=tuple(
+        ExerciseResult(5, e.name, Status.PASSED, examples_run=4, duration=0.4,
+                       narrowed="2 devices here")
+        for e in lesson.exercises
+    ))  # fmt: skip
+    verdict = scoring.verdict([lesson], [result])
+    out = io.StringIO()
+    console = Console(file=TrimmedLines(out), width=width, color_system=None)
+    console.print(LessonReport(verdict.results[0], verdict.cards[0]), crop=False)
+    console.file.flush()
+    assert_clean(out.getvalue(), width)
+    lines = out.getvalue().splitlines()
+    rows = [[cell for cell in line.split() if cell != "(bonus)"] for line in lines]
+    for e in lesson.exercises:
+        (i,) = [n for n, row in enumerate(rows) if row[:3] == [e.name, "✔", "passed"]]
+        assert "· not counted" in lines[i] or "· not counted" in lines[i + 1]
