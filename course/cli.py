@@ -7,9 +7,8 @@ import sys
 import click
 
 from course.commands.common import App, make_app
-from course.limits import EXAMPLES, TIMEOUT, devices_option, nonempty_example
+from course.limits import DEFAULT_TIMEOUT, EXAMPLES, TIMEOUT, devices_option, nonempty_example
 from course.progress import ProgressError
-from grader.sandbox.protocol import DEFAULT_TIMEOUT
 
 pass_app = click.make_pass_decorator(App)
 
@@ -222,7 +221,7 @@ def watch(app: App, lesson: int | None, **options) -> None:
 @click.argument("lesson", type=int, required=False)
 @pass_app
 def hint(app: App, lesson: int | None) -> None:
-    """The next hint for LESSON (default: the current one)."""
+    """The next hint for LESSON (default: the current one); after the last, the first again."""
     from course.commands.show import hint as run
 
     sys.exit(run(app, lesson))

@@ -13,6 +13,10 @@ EXAMPLES = (0, 100)
 """Drawn examples per exercise beyond the fixed ones (a lesson draws about 6)."""
 TIMEOUT = (0.1, 86400.0)
 """Seconds one example may run: from a tenth of a second to a day."""
+DEFAULT_TIMEOUT = 60.0
+"""``--timeout``'s default: the grader's own (``grader.sandbox.protocol.DEFAULT_TIMEOUT``,
+which tests/test_cli_defaults.py holds it equal to), here so that ``course status`` does
+not import the grading protocol (and hashlib, hmac) to build its command line."""
 
 
 def devices_option(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:

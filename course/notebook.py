@@ -2,9 +2,12 @@
 
 Grading still runs in a worker process, so a kernel that has already
 imported jax (with whatever devices it has) does not matter. ``grade``
-shows which example runs while it grades, and returns a :class:`Grading`
-that the notebook displays as the report (and that is truthy when everything
-passed); ``grade(2, as_json=True)`` returns the data of ``course grade --json``.
+shows which example runs while it grades, then the report in its place
+(``r = grade(1)`` shows it too), and returns a :class:`Grading` (truthy when
+everything passed) that displays the report again in a later cell, not twice
+in the same one; ``grade(2, as_json=True)`` returns the data of
+``course grade --json``. The HTML is a fragment in the notebook's own colours:
+no page, no background.
 """
 
 from __future__ import annotations
@@ -22,6 +25,12 @@ from grader.results import ExerciseResult, LessonResult
 
 REPORT_WIDTH = 100
 """Columns the report is laid out for in a notebook (cells have no terminal width)."""
+HTML_FRAGMENT = (
+    "<pre style=\"font-family:Menlo,'DejaVu Sans Mono',consolas,'Courier New',monospace;"
+    'line-height:1.25;white-space:pre;margin:0"><code style="font-family:inherit">{code}</code></pre>'
+)
+"""The report as an HTML fragment: no document, no ``body`` colours or page background,
+so text without a colour of its own takes the notebook theme's (dark or light)."""
 
 
 @dataclass
@@ -36,6 +45,10 @@ class Grading:
     """The ``course grade`` command that repeats this grading in a terminal."""
     rerun: Callable[[ExerciseResult], str] = rerun_command
     """The command that re-runs one failed example (printed in its panel)."""
+    next_step: Any = None
+    """Where to go after a lesson passed (a rich ``Text``), as ``course grade`` says it."""
+    shown_in: Any = None
+    """The notebook cell (execution count) ``grade`` already showed the report in."""
 
     @property
     def passed(self) -> bool:
@@ -62,7 +75,8 @@ class Grading:
 
         if self.exit_code == INTERRUPTED:
             return Text("Interrupted. Results recorded so far are kept.", style="yellow")
-        return Group(*scoring.terminal(self.verdict, self.rerun))
+        step = [self.next_step] if self.next_step is not None else []
+        return Group(*scoring.terminal(self.verdict, self.rerun), *step)
 
     def _render(self, html: bool) -> str:
         from rich.console import Console
@@ -72,10 +86,22 @@ class Grading:
             force_terminal=html, color_system="truecolor" if html else None,
         )  # fmt: skip
         console.print(self, crop=False)  # re-run lines whole
-        return console.export_html(inline_styles=True) if html else console.export_text()
+        if not html:
+            return console.export_text()
+        return console.export_html(inline_styles=True, code_format=HTML_FRAGMENT)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         return {"text/plain": self._render(html=False), "text/html": self._render(html=True)}
+
+    def _ipython_display_(self) -> None:
+        """IPython's display (a cell's last expression, ``display(r)``): the report, unless
+        ``grade`` already showed it in this same cell (``grade(1)`` as the last line)."""
+        cell = _cell()
+        if cell is None:
+            return
+        if self.shown_in is not None and self.shown_in == cell.count():
+            return
+        cell.display(self._repr_mimebundle_())
 
     def __repr__(self) -> str:
         verdict = {0: "all passed", INTERRUPTED: "interrupted"}.get(
@@ -85,7 +111,7 @@ class Grading:
 
 
 def grade(target: str | int | None = None, *, as_json: bool = False, **options: Any) -> Any:
-    """Grade like ``course grade TARGET`` and return a :class:`Grading`
+    """Grade like ``course grade TARGET``, show the report, and return a :class:`Grading`
     (or, with ``as_json=True``, the data ``course grade --json`` prints).
 
     Options are those of the command: ``all_lessons``, ``solutions``, ``path``,
@@ -93,31 +119,73 @@ def grade(target: str | int | None = None, *, as_json: bool = False, **options: 
     """
     from course.commands.common import make_app
     from course.commands.grade import grade as run
+    from course.commands.grade import next_lesson, parse_target
 
     target = None if target is None else str(target)
+    app = make_app(None, None)
+    parse_target(app, target, bool(options.get("all_lessons")))  # a wrong target: nothing shown
     collected: list[Verdict] = []
-    line = _notebook_line()
-    code = run(
-        make_app(None, None), target, progress_line=line, deliver=collected.append, **options
-    )  # fmt: skip
+    cell = _cell()
+    line = None if cell is None else cell.line
     if line is not None:
-        line("graded")
+        line("starting the grader …")
+    try:
+        code = run(app, target, progress_line=line, deliver=collected.append, **options)
+    except BaseException:
+        if cell is not None:
+            cell.clear()  # no "grading …" left on screen above the error
+        raise
+    verdict = collected[0] if collected else Verdict((), ())
     grading = Grading(
-        collected[0] if collected else Verdict((), ()), code, as_command(target, **options),
+        verdict, code, as_command(target, **options),
         partial(rerun_command, solutions=bool(options.get("solutions")), path=options.get("path")),
+        next_step=None if options.get("solutions") else next_lesson(app.course, verdict),
     )  # fmt: skip
-    return grading.to_json() if as_json else grading
+    if as_json:
+        if cell is not None:
+            cell.line("graded")
+        return grading.to_json()
+    if cell is not None:
+        cell.show(grading._repr_mimebundle_())  # the report where the progress line was
+        grading.shown_in = cell.count()
+    return grading
 
 
-def _notebook_line() -> Callable[[str], None] | None:
-    """A line the notebook updates in place with the example being graded; None
-    outside IPython (the command's own spinner shows progress on a terminal)."""
+class Cell:
+    """The output of the notebook cell running: one display updated in place (the
+    progress line, then the report), and the cell's execution count."""
+
+    def __init__(self, display: Callable[..., Any], count: Callable[[], Any]):
+        self._display = display
+        self.count = count
+        self.handle: Any = None
+
+    def display(self, bundle: dict[str, str]) -> None:
+        self._display(bundle, raw=True)
+
+    def show(self, bundle: dict[str, str]) -> None:
+        if self.handle is None:
+            self.handle = self._display(bundle, raw=True, display_id=True)
+        else:
+            self.handle.update(bundle, raw=True)
+
+    def line(self, text: str) -> None:
+        self.show({"text/plain": text})
+
+    def clear(self) -> None:
+        if self.handle is not None:
+            self.handle.update({"text/plain": ""}, raw=True)
+
+
+def _cell() -> Cell | None:
+    """The running notebook cell; None outside IPython (the command's own spinner
+    shows progress on a terminal)."""
     try:
         from IPython import get_ipython
         from IPython.display import display
     except ImportError:
         return None
-    if get_ipython() is None:
+    shell = get_ipython()
+    if shell is None:
         return None
-    handle = display({"text/plain": "starting the grader …"}, raw=True, display_id=True)
-    return lambda text: handle.update({"text/plain": text}, raw=True)
+    return Cell(display, lambda: shell.execution_count)

@@ -344,13 +344,16 @@ def row(lesson: Lesson, ex: Exercise, er: ExerciseResult | None, rerun: Rerun) -
 
 
 def feedback(er: ExerciseResult, rerun: Rerun) -> str:
-    """What a student reads about one exercise: the verdict, why, and what to run."""
+    """What a student reads about one exercise: a one-line :func:`headline` (JUnit's
+    ``message``), then why in full, the example, what to run, a hint."""
     if er.passed:
         return f"passed on {er.examples_run} example(s)"
-    lines = [f"{er.status}"]
+    lines = [headline(er)]
     lines += [f"{c.name}: {c.message}" for c in er.checks if not c.passed]
-    if er.error:
-        lines.append(er.error)
+    if er.error:  # in full, less a first line the headline already says
+        said, *rest = er.error.splitlines() or [""]
+        first = said.strip().rstrip(":")
+        lines += rest if first and first in lines[0] else [said, *rest]
     if er.example:
         lines.append(f"example: {er.example}")
     if er.status != Status.NOT_STARTED:
@@ -358,6 +361,43 @@ def feedback(er: ExerciseResult, rerun: Rerun) -> str:
     if er.hint:
         lines.append(f"hint: {er.hint}")
     return "\n".join(lines)
+
+
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b")
+
+
+HEADLINE = 160
+"""Characters a headline keeps (a CI screen's one line); the output below it has the rest."""
+
+
+def headline(er: ExerciseResult) -> str:
+    """One sentence on an exercise that did not pass: what failed and why, in at most
+    :data:`HEADLINE` characters."""
+    line = _headline(er)
+    return line if len(line) <= HEADLINE else line[: HEADLINE - 2].rsplit(" ", 1)[0] + " …"
+
+
+def _headline(er: ExerciseResult) -> str:
+    failed = [c for c in er.checks if not c.passed]
+    lines = [line.strip() for line in (er.error or "").splitlines() if line.strip()]
+    raised = next((line for line in lines if _EXCEPTION_LINE.match(line)), None)
+    first = lines[0].rstrip(":") if lines else ""
+    if er.status == Status.NOT_STARTED:
+        return "Not started: it still raises NotImplementedError; replace the TODOs with your code."
+    if failed:
+        others = [c.name for c in failed[1:]]
+        also = f" (also failed: {', '.join(others)})" if others else ""
+        message = (failed[0].message.splitlines() or [""])[0]
+        return f"Failed the {failed[0].name} check{also}: {message}"
+    if er.status == Status.TIMEOUT:
+        return f"Timed out: {first or 'it did not finish in time'}"
+    if er.status == Status.FAULT:
+        return "Not graded: the grader itself failed here, not your code; please report it."
+    if er.status == Status.ERROR and lines:
+        if lines[0].startswith("Traceback"):
+            return f"Your code raised {raised or lines[-1]}"
+        return first + (f": {raised}" if raised and raised != lines[0] else "")
+    return f"Did not pass: {er.status}"
 
 
 def summary_csv(submissions: Sequence[Submission]) -> str:

@@ -10,7 +10,10 @@ import os
 import shutil
 import tempfile
 import unicodedata
+from dataclasses import replace
 from pathlib import Path
+
+from grader.results import LessonResult
 
 RESERVED = frozenset({"summary.csv", ".cache"})
 """The names ``course classroom`` writes at the top of RESULTS."""
@@ -71,6 +74,30 @@ def stage(root: Path, index: int, files: dict[str, Path]) -> Path:
     for module, f in files.items():
         shutil.copyfile(f, folder / f"{module}.py", follow_symlinks=True)
     return folder
+
+
+def own_paths(result: LessonResult, staged: Path, shown: dict[str, str]) -> LessonResult:
+    """``result`` with the private copy's file paths (``staged/<module>.py``, which a
+    syntax error or a traceback names) written as the submission's own: ``shown`` maps
+    each module to its file's path inside the submission, as its author knows it."""
+    pairs = [
+        (os.path.join(base, f"{module}.py"), path)
+        for module, path in shown.items()
+        for base in dict.fromkeys((str(staged), str(staged.resolve())))
+    ]
+
+    def mapped(text: str | None) -> str | None:
+        if text:
+            for copy, own in pairs:
+                text = text.replace(copy, own)
+        return text
+
+    return replace(result, exercises=tuple(
+        replace(er, error=mapped(er.error), hint=mapped(er.hint),
+                checks=tuple(replace(c, message=mapped(c.message), hint=mapped(c.hint))
+                             for c in er.checks))
+        for er in result.exercises
+    ))  # fmt: skip
 
 
 def private_root() -> Path:

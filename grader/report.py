@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.panel import Panel
 from rich.table import Table
@@ -35,6 +36,21 @@ STYLE = {
     Status.FAULT: ("⚠ grader fault", "magenta"),
     Status.NOT_STARTED: ("· not started", "yellow"),
 }
+
+
+def titled(table: Table) -> Group:
+    """``table`` with its title above it and its caption below, wrapped at the width
+    there is: rich wraps both to the table's own width, so a long title over a few
+    narrow columns breaks at 50 characters on a terminal of 120."""
+    title, caption = table.title, table.caption
+    table.title = table.caption = None
+    parts: list[RenderableType] = []
+    if title is not None:
+        parts.append(Text(title, style="table.title") if isinstance(title, str) else title)
+    parts.append(table)
+    if caption is not None:
+        parts.append(Text(caption, style="table.caption") if isinstance(caption, str) else caption)
+    return Group(*parts)
 
 
 def status_text(status: Status | str) -> Text:
@@ -69,21 +85,7 @@ class LessonReport:
         title = Text.assemble(
             (f"Lesson {r.lesson}", "bold"), (f" · {card.title}" if card.title else "", "bold"),
         )  # fmt: skip
-        table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", expand=False)
-        table.add_column("exercise", no_wrap=True)
-        table.add_column("status")
-        table.add_column("points", justify="right")
-        table.add_column("examples", justify="right")
-        table.add_column("time", justify="right")
-        for e in r.exercises:
-            s = card.exercises[e.exercise]
-            shown = status_text(e.status)
-            if e.narrowed:
-                shown.append(" · not counted", style="yellow")
-            table.add_row(e.exercise + (" (bonus)" if s.bonus else ""), shown,
-                          f"{s.score}/{s.points}",
-                          str(e.examples_run), f"{e.duration:.1f} s")  # fmt: skip
-        yield table
+        yield titled(_lesson_table(r, card, title, options.max_width))
         yield Text(
             f"graded {r.source} on {r.devices or 'the devices'} · seed {r.seed}"
             + (f" · sandbox: {r.sandbox}" if r.sandbox else ""),
@@ -109,6 +111,48 @@ class LessonReport:
         style = "bold green" if card.passed else "bold"
         extra = f" + {card.bonus_score} bonus" if card.bonus_score else ""
         yield Text(f"Score {card.score}/{card.possible}{extra} — {verdict}", style=style)
+
+
+LAYOUTS = ((5, " "), (4, " "), (4, "\n"), (3, "\n"))
+"""The grade table's layouts, widest first: columns kept (exercise, status, points,
+examples, time), and what comes before a narrowed run's "not counted"."""
+
+
+def _lesson_table(r: LessonResult, card: Any, title: Text, width: int) -> Table:
+    """One row per exercise, in the first of :data:`LAYOUTS` that fits ``width``: names
+    stay whole (" (bonus)" may go to a line of its own) and no cell is cut or broken
+    inside a word. At 60 columns beside lesson 5's 30-character name the time goes
+    first; a narrowed run's "not counted" then takes a line of its own, then the
+    count of examples goes."""
+    headers = ("exercise", "status", "points", "examples", "time")
+    names = max((len(e.exercise) for e in r.exercises), default=0)
+
+    def rows(sep: str) -> list[tuple[Any, ...]]:
+        out = []
+        for e in r.exercises:
+            s = card.exercises[e.exercise]
+            shown = status_text(e.status)
+            if e.narrowed:
+                shown.append(f"{sep}· not counted", style="yellow")
+            out.append((e.exercise + (" (bonus)" if s.bonus else ""), shown,
+                        f"{s.score}/{s.points}", str(e.examples_run), f"{e.duration:.1f} s"))  # fmt: skip
+        return out
+
+    for keep, sep in LAYOUTS:  # the last one is used when none fits
+        cells = rows(sep)
+        widths = [max(len(h), *(cell_len(line) for row in cells for line in str(row[i]).split("\n")))
+                  for i, h in enumerate(headers[:keep])]  # fmt: skip
+        widths[0] = max(len(headers[0]), names)
+        if sum(widths) + 2 * keep <= width:  # two cells a column: the gaps and the edges
+            break
+    table = Table(box=box.SIMPLE_HEAD, title=title, title_justify="left", expand=False,
+                  pad_edge=False, collapse_padding=True)  # fmt: skip
+    table.add_column("exercise", min_width=names)
+    for h in headers[1:keep]:
+        table.add_column(h, justify="left" if h == "status" else "right", no_wrap=True)
+    for row in cells:
+        table.add_row(*row[:keep])
+    return table
 
 
 def _not_counted(r: LessonResult) -> list[RenderableType]:
@@ -349,7 +393,7 @@ class SideBySide:
             for name, _, _ in self.grids:
                 t.add_column(name, no_wrap=True)
             t.add_row(*(Text(g, style=style) for _, g, style in self.grids))
-            yield t
+            yield titled(t)
             return
         yield Text(self.title)
         for name, grid, style in self.grids:
@@ -379,13 +423,14 @@ def _sharding(d: ev.Sharding, exercise: ExerciseResult | None) -> list[Renderabl
     t.add_column("expected")
     t.add_column("actual")
     t.add_row(d.expected, Text(d.actual, style="red"))
-    return [t]
+    return [titled(t)]
 
 
 def _communication(d: ev.Communication, exercise: ExerciseResult | None) -> list[RenderableType]:
+    # one space each side of a divider: "collective-permute" and four columns fit 60
     t = Table(box=box.SIMPLE, title="communication measured in the compiled program (per device)",
-              title_justify="left")  # fmt: skip
-    t.add_column("collective")
+              title_justify="left", pad_edge=False, collapse_padding=True)  # fmt: skip
+    t.add_column("collective", no_wrap=True)
     t.add_column("ops in HLO", justify="right")
     t.add_column("executions", justify="right")
     t.add_column("bytes sent", justify="right")
@@ -395,7 +440,7 @@ def _communication(d: ev.Communication, exercise: ExerciseResult | None) -> list
         t.add_row(Text(row.kind, style=style), str(row.ops), count, _bytes(row.bytes))
     if not d.rows:
         t.add_row("(none)", "", "", "")
-    out: list[RenderableType] = [t]
+    out: list[RenderableType] = [titled(t)]
     if d.allowed is not None:
         out.append(Text("allowed: " + (", ".join(d.allowed) or "none"), style="dim"))
     return out
@@ -418,7 +463,7 @@ def _memory(d: ev.Memory, exercise: ExerciseResult | None) -> list[RenderableTyp
         t.add_column(col, justify="right")
     t.add_row(_bytes(d.argument), _bytes(d.output), Text(_bytes(d.temp), style="red"),
               _bytes(d.bound))  # fmt: skip
-    return [t]
+    return [titled(t)]
 
 
 BAR_WIDTH = 24
@@ -476,7 +521,7 @@ def _kind_bytes(d: ev.KindBytes, exercise: ExerciseResult | None) -> list[Render
         )
         t.add_row(r.kind, Text(_bytes(r.predicted), style="red" if off else ""),
                   _bytes(r.measured), Text(_bytes(r.reference), style="dim"))  # fmt: skip
-    return [t]
+    return [titled(t)]
 
 
 def _note(d: ev.Note, exercise: ExerciseResult | None) -> list[RenderableType]:
@@ -530,7 +575,7 @@ def _timeline(d: ev.Timeline, exercise: ExerciseResult | None) -> list[Renderabl
         t.add_column(f"device {i}")
     for row in d.rows:
         t.add_row(*map(str, row))
-    return [t, Text(d.note, style="dim")] if d.note else [t]
+    return [titled(t), Text(d.note, style="dim")] if d.note else [titled(t)]
 
 
 RING_MARKS = {
@@ -560,7 +605,7 @@ def _ring_steps(d: ev.RingSteps, exercise: ExerciseResult | None) -> list[Render
     legend = ", ".join(f"{m} {what}" for u, (m, _, what) in RING_MARKS.items() if u in used)
     notes = [f"KVj: the K/V block that started on device j; {legend}; work: blocks' worth of "
              "useful scores per device.", d.note]  # fmt: skip
-    return [t, Text(" ".join(n for n in notes if n), style="dim")]
+    return [titled(t), Text(" ".join(n for n in notes if n), style="dim")]
 
 
 def _comparison(items: list[tuple[ExerciseResult, ev.XlaComparison]]) -> list[RenderableType]:
@@ -586,7 +631,7 @@ def _comparison(items: list[tuple[ExerciseResult, ev.XlaComparison]]) -> list[Re
             _kb(c.xla, c.xla_kinds),
             _versus(c.yours, c.xla) if e.passed else Text("fails", style="red"),
         )
-    return [t]
+    return [titled(t)]
 
 
 def _schedule_chart(d: ev.ScheduleChart, exercise: ExerciseResult | None) -> list[RenderableType]:
@@ -673,7 +718,7 @@ class DeviceGrid:
                         else Text(f"{label} ✘", style="bold red")
                     )
                 t.add_row(*cells)
-        yield t
+        yield titled(t)
 
 
 def _grid(values) -> str:

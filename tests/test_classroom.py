@@ -21,11 +21,13 @@ L01 = "l01_meshes.py"
 EXERCISES = ["shard_shape", "device_slices", "place", "bytes_per_device"]
 HANG = "\n\ndef device_slices(global_shape, mesh_shape, spec):\n    while True:\n        pass\n"
 CRASH = "import os\nos._exit(3)  # kills the grading process at import\n"
+SYNTAX = "def shard_shape(global_shape, mesh_shape, spec:\n    return ()\n"
 
 
 @pytest.fixture(scope="module")
 def graded(root, tmp_path_factory) -> Path:
-    """Four students' lesson 1: right, wrong, hanging (in a zipped sub-folder), crashing."""
+    """Five students' lesson 1: right, wrong, hanging (in a zipped sub-folder), crashing,
+    and one that does not parse (in a sub-folder too)."""
     base = tmp_path_factory.mktemp("class")
     solution = (root / "solutions" / L01).read_text()
     wrong = next(m for m in MISTAKES if m.id == "floor-division-hides-indivisible")
@@ -34,6 +36,7 @@ def graded(root, tmp_path_factory) -> Path:
         "bob": wrong.source(solution),
         "carol/lesson1-folder": solution + HANG,
         "dave": CRASH,
+        "erin/hw": SYNTAX,
     }
     for where, text in files.items():
         (base / "subs" / where).mkdir(parents=True)
@@ -54,7 +57,7 @@ def root() -> Path:
 def test_csv_summary_is_submission_by_exercise(graded):
     with open(graded / "summary.csv", newline="") as f:
         rows = {row["submission"]: row for row in csv.DictReader(f)}
-    assert list(rows) == ["alice", "bob", "carol", "dave"]
+    assert list(rows) == ["alice", "bob", "carol", "dave", "erin"]
     header = list(next(iter(rows.values())))
     assert header[:4] == ["submission", "score", "max_score", "bonus"]
     assert header[4:8] == [f"1.{e}" for e in EXERCISES] and header[8] == "2.ring_all_gather"
@@ -63,6 +66,7 @@ def test_csv_summary_is_submission_by_exercise(graded):
     assert status["bob"][0] == "failed"  # floor division: shard_shape is wrong
     assert status["carol"] == ["passed", "timeout", "passed", "passed"]  # only its own hang
     assert status["dave"] == ["error"] * 4
+    assert status["erin"] == ["error"] * 4
     assert rows["alice"]["2.ring_all_gather"] == scoring.NOT_SUBMITTED
     points = {e.name: e.points for e in registry.load().lesson(1).exercises}
     for name, row in rows.items():
@@ -73,7 +77,7 @@ def test_csv_summary_is_submission_by_exercise(graded):
 
 def test_gradescope_results_validate_and_add_up(graded):
     schema = json.loads((FORMATS / "gradescope-results.schema.json").read_text())
-    for name in ("alice", "bob", "carol", "dave"):
+    for name in ("alice", "bob", "carol", "dave", "erin"):
         data = json.loads((graded / name / "results.json").read_text())
         jsonschema.validate(data, schema)
         assert data["score"] == sum(t["score"] for t in data["tests"])
@@ -89,11 +93,29 @@ def test_gradescope_results_validate_and_add_up(graded):
     )
     dave = json.loads((graded / "dave" / "results.json").read_text())
     assert "exited with code 3" in dave["tests"][0]["output"]
+    # each output starts with a sentence that says what failed and why, not a status word
+    bob = json.loads((graded / "bob" / "results.json").read_text())
+    first = {t["number"]: t["output"].splitlines()[0] for t in bob["tests"]}
+    assert first["1.shard_shape"].startswith("Failed the "), first
+    assert first["2.ring_all_gather"] == "l02_collectives.py was not handed in"
+    assert hung["output"].startswith("Timed out: device_slices did not finish"), hung["output"]
+    assert dave["tests"][0]["output"].split()[0] not in {"error", "failed", "timeout"}
+
+
+def test_a_syntax_error_names_the_submissions_file_not_the_copy_graded(graded):
+    erin = json.loads((graded / "erin" / "results.json").read_text())
+    shown = erin["tests"][0]["output"]
+    headline = shown.splitlines()[0]
+    assert headline.startswith("l01_meshes.py has a syntax error (line 1): SyntaxError"), shown
+    assert 'File "hw/l01_meshes.py", line 1' in shown  # its place in erin's own folder
+    assert "course-classroom-" not in shown and "/tmp" not in shown  # not the private copy's
+    junit = (graded / "erin" / "junit.xml").read_text()
+    assert "course-classroom-" not in junit and 'File "hw/l01_meshes.py"' in junit
 
 
 def test_junit_validates_and_counts_match(graded):
     schema = xmlschema.XMLSchema(FORMATS / "junit.xsd")
-    for name in ("alice", "bob", "carol", "dave"):
+    for name in ("alice", "bob", "carol", "dave", "erin"):
         path = graded / name / "junit.xml"
         schema.validate(path)
         for suite in ET.parse(path).getroot():
@@ -111,6 +133,18 @@ def test_junit_validates_and_counts_match(graded):
     bob = ET.parse(graded / "bob" / "junit.xml").getroot()
     failed = {c.get("name"): c.find("failure") for c in bob.iter("testcase")}
     assert "Integer division" in failed["shard_shape"].text
+    # the message (a CI screen's headline) says what failed and why, in one line
+    message = failed["shard_shape"].get("message")
+    assert message == failed["shard_shape"].text.splitlines()[0] and "\n" not in message
+    assert message.startswith("Failed the ") and len(message) > len("Failed the x check: ")
+    (hung,) = [c.find("error") for c in carol.iter("testcase") if c.find("error") is not None]
+    assert hung.get("message").startswith("Timed out: device_slices did not finish")
+    assert hung.get("type") == "timeout"
+    erin = ET.parse(graded / "erin" / "junit.xml").getroot()
+    errors = [c.find("error") for c in erin.iter("testcase") if c.find("error") is not None]
+    assert len(errors) == 4  # lesson 1's exercises (lesson 2 was not handed in: skipped)
+    (one,) = {e.get("message") for e in errors}  # the one syntax error, for each
+    assert one.startswith("l01_meshes.py has a syntax error (line 1): SyntaxError"), one
 
 
 def test_invalid_documents_are_refused_by_the_schemas():
@@ -125,3 +159,42 @@ def test_invalid_documents_are_refused_by_the_schemas():
     xsd = xmlschema.XMLSchema(FORMATS / "junit.xsd")
     xsd.validate(scoring.junit_xml(sub))
     assert not xsd.is_valid("<testsuites><testsuite name='x'><testcase/></testsuite></testsuites>")
+
+
+def test_a_headline_says_what_failed_and_why_in_one_line():
+    from grader.results import CheckResult, ExerciseResult
+
+    def er(status, **fields):
+        return ExerciseResult(2, "ring_all_gather", status, **fields)
+
+    checks = [CheckResult("values", True, "ok"), CheckResult("steps", False, "0 steps; expected 3"),
+              CheckResult("bytes", False, "0 bytes sent")]  # fmt: skip
+    assert scoring.headline(er(Status.FAILED, checks=checks)) == (
+        "Failed the steps check (also failed: bytes): 0 steps; expected 3"
+    )
+    raised = 'Traceback (your code, most recent call last):\n  File "l02.py", line 3, in f\n    1 / 0\nZeroDivisionError: division by zero'  # fmt: skip
+    assert scoring.headline(er(Status.ERROR, error=raised)) == (
+        "Your code raised ZeroDivisionError: division by zero"
+    )
+    assert scoring.headline(er(Status.NOT_STARTED)).startswith("Not started: ")
+    assert scoring.headline(er(Status.FAULT, error="x")).startswith("Not graded: the grader")
+    long = scoring.headline(er(Status.FAILED, checks=[CheckResult("values", False, "word " * 99)]))
+    assert len(long) <= scoring.HEADLINE and long.endswith(" …") and "\n" not in long
+
+
+def test_the_private_copys_paths_become_the_submissions_own(tmp_path):
+    from course import submissions
+    from grader.results import CheckResult, ExerciseResult, LessonResult
+
+    copy = tmp_path / "course-classroom-x" / "0"
+    said = f'  File "{copy}/l01_meshes.py", line 1\nSyntaxError: invalid syntax'
+    result = LessonResult(1, str(copy), exercises=(
+        ExerciseResult(1, "place", Status.ERROR, error=said, hint=f"see {copy}/l01_meshes.py"),
+        ExerciseResult(1, "shard_shape", Status.FAILED, checks=(
+            CheckResult("values", False, f"{copy}/l01_meshes.py line 2"),)),
+    ))  # fmt: skip
+    shown = submissions.own_paths(result, copy, {"l01_meshes": "hw/l01_meshes.py"})
+    place, shape = shown.exercises
+    assert place.error == '  File "hw/l01_meshes.py", line 1\nSyntaxError: invalid syntax'
+    assert place.hint == "see hw/l01_meshes.py"
+    assert shape.checks[0].message == "hw/l01_meshes.py line 2"

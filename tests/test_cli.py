@@ -61,8 +61,11 @@ def test_passing_lesson_exits_0_failing_exits_1_with_diagnosis(fixture_course):
     ok = course(fixture_course, "grade", "1")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "Score 5/5" in ok.stdout and "all passed" in ok.stdout
+    assert "Next: lesson 2 · Collectives from first principles — read it: course show 2" in (
+        ok.stdout
+    )
     bad = course(fixture_course, "grade", "2")
-    assert bad.returncode == 1
+    assert bad.returncode == 1 and "Next:" not in bad.stdout
     assert "mirrored" in bad.stdout  # the diagnosis
     assert "course grade 2.ring_all_gather --example 'n=4" in bad.stdout  # the exact re-run
     assert "0 ✘" in bad.stdout  # the device map
@@ -224,6 +227,32 @@ def test_quick_commands_do_not_import_jax(home):
                        cwd=Path(__file__).resolve().parent.parent, timeout=60)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_status_imports_neither_the_report_nor_the_grading_protocol(home):
+    """course status's start is most of its time (the goal: 0.2 s): it loads what it shows."""
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from course.cli import cli\n"
+        "r = CliRunner().invoke(cli, ['status'])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('grader', 'hmac')))))\n"
+    )
+    env = {**os.environ, "COURSE_HOME": str(home)}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       cwd=Path(__file__).resolve().parent.parent, timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    loaded = set(r.stdout.split())
+    assert "grader.results" in loaded  # the statuses it shows
+    assert not loaded & {"grader.report", "grader.spec", "grader.sandbox.protocol", "hmac"}
+
+
+def test_the_command_lines_default_timeout_is_the_graders():
+    from course import limits
+    from grader.sandbox import protocol
+
+    assert limits.DEFAULT_TIMEOUT == protocol.DEFAULT_TIMEOUT
 
 
 def test_damaged_progress_file_gets_a_way_forward(home):

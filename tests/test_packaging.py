@@ -59,8 +59,23 @@ def test_every_package_is_in_the_wheel():
         for p in (ROOT / top).rglob("__init__.py")
     }
     mapped = {name for name, folder in config["package-dir"].items() if (ROOT / folder).is_dir()}
-    assert set(config["packages"]) == found | mapped
+    # folders of data only (no __init__.py) are packages too, or setuptools warns at build
+    data = {name for name in config["package-data"] if name not in found | mapped}
+    assert data == {"course.lessons"}
+    assert all(list((ROOT / name.replace(".", "/")).glob("*.md")) for name in data)
+    assert set(config["packages"]) == found | mapped | data
     assert mapped == {"course.exercises", "course.solutions"}
+
+
+def test_the_licence_is_an_spdx_string_with_its_file_and_the_setuptools_that_reads_it():
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert config["project"]["license"] == "MIT"  # a string (a table is deprecated)
+    assert all((ROOT / f).is_file() for f in config["project"]["license-files"])
+    (requires,) = config["build-system"]["requires"]
+    name, oldest = requires.split(">=")
+    assert name == "setuptools" and int(oldest.split(".")[0]) >= 77  # the first to read both
 
 
 # ------------------------------------------------------------------ workspaces

@@ -1,4 +1,4 @@
-"""What the commands print at 80 and 60 columns, and when piped."""
+"""What the commands print at 60, 80 and 120 columns, and when piped."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from course.commands.common import TrimmedLines
 from course.commands.show import LessonText, page
 
 ROOT = Path(__file__).resolve().parent.parent
-WIDTHS = [80, 60]
+WIDTHS = [60, 80, 120]
 
 
 def course(home: Path, width: int, *args: str) -> str:
@@ -48,6 +48,16 @@ def test_list_keeps_numbers_and_exercise_names(tmp_path, width):
 
 
 @pytest.mark.parametrize("width", WIDTHS)
+def test_list_keeps_every_status_whole(tmp_path, width):
+    out = course(tmp_path, width, "list")
+    rows = [line.split() for line in out.splitlines()]
+    names = [e.name for lesson in registry.load().lessons for e in lesson.exercises]
+    shown = [row for row in rows if row[:1] and row[0] in names]
+    assert [row[0] for row in shown] == names
+    assert all(row[2:5] == ["·", "not", "started"] for row in shown), shown
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 def test_status_keeps_paths_and_commands_whole(tmp_path, width):
     out = course(tmp_path, width, "status")
     path = str(tmp_path / "exercises" / "l01_meshes.py")
@@ -59,6 +69,16 @@ def test_status_keeps_paths_and_commands_whole(tmp_path, width):
 
 
 @pytest.mark.parametrize("width", WIDTHS)
+def test_status_keeps_each_lessons_figures_on_its_first_line(tmp_path, width):
+    out = course(tmp_path, width, "status")
+    rows = [line.split() for line in out.splitlines()]
+    for lesson in registry.load().lessons:
+        (row,) = [r for r in rows if r[:1] == [str(lesson.number)]]
+        assert row[-3:] == [f"0/{len(lesson.required)}", f"0/{lesson.points}", "never"], row
+        assert lesson.title.startswith(" ".join(row[1:-3])), row  # the title wraps, in order
+
+
+@pytest.mark.parametrize("width", WIDTHS)
 def test_show_keeps_code_and_diagrams_whole(tmp_path, width):
     out = course(tmp_path, width, "show", "2")
     text = (ROOT / "course" / "lessons" / "02_collectives.md").read_text()
@@ -67,10 +87,9 @@ def test_show_keeps_code_and_diagrams_whole(tmp_path, width):
     code = _code_lines(text)
     dots = text.count("…") + sum(e.summary.count("…") for e in lesson.exercises)
     assert_clean(out, width, whole=(path, *(line.strip() for line in code)), dots=dots)
-    code = [line for line in code if len(line) > width]
-    assert code  # the lesson has lines wider than the terminal …
+    assert any(len(line) > width for line in code) or width > 80  # lines wider than 80 …
     shown = {line.strip() for line in out.splitlines()}
-    assert all(line.strip() in shown for line in code)  # … and each is printed whole
+    assert all(line.strip() in shown for line in code)  # … and each line is printed whole
     assert str(tmp_path / "exercises" / "l02_collectives.py") in shown
 
 
@@ -147,7 +166,10 @@ def test_failure_panel_fits_and_its_rerun_command_copies_whole(width, cols):
     er, command = failing(cols)
     out = render_panel(er, command, width)
     lines = out.splitlines()
-    assert [line for line in lines if len(line) > width] == ["  " + command]  # the one exception
+    assert "  " + command in lines  # whole, on a line of its own: the one line that may be wider
+    assert [line for line in lines if len(line) > width] == (
+        ["  " + command] if len(command) + 2 > width else []
+    )
     assert "…" not in out
     for label in ("max abs error", "max rel error", "tolerance"):
         assert any(label in line for line in lines), label  # labels never broken in two
@@ -158,3 +180,97 @@ def test_failure_panel_fits_and_its_rerun_command_copies_whole(width, cols):
     else:  # too wide for the panel: the first columns, and a note saying so
         assert any("of 16 columns" in line for line in lines) == (width < 80)
         assert any(row[:3] == ["16", "17", "18"] for row in grid_rows)
+
+
+# ------------------------------------------------------------------ course grade
+
+
+@pytest.fixture(scope="module")
+def gradings(tmp_path_factory):
+    """One passing grading (lesson 5: long names, a bonus) and one failing (lesson 2
+    calling all_gather, so the communication table shows), each graded once."""
+    from course import notebook
+    from tests.mistakes import MISTAKES
+
+    tmp = tmp_path_factory.mktemp("widths")
+    wrong = next(m for m in MISTAKES if m.id == "calls-all-gather")
+    (tmp / "sub").mkdir()
+    (tmp / "sub" / "l02_collectives.py").write_text(
+        wrong.source((ROOT / "solutions" / "l02_collectives.py").read_text())
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COURSE_HOME", str(tmp / "home"))
+        mp.setattr(notebook, "_cell", lambda: None)
+        passed = notebook.grade(5, solutions=True)
+        failed = notebook.grade(2, path=str(tmp / "sub"))
+    assert passed and not failed
+    return {"pass": passed, "fail": failed}
+
+
+def render_grading(grading, width: int) -> str:
+    """What ``course grade`` prints, piped, on a terminal ``width`` columns wide."""
+    from course import scoring
+
+    out = io.StringIO()
+    console = Console(file=TrimmedLines(out), width=width, color_system=None)
+    for report in scoring.terminal(grading.verdict, grading.rerun):
+        console.print(report, crop=False)
+    console.file.flush()
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("outcome", ["pass", "fail"])
+def test_grade_table_keeps_names_statuses_and_headers_whole(gradings, outcome, width):
+    grading = gradings[outcome]
+    out = render_grading(grading, width)
+    reruns = [
+        grading.rerun(e).strip() for r in grading.results for e in r.exercises if not e.passed
+    ]
+    assert_clean(out, width, whole=tuple(reruns))
+    rows = [line.split() for line in out.splitlines()]
+    header = next(row for row in rows if row[:1] == ["exercise"])
+    assert header[:4] == ["exercise", "status", "points", "examples"], header
+    # lesson 5's 30-character name leaves no room for the time at 60 columns: it goes first
+    assert header[4:] == ([] if (outcome, width) == ("pass", 60) else ["time"])
+    ((result,), (card,)) = grading.results, grading.cards
+    for e in result.exercises:
+        (row,) = [r for r in rows if r[:1] == [e.exercise]]  # the name once, whole
+        row = [cell for cell in row if cell != "(bonus)"]  # beside the name, or below it
+        mark, word = {"passed": ("✔", "passed"), "failed": ("✘", "failed")}[e.status]
+        s = card.exercises[e.exercise]
+        assert row[1:5] == [mark, word, f"{s.score}/{s.points}", str(e.examples_run)], row
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_a_table_title_wraps_at_the_terminal_not_at_its_table(gradings, width):
+    out = render_grading(gradings["fail"], width)
+    title = "communication measured in the compiled program (per device)"
+    assert any(line.strip("│ ") == title for line in out.splitlines()), out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_narrowed_runs_not_counted_stays_whole_beside_the_longest_name(width):
+    """Lesson 5's 30-character name and "✔ passed · not counted": at 60 columns the
+    time goes, "not counted" takes a line of its own, then the count of examples goes."""
+    from course import scoring
+    from grader.report import LessonReport
+    from grader.results import ExerciseResult, LessonResult, Status
+
+    lesson = registry.load().lesson(5)
+    result = LessonResult(5, "/x", exercises=tuple(
+        ExerciseResult(5, e.name, Status.PASSED, examples_run=4, duration=0.4,
+                       narrowed="2 devices here")
+        for e in lesson.exercises
+    ))  # fmt: skip
+    verdict = scoring.verdict([lesson], [result])
+    out = io.StringIO()
+    console = Console(file=TrimmedLines(out), width=width, color_system=None)
+    console.print(LessonReport(verdict.results[0], verdict.cards[0]), crop=False)
+    console.file.flush()
+    assert_clean(out.getvalue(), width)
+    lines = out.getvalue().splitlines()
+    rows = [[cell for cell in line.split() if cell != "(bonus)"] for line in lines]
+    for e in lesson.exercises:
+        (i,) = [n for n, row in enumerate(rows) if row[:3] == [e.name, "✔", "passed"]]
+        assert "· not counted" in lines[i] or "· not counted" in lines[i + 1]

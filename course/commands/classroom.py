@@ -65,13 +65,14 @@ def classroom(
         staged = []  # every submission copied before any is graded: none can change another's
         for i, (name, folder) in enumerate(folders):
             files, refused = submission_files(folder, chosen, whole=len(folders) == 1)
-            staged.append((name, safe.stage(private, i, files), refused))
-        for name, directory, refused in staged:
+            own = {m: safe.printable(str(f.relative_to(folder))) for m, f in files.items()}
+            staged.append((name, safe.stage(private, i, files), refused, own))
+        for name, directory, refused, own in staged:
             shown = safe.printable(name)
             with app.console.status(Text(f"grading {shown} …")):
                 sub = grade_submission(shown, directory, chosen, seed=seed, timeout=timeout,
                                        devices=devices, cpu=cpu, cache_dir=cache,
-                                       refused=refused)  # fmt: skip
+                                       refused=refused, own=own)  # fmt: skip
             graded.append((name, sub))
             where = f" (results in {outputs[name]}/)" if outputs[name] != shown else ""
             app.console.print(
@@ -160,9 +161,12 @@ def grade_submission(
     name: str, folder: Path, lessons: list[Lesson], *, seed: int = 0,
     timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
     cache_dir: Path | None = None, refused: dict[str, str] | None = None,
+    own: dict[str, str] | None = None,
 ) -> Submission:  # fmt: skip
     """Grade one submission in its own worker; lessons it lacks are ``not submitted``;
-    ``refused`` (module → why) are errors with that message, not graded."""
+    ``refused`` (module → why) are errors with that message, not graded. ``folder`` is
+    a private copy: messages name each file by ``own`` (module → its path in the
+    submission; default, its name), never by the copy's path."""
     from grader.sandbox.protocol import LessonJob, Request
     from grader.sandbox.runner import grade
 
@@ -180,7 +184,8 @@ def grade_submission(
                 directory=str(directory), seed=seed, timeout=timeout, devices=devices,
                 platform="cpu" if cpu else None, cache_dir=str(cache_dir) if cache_dir else None,
             )  # fmt: skip
-            results = {r.lesson: r for r in grade(request)}
+            shown = {m: (own or {}).get(m, f"{m}.py") for m in files}
+            results = {r.lesson: safe.own_paths(r, directory, shown) for r in grade(request)}
     for ls in lessons:
         if refused and ls.module in refused:
             errors = tuple(

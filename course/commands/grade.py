@@ -16,17 +16,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from course import scoring
 from course.commands.common import App, UsageProblem
-from course.registry import Lesson
+from course.registry import Course, Lesson
 from course.scoring import Verdict
 from course.versions import versions
 from grader.repo import shipped
 from grader.results import ExerciseResult, LessonResult, Status
 from grader.sandbox.protocol import DEFAULT_TIMEOUT, Event
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C, as shells report SIGINT (128 + the signal's number)."""
@@ -337,3 +341,30 @@ def render(app: App, verdict: Verdict, *, solutions: bool = False, path: str | N
     rerun = partial(rerun_command, solutions=solutions, path=path)
     for report in scoring.terminal(verdict, rerun):
         app.console.print(report, crop=False)  # re-run lines whole
+    step = None if solutions else next_lesson(app.course, verdict)
+    if step is not None:
+        app.console.print(step)
+
+
+def next_lesson(course: Course, verdict: Verdict) -> Text | None:
+    """After a grading that passed one whole lesson: where to go next (a rich ``Text``),
+    the lesson after it or, after the last, the end; None after any other grading."""
+    from rich.text import Text
+
+    if len(verdict.cards) != 1 or not verdict.passed:
+        return None
+    (card,) = verdict.cards
+    lesson = course.lesson(card.lesson)
+    if any(e.name not in card.exercises for e in lesson.required):  # one exercise of it
+        return None
+    later = [x for x in course.lessons if x.number > lesson.number]
+    if not later:
+        return Text.assemble(
+            (f"Lesson {lesson.number} was the last one. ", "bold"),
+            "The whole course, and whatever is left in it: ", ("course status", "cyan"),
+        )  # fmt: skip
+    n = later[0]
+    return Text.assemble(
+        ("Next: ", "bold"), (f"lesson {n.number} · {n.title}", "bold"), " — read it: ",
+        (f"course show {n.number}", "cyan"),
+    )  # fmt: skip

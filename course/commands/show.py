@@ -146,6 +146,11 @@ def hint(app: App, number: int | None) -> int:
         )
     elif i + 1 < len(lesson.hints):
         app.console.print(f"[dim]Run course hint {number} again for the next one.[/dim]")
+    else:
+        app.console.print(
+            f"[dim]That was the last hint for lesson {number}; course hint {number} "
+            "starts over at the first.[/dim]"
+        )
     return 0
 
 

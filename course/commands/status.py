@@ -13,8 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from course.commands.common import App
-from grader.report import status_text
-from grader.results import JSON_VERSION
+from grader.results import JSON_VERSION, Status
 
 NOT_STARTED = "not started"
 
@@ -27,16 +26,22 @@ def list_lessons(app: App, as_json: bool = False) -> int:
     if as_json:
         click.echo(json.dumps(progress_json(app), indent=2))
         return 0
+    from grader.report import status_text  # course status needs none of the report's imports
+
     states = app.states()
     names = [e.name for lesson in app.course.lessons for e in lesson.exercises]
     name_width = 2 + max(map(len, names))  # exercise names are indented under their lesson
-    table = Table(box=box.SIMPLE_HEAD, title="scaling-course", title_justify="left")
+    # no edges and one space each side of a divider: the whole table fits 60 columns
+    table = Table(box=box.SIMPLE_HEAD, title="scaling-course", title_justify="left",
+                  show_edge=False, pad_edge=False, collapse_padding=True)  # fmt: skip
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("lesson / exercise", min_width=name_width, overflow="fold")
     table.add_column("pts", justify="right", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    # what is left after the other columns and their padding (2 per column, 2 for the edges)
-    fixed = 2 + name_width + len("+2") + len("· not started") + 2 * 5 + 2
+    # a grader fault is never recorded as the student's: the widest status is "· not started"
+    status_width = max(len(status_text(s)) for s in Status if s != Status.FAULT)
+    table.add_column("status", no_wrap=True, min_width=status_width)
+    # what is left after the other columns and the gaps between them (2 each)
+    fixed = len("14") + name_width + len("pts") + status_width + 2 * 4
     wide = app.console.width - fixed >= SUMMARY_MIN
     if wide:
         table.add_column("what it asks", style="dim", ratio=1)
@@ -62,12 +67,13 @@ def status(app: App, as_json: bool = False) -> int:
         click.echo(json.dumps(progress_json(app), indent=2))
         return 0
     states = app.states()
-    table = Table(box=box.SIMPLE_HEAD, title="Your progress", title_justify="left")
-    table.add_column("#", justify="right")
+    table = Table(box=box.SIMPLE_HEAD, title="Your progress", title_justify="left",
+                  show_edge=False, pad_edge=False, collapse_padding=True)  # fmt: skip
+    table.add_column("#", justify="right", no_wrap=True)
     table.add_column("lesson")
-    table.add_column("done", justify="right")
-    table.add_column("points", justify="right")
-    table.add_column("last graded")
+    table.add_column("done", justify="right", no_wrap=True)
+    table.add_column("points", justify="right", no_wrap=True)
+    table.add_column("last graded", no_wrap=True)
     earned = possible = 0
     next_step: tuple[int, str] | None = None
     for lesson in app.course.lessons:
@@ -82,8 +88,8 @@ def status(app: App, as_json: bool = False) -> int:
             next_step = (lesson.number, todo) if todo else None
         earned += card.score
         possible += card.possible
-        mark = Text("✔ ", style="green") if card.passed else Text("  ")
-        table.add_row(str(lesson.number), Text.assemble(mark, lesson.title),
+        number = Text.assemble(("✔ ", "green") if card.passed else "", str(lesson.number))
+        table.add_row(number, Text(lesson.title),
                       f"{done}/{len(lesson.required)}",
                       f"{card.score}/{card.possible}"
                       + (f" +{card.bonus_score}" if card.bonus_score else ""),
@@ -145,7 +151,8 @@ def _completion(app: App, states: dict) -> Panel:
 
 def progress_json(app: App) -> dict:
     """``course status --json`` and ``course list --json``: the course and your progress,
-    on the versioned schema of ``course grade --json`` (docs/grade-json.md)."""
+    on a schema of its own (docs/progress-json.schema.json), version 1 like
+    ``course grade --json``'s and with the same field names (docs/grade-json.md)."""
     states = app.states()
     lessons, next_step = [], None
     for lesson in app.course.lessons:
