@@ -145,3 +145,25 @@ def test_k_and_v_may_travel_stacked(root, tmp_path):
     (tmp_path / f"{spec.MODULE}.py").write_text(stacked)
     result = engine.grade_lesson(10, spec.MODULE, tmp_path, only=["ring_attention"])
     assert result.exercises[0].status == Status.PASSED, result.exercises[0].checks
+
+
+def test_flash_attention_form_with_float32_statistics_passes(root, tmp_path):
+    """A correct external form (flash attention's online softmax: running max, sum and
+    accumulator in float32; q scaled and p cast in the inputs' dtype) passes every check,
+    the bfloat16 example's precision check included."""
+    source = (root / "solutions" / f"{spec.MODULE}.py").read_text()
+    (tmp_path / f"{spec.MODULE}.py").write_text(source + "\n" + mistakes.FLASH)
+    result = engine.grade_lesson(10, spec.MODULE, tmp_path, only=["ring_attention"])
+    (er,) = result.exercises
+    assert er.status == Status.PASSED, [c.to_dict() for c in er.checks]
+    (check,) = [c for c in er.checks if c.name == "precision"]
+    assert "float32" in check.message
+
+
+def test_bfloat16_statistics_are_read_from_the_exported_program_too(root, tmp_path):
+    """The worker reads the StableHLO the student's process exported: the same
+    diagnosis as the in-process (jaxpr) reading."""
+    from tests.test_mistakes import assert_caught
+
+    (mistake,) = [m for m in mistakes.MISTAKES if m.id == "ring-bfloat16-accumulator"]
+    assert_caught(root, tmp_path, mistake, isolate=True)
