@@ -181,12 +181,19 @@ class InProcess(Backend):
         self.directory, self.module, self.salt = Path(directory), module, salt
 
     def load(self) -> Any:
-        return load_module(self.directory, self.module)
+        self.loaded = load_module(self.directory, self.module)
+        return self.loaded
 
     def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
         from grader.runtime import InProcess as Here
 
-        return Here(example, self.salt)
+        loaded = getattr(self, "loaded", None)
+        return Here(example, self.salt, functions=lambda name: _callable(loaded, name))
+
+
+def _callable(module: Any, name: str) -> Callable[..., Any] | None:
+    fn = getattr(module, name, None)
+    return fn if callable(fn) else None
 
 
 BackendFactory = Callable[[Path, str], Backend]

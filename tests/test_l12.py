@@ -68,3 +68,23 @@ def test_remat_of_the_whole_block_passes_at_1_25x_the_optimum(root, tmp_path):
     result = engine.grade_lesson(12, MODULE, tmp_path, only=["train_step"])
     (er,) = result.exercises
     assert er.status == Status.PASSED, [c.to_dict() for c in er.checks if not c.passed]
+
+
+@pytest.mark.parametrize("isolate", [False, True])
+def test_report_shows_the_students_prediction_next_to_the_measured_bytes(root, isolate):
+    """The train_step report's "predicted" column holds what the student's own
+    predict_step_bytes says for that example (it read "unknown" for everyone while the
+    step was graded through a wrapper that hid the module), in the student's process
+    too."""
+    result = engine.grade_lesson(
+        12, MODULE, root / "solutions", only=["train_step"], max_examples=1, isolate=isolate
+    )
+    (er,) = result.exercises
+    assert er.status == Status.PASSED, [c.to_dict() for c in er.checks if not c.passed]
+    tables = [e for e in er.explanation if type(e).__name__ == "KindBytes"]
+    assert tables
+    for table in tables:
+        assert all(row.predicted is not None for row in table.rows), table
+        # the solution's prediction is its own formula: within 10% of what it sends
+        for row in table.rows:
+            assert abs(row.predicted - (row.measured or 0)) <= 0.1 * max(row.measured or 0, 64)
