@@ -167,3 +167,24 @@ def test_bfloat16_statistics_are_read_from_the_exported_program_too(root, tmp_pa
 
     (mistake,) = [m for m in mistakes.MISTAKES if m.id == "ring-bfloat16-accumulator"]
     assert_caught(root, tmp_path, mistake, isolate=True)
+
+
+def test_all_gathered_k_and_v_send_the_ring_s_bytes_but_hold_4612_temporary(root, tmp_path):
+    """The lesson text's figures for the first example (N = 6, S/N = 4, H = 2, Dh = 8,
+    causal, float32): the ring sends 2,560 B per device with 2,304 B of temporaries; an
+    all-gather of K and V sends the same 2,560 B and needs 4,612 B of temporaries."""
+    from grader.runtime import InProcess
+    from grader.sandbox.loader import load_module
+
+    ex = spec.ring_explicit(CTX)[0]
+    assert ex == {"n": 6, "rows": 4, "h": 2, "dh": 8, "mask": "causal", "dtype": "float32",
+                  "seed": 0}  # fmt: skip
+    (mistake,) = [m for m in mistakes.MISTAKES if m.id == "ring-all-gathers-k-and-v"]
+    gathered = load_module(write_variant(root, tmp_path, mistake), spec.MODULE)
+    ring = load_module(root / "solutions", spec.MODULE)
+    figures = {}
+    for name, mod in (("ring", ring), ("gathered", gathered)):
+        trial = spec._run_ring(False)(InProcess(ex), mod.ring_attention, ex)
+        figures[name] = (trial.comms.bytes(None), trial.memory["temp"], trial.comms.kinds())
+    assert figures["ring"] == (2_560, 2_304, {"collective-permute"})
+    assert figures["gathered"] == (2_560, 4_612, {"all-gather"})
