@@ -112,10 +112,10 @@ def score_line(r: LessonResult, card: Any) -> tuple[str, str]:
     leaves it 0, so the line names that bonus and what became of it instead of
     saying "all passed"."""
     missed = [
-        f"bonus {e.exercise} {STYLE.get(Status(e.status), ('? ' + str(e.status), ''))[0].split(' ', 1)[1]}"
+        f"bonus {e.exercise} {_status_word(e.status)}"
         for e in r.exercises
         if card.exercises[e.exercise].bonus and not e.passed
-    ]  # fmt: skip
+    ]
     required = [n for n, s in card.exercises.items() if not s.bonus]
     ok = card.passed if required else not missed and bool(card.exercises)
     verdict = "all passed" if ok else "not yet"
@@ -128,6 +128,12 @@ def score_line(r: LessonResult, card: Any) -> tuple[str, str]:
     style = ("bold yellow" if missed else "bold green") if ok else "bold"
     extra = f" + {card.bonus_score} bonus" if card.bonus_score else ""
     return f"Score {card.score}/{card.possible}{extra} — {verdict}", style
+
+
+def _status_word(status: Status | str) -> str:
+    """ "failed", "not started", "timeout" …: the status's label without its mark."""
+    label = STYLE.get(Status(status), (f"? {status}", ""))[0]
+    return label.split(" ", 1)[1]
 
 
 def _not_counted(r: LessonResult) -> list[RenderableType]:
