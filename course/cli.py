@@ -199,7 +199,10 @@ def grade_options(f):
 def grade(app: App, target: str | None, **options) -> None:
     """Grade TARGET: a lesson N, one exercise N.name, or the current lesson.
 
-    Exit status 0 when everything graded passes, 1 otherwise.
+    Exit status 0 when every required exercise graded passes (a bonus that fails
+    is named in the summary, "bonus NAME failed", and leaves the status 0;
+    grading only a bonus, N.name, its own result counts), 1 otherwise; 2 for a
+    usage error, 3 when the grader itself failed, 128 + the signal when stopped.
     """
     from course.commands.grade import grade as run
 

@@ -40,7 +40,8 @@ class Grading:
     verdict: Verdict
     """The results and what each lesson's results are worth (the registry's pass rule)."""
     exit_code: int
-    """What ``course grade`` would exit with: 0 all passed, 1 not, 130 interrupted."""
+    """What ``course grade`` would exit with: 0 every required exercise passed (a
+    failed bonus leaves it 0), 1 not, 130 interrupted."""
     command: str
     """The ``course grade`` command that repeats this grading in a terminal."""
     rerun: Callable[[ExerciseResult], str] = rerun_command

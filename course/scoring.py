@@ -88,6 +88,16 @@ class Scorecard:
         """False when any exercise scored was graded on a narrowed run."""
         return all(s.counted for s in self.exercises.values())
 
+    @property
+    def run_passed(self) -> bool:
+        """What ``course grade``'s exit status follows (README, ``--help``): every required
+        exercise graded passed — a bonus that did not pass leaves it 0, the report
+        names it; a run that graded bonus exercises only passes when they all did."""
+        required = [s for s in self.exercises.values() if not s.bonus]
+        if required:
+            return all(s.passed for s in required)
+        return bool(self.exercises) and all(s.passed for s in self.exercises.values())
+
 
 def score(exercise: Exercise, status: str | None, counted: bool = True) -> ExerciseScore:
     """The pass rule: an exercise passes when its (latest) status is "passed"
@@ -140,7 +150,7 @@ def score_result(lesson: Lesson, result: LessonResult) -> Scorecard:
 @dataclass(frozen=True)
 class Verdict:
     """One grading run, final: each lesson's result as the course shows it
-    (a stub not started carries the lesson's first hint), with its scorecard.
+    (a stub not started carries its own hint, :func:`exercise_hint`), with its scorecard.
     Every export below reads this and nothing else."""
 
     results: tuple[LessonResult, ...]
@@ -148,7 +158,8 @@ class Verdict:
 
     @property
     def passed(self) -> bool:
-        return all(card.passed for card in self.cards)
+        """The exit status's rule, :attr:`Scorecard.run_passed`, over every lesson of the run."""
+        return all(card.run_passed for card in self.cards)
 
     def to_json(self) -> dict[str, Any]:
         return to_json(self.results, self.cards)
@@ -161,13 +172,42 @@ def verdict(lessons: Sequence[Lesson], results: Sequence[LessonResult]) -> Verdi
 
 
 def _with_hints(lesson: Lesson, result: LessonResult) -> LessonResult:
-    """A stub not started gets the lesson's first hint (the grader knows no hints)."""
+    """A stub not started gets that exercise's hint, :func:`exercise_hint` (the grader
+    knows no hints), or none."""
     if not lesson.hints or not any(e.status == Status.NOT_STARTED for e in result.exercises):
         return result
     return replace(result, exercises=tuple(
-        replace(e, hint=lesson.hints[0]) if e.status == Status.NOT_STARTED else e
+        replace(e, hint=exercise_hint(lesson, e.exercise)) if e.status == Status.NOT_STARTED
+        else e
         for e in result.exercises
     ))  # fmt: skip
+
+
+def exercise_hint(lesson: Lesson, name: str) -> str | None:
+    """The registry's hints belong to the lesson, in the order ``course hint`` gives
+    them; a hint is an exercise's when one of its sentences starts with the exercise's
+    name ("place is one line …", "For device_slices, …", "bubble_fraction and
+    peak_activations …"): the first such hint. The lesson's first exercise also owns
+    the lesson's first hint when that hint is no other exercise's (it is where the
+    lesson starts). Else None: a stub is never shown another exercise's hint."""
+    import re
+
+    def subjects(hint: str) -> set[str]:
+        heads = re.split(r"(?:^|[.:;]\s+)(?:For\s+)?", hint)
+        found = set()
+        for head in heads:
+            m = re.match(r"(\w+)(?:(?:,\s*|\s+and\s+)(\w+))*", head)
+            if m:
+                found.update(re.findall(r"\w+", m.group(0)))
+        return found & {e.name for e in lesson.exercises}
+
+    own = next((h for h in lesson.hints if name in subjects(h)), None)
+    if own is not None:
+        return own
+    first = lesson.exercises[0].name if lesson.exercises else None
+    if name == first and lesson.hints and not subjects(lesson.hints[0]) - {name}:
+        return lesson.hints[0]
+    return None
 
 
 def to_json(results: Sequence[LessonResult], cards: Sequence[Scorecard]) -> dict[str, Any]:

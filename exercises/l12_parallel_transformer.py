@@ -65,8 +65,9 @@ def train_step(
     #       runs attention on the local heads and the MLP on the local F
     #       columns, and psums each sub-block's output over 'model'. Wrap
     #       the block in jax.checkpoint (saving only the mid-block h), take
-    #       jax.value_and_grad of this device's squared errors / (B·S), update
-    #       p − lr·g, and psum the loss over 'data'.
+    #       jax.value_and_grad of ½ · this device's squared errors / (B·S)
+    #       (the global B·S; the ½ is the reference's), update p − lr·g, and
+    #       psum the loss over 'data'.
     raise NotImplementedError("train_step: TODO")
 
 

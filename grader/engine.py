@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import re
 import signal
 import threading
 import time
@@ -181,12 +182,19 @@ class InProcess(Backend):
         self.directory, self.module, self.salt = Path(directory), module, salt
 
     def load(self) -> Any:
-        return load_module(self.directory, self.module)
+        self.loaded = load_module(self.directory, self.module)
+        return self.loaded
 
     def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
         from grader.runtime import InProcess as Here
 
-        return Here(example, self.salt)
+        loaded = getattr(self, "loaded", None)
+        return Here(example, self.salt, functions=lambda name: _callable(loaded, name))
+
+
+def _callable(module: Any, name: str) -> Callable[..., Any] | None:
+    fn = getattr(module, name, None)
+    return fn if callable(fn) else None
 
 
 BackendFactory = Callable[[Path, str], Backend]
@@ -333,6 +341,8 @@ def grade_exercise(
     """Each check's time over the examples run."""
     last: list[CheckResult] = []
     """The last example's checks: a pass shows their evidence."""
+    said: list[list[str]] = []
+    """Each passed example's check messages, in check order."""
 
     def finish(status: Status, **fields: Any) -> ExerciseResult:
         """The result, built once with every field known (the checks of the last
@@ -431,17 +441,53 @@ def grade_exercise(
             )  # fmt: skip
         trials.append(trial)
         last = checks
+        said.append([c.message for c in checks])
     return finish(
-        Status.PASSED, checks=[_over_all(c, len(trials), took) for c, took in zip(last, totals)],
+        Status.PASSED,
+        checks=[_over_all(c, [m[i] for m in said], took)
+                for i, (c, took) in enumerate(zip(last, totals))],
         explanation=_explain(spec, trials),
     )  # fmt: skip
 
 
-def _over_all(check: CheckResult, examples: int, duration: float) -> CheckResult:
+def _over_all(check: CheckResult, messages: list[str], duration: float) -> CheckResult:
     """A passed check as shown for the whole exercise: the last example's evidence,
-    its message said to hold on every example, its time summed over them."""
-    message = f"{check.message} — on all {examples} examples" if examples > 1 else check.message
-    return replace(check, message=message, duration=duration)
+    its time summed over the examples, and :func:`over_examples` of their messages."""
+    return replace(check, message=over_examples(messages), duration=duration)
+
+
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def over_examples(messages: list[str]) -> str:
+    """One line for what a check said on each passed example, true of all of them:
+    the message, "— on all N examples", when every example said the same; where only
+    figures differ, each figure that varies as its range ("0–2,560 bytes sent …");
+    else each distinct message with how many examples said it. Never the last
+    example's words as if every example had said them."""
+    n = len(messages)
+    if n <= 1 or len(set(messages)) == 1:
+        return messages[-1] + (f" — on all {n} examples" if n > 1 else "") if messages else ""
+    forms = [NUMBER.split(m) for m in messages]
+    if all(f == forms[0] for f in forms):
+        figures = [NUMBER.findall(m) for m in messages]
+        out = forms[0][0]
+        for k in range(len(figures[0])):
+            values = [f[k] for f in figures]
+            shown = values[0]
+            if len(set(values)) > 1:
+                by = sorted(values, key=lambda v: float(v.replace(",", "")))
+                shown = f"{by[0]}–{by[-1]}"
+                before, after = forms[0][k][-1:], forms[0][k + 1][:1]
+                if (before and before in "·×/^") or (after and after in "·×/^"):
+                    shown = f"({shown})"  # a figure inside a product: 2·(12–24)·2
+            out += shown + forms[0][k + 1]
+        return f"{out} — on all {n} examples"
+    counted: dict[str, int] = {}
+    for m in messages:
+        counted[m] = counted.get(m, 0) + 1
+    parts = [f"{m} ({c} example{'s' if c > 1 else ''})" for m, c in counted.items()]
+    return f"on all {n} examples: " + "; ".join(parts)
 
 
 class _Called:

@@ -105,12 +105,37 @@ class LessonReport:
         for e in r.exercises:
             if not e.passed and e.status != Status.NOT_STARTED and e not in shared:
                 yield ExercisePanel(e, self.rerun(e) if self.rerun else None)
-        verdict = "all passed" if card.passed else "not yet"
-        if not card.counted:
-            verdict = "not counted (a narrowed run)"
-        style = "bold green" if card.passed else "bold"
-        extra = f" + {card.bonus_score} bonus" if card.bonus_score else ""
-        yield Text(f"Score {card.score}/{card.possible}{extra} — {verdict}", style=style)
+        yield Text(*score_line(r, card))
+
+
+def score_line(r: LessonResult, card: Any) -> tuple[str, str]:
+    """The last line of a lesson's report and its style. The exit status follows the
+    required exercises (README, ``course grade --help``): a bonus that did not pass
+    leaves it 0, so the line names that bonus and what became of it instead of
+    saying "all passed"."""
+    missed = [
+        f"bonus {e.exercise} {_status_word(e.status)}"
+        for e in r.exercises
+        if card.exercises[e.exercise].bonus and not e.passed
+    ]
+    required = [n for n, s in card.exercises.items() if not s.bonus]
+    ok = card.passed if required else not missed and bool(card.exercises)
+    verdict = "all passed" if ok else "not yet"
+    if ok and missed:
+        verdict = "every required exercise passed; " + ", ".join(missed)
+    elif missed:
+        verdict = ("not yet; " if required else "") + ", ".join(missed)
+    if not card.counted:
+        verdict = "not counted (a narrowed run)"
+    style = ("bold yellow" if missed else "bold green") if ok else "bold"
+    extra = f" + {card.bonus_score} bonus" if card.bonus_score else ""
+    return f"Score {card.score}/{card.possible}{extra} — {verdict}", style
+
+
+def _status_word(status: Status | str) -> str:
+    """ "failed", "not started", "timeout" …: the status's label without its mark."""
+    label = STYLE.get(Status(status), (f"? {status}", ""))[0]
+    return label.split(" ", 1)[1]
 
 
 LAYOUTS = ((5, " "), (4, " "), (4, "\n"), (3, "\n"))
@@ -203,7 +228,8 @@ class SharedErrorPanel:
 
 
 class NotStartedPanel:
-    """Exercises whose stub is untouched: one panel, with the lesson's first hint."""
+    """Exercises whose stub is untouched: one panel, with each one's own hint (the
+    registry's hint that names it, ``course.scoring.exercise_hint``), or none."""
 
     def __init__(self, results: list[ExerciseResult]):
         self.results = results
@@ -213,9 +239,13 @@ class NotStartedPanel:
         parts: list = [
             Text(f"{names}: still raising NotImplementedError — replace the TODOs with your code.")
         ]
-        hint = next((e.hint for e in self.results if e.hint), None)
-        if hint:
-            parts.append(Text.assemble(("hint  ", "bold yellow"), hint))
+        owners: dict[str, list[str]] = {}
+        for e in self.results:  # each stub's own hint, once, named where several are shown
+            if e.hint:
+                owners.setdefault(e.hint, []).append(e.exercise)
+        for hint, names in owners.items():
+            label = f"hint ({', '.join(names)})  " if len(self.results) > 1 else "hint  "
+            parts.append(Text.assemble((label, "bold yellow"), hint))
         yield Panel(Group(*parts), title="· not started", title_align="left", border_style="yellow")
 
 

@@ -105,9 +105,22 @@ def check_local_return(out: Any, shape: tuple[int, ...], dtype: Any, fname: str)
 class Runtime:
     """What a spec's ``run`` is given for one example (see the module docstring)."""
 
-    def __init__(self, example: Example, salt: int = 0):
+    def __init__(
+        self,
+        example: Example,
+        salt: int = 0,
+        functions: Callable[[str], Callable[..., Any] | None] | None = None,
+    ):
         self.example = example
         self.salt = int(salt)
+        self._functions = functions
+
+    def function(self, name: str) -> Callable[..., Any] | None:
+        """Another function of the student's module, for plain-Python calls (a
+        report's figure, never a verdict: the exercise of that name grades it), or
+        None where this runtime has none (the student's own process, a lone
+        exercise). Called in the student's process when the module lives there."""
+        return self._functions(name) if self._functions is not None else None
 
     def rng(self) -> np.random.Generator:
         """The example's random source: a fresh generator on every call, the

@@ -87,7 +87,7 @@ def _block(h: jax.Array, w: dict, dh: int) -> jax.Array:
 
 
 def _local_loss(params: dict, x: jax.Array, y: jax.Array, dh: int, rows: int) -> jax.Array:
-    """This device row's share of the loss: its squared errors over all B·S rows."""
+    """This device row's share of the loss: ½ · its squared errors / (all B·S rows)."""
     # remat: the backward gathers each layer again; of the block's insides only
     # the mid-block h is kept. (Saving "all but the gathered weights" by name
     # keeps the weights: the policy sees them again under other names.)

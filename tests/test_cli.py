@@ -346,3 +346,24 @@ def test_dev_check_passes_on_the_course(home):
     r = course(home, "dev", "check")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "solutions pass, stubs not started" in r.stdout
+
+
+def test_a_failed_bonus_is_named_and_leaves_the_exit_status_0(root, home):
+    """The exit-status rule (README, ``course grade --help``): every required exercise
+    passed → 0, and the summary names the bonus that failed; graded on its own, the
+    bonus's own result sets the status."""
+    ex = home / "exercises"
+    ex.mkdir(parents=True)
+    wrong = next(m for m in MISTAKES if m.id == "pp-zero-bubble-w-right-after-b")
+    (ex / "l09_pipeline.py").write_text(
+        wrong.source((root / "solutions" / "l09_pipeline.py").read_text())
+    )
+    lesson = course(home, "grade", "9")
+    assert lesson.returncode == 0, lesson.stdout + lesson.stderr
+    assert "every required exercise passed; bonus zero_bubble_schedule failed" in lesson.stdout
+    assert "all passed" not in lesson.stdout
+    alone = course(home, "grade", "9.zero_bubble_schedule")
+    assert alone.returncode == 1, alone.stdout + alone.stderr
+    assert "bonus zero_bubble_schedule failed" in alone.stdout
+    helped = course(home, "grade", "--help")
+    assert "a bonus that fails" in " ".join(helped.stdout.split())

@@ -238,3 +238,46 @@ def test_too_few_accelerators_grade_the_lesson_on_simulated_cpus(monkeypatch):
     with devices.simulated():
         assert engine.context() == FULL
     assert engine.context().n_devices == 2
+
+
+# ------------------------------------------------------------------ a passed check's line
+
+
+def test_a_passed_check_says_only_what_holds_on_every_example():
+    """The line of a check that passed on several examples: the message when all said
+    the same; the range of a figure that varies; else each message with its count —
+    never the last example's message as if it were common to all."""
+    from grader.engine import over_examples
+
+    assert over_examples(["sharded as P('x')"] * 3) == "sharded as P('x') — on all 3 examples"
+    assert over_examples(["one"]) == "one"
+    assert (
+        over_examples(["largest transfer 0 bytes ≤ 64", "largest transfer 2,560 bytes ≤ 64",
+                       "largest transfer 128 bytes ≤ 64"])
+        == "largest transfer 0–2,560 bytes ≤ 64 — on all 3 examples"
+    )  # fmt: skip
+    assert (
+        over_examples(["|K| = 2·24·4 = 192", "|K| = 2·12·4 = 96"])
+        == "|K| = 2·(12–24)·4 = 96–192 — on all 2 examples"
+    )
+    assert over_examples(["gates within 1.6e-02", "gates within 1.3e-06"]) == (
+        "gates within 1.3e-06–1.6e-02 — on all 2 examples"
+    )
+    assert over_examples(["not measured here: float32", "2,304 temporary bytes",
+                          "not measured here: float32"]) == (
+        "on all 3 examples: not measured here: float32 (2 examples); "
+        "2,304 temporary bytes (1 example)"
+    )  # fmt: skip
+
+
+def test_a_graded_exercise_quotes_the_messages_of_all_its_examples(root):
+    """Lesson 11's combine check allows 1.3e-06 on a float32 example and 1.6e-02 on a
+    bfloat16 one: the line gives the range, not the last example's figure."""
+    result = engine.grade_lesson(
+        11, "l11_expert_parallel", root / "solutions", only=["top1_dispatch"]
+    )
+    (er,) = result.exercises
+    assert er.status == Status.PASSED
+    (combine,) = [c for c in er.checks if c.name == "combine"]
+    assert combine.message.startswith("gates within ") and "–1.6e-02 of softmax" in combine.message
+    assert combine.message.endswith(f"— on all {er.examples_run} examples")

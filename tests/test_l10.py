@@ -145,3 +145,46 @@ def test_k_and_v_may_travel_stacked(root, tmp_path):
     (tmp_path / f"{spec.MODULE}.py").write_text(stacked)
     result = engine.grade_lesson(10, spec.MODULE, tmp_path, only=["ring_attention"])
     assert result.exercises[0].status == Status.PASSED, result.exercises[0].checks
+
+
+def test_flash_attention_form_with_float32_statistics_passes(root, tmp_path):
+    """A correct external form (flash attention's online softmax: running max, sum and
+    accumulator in float32; q scaled and p cast in the inputs' dtype) passes every check,
+    the bfloat16 example's precision check included."""
+    source = (root / "solutions" / f"{spec.MODULE}.py").read_text()
+    (tmp_path / f"{spec.MODULE}.py").write_text(source + "\n" + mistakes.FLASH)
+    result = engine.grade_lesson(10, spec.MODULE, tmp_path, only=["ring_attention"])
+    (er,) = result.exercises
+    assert er.status == Status.PASSED, [c.to_dict() for c in er.checks]
+    (check,) = [c for c in er.checks if c.name == "precision"]
+    assert "float32" in check.message
+
+
+def test_bfloat16_statistics_are_read_from_the_exported_program_too(root, tmp_path):
+    """The worker reads the StableHLO the student's process exported: the same
+    diagnosis as the in-process (jaxpr) reading."""
+    from tests.test_mistakes import assert_caught
+
+    (mistake,) = [m for m in mistakes.MISTAKES if m.id == "ring-bfloat16-accumulator"]
+    assert_caught(root, tmp_path, mistake, isolate=True)
+
+
+def test_all_gathered_k_and_v_send_the_ring_s_bytes_but_hold_4612_temporary(root, tmp_path):
+    """The lesson text's figures for the first example (N = 6, S/N = 4, H = 2, Dh = 8,
+    causal, float32): the ring sends 2,560 B per device with 2,304 B of temporaries; an
+    all-gather of K and V sends the same 2,560 B and needs 4,612 B of temporaries."""
+    from grader.runtime import InProcess
+    from grader.sandbox.loader import load_module
+
+    ex = spec.ring_explicit(CTX)[0]
+    assert ex == {"n": 6, "rows": 4, "h": 2, "dh": 8, "mask": "causal", "dtype": "float32",
+                  "seed": 0}  # fmt: skip
+    (mistake,) = [m for m in mistakes.MISTAKES if m.id == "ring-all-gathers-k-and-v"]
+    gathered = load_module(write_variant(root, tmp_path, mistake), spec.MODULE)
+    ring = load_module(root / "solutions", spec.MODULE)
+    figures = {}
+    for name, mod in (("ring", ring), ("gathered", gathered)):
+        trial = spec._run_ring(False)(InProcess(ex), mod.ring_attention, ex)
+        figures[name] = (trial.comms.bytes(None), trial.memory["temp"], trial.comms.kinds())
+    assert figures["ring"] == (2_560, 2_304, {"collective-permute"})
+    assert figures["gathered"] == (2_560, 4_612, {"all-gather"})

@@ -184,3 +184,29 @@ def test_a_passed_layer_explains_its_expert_load(root):
 
 def _layer_examples() -> list[dict]:
     return l11.layer_explicit(context())
+
+
+def test_bfloat16_gates_sit_well_inside_their_allowance():
+    """The bfloat16 combine allowance (4·2⁻⁸) against what correct gates measure on 44
+    bfloat16 examples: the solution's softmax in bfloat16 (≤ 1.25·2⁻⁸ measured) and a
+    float32 softmax rounded at the end (≤ 0.49·2⁻⁸) stay under half of it."""
+    import jax
+    import jax.numpy as jnp
+
+    from grader.lessons.l11_expert_parallel.checks import BF16_COMBINE
+
+    examples = [dict(ex, dtype="bfloat16") for ex in _examples("top1_dispatch", 40)]
+    for ex in examples:
+        logits = l11.logits_for(ex, example_rng(ex))
+        assert logits.dtype.name == "bfloat16"
+        want = moe_routing.softmax(logits.astype(np.float64))
+        in_bf16 = jax.nn.softmax(jnp.asarray(logits), -1).astype(jnp.float32)
+        rounded = jax.nn.softmax(jnp.asarray(logits, jnp.float32), -1).astype(jnp.bfloat16)
+        for got in (in_bf16, rounded):
+            err = np.abs(np.asarray(got, np.float64) - want).max()
+            assert err <= BF16_COMBINE / 2, (ex, err / 2**-8)
+
+
+def test_dispatch_examples_include_bfloat16_logits():
+    for name in ("top1_dispatch", "top2_dispatch"):
+        assert {ex["dtype"] for ex in _examples(name, 0)} == {"float32", "bfloat16"}

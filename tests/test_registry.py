@@ -235,3 +235,43 @@ def test_a_run_is_scored_on_the_exercises_it_graded() -> None:
     assert card.passed and (card.score, card.possible) == (2, 2)
     assert set(card.exercises) == {"a"}
     assert not _lesson().scorecard({"extra": "passed"}, graded=["extra"]).passed  # no required one
+
+
+# ------------------------------------------------------------------ the lesson texts
+
+TEXTS = Path(registry.__file__).parent / "lessons"
+
+
+def _exercise_section(text: str) -> str:
+    """The text's last "Exercises" / "Your turn" section (else the whole text: lesson 12
+    names its exercises in its introduction)."""
+    import re
+
+    heads = [m for m in re.finditer(r"^## .*$", text, re.M) if re.search(r"Exercises|Your turn", m.group(0))]  # fmt: skip
+    return text[heads[-1].start() :] if heads else text
+
+
+@pytest.mark.parametrize("lesson", registry.load().lessons, ids=lambda lesson: lesson.text_name)
+def test_each_text_is_titled_and_lists_its_exercises_as_the_registry(lesson: Lesson) -> None:
+    """One title form for every lesson ("# Lesson N — <the registry's title>"), and the
+    exercises named in the text's exercise section in the registry's order (the order
+    `course list` and `course grade` use)."""
+    text = (TEXTS / lesson.text_name).read_text()
+    assert text.splitlines()[0] == f"# Lesson {lesson.number} — {lesson.title}"
+    section = _exercise_section(text)
+    names = [e.name for e in lesson.exercises]
+    at = {n: section.find(f"`{n}") for n in names}
+    assert all(i >= 0 for i in at.values()), [n for n, i in at.items() if i < 0]
+    assert sorted(names, key=at.__getitem__) == names
+
+
+def test_the_order_check_tells_a_reordered_list() -> None:
+    """Lesson 1's text as it was (bytes_per_device listed before place) fails the check."""
+    lesson = registry.load().lesson(1)
+    text = (TEXTS / lesson.text_name).read_text()
+    place = text[text.index("3. `place(") : text.index("4. `bytes_per_device(")]
+    old = text.replace(place, "").replace("device holds.\n", "device holds.\n" + place, 1)
+    assert old.index("`bytes_per_device(") < old.index("`place(")
+    section = _exercise_section(old)
+    names = [e.name for e in lesson.exercises]
+    assert sorted(names, key=lambda n: section.find(f"`{n}")) != names

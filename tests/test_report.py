@@ -348,9 +348,24 @@ def test_not_started_exercises_share_one_panel() -> None:
     text = render(report(r, {"ring_all_gather": 2, "ring_reduce_scatter": 2, "ring_all_reduce": 1}))
     assert text.count("· not started") == 3  # two table rows and one panel title
     assert "ring_all_gather, ring_reduce_scatter: still raising NotImplementedError" in text
-    assert text.count("The ring that sends right") == 1
+    assert text.count("The ring that sends right") == 1  # one hint of both: shown once
+    assert "hint (ring_all_gather, ring_reduce_scatter)" in text
     assert "re-run" not in text
     assert "Score 1/5 — not yet" in text
+
+
+def test_each_stub_shows_its_own_hint_or_none() -> None:
+    """The panel shows each not-started exercise's own hint, labelled with its name; a
+    stub without a hint of its own is shown none (never another exercise's)."""
+    r = lesson(
+        not_started("ring_all_gather", hint="ring_all_gather: send right N − 1 times."),
+        not_started("ring_reduce_scatter", hint="ring_reduce_scatter: add what arrives."),
+        not_started("ring_all_reduce"),
+    )
+    text = render(NotStartedPanel(list(r.exercises)), width=120)
+    assert "hint (ring_all_gather)  ring_all_gather: send right" in text
+    assert "hint (ring_reduce_scatter)  ring_reduce_scatter: add what" in text
+    assert "hint (ring_all_reduce)" not in text
 
 
 def test_not_started_panel_without_hint() -> None:
@@ -459,3 +474,52 @@ def test_memory_bars_share_one_scale_and_fit_60_columns() -> None:
     assert "memory per device · n=4" in text and "same program" in text
     without_bound = ev.MemoryBars("n=2", [ev.Bar("temporaries", 10)], [ev.Bar("|params|", 20)])
     assert "temp bound" not in drawn(without_bound)
+
+
+# ------------------------------------------------- bonus exercises and the summary line
+
+
+def _with_bonus(*exercises: ExerciseResult) -> LessonReport:
+    registered = Lesson(
+        2, "collectives", "Collectives from first principles", "", (),
+        (Exercise("ring_all_gather", 2, ""), Exercise("ring_reduce_scatter", 2, ""),
+         Exercise("ring_bonus", 1, "", bonus=True)),
+    )  # fmt: skip
+    result = lesson(*exercises)
+    return LessonReport(result, registered.score_result(result), rerun)
+
+
+def test_a_failed_bonus_is_named_in_the_summary_and_the_run_still_passes() -> None:
+    from course import scoring
+
+    bonus = replace(failed_exercise(values_check([4], ["x"], {(2,)})), exercise="ring_bonus")
+    rep = _with_bonus(passed("ring_all_gather"), passed("ring_reduce_scatter"), bonus)
+    text = render(rep)
+    assert "Score 4/4 — every required exercise passed; bonus ring_bonus failed" in text
+    assert "all passed" not in text
+    assert rep.card.passed and rep.card.run_passed  # the exit status's rule: 0
+    assert scoring.Verdict((rep.result,), (rep.card,)).passed
+
+
+def test_a_bonus_not_started_is_named_and_a_required_failure_still_fails() -> None:
+    from course import scoring
+
+    wrong = replace(
+        failed_exercise(values_check([4], ["x"], {(2,)})), exercise="ring_reduce_scatter"
+    )
+    rep = _with_bonus(passed("ring_all_gather"), wrong, not_started("ring_bonus"))
+    text = render(rep)
+    assert "Score 2/4 — not yet; bonus ring_bonus not started" in text
+    assert not rep.card.run_passed
+    assert not scoring.Verdict((rep.result,), (rep.card,)).passed
+
+
+def test_a_run_of_only_a_bonus_follows_its_result() -> None:
+    good = _with_bonus(ExerciseResult(2, "ring_bonus", Status.PASSED, examples_run=3))
+    assert "Score 0/0 + 1 bonus — all passed" in render(good)
+    assert good.card.run_passed and not good.card.passed  # the lesson itself is not passed
+    bad = _with_bonus(
+        replace(failed_exercise(values_check([4], ["x"], {(2,)})), exercise="ring_bonus")
+    )
+    assert "Score 0/0 — bonus ring_bonus failed" in render(bad)
+    assert not bad.card.run_passed

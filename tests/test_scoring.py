@@ -22,7 +22,8 @@ from grader.results import CheckResult, ExerciseResult, LessonResult, Status
 DOCS = Path(__file__).parent.parent / "docs"
 FORMATS = Path(__file__).parent / "data" / "formats"
 LESSON = Lesson(
-    7, "demo", "A demo lesson", "", ("Start with the first function.",),
+    7, "demo", "A demo lesson", "",
+    ("Start with the first function.", "fresh: return the input unchanged."),
     (Exercise("ok", 2, ""), Exercise("wrong", 3, ""), Exercise("fresh", 1, ""),
      Exercise("broke", 1, ""), Exercise("extra", 2, "", bonus=True)),
 )  # fmt: skip
@@ -65,12 +66,12 @@ def test_results_cannot_be_changed_once_built():
     assert again.hint == "another" and result.exercises[1].hint == "one chunk too many"
 
 
-def test_the_verdict_adds_the_lessons_first_hint_to_a_stub_and_scores_it():
+def test_the_verdict_adds_the_stubs_own_hint_and_scores_it():
     result = graded()
     v = scoring.verdict([LESSON], [result])
     (shown,) = v.results
     fresh = next(e for e in shown.exercises if e.exercise == "fresh")
-    assert fresh.hint == "Start with the first function."
+    assert fresh.hint == "fresh: return the input unchanged."  # the hint that names it
     assert next(e for e in result.exercises if e.exercise == "fresh").hint is None  # untouched
     (card,) = v.cards
     assert (card.score, card.possible, card.bonus_score, card.passed) == (2, 7, 2, False)
@@ -89,7 +90,7 @@ def test_every_export_says_the_same_of_one_verdict():
         "ok": ("passed", 2), "wrong": ("failed", 0), "fresh": ("not started", 0),
         "broke": ("error", 0), "extra": ("passed", 2),
     }  # fmt: skip
-    assert by_name["fresh"]["hint"] == "Start with the first function."
+    assert by_name["fresh"]["hint"] == "fresh: return the input unchanged."
     # the terminal
     out = io.StringIO()
     for renderable in scoring.terminal(v, rerun):
@@ -160,3 +161,33 @@ def test_figures_come_from_typed_evidence_only():
         ev.KindBytes("mesh=4x2", [ev.KindBytesRow("all-gather", 10, 100, 100),
                                   ev.KindBytesRow("all-reduce", None, 24, 24)])])  # fmt: skip
     assert scoring.figures(step) == [scoring.Figure("bytes", True, "kind_bytes", 124, 124)]
+
+
+def test_a_stub_gets_the_hint_that_names_it_or_none():
+    """Hints belong to the lesson (``course hint`` order); a stub is shown the first
+    hint one of whose sentences starts with its name, the lesson's first exercise also
+    the lesson's first hint when that names no other exercise, and else none."""
+    hints = (
+        "A dim named in the spec is divided by the mesh axes.",
+        "For device_slices, loop over every coordinate.",
+        "place is one line. bytes_per_device is math.prod(shard_shape(...)) · itemsize.",
+    )
+    lesson = Lesson(1, "meshes", "Meshes", "", hints, tuple(
+        Exercise(n, 1, "") for n in ("shard_shape", "device_slices", "place", "bytes_per_device",
+                                     "unhinted")
+    ))  # fmt: skip
+    got = {e.name: scoring.exercise_hint(lesson, e.name) for e in lesson.exercises}
+    assert got == {
+        "shard_shape": hints[0],  # the lesson's first exercise, first hint (a call elsewhere)
+        "device_slices": hints[1],
+        "place": hints[2],
+        "bytes_per_device": hints[2],
+        "unhinted": None,
+    }
+    # the real course: every stub's hint names it, or is its lesson's first
+    from course import registry
+
+    for real in registry.load().lessons:
+        for e in real.exercises:
+            h = scoring.exercise_hint(real, e.name)
+            assert h is None or e.name in h or (h == real.hints[0] and e == real.exercises[0])

@@ -186,3 +186,28 @@ def test_locations_cannot_hide_or_add_structure():
     )
     p = stablehlo.read(text)
     assert dict(p.counts) == {"add": 1} and not p.loops
+
+
+def test_float_computations_read_as_the_jaxpr_shows():
+    """Program.computed and the dots' dtypes (what lesson 10's precision check reads)
+    are the same from the exported StableHLO as from the jaxpr: a bfloat16 softmax whose
+    sum is rounded back to bfloat16 inside a loop."""
+    import jax
+    import jax.numpy as jnp
+    from jax import export
+
+    def f(s, v):
+        m = jnp.max(s, axis=-1, keepdims=True)
+        p = jnp.exp(s - m)
+        d = jax.lax.fori_loop(0, 3, lambda i, c: (c * 2 + 1).astype(jnp.bfloat16), p.sum(-1))
+        return jnp.einsum("qk,kd->qd", p, v, preferred_element_type=jnp.float32) / d[:, None]
+
+    args = (jnp.ones((4, 4), jnp.bfloat16), jnp.ones((4, 8), jnp.bfloat16))
+    ours = stablehlo.read(export.export(jax.jit(f))(*args).mlir_module())
+    theirs = jaxpr.trace(f, *args)
+    assert ours.computed == theirs.computed
+    assert [d.dtype for d in ours.dots] == [d.dtype for d in theirs.dots] == ["float32"]
+    seen = {(c.op, c.dtype, c.size, c.in_loop) for c in ours.computed}
+    assert {("exp", "bfloat16", 16, False), ("reduce_max", "bfloat16", 4, False)} <= seen
+    assert ("reduce_sum", "float32", 4, False) in seen  # jnp.sum adds bfloat16 in float32
+    assert any(c.op == "convert_element_type" and c.source == "float32" for c in ours.computed)

@@ -13,7 +13,11 @@ all of that, so hints and structural checks read it:
   (``Program.collectives``; ``Site.loops``, innermost last),
 - every loop with its length (``scan``; a ``fori_loop`` with static bounds
   is a scan too) or ``None`` (``while``), and what runs inside it
-  (``Program.loops``).
+  (``Program.loops``),
+- the float dtype, size and place of a few arithmetic operations
+  (``Program.computed``, the names in :data:`TRACKED`): a softmax whose running
+  sum is rounded to bfloat16 shows there as a ``convert_element_type`` of a
+  statistics-sized array inside the loop.
 
 jax 0.10 names (measured): ``lax.psum`` traces to ``psum_invariant`` when
 its result is invariant, ``lax.pcast(..., to='varying')`` to ``pvary``; a
@@ -89,6 +93,31 @@ class Site:
         return bool(self.loops)
 
 
+TRACKED = frozenset(
+    {"exp", "log", "max", "reduce_max", "reduce_sum", "add", "sub", "convert_element_type"}
+)
+"""Operations whose float results :attr:`Program.computed` records (jaxpr names; the
+StableHLO reader maps its own to these)."""
+
+FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
+
+
+@dataclass(frozen=True)
+class Computed:
+    """One kind of float operation: what it computes, in which dtype, how large."""
+
+    op: str
+    """A name in :data:`TRACKED`."""
+    dtype: str
+    """The result's dtype."""
+    size: int
+    """Elements of the result."""
+    source: str = ""
+    """For a ``convert_element_type``: the operand's dtype (else empty)."""
+    in_loop: bool = False
+    """Inside some loop (``scan``/``while``) of the program."""
+
+
 @dataclass(frozen=True)
 class Dot:
     """One ``dot_general``: its left operand, which of its dimensions it
@@ -99,6 +128,8 @@ class Dot:
     lhs_contract: tuple[int, ...]
     out_shape: tuple[int, ...]
     loops: tuple[int | None, ...] = ()
+    dtype: str = ""
+    """The result's dtype (empty where unknown)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +145,8 @@ class Program:
     """dtype name → equations producing a value of it, nested bodies included."""
     dots: tuple[Dot, ...] = ()
     """Every matrix product, in program order."""
+    computed: Counter = field(default_factory=Counter)
+    """:class:`Computed` → equations (nested bodies included, not × trip count)."""
 
     def primitives(self) -> set[str]:
         return set(self.counts)
@@ -141,13 +174,14 @@ def read(jaxpr: Any) -> Program:
     sites: list[Site] = []
     dtypes: Counter = Counter()
     dots: list[Dot] = []
-    _walk(_open(jaxpr), (), counts, loops, sites, dtypes, dots)
-    return Program(counts, tuple(loops), tuple(sites), dtypes, tuple(dots))
+    computed: Counter = Counter()
+    _walk(_open(jaxpr), (), counts, loops, sites, dtypes, dots, computed)
+    return Program(counts, tuple(loops), tuple(sites), dtypes, tuple(dots), computed)
 
 
 def _walk(
     jaxpr: Any, around: tuple[Loop, ...], counts: Counter, loops: list, sites: list,
-    dtypes: Counter, dots: list,
+    dtypes: Counter, dots: list, computed: Counter,
 ) -> None:  # fmt: skip
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
@@ -155,6 +189,8 @@ def _walk(
         if name == "shard_map" and eqn.params.get("check_vma") is False:
             counts[UNCHECKED] += 1
         dtypes.update(str(v.aval.dtype) for v in eqn.outvars if hasattr(v.aval, "dtype"))
+        if name in TRACKED and (c := _computed(eqn, around)) is not None:
+            computed[c] += 1
         if name in COLLECTIVES:
             sites.append(_site(eqn, around))
         if name == "dot_general":
@@ -166,12 +202,26 @@ def _walk(
             loops.append(loop)
             for sub in subs:
                 inner: Counter = Counter()
-                _walk(sub, (*around, loop), inner, loops, sites, dtypes, dots)
+                _walk(sub, (*around, loop), inner, loops, sites, dtypes, dots, computed)
                 body.update(inner)
                 counts.update(inner)
         else:
             for sub in subs:
-                _walk(sub, around, counts, loops, sites, dtypes, dots)
+                _walk(sub, around, counts, loops, sites, dtypes, dots, computed)
+
+
+def _computed(eqn: Any, around: tuple[Loop, ...]) -> Computed | None:
+    out = eqn.outvars[0].aval
+    dtype = str(getattr(out, "dtype", ""))
+    if dtype not in FLOATS:
+        return None
+    source = ""
+    if eqn.primitive.name == "convert_element_type":
+        source = str(getattr(eqn.invars[0].aval, "dtype", ""))
+    size = 1
+    for d in out.shape:
+        size *= int(d)
+    return Computed(eqn.primitive.name, dtype, size, source, bool(around))
 
 
 def _dot(eqn: Any, around: tuple[Loop, ...]) -> Dot:
@@ -181,6 +231,7 @@ def _dot(eqn: Any, around: tuple[Loop, ...]) -> Dot:
         lhs_contract=tuple(int(d) for d in lhs_contract),
         out_shape=tuple(int(d) for d in eqn.outvars[0].aval.shape),
         loops=tuple(lp.length for lp in around),
+        dtype=str(eqn.outvars[0].aval.dtype),
     )
 
 
@@ -256,9 +307,12 @@ def to_wire(p: Program) -> dict[str, Any]:
             for s in p.collectives
         ],  # fmt: skip
         "dots": [
-            [list(d.lhs_shape), list(d.lhs_contract), list(d.out_shape), list(d.loops)]
+            [list(d.lhs_shape), list(d.lhs_contract), list(d.out_shape), list(d.loops), d.dtype]
             for d in p.dots
         ],  # fmt: skip
+        "computed": [
+            [c.op, c.dtype, c.size, c.source, c.in_loop, n] for c, n in p.computed.items()
+        ],
     }
 
 
@@ -279,10 +333,18 @@ def from_wire(raw: Any) -> Program:
             ))  # fmt: skip
         dots = tuple(
             Dot(tuple(int(x) for x in lhs), tuple(int(x) for x in con),
-                tuple(int(x) for x in out), tuple(_opt_int(x) for x in around))
-            for lhs, con, out, around in raw["dots"]
+                tuple(int(x) for x in out), tuple(_opt_int(x) for x in around),
+                _name(rest[0]) if rest else "")
+            for lhs, con, out, around, *rest in raw["dots"]
         )  # fmt: skip
-        return Program(_counter(raw["counts"]), loops, tuple(sites), _counter(raw["dtypes"]), dots)
+        computed: Counter = Counter()
+        for op, dtype, size, source, in_loop, n in raw.get("computed", ()):
+            if op not in TRACKED or not isinstance(in_loop, bool):
+                raise ValueError(f"unknown computation {op!r}")
+            computed[Computed(op, _name(dtype), int(size), _name(source), in_loop)] += int(n)
+        return Program(
+            _counter(raw["counts"]), loops, tuple(sites), _counter(raw["dtypes"]), dots, computed
+        )
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise ValueError(f"a malformed program summary: {exc!r}") from None
 

@@ -22,7 +22,11 @@ the jaxpr reader gives, in the jaxpr's vocabulary, so the checks read either:
   and shape of its operands, the loops around it and the mesh axes its groups
   span (read from ``replica_groups``/``source_target_pairs`` and the ``sdy.mesh``).
 - ``dots``: every ``dot_general`` with its left operand's shape, contracted
-  dimensions and result shape, and the trip counts of the loops around it.
+  dimensions, result shape and dtype, and the trip counts of the loops around it.
+- ``computed``: the float results of ``exponential``, ``log``, ``maximum``,
+  ``add``, ``subtract``, ``convert`` and of a ``reduce`` by ``add``/``maximum``,
+  under their jaxpr names (:data:`~grader.measure.jaxpr.TRACKED`); the bodies of
+  reductions, sorts and scatters are not the program's own arithmetic.
 
 What the StableHLO cannot show, it does not claim: a ``shard_map`` whose manual
 axes all have one device is inlined by jax's lowering (no manual computation), a
@@ -43,7 +47,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.measure.jaxpr import Dot, Loop, Program, Site
+from grader.measure.jaxpr import FLOATS, Computed, Dot, Loop, Program, Site
 
 
 class Unrecognised(ValueError):
@@ -70,6 +74,22 @@ COLLECTIVE_OPS = {
 """StableHLO collective → the jaxpr primitive named for it (``all_reduce``: by its body)."""
 
 REDUCTIONS = {"add": "psum", "maximum": "pmax", "minimum": "pmin"}
+
+TRACKED = {
+    "exponential": "exp",
+    "log": "log",
+    "maximum": "max",
+    "add": "add",
+    "subtract": "sub",
+    "convert": "convert_element_type",
+}
+"""StableHLO op → the jaxpr name :attr:`Program.computed` records it under."""
+
+REDUCERS = {"add": "reduce_sum", "maximum": "reduce_max"}
+
+BODIES = ("stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.scatter", "stablehlo.sort",
+          "stablehlo.select_and_scatter")  # fmt: skip
+"""Ops whose regions compute per element for the op (not the program's own arithmetic)."""
 
 _STABLEHLO_NAMES = """
 abs add after_all all_gather all_reduce all_to_all and atan2 batch_norm_grad
@@ -385,7 +405,9 @@ class _Reader:
         self.loops: list[Loop] = []
         self.sites: list[Site] = []
         self.dots: list[Dot] = []
+        self.computed: Counter = Counter()
         self.calling: list[str] = []
+        self.in_body = 0
 
     def function(self, name: str, around: tuple[Loop, ...], into: list[Counter]) -> None:
         if name not in self.functions:
@@ -428,6 +450,8 @@ class _Reader:
         _, results = _split_signature(op.signature())
         if op.name not in ("call", "func.call"):  # a call's results are its callee's
             self.dtypes.update(d for _, d in results if d is not None)
+        if dialect == "stablehlo" and not self.in_body:
+            self._computed(op, short, around)
         if op.name in ("call", "func.call"):
             callee = re.search(r"call @([\w.$-]+)", op.text)
             if callee is None:
@@ -441,10 +465,33 @@ class _Reader:
         if op.name == "stablehlo.while":
             self._while(op, around, into, scope)
             return
+        body = op.name in BODIES
+        self.in_body += body
         for region in op.regions:
             if op.name in ("stablehlo.all_reduce", "stablehlo.reduce_scatter"):
                 continue  # the reduction: an add per element, not the program's own
             self.region(region, around, into, scope)
+        self.in_body -= body
+
+    def _computed(self, op: Op, short: str, around: tuple[Loop, ...]) -> None:
+        name = TRACKED.get(short)
+        if short == "reduce":
+            m = re.search(r"applies stablehlo\.(\w+)", op.text)
+            inner = (
+                [m.group(1)]
+                if m
+                else [o.name.partition(".")[2] for r in op.regions for o in r
+                      if o.name != "stablehlo.return"]
+            )  # fmt: skip
+            name = REDUCERS.get(inner[0]) if len(inner) == 1 else None
+        if name is None:
+            return
+        operands, results = _split_signature(op.signature())
+        if len(results) != 1 or results[0][1] not in FLOATS:
+            return
+        shape, dtype = results[0]
+        source = operands[0][1] or "" if name == "convert_element_type" and operands else ""
+        self.computed[Computed(name, dtype, _prod(shape), source, bool(around))] += 1
 
     def _count(self, name: str, into: list[Counter]) -> None:
         self.counts[name] += 1
@@ -534,6 +581,7 @@ class _Reader:
             lhs_contract=tuple(int(x) for x in m.group(1).split(",") if x.strip()),
             out_shape=results[0][0],
             loops=tuple(lp.length for lp in around),
+            dtype=results[0][1] or "",
         )
 
     def _site(self, op: Op, short: str, around: tuple[Loop, ...]) -> Site:
@@ -578,8 +626,9 @@ def read(text: str) -> Program:
     reader = _Reader(functions, _read_mesh(text))
     reader.function("main", (), [])
     return Program(
-        reader.counts, tuple(reader.loops), tuple(reader.sites), reader.dtypes, tuple(reader.dots)
-    )
+        reader.counts, tuple(reader.loops), tuple(reader.sites), reader.dtypes,
+        tuple(reader.dots), reader.computed,
+    )  # fmt: skip
 
 
 def partitions(text: str) -> int:

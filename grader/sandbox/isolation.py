@@ -465,8 +465,12 @@ class Replaying(Runtime):
     (this runtime's salt, which the student's process never sees)."""
 
     def __init__(self, session: Session, example: Example, salt: int):
-        super().__init__(example, salt)
+        super().__init__(example, salt, functions=self._remote)
         self.session, self.index = session, 0
+
+    def _remote(self, name: str) -> RemoteFunction | None:
+        """The student's function ``name``, called in the student's process."""
+        return self.session.function(name) if name in self.session.process.functions else None
 
     def student_program(self, program, args, mesh, compiler_options, extra) -> Trial:
         import jax

@@ -8,6 +8,49 @@ L10 = "l10_context_parallel"
 
 RING_STEP = "return acc, lax.ppermute(kv, AXIS, _right(n))  # … while it moves on"
 
+FLASH = """
+def ring_attention(q, k, v, mesh, causal):
+    # flash attention's online softmax (running max m, running sum l, accumulator acc in
+    # float32); q scaled in its own dtype, p cast to V's dtype for the p·V product
+    def body(q_blk, k_blk, v_blk):
+        n, me = lax.axis_size(AXIS), lax.axis_index(AXIS)
+        b, h, dh = q_blk.shape
+        qs = q_blk * jnp.asarray(dh**-0.5, q_blk.dtype)
+        rows = me * b + jnp.arange(b)
+
+        def attend(step, m, l, acc, k_j, v_j):
+            sc = jnp.einsum("qhd,khd->hqk", qs, k_j, preferred_element_type=jnp.float32)
+            if causal:
+                j = (me - step) % n
+                sc = jnp.where(rows[:, None] >= (j * b + jnp.arange(b))[None, :], sc, -jnp.inf)
+            m_new = jnp.maximum(m, sc.max(-1))
+            safe = jnp.where(jnp.isneginf(m_new), 0.0, m_new)
+            alpha = jnp.exp(m - safe)
+            p = jnp.exp(sc - safe[..., None])
+            l = l * alpha + p.sum(-1)
+            pv = jnp.einsum("hqk,khd->hqd", p.astype(v_j.dtype), v_j,
+                            preferred_element_type=jnp.float32)
+            return m_new, l, acc * alpha[..., None] + pv
+
+        def step(i, carry):
+            m, l, acc, (k_j, v_j) = carry
+            m, l, acc = attend(i, m, l, acc, k_j, v_j)
+            return m, l, acc, lax.ppermute((k_j, v_j), AXIS, _right(n))
+
+        m = jnp.full((h, b), -jnp.inf, jnp.float32)
+        l = jnp.zeros((h, b), jnp.float32)
+        acc = jnp.zeros((h, b, dh), jnp.float32)
+        m, l, acc = (lax.pcast(x, AXIS, to="varying") for x in (m, l, acc))
+        m, l, acc, (k_j, v_j) = lax.fori_loop(0, n - 1, step, (m, l, acc, (k_blk, v_blk)))
+        m, l, acc = attend(n - 1, m, l, acc, k_j, v_j)
+        out = acc / jnp.where(l == 0, 1.0, l)[..., None]
+        return out.transpose(1, 0, 2).astype(q_blk.dtype)
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(ROWS, ROWS, ROWS), out_specs=ROWS)(q, k, v)
+"""
+"""A correct external form (flash attention's online softmax): the statistics
+in float32, q, K, V and the result in the inputs' dtype (tests/test_l10.py grades it)."""
+
 MISTAKES: list[Mistake] = [
     # ---------------------------------------------------------------- merge_partials
     Mistake(
@@ -333,4 +376,53 @@ def zigzag_ring_attention(q, k, v, mesh):
         says=("never attends to the last block", "all N − 1 of them"),
         patch=(("lax.fori_loop(1, n, step,", "lax.fori_loop(1, n - 1, step,"),),
     ),
+    # ---------------------------------------------------------------- issue 18 §6: precision
+    Mistake(
+        id="ring-bfloat16-scores",
+        module=L10,
+        exercise="ring_attention",
+        status="failed",
+        check="precision",
+        says=("your scores q·kᵀ are bfloat16", "preferred_element_type=jnp.float32"),
+        patch=(
+            (
+                'jnp.einsum("qhd,khd->hqk", q, k, preferred_element_type=jnp.float32)',
+                'jnp.einsum("qhd,khd->hqk", q, k)',
+            ),
+        ),
+    ),
+    Mistake(
+        id="ring-bfloat16-accumulator",
+        module=L10,
+        exercise="ring_attention",
+        status="failed",
+        check="precision",
+        says=("your output accumulator is bfloat16", "inside the ring's loop"),
+        patch=(("o = jnp.zeros(q.shape, jnp.float32)", "o = jnp.zeros(q.shape, q.dtype)"),),
+    ),
+    Mistake(
+        id="ring-bfloat16-running-sum",
+        module=L10,
+        exercise="ring_attention",
+        status="failed",
+        check="precision",
+        says=("your running softmax statistics are bfloat16", "running sum of exponentials"),
+        code=FLASH.replace(
+            "l = jnp.zeros((h, b), jnp.float32)", "l = jnp.zeros((h, b), q_blk.dtype)"
+        ).replace("l = l * alpha + p.sum(-1)", "l = (l * alpha + p.sum(-1)).astype(k_j.dtype)"),
+    ),
+    Mistake(
+        id="ring-bfloat16-exponentials",
+        module=L10,
+        exercise="ring_attention",
+        status="failed",
+        check="precision",
+        says=("your exponentials e^(s − max) are bfloat16",),
+        code=FLASH.replace(
+            "p = jnp.exp(sc - safe[..., None])",
+            "p = jnp.exp((sc - safe[..., None]).astype(q_blk.dtype))",
+        ),
+    ),
 ]
+
+FLASH_FOR_TESTS = FLASH

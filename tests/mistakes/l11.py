@@ -13,6 +13,22 @@ SECOND_A2A = "back = lax.all_to_all(done, AXIS, split_axis=0, concat_axis=0, til
 MISTAKES: list[Mistake] = [
     # ---------------------------------------------------------------- top1_dispatch
     Mistake(
+        id="top1-float32-combine-for-bfloat16-logits",
+        module=L11,
+        exercise="top1_dispatch",
+        status="failed",
+        check="returns",
+        says=("combine of dtype float32 for bfloat16 logits", ".astype(logits.dtype)"),
+        code="""
+def top1_dispatch(logits, capacity):
+    choice = jnp.argmax(logits, axis=-1)
+    onehot, slot = _slots(choice, logits.shape[-1])
+    dispatch = _dispatch(onehot, slot, capacity)
+    gates = jax.nn.softmax(logits.astype(jnp.float32), axis=-1)  # gates in float32 …
+    return dispatch, jnp.where(dispatch, gates[:, :, None], 0.0)  # … and returned so
+""",
+    ),
+    Mistake(
         id="moe-ties-to-the-highest-index",
         module=L11,
         exercise="top1_dispatch",

@@ -323,3 +323,144 @@ def _use(i: int, j: int, causal: bool, zigzag: bool) -> str:
     if zigzag:  # j < i: every query, key chunk j; j > i: query chunk 2N − 1 − i, every key
         return "first key chunk" if j < i else "second query chunk"
     return "masked"
+
+
+# ------------------------------------------------------------------ softmax precision
+
+
+NARROW = ("bfloat16", "float16")
+"""16-bit floats: the softmax statistics must not be kept in them."""
+
+
+@dataclass(frozen=True)
+class SoftmaxPrecision(Check):
+    """In a bfloat16 example the scores, the softmax statistics (running max,
+    running sum of exponentials or lse) and the output accumulator are float32,
+    read from the traced program's own dtypes (``Program.computed``, ``dots``):
+    K and V may be sent in bfloat16 and the result cast back at the end, but
+    nothing of the softmax is computed or stored in a 16-bit float.
+
+    The values check cannot tell: bfloat16 statistics drift by 0.005–0.026·max|ref|
+    over the ring, inside the 2⁻⁴ allowance that rounding bfloat16 inputs needs.
+    What is read, per example, with b query rows, H heads and Dh per head:
+
+    - a ``dot_general`` with a 16-bit result contracting Dh: the scores q·kᵀ;
+    - a 16-bit ``exp``: the exponentials e^(s − max) (and so their sum);
+    - a 16-bit ``max``/``reduce_max``: the running max;
+    - a 16-bit ``reduce_sum`` or ``log``: the sum of exponentials, the lse;
+    - a 16-bit ``add`` or a cast to 16 bits inside the ring's loop of an
+      [H, b]-sized array: a running statistic stored in bfloat16;
+    - of a [b, H, Dh]-sized array: the output accumulator, rounded at every
+      step (outside loops: cast more often than the one output).
+
+    A size that is also a score block's (say Dh = S/N) is not read as a
+    statistic or the accumulator, so p cast to bfloat16 for the p·V product
+    (flash attention's form) never counts."""
+
+    name: str = "precision"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        ex = trial.example
+        if ex["dtype"] not in NARROW:
+            return CheckResult(
+                self.name, True, "not measured here: a float32 example (the values check holds "
+                "it to float32's rounding)",
+            )  # fmt: skip
+        found = softmax_findings(trial.program, _dims(ex))
+        if not found:
+            return CheckResult(
+                self.name, True, "scores, softmax statistics and accumulator are float32 "
+                f"({ex['dtype']} only in what is sent and returned)",
+            )  # fmt: skip
+        first = found[0]
+        rest = "; ".join(found[1:])
+        return CheckResult(
+            self.name,
+            False,
+            f"{first}" + (f" (also: {rest})" if rest else ""),
+            hint="A bfloat16 example keeps bfloat16 only where it saves bytes: send K and V "
+            "as they are, compute the scores with preferred_element_type=jnp.float32, and keep "
+            "the running max, the running sum of exponentials (or the lse) and the output "
+            "accumulator in float32 — start them with jnp.float32 zeros/−inf, not q.dtype — "
+            "casting only the result back (o.astype(q.dtype)) at the end. The values stay "
+            "within the bfloat16 allowance either way; at long sequence lengths a bfloat16 "
+            "sum of thousands of exponentials does not.",
+        )
+
+
+def _dims(ex: dict[str, Any]) -> dict[str, Any]:
+    """Query-row and key-row counts a ring example works on (zigzag: chunks of c = S/2N
+    and the whole 2c as well), H and Dh."""
+    b = ex["rows"] if "rows" in ex else 2 * ex["chunk"]
+    rows = {b, b // 2} if "chunk" in ex else {b}
+    return {"rows": rows, "h": ex["h"], "dh": ex["dh"], "out": b * ex["h"] * ex["dh"]}
+
+
+def softmax_findings(program: Any, dims: dict[str, Any]) -> list[str]:
+    """What of the softmax the program computes or stores in a 16-bit float, each as a
+    sentence naming it (empty when everything of the softmax is float32)."""
+    h, dh, rows = dims["h"], dims["dh"], dims["rows"]
+    scores = {h * r * k for r in rows for k in rows}
+    stats = {h * r for r in rows} - scores
+    acc = {h * r * dh for r in rows} - scores
+    computed = [(c, n) for c, n in program.computed.items() if c.dtype in NARROW]
+
+    def sizes(ops: set[str], among: set[int], in_loop: bool | None = None) -> int:
+        return sum(
+            n
+            for c, n in computed
+            if c.op in ops and c.size in among and (in_loop is None or c.in_loop == in_loop)
+            and (c.op != "convert_element_type" or c.source not in NARROW)
+        )  # fmt: skip
+
+    def dtype_of(ops: set[str]) -> str:
+        return next((c.dtype for c, _ in computed if c.op in ops), "bfloat16")
+
+    found = []
+    narrow_scores = [
+        d for d in program.dots if d.dtype in NARROW and _contracted(d) == dh and dh not in rows
+    ]
+    if narrow_scores:
+        found.append(
+            f"your scores q·kᵀ are {narrow_scores[0].dtype}: the product of q and k has a "
+            f"{narrow_scores[0].dtype} result (no preferred_element_type=jnp.float32)"
+        )
+    if any(c.op == "exp" for c, _ in computed):
+        d = dtype_of({"exp"})
+        found.append(f"your exponentials e^(s − max) are {d}, and so is what they sum to")
+    if any(c.op in ("max", "reduce_max") for c, _ in computed):
+        found.append(f"your running max is {dtype_of({'max', 'reduce_max'})}")
+    if any(c.op in ("reduce_sum", "log") for c, _ in computed):
+        d = dtype_of({"reduce_sum", "log"})
+        found.append(
+            f"your running sum of exponentials is {d}: the program sums or takes the log "
+            f"(the lse) in {d}"
+        )
+    elif sizes({"convert_element_type", "add"}, stats, in_loop=True) or sizes({"add"}, stats):
+        found.append(
+            "your running softmax statistics are bfloat16: inside the ring's loop the program "
+            f"rounds {'/'.join(str(s) for s in sorted(stats))}-element arrays ([H, S/N], the "
+            "size of the running sum of exponentials, the running max or the lse) to a 16-bit "
+            "float at every step"
+        )
+    looped = sizes({"convert_element_type", "add"}, acc, in_loop=True)
+    outside = sum(
+        n * c.size
+        for c, n in computed
+        if c.op == "convert_element_type" and c.source not in NARROW and c.size in acc
+        and not c.in_loop
+    )  # fmt: skip
+    if looped or outside > dims["out"] or sizes({"add"}, acc):
+        found.append(
+            "your output accumulator is bfloat16: the program rounds [S/N, H, Dh]-sized "
+            "partial outputs to a 16-bit float "
+            + ("inside the ring's loop, at every step" if looped else "more than once")
+        )
+    return found
+
+
+def _contracted(dot: Any) -> int:
+    n = 1
+    for i in dot.lhs_contract:
+        n *= dot.lhs_shape[i]
+    return n

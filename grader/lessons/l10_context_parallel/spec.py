@@ -23,9 +23,12 @@ program does, bfloat16-rounded where the example is bfloat16):
 - bfloat16: ``BF16_ALLOWANCE·max|ref|`` = 2⁻⁴·max|ref|: rounding the output
   alone costs 2⁻⁹ relative. Measured: the reference (bfloat16 blocks sent,
   scores and softmax sums in float32) is off by 0.0015–0.0030·max|ref|; a
-  ring that keeps the scores, o and lse in bfloat16 by 0.005–0.026 — worse,
-  but not wrong, so it passes; logic mistakes are off by O(1) and fail in
-  the float32 examples.
+  ring that keeps the scores, o and lse in bfloat16 by 0.005–0.026 — inside
+  the allowance, so the values alone cannot fail it: the ``precision`` check
+  (:class:`~grader.lessons.l10_context_parallel.checks.SoftmaxPrecision`) reads
+  the program's dtypes and requires the scores, the running max and sum (or
+  lse) and the output accumulator in float32. Logic mistakes are off by O(1)
+  and fail in the float32 examples.
 
 Memory is checked in float32 at N ≥ 6 with S/N ≤ Dh, where a correct ring's
 scratch (a few blocks and [H, S/N, S/N] scores) stays below the global
@@ -59,6 +62,7 @@ from grader.lessons.l10_context_parallel.checks import (
     MergeValues,
     RotationSteps,
     ScoreBlocks,
+    SoftmaxPrecision,
     kv_block_elements,
     ring_steps,
 )
@@ -588,6 +592,7 @@ ONLY_PERMUTES = OnlyCollectives(
 def _ring_checks(zigzag: bool) -> tuple[Check, ...]:
     checks: list[Check] = [
         Hinted(Values(atol=_atol, alternatives=_alternatives), _precision_hint),
+        SoftmaxPrecision(),
         OutputSharding(expected=lambda t: t.extra["sharding"]),
         InputsUntouched(),
         ONLY_PERMUTES,

@@ -92,6 +92,7 @@ def _dispatch_strategy(k: int) -> Callable[[Context], Any]:
                     "e": st.just(e),
                     "capacity": st.integers(1, t),
                     "logits": st.sampled_from(["ties", "normal"]),
+                    "dtype": st.sampled_from(["float32", "bfloat16"]),
                     "seed": st.integers(0, 2**16),
                 })
             )
@@ -103,24 +104,32 @@ def _dispatch_strategy(k: int) -> Callable[[Context], Any]:
 def _dispatch_explicit(k: int) -> Callable[[Context], list[Example]]:
     """Drops with ties (the common case) and C = 1; for top-1 a single expert
     (everything goes to it, the rest dropped), for top-2 a capacity nothing
-    overflows."""
+    overflows; then bfloat16 logits (combine comes back in bfloat16)."""
 
     def explicit(ctx: Context) -> list[Example]:
-        cases = [(8, 4, 2, "ties"), (7, 3, 1, "ties")]
-        cases.append((5, 1, 3, "normal") if k == 1 else (6, 3, 6, "normal"))
+        cases = [(8, 4, 2, "ties", "float32"), (7, 3, 1, "ties", "float32")]
+        cases.append((5, 1, 3, "normal", "float32") if k == 1 else (6, 3, 6, "normal", "float32"))
+        cases.append((6, 3, 2, "normal", "bfloat16"))
         return [
-            {"t": t, "e": e, "capacity": c, "logits": kind, "seed": i}
-            for i, (t, e, c, kind) in enumerate(cases)
+            {"t": t, "e": e, "capacity": c, "logits": kind, "dtype": dtype, "seed": i}
+            for i, (t, e, c, kind, dtype) in enumerate(cases)
         ]
 
     return explicit
 
 
 def logits_for(ex: Example, rng: np.random.Generator) -> np.ndarray:
+    """[T, E] logits in the example's dtype (bfloat16 through ml_dtypes): the
+    reference routes these very values (bfloat16-rounded, exactly as the program sees
+    them)."""
+    import ml_dtypes  # noqa: F401 - registers bfloat16 with numpy
+
     shape = (ex["t"], ex["e"])
     if ex["logits"] == "ties":  # 4 values: most tokens have a tie somewhere
-        return (rng.integers(0, 4, shape) / 2).astype(np.float32)
-    return rng.standard_normal(shape).astype(np.float32)
+        drawn = (rng.integers(0, 4, shape) / 2).astype(np.float32)
+    else:
+        drawn = rng.standard_normal(shape).astype(np.float32)
+    return drawn.astype(np.dtype(ex.get("dtype", "float32")))
 
 
 def _dispatch_run(k: int) -> Run:
@@ -134,14 +143,18 @@ def _dispatch_run(k: int) -> Run:
             jax.jit(lambda lg: fn(lg, capacity)), (placed,), None,
             compiler_options=FAST_COMPILE, logits=logits.astype(np.float64),
         )  # fmt: skip
-        _check_router_output(trial.output, (ex["t"], ex["e"], capacity), fn.__name__)
-        trial.expected = moe_routing.route(logits, capacity, k)
+        _check_router_output(
+            trial.output, (ex["t"], ex["e"], capacity), fn.__name__, ex.get("dtype", "float32")
+        )
+        trial.expected = moe_routing.route(logits.astype(np.float64), capacity, k)
         return trial
 
     return run
 
 
-def _check_router_output(out: Any, shape: tuple[int, int, int], fname: str) -> None:
+def _check_router_output(
+    out: Any, shape: tuple[int, int, int], fname: str, logits_dtype: str = "float32"
+) -> None:
     import jax
 
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -152,13 +165,22 @@ def _check_router_output(out: Any, shape: tuple[int, int, int], fname: str) -> N
             f"{fname} returned {what}; expected a pair (dispatch, combine)",
             hint="Return both tensors: `return dispatch, combine`.",
         )
-    for name, a, dtype in zip(("dispatch", "combine"), out, ("bool", "float32")):
+    for name, a, dtype in zip(("dispatch", "combine"), out, ("bool", logits_dtype)):
         if not isinstance(a, jax.Array) or tuple(a.shape) != shape:
             got = f"shape {tuple(a.shape)}" if hasattr(a, "shape") else type(a).__name__
             raise StudentReturnError(
                 f"{fname} returned {name} of {got}; expected shape {shape} = [T, E, C]",
                 hint="Both tensors are [T, E, C]: one row per token, one column per expert, "
                 "one entry per slot.",
+            )
+        if a.dtype.name != dtype and name == "combine":
+            raise StudentReturnError(
+                f"{fname} returned combine of dtype {a.dtype.name} for {logits_dtype} logits; "
+                f"expected {dtype}, the logits' dtype",
+                hint="combine keeps the logits' dtype: compute the softmax as you like (in "
+                "float32 for accuracy), then cast the gates back with "
+                ".astype(logits.dtype) — a float32 combine in a bfloat16 model doubles the "
+                "bytes of every gate and promotes the expert outputs it multiplies to float32.",
             )
         if a.dtype.name != dtype:
             raise StudentReturnError(
