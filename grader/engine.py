@@ -179,14 +179,25 @@ class InProcess(Backend):
 
     def __init__(self, directory: Path, module: str, salt: int = 0):
         self.directory, self.module, self.salt = Path(directory), module, salt
+        self.clusters: Any = None
+        """Lesson 13's clusters: real processes even here (started on first need)."""
 
     def load(self) -> Any:
         return load_module(self.directory, self.module)
 
     def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
         from grader.runtime import InProcess as Here
+        from grader.sandbox.cluster import ClusterPool
 
-        return Here(example, self.salt)
+        rt = Here(example, self.salt)
+        if self.clusters is None:
+            self.clusters = ClusterPool(str(self.directory.resolve()), self.module)
+        rt.clusters = self.clusters
+        return rt
+
+    def close(self) -> None:
+        if self.clusters is not None:
+            self.clusters.close()
 
 
 BackendFactory = Callable[[Path, str], Backend]
@@ -397,7 +408,8 @@ def grade_exercise(
             return finish(
                 Status.TIMEOUT, example=shown,
                 error=f"{spec.name} did not finish on this example: {exc}",
-                hint="Look for a loop whose exit condition never becomes true.",
+                hint=getattr(exc, "hint", None)
+                or "Look for a loop whose exit condition never becomes true.",
             )  # fmt: skip
         except Exception as exc:
             if not called.count and not hasattr(exc, "student_text"):
