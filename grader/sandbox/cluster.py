@@ -127,7 +127,8 @@ def launch(argv: list[str]) -> None:
 
 
 NOISE = (b"[Gloo]", b"preemption_sync_manager", b"coordination_service", b"Additional GRPC",
-         b":UNKNOWN:Error received from peer", b"client.h:", b"JAX distributed service")  # fmt: skip
+         b":UNKNOWN:Error received from peer", b"client.h:", b"JAX distributed service",
+         b"peer ranks")  # fmt: skip
 """What jax's distributed runtime and gloo print about themselves (peers connected,
 a peer gone when the cluster is stopped): not the student's output."""
 
