@@ -193,6 +193,7 @@ class InProcess(Backend):
         if self.clusters is None:
             self.clusters = ClusterPool(str(self.directory.resolve()), self.module)
         rt.clusters = self.clusters
+        self.clusters.form(load_spec(self.module).exercise(exercise), example)
         return rt
 
     def close(self) -> None:

@@ -453,6 +453,15 @@ class ClusterPool:
             self._start(p, d)
         return cluster
 
+    def form(self, spec: Any, example: dict) -> None:
+        """Form (start and join) the clusters exercise ``spec`` says ``example``
+        runs on (:attr:`grader.spec.ExerciseSpec.cluster`), before its time starts."""
+        if spec.cluster is None:
+            return
+        needed = tuple(spec.cluster(example))
+        if needed:
+            self.get(*needed[0], ahead=needed[1:]).join()
+
     def _start(self, processes: int, local: int) -> Cluster:
         key = (int(processes), int(local))
         cluster = self._clusters.get(key)

@@ -565,6 +565,9 @@ class Isolated(Backend):
                 str(Path(self.session.process.directory).resolve()), self.module
             )
         rt.clusters = self.clusters
+        from grader.engine import load_spec
+
+        self.clusters.form(load_spec(self.module).exercise(exercise), example)
         return rt
 
     def close(self) -> None:

@@ -63,6 +63,12 @@ def _cluster(rt: Any, ex: Example) -> Any:
     )
 
 
+def clusters_of(ex: Example) -> tuple[tuple[int, int], ...]:
+    """The example's cluster, then the others to start ahead (``ExerciseSpec.cluster``)."""
+    own = (ex["hosts"], ex["local"])
+    return (own, *(_ahead(*own) if AHEAD else ()))
+
+
 def _task(rt: Any, ex: Example, exercise: str, task: str, payloads: list[dict] | dict) -> list[Any]:
     """Run a process-side task in every process of the example's cluster;
     each process's result, or the student's exception re-raised here."""
@@ -803,6 +809,7 @@ SPEC = LessonSpec(
                 {"hosts": 3, "local": 2, "rows": 2, "cols": 1, "spec": "swapped"},
             ],
             run=run_slices,
+            cluster=clusters_of,
             checks=(Blocks(),),
             max_examples=4,
             diagnose_error=_error_hint,
@@ -819,6 +826,7 @@ SPEC = LessonSpec(
                 *_explicit_clusters(rows=2, cols=3, dtype="float32"),
             ],
             run=run_batch,
+            cluster=clusters_of,
             checks=(Returned(), HoldsItsBlock()),
             max_examples=3,
             diagnose_error=_error_hint,
@@ -844,6 +852,7 @@ SPEC = LessonSpec(
                 {"hosts": 2, "local": 4, "rows": 2, "cols": 3, "dtype": "bfloat16"},
             ],
             run=run_allreduce,
+            cluster=clusters_of,
             checks=(SumEverywhere(), Hierarchy(), CrossBytes()),
             max_examples=2,
             diagnose_error=_error_hint,
@@ -859,8 +868,9 @@ SPEC = LessonSpec(
             ),  # fmt: skip
             explicit=lambda ctx: _explicit_clusters(layers=2, rows=2, d=8, f=16),
             run=run_train,
+            cluster=clusters_of,
             checks=(SameEverywhere(), StepValues()),
-            max_examples=2,
+            max_examples=1,
             diagnose_error=_error_hint,
         ),
         ALLREDUCE_TIME.spec(),
