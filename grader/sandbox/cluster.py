@@ -89,39 +89,69 @@ def launch(argv: list[str]) -> None:
     _die_with_parent()
     from grader.sandbox.lifeline import watch_parent
 
-    watch_parent()
     pairs = list(zip(args.fds[0::2], args.fds[1::2]))
     address = f"127.0.0.1:{free_port()}"
-    children: list[subprocess.Popen] = []
+    kids: list[tuple[int, int, int]] = []
 
     def end(signum: int, frame: Any) -> None:
-        for child in children:
+        for pid, _, _ in kids:
             with contextlib.suppress(OSError):
-                child.kill()
+                os.kill(pid, signal.SIGKILL)
         os._exit(1)
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, end)
+    # jax imported once, here, and every process forked from this one: each then
+    # configures its own devices and joins (no backend is up before the fork)
+    import jax  # noqa: F401
+
+    import grader.sandbox.student as student
+
     for index, (r, w) in enumerate(pairs):
         if index in args.absent:
             continue
-        command = [sys.executable, "-m", "grader.sandbox.student", "--fds", str(r), str(w),
-                   "--cluster", address, str(len(pairs)), str(index), str(args.devices)]  # fmt: skip
-        child = subprocess.Popen(
-            command,
-            pass_fds=(r, w),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-        )
-        children.append(child)
-        for stream, to in ((child.stdout, sys.stdout), (child.stderr, sys.stderr)):
-            threading.Thread(target=_forward, args=(stream, to), daemon=True).start()
-        os.close(r)
-        os.close(w)
-    for child in children:
-        child.wait()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: only its own channel and output stay open
+            try:
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                    signal.signal(sig, signal.SIG_DFL)
+                _die_with_parent()
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                keep = {0, 1, 2, r, w}
+                for fd in (
+                    *args.fds,
+                    out_r,
+                    out_w,
+                    err_r,
+                    err_w,
+                    *[k for kid in kids for k in kid[1:]],
+                ):
+                    if fd not in keep:
+                        with contextlib.suppress(OSError):
+                            os.close(fd)
+                sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+                sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+                student.main(["--fds", str(r), str(w), "--cluster", address, str(len(pairs)),
+                              str(index), str(args.devices)])  # fmt: skip
+            finally:
+                os._exit(1)
+        os.close(out_w)
+        os.close(err_w)
+        kids.append((pid, out_r, err_r))
+    for index, (r, w) in enumerate(pairs):
+        if index not in args.absent:
+            os.close(r)
+            os.close(w)
+    for _, out_r, err_r in kids:  # threads only now: none may be running at a fork
+        for fd, to in ((out_r, sys.stdout), (err_r, sys.stderr)):
+            threading.Thread(target=_forward, args=(os.fdopen(fd, "rb"), to), daemon=True).start()
+    watch_parent()
+    for pid, _, _ in kids:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
     time.sleep(0.1)  # the last lines forwarded
     os._exit(0)
 
