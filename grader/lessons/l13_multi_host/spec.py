@@ -105,11 +105,34 @@ def _task(rt: Any, ex: Example, exercise: str, task: str, payloads: list[dict] |
 
 
 def _mesh(rt: Any, ex: Example) -> Any:
-    return rt.mesh((ex["hosts"], ex["local"]), (HOST, LOCAL))
+    """The worker's own (P, D) mesh, of CPU devices like the cluster's processes
+    (their programs are exported for the CPU), on an accelerator host too."""
+    import jax
+    from jax.sharding import AxisType, Mesh
+
+    p, d = ex["hosts"], ex["local"]
+    cpus = jax.devices("cpu")
+    if len(cpus) < p * d:
+        raise GraderFault(f"a {p}×{d} mesh needs {p * d} CPU devices here; there are {len(cpus)}")
+    grid = np.array(cpus[: p * d], dtype=object).reshape(p, d)
+    return Mesh(grid, (HOST, LOCAL), axis_types=(AxisType.Explicit,) * 2)
+
+
+def _fits(ctx: Context) -> tuple[tuple[int, int], ...]:
+    """The clusters whose P·D devices the worker has (all of them on the full set)."""
+    return tuple(c for c in CLUSTERS if c[0] * c[1] <= ctx.n_devices) or (
+        (2, max(1, ctx.n_devices // 2)),
+    )
+
+
+def _fitting(ctx: Context, examples: list[Example]) -> list[Example]:
+    """The examples whose cluster the worker can replay (a grade on fewer devices
+    runs fewer, and says so: :func:`grader.engine.plan`)."""
+    return [e for e in examples if e["hosts"] * e["local"] <= ctx.n_devices]
 
 
 def _cluster_dict(ctx: Context, **fields: Any) -> Any:
-    return st.sampled_from(CLUSTERS).flatmap(
+    return st.sampled_from(_fits(ctx)).flatmap(
         lambda c: st.fixed_dictionaries({"hosts": st.just(c[0]), "local": st.just(c[1]), **fields})
     )
 
@@ -802,12 +825,15 @@ SPEC = LessonSpec(
                 cols=st.integers(1, 2),
                 spec=st.sampled_from(sorted(SPECS)),
             ),  # fmt: skip
-            explicit=lambda ctx: [
-                {"hosts": 2, "local": 4, "rows": 1, "cols": 1, "spec": "rows"},
-                {"hosts": 3, "local": 2, "rows": 1, "cols": 2, "spec": "grid"},
-                {"hosts": 2, "local": 4, "rows": 1, "cols": 1, "spec": "interleaved"},
-                {"hosts": 3, "local": 2, "rows": 2, "cols": 1, "spec": "swapped"},
-            ],
+            explicit=lambda ctx: _fitting(
+                ctx,
+                [
+                    {"hosts": 2, "local": 4, "rows": 1, "cols": 1, "spec": "rows"},
+                    {"hosts": 3, "local": 2, "rows": 1, "cols": 2, "spec": "grid"},
+                    {"hosts": 2, "local": 4, "rows": 1, "cols": 1, "spec": "interleaved"},
+                    {"hosts": 3, "local": 2, "rows": 2, "cols": 1, "spec": "swapped"},
+                ],
+            ),
             run=run_slices,
             cluster=clusters_of,
             checks=(Blocks(),),
@@ -822,9 +848,7 @@ SPEC = LessonSpec(
                 cols=st.integers(1, 5),
                 dtype=st.sampled_from(["float32", "int32"]),
             ),  # fmt: skip
-            explicit=lambda ctx: [
-                *_explicit_clusters(rows=2, cols=3, dtype="float32"),
-            ],
+            explicit=lambda ctx: _fitting(ctx, _explicit_clusters(rows=2, cols=3, dtype="float32")),
             run=run_batch,
             cluster=clusters_of,
             checks=(Returned(), HoldsItsBlock()),
@@ -847,10 +871,13 @@ SPEC = LessonSpec(
                 cols=st.integers(1, 6),
                 dtype=st.sampled_from(["float32", "bfloat16"]),
             ),  # fmt: skip
-            explicit=lambda ctx: [
-                *_explicit_clusters(rows=1, cols=4, dtype="float32"),
-                {"hosts": 2, "local": 4, "rows": 2, "cols": 3, "dtype": "bfloat16"},
-            ],
+            explicit=lambda ctx: _fitting(
+                ctx,
+                [
+                    *_explicit_clusters(rows=1, cols=4, dtype="float32"),
+                    {"hosts": 2, "local": 4, "rows": 2, "cols": 3, "dtype": "bfloat16"},
+                ],
+            ),
             run=run_allreduce,
             cluster=clusters_of,
             checks=(SumEverywhere(), Hierarchy(), CrossBytes()),
@@ -866,7 +893,7 @@ SPEC = LessonSpec(
                 d=st.sampled_from([4, 8]),
                 f=st.sampled_from([8, 16]),
             ),  # fmt: skip
-            explicit=lambda ctx: _explicit_clusters(layers=2, rows=2, d=8, f=16),
+            explicit=lambda ctx: _fitting(ctx, _explicit_clusters(layers=2, rows=2, d=8, f=16)),
             run=run_train,
             cluster=clusters_of,
             checks=(SameEverywhere(), StepValues()),
