@@ -888,12 +888,12 @@ SPEC = LessonSpec(
             name="multihost_train_step",
             strategy=lambda ctx: _cluster_dict(
                 ctx,
-                layers=st.integers(1, 3),
+                layers=st.integers(1, 2),
                 rows=st.integers(1, 3),
                 d=st.sampled_from([4, 8]),
                 f=st.sampled_from([8, 16]),
             ),  # fmt: skip
-            explicit=lambda ctx: _fitting(ctx, _explicit_clusters(layers=2, rows=2, d=8, f=16)),
+            explicit=lambda ctx: _fitting(ctx, _explicit_clusters(layers=1, rows=2, d=8, f=16)),
             run=run_train,
             cluster=clusters_of,
             checks=(SameEverywhere(), StepValues()),
