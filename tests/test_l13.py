@@ -212,3 +212,22 @@ def test_the_crossover_checks_out():
             assert faster is wins
     says("((HL−1)/(HL) − (H−1)/(HL)) = 1.00, for every H and L")
     says("2(L−1) steps within hosts and 2(H−1) across, against 2(HL−1) for the flat ring")
+
+
+def test_through_the_engine_a_deadlock_is_a_timeout_that_names_the_processes(root, tmp_path):
+    """The grade's own time limit (its alarm) stops a deadlocked call like the
+    cluster's: a timeout whose message says which processes returned and whose
+    hint names the cause the measurement shows."""
+    from grader import engine
+    from grader.results import Status
+
+    solution = (root / "solutions" / f"{MODULE}.py").read_text()
+    (tmp_path / f"{MODULE}.py").write_text(solution + DEADLOCK.replace(BATCH, ""))
+    start = time.monotonic()
+    result = engine.grade_lesson(13, MODULE, tmp_path, only=["global_batch"], timeout=6)
+    (er,) = result.exercises
+    assert er.status == Status.TIMEOUT, (er.status, er.error)
+    assert "process 1 returned from global_batch; process 0 still inside after" in er.error
+    assert "a collective not every process reached" in er.error
+    assert "jax.process_index()" in er.hint
+    assert time.monotonic() - start < 6 + 60  # the clusters' start is the machine's time
