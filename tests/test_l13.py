@@ -231,3 +231,31 @@ def test_through_the_engine_a_deadlock_is_a_timeout_that_names_the_processes(roo
     assert "a collective not every process reached" in er.error
     assert "jax.process_index()" in er.hint
     assert time.monotonic() - start < 6 + 60  # the clusters' start is the machine's time
+
+
+RAISES_IN_ONE = (
+    BATCH
+    + """
+from jax.experimental import multihost_utils
+
+def global_batch(rows, mesh):
+    if jax.process_index() == 1:
+        raise ValueError("process 1 cannot read its shard")
+    multihost_utils.sync_global_devices("waits for process 1")  # process 0 waits here
+    return rows
+"""
+)
+
+
+def test_an_error_in_one_process_is_reported_without_waiting_for_the_others(root, tmp_path):
+    from grader import engine
+    from grader.results import Status
+
+    solution = (root / "solutions" / f"{MODULE}.py").read_text()
+    (tmp_path / f"{MODULE}.py").write_text(solution + RAISES_IN_ONE.replace(BATCH, ""))
+    result = engine.grade_lesson(13, MODULE, tmp_path, only=["global_batch"], timeout=60)
+    (er,) = result.exercises
+    assert er.status == Status.ERROR, (er.status, er.error)
+    assert "process 1 cannot read its shard" in er.error
+    assert "(in process 1; process 0 still inside, waiting for it)" in er.error
+    assert er.duration < 40, er.duration  # a few seconds' grace, not the 60 s limit

@@ -51,6 +51,10 @@ JOIN_LIMIT = 120.0
 two-core machine imports jax in P processes at once)."""
 ASK_LIMIT = 60.0
 """Seconds one question may take when the grade gives no limit of its own."""
+RAISED_GRACE = 3.0
+"""Seconds the others may take to answer once one process says the student's code
+raised: longer, and they are waiting for it in a collective (the cluster is
+stopped; the error is reported)."""
 ANSWER_LIMIT = 256 * 1024 * 1024
 """Longest answer line read from one process."""
 
@@ -346,7 +350,10 @@ class Cluster:
     ) -> list[dict]:
         """Ask every process (the same question, or the i-th of a list to process
         i) and gather the P answers within ``limit`` seconds (:data:`ASK_LIMIT`
-        by default). ``doing`` says what the processes were doing, for messages."""
+        by default). ``doing`` says what the processes were doing, for messages.
+        Once one process answers that the student's code raised, the others get
+        :data:`RAISED_GRACE`; those still inside then answer ``{"still_inside": True}``
+        and the cluster is stopped."""
         if not (isinstance(question, dict) and question.get("op") == "load"):
             self.load(limit)
         questions = question if isinstance(question, list) else [question] * self.processes
@@ -371,9 +378,16 @@ class Cluster:
         start = time.perf_counter()
         answers: dict[int, dict] = {}
         waiting = set(range(self.processes))
+        raised_at: float | None = None
+        """When a process answered that the student's code raised."""
         try:
             while waiting:
                 left = limit - (time.perf_counter() - start)
+                if raised_at is not None:
+                    left = min(left, RAISED_GRACE - (time.perf_counter() - raised_at))
+                    if left <= 0:  # the others wait for it in a collective: stop them all
+                        self.stop()
+                        return [answers.get(i, {"still_inside": True}) for i in range(self.processes)]  # fmt: skip
                 if left <= 0:
                     raise ClusterHung(*self._hung(doing, answers, time.perf_counter() - start))
                 fds = {self._readers[i]: i for i in waiting}
@@ -395,6 +409,8 @@ class Cluster:
                         )
                     answers[i] = answer
                     waiting.discard(i)
+                    if "raised" in answer and raised_at is None:
+                        raised_at = time.perf_counter()
         except ClusterHung:
             raise
         except ExampleTimeout:  # the grade's own limit, from its alarm

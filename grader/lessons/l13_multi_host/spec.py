@@ -86,17 +86,23 @@ def _task(rt: Any, ex: Example, exercise: str, task: str, payloads: list[dict] |
 
     asked = [question(p) for p in payloads] if isinstance(payloads, list) else question(payloads)
     answers = cluster.ask(asked, f"running {exercise}")
-    out = []
-    for i, answer in enumerate(answers):
-        if "ok" not in answer:
+    inside = [i for i, a in enumerate(answers) if a.get("still_inside")]
+    for i, answer in enumerate(answers):  # the student's error first, from whichever process
+        if "raised" in answer:
             try:
                 raise_from(answer)
             except (NotImplementedError, StudentReturnError):
                 raise
             except Exception as exc:
                 if hasattr(exc, "student_text"):
-                    exc.student_text = f"(in process {i})\n{exc.student_text}"  # type: ignore[attr-defined]
+                    also = (f"; process{'es' if len(inside) > 1 else ''} {', '.join(map(str, inside))} "
+                            "still inside, waiting for it" if inside else "")  # fmt: skip
+                    exc.student_text = f"(in process {i}{also})\n{exc.student_text}"  # type: ignore[attr-defined]
                 raise
+    out = []
+    for i, answer in enumerate(answers):
+        if "ok" not in answer:
+            raise StudentProcessDied(f"process {i} answered with something that is not an answer")
         try:
             out.append(wire.decode(answer["result"]))
         except wire.WireError as exc:
