@@ -506,7 +506,9 @@ class ClusterPool:
             return
         needed = tuple(spec.cluster(example))
         if needed:
-            self.get(*needed[0], ahead=needed[1:]).join()
+            self.get(*needed[0], ahead=needed[1:])
+            for key in needed:  # all of them now, while no example's deadline runs
+                self._clusters[(int(key[0]), int(key[1]))].join()
 
     def _start(self, processes: int, local: int) -> Cluster:
         key = (int(processes), int(local))
