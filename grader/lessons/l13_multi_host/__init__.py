@@ -2,7 +2,6 @@
 
 ``on_process``  the tasks every process of the grader's cluster runs
                 (:mod:`grader.sandbox.cluster`) on the student's functions;
-``checks``      the checks that read what the processes answered and what the
-                worker measured of the exported programs;
-``spec``        ``SPEC``.
+``spec``        ``SPEC``, and the checks that read what the processes answered
+                and what the worker measured of the exported programs.
 """
