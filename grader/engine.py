@@ -180,6 +180,8 @@ class InProcess(Backend):
 
     def __init__(self, directory: Path, module: str, salt: int = 0):
         self.directory, self.module, self.salt = Path(directory), module, salt
+        self.clusters: Any = None
+        """Lesson 13's clusters: real processes even here (started on first need)."""
 
     def load(self) -> Any:
         self.loaded = load_module(self.directory, self.module)
@@ -187,9 +189,19 @@ class InProcess(Backend):
 
     def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
         from grader.runtime import InProcess as Here
+        from grader.sandbox.cluster import ClusterPool
 
         loaded = getattr(self, "loaded", None)
-        return Here(example, self.salt, functions=lambda name: _callable(loaded, name))
+        rt = Here(example, self.salt, functions=lambda name: _callable(loaded, name))
+        if self.clusters is None:
+            self.clusters = ClusterPool(str(self.directory.resolve()), self.module)
+        rt.clusters = self.clusters
+        self.clusters.form(load_spec(self.module).exercise(exercise), example)
+        return rt
+
+    def close(self) -> None:
+        if self.clusters is not None:
+            self.clusters.close()
 
 
 def _callable(module: Any, name: str) -> Callable[..., Any] | None:
@@ -407,7 +419,8 @@ def grade_exercise(
             return finish(
                 Status.TIMEOUT, example=shown,
                 error=f"{spec.name} did not finish on this example: {exc}",
-                hint="Look for a loop whose exit condition never becomes true.",
+                hint=getattr(exc, "hint", None)
+                or "Look for a loop whose exit condition never becomes true.",
             )  # fmt: skip
         except Exception as exc:
             if not called.count and not hasattr(exc, "student_text"):

@@ -105,6 +105,10 @@ def check_local_return(out: Any, shape: tuple[int, ...], dtype: Any, fname: str)
 class Runtime:
     """What a spec's ``run`` is given for one example (see the module docstring)."""
 
+    clusters: Any = None
+    """The lesson's :class:`grader.sandbox.cluster.ClusterPool`, set by the backend
+    that made this runtime (None: no cluster can be reached from it)."""
+
     def __init__(
         self,
         example: Example,
@@ -121,6 +125,27 @@ class Runtime:
         None where this runtime has none (the student's own process, a lone
         exercise). Called in the student's process when the module lives there."""
         return self._functions(name) if self._functions is not None else None
+
+    def cluster(self, processes: int, local: int, ahead: tuple[tuple[int, int], ...] = ()) -> Any:
+        """The student's processes as a multi-controller cluster (lesson 13): P
+        processes with D CPU devices each, joined by ``jax.distributed``, the
+        student's module imported in each (:class:`grader.sandbox.cluster.Cluster`).
+        Every runtime reaches a real cluster of processes; ``ahead``: clusters
+        later examples use, started now."""
+        if self.clusters is None:
+            raise GraderFault("this runtime was made without a cluster to run on")
+        return self.clusters.get(processes, local, ahead)
+
+    def run_exported(
+        self, blob: bytes, args: tuple[Any, ...], mesh: Any, *,
+        compiler_options: dict[str, Any] | None = None, **extra: Any,
+    ) -> Trial:  # fmt: skip
+        """A program the student's processes exported (``blob``), checked (it takes
+        ``args``, fits ``mesh``, calls nothing off the devices), compiled and run
+        here on ``args``: the same measurement as :meth:`compile_and_run`."""
+        from grader.sandbox.isolation import replay
+
+        return replay(blob, args, mesh, self.example, compiler_options, extra, self.salt)
 
     def rng(self) -> np.random.Generator:
         """The example's random source: a fresh generator on every call, the

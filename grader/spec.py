@@ -114,6 +114,10 @@ class ExerciseSpec:
     """Drawn examples on top of the explicit ones."""
     diagnose_error: Callable[[BaseException, Example, list[Example]], str | None] | None = None
     """Hint for an exception, given the examples that passed before it."""
+    cluster: Callable[[Example], tuple[tuple[int, int], ...]] | None = None
+    """Lesson 13: the clusters of student's processes, as (P, D), an example runs
+    on (``rt.cluster``), its own first, then any to start ahead. The backend forms
+    them before the example's time limit starts: the machine's time, not the student's."""
     explain: Callable[[list[Trial]], list[Any]] | None = None
     """Report material (:mod:`grader.evidence` items) from the trials: all passed
     ones, or the failing one alone. Called once per exercise, never a verdict

@@ -12,6 +12,10 @@ Three processes take part in a grade (see the README's teachers' section):
   Linux it runs in an OS sandbox (:mod:`grader.sandbox.jail`): namespaces of
   its own, a read-only file system but for its scratch, rlimits.
 
+Lesson 13 adds a fourth kind: a cluster of P student's processes joined by
+``jax.distributed`` (:mod:`grader.sandbox.cluster`), all in one sandbox with
+its loopback up, each answering the student's process's questions in cluster mode.
+
 What both sides share sits below both: the wire codec (:mod:`grader.sandbox.wire`),
 the loader (:mod:`grader.sandbox.loader`), the events protocol
 (:mod:`grader.sandbox.protocol`) and :mod:`grader.sandbox.lifeline`. The student's

@@ -500,6 +500,28 @@ class Replaying(Runtime):
         )
 
 
+def replay(
+    blob: bytes, args: tuple, mesh: Any, example: Example,
+    compiler_options: dict[str, Any] | None, extra: dict[str, Any], salt: int,
+) -> Trial:  # fmt: skip
+    """An exported program from the student's side (a cluster's, lesson 13),
+    checked, read from its StableHLO, compiled and run here on ``args``."""
+    import jax
+
+    try:
+        exported = jax.export.deserialize(bytearray(blob))
+    except Exception as exc:
+        raise StudentProcessDied(
+            f"it handed back a program the grader cannot read ({exc})"
+        ) from None
+    check_exported(exported, args, mesh)
+    program = read_program(exported)
+    lowered = jax.jit(exported.call).trace(*args).lower()
+    return runtimes.run_compiled(
+        lowered, program, args, mesh, example, compiler_options, extra, salt
+    )
+
+
 class Isolated(Backend):
     """The engine's backend in the grading worker: the student's module lives in
     a process of its own (:class:`StudentProcess`), and every example runs with
@@ -509,6 +531,7 @@ class Isolated(Backend):
         self.session = Session(str(directory), module, spares)
         self.module, self.salt = module, salt
         self.sandbox = jail.state()
+        self.clusters: Any = None
 
     def prepare(self) -> None:
         """The student's process up, jax imported (the machine's time)."""
@@ -538,10 +561,23 @@ class Isolated(Backend):
 
         self.session.begin(exercise, example, devices.simulating(), following)
         self.session.process.start()  # after a hang or a crash: started again here, not in run
-        return Replaying(self.session, example, self.salt)
+        rt = Replaying(self.session, example, self.salt)
+        if self.clusters is None:
+            from grader.sandbox.cluster import ClusterPool
+
+            self.clusters = ClusterPool(
+                str(Path(self.session.process.directory).resolve()), self.module
+            )
+        rt.clusters = self.clusters
+        from grader.engine import load_spec
+
+        self.clusters.form(load_spec(self.module).exercise(exercise), example)
+        return rt
 
     def close(self) -> None:
         self.session.close()
+        if self.clusters is not None:
+            self.clusters.close()
 
 
 ALLOWED_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape",

@@ -105,22 +105,29 @@ def memory_limit() -> int:
     return max(value, 256 * MiB)
 
 
-def wrap(command: list[str], *, readable: list[str], writable: list[str]) -> list[str]:
+def wrap(
+    command: list[str], *, readable: list[str], writable: list[str], loopback: bool = False
+) -> list[str]:
     """``command`` run in the sandbox (unchanged where it is off). ``readable``:
     paths it must read (the course's code, Python, the submission); ``writable``:
     the submission's own folder. Everything else is visible read-only, but for
-    a private ``/tmp`` and ``/dev/shm``."""
+    a private ``/tmp`` and ``/dev/shm``. ``loopback``: the namespace's loopback
+    is brought up (a cluster of processes that talk to each other on it; still
+    no network beyond it)."""
     if not on():
         return command
-    return _command(command, readable, writable)
+    return _command(command, readable, writable, loopback)
 
 
-def _command(command: list[str], readable: list[str], writable: list[str]) -> list[str]:
+def _command(
+    command: list[str], readable: list[str], writable: list[str], loopback: bool = False
+) -> list[str]:
     config = {
         "parent": os.getpid(),
         "readable": sorted({os.path.realpath(p) for p in readable if p and os.path.exists(p)}),
         "writable": sorted({os.path.realpath(p) for p in writable if p and os.path.isdir(p)}),
         "memory": memory_limit(),
+        "loopback": bool(loopback),
     }
     return [
         sys.executable,
@@ -240,6 +247,8 @@ def _inside(config: dict, lifeline: int) -> None:
 
     if select.select([lifeline], [], [], 0)[0]:  # the parent ended before the line above
         os._exit(1)
+    if config.get("loopback"):
+        _loopback_up()
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
     # what must stay visible under the folders covered below, held open across the cover
     keep = []
@@ -281,6 +290,25 @@ def _inside(config: dict, lifeline: int) -> None:
     os.chdir("/tmp")
     os.close(lifeline)
     os.environ["TMPDIR"] = "/tmp"
+
+
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+
+
+def _loopback_up() -> None:
+    """Bring up ``lo`` in this (fresh) network namespace: the user namespace's
+    owner may (``SIOCSIFFLAGS``, ``IFF_UP``)."""
+    import fcntl
+    import socket
+    import struct
+
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            request = struct.pack("16sH14x", b"lo", 0)
+            flags = struct.unpack("16sH14x", fcntl.ioctl(s, SIOCGIFFLAGS, request))[1]
+            fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+    except OSError as exc:
+        raise SetupError(f"cannot bring up the loopback: {exc}") from None
 
 
 def main(argv: list[str]) -> None:

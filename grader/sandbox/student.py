@@ -15,6 +15,14 @@ JSON line at a time on fd R, and reads one answer per question on fd W:
 ``call``    call the student's function on the arguments sent (exercises
             that are plain Python, or that place arrays eagerly) and answer
             its result and its arguments as they are afterwards.
+``task``    (cluster mode only) run one of the lesson's process-side functions
+            (``grader/lessons/<module>/on_process.py``, its ``TASKS``) on the
+            student's function and the payload sent; answer its plain result.
+
+In cluster mode (``--cluster ADDRESS P I D``, started by
+:mod:`grader.sandbox.cluster`) the process is process I of P, with D CPU
+devices, and joins the others with ``jax.distributed.initialize`` before it
+says it is ready: before the student's module is imported.
 
 Host callbacks (``jax.pure_callback``, ``io_callback``) do not export, so a
 program cannot reach back into this process while the grader runs it;
@@ -113,12 +121,15 @@ def _platform(args: Any, mesh: Any) -> str:
 
 
 class _Session:
-    def __init__(self, salt: int) -> None:
+    def __init__(self, salt: int, cluster: bool = False) -> None:
         self.salt = salt
+        self.cluster = cluster
+        """A process of a cluster: asked tasks, never exports (no spec needed)."""
         """Decoy data: drawn from this salt, random per process and never the worker's."""
         self.module: Any = None
         self.directory = Path(".")
         self.spec: Any = None
+        self.module_name = ""
 
     def handle(self, req: dict) -> dict:
         op = req.get("op")
@@ -128,6 +139,8 @@ class _Session:
             return self.export(req)
         if op == "call":
             return self.call(req)
+        if op == "task":
+            return self.task(req)
         return {"fault": f"unknown request {op!r}"}
 
     def load(self, req: dict) -> dict:
@@ -135,7 +148,8 @@ class _Session:
         from grader.sandbox.loader import LoadError, load_module
 
         self.directory = Path(req["directory"])
-        self.spec = load_spec(req["module"])
+        self.spec = None if self.cluster else load_spec(req["module"])
+        self.module_name = str(req["module"])
         _silence_debug_callbacks()
         try:
             self.module = load_module(self.directory, req["module"])
@@ -182,6 +196,21 @@ class _Session:
             except BaseException as exc:
                 return {"raised": self.raised(exc, 1)}
             return {"ok": True, "result": wire.encode(result), "args": wire.encode(args)}
+
+    def task(self, req: dict) -> dict:
+        """A lesson's process-side function (cluster mode): only those its
+        ``on_process.TASKS`` names can be asked for."""
+        import importlib
+
+        tasks = importlib.import_module(f"grader.lessons.{self.module_name}.on_process").TASKS
+        task = tasks[str(req["task"])]
+        called = _Counted(self._function(req["exercise"]))
+        payload = wire.decode(req["payload"])
+        try:
+            result = task(called, payload, self.salt)
+        except BaseException as exc:
+            return {"raised": self.raised(exc, called.count)}
+        return {"ok": True, "result": wire.encode(result)}
 
     def raised(self, exc: BaseException, called: int) -> dict:
         from grader.runtime import StudentReturnError
@@ -234,14 +263,17 @@ def _silence_debug_callbacks() -> None:
 def main(argv: list[str] | None = None) -> NoReturn:
     parser = argparse.ArgumentParser(prog="python -m grader.sandbox.student")
     parser.add_argument("--fds", type=int, nargs=2, required=True)
+    parser.add_argument("--cluster", nargs=4, metavar=("ADDRESS", "PROCESSES", "INDEX", "DEVICES"))
     args = parser.parse_args(argv)
     requests = os.fdopen(args.fds[0], "rb")
     answers = os.fdopen(args.fds[1], "wb")
     watch_parent()
-    _warm_up()  # ahead of the first question: this process is started before it is needed
+    if args.cluster:
+        _join(args.cluster[0], *map(int, args.cluster[1:]))
+    _warm_up(cluster=bool(args.cluster))  # ahead of the first question: started before it is needed
     answers.write(b'{"seq":0,"ready":true}\n')  # jax is imported: what follows is the student's
     answers.flush()
-    session = _Session(salt=secrets.randbits(62) | 1)
+    session = _Session(salt=secrets.randbits(62) | 1, cluster=bool(args.cluster))
     for line in requests:
         seq = None
         try:
@@ -261,11 +293,28 @@ def main(argv: list[str] | None = None) -> NoReturn:
     os._exit(0)
 
 
-def _warm_up() -> None:
+JOIN_SECONDS = 120
+"""How long ``jax.distributed.initialize`` waits for the other processes."""
+
+
+def _join(address: str, processes: int, index: int, local: int) -> None:
+    """Become process ``index`` of ``processes``, with ``local`` CPU devices."""
+    import jax
+
+    jax.config.update("jax_platforms", "cpu")
+    jax.config.update("jax_num_cpu_devices", local)
+    with contextlib.suppress(Exception):  # the default where it exists; older jax: the flag
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(address, processes, index, initialization_timeout=JOIN_SECONDS)
+
+
+def _warm_up(cluster: bool = False) -> None:
     """Import what every question needs, before the first one comes."""
     import jax
 
     jax.devices()
+    if cluster:  # tasks only: no spec, no hypothesis
+        return
     with contextlib.suppress(Exception):
         import hypothesis.strategies  # noqa: F401  (every spec imports it)
 
@@ -281,7 +330,7 @@ def _warm_up_tracing() -> None:
     from jax.sharding import PartitionSpec as P
 
     with contextlib.suppress(Exception):
-        mesh = jax.make_mesh((1,), ("x",), devices=jax.devices()[:1])
+        mesh = jax.make_mesh((1,), ("x",), devices=jax.local_devices()[:1])
         body = jax.shard_map(
             lambda a: jax.lax.psum(a, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()
         )

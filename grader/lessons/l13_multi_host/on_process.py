@@ -1,0 +1,154 @@
+"""What each process of a lesson-13 cluster runs (:mod:`grader.sandbox.cluster`).
+
+Imported only in the student's processes, after ``jax.distributed.initialize``:
+every process of the cluster runs the same task at the same time, each with
+its own devices. A task is ``task(fn, payload, salt) -> plain data`` (what
+:mod:`grader.sandbox.wire` carries); ``fn`` is the student's function. Nothing
+here holds an expected value or a check: the grading worker judges what comes
+back, and the compiled programs it measures it runs itself (``export``).
+
+Meshes are ``('host', 'local')`` of shape (P, D), row i holding process i's
+devices (:func:`cluster_mesh`): the worker builds the same shape from its own
+devices, so an exported program's device positions mean the same there.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import numpy as np
+
+HOST, LOCAL = "host", "local"
+ROWS = (HOST, LOCAL)
+"""Rows split over both axes, host-major: process i holds the i-th block of rows."""
+
+
+def cluster_mesh() -> Any:
+    """The (P, D) mesh of every process's devices, row i = process i's, Explicit axes."""
+    import jax
+    from jax.sharding import AxisType, Mesh
+
+    devs = sorted(jax.devices(), key=lambda d: (d.process_index, d.id))
+    grid = np.array(devs, dtype=object).reshape(jax.process_count(), -1)
+    return Mesh(grid, (HOST, LOCAL), axis_types=(AxisType.Explicit,) * 2)
+
+
+def slices(fn: Any, payload: dict, salt: int) -> dict:
+    """``host_local_slices`` for every process index, asked in this process; and
+    the process's own block as jax says it (its addressable devices' indices)."""
+    import jax
+    from jax.sharding import NamedSharding
+
+    mesh = cluster_mesh()
+    shape, spec = tuple(payload["shape"]), payload["spec"]
+    answers = []
+    for q in range(jax.process_count()):
+        try:
+            answers.append({"slices": fn(shape, mesh, spec, q)})
+        except ValueError as exc:
+            answers.append({"raised": "ValueError", "message": str(exc)[:500]})
+    held = NamedSharding(mesh, spec).addressable_devices_indices_map(shape)
+    return {"answers": answers, "process": jax.process_index(),
+            "addressable": [tuple(ix) for ix in held.values()]}  # fmt: skip
+
+
+def shards_of(value: Any) -> dict:
+    """A jax array as this process holds it: global shape, dtype, sharding, and
+    each addressable shard (device id, index, data); anything else by its type."""
+    import jax
+    from jax.sharding import NamedSharding
+
+    if not isinstance(value, jax.Array):
+        return {"type": type(value).__name__}
+    sharding = value.sharding
+    return {
+        "type": "Array",
+        "shape": tuple(value.shape),
+        "dtype": np.dtype(value.dtype).name,
+        "spec": tuple(sharding.spec) if isinstance(sharding, NamedSharding) else None,
+        "shards": [
+            (int(s.device.id), tuple(s.index), np.asarray(s.data)) for s in value.addressable_shards
+        ],  # fmt: skip
+        "local_devices": [int(d.id) for d in jax.local_devices()],
+        "process": jax.process_index(),
+    }
+
+
+def batch(fn: Any, payload: dict, salt: int) -> dict:
+    """``global_batch`` on this process's own rows (sent to it alone)."""
+    return shards_of(fn(payload["rows"], cluster_mesh()))
+
+
+def _allreduce_program(fn: Any, mesh: Any) -> Any:
+    import jax
+    from jax.sharding import PartitionSpec as P
+
+    def body(x: Any) -> Any:
+        return fn(x, HOST, LOCAL)
+
+    return jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P(ROWS), out_specs=P(ROWS)))
+
+
+def _decoy(payload: dict, salt: int, mesh: Any) -> Any:
+    """This process's rows of decoy data (its own salt), as the global array."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    rows, cols = payload["shape"]
+    local = mesh.devices.shape[1]
+    rng = np.random.default_rng([salt, jax.process_index()])
+    data = rng.integers(-4, 5, size=(rows * local, cols)).astype(payload["dtype"])
+    return jax.make_array_from_process_local_data(NamedSharding(mesh, P(ROWS)), data)
+
+
+def allreduce_export(fn: Any, payload: dict, salt: int) -> dict:
+    """Trace ``hierarchical_all_reduce`` under shard_map over the cluster's mesh
+    and export it (nothing runs: processes that traced different programs must
+    not be made to run them, they would wait for each other for ever)."""
+    import jax
+
+    mesh = cluster_mesh()
+    x = _decoy(payload, salt, mesh)
+    program = _allreduce_program(fn, mesh)
+    spec = jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding)
+    exported = jax.export.export(program, platforms=["cpu"])(spec)
+    return {"blob": base64.b64encode(bytes(exported.serialize())).decode("ascii")}
+
+
+def allreduce_run(fn: Any, payload: dict, salt: int) -> dict:
+    """Run the same program here, on decoy data, across the processes: it must
+    come back in every process (a program that deadlocks across processes does not)."""
+    import jax
+
+    mesh = cluster_mesh()
+    out = _allreduce_program(fn, mesh)(_decoy(payload, salt, mesh))
+    jax.block_until_ready(out)
+    return {"shards": len(out.addressable_shards)}
+
+
+def train(fn: Any, payload: dict, salt: int) -> dict:
+    """``multihost_train_step`` on this process's own rows; what it returns as
+    this process holds it (every leaf's addressable shards)."""
+    import jax
+
+    params = {k: np.asarray(v) for k, v in payload["params"].items()}
+    out = fn(params, payload["x"], payload["y"], cluster_mesh(), float(payload["lr"]))
+    if not isinstance(out, tuple | list) or len(out) != 2:
+        return {"returned": type(out).__name__}
+    new, loss = out
+    if not isinstance(new, dict):
+        return {"returned": f"({type(new).__name__}, …)"}
+    jax.block_until_ready((new, loss))
+    return {"params": {str(k): shards_of(v) for k, v in new.items()}, "loss": shards_of(loss)}
+
+
+TASKS = {
+    "slices": slices,
+    "batch": batch,
+    "allreduce_export": allreduce_export,
+    "allreduce_run": allreduce_run,
+    "train": train,
+}
+"""The tasks a cluster may be asked to run (no other name is callable through it)."""

@@ -1,0 +1,911 @@
+"""Grading spec for lesson 13: many hosts, multi-controller JAX.
+
+The student's functions run in a **cluster** of P student's processes with D
+CPU devices each, joined by ``jax.distributed`` before the module is imported
+(:mod:`grader.sandbox.cluster`, reached with ``rt.cluster(P, D)``); every
+process runs the same function at the same time. Meshes are ``('host',
+'local')`` of shape (P, D), row i holding process i's devices.
+
+- ``host_local_slices`` is asked in every process, for every process index, and
+  held against the union of the devices' blocks the grader computes itself
+  (``devices_indices_map`` over mesh row i of a mesh of its own devices).
+- ``global_batch`` is called in every process on that process's own rows of the
+  grader's data (eager, like lesson 1's placement): each process's addressable
+  shards must be exactly its block, on its own devices, with its own rows.
+- ``hierarchical_all_reduce`` is traced and exported in every process (the
+  programs must be the same, or they would deadlock), run there across the
+  processes on decoy data (it must come back in every process), and the
+  exported program is compiled and run **here** on the grader's own P·D devices
+  on secret data: values, replica groups and bytes come from that run.
+- ``multihost_train_step`` is called in every process on its own rows of the
+  grader's data (it starts with host-local numpy rows, so it cannot be
+  exported whole); params must come back identical on every device of every
+  process and equal to the float64 reference step on the global batch.
+- ``loader_indices`` and ``allreduce_time`` are pure, and called as such.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grader.checks.groups import parse_groups, show_groups, spanned_axes
+from grader.checks.scalar import Scalar
+from grader.evidence import Evidence, Table
+from grader.lessons.l13_multi_host import on_process
+from grader.reference import training
+from grader.results import CheckResult
+from grader.runtime import GraderFault, StudentReturnError, call_pure
+from grader.sandbox import wire
+from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
+
+HOST, LOCAL = on_process.HOST, on_process.LOCAL
+CLUSTERS = ((2, 4), (3, 2), (4, 2))
+"""(P, D) of the clusters examples run on: P = 2, 3, 4 processes, P·D ≤ 8."""
+EXPLICIT_CLUSTERS = ((2, 4), (3, 2))
+AHEAD = True
+"""Start every cluster when the first one is needed, all at once: measured on two
+busy cores (load ≈ 7), the lesson graded in 24 s with it and 43 s without (the
+processes spend much of their start waiting on each other, so starts overlap)."""
+
+
+def _ahead(p: int, d: int) -> tuple[tuple[int, int], ...]:
+    return tuple(c for c in CLUSTERS if c != (p, d))
+
+
+def _cluster(rt: Any, ex: Example) -> Any:
+    return rt.cluster(
+        ex["hosts"], ex["local"], ahead=_ahead(ex["hosts"], ex["local"]) if AHEAD else ()
+    )
+
+
+def clusters_of(ex: Example) -> tuple[tuple[int, int], ...]:
+    """The example's cluster, then the others to start ahead (``ExerciseSpec.cluster``)."""
+    own = (ex["hosts"], ex["local"])
+    return (own, *(_ahead(*own) if AHEAD else ()))
+
+
+def _task(rt: Any, ex: Example, exercise: str, task: str, payloads: list[dict] | dict) -> list[Any]:
+    """Run a process-side task in every process of the example's cluster;
+    each process's result, or the student's exception re-raised here."""
+    from grader.sandbox.isolation import StudentProcessDied, raise_from
+
+    cluster = _cluster(rt, ex)
+    cluster.load()
+    if cluster.load_error:
+        raise StudentReturnError(cluster.load_error)
+    if exercise not in cluster.functions:
+        raise StudentReturnError(f"your module defines no function {exercise}() in the cluster's processes")  # fmt: skip
+
+    def question(p: dict) -> dict:
+        return {"op": "task", "exercise": exercise, "task": task, "payload": wire.encode(p)}
+
+    asked = [question(p) for p in payloads] if isinstance(payloads, list) else question(payloads)
+    answers = cluster.ask(asked, f"running {exercise}")
+    inside = [i for i, a in enumerate(answers) if a.get("still_inside")]
+    for i, answer in enumerate(answers):  # the student's error first, from whichever process
+        if "raised" in answer:
+            try:
+                raise_from(answer)
+            except (NotImplementedError, StudentReturnError):
+                raise
+            except Exception as exc:
+                if hasattr(exc, "student_text"):
+                    also = (f"; process{'es' if len(inside) > 1 else ''} {', '.join(map(str, inside))} "
+                            "still inside, waiting for it" if inside else "")  # fmt: skip
+                    exc.student_text = f"(in process {i}{also})\n{exc.student_text}"  # type: ignore[attr-defined]
+                raise
+    out = []
+    for i, answer in enumerate(answers):
+        if "ok" not in answer:
+            raise StudentProcessDied(f"process {i} answered with something that is not an answer")
+        try:
+            out.append(wire.decode(answer["result"]))
+        except wire.WireError as exc:
+            raise StudentProcessDied(f"process {i} sent back a value the grader cannot take ({exc})") from None  # fmt: skip
+    return out
+
+
+def _mesh(rt: Any, ex: Example) -> Any:
+    """The worker's own (P, D) mesh, of CPU devices like the cluster's processes
+    (their programs are exported for the CPU), on an accelerator host too."""
+    import jax
+    from jax.sharding import AxisType, Mesh
+
+    p, d = ex["hosts"], ex["local"]
+    cpus = jax.devices("cpu")
+    if len(cpus) < p * d:
+        raise GraderFault(f"a {p}×{d} mesh needs {p * d} CPU devices here; there are {len(cpus)}")
+    grid = np.array(cpus[: p * d], dtype=object).reshape(p, d)
+    return Mesh(grid, (HOST, LOCAL), axis_types=(AxisType.Explicit,) * 2)
+
+
+def _fits(ctx: Context) -> tuple[tuple[int, int], ...]:
+    """The clusters whose P·D devices the worker has (all of them on the full set)."""
+    return tuple(c for c in CLUSTERS if c[0] * c[1] <= ctx.n_devices) or (
+        (2, max(1, ctx.n_devices // 2)),
+    )
+
+
+def _fitting(ctx: Context, examples: list[Example]) -> list[Example]:
+    """The examples whose cluster the worker can replay (a grade on fewer devices
+    runs fewer, and says so: :func:`grader.engine.plan`)."""
+    return [e for e in examples if e["hosts"] * e["local"] <= ctx.n_devices]
+
+
+def _cluster_dict(ctx: Context, **fields: Any) -> Any:
+    return st.sampled_from(_fits(ctx)).flatmap(
+        lambda c: st.fixed_dictionaries({"hosts": st.just(c[0]), "local": st.just(c[1]), **fields})
+    )
+
+
+def _box(index: tuple, shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    return tuple(s.indices(n)[:2] for s, n in zip(index, shape))
+
+
+def _show_box(box: Any) -> str:
+    if box is None:
+        return "no single block (ValueError)"
+    return "[" + ", ".join(f"{a}:{b}" for a, b in box) + "]"
+
+
+# ------------------------------------------------------------ host_local_slices
+
+SPECS = {
+    "rows": ((HOST, LOCAL),),
+    "host": (HOST,),
+    "local": (LOCAL,),
+    "cols": (None, HOST),
+    "grid": (HOST, LOCAL),
+    "swapped": (LOCAL, HOST),
+    "interleaved": ((LOCAL, HOST),),
+    "replicated": (),
+}
+"""Partition specs by name (examples name them): ``interleaved`` gives process 0
+rows 0, P, 2P, …: no single block."""
+
+
+def _pspec(name: str) -> Any:
+    from jax.sharding import PartitionSpec as P
+
+    return P(*SPECS[name])
+
+
+def process_blocks(mesh: Any, spec: Any, shape: tuple[int, ...]) -> list[Any]:
+    """The grader's own answer: for each process (mesh row), the union of its
+    devices' blocks as one box, or None when it is not one block."""
+    from jax.sharding import NamedSharding
+
+    index = NamedSharding(mesh, spec).devices_indices_map(shape)
+    out = []
+    for row in mesh.devices:
+        boxes = {_box(index[d], shape) for d in row}
+        lo = [min(b[k][0] for b in boxes) for k in range(len(shape))]
+        hi = [max(b[k][1] for b in boxes) for k in range(len(shape))]
+        whole = int(np.prod([h - s for s, h in zip(lo, hi)]))
+        held = sum(int(np.prod([b - a for a, b in box])) for box in boxes)
+        out.append(tuple(zip(lo, hi)) if held == whole else None)
+    return out
+
+
+def run_slices(rt: Any, fn: Any, ex: Example) -> Trial:
+    p, d = ex["hosts"], ex["local"]
+    shape = (p * d * ex["rows"], p * d * ex["cols"])
+    spec = _pspec(ex["spec"])
+    want = process_blocks(_mesh(rt, ex), spec, shape)
+    said = _task(rt, ex, "host_local_slices", "slices", {"shape": shape, "spec": spec})
+    for i, s in enumerate(said):  # the grader's model of the cluster: mesh row i = process i
+        theirs = {_box(ix, shape) for ix in s["addressable"]}
+        if want[i] is not None and not all(_inside(b, want[i]) for b in theirs):
+            raise GraderFault(f"process {i}'s devices hold {sorted(theirs)}, not in {want[i]}")
+    return Trial(ex, output=[s["answers"] for s in said], expected=want,
+                 extra={"shape": shape, "spec": str(spec)})  # fmt: skip
+
+
+def _inside(box: Any, outer: Any) -> bool:
+    return all(a >= c and b <= e for (a, b), (c, e) in zip(box, outer))
+
+
+def _answer_box(answer: dict, shape: tuple[int, ...]) -> Any:
+    """A student's answer as a box; TypeError for what is not a tuple of slices."""
+    if "raised" in answer:
+        return None
+    got = answer["slices"]
+    if not isinstance(got, tuple | list) or len(got) != len(shape):
+        raise TypeError(f"returned {got!r}; expected a tuple of {len(shape)} slices")
+    if not all(isinstance(s, slice) and s.step in (None, 1) for s in got):
+        raise TypeError(f"returned {got!r}; expected slice(start, stop) per dimension")
+    return _box(tuple(got), shape)
+
+
+@dataclass(frozen=True)
+class Blocks(Check):
+    """Every process says, for every process index, the block jax gives it."""
+
+    name: str = "block"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        shape, want = trial.extra["shape"], trial.expected
+        rows = [[str(q), _show_box(w)] for q, w in enumerate(want)]
+        for asker, answers in enumerate(trial.output):
+            for q, (answer, w) in enumerate(zip(answers, want)):
+                try:
+                    got = _answer_box(answer, shape)
+                except TypeError as exc:
+                    return CheckResult(self.name, False, f"in process {asker}, host_local_slices(…, {q}) {exc}")  # fmt: skip
+                if got != w:
+                    return CheckResult(
+                        self.name, False,
+                        f"in process {asker}, host_local_slices({shape}, mesh, {trial.extra['spec']}, {q}) "
+                        f"gave {_show_box(got)}; process {q}'s devices hold {_show_box(w)}",
+                        evidence=(Table(["process", "its block"], rows),),
+                        hint=_blocks_hint(got, w, q, trial),
+                    )  # fmt: skip
+        return CheckResult(self.name, True, "every process names every process's block",
+                           evidence=(Table(["process", "its block"], rows),))  # fmt: skip
+
+
+def _blocks_hint(got: Any, want: Any, q: int, trial: Trial) -> str | None:
+    if want is None:
+        return ("Its devices' blocks leave holes between them (rows split over "
+                "('local', 'host') put process 0's rows at 0, P, 2P, …): raise ValueError.")  # fmt: skip
+    if got is None:
+        return "The union of this process's blocks is one block: return it."
+    if got == tuple((0, n) for n in trial.extra["shape"]):
+        return "That is the whole array: a process holds only its own devices' blocks (d.process_index)."
+    return None
+
+
+# ------------------------------------------------------------ global_batch
+
+
+def _rows_index(p: int, d: int, n: int, i: int, j: int) -> tuple[int, int]:
+    """Rows of mesh position (i, j) under P(('host', 'local')): n rows each, host-major."""
+    k = (i * d + j) * n
+    return (k, k + n)
+
+
+def run_batch(rt: Any, fn: Any, ex: Example) -> Trial:
+    p, d, n = ex["hosts"], ex["local"], ex["rows"]
+    rng = rt.rng()
+    data = rng.integers(-99, 100, size=(p * d * n, ex["cols"])).astype(ex["dtype"])
+    parts = np.split(data, p)
+    said = _task(rt, ex, "global_batch", "batch", [{"rows": part} for part in parts])
+    return Trial(ex, output=said, expected=data)
+
+
+@dataclass(frozen=True)
+class Returned(Check):
+    """Every process returned a jax array of the global shape and dtype."""
+
+    name: str = "returns"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        want = trial.expected
+        for i, got in enumerate(trial.output):
+            if got.get("type") != "Array":
+                return CheckResult(self.name, False, f"in process {i} it returned {got.get('type')}; expected a jax.Array")  # fmt: skip
+            if tuple(got["shape"]) != want.shape:
+                p = trial.example["hosts"]
+                hint = None
+                if tuple(got["shape"]) == (want.shape[0] // p, *want.shape[1:]):
+                    hint = ("That is one process's rows as if they were the whole batch (jax.device_put "
+                            "of the local rows): make_array_from_process_local_data builds the global array.")  # fmt: skip
+                return CheckResult(self.name, False,
+                                   f"in process {i} it returned shape {tuple(got['shape'])}; the global batch is {want.shape}",
+                                   hint=hint)  # fmt: skip
+            if got["dtype"] != want.dtype.name:
+                return CheckResult(self.name, False, f"in process {i} it returned dtype {got['dtype']}; expected {want.dtype.name}")  # fmt: skip
+        return CheckResult(self.name, True, f"every process returned the global {want.shape} array")
+
+
+@dataclass(frozen=True)
+class HoldsItsBlock(Check):
+    """Each process holds exactly its block, on its own devices, with the right rows."""
+
+    name: str = "placement"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        ex, data = trial.example, trial.expected
+        p, d, n = ex["hosts"], ex["local"], ex["rows"]
+        parts = np.split(data, p)
+        for i, got in enumerate(trial.output):
+            if got.get("type") != "Array":
+                return CheckResult(self.name, False, f"process {i} returned no jax.Array")
+            local = sorted(got["local_devices"])
+            shards = {dev: (idx, arr) for dev, idx, arr in got["shards"]}
+            if sorted(shards) != local:
+                return CheckResult(self.name, False,
+                                   f"process {i} holds shards on devices {sorted(shards)}; its own are {local}")  # fmt: skip
+            for j, dev in enumerate(local):
+                idx, arr = shards[dev]
+                box = _box(tuple(idx), data.shape)
+                want = (_rows_index(p, d, n, i, j), (0, data.shape[1]))
+                if box != want:
+                    theirs = [q for q in range(p) for jj in range(d)
+                              if box == (_rows_index(p, d, n, q, jj), (0, data.shape[1]))]  # fmt: skip
+                    if theirs and theirs[0] != i:
+                        return CheckResult(
+                            self.name, False,
+                            f"device {j} of process {i} holds rows {box[0][0]}:{box[0][1]}, the place of "
+                            f"process {theirs[0]}'s rows: the rows are in the wrong process order",
+                            hint="Process i's rows go to mesh row i (host i): build the array over the "
+                            "mesh you were given, with P(('host', 'local')).",
+                        )  # fmt: skip
+                    return CheckResult(
+                        self.name, False,
+                        f"device {j} of process {i} holds rows {box[0][0]}:{box[0][1]}; under "
+                        f"P(('host', 'local')) it holds rows {want[0][0]}:{want[0][1]}",
+                        hint="Shard the rows over both axes, host first: P(('host', 'local')).",
+                    )  # fmt: skip
+                expect = data[want[0][0] : want[0][1]]
+                if not np.array_equal(np.asarray(arr), expect):
+                    return CheckResult(self.name, False,
+                                       f"device {j} of process {i} holds the wrong values in rows {want[0][0]}:{want[0][1]}",
+                                       hint=_whose_rows(np.asarray(arr), parts, i, n, j))  # fmt: skip
+        return CheckResult(self.name, True,
+                           "each process holds exactly its own rows, on its own devices, in process order")  # fmt: skip
+
+
+def _whose_rows(arr: np.ndarray, parts: list[np.ndarray], i: int, n: int, j: int) -> str | None:
+    for q, part in enumerate(parts):
+        if np.array_equal(arr, part[j * n : (j + 1) * n]) and q != i:
+            return (f"They are process {q}'s rows: the rows are in the wrong process order. "
+                    "Process i's rows go to mesh row i (host i), in order.")  # fmt: skip
+    return None
+
+
+# ------------------------------------------------------------ loader_indices
+
+
+def _loader(ctx: Context) -> Any:
+    return st.fixed_dictionaries({
+        "step": st.integers(0, 50), "processes": st.sampled_from([2, 3, 4]),
+        "per": st.integers(1, 16), "dataset": st.integers(8, 400),
+    })  # fmt: skip
+
+
+LOADER_EXPLICIT = [
+    {"step": 0, "processes": 2, "per": 4, "dataset": 64},
+    {"step": 3, "processes": 3, "per": 5, "dataset": 40},
+    {"step": 7, "processes": 4, "per": 2, "dataset": 50},
+    {"step": 1, "processes": 3, "per": 0, "dataset": 20},  # per 0: a batch of 10 over 3
+]
+
+
+def run_loader(rt: Any, fn: Any, ex: Example) -> Trial:
+    p, step, size = ex["processes"], ex["step"], ex["dataset"]
+    batch = p * ex["per"] if ex["per"] else 10
+    raises = batch % p != 0
+    want = None if raises else (step * batch + np.arange(batch)) % size
+    got = [call_pure(fn, (step, batch, size, i, p), raises) for i in range(p)]
+    return Trial(ex, output=got, expected=want, extra={"batch": batch})
+
+
+@dataclass(frozen=True)
+class LoaderRows(Check):
+    """The processes' rows, in process order, are the single-process batch."""
+
+    name: str = "rows"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        ex, want, got = trial.example, trial.expected, trial.output
+        p, b = ex["processes"], trial.extra["batch"]
+        call = f"loader_indices({ex['step']}, {b}, {ex['dataset']}, i, {p})"
+        if want is None:
+            for i, g in enumerate(got):
+                if not isinstance(g, ValueError):
+                    return CheckResult(self.name, False, f"{call.replace('i,', f'{i},')} returned {g!r}; "
+                                       f"{p} processes cannot split a batch of {b}: raise ValueError")  # fmt: skip
+            return CheckResult(self.name, True, f"ValueError when {p} does not divide {b}")
+        parts = []
+        for i, g in enumerate(got):
+            try:
+                arr = np.asarray(g)
+            except Exception:
+                arr = None
+            if arr is None or arr.ndim != 1 or arr.dtype.kind not in "iu":
+                return CheckResult(self.name, False, f"process {i}'s answer is {g!r}; expected a 1-D int array")  # fmt: skip
+            parts.append(arr)
+        if all(
+            np.array_equal(a, want[i * (b // p) : (i + 1) * (b // p)]) for i, a in enumerate(parts)
+        ):
+            return CheckResult(self.name, True, "the processes' rows, in process order, are the single-process batch")  # fmt: skip
+        return CheckResult(self.name, False, _loader_message(parts, want, p, b, call),
+                           evidence=(Table(["process", "rows it loads"],
+                                           [[str(i), _show_rows(a)] for i, a in enumerate(parts)]),))  # fmt: skip
+
+
+def _show_rows(a: np.ndarray) -> str:
+    return " ".join(map(str, a[:8].tolist())) + (" …" if a.size > 8 else "")
+
+
+def _loader_message(parts: list[np.ndarray], want: np.ndarray, p: int, b: int, call: str) -> str:
+    single = "the single-process batch is " + _show_rows(want)
+    if all(a.size == b and np.array_equal(a, want) for a in parts):
+        return (f"every process loads the whole global batch ({b} rows each): process i must load "
+                f"only its B/P = {b // p} rows; {single}")  # fmt: skip
+    if all(np.array_equal(a, parts[0]) for a in parts[1:]):
+        return (f"every process loads the same rows ({_show_rows(parts[0])}): the process index "
+                f"must choose which part of the batch; {single}")  # fmt: skip
+    joined = np.concatenate(parts)
+    if joined.size == b and np.array_equal(np.sort(joined), np.sort(want)):
+        return f"the processes together load the batch's rows, but not in process order; {single}"
+    for i in range(p):
+        for q in range(i):
+            common = np.intersect1d(parts[i], parts[q])
+            if common.size:
+                return f"processes {q} and {i} both load rows {_show_rows(common)}; {single}"
+    return f"{call}: the processes' rows in order are {_show_rows(joined)}; {single}"
+
+
+# ------------------------------------------------------------ hierarchical_all_reduce
+
+
+def run_allreduce(rt: Any, fn: Any, ex: Example) -> Trial:
+    import jax
+    from jax import lax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    p, d = ex["hosts"], ex["local"]
+    n = p * d * ex["rows"]  # per device: divisible by D (scatter within) and P (the wrong order)
+    payload = {"shape": (n, ex["cols"]), "dtype": ex["dtype"]}
+    blobs = [r["blob"] for r in _task(rt, ex, "hierarchical_all_reduce", "allreduce_export", payload)]  # fmt: skip
+    texts = [_program_text(b) for b in blobs]
+    differ = [i for i, t in enumerate(texts) if t != texts[0]]
+    if differ:
+        raise StudentReturnError(
+            f"the processes traced different programs (process {differ[0]}'s is not process 0's): "
+            "run across processes, they would wait for each other for ever",
+            hint="Every process must run the same collectives in the same order: look for code "
+            "that depends on jax.process_index() (a branch, a loop count, a shape).",
+        )  # fmt: skip
+    _task(rt, ex, "hierarchical_all_reduce", "allreduce_run", payload)  # it comes back everywhere
+    mesh = _mesh(rt, ex)
+    rng = rt.rng()
+    data = rng.integers(-8, 9, size=(p * d * n, ex["cols"])).astype(ex["dtype"])
+    x = jax.device_put(data, NamedSharding(mesh, P((HOST, LOCAL))))
+    flat = rt.compile_and_run(
+        jax.shard_map(lambda v: lax.psum(v, (HOST, LOCAL)), mesh=mesh,
+                      in_specs=P((HOST, LOCAL)), out_specs=P((HOST, LOCAL))),
+        (x,), mesh, ours=True,
+    )  # fmt: skip
+    trial = rt.run_exported(base64.b64decode(blobs[0]), (x,), mesh, xla_psum=flat.comms)
+    blocks = data.astype(np.float64).reshape(p, d, n, ex["cols"])
+    trial.expected = blocks.sum(axis=(0, 1))
+    trial.extra["host_sums"] = blocks.sum(axis=1)
+    return trial
+
+
+def _program_text(blob: str) -> str:
+    import jax
+
+    try:
+        return jax.export.deserialize(bytearray(base64.b64decode(blob))).mlir_module()
+    except Exception as exc:
+        from grader.sandbox.isolation import StudentProcessDied
+
+        raise StudentProcessDied(f"it handed back a program the grader cannot read ({exc})") from None  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SumEverywhere(Check):
+    """Every device's block is the sum over all P·D devices."""
+
+    name: str = "values"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        want = trial.expected
+        for shard in trial.output.addressable_shards:
+            got = np.asarray(shard.data, dtype=np.float64)
+            if got.shape != want.shape or not np.array_equal(got, want):
+                pos = _position(trial.mesh, shard.device)
+                msg = f"device {pos} holds a block that is not the sum over all {trial.mesh.size} devices"  # fmt: skip
+                return CheckResult(self.name, False, msg, hint=_sum_hint(got, want, trial, pos[0]))
+        return CheckResult(self.name, True, f"every device holds the sum over all {trial.mesh.size} devices")  # fmt: skip
+
+
+def _position(mesh: Any, device: Any) -> tuple[int, int]:
+    where = np.argwhere(mesh.devices == device)
+    return tuple(int(v) for v in where[0]) if len(where) else (-1, -1)
+
+
+def _sum_hint(got: np.ndarray, want: np.ndarray, trial: Trial, host: int) -> str | None:
+    sums = trial.extra.get("host_sums")
+    if sums is not None and got.shape == sums[host].shape and np.array_equal(got, sums[host]):
+        return ("That is the sum over this host's devices only: the all-reduce across hosts "
+                "(over host_axis) is missing.")  # fmt: skip
+    return None
+
+
+def cross_process(trial_comms: Any, mesh_shape: tuple[int, int], itemsize: int) -> list[tuple[Any, Any, set[str]]]:  # fmt: skip
+    """Each collective that moves data, its groups and the axes they span."""
+    n = mesh_shape[0] * mesh_shape[1]
+    out = []
+    for c in trial_comms.collectives:
+        if not c.count or not c.moves_data or c.kind == "collective-permute":
+            continue
+        groups = parse_groups(c.replica_groups, n)
+        out.append((c, groups, spanned_axes(groups, mesh_shape, (HOST, LOCAL))))
+    return out
+
+
+def crossing_bytes(comms: Any, mesh_shape: tuple[int, int], itemsize: int) -> int:
+    """Bytes one device sends in collectives whose groups span processes (ring
+    model, at the program's own item size)."""
+    return sum(c.count * c.elements_each * itemsize
+               for c, _, axes in cross_process(comms, mesh_shape, itemsize) if HOST in axes)  # fmt: skip
+
+
+def _sizes(trial: Trial) -> tuple[int, int, int, int]:
+    ex = trial.example
+    p, d = ex["hosts"], ex["local"]
+    itemsize = np.dtype(ex["dtype"]).itemsize
+    n = p * d * ex["rows"]
+    return p, d, itemsize, n * ex["cols"] * itemsize
+
+
+def optimum(p: int, d: int, x: int) -> float:
+    """Cross-process bytes per device of the hierarchical all-reduce: 2(P−1)/P·|x|/D."""
+    return 2 * (p - 1) / p * x / d
+
+
+def flat_ring(p: int, d: int, x: int) -> float:
+    """Bytes per device of one flat ring over all P·D devices: 2(PD−1)/(PD)·|x|."""
+    return 2 * (p * d - 1) / (p * d) * x
+
+
+@dataclass(frozen=True)
+class Hierarchy(Check):
+    """From the replica groups: reduce-scatter and all-gather within a process,
+    the all-reduce across processes with one device of each."""
+
+    name: str = "groups"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        p, d, itemsize, x = _sizes(trial)
+        try:
+            found = cross_process(trial.comms, (p, d), itemsize)
+        except ValueError as exc:
+            return CheckResult(self.name, False, str(exc), hint="Please report it with your JAX version.")  # fmt: skip
+        rows = [[c.kind, show_groups(g), ", ".join(sorted(a)) or "—",
+                 "crosses processes" if HOST in a else "within a process"] for c, g, a in found]  # fmt: skip
+        evidence: tuple[Evidence, ...] = (Table(["collective", "groups", "spans", "where"], rows),)
+        kinds = {(c.kind, frozenset(a)) for c, _, a in found}
+        flat = [c for c, _, a in found if c.kind == "all-reduce" and a == {HOST, LOCAL}]
+        if flat:
+            return CheckResult(
+                self.name, False,
+                f"one all-reduce spans every device ({show_groups(parse_groups(flat[0].replica_groups, p * d))}): "
+                f"a flat psum over both axes. Its ring crosses processes with "
+                f"2(PD−1)/(PD)·|x| = {flat_ring(p, d, x):.0f} bytes per device, where the hierarchical "
+                f"one sends 2(P−1)/P·|x|/D = {optimum(p, d, x):.0f}",
+                evidence=evidence,
+                hint="Reduce-scatter within the host first (psum_scatter over the local axis), "
+                "all-reduce only that 1/D part across hosts, then all-gather within the host.",
+            )  # fmt: skip
+        if ("all-reduce", frozenset({LOCAL})) in kinds and any(
+            k in kinds for k in (("reduce-scatter", frozenset({HOST})), ("all-gather", frozenset({HOST})))
+        ):  # fmt: skip
+            return CheckResult(
+                self.name, False,
+                "the all-reduce runs within each process and the reduce-scatter/all-gather across "
+                "processes: the wrong order — the whole |x| crosses processes instead of |x|/D",
+                evidence=evidence,
+                hint="Scatter within the host (local axis), all-reduce across (host axis), gather within.",
+            )  # fmt: skip
+        for c, g, a in found:
+            if c.kind in ("reduce-scatter", "all-gather") and HOST in a:
+                return CheckResult(self.name, False, f"a {c.kind} groups devices {show_groups(g)}, which spans processes; it must stay within one", evidence=evidence)  # fmt: skip
+            if c.kind == "all-reduce" and (LOCAL in a or len(g[0]) != p):
+                return CheckResult(self.name, False, f"the all-reduce groups devices {show_groups(g)}; across processes it must take one device of each ({p} per group)", evidence=evidence)  # fmt: skip
+        need = {("reduce-scatter", frozenset({LOCAL})), ("all-reduce", frozenset({HOST})),
+                ("all-gather", frozenset({LOCAL}))}  # fmt: skip
+        if d == 1:
+            need = {("all-reduce", frozenset({HOST}))}
+        missing = sorted(k for k, _ in need - kinds)
+        if missing:
+            return CheckResult(self.name, False,
+                               f"no {' or '.join(missing)} with the groups of the three steps; found: "
+                               + ("; ".join(f"{r[0]} over {r[2]}" for r in rows) or "no collective"),
+                               evidence=evidence)  # fmt: skip
+        return CheckResult(self.name, True,
+                           "reduce-scatter and all-gather stay within each process; the all-reduce "
+                           f"takes one device of each of the {p} processes", evidence=evidence)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CrossBytes(Check):
+    """Bytes that cross processes, per device: at most 2(P−1)/P·|x|/D."""
+
+    name: str = "bytes"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        p, d, itemsize, x = _sizes(trial)
+        try:
+            got = crossing_bytes(trial.comms, (p, d), itemsize)
+            xla = crossing_bytes(trial.extra["xla_psum"], (p, d), itemsize)
+        except ValueError as exc:
+            return CheckResult(self.name, False, str(exc))
+        best, ring = optimum(p, d, x), flat_ring(p, d, x)
+        table = Table(
+            ["program", "bytes per device across processes"],
+            [["yours", f"{got}"], ["hierarchical optimum 2(P−1)/P·|x|/D", f"{best:.0f}"],
+             ["flat ring 2(PD−1)/(PD)·|x|", f"{ring:.0f}"], ["XLA's psum over both axes", f"{xla}"]],
+        )  # fmt: skip
+        if got > best * (1 + 1e-9):
+            return CheckResult(self.name, False,
+                               f"{got} bytes per device cross processes; the hierarchical all-reduce sends "
+                               f"2(P−1)/P·|x|/D = {best:.0f} (|x| = {x} bytes, P = {p}, D = {d})",
+                               evidence=(table,))  # fmt: skip
+        return CheckResult(self.name, True,
+                           f"{got} bytes per device cross processes = 2(P−1)/P·|x|/D; a flat ring "
+                           f"sends {ring:.0f}, XLA's psum over both axes {xla}", evidence=(table,))  # fmt: skip
+
+
+# ------------------------------------------------------------ multihost_train_step
+
+LR = 0.1
+
+
+def run_train(rt: Any, fn: Any, ex: Example) -> Trial:
+    p, d = ex["hosts"], ex["local"]
+    rng = rt.rng()
+    params = training.draw_params(rng, ex["layers"], ex["d"], ex["f"])
+    x, y = training.draw_batch(rng, p * d * ex["rows"], ex["d"])
+    payloads = [{"params": params, "x": xs, "y": ys, "lr": LR}
+                for xs, ys in zip(np.split(x, p), np.split(y, p))]  # fmt: skip
+    said = _task(rt, ex, "multihost_train_step", "train", payloads)
+    want, loss = training.sgd_step(params, x, y, LR)
+    sizes = training.Sizes(ex["layers"], p * d * ex["rows"], ex["d"], ex["f"])
+    return Trial(ex, output=said, expected=(want, loss), extra={"tol": training.tolerance(sizes)})
+
+
+def _replicated(leaf: dict, shape: tuple[int, ...]) -> list[np.ndarray] | str:
+    if leaf.get("type") != "Array":
+        return f"a {leaf.get('type')}, not a jax.Array"
+    if tuple(leaf["shape"]) != tuple(shape):
+        return f"shape {tuple(leaf['shape'])}, not {tuple(shape)}"
+    out = []
+    for dev, idx, arr in leaf["shards"]:
+        if _box(tuple(idx), tuple(shape)) != tuple((0, n) for n in shape):
+            return f"a shard on device {dev} that holds only {_show_box(_box(tuple(idx), tuple(shape)))}: not replicated"  # fmt: skip
+        out.append(np.asarray(arr))
+    if sorted(dev for dev, _, _ in leaf["shards"]) != sorted(leaf["local_devices"]):
+        return "no copy on some of the process's devices"
+    return out
+
+
+@dataclass(frozen=True)
+class SameEverywhere(Check):
+    """Every device of every process holds the same params and loss."""
+
+    name: str = "same everywhere"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        want, _ = trial.expected
+        first: dict[str, np.ndarray] = {}
+        for i, got in enumerate(trial.output):
+            if "returned" in got:
+                return CheckResult(self.name, False, f"in process {i} it returned {got['returned']}; expected (params, loss)")  # fmt: skip
+            if sorted(got["params"]) != sorted(want):
+                return CheckResult(self.name, False, f"in process {i} params have keys {sorted(got['params'])}; expected {sorted(want)}")  # fmt: skip
+            for key, leaf in [*got["params"].items(), ("loss", got["loss"])]:
+                shape = () if key == "loss" else want[key].shape
+                copies = _replicated(leaf, shape)
+                if isinstance(copies, str):
+                    return CheckResult(self.name, False, f"process {i} returned {key} as {copies}",
+                                       hint="Return params and loss replicated: out_specs P().")  # fmt: skip
+                for c in copies:
+                    ref = first.setdefault(key, c)
+                    if not np.array_equal(c, ref):
+                        return CheckResult(
+                            self.name, False,
+                            f"process {i} holds other {key} than process 0: the processes did not end the step alike",
+                            hint="Each process's gradient must be reduced across hosts too: the "
+                            "all-reduce over the host axis makes it the global batch's gradient everywhere.",
+                        )  # fmt: skip
+        return CheckResult(self.name, True, "every device of every process holds the same params and loss")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StepValues(Check):
+    """Params and loss equal the float64 reference step on the global batch."""
+
+    name: str = "values"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        want, loss = trial.expected
+        tol = trial.extra["tol"]
+        got = trial.output[0]
+        for key, ref in [*want.items(), ("loss", np.asarray(loss))]:
+            leaf = got["loss"] if key == "loss" else got["params"][key]
+            copies = _replicated(leaf, np.shape(ref))
+            if isinstance(copies, str):
+                return CheckResult(self.name, False, f"{key}: {copies}")
+            value = np.asarray(copies[0], np.float64)
+            scale = max(float(np.max(np.abs(ref))), 1e-30)
+            err = float(np.max(np.abs(value - ref)))
+            if err > tol * scale:
+                return CheckResult(
+                    self.name, False,
+                    f"{key} differs from the single-process step on the global batch by {err:.3g} "
+                    f"(allowed {tol * scale:.3g})",
+                    hint=_train_hint(key, value, ref, trial),
+                )  # fmt: skip
+        return CheckResult(self.name, True, "params and loss equal the single-process step on the global batch")  # fmt: skip
+
+
+def _train_hint(key: str, value: np.ndarray, ref: np.ndarray, trial: Trial) -> str | None:
+    if key == "loss":
+        return "The loss before the step is the mean over all B rows: pmean over both axes."
+    return ("The gradient of the mean over all rows is the sum of the devices' local means "
+            "divided by P·D: divide by every device, not by one axis.")  # fmt: skip
+
+
+# ------------------------------------------------------------ allreduce_time
+
+
+def ring_time(nbytes: float, hosts: int, local: int, ici: float, dcn: float, hierarchical: str) -> float:  # fmt: skip
+    """The grader's own model (see the exercise's docstring)."""
+    n = hosts * local
+    if hierarchical == "no":
+        return 0.0 if n == 1 else 2 * (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)
+    return 2 * (local - 1) / local * nbytes / ici + 2 * (hosts - 1) / hosts * nbytes / local / dcn
+
+
+GB = 10**9
+
+
+def _time_suspects(nbytes: float, hosts: int, local: int, ici: float, dcn: float, hier: bool) -> list:  # fmt: skip
+    if not hier:
+        n = hosts * local
+        return [(2 * (n - 1) / n * nbytes / ici,
+                 "A flat ring across hosts runs at its slowest link: dcn, not ici.")] if hosts > 1 and n > 1 else []  # fmt: skip
+    return [
+        (2 * (local - 1) / local * nbytes / ici + 2 * (hosts - 1) / hosts * nbytes / dcn,
+         "The all-reduce across hosts moves only nbytes/local: each device sends its 1/local part."),
+        (2 * (local - 1) / local * nbytes / ici + 2 * (hosts - 1) / hosts * nbytes / local / ici,
+         "The step across hosts runs over dcn."),
+    ]  # fmt: skip
+
+
+ALLREDUCE_TIME = Scalar(
+    "allreduce_time", float,
+    lambda ctx: st.fixed_dictionaries({
+        "nbytes": st.sampled_from([2**20, 10**8, 2 * 7 * 10**9]), "hosts": st.integers(1, 64),
+        "local": st.sampled_from([1, 2, 4, 8]), "ici": st.sampled_from([450 * GB, 45 * GB]),
+        "dcn": st.sampled_from([50 * GB, 25 * GB, 6 * GB]), "hierarchical": st.sampled_from(["yes", "no"]),
+    }),
+    explicit=(
+        {"nbytes": 14 * GB, "hosts": 16, "local": 8, "ici": 450 * GB, "dcn": 50 * GB, "hierarchical": "yes"},
+        {"nbytes": 14 * GB, "hosts": 16, "local": 8, "ici": 450 * GB, "dcn": 50 * GB, "hierarchical": "no"},
+        {"nbytes": 10**8, "hosts": 1, "local": 8, "ici": 450 * GB, "dcn": 50 * GB, "hierarchical": "no"},
+        {"nbytes": 10**8, "hosts": 4, "local": 1, "ici": 450 * GB, "dcn": 25 * GB, "hierarchical": "yes"},
+    ),
+    answer=ring_time,
+    args=lambda nbytes, hosts, local, ici, dcn, hierarchical: (nbytes, hosts, local, ici, dcn, hierarchical == "yes"),  # fmt: skip
+    call=lambda nbytes, hosts, local, ici, dcn, hierarchical: (
+        f"allreduce_time({nbytes}, {hosts}, {local}, ici={ici:g}, dcn={dcn:g}, hierarchical={hierarchical == 'yes'})"),  # fmt: skip
+    formula=lambda nbytes, hosts, local, ici, dcn, hierarchical: (
+        "2(L−1)/L·n/ici + 2(H−1)/H·(n/L)/dcn" if hierarchical == "yes" else "2(N−1)/N·n/(dcn, or ici on one host)"),  # fmt: skip
+    suspects=lambda nbytes, hosts, local, ici, dcn, hierarchical: _time_suspects(
+        nbytes, hosts, local, ici, dcn, hierarchical == "yes"),
+    max_examples=12,
+)  # fmt: skip
+
+
+# ------------------------------------------------------------ the lesson
+
+
+def _explicit_clusters(**fields: Any) -> list[Example]:
+    return [{"hosts": p, "local": d, **fields} for p, d in EXPLICIT_CLUSTERS]
+
+
+def _error_hint(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+    text = str(exc)
+    if (
+        "non-addressable" in text
+        or "spans non-addressable" in text
+        or "not fully addressable" in text
+    ):
+        return ("Your code read a global array whole (jax.device_get, np.asarray, print or "
+                ".item() of it) in one process: a process can read only its own shards "
+                "(x.addressable_shards), or gather on purpose with "
+                "jax.experimental.multihost_utils.process_allgather.")  # fmt: skip
+    return None
+
+
+SPEC = LessonSpec(
+    exercises=[
+        ExerciseSpec(
+            name="host_local_slices",
+            strategy=lambda ctx: _cluster_dict(
+                ctx,
+                rows=st.integers(1, 2),
+                cols=st.integers(1, 2),
+                spec=st.sampled_from(sorted(SPECS)),
+            ),  # fmt: skip
+            explicit=lambda ctx: _fitting(
+                ctx,
+                [
+                    {"hosts": 2, "local": 4, "rows": 1, "cols": 1, "spec": "rows"},
+                    {"hosts": 3, "local": 2, "rows": 1, "cols": 2, "spec": "grid"},
+                    {"hosts": 2, "local": 4, "rows": 1, "cols": 1, "spec": "interleaved"},
+                    {"hosts": 3, "local": 2, "rows": 2, "cols": 1, "spec": "swapped"},
+                ],
+            ),
+            run=run_slices,
+            cluster=clusters_of,
+            checks=(Blocks(),),
+            max_examples=4,
+            diagnose_error=_error_hint,
+        ),
+        ExerciseSpec(
+            name="global_batch",
+            strategy=lambda ctx: _cluster_dict(
+                ctx,
+                rows=st.integers(1, 3),
+                cols=st.integers(1, 5),
+                dtype=st.sampled_from(["float32", "int32"]),
+            ),  # fmt: skip
+            explicit=lambda ctx: _fitting(ctx, _explicit_clusters(rows=2, cols=3, dtype="float32")),
+            run=run_batch,
+            cluster=clusters_of,
+            checks=(Returned(), HoldsItsBlock()),
+            max_examples=3,
+            diagnose_error=_error_hint,
+        ),
+        ExerciseSpec(
+            name="loader_indices",
+            strategy=_loader,
+            explicit=lambda ctx: list(LOADER_EXPLICIT),
+            run=run_loader,
+            checks=(LoaderRows(),),
+            max_examples=12,
+        ),
+        ExerciseSpec(
+            name="hierarchical_all_reduce",
+            strategy=lambda ctx: _cluster_dict(
+                ctx,
+                rows=st.integers(1, 2),
+                cols=st.integers(1, 6),
+                dtype=st.sampled_from(["float32", "bfloat16"]),
+            ),  # fmt: skip
+            explicit=lambda ctx: _fitting(
+                ctx,
+                [
+                    *_explicit_clusters(rows=1, cols=4, dtype="float32"),
+                    {"hosts": 2, "local": 4, "rows": 2, "cols": 3, "dtype": "bfloat16"},
+                ],
+            ),
+            run=run_allreduce,
+            cluster=clusters_of,
+            checks=(SumEverywhere(), Hierarchy(), CrossBytes()),
+            max_examples=2,
+            diagnose_error=_error_hint,
+        ),
+        ExerciseSpec(
+            name="multihost_train_step",
+            strategy=lambda ctx: _cluster_dict(
+                ctx,
+                layers=st.integers(1, 2),
+                rows=st.integers(1, 3),
+                d=st.sampled_from([4, 8]),
+                f=st.sampled_from([8, 16]),
+            ),  # fmt: skip
+            explicit=lambda ctx: _fitting(ctx, _explicit_clusters(layers=1, rows=2, d=8, f=16)),
+            run=run_train,
+            cluster=clusters_of,
+            checks=(SameEverywhere(), StepValues()),
+            max_examples=1,
+            diagnose_error=_error_hint,
+        ),
+        ALLREDUCE_TIME.spec(),
+    ]
+)

@@ -1,0 +1,531 @@
+"""A cluster of student's processes: P processes joined by ``jax.distributed`` (lesson 13).
+
+Multi-controller JAX runs one process per host; every process runs the same
+program on its own devices. The grader reproduces that on one machine: P
+processes (the student's process of :mod:`grader.sandbox.student`, in cluster
+mode), each with D simulated CPU devices, joined by
+``jax.distributed.initialize`` on a loopback port **before** the student's
+module is imported (CPU collectives: gloo). Each process then answers the same
+questions as a lone student's process, and one more, ``task``: run a lesson's
+process-side function (``grader/lessons/<module>/on_process.py``, its
+``TASKS``) on the student's function.
+
+Where they run. All P processes are children of one small launcher, this
+module run as a script (``python -m grader.sandbox.cluster``), which is the
+command the OS sandbox (:mod:`grader.sandbox.jail`) wraps: one jail for the
+whole cluster, one network namespace with its loopback brought up, so the
+processes reach each other and a port can never collide with another grade's.
+The launcher is PID 1 there: when it dies, the kernel kills every process of
+the cluster. With the sandbox off, the launcher picks a free port
+(``bind(("127.0.0.1", 0))``) and its children die with it (``PR_SET_PDEATHSIG``
+on Linux, and :func:`grader.sandbox.lifeline.watch_parent` everywhere); a
+cluster that fails to form is started once more, on another port.
+
+The worker's side (:class:`Cluster`) holds one channel per process, asks every
+process the same question and gathers the P answers within a time limit. A
+process that dies, hangs or never joins ends the whole cluster — every process
+killed — with a message that names the process and what it was doing
+("joining the cluster", "importing your module", "running global_batch"), and
+what was measured of the others (which returned, which were still inside).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from grader.sandbox.loader import ExampleTimeout
+
+JOIN_LIMIT = 120.0
+"""Seconds a cluster may take to start and join (the machine's time: a busy
+two-core machine imports jax in P processes at once)."""
+ASK_LIMIT = 60.0
+"""Seconds one question may take when the grade gives no limit of its own."""
+RAISED_GRACE = 3.0
+"""Seconds the others may take to answer once one process says the student's code
+raised: longer, and they are waiting for it in a collective (the cluster is
+stopped; the error is reported)."""
+ANSWER_LIMIT = 256 * 1024 * 1024
+"""Longest answer line read from one process."""
+
+
+# ------------------------------------------------------------------ the launcher (a script)
+
+
+def _die_with_parent() -> None:
+    """Linux: this process is killed when the one that started it ends."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+def free_port() -> int:
+    """A port nothing listens on now, on the loopback."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def launch(argv: list[str]) -> None:
+    """``python -m grader.sandbox.cluster --devices D --fds R0 W0 R1 W1 …``: start
+    one student's process per fd pair, joined on a free loopback port; wait for
+    them; end when they have all ended. ``--absent I`` (tests only): leave
+    process I unstarted, its channel open (a process that never joins)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m grader.sandbox.cluster")
+    parser.add_argument("--devices", type=int, required=True)
+    parser.add_argument("--fds", type=int, nargs="+", required=True)
+    parser.add_argument("--absent", type=int, nargs="*", default=[])
+    args = parser.parse_args(argv)
+    _die_with_parent()
+    from grader.sandbox.lifeline import watch_parent
+
+    pairs = list(zip(args.fds[0::2], args.fds[1::2]))
+    address = f"127.0.0.1:{free_port()}"
+    kids: list[tuple[int, int, int]] = []
+
+    def end(signum: int, frame: Any) -> None:
+        for pid, _, _ in kids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        os._exit(1)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, end)
+    # jax imported once, here, and every process forked from this one: each then
+    # configures its own devices and joins (no backend is up before the fork)
+    import jax  # noqa: F401
+
+    import grader.sandbox.student as student
+
+    for index, (r, w) in enumerate(pairs):
+        if index in args.absent:
+            continue
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: only its own channel and output stay open
+            try:
+                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                    signal.signal(sig, signal.SIG_DFL)
+                _die_with_parent()
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                keep = {0, 1, 2, r, w}
+                for fd in (
+                    *args.fds,
+                    out_r,
+                    out_w,
+                    err_r,
+                    err_w,
+                    *[k for kid in kids for k in kid[1:]],
+                ):
+                    if fd not in keep:
+                        with contextlib.suppress(OSError):
+                            os.close(fd)
+                sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+                sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+                student.main(["--fds", str(r), str(w), "--cluster", address, str(len(pairs)),
+                              str(index), str(args.devices)])  # fmt: skip
+            finally:
+                os._exit(1)
+        os.close(out_w)
+        os.close(err_w)
+        kids.append((pid, out_r, err_r))
+    for index, (r, w) in enumerate(pairs):
+        if index not in args.absent:
+            os.close(r)
+            os.close(w)
+    for _, out_r, err_r in kids:  # threads only now: none may be running at a fork
+        for fd, to in ((out_r, sys.stdout), (err_r, sys.stderr)):
+            threading.Thread(target=_forward, args=(os.fdopen(fd, "rb"), to), daemon=True).start()
+    watch_parent()
+    for pid, _, _ in kids:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    time.sleep(0.1)  # the last lines forwarded
+    os._exit(0)
+
+
+NOISE = (b"[Gloo]", b"preemption_sync_manager", b"coordination_service", b"Additional GRPC",
+         b":UNKNOWN:Error received from peer", b"client.h:", b"JAX distributed service",
+         b"peer ranks")  # fmt: skip
+"""What jax's distributed runtime and gloo print about themselves (peers connected,
+a peer gone when the cluster is stopped): not the student's output."""
+
+
+def _forward(stream: Any, to: Any) -> None:
+    """A process's output to the launcher's, without the runtime's own chatter."""
+    out = to.buffer
+    for line in iter(stream.readline, b""):
+        if not any(n in line for n in NOISE):
+            with contextlib.suppress(OSError):
+                out.write(line)
+                out.flush()
+
+
+# ------------------------------------------------------------------ the worker's side
+
+
+def ClusterDied(message: str) -> Exception:  # noqa: N802 (raised like a class)
+    """A process of the cluster ended; the whole cluster is stopped. The engine
+    reports it as the student's process stopping (``StudentProcessDied``, imported
+    here only when raised: the launcher script imports none of the worker)."""
+    from grader.sandbox.isolation import StudentProcessDied
+
+    return StudentProcessDied(message)
+
+
+class ClusterHung(ExampleTimeout):
+    """Not every process answered within the limit; the whole cluster is stopped.
+    ``str()`` says which processes returned and which were still inside; ``hint``
+    a cause, only where the measurement shows one."""
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
+
+
+DEADLOCK_HINT = (
+    "Every process must run the same collectives in the same order. A process that "
+    "waits in a collective another process never reaches waits for ever: look for "
+    "code that depends on jax.process_index() (a branch, a loop count, a shape)."
+)
+
+
+class Cluster:
+    """P student's processes with D CPU devices each, joined into one mesh of
+    P·D devices (see the module docstring)."""
+
+    def __init__(
+        self, directory: str, module: str, processes: int, local: int, *,
+        absent: tuple[int, ...] = (),
+    ) -> None:  # fmt: skip
+        if not (processes >= 2 and local >= 1):
+            raise ValueError(f"a cluster needs ≥ 2 processes and ≥ 1 device each, not {processes}×{local}")  # fmt: skip
+        self.directory, self.module = str(Path(directory)), module
+        self.processes, self.local = processes, local
+        self.absent = tuple(absent)
+        self.join_limit = JOIN_LIMIT
+        self.proc: subprocess.Popen | None = None
+        self.started_at = 0.0
+        self.joined_in: float | None = None
+        """Seconds from start until every process had joined (measured)."""
+        self.loaded = False
+        self.load_error: str | None = None
+        self.functions: set[str] = set()
+        self._writers: list[Any] = []
+        self._readers: list[int] = []
+        self._buffers: list[bytes] = []
+        self._seq = 0
+        self._joined = False
+        self._tries = 0
+
+    # -------------------------------------------------------------- life
+
+    def start(self) -> None:
+        """Start the processes (not waiting for them: :meth:`join` does)."""
+        if self.proc is not None:
+            return
+        from grader.repo import CODE
+        from grader.sandbox import jail
+
+        ours, theirs = [], []
+        self._writers, self._readers, self._buffers = [], [], []
+        for _ in range(self.processes):
+            to_r, to_w = os.pipe()
+            from_r, from_w = os.pipe()
+            theirs += [to_r, from_w]
+            ours.append((to_w, from_r))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
+        env["JAX_PLATFORMS"] = "cpu"
+        env["XLA_FLAGS"] = " ".join(
+            f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f
+        )
+        env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+        command = [sys.executable, "-m", "grader.sandbox.cluster", "--devices", str(self.local),
+                   "--fds", *map(str, theirs)]  # fmt: skip
+        if self.absent:
+            command += ["--absent", *map(str, self.absent)]
+        readable = [str(CODE), *jail.python_paths(), *env["PYTHONPATH"].split(os.pathsep)]
+        try:
+            self.proc = subprocess.Popen(
+                jail.wrap(
+                    command,
+                    readable=[*readable, os.environ.get("COURSE_ROOT", "")],
+                    writable=[self.directory] if self.directory else [],
+                    loopback=True,
+                ),
+                stdin=subprocess.DEVNULL, pass_fds=tuple(theirs), env=env,
+                start_new_session=True,
+            )  # fmt: skip
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        for w, r in ours:
+            self._writers.append(os.fdopen(w, "wb"))
+            self._readers.append(r)
+            self._buffers.append(b"")
+        self._seq = 0
+        self._joined, self.loaded = False, False
+        self.started_at = time.perf_counter()
+
+    def join(self) -> None:
+        """Wait until every process has joined the cluster (its "ready" line,
+        question 0). A cluster that cannot form is started once more (another
+        port, when the sandbox is off); then the failure is raised."""
+        if self._joined:
+            return
+        with _machine_time():
+            self._join()
+
+    def _join(self) -> None:
+        self.start()
+        try:
+            self._gather(0, "joining the cluster", self.join_limit)
+        except Exception:  # a cluster that cannot form: once more, on another port
+            self._tries += 1
+            if self._tries > 1 or self.absent:
+                raise
+            self.start()
+            self._gather(0, "joining the cluster", self.join_limit)
+        self._joined = True
+        self.joined_in = time.perf_counter() - self.started_at
+
+    def load(self, limit: float | None = None) -> None:
+        """Join, then import the student's module in every process."""
+        if self.loaded:
+            return
+        self.join()
+        answers = self.ask({"op": "load", "directory": self.directory, "module": self.module},
+                           "importing your module", limit)  # fmt: skip
+        self.loaded = True
+        errors = [a.get("load_error") for a in answers if a.get("load_error")]
+        self.load_error = str(errors[0]) if errors else None
+        self.functions = set(answers[0].get("functions") or [])
+
+    def stop(self) -> None:
+        """Kill every process of the cluster and wait for the launcher."""
+        proc, self.proc = self.proc, None
+        for f in self._writers:
+            with contextlib.suppress(OSError):
+                f.close()
+        for fd in self._readers:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._writers, self._readers = [], []
+        self._joined = self.loaded = False
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)  # the launcher and, sandbox off, its children
+            with contextlib.suppress(OSError):
+                proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=10)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # -------------------------------------------------------------- questions
+
+    def ask(
+        self, question: dict | list[dict], doing: str, limit: float | None = None
+    ) -> list[dict]:
+        """Ask every process (the same question, or the i-th of a list to process
+        i) and gather the P answers within ``limit`` seconds (:data:`ASK_LIMIT`
+        by default). ``doing`` says what the processes were doing, for messages.
+        Once one process answers that the student's code raised, the others get
+        :data:`RAISED_GRACE`; those still inside then answer ``{"still_inside": True}``
+        and the cluster is stopped."""
+        if not (isinstance(question, dict) and question.get("op") == "load"):
+            self.load(limit)
+        questions = question if isinstance(question, list) else [question] * self.processes
+        self._seq += 1
+        for i, (w, q) in enumerate(zip(self._writers, questions)):
+            try:
+                w.write(json.dumps({**q, "seq": self._seq}, separators=(",", ":")).encode() + b"\n")  # fmt: skip
+                w.flush()
+            except OSError:
+                self.stop()
+                raise ClusterDied(f"process {i} had ended before {doing}") from None
+        answers = self._gather(self._seq, doing, limit or ASK_LIMIT)
+        for i, a in enumerate(answers):
+            if "fault" in a:
+                self.stop()
+                from grader.sandbox.isolation import StudentFault
+
+                raise StudentFault(f"process {i}: {a['fault']}")
+        return answers
+
+    def _gather(self, seq: int, doing: str, limit: float) -> list[dict]:
+        start = time.perf_counter()
+        answers: dict[int, dict] = {}
+        waiting = set(range(self.processes))
+        raised_at: float | None = None
+        """When a process answered that the student's code raised."""
+        try:
+            while waiting:
+                left = limit - (time.perf_counter() - start)
+                if raised_at is not None:
+                    left = min(left, RAISED_GRACE - (time.perf_counter() - raised_at))
+                    if left <= 0:  # the others wait for it in a collective: stop them all
+                        self.stop()
+                        return [answers.get(i, {"still_inside": True}) for i in range(self.processes)]  # fmt: skip
+                if left <= 0:
+                    raise ClusterHung(*self._hung(doing, answers, time.perf_counter() - start))
+                fds = {self._readers[i]: i for i in waiting}
+                ready, _, _ = select.select(list(fds), [], [], min(left, 1.0))
+                for fd in ready:
+                    i = fds[fd]
+                    line = self._line(i, doing, answers)
+                    if line is None:
+                        continue
+                    try:
+                        answer = json.loads(line)
+                    except (ValueError, RecursionError):
+                        answer = None
+                    if not isinstance(answer, dict) or answer.get("seq") != seq:
+                        self.stop()
+                        raise ClusterDied(
+                            f"process {i} wrote on the grader's channel something that is "
+                            f"not the grader's answer while {doing}"
+                        )
+                    answers[i] = answer
+                    waiting.discard(i)
+                    if "raised" in answer and raised_at is None:
+                        raised_at = time.perf_counter()
+        except ClusterHung:
+            raise
+        except ExampleTimeout:  # the grade's own limit, from its alarm
+            raise ClusterHung(*self._hung(doing, answers, time.perf_counter() - start)) from None
+        except BaseException:  # an interrupt: nothing is left running
+            self.stop()
+            raise
+        return [answers[i] for i in range(self.processes)]
+
+    def _line(self, i: int, doing: str, answers: dict[int, dict]) -> bytes | None:
+        """One whole line from process ``i``, or None if not yet there."""
+        chunk = os.read(self._readers[i], 1 << 20)
+        if not chunk:
+            others = self._others(i, answers)
+            self.stop()
+            raise ClusterDied(f"process {i} ended while {doing}{others}; the whole cluster was stopped")  # fmt: skip
+        self._buffers[i] += chunk
+        if len(self._buffers[i]) > ANSWER_LIMIT:
+            self.stop()
+            raise ClusterDied(f"process {i} sent an answer larger than the grader takes")
+        if b"\n" not in self._buffers[i]:
+            return None
+        line, _, self._buffers[i] = self._buffers[i].partition(b"\n")
+        return line
+
+    def _others(self, i: int, answers: dict[int, dict]) -> str:
+        done = sorted(answers)
+        return f" (process{'es' if len(done) > 1 else ''} {_names(done)} had answered)" if done else ""  # fmt: skip
+
+    def _hung(self, doing: str, answers: dict[int, dict], waited: float) -> tuple[str, str | None]:
+        """What was measured when the limit passed, and a hint when it shows a cause."""
+        done = sorted(answers)
+        inside = [i for i in range(self.processes) if i not in answers]
+        self.stop()
+        if doing == "joining the cluster":
+            return (f"the cluster did not form: process{'es' if len(inside) > 1 else ''} "
+                    f"{_names(inside)} still joining after {waited:.0f} s", None)  # fmt: skip
+        if done:
+            return (
+                f"process{'es' if len(done) > 1 else ''} {_names(done)} returned from {doing.removeprefix('running ')}; "
+                f"process{'es' if len(inside) > 1 else ''} {_names(inside)} still inside after "
+                f"{waited:.1f} s: a collective not every process reached",
+                DEADLOCK_HINT,
+            )  # fmt: skip
+        return (f"no process returned from {doing.removeprefix('running ')} within {waited:.1f} s "
+                f"(all {self.processes} still inside)", None)  # fmt: skip
+
+
+def _names(indices: list[int]) -> str:
+    if len(indices) <= 1:
+        return "".join(map(str, indices))
+    return ", ".join(map(str, indices[:-1])) + f" and {indices[-1]}"
+
+
+@contextlib.contextmanager
+def _machine_time() -> Any:
+    """Hold the grade's alarm (:func:`grader.engine.time_limit`) while the cluster
+    forms: starting processes and joining them is the machine's time, bounded by
+    :data:`JOIN_LIMIT`, never an example's. The alarm resumes with what was left."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    left, _ = signal.setitimer(signal.ITIMER_REAL, 0)
+    try:
+        yield
+    finally:
+        if left > 0:
+            signal.setitimer(signal.ITIMER_REAL, left)
+
+
+class ClusterPool:
+    """The clusters of one lesson's grade, by (P, D): each started once, on first
+    need (or ahead), reused across its exercises and examples, stopped at the end."""
+
+    def __init__(self, directory: str, module: str) -> None:
+        self.directory, self.module = str(directory), module
+        self._clusters: dict[tuple[int, int], Cluster] = {}
+
+    def get(self, processes: int, local: int, ahead: tuple[tuple[int, int], ...] = ()) -> Cluster:
+        """The (P, D) cluster, its module imported; ``ahead``: clusters to start now
+        without waiting, for examples to come."""
+        cluster = self._start(processes, local)
+        for p, d in ahead:
+            self._start(p, d)
+        return cluster
+
+    def form(self, spec: Any, example: dict) -> None:
+        """Form (start and join) the clusters exercise ``spec`` says ``example``
+        runs on (:attr:`grader.spec.ExerciseSpec.cluster`), before its time starts."""
+        if spec.cluster is None:
+            return
+        needed = tuple(spec.cluster(example))
+        if needed:
+            self.get(*needed[0], ahead=needed[1:])
+            for key in needed:  # all of them now, while no example's deadline runs
+                self._clusters[(int(key[0]), int(key[1]))].join()
+
+    def _start(self, processes: int, local: int) -> Cluster:
+        key = (int(processes), int(local))
+        cluster = self._clusters.get(key)
+        if cluster is None or (cluster.proc is not None and not cluster.alive):
+            if cluster is not None:
+                cluster.stop()
+            cluster = self._clusters[key] = Cluster(self.directory, self.module, *key)
+        if cluster.proc is None:
+            cluster.start()
+        return cluster
+
+    def close(self) -> None:
+        for cluster in self._clusters.values():
+            cluster.stop()
+        self._clusters.clear()
+
+
+if __name__ == "__main__":
+    launch(sys.argv[1:])

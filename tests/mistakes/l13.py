@@ -1,0 +1,183 @@
+"""Realistic wrong implementations for lesson 13 (see tests/mistakes/__init__.py).
+
+One per way of getting multi-controller code wrong that the lesson warns
+about: a flat psum over both axes, the hierarchy in the wrong order, a
+process-dependent branch (the processes trace different programs), every
+process loading the whole batch or the same rows, rows in the wrong process
+order, a global array read whole in one process, a gradient not reduced
+across hosts, and the time model's links mixed up.
+"""
+
+from __future__ import annotations
+
+from tests.mistakes import Mistake
+
+L13 = "l13_multi_host"
+
+
+def _edit(id: str, exercise: str, old: str, new: str, says: tuple[str, ...], check: str | None = "values", status: str = "failed") -> Mistake:  # fmt: skip
+    return Mistake(id=id, module=L13, exercise=exercise, status=status, check=check,
+                   says=says, patch=((old, new),))  # fmt: skip
+
+
+def _code(id: str, exercise: str, code: str, says: tuple[str, ...], check: str | None, status: str = "failed") -> Mistake:  # fmt: skip
+    return Mistake(id=id, module=L13, exercise=exercise, status=status, check=check,
+                   says=says, code=code)  # fmt: skip
+
+
+RS = "part = lax.psum_scatter(x, local_axis, scatter_dimension=0, tiled=True)"
+
+MISTAKES: list[Mistake] = [
+    # ---------------------------------------------------------------- host_local_slices
+    _edit(
+        "l13-slices-every-device",
+        "host_local_slices",
+        "if device.process_index == process_index",
+        "if device is not None",
+        ("the whole array", "its own devices"),
+        check="block",
+    ),
+    _edit(
+        "l13-slices-holes-not-refused",
+        "host_local_slices",
+        "if held != box:",
+        "if False:",
+        ("leave holes", "raise ValueError"),
+        check="block",
+    ),
+    # ---------------------------------------------------------------- global_batch
+    _code(
+        "l13-batch-wrong-process-order",
+        "global_batch",
+        """
+def global_batch(local_rows, mesh):
+    # the mesh's rows upside down: process i's rows land where process P-1-i's belong
+    flipped = Mesh(mesh.devices[::-1], mesh.axis_names, axis_types=mesh.axis_types)
+    return jax.make_array_from_process_local_data(NamedSharding(flipped, ROWS), local_rows)
+""",
+        ("wrong process order",),
+        check="placement",
+    ),
+    _code(
+        "l13-batch-read-whole-global-array",
+        "global_batch",
+        """
+def global_batch(local_rows, mesh):
+    out = jax.make_array_from_process_local_data(NamedSharding(mesh, ROWS), local_rows)
+    assert np.isfinite(np.asarray(out)).all()  # reads every process's rows: not possible
+    return out
+""",
+        ("read a global array whole", "addressable_shards"),
+        check=None,
+        status="error",
+    ),
+    # ---------------------------------------------------------------- loader_indices
+    _edit(
+        "l13-loader-whole-batch",
+        "loader_indices",
+        "return (start + np.arange(per)) % dataset_size",
+        "return (step * global_batch + np.arange(global_batch)) % dataset_size",
+        ("every process loads the whole global batch",),
+        check="rows",
+    ),
+    _edit(
+        "l13-loader-same-rows",
+        "loader_indices",
+        "start = step * global_batch + process_index * per",
+        "start = step * global_batch",
+        ("every process loads the same rows", "process index"),
+        check="rows",
+    ),
+    _edit(
+        "l13-loader-wrong-process-order",
+        "loader_indices",
+        "start = step * global_batch + process_index * per",
+        "start = step * global_batch + (process_count - 1 - process_index) * per",
+        ("not in process order",),
+        check="rows",
+    ),
+    # ---------------------------------------------------------------- hierarchical_all_reduce
+    _code(
+        "l13-allreduce-flat-psum",
+        "hierarchical_all_reduce",
+        """
+def hierarchical_all_reduce(x, host_axis, local_axis):
+    return lax.psum(x, (host_axis, local_axis))  # right values, one ring over every device
+""",
+        ("flat psum over both axes", "2(PD−1)/(PD)", "2(P−1)/P·|x|/D"),
+        check="groups",
+    ),
+    _code(
+        "l13-allreduce-wrong-order",
+        "hierarchical_all_reduce",
+        """
+def hierarchical_all_reduce(x, host_axis, local_axis):
+    whole = lax.psum(x, local_axis)  # the whole x summed within the host first
+    part = lax.psum_scatter(whole, host_axis, scatter_dimension=0, tiled=True)
+    return lax.all_gather(part, host_axis, axis=0, tiled=True, to="invarying")
+""",
+        ("wrong order", "|x|/D"),
+        check="groups",
+    ),
+    _code(
+        "l13-allreduce-branch-on-process",
+        "hierarchical_all_reduce",
+        """
+def hierarchical_all_reduce(x, host_axis, local_axis):
+    part = lax.psum_scatter(x, local_axis, scatter_dimension=0, tiled=True)
+    if jax.process_index() == 0:  # only process 0 runs this all-reduce: the others never meet it
+        part = lax.psum(part, host_axis)
+    return lax.all_gather(part, local_axis, axis=0, tiled=True, to="invarying")
+""",
+        ("traced different programs", "jax.process_index()"),
+        check="returns",
+    ),
+    _code(
+        "l13-allreduce-within-hosts-only",
+        "hierarchical_all_reduce",
+        """
+def hierarchical_all_reduce(x, host_axis, local_axis):
+    return lax.psum(x, local_axis)  # each host's sum: never across hosts
+""",
+        ("this host's devices only",),
+        check="values",
+    ),
+    # ---------------------------------------------------------------- multihost_train_step
+    _code(
+        "l13-train-not-reduced-across-hosts",
+        "multihost_train_step",
+        """
+def multihost_train_step(params, local_x, local_y, mesh, lr):
+    rows = NamedSharding(mesh, ROWS)
+    x = jax.make_array_from_process_local_data(rows, local_x)
+    y = jax.make_array_from_process_local_data(rows, local_y)
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+
+    def body(p, xr, yr):
+        loss, g = jax.value_and_grad(tinymodels.loss)(p, xr, yr)
+        g = jax.tree.map(lambda v: lax.pmean(v, "local"), g)  # within the host only
+        return jax.tree.map(lambda w, d: w - lr * d, p, g), lax.pmean(loss, "local")
+
+    step = jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P()),
+                         check_vma=False)
+    return jax.jit(step)(params, x, y)
+""",
+        ("other", "reduced across hosts"),
+        check="same everywhere",
+    ),
+    # ---------------------------------------------------------------- allreduce_time
+    _edit(
+        "l13-time-across-on-all-bytes",
+        "allreduce_time",
+        "across = 2 * (hosts - 1) / hosts * (nbytes / local) / dcn",
+        "across = 2 * (hosts - 1) / hosts * nbytes / dcn",
+        ("nbytes/local",),
+    ),
+    _edit(
+        "l13-time-flat-at-ici",
+        "allreduce_time",
+        "return 2 * (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)",
+        "return 2 * (n - 1) / n * nbytes / ici",
+        ("slowest link",),
+    ),
+]

@@ -1,0 +1,261 @@
+"""Lesson 13: the cluster of student's processes under faults, and the text's figures.
+
+Each fault test starts a real cluster (:mod:`grader.sandbox.cluster`: P
+processes joined by ``jax.distributed``, in the sandbox where there is one),
+makes one process die, hang or never join, and asserts that the whole
+cluster ended, with a message that names the process and what it was doing,
+within a bounded time, and that no process it started is left (read from
+``/proc``: every descendant of the cluster's launcher, taken while it ran).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.sandbox import jail, wire
+from grader.sandbox.cluster import Cluster, ClusterHung
+from grader.sandbox.isolation import StudentProcessDied
+
+MODULE = "l13_multi_host"
+BATCH = "import os\nimport jax\nimport numpy as np\n"
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` now (from /proc's parent links)."""
+    parent: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+                parent[int(entry.name)] = int(fields[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out.update(kids)
+        todo.extend(kids)
+    return out
+
+
+def alive(pids: set[int]) -> list[int]:
+    left = []
+    for p in pids:
+        try:
+            state = Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            left.append(p)
+    return left
+
+
+def gone(pids: set[int], within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not alive(pids)
+
+
+def cluster(tmp_path: Path, source: str, processes: int = 2, **kw) -> Cluster:
+    (tmp_path / f"{MODULE}.py").write_text(source)
+    c = Cluster(str(tmp_path), MODULE, processes, 1, **kw)
+    c.start()
+    return c
+
+
+def students(c: Cluster) -> set[int]:
+    """The launcher and everything below it, once every process has joined."""
+    c.join()
+    assert c.proc is not None
+    pids = descendants(c.proc.pid) | {c.proc.pid}
+    assert len(pids) >= c.processes + 1, pids
+    return pids
+
+
+def batch_question(c: Cluster) -> list[dict]:
+    return [{"op": "task", "exercise": "global_batch", "task": "batch",
+             "payload": wire.encode({"rows": np.zeros((1, 1), np.float32)})}
+            for _ in range(c.processes)]  # fmt: skip
+
+
+def test_a_cluster_runs_the_same_task_in_every_process_and_leaves_nothing(tmp_path):
+    c = cluster(tmp_path, BATCH + "def global_batch(rows, mesh):\n    return int(jax.process_index())\n", 3)  # fmt: skip
+    pids = students(c)
+    answers = c.ask(batch_question(c), "running global_batch")
+    assert [wire.decode(a["result"]) for a in answers] == [{"type": "int"}] * 3
+    c.stop()
+    assert gone(pids)
+
+
+def test_a_process_that_dies_while_importing_ends_the_cluster_and_is_named(tmp_path):
+    c = cluster(tmp_path, BATCH + "if jax.process_index() == 1:\n    os._exit(3)\n")
+    pids = students(c)
+    with pytest.raises(StudentProcessDied, match="process 1 ended while importing your module"):
+        c.load()
+    assert gone(pids)
+
+
+def test_a_process_that_dies_inside_a_call_ends_the_cluster_and_is_named(tmp_path):
+    source = BATCH + "def global_batch(rows, mesh):\n    if jax.process_index() == 1:\n        os._exit(4)\n    return rows\n"  # fmt: skip
+    c = cluster(tmp_path, source)
+    pids = students(c)
+    with pytest.raises(StudentProcessDied, match="process 1 ended while running global_batch"):
+        c.ask(batch_question(c), "running global_batch")
+    assert gone(pids)
+
+
+DEADLOCK = (
+    BATCH
+    + """
+from jax.experimental import multihost_utils
+
+def global_batch(rows, mesh):
+    if jax.process_index() == 0:  # a collective only process 0 reaches
+        multihost_utils.sync_global_devices("process 0 alone")
+    return rows
+"""
+)
+
+
+def test_a_collective_not_every_process_reaches_is_stopped_at_the_limit_and_named(tmp_path):
+    c = cluster(tmp_path, DEADLOCK)
+    pids = students(c)
+    c.load()
+    start = time.monotonic()
+    with pytest.raises(ClusterHung) as caught:
+        c.ask(batch_question(c), "running global_batch", limit=4.0)
+    took = time.monotonic() - start
+    message = str(caught.value)
+    assert "process 1 returned from global_batch" in message, message
+    assert "process 0 still inside after 4" in message, message
+    assert "a collective not every process reached" in message
+    assert "jax.process_index()" in (caught.value.hint or "")
+    assert took < 4.0 + 15.0, took
+    assert gone(pids)
+
+
+def test_a_process_that_never_joins_ends_the_cluster_within_the_join_limit(tmp_path):
+    c = cluster(tmp_path, BATCH, absent=(1,))
+    c.join_limit = 4.0
+    assert c.proc is not None
+    time.sleep(0.5)
+    pids = descendants(c.proc.pid) | {c.proc.pid}
+    start = time.monotonic()
+    with pytest.raises(ClusterHung, match=r"the cluster did not form: processes 0 and 1 still joining after 4 s"):  # fmt: skip
+        c.join()
+    assert time.monotonic() - start < 4.0 + 15.0
+    assert gone(pids)
+
+
+def test_with_the_sandbox_off_the_cluster_takes_a_free_port_and_still_forms(tmp_path, monkeypatch):
+    monkeypatch.setenv(jail.SWITCH, "off")
+    monkeypatch.setattr(jail, "_state", None)
+    c = cluster(tmp_path, BATCH + "def global_batch(rows, mesh):\n    return rows\n")
+    pids = students(c)
+    assert [wire.decode(a["result"]) for a in c.ask(batch_question(c), "running global_batch")] == [{"type": "ndarray"}] * 2  # fmt: skip
+    c.stop()
+    assert gone(pids)
+
+
+# ------------------------------------------------------------------ the text's figures
+
+
+TEXT = Path(__file__).resolve().parent.parent / "course" / "lessons" / "13_multi_host.md"
+
+
+def allreduce_time(nbytes, hosts, local, ici, dcn, hierarchical):
+    """The lesson's model, restated here from the text (not the solution)."""
+    n = hosts * local
+    if not hierarchical:
+        return 2 * (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)
+    return 2 * (local - 1) / local * nbytes / ici + 2 * (hosts - 1) / hosts * nbytes / local / dcn
+
+
+def says(text: str) -> None:
+    """The lesson's text states ``text`` (a figure worked out here, in its words)."""
+    body = " ".join(TEXT.read_text().split())
+    assert text in body, f"the text does not say {text!r}"
+
+
+def test_the_worked_example_checks_out():
+    """16 nodes × 8 H100s, 7 B params in bf16 (14 GB): NVLink 450 GB/s per direction
+    within a node, 8×400 Gb/s InfiniBand = 50 GB/s per GPU across."""
+    n, ici, dcn = 14e9, 450e9, 50e9
+    assert dcn / 1e9 == 8 * 400 / 8 / 8  # 8 ports of 400 Gb/s per node, bits → bytes, per GPU
+    says(f"which is {dcn / 1e9:.0f} GB/s per GPU")
+    flat = allreduce_time(n, 16, 8, ici, dcn, False)
+    hier = allreduce_time(n, 16, 8, ici, dcn, True)
+    says(f"2·127/128·14 GB = {2 * 127 / 128 * n / 1e9:.2f} GB | {flat:.3f} s")
+    says(f"at 450 GB/s | — | {2 * 7 / 8 * n / ici:.4f} s")
+    says(f"| {2 * 15 / 16 * n / 8 / 1e9:.2f} GB | {2 * 15 / 16 * n / 8 / dcn:.4f} s")
+    says(f"hierarchical, total | {2 * 15 / 16 * n / 8 / 1e9:.2f} GB | {hier:.4f} s")
+    says(f"The hierarchy is {flat / hier:.1f} times faster")
+    says(f"NVLink is {ici / dcn:.0f} times faster than InfiniBand")
+
+
+def test_the_crossover_checks_out():
+    """In the bandwidth-only model the hierarchy wins exactly when ici > dcn, for
+    every H and L: (L−1)/L ÷ ((HL−1)/(HL) − (H−1)/(HL)) = 1."""
+    for h, l_ in [(2, 8), (16, 8), (3, 2), (4, 4)]:
+        n = h * l_
+        exact = (2 * (l_ - 1) / l_) / (2 * (n - 1) / n - 2 * (h - 1) / h / l_)
+        assert math.isclose(exact, 1.0)
+        for ratio, wins in ((1.01, True), (0.99, False)):
+            faster = allreduce_time(1e9, h, l_, ratio * 1e9, 1e9, True) < allreduce_time(1e9, h, l_, ratio * 1e9, 1e9, False)  # fmt: skip
+            assert faster is wins
+    says("((HL−1)/(HL) − (H−1)/(HL)) = 1.00, for every H and L")
+    says("2(L−1) steps within hosts and 2(H−1) across, against 2(HL−1) for the flat ring")
+
+
+def test_through_the_engine_a_deadlock_is_a_timeout_that_names_the_processes(root, tmp_path):
+    """The grade's own time limit (its alarm) stops a deadlocked call like the
+    cluster's: a timeout whose message says which processes returned and whose
+    hint names the cause the measurement shows."""
+    from grader import engine
+    from grader.results import Status
+
+    solution = (root / "solutions" / f"{MODULE}.py").read_text()
+    (tmp_path / f"{MODULE}.py").write_text(solution + DEADLOCK.replace(BATCH, ""))
+    start = time.monotonic()
+    result = engine.grade_lesson(13, MODULE, tmp_path, only=["global_batch"], timeout=6)
+    (er,) = result.exercises
+    assert er.status == Status.TIMEOUT, (er.status, er.error)
+    assert "process 1 returned from global_batch; process 0 still inside after" in er.error
+    assert "a collective not every process reached" in er.error
+    assert "jax.process_index()" in er.hint
+    assert time.monotonic() - start < 6 + 60  # the clusters' start is the machine's time
+
+
+RAISES_IN_ONE = (
+    BATCH
+    + """
+from jax.experimental import multihost_utils
+
+def global_batch(rows, mesh):
+    if jax.process_index() == 1:
+        raise ValueError("process 1 cannot read its shard")
+    multihost_utils.sync_global_devices("waits for process 1")  # process 0 waits here
+    return rows
+"""
+)
+
+
+def test_an_error_in_one_process_is_reported_without_waiting_for_the_others(root, tmp_path):
+    from grader import engine
+    from grader.results import Status
+
+    solution = (root / "solutions" / f"{MODULE}.py").read_text()
+    (tmp_path / f"{MODULE}.py").write_text(solution + RAISES_IN_ONE.replace(BATCH, ""))
+    result = engine.grade_lesson(13, MODULE, tmp_path, only=["global_batch"], timeout=60)
+    (er,) = result.exercises
+    assert er.status == Status.ERROR, (er.status, er.error)
+    assert "process 1 cannot read its shard" in er.error
+    assert "(in process 1; process 0 still inside, waiting for it)" in er.error
+    assert er.duration < 40, er.duration  # a few seconds' grace, not the 60 s limit
