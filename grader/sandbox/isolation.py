@@ -83,7 +83,7 @@ class StudentProcess:
         if self.proc is not None:
             return
         spare = self.spares.take(self.directory, self.module) if self.spares else None
-        self.proc, self._out, self._in = spare or _spawn(self.directory)
+        self.proc, self._out, self._in = spare or _spawn(self.directory, prepare=self.module)
         self._buffer = b""
         self._seq = 1 if spare else 0  # a spare was asked to load this module when it started
         self._pending: set[int] = {0, 1} if spare else {0}
@@ -211,32 +211,52 @@ class StudentProcess:
 class Spares:
     """Student's processes started ahead of need, by (directory, module): each
     imports jax, then the module, while the grader works on something else. The
-    worker owns one for its whole request; a backend without one starts its
-    process when the lesson begins."""
+    worker owns one for its whole request (a serving worker, for all of them); a
+    backend without one starts its process when the lesson begins.
+
+    A process started ahead of a grade not yet asked for (``load=False``: a
+    serving worker between two saves) imports jax and the lesson's spec only;
+    it is asked to import the student's module when that grade begins."""
 
     def __init__(self) -> None:
         self._ready: dict[tuple[str, str], tuple[subprocess.Popen, Any, int]] = {}
+        self._idle: dict[str, tuple[subprocess.Popen, Any, int]] = {}
+        """Started ahead, not asked to load anything yet: by directory."""
         self.upcoming: list[tuple[str, str]] = []
         """(directory, module) of the lessons after the current one, in order."""
 
     def prestart(
-        self, directory: str, module: str, then: list[tuple[str, str]] | None = None
+        self,
+        directory: str,
+        module: str,
+        then: list[tuple[str, str]] | None = None,
+        *,
+        load: bool = True,
     ) -> None:
         """Start a student's process now, asked to import ``module`` from ``directory``
         (question 1), for the lesson that grades it to take; ``then``: the lessons
-        after it, each started when the one before is taken."""
+        after it, each started when the one before is taken. ``load=False``: start
+        it without asking (the module is imported by a later ``prestart``)."""
         if then is not None:
             self.upcoming[:] = then
         key = (str(Path(directory)), module)
         if key in self._ready:
             return
-        proc, out, fd = _spawn(key[0])
+        if not load:
+            if key[0] not in self._idle:
+                self._idle[key[0]] = _spawn(key[0], prepare=module, ahead=True)
+            return
+        idle = self._idle.pop(key[0], None)
+        if idle is not None and idle[0].poll() is not None:
+            _close(idle)
+            idle = None
+        proc, out, fd = idle or _spawn(key[0], prepare=module)
         question = {"op": "load", "directory": key[0], "module": module, "seq": 1}
         try:
             out.write(json.dumps(question).encode() + b"\n")
             out.flush()
         except OSError:  # it died at once: the lesson starts a process of its own
-            proc.kill()
+            _close((proc, out, fd))
             return
         self._ready[key] = (proc, out, fd)
 
@@ -247,22 +267,39 @@ class Spares:
         if self.upcoming:  # another lesson follows: its process starts while this one grades
             self.prestart(*self.upcoming.pop(0))
         if spare is not None and spare[0].poll() is not None:
+            _close(spare)
             return None  # it ended meanwhile
         return spare
 
-    def close(self) -> None:
-        for proc, out, fd in self._ready.values():
-            with contextlib.suppress(OSError):
-                proc.kill()
-                out.close()
-                os.close(fd)
+    def close(self, loaded_only: bool = False) -> None:
+        """Stop the processes started ahead (``loaded_only``: those asked to load)."""
+        for spare in [*self._ready.values(), *([] if loaded_only else self._idle.values())]:
+            _close(spare)
         self._ready.clear()
+        if not loaded_only:
+            self._idle.clear()
 
 
-def _spawn(directory: str = "") -> tuple[subprocess.Popen, Any, int]:
+def _close(spare: tuple[subprocess.Popen, Any, int]) -> None:
+    proc, out, fd = spare
+    with contextlib.suppress(OSError):
+        proc.kill()
+    with contextlib.suppress(OSError):
+        out.close()
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+
+
+def _spawn(
+    directory: str = "", prepare: str = "", ahead: bool = False
+) -> tuple[subprocess.Popen, Any, int]:
     """The student's process, in the OS sandbox where one can be made
     (:mod:`grader.sandbox.jail`): it may write only to its scratch and to
-    ``directory``, the submission's own folder."""
+    ``directory``, the submission's own folder. ``prepare``: the lesson whose
+    spec (the grader's code) it imports before it says it is ready; ``ahead``:
+    it also traces a first program then (nothing waits for it yet)."""
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
     env = dict(os.environ)
@@ -270,6 +307,8 @@ def _spawn(directory: str = "") -> tuple[subprocess.Popen, Any, int]:
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # it never runs a program
     try:
         command = [sys.executable, "-m", "grader.sandbox.student", "--fds", str(to_child_r), str(from_child_w)]  # fmt: skip
+        command += ["--prepare", prepare] if prepare else []
+        command += ["--ahead"] if ahead else []
         readable = [str(CODE), *jail.python_paths(), *env["PYTHONPATH"].split(os.pathsep)]
         proc = subprocess.Popen(
             jail.wrap(

@@ -141,15 +141,24 @@ class LessonFinished:
     type: str = field(default="lesson_end", init=False)
 
 
+@dataclass(frozen=True)
+class Served:
+    """A serving worker (``--serve``) is done with the request and waits for the
+    next one: the last event of each request."""
+
+    lesson: int = 0
+    type: str = field(default="served", init=False)
+
+
 Event = (
     LessonStarted | ImportStarted | ExampleStarted | ExerciseGraded | LessonFinished
-    | Rejected | GraderFailed
+    | Rejected | GraderFailed | Served
 )  # fmt: skip
 _EVENTS: dict[str, Any] = {
     c.type: c
     for c in (
         LessonStarted, ImportStarted, ExampleStarted, ExerciseGraded, LessonFinished, Rejected,
-        GraderFailed,
+        GraderFailed, Served,
     )
 }  # fmt: skip
 
