@@ -98,7 +98,8 @@ def grade(target: str | int | None = None, *, as_json: bool = False, **options: 
     collected: list[Verdict] = []
     line = _notebook_line()
     code = run(
-        make_app(None, None), target, progress_line=line, deliver=collected.append, **options
+        make_app(None, None), target, progress_line=line, deliver=collected.append,
+        worker=_worker(), **options,
     )  # fmt: skip
     if line is not None:
         line("graded")
@@ -107,6 +108,25 @@ def grade(target: str | int | None = None, *, as_json: bool = False, **options: 
         partial(rerun_command, solutions=bool(options.get("solutions")), path=options.get("path")),
     )  # fmt: skip
     return grading.to_json() if as_json else grading
+
+
+_kept: list[Any] = []
+"""The grading worker this kernel keeps between grades (see :func:`_worker`)."""
+
+
+def _worker() -> Any:
+    """One grading worker for the kernel's life: a re-grade finds jax imported,
+    the devices up and a student's process started ahead (each grade still runs
+    the student's code in a fresh one; a worker is kept only after a clean
+    grade, see :class:`grader.sandbox.runner.Worker`). It ends with the kernel."""
+    if not _kept:
+        import atexit
+
+        from grader.sandbox.runner import Worker
+
+        _kept.append(Worker())
+        atexit.register(_kept[0].close)
+    return _kept[0]
 
 
 def _notebook_line() -> Callable[[str], None] | None:

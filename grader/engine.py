@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from grader import phases
 from grader.evidence import Evidence, Note
 from grader.results import CheckResult, ExerciseResult, LessonResult, Status
 from grader.runtime import GraderFault, Runtime, StudentReturnError
@@ -227,7 +228,8 @@ def grade_lesson(
 
     emit = on_event or (lambda e: None)
     start = time.perf_counter()
-    spec = load_spec(module)
+    with phases.phase("spec import"):
+        spec = load_spec(module)
     names = only or [e.name for e in spec.exercises]
     if example is None and _needs_simulation(spec, names, seed):
         with devices.simulated():
@@ -264,10 +266,13 @@ def _grade_lesson(
                             time.perf_counter() - start, backend.sandbox)  # fmt: skip
 
     try:
-        with time_limit(timeout and max(timeout, RESTART_LIMIT)):
+        with (
+            time_limit(timeout and max(timeout, RESTART_LIMIT)),
+            phases.phase("wait: student's process start"),
+        ):
             backend.prepare()  # before ImportStarted: the runner's deadline is not the import's yet
         emit(ImportStarted(lesson))
-        with time_limit(timeout):
+        with time_limit(timeout), phases.phase("wait: student's module import"):
             mod = backend.load()
     except (LoadError, ExampleTimeout) as exc:
         status = Status.TIMEOUT if isinstance(exc, ExampleTimeout) else Status.ERROR
@@ -326,7 +331,8 @@ def grade_exercise(
     runtime = runtime or (lambda ex, following: Here(ex))
 
     start = time.perf_counter()
-    examples, narrowed = plan(spec, ctx, seed=seed, example=example, max_examples=max_examples)
+    with phases.phase("draw examples"):
+        examples, narrowed = plan(spec, ctx, seed=seed, example=example, max_examples=max_examples)
     trials: list[Any] = []
     """Trials of the examples passed so far."""
     totals: list[float] = [0.0] * len(spec.checks)
@@ -361,7 +367,7 @@ def grade_exercise(
             )  # fmt: skip
         emit(ExampleStarted(lesson, spec.name, index, shown))  # its time limit starts now
         try:
-            with time_limit(timeout):
+            with time_limit(timeout), phases.phase("example (spec.run, all inside)"):
                 trial = spec.run(rt, called, ex)
         except NotImplementedError as exc:
             return finish(Status.NOT_STARTED, example=shown, error=str(exc) or None)
@@ -420,6 +426,7 @@ def grade_exercise(
                 return finish(Status.FAULT, example=shown,
                               error=f"internal grader error in the {check.name!r} check: {exc!r} — {REPORT}")  # fmt: skip
             took = time.perf_counter() - t
+            phases.add("checks", took)
             totals[i] += took
             checks.append(replace(cr, duration=took, example=cr.example if cr.passed else shown))
         failed = [c for c in checks if not c.passed]

@@ -191,7 +191,13 @@ def run_compiled(
     import jax
 
     host_copies = [np.array(a) if isinstance(a, np.ndarray) else None for a in args]
-    compiled = lowered.compile(compiler_options=compiler_options)
+    import time
+
+    from grader import phases
+
+    with phases.phase("compile"):
+        compiled = lowered.compile(compiler_options=compiler_options)
+    started = time.perf_counter()
     comms = hlo.summarize(compiled.as_text(), num_devices=mesh.size if mesh is not None else 1)
     memory = None
     try:
@@ -204,8 +210,10 @@ def run_compiled(
             }
     except Exception:  # some backends have no memory analysis
         memory = None
-    output = compiled(*args)
-    jax.block_until_ready(output)
+    phases.add("read HLO and memory", time.perf_counter() - started)
+    with phases.phase("run"):
+        output = compiled(*args)
+        jax.block_until_ready(output)
     return Trial(
         example=example,
         output=output,

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -27,6 +28,9 @@ from course.versions import versions
 from grader.repo import shipped
 from grader.results import ExerciseResult, LessonResult, Status
 from grader.sandbox.protocol import DEFAULT_TIMEOUT, Event
+
+if TYPE_CHECKING:
+    from grader.sandbox.runner import Worker
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C, as shells report SIGINT (128 + the signal's number)."""
@@ -139,12 +143,13 @@ def grade(
     path: str | None = None, seed: int = 0, example: str | None = None, as_json: bool = False,
     timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
     max_examples: int | None = None, progress_line: Callable[[str], None] | None = None,
-    deliver: Callable[[Verdict], None] | None = None,
+    deliver: Callable[[Verdict], None] | None = None, worker: Worker | None = None,
 ) -> int:  # fmt: skip
     """Grade; print the report (or JSON) and return the exit status.
 
     A notebook passes ``progress_line`` (shown instead of the terminal's spinner)
     and ``deliver`` (gets the verdict, results and scorecards, instead of the report).
+    ``course watch`` and the notebook pass the ``worker`` they keep between grades.
     """
     from grader.sandbox.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
     from grader.sandbox.runner import GraderCrashed, RequestRejected
@@ -239,7 +244,7 @@ def grade(
         try:
             if status is not None:
                 status.start()
-            results = run_grading(request, on_event)
+            results = run_grading(request, on_event, worker=worker)
         except RequestRejected as exc:
             raise UsageProblem(str(exc)) from None
         except GraderCrashed as exc:

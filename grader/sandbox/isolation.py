@@ -34,9 +34,11 @@ import select
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from grader import phases
 from grader import runtime as runtimes
 from grader.engine import Backend
 from grader.repo import CODE
@@ -371,7 +373,8 @@ class Session:
         asked = self.ahead.pop(key, None) if index == 0 else None
         if asked is None or asked[0] is not self.process.proc:
             asked = (None, self.process.export(self.exercise, self.example, index, self.simulated))
-        answer = self.process.receive(asked[1])
+        with phases.phase("wait: student traces and exports"):
+            answer = self.process.receive(asked[1])
         if index == 0 and self.following is not None:  # the student's process traces the next
             nxt = self.following  # example while this one compiles and runs here
             seq = self.process.export(self.exercise, nxt, 0, self.simulated)
@@ -514,6 +517,7 @@ class Replaying(Runtime):
         answer = self.session.export(k)
         if "ok" not in answer:
             raise_from(answer)
+        started = time.perf_counter()
         try:
             blob = base64.b64decode(str(answer["blob"]))
             exported = jax.export.deserialize(bytearray(blob))
@@ -530,6 +534,7 @@ class Replaying(Runtime):
             # program shows): wording for a hint at most, never a verdict.
             extra = {**extra, SAID_UNCHECKED: unchecked}
         lowered = jax.jit(exported.call).trace(*args).lower()
+        phases.add("read, check and lower the exported program", time.perf_counter() - started)
         return runtimes.run_compiled(  # looked up here: the GPU check spies on it
             lowered, program, args, mesh, self.example, compiler_options, extra, self.salt
         )

@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
     events = os.fdopen(args.events_fd, "w", buffering=1)
     owner = os.getpid()
     watch_parent()
+    from grader import phases
+
     state = Warm()
     if args.serve:
         state.start(json.loads(args.serve))
@@ -69,6 +71,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
             signer.emit(GraderFailed(f"{traceback.format_exc().rstrip()}\n— {REPORT}"))
         sys.stdout.flush()
         sys.stderr.flush()
+        phases.dump("worker")
         if not args.serve:
             break
         state.ahead(request)  # the next grade's student's process starts now
@@ -157,6 +160,7 @@ class _Rejected(Exception):
 
 
 def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = None) -> None:
+    from grader import phases
     from grader.sandbox import isolation
 
     state = state or Warm()
@@ -167,8 +171,9 @@ def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = 
     first, *rest = [(request.directory, job.module) for job in request.lessons] or [("", "")]
     if first[1]:
         spares.prestart(*first, then=rest)
-    state.open_cache()
-    from grader import engine
+    with phases.phase("worker imports (jax, engine)"):
+        state.open_cache()
+        from grader import engine
     from grader.spec import parse_example
 
     example = parse_example(request.example) if request.example else None
