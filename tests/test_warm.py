@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from dataclasses import replace
 
 import pytest
@@ -129,3 +130,85 @@ def test_each_request_to_a_serving_worker_gets_a_fresh_salt(monkeypatch):
     for _ in range(3):
         worker.grade(request, lambda event: None, state)
     assert len(salts) == 3 and len(set(salts)) == 3 and all(s & 1 for s in salts)
+
+
+def _workers_of(pid: int) -> set[int]:
+    """The grading workers ``pid`` started (its children running grader.sandbox.worker)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == pid and b"grader.sandbox.worker" in argv:
+            found.add(int(entry))
+    return found
+
+
+@sandboxed
+def test_course_watch_grades_two_saves_with_one_worker(root, tmp_path):
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from tests.test_cli import _done_attempts, _wait_for, course
+
+    def _attempts(db) -> int:
+        try:
+            return _done_attempts(db)
+        except sqlite3.OperationalError:  # not made yet
+            return 0
+
+    home = tmp_path / "home"
+    course(home, "status")  # sets up the workspace
+    target = home / "exercises" / "l01_meshes.py"
+    solution = (root / "solutions" / "l01_meshes.py").read_text()
+    env = {**os.environ, "COURSE_HOME": str(home), "COURSE_PLATFORM": "cpu", "COLUMNS": "100"}
+    proc = subprocess.Popen([sys.executable, "-m", "course.cli", "watch", "1"], cwd=root,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
+    threading.Thread(target=lambda: proc.stderr.read(), daemon=True).start()
+    seen: list[set[int]] = []
+    try:
+        for attempt, text in enumerate([None, solution, solution + "\n# saved again\n"]):
+            if text is not None:
+                staged = target.with_suffix(".tmp")
+                staged.write_text(text)
+                os.replace(staged, target)  # one save, as editors do it
+            _wait_for(lambda n=attempt: _attempts(home / "progress.db") >= n + 1)
+            _wait_for(lambda n=attempt: sum("Score" in line for line in lines) >= n + 1)
+            seen.append(_workers_of(proc.pid))
+            time.sleep(0.5)
+    finally:
+        proc.send_signal(2)
+        proc.wait(timeout=30)
+    out = "".join(lines)
+    assert proc.returncode == 0
+    assert len(seen[0]) == 1 and seen[0] == seen[1] == seen[2], seen  # one worker, kept
+    assert "l01_meshes.py changed: _axes, shard_shape, device_slices +2 more" in out
+    assert "l01_meshes.py changed: outside any function (lines" in out  # the comment at the end
+    assert not _workers_of(proc.pid)  # gone with the watch
+
+
+def test_what_changed_names_the_functions_and_lines():
+    import time
+
+    from course.commands.watch import _what_changed
+
+    before = b"import jax\n\ndef a(x):\n    return x\n\n\ndef b(x):\n    return x\n"
+    after = b"import jax\n\ndef a(x):\n    return x\n\n\ndef b(x):\n    return 2 * x\n"
+    when = time.struct_time((2026, 1, 2, 12, 3, 41, 0, 2, 0))
+    assert _what_changed("m.py", before, after, when) == "12:03:41  m.py changed: b (line 8)"
+    both = after.replace(b"def a(x):\n    return x", b"def a(x):\n    y = x\n    return y")
+    assert _what_changed("m.py", before, both, when) == (
+        "12:03:41  m.py changed: a, b (lines 4–5, 9)"
+    )
+    assert _what_changed("m.py", before, before, when) == "12:03:41  m.py saved (no line changed)"
+    assert "is gone" in _what_changed("m.py", before, None, when)

@@ -80,10 +80,11 @@ def _what_changed(
     if not spans:
         return f"{stamp}  {name} saved (no line changed)"
     functions = _functions_at(after, spans)
-    lines = ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in spans[:4])
-    lines += ", …" if len(spans) > 4 else ""
+    lines = ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in spans[:3])
+    lines += ", …" if len(spans) > 3 else ""
     plural = "s" if sum(b - a + 1 for a, b in spans) > 1 else ""
-    what = ", ".join(functions) if functions else "outside any function"
+    what = ", ".join(functions[:3]) if functions else "outside any function"
+    what += f" +{len(functions) - 3} more" if len(functions) > 3 else ""
     return f"{stamp}  {name} changed: {what} (line{plural} {lines})"
 
 
