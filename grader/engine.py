@@ -77,7 +77,18 @@ def examples_for(
     """The explicit examples, then ``n`` drawn ones (the spec's number by default)."""
     n = spec.max_examples if n is None else n
     explicit = spec.explicit(ctx)
-    return explicit + (draw_examples(spec.strategy(ctx), n, seed, exclude=explicit) if n else [])
+    drawn = draw_examples(spec.strategy(ctx), n, seed, explicit, _kept_as(spec, ctx)) if n else []
+    return explicit + drawn
+
+
+def _kept_as(spec: ExerciseSpec, ctx: Context) -> str:
+    """What an exercise's draws are kept as: its name, where its strategy and its
+    run are defined (its lesson), the context."""
+
+    def where(f: Any) -> str:
+        return f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}"
+
+    return f"{spec.name} {where(spec.strategy)} {where(spec.run)} {ctx!r}"
 
 
 def plan(

@@ -58,6 +58,8 @@ class Request:
     platform: str | None = None
     cache_dir: str | None = None
     """Where the worker keeps compiled programs between runs (None: no cache)."""
+    examples_dir: str | None = None
+    """Where the worker keeps drawn examples between runs (None: not kept)."""
     key: str = ""
     """The secret the worker signs its events with (see :func:`sign`); fresh per worker."""
 

@@ -173,8 +173,13 @@ def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = 
         spares.prestart(*first, then=rest)
     with phases.phase("worker imports (jax, engine)"):
         state.open_cache()
+        import jax  # noqa: F401
+
         from grader import engine
+    from grader import spec
     from grader.spec import parse_example
+
+    spec.KEPT[:] = [Path(request.examples_dir)] if request.examples_dir else []
 
     example = parse_example(request.example) if request.example else None
     if example is not None:
