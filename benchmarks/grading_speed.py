@@ -77,7 +77,14 @@ def loop_goal(lesson: int) -> float:
     return 1.0 if lesson < FIRST_TRAINING_LESSON else 1.5
 
 
-def watch_saves(lesson: registry.Lesson, env: dict[str, str], saves: int) -> list[float]:
+PAUSE = 3.0
+"""Seconds between two saves (or notebook calls): a student's pause, in which the
+student's process started ahead gets ready (``--pause``)."""
+
+
+def watch_saves(
+    lesson: registry.Lesson, env: dict[str, str], saves: int, pause: float = PAUSE
+) -> list[float]:
     """Seconds from each save to its verdict in one ``course watch`` session."""
     home = Path(tempfile.mkdtemp(prefix="course-watch-"))
     env = {**env, "COURSE_HOME": str(home), "COLUMNS": "120"}
@@ -108,7 +115,7 @@ def watch_saves(lesson: registry.Lesson, env: dict[str, str], saves: int) -> lis
         wait_for(1)  # the first grade (cold worker) and filling the cache
         times = []
         for i in range(saves + 1):
-            time.sleep(1.5)  # a student's pause: the student's process started ahead is ready
+            time.sleep(pause)  # a student's pause: the student's process started ahead is ready
             staged = target.with_suffix(".tmp")
             staged.write_text(f"{solution}\n# save {i}\n")
             saved = time.perf_counter()
@@ -127,12 +134,12 @@ def watch_saves(lesson: registry.Lesson, env: dict[str, str], saves: int) -> lis
 NOTEBOOK = """
 import json, sys, time
 from course.notebook import grade
-n, calls = int(sys.argv[1]), int(sys.argv[2])
+n, calls, pause = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 grade(n, solutions=True)
 grade(n, solutions=True)  # the compilation cache now holds every program
 times = []
 for _ in range(calls):
-    time.sleep(1.5)
+    time.sleep(pause)
     t = time.perf_counter()
     g = grade(n, solutions=True)
     times.append(time.perf_counter() - t)
@@ -141,8 +148,11 @@ print(json.dumps(times))
 """
 
 
-def notebook_calls(lesson: int, env: dict[str, str], calls: int) -> list[float]:
-    done = subprocess.run([sys.executable, "-c", NOTEBOOK, str(lesson), str(calls)], cwd=ROOT,
+def notebook_calls(
+    lesson: int, env: dict[str, str], calls: int, pause: float = PAUSE
+) -> list[float]:
+    done = subprocess.run([sys.executable, "-c", NOTEBOOK, str(lesson), str(calls), str(pause)],
+                          cwd=ROOT,
                           env=env, capture_output=True, text=True, check=True)  # fmt: skip
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -154,6 +164,7 @@ def main() -> None:
     parser.add_argument("--no-all", action="store_true", help="skip the whole-course rows")
     parser.add_argument("--no-loop", action="store_true", help="skip the watch and notebook rows")
     parser.add_argument("--no-cold", action="store_true", help="skip the one-lesson cold rows")
+    parser.add_argument("--pause", type=float, default=PAUSE, help="seconds between saves")
     args = parser.parse_args()
     load_start = os.getloadavg()[0]
     home = tempfile.mkdtemp(prefix="course-bench-")
@@ -184,10 +195,10 @@ def main() -> None:
     if not args.no_loop:
         saves = max(args.runs, 3)
         for le in lessons:
-            rows.append((f"course watch {le.number}, one save", watch_saves(le, warm, saves),
-                         loop_goal(le.number)))  # fmt: skip
+            rows.append((f"course watch {le.number}, one save",
+                         watch_saves(le, warm, saves, args.pause), loop_goal(le.number)))  # fmt: skip
             rows.append((f"notebook grade({le.number}) again",
-                         notebook_calls(le.number, warm, saves), loop_goal(le.number)))  # fmt: skip
+                         notebook_calls(le.number, warm, saves, args.pause), loop_goal(le.number)))  # fmt: skip
     base = statistics.median(rows[0][1])
     out = []
     for name, ts, goal in rows:
@@ -201,7 +212,8 @@ def main() -> None:
     load_end = os.getloadavg()[0]
     table = Table(
         title=f"issue 22's rows, medians ({os.cpu_count()} cores, load {load_start:.1f} at the "
-        f"start, {load_end:.1f} at the end; bare JAX start {base:.2f} s here)"
+        f"start, {load_end:.1f} at the end; bare JAX start {base:.2f} s here; {args.pause:g} s "
+        "between saves)"
     )
     for col in ("row", "median", "× bare", "min", "max", "n", "goal", "goal × bare", "met"):
         table.add_column(col, justify="left" if col == "row" else "right")
@@ -218,7 +230,8 @@ def main() -> None:
     results = ROOT / "benchmarks" / "results"
     results.mkdir(parents=True, exist_ok=True)
     (results / "speed.json").write_text(json.dumps(
-        {"load_start": load_start, "load_end": load_end, "bare_jax_s": base, "rows": out},
+        {"load_start": load_start, "load_end": load_end, "bare_jax_s": base, "pause_s": args.pause,
+         "rows": out},
         indent=2))  # fmt: skip
 
 

@@ -146,6 +146,7 @@ class Warm:
         if config.get("module"):
             with contextlib.suppress(Exception):
                 grader.engine.load_spec(str(config["module"]))
+        warm_up_replay()
 
     def ahead(self, request: Request) -> None:
         """Start the student's process for a grade like ``request`` (jax imported,
@@ -164,6 +165,7 @@ def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = 
     from grader.sandbox import isolation
 
     state = state or Warm()
+    first_request = state.configured is None
     state.configure(request)  # the student's process inherits the devices asked for
     salt = secrets.randbits(62) | 1  # the data is drawn here, from a secret of this grade's
     spares = state.spares
@@ -176,6 +178,9 @@ def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = 
         import jax  # noqa: F401
 
         from grader import engine
+
+        if first_request:
+            warm_up_replay()  # while the student's process starts, imports and traces
     from grader import spec
     from grader.spec import parse_example
 
@@ -207,6 +212,34 @@ def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = 
             raise _Rejected(f"--example {request.example!r}: {exc}") from None
         emit(LessonFinished(job.lesson, result.duration))
     spares.close(loaded_only=True)  # a process started ahead for a lesson that was not graded
+
+
+WARM_UP = "COURSE_WORKER_WARM_UP"
+"""``0`` skips :func:`warm_up_replay` (to measure what it saves)."""
+
+
+def warm_up_replay() -> None:
+    """Export, read, lower, compile and run one tiny ``shard_map`` program, so
+    that the first exercise does not pay for jax's first export, lowering and
+    compile here (about a second): done while this process would wait for the
+    student's process to start, import the module and trace the first example."""
+    if os.environ.get(WARM_UP, "1") == "0":
+        return
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    with contextlib.suppress(Exception):
+        mesh = jax.make_mesh((1,), ("x",), devices=jax.devices()[:1])
+        body = jax.shard_map(
+            lambda a: jax.lax.psum(a, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()
+        )
+        x = jax.device_put(jnp.zeros((2,), jnp.float32), NamedSharding(mesh, P("x")))
+        blob = jax.export.export(jax.jit(body))(x).serialize()
+        exported = jax.export.deserialize(blob)
+        exported.mlir_module()
+        jax.jit(exported.call).trace(x).lower().compile()(x).block_until_ready()
 
 
 def enable_compilation_cache(directory: str) -> None:
