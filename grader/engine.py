@@ -304,9 +304,19 @@ def _grade_lesson(
         record(grade_exercise(
             lesson, ex_spec, fn, ctx, directory=Path(directory),
             seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
-            runtime=functools.partial(backend.runtime, name),
+            runtime=functools.partial(_runtime, backend, name, spec.compiler_options),
         ))  # fmt: skip
     return done()
+
+
+def _runtime(
+    backend: Backend, name: str, options: dict[str, Any] | None, example: Example,
+    following: Example | None,
+) -> Runtime:  # fmt: skip
+    """The backend's runtime for ``example``, with the lesson's compiler options."""
+    rt = backend.runtime(name, example, following)
+    rt.compiler_options = options
+    return rt
 
 
 def _needs_simulation(spec: LessonSpec, names: list[str], seed: int) -> bool:

@@ -105,6 +105,10 @@ def check_local_return(out: Any, shape: tuple[int, ...], dtype: Any, fname: str)
 class Runtime:
     """What a spec's ``run`` is given for one example (see the module docstring)."""
 
+    compiler_options: dict[str, Any] | None = None
+    """XLA options for a program whose spec asks for none (the lesson's own,
+    :attr:`grader.spec.LessonSpec.compiler_options`; the engine sets it)."""
+
     def __init__(self, example: Example, salt: int = 0):
         self.example = example
         self.salt = int(salt)
@@ -139,6 +143,8 @@ class Runtime:
         ``compiler_options`` go to XLA (e.g. a lower backend optimisation level,
         for a spec that has measured it leaves collectives and memory unchanged).
         ``mesh`` may be None for a one-device program."""
+        if compiler_options is None:
+            compiler_options = self.compiler_options
         if ours:
             return compile_here(
                 program, args, mesh, self.example, compiler_options, extra, self.salt

@@ -129,6 +129,11 @@ class LessonSpec:
     repeat them, so they cannot disagree."""
 
     exercises: Sequence[ExerciseSpec]
+    compiler_options: dict[str, Any] | None = None
+    """XLA options for every program the lesson compiles that asks for none itself:
+    :data:`FAST_COMPILE` where ``benchmarks/fast_compile.py`` found the compiled
+    HLO, its collectives and the memory analysis identical for every program of
+    the solution and of the lesson's mistakes catalogue."""
 
     def exercise(self, name: str) -> ExerciseSpec:
         for ex in self.exercises:
@@ -136,6 +141,14 @@ class LessonSpec:
                 return ex
         names = ", ".join(e.name for e in self.exercises)
         raise KeyError(f"the spec has no exercise {name!r} (it has {names})")
+
+
+FAST_COMPILE = {"xla_backend_optimization_level": 0}
+"""XLA's backend (code generation) optimisation off: the HLO passes run as
+usual, so the compiled HLO (what the checks read: collectives, their bytes,
+loops) and the memory analysis are the same; only the speed of the CPU code and
+the last bits of some floating-point results change (measured per lesson with
+``benchmarks/fast_compile.py``). Compiles take 20–40 % less time."""
 
 
 # ---------------------------------------------------------------- examples
