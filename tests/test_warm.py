@@ -212,3 +212,21 @@ def test_what_changed_names_the_functions_and_lines():
     )
     assert _what_changed("m.py", before, before, when) == "12:03:41  m.py saved (no line changed)"
     assert "is gone" in _what_changed("m.py", before, None, when)
+
+
+def test_without_the_sandbox_a_worker_is_replaced_after_each_grade_before_the_next(
+    root, tmp_path, monkeypatch
+):
+    """Sandbox off: the student's process could signal the worker, so the worker
+    that graded is never kept; a fresh one is started as the grade ends (before
+    any more of the student's code runs) and grades the next save."""
+    monkeypatch.setenv(jail.SWITCH, "off")  # the worker decides, from its environment
+    request = Request((L01,), _submission(root, tmp_path), timeout=60.0, max_examples=0)
+    with Worker() as worker:
+        (first,) = grade(request, worker=worker)
+        assert first.sandbox.startswith("off") and all(e.passed for e in first.exercises)
+        assert worker.started == 2 and worker.pid is not None  # the replacement, started ahead
+        ahead = worker.pid
+        (second,) = grade(request, worker=worker)
+        assert all(e.passed for e in second.exercises)
+        assert worker.started == 3 and worker.pid not in (None, ahead)  # it graded, was replaced

@@ -423,9 +423,14 @@ class Live:
     def __init__(self, proc: subprocess.Popen, events: int, marker: str, fits: tuple):
         self.proc, self.events, self.marker, self.fits = proc, events, marker, fits
         """``fits``: what it was started for (:func:`_fits`)."""
+        self.closed = False
 
     def close(self) -> None:
-        """Stop the worker's group and whatever it started; close our ends."""
+        """Stop the worker's group and whatever it started; close our ends (once:
+        a descriptor number closed twice may be another worker's by then)."""
+        if self.closed:
+            return
+        self.closed = True
         _stop(self.proc)
         _stop_strays(self.marker)
         with contextlib.suppress(OSError):
