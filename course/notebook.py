@@ -131,7 +131,9 @@ def grade(target: str | int | None = None, *, as_json: bool = False, **options: 
     if line is not None:
         line("starting the grader …")
     try:
-        code = run(app, target, progress_line=line, deliver=collected.append, **options)
+        code = run(
+            app, target, progress_line=line, deliver=collected.append, worker=_worker(), **options
+        )
     except BaseException:
         if cell is not None:
             cell.clear()  # no "grading …" left on screen above the error
@@ -150,6 +152,25 @@ def grade(target: str | int | None = None, *, as_json: bool = False, **options: 
         cell.show(grading._repr_mimebundle_())  # the report where the progress line was
         grading.shown_in = cell.count()
     return grading
+
+
+_kept: list[Any] = []
+"""The grading worker this kernel keeps between grades (see :func:`_worker`)."""
+
+
+def _worker() -> Any:
+    """One grading worker for the kernel's life: a re-grade finds jax imported,
+    the devices up and a student's process started ahead (each grade still runs
+    the student's code in a fresh one; a worker is kept only after a clean
+    grade, see :class:`grader.sandbox.runner.Worker`). It ends with the kernel."""
+    if not _kept:
+        import atexit
+
+        from grader.sandbox.runner import Worker
+
+        _kept.append(Worker())
+        atexit.register(_kept[0].close)
+    return _kept[0]
 
 
 class Cell:

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from grader import phases
 from grader.evidence import Evidence, Note
 from grader.results import CheckResult, ExerciseResult, LessonResult, Status
 from grader.runtime import GraderFault, Runtime, StudentReturnError
@@ -77,7 +78,18 @@ def examples_for(
     """The explicit examples, then ``n`` drawn ones (the spec's number by default)."""
     n = spec.max_examples if n is None else n
     explicit = spec.explicit(ctx)
-    return explicit + (draw_examples(spec.strategy(ctx), n, seed, exclude=explicit) if n else [])
+    drawn = draw_examples(spec.strategy(ctx), n, seed, explicit, _kept_as(spec, ctx)) if n else []
+    return explicit + drawn
+
+
+def _kept_as(spec: ExerciseSpec, ctx: Context) -> str:
+    """What an exercise's draws are kept as: its name, where its strategy and its
+    run are defined (its lesson), the context."""
+
+    def where(f: Any) -> str:
+        return f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}"
+
+    return f"{spec.name} {where(spec.strategy)} {where(spec.run)} {ctx!r}"
 
 
 def plan(
@@ -247,7 +259,8 @@ def grade_lesson(
 
     emit = on_event or (lambda e: None)
     start = time.perf_counter()
-    spec = load_spec(module)
+    with phases.phase("spec import"):
+        spec = load_spec(module)
     names = only or [e.name for e in spec.exercises]
     if example is None and _needs_simulation(spec, names, seed):
         with devices.simulated():
@@ -284,10 +297,13 @@ def _grade_lesson(
                             time.perf_counter() - start, backend.sandbox)  # fmt: skip
 
     try:
-        with time_limit(timeout and max(timeout, RESTART_LIMIT)):
+        with (
+            time_limit(timeout and max(timeout, RESTART_LIMIT)),
+            phases.phase("wait: student's process start"),
+        ):
             backend.prepare()  # before ImportStarted: the runner's deadline is not the import's yet
         emit(ImportStarted(lesson))
-        with time_limit(timeout):
+        with time_limit(timeout), phases.phase("wait: student's module import"):
             mod = backend.load()
     except (LoadError, ExampleTimeout) as exc:
         status = Status.TIMEOUT if isinstance(exc, ExampleTimeout) else Status.ERROR
@@ -308,9 +324,19 @@ def _grade_lesson(
         record(grade_exercise(
             lesson, ex_spec, fn, ctx, directory=Path(directory),
             seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
-            runtime=functools.partial(backend.runtime, name),
+            runtime=functools.partial(_runtime, backend, name, spec.compiler_options),
         ))  # fmt: skip
     return done()
+
+
+def _runtime(
+    backend: Backend, name: str, options: dict[str, Any] | None, example: Example,
+    following: Example | None,
+) -> Runtime:  # fmt: skip
+    """The backend's runtime for ``example``, with the lesson's compiler options."""
+    rt = backend.runtime(name, example, following)
+    rt.compiler_options = options
+    return rt
 
 
 def _needs_simulation(spec: LessonSpec, names: list[str], seed: int) -> bool:
@@ -346,7 +372,8 @@ def grade_exercise(
     runtime = runtime or (lambda ex, following: Here(ex))
 
     start = time.perf_counter()
-    examples, narrowed = plan(spec, ctx, seed=seed, example=example, max_examples=max_examples)
+    with phases.phase("draw examples"):
+        examples, narrowed = plan(spec, ctx, seed=seed, example=example, max_examples=max_examples)
     trials: list[Any] = []
     """Trials of the examples passed so far."""
     totals: list[float] = [0.0] * len(spec.checks)
@@ -383,7 +410,7 @@ def grade_exercise(
             )  # fmt: skip
         emit(ExampleStarted(lesson, spec.name, index, shown))  # its time limit starts now
         try:
-            with time_limit(timeout):
+            with time_limit(timeout), phases.phase("example (spec.run, all inside)"):
                 trial = spec.run(rt, called, ex)
         except NotImplementedError as exc:
             return finish(Status.NOT_STARTED, example=shown, error=str(exc) or None)
@@ -443,6 +470,7 @@ def grade_exercise(
                 return finish(Status.FAULT, example=shown,
                               error=f"internal grader error in the {check.name!r} check: {exc!r} — {REPORT}")  # fmt: skip
             took = time.perf_counter() - t
+            phases.add("checks", took)
             totals[i] += took
             checks.append(replace(cr, duration=took, example=cr.example if cr.passed else shown))
         failed = [c for c in checks if not c.passed]

@@ -105,6 +105,10 @@ def check_local_return(out: Any, shape: tuple[int, ...], dtype: Any, fname: str)
 class Runtime:
     """What a spec's ``run`` is given for one example (see the module docstring)."""
 
+    compiler_options: dict[str, Any] | None = None
+    """XLA options for a program whose spec asks for none (the lesson's own,
+    :attr:`grader.spec.LessonSpec.compiler_options`; the engine sets it)."""
+
     clusters: Any = None
     """The lesson's :class:`grader.sandbox.cluster.ClusterPool`, set by the backend
     that made this runtime (None: no cluster can be reached from it)."""
@@ -177,6 +181,8 @@ class Runtime:
         ``compiler_options`` go to XLA (e.g. a lower backend optimisation level,
         for a spec that has measured it leaves collectives and memory unchanged).
         ``mesh`` may be None for a one-device program."""
+        if compiler_options is None:
+            compiler_options = self.compiler_options
         if ours:
             return compile_here(
                 program, args, mesh, self.example, compiler_options, extra, self.salt
@@ -229,7 +235,13 @@ def run_compiled(
     import jax
 
     host_copies = [np.array(a) if isinstance(a, np.ndarray) else None for a in args]
-    compiled = lowered.compile(compiler_options=compiler_options)
+    import time
+
+    from grader import phases
+
+    with phases.phase("compile"):
+        compiled = lowered.compile(compiler_options=compiler_options)
+    started = time.perf_counter()
     comms = hlo.summarize(compiled.as_text(), num_devices=mesh.size if mesh is not None else 1)
     memory = None
     try:
@@ -242,8 +254,10 @@ def run_compiled(
             }
     except Exception:  # some backends have no memory analysis
         memory = None
-    output = compiled(*args)
-    jax.block_until_ready(output)
+    phases.add("read HLO and memory", time.perf_counter() - started)
+    with phases.phase("run"):
+        output = compiled(*args)
+        jax.block_until_ready(output)
     return Trial(
         example=example,
         output=output,

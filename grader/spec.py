@@ -8,8 +8,10 @@ checks to hold the trial against.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 Example = dict[str, Any]
@@ -131,6 +133,11 @@ class LessonSpec:
     repeat them, so they cannot disagree."""
 
     exercises: Sequence[ExerciseSpec]
+    compiler_options: dict[str, Any] | None = None
+    """XLA options for every program the lesson compiles that asks for none itself:
+    :data:`FAST_COMPILE` where ``benchmarks/fast_compile.py`` found the compiled
+    HLO, its collectives and the memory analysis identical for every program of
+    the solution and of the lesson's mistakes catalogue."""
 
     def exercise(self, name: str) -> ExerciseSpec:
         for ex in self.exercises:
@@ -138,6 +145,14 @@ class LessonSpec:
                 return ex
         names = ", ".join(e.name for e in self.exercises)
         raise KeyError(f"the spec has no exercise {name!r} (it has {names})")
+
+
+FAST_COMPILE = {"xla_backend_optimization_level": 0}
+"""XLA's backend (code generation) optimisation off: the HLO passes run as
+usual, so the compiled HLO (what the checks read: collectives, their bytes,
+loops) and the memory analysis are the same; only the speed of the CPU code and
+the last bits of some floating-point results change (measured per lesson with
+``benchmarks/fast_compile.py``). Compiles take 20–40 % less time."""
 
 
 # ---------------------------------------------------------------- examples
@@ -175,11 +190,100 @@ def _parse_value(raw: str) -> Any:
     return raw
 
 
+KEPT: list[Path] = []
+"""Where drawn examples are kept between processes (the worker sets it: next to
+the compilation cache); empty: kept in this process only."""
+_drawn: dict[str, list[Example]] = {}
+
+
 def draw_examples(
-    strategy: Any, n: int, seed: int, exclude: Sequence[Example] = ()
+    strategy: Any,
+    n: int,
+    seed: int,
+    exclude: Sequence[Example] = (),
+    kept_as: str | None = None,
 ) -> list[Example]:
     """``n`` distinct examples from a hypothesis strategy, deterministic for a seed,
     none of them in ``exclude`` (the explicit examples, which run anyway).
+
+    ``kept_as`` names what the strategy is for (lesson, exercise, context: a
+    strategy's repr need not tell two apart): then the draw is made once and
+    kept (in this process, and in :data:`KEPT`), keyed by that name and
+    everything else the draw depends on: the strategy's repr, ``n``, ``seed``,
+    ``exclude``, hypothesis's version and the grader's own code. A kept draw is
+    the list hypothesis draws (``tests/test_kept_draws.py``)."""
+    if kept_as is None:
+        return hypothesis_draw(strategy, n, seed, exclude)
+    key = _draw_key(kept_as, strategy, n, seed, exclude)
+    kept = _drawn.get(key)
+    if kept is None:
+        kept = _read_kept(key)
+    if kept is None:
+        kept = hypothesis_draw(strategy, n, seed, exclude)
+        _write_kept(key, kept)
+    _drawn[key] = kept
+    return [dict(ex) for ex in kept]
+
+
+def _draw_key(name: str, strategy: Any, n: int, seed: int, exclude: Sequence[Example]) -> str:
+    import hashlib
+
+    import hypothesis
+
+    said = repr((hypothesis.__version__, _code_digest(), name, repr(strategy), n, seed,
+                 list(exclude)))  # fmt: skip
+    return hashlib.sha256(said.encode()).hexdigest()
+
+
+@functools.cache
+def _code_digest() -> str:
+    """The grader's code (every strategy is in it): a change draws anew."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
+        digest.update(path.as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _read_kept(key: str) -> list[Example] | None:
+    import ast
+
+    for folder in KEPT:
+        try:
+            kept = ast.literal_eval((folder / f"{key}.txt").read_text())
+        except (OSError, ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(kept, list) and all(isinstance(ex, dict) for ex in kept):
+            return kept
+    return None
+
+
+def _write_kept(key: str, examples: list[Example]) -> None:
+    """Keep ``examples`` where they read back equal (ints, words, shapes)."""
+    import ast
+    import contextlib
+    import os
+
+    text = repr(examples)
+    try:
+        same = ast.literal_eval(text) == examples
+    except (ValueError, SyntaxError):
+        same = False
+    if not same:
+        return
+    for folder in KEPT:
+        with contextlib.suppress(OSError):
+            folder.mkdir(parents=True, exist_ok=True)
+            staged = folder / f"{key}.{os.getpid()}.tmp"
+            staged.write_text(text)
+            os.replace(staged, folder / f"{key}.txt")  # whole or not at all
+
+
+def hypothesis_draw(
+    strategy: Any, n: int, seed: int, exclude: Sequence[Example] = ()
+) -> list[Example]:
+    """The draw itself (what :func:`draw_examples` keeps).
 
     Only hypothesis' generate phase runs (no shrinking, no database): the
     grader runs the examples itself afterwards, compiling each once.

@@ -346,7 +346,7 @@ def test_a_grader_fault_is_reported_and_never_recorded(passed_home, monkeypatch,
     from course.commands.grade import grade as course_grade
     from grader.sandbox.protocol import ExerciseGraded
 
-    def faulty(request, on_event):
+    def faulty(request, on_event, **options):  # options: worker= (course watch, notebook)
         er = ExerciseResult(2, "ring_all_gather", Status.FAULT, error="internal grader error: boom")
         on_event(ExerciseGraded(2, er))
         from grader.results import LessonResult

@@ -44,6 +44,10 @@ class App:
             raise click.ClickException(NO_WORKSPACE)
         return self.workspace
 
+    def kept_examples(self) -> str | None:
+        """Where the worker keeps the examples it drew: the workspace's, if there is one."""
+        return str(self.workspace.home / ".cache" / "examples") if self.workspace else None
+
     def compile_cache(self) -> str | None:
         """Where compiled programs are kept: the workspace's cache, if there is one."""
         cache = self.workspace.compile_cache if self.workspace else None

@@ -32,6 +32,8 @@ from grader.sandbox.protocol import DEFAULT_TIMEOUT, Event
 if TYPE_CHECKING:
     from rich.text import Text
 
+    from grader.sandbox.runner import Worker
+
 INTERRUPTED = 130
 """Exit status after Ctrl-C, as shells report SIGINT (128 + the signal's number)."""
 GRADER_FAULT = 3
@@ -143,12 +145,13 @@ def grade(
     path: str | None = None, seed: int = 0, example: str | None = None, as_json: bool = False,
     timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
     max_examples: int | None = None, progress_line: Callable[[str], None] | None = None,
-    deliver: Callable[[Verdict], None] | None = None,
+    deliver: Callable[[Verdict], None] | None = None, worker: Worker | None = None,
 ) -> int:  # fmt: skip
     """Grade; print the report (or JSON) and return the exit status.
 
     A notebook passes ``progress_line`` (shown instead of the terminal's spinner)
     and ``deliver`` (gets the verdict, results and scorecards, instead of the report).
+    ``course watch`` and the notebook pass the ``worker`` they keep between grades.
     """
     from grader.sandbox.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
     from grader.sandbox.runner import GraderCrashed, RequestRejected
@@ -189,7 +192,7 @@ def grade(
         ),
         directory=str(directory), seed=seed, example=example, max_examples=max_examples,
         timeout=timeout, devices=devices, platform="cpu" if cpu else None,
-        cache_dir=app.compile_cache(),
+        cache_dir=app.compile_cache(), examples_dir=app.kept_examples(),
     )  # fmt: skip
     command = as_command(
         target, all_lessons=all_lessons, solutions=solutions, path=path, seed=seed,
@@ -243,7 +246,7 @@ def grade(
         try:
             if status is not None:
                 status.start()
-            results = run_grading(request, on_event)
+            results = run_grading(request, on_event, worker=worker)
         except RequestRejected as exc:
             raise UsageProblem(str(exc)) from None
         except GraderCrashed as exc:

@@ -28,15 +28,18 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import json
 import os
 import select
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from grader import phases
 from grader import runtime as runtimes
 from grader.engine import Backend
 from grader.repo import CODE
@@ -83,7 +86,7 @@ class StudentProcess:
         if self.proc is not None:
             return
         spare = self.spares.take(self.directory, self.module) if self.spares else None
-        self.proc, self._out, self._in = spare or _spawn(self.directory)
+        self.proc, self._out, self._in = spare or _spawn(self.directory, prepare=self.module)
         self._buffer = b""
         self._seq = 1 if spare else 0  # a spare was asked to load this module when it started
         self._pending: set[int] = {0, 1} if spare else {0}
@@ -211,32 +214,52 @@ class StudentProcess:
 class Spares:
     """Student's processes started ahead of need, by (directory, module): each
     imports jax, then the module, while the grader works on something else. The
-    worker owns one for its whole request; a backend without one starts its
-    process when the lesson begins."""
+    worker owns one for its whole request (a serving worker, for all of them); a
+    backend without one starts its process when the lesson begins.
+
+    A process started ahead of a grade not yet asked for (``load=False``: a
+    serving worker between two saves) imports jax and the lesson's spec only;
+    it is asked to import the student's module when that grade begins."""
 
     def __init__(self) -> None:
         self._ready: dict[tuple[str, str], tuple[subprocess.Popen, Any, int]] = {}
+        self._idle: dict[str, tuple[subprocess.Popen, Any, int]] = {}
+        """Started ahead, not asked to load anything yet: by directory."""
         self.upcoming: list[tuple[str, str]] = []
         """(directory, module) of the lessons after the current one, in order."""
 
     def prestart(
-        self, directory: str, module: str, then: list[tuple[str, str]] | None = None
+        self,
+        directory: str,
+        module: str,
+        then: list[tuple[str, str]] | None = None,
+        *,
+        load: bool = True,
     ) -> None:
         """Start a student's process now, asked to import ``module`` from ``directory``
         (question 1), for the lesson that grades it to take; ``then``: the lessons
-        after it, each started when the one before is taken."""
+        after it, each started when the one before is taken. ``load=False``: start
+        it without asking (the module is imported by a later ``prestart``)."""
         if then is not None:
             self.upcoming[:] = then
         key = (str(Path(directory)), module)
         if key in self._ready:
             return
-        proc, out, fd = _spawn(key[0])
+        if not load:
+            if key[0] not in self._idle:
+                self._idle[key[0]] = _spawn(key[0], prepare=module, ahead=True)
+            return
+        idle = self._idle.pop(key[0], None)
+        if idle is not None and idle[0].poll() is not None:
+            _close(idle)
+            idle = None
+        proc, out, fd = idle or _spawn(key[0], prepare=module)
         question = {"op": "load", "directory": key[0], "module": module, "seq": 1}
         try:
             out.write(json.dumps(question).encode() + b"\n")
             out.flush()
         except OSError:  # it died at once: the lesson starts a process of its own
-            proc.kill()
+            _close((proc, out, fd))
             return
         self._ready[key] = (proc, out, fd)
 
@@ -247,22 +270,39 @@ class Spares:
         if self.upcoming:  # another lesson follows: its process starts while this one grades
             self.prestart(*self.upcoming.pop(0))
         if spare is not None and spare[0].poll() is not None:
+            _close(spare)
             return None  # it ended meanwhile
         return spare
 
-    def close(self) -> None:
-        for proc, out, fd in self._ready.values():
-            with contextlib.suppress(OSError):
-                proc.kill()
-                out.close()
-                os.close(fd)
+    def close(self, loaded_only: bool = False) -> None:
+        """Stop the processes started ahead (``loaded_only``: those asked to load)."""
+        for spare in [*self._ready.values(), *([] if loaded_only else self._idle.values())]:
+            _close(spare)
         self._ready.clear()
+        if not loaded_only:
+            self._idle.clear()
 
 
-def _spawn(directory: str = "") -> tuple[subprocess.Popen, Any, int]:
+def _close(spare: tuple[subprocess.Popen, Any, int]) -> None:
+    proc, out, fd = spare
+    with contextlib.suppress(OSError):
+        proc.kill()
+    with contextlib.suppress(OSError):
+        out.close()
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+
+
+def _spawn(
+    directory: str = "", prepare: str = "", ahead: bool = False
+) -> tuple[subprocess.Popen, Any, int]:
     """The student's process, in the OS sandbox where one can be made
     (:mod:`grader.sandbox.jail`): it may write only to its scratch and to
-    ``directory``, the submission's own folder."""
+    ``directory``, the submission's own folder. ``prepare``: the lesson whose
+    spec (the grader's code) it imports before it says it is ready; ``ahead``:
+    it also traces a first program then (nothing waits for it yet)."""
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
     env = dict(os.environ)
@@ -270,6 +310,8 @@ def _spawn(directory: str = "") -> tuple[subprocess.Popen, Any, int]:
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # it never runs a program
     try:
         command = [sys.executable, "-m", "grader.sandbox.student", "--fds", str(to_child_r), str(from_child_w)]  # fmt: skip
+        command += ["--prepare", prepare] if prepare else []
+        command += ["--ahead"] if ahead else []
         readable = [str(CODE), *jail.python_paths(), *env["PYTHONPATH"].split(os.pathsep)]
         proc = subprocess.Popen(
             jail.wrap(
@@ -332,7 +374,8 @@ class Session:
         asked = self.ahead.pop(key, None) if index == 0 else None
         if asked is None or asked[0] is not self.process.proc:
             asked = (None, self.process.export(self.exercise, self.example, index, self.simulated))
-        answer = self.process.receive(asked[1])
+        with phases.phase("wait: student traces and exports"):
+            answer = self.process.receive(asked[1])
         if index == 0 and self.following is not None:  # the student's process traces the next
             nxt = self.following  # example while this one compiles and runs here
             seq = self.process.export(self.exercise, nxt, 0, self.simulated)
@@ -479,22 +522,27 @@ class Replaying(Runtime):
         answer = self.session.export(k)
         if "ok" not in answer:
             raise_from(answer)
+        started = time.perf_counter()
         try:
             blob = base64.b64decode(str(answer["blob"]))
-            exported = jax.export.deserialize(bytearray(blob))
+            digest = hashlib.sha256(blob).digest()
+            known = _KNOWN.pop(digest, None)
+            exported = known.exported if known else jax.export.deserialize(bytearray(blob))
         except Exception as exc:
             raise StudentProcessDied(
                 f"it handed back a program the grader cannot read ({exc})"
             ) from None
-        check_exported(exported, args, mesh)
-        program = read_program(exported)
+        known = _remember(digest, known or Known(exported))
+        program = known.program
+        check_exported(exported, args, mesh, known.text)
         said = answer.get("said")
         unchecked = said.get("unchecked_shard_maps") if isinstance(said, dict) else None
         if isinstance(unchecked, int) and not isinstance(unchecked, bool):
             # What the student's process says (it traced check_vma, which no exported
             # program shows): wording for a hint at most, never a verdict.
             extra = {**extra, SAID_UNCHECKED: unchecked}
-        lowered = jax.jit(exported.call).trace(*args).lower()
+        lowered = known.jitted.trace(*args).lower()
+        phases.add("read, check and lower the exported program", time.perf_counter() - started)
         return runtimes.run_compiled(  # looked up here: the GPU check spies on it
             lowered, program, args, mesh, self.example, compiler_options, extra, self.salt
         )
@@ -520,6 +568,34 @@ def replay(
     return runtimes.run_compiled(
         lowered, program, args, mesh, example, compiler_options, extra, salt
     )
+
+
+class Known:
+    """A program handed back before, by its bytes: what reading it gave."""
+
+    def __init__(self, exported: Any):
+        import jax
+
+        self.exported = exported
+        self.text = self.exported.mlir_module()
+        self.program = read_program(self.exported, self.text)
+        self.jitted = jax.jit(self.exported.call)
+        """Kept, so that tracing and lowering it again come from jax's own caches."""
+
+
+_KNOWN: dict[bytes, Known] = {}
+KNOWN_LIMIT = 512
+"""Programs kept by their bytes' digest (a serving worker re-grades unchanged code)."""
+
+
+def _remember(digest: bytes, known: Known) -> Known:
+    """Keep ``known`` by its bytes' SHA-256: the same bytes are the same program,
+    so a re-grade of unchanged code reads, traces and lowers nothing anew (what
+    depends on the example is still checked each time)."""
+    _KNOWN[digest] = known  # most recent last
+    while len(_KNOWN) > KNOWN_LIMIT:
+        del _KNOWN[next(iter(_KNOWN))]
+    return known
 
 
 class Isolated(Backend):
@@ -588,8 +664,9 @@ ALLOWED_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullS
 """Custom calls a handed-back program may hold: sharding annotations only."""
 
 
-def check_exported(exported: Any, args: tuple, mesh: Any) -> None:
-    """The program takes the example's inputs, fits the mesh, calls nothing else."""
+def check_exported(exported: Any, args: tuple, mesh: Any, text: str | None = None) -> None:
+    """The program takes the example's inputs, fits the mesh, calls nothing else
+    (``text``: its StableHLO, if printed already)."""
     import re
 
     import jax
@@ -606,7 +683,7 @@ def check_exported(exported: Any, args: tuple, mesh: Any) -> None:
         raise StudentProcessDied(
             f"it handed back a program for {exported.nr_devices} devices, not {need}"
         )
-    text = exported.mlir_module()
+    text = exported.mlir_module() if text is None else text
     targets = set(re.findall(r"custom_call\s*@([\w.$-]+)", text))
     targets |= set(re.findall(r'call_target_name\s*=\s*"([^"]+)"', text))
     unknown = sorted(t for t in targets if t not in ALLOWED_CALLS)
@@ -617,7 +694,7 @@ def check_exported(exported: Any, args: tuple, mesh: Any) -> None:
         )
 
 
-def read_program(exported: Any) -> Any:
+def read_program(exported: Any, text: str | None = None) -> Any:
     """What the checks read of the program (its loops, collectives, dtypes,
     ``shard_map``), from the exported program's own StableHLO, as printed here:
     never from what the student's process says about it. A form the reader does
@@ -625,7 +702,7 @@ def read_program(exported: Any) -> Any:
     from grader.measure import stablehlo
 
     try:
-        return stablehlo.read(exported.mlir_module())
+        return stablehlo.read(exported.mlir_module() if text is None else text)
     except stablehlo.Unrecognised as exc:
         raise GraderFault(
             f"the grader cannot read your exported program's StableHLO: {exc}"

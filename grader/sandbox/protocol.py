@@ -58,6 +58,8 @@ class Request:
     platform: str | None = None
     cache_dir: str | None = None
     """Where the worker keeps compiled programs between runs (None: no cache)."""
+    examples_dir: str | None = None
+    """Where the worker keeps drawn examples between runs (None: not kept)."""
     key: str = ""
     """The secret the worker signs its events with (see :func:`sign`); fresh per worker."""
 
@@ -141,15 +143,24 @@ class LessonFinished:
     type: str = field(default="lesson_end", init=False)
 
 
+@dataclass(frozen=True)
+class Served:
+    """A serving worker (``--serve``) is done with the request and waits for the
+    next one: the last event of each request."""
+
+    lesson: int = 0
+    type: str = field(default="served", init=False)
+
+
 Event = (
     LessonStarted | ImportStarted | ExampleStarted | ExerciseGraded | LessonFinished
-    | Rejected | GraderFailed
+    | Rejected | GraderFailed | Served
 )  # fmt: skip
 _EVENTS: dict[str, Any] = {
     c.type: c
     for c in (
         LessonStarted, ImportStarted, ExampleStarted, ExerciseGraded, LessonFinished, Rejected,
-        GraderFailed,
+        GraderFailed, Served,
     )
 }  # fmt: skip
 

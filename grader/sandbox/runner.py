@@ -22,6 +22,7 @@ This module does not import jax.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import selectors
@@ -47,6 +48,7 @@ from grader.sandbox.protocol import (
     LessonStarted,
     Rejected,
     Request,
+    Served,
     decode_event,
     unfinished,
     verify,
@@ -84,7 +86,11 @@ class GraderCrashed(Exception):
 
 
 def grade(
-    request: Request, on_event: Listener | None = None, *, grace: float = GRACE
+    request: Request,
+    on_event: Listener | None = None,
+    *,
+    grace: float = GRACE,
+    worker: Worker | None = None,
 ) -> list[LessonResult]:
     """Grade every lesson of ``request`` in worker processes; one result per lesson.
 
@@ -102,6 +108,10 @@ def grade(
     exception, e.g. raised by a signal handler) the worker group is stopped
     and the exception re-raised. Safe to call from any process and thread
     that may start subprocesses; it never imports jax.
+
+    ``worker``: a :class:`Worker` kept between calls (``course watch``, the
+    notebook): its process grades when it can, and is kept for the next call
+    when nothing went wrong (else a fresh one grades, and is kept).
     """
     emit = on_event or (lambda e: None)
     undumpable()  # the events key lives here too
@@ -129,7 +139,7 @@ def grade(
             for job in request.lessons
             if todo[job.lesson]
         )
-        WorkerSession(replace(request, lessons=jobs), grace).run(handle)
+        WorkerSession(replace(request, lessons=jobs), grace, worker).run(handle)
     return [
         LessonResult(
             job.lesson,
@@ -159,10 +169,15 @@ class WorkerSession:
     asked, an unknown lesson) are dropped with a warning.
     """
 
-    def __init__(self, request: Request, grace: float = GRACE):
+    def __init__(self, request: Request, grace: float = GRACE, warm: Worker | None = None):
         self.request = replace(request, key=secrets.token_hex(16))
         self.marker = secrets.token_hex(8)
         """Marks every process this grade starts (see _stop_strays); no part of the key."""
+        self.warm = warm
+        self.served = False
+        """The (serving) worker said it is done with the request."""
+        self.sandboxes: set[str] = set()
+        """What the lessons graded said of the sandbox (``on``, ``off: why``)."""
         self.received = 0
         """Events accepted so far: the place the next one must be signed for."""
         self.forged: str | None = None
@@ -184,17 +199,29 @@ class WorkerSession:
         self.warned = 0
 
     def run(self, emit: Listener) -> None:
-        read_fd, write_fd = os.pipe()
+        if self.warm is not None:
+            live = self.warm.take(self.request) or self.warm.launch(self.request, self.marker)
+        else:
+            live = _launch(self.request, self.marker, serve=False)
+        self.marker = live.marker
+        proc, read_fd = live.proc, live.events
         try:
-            proc = self._start(write_fd)
-        finally:
-            os.close(write_fd)
+            proc.stdin.write(self.request.encode().encode() + b"\n")
+            proc.stdin.flush()
+            if self.warm is None:
+                proc.stdin.close()  # a one-off worker: end-of-file ends its request
+        except OSError:  # it died at once; its exit code tells the rest
+            pass
         sel = selectors.DefaultSelector()
         sel.register(read_fd, selectors.EVENT_READ, "events")
         sel.register(proc.stdout, selectors.EVENT_READ, "stdout")
         sel.register(proc.stderr, selectors.EVENT_READ, "stderr")
+        kept = False
         try:
             finished = self._follow(sel, read_fd, proc, emit)
+            if self.warm is not None and self._reusable(live):
+                kept = self.warm.keep(live, self.request, reuse=self.sandboxes == {"on"})
+                return
             code = _stop(proc)
             if not self.remaining:
                 return
@@ -205,34 +232,20 @@ class WorkerSession:
                 self._give_up(emit, Status.ERROR, f"the grading process stopped (exit code "
                               f"{code}) while running this exercise")  # fmt: skip
         finally:
-            _stop(proc)
-            _stop_strays(self.marker)
             sel.close()
-            os.close(read_fd)
-            proc.stdout.close()
-            proc.stderr.close()
+            if not kept:
+                live.close()
             self._report_withheld()
 
-    def _start(self, events_fd: int) -> subprocess.Popen:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
-        env[MARK] = self.marker  # inherited by all it starts: see _stop_strays
-        _adopt_orphans()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "grader.sandbox.worker", "--events-fd", str(events_fd)],
-            pass_fds=(events_fd,),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,  # relayed, bounded, to our stderr: never mixes with --json
-            stderr=subprocess.PIPE,
-            env=env,
-            start_new_session=True,  # its own group: Ctrl-C reaches us, we stop the group whole
-        )
-        try:
-            proc.stdin.write(self.request.encode().encode())
-            proc.stdin.close()  # the student's code reading stdin gets end-of-file
-        except BrokenPipeError:  # it died at once; its exit code tells the rest
-            pass
-        return proc
+    def _reusable(self, live: Live) -> bool:
+        """May this worker grade again? Only when it said it was done, nothing on
+        its channel was odd, and no process this grade started outlived it (see
+        :class:`Worker` for what the student's process shares with it)."""
+        if not self.served or self.remaining or self.forged or self.warned:
+            return False
+        if live.proc.poll() is not None:
+            return False
+        return not _stop_strays(self.marker, keep=live.proc.pid)
 
     def _follow(self, sel: selectors.BaseSelector, read_fd: int, proc: subprocess.Popen,
                 emit: Listener) -> bool:  # fmt: skip
@@ -248,7 +261,7 @@ class WorkerSession:
             now = time.monotonic()
             if exit_by is None and not self.remaining:
                 exit_by = now + EXIT_WAIT
-            if exit_by is not None and now >= exit_by:
+            if self.served or (exit_by is not None and now >= exit_by):
                 return True
             if now >= self.deadline:
                 return False
@@ -265,6 +278,9 @@ class WorkerSession:
                     sel.unregister(key.fileobj)
                     if key.data == "events" and exit_by is None:
                         exit_by = time.monotonic() + EXIT_WAIT
+            if self.served:
+                _drain(sel, self)
+                return True
             if proc.poll() is not None and not _readable(sel):
                 return True
 
@@ -282,6 +298,9 @@ class WorkerSession:
             except BadEvent as exc:  # signed by the grader, yet not an event: a bug here
                 self._warn(f"ignored a line on the events channel that is not an event ({exc})")
                 continue
+            if isinstance(event, Served):
+                self.served = True
+                return b""  # nothing follows it
             if self._expected(event):
                 emit(self._note(event))
         if len(rest) > EVENT_LINE:
@@ -355,7 +374,9 @@ class WorkerSession:
         """Move the deadline and the bookkeeping on with the worker's progress; the
         event as passed on (a result made anew where this session knows more)."""
         limit = self.request.timeout + self.grace
-        if isinstance(event, ImportStarted):
+        if isinstance(event, LessonStarted):
+            self.sandboxes.add(event.sandbox)
+        elif isinstance(event, ImportStarted):
             self.importing = event.lesson
             self.deadline = time.monotonic() + limit
         elif isinstance(event, ExampleStarted):
@@ -396,6 +417,151 @@ class WorkerSession:
             emit(self._note(ExerciseGraded(lesson, result)))
 
 
+class Live:
+    """A worker process and the read end of its events channel."""
+
+    def __init__(self, proc: subprocess.Popen, events: int, marker: str, fits: tuple):
+        self.proc, self.events, self.marker, self.fits = proc, events, marker, fits
+        """``fits``: what it was started for (:func:`_fits`)."""
+        self.closed = False
+
+    def close(self) -> None:
+        """Stop the worker's group and whatever it started; close our ends (once:
+        a descriptor number closed twice may be another worker's by then)."""
+        if self.closed:
+            return
+        self.closed = True
+        _stop(self.proc)
+        _stop_strays(self.marker)
+        with contextlib.suppress(OSError):
+            os.close(self.events)
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                f.close()
+
+
+def _fits(request: Request) -> tuple:
+    """What a worker is started with and cannot change afterwards: its devices,
+    its compilation cache, the environment it inherited."""
+    return (request.devices, request.platform, request.cache_dir, tuple(sorted(os.environ.items())))
+
+
+def _launch(request: Request, marker: str, *, serve: bool) -> Live:
+    """Start a worker for requests like ``request`` (``serve``: one that stays)."""
+    read_fd, write_fd = os.pipe()
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
+    env[MARK] = marker  # inherited by all it starts: see _stop_strays
+    argv = [sys.executable, "-m", "grader.sandbox.worker", "--events-fd", str(write_fd)]
+    if serve:
+        first = request.lessons[0].module if request.lessons else ""
+        argv += ["--serve", json.dumps({
+            "devices": request.devices, "platform": request.platform,
+            "cache_dir": request.cache_dir, "directory": request.directory, "module": first,
+        })]  # fmt: skip
+    _adopt_orphans()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            pass_fds=(write_fd,),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,  # relayed, bounded, to our stderr: never mixes with --json
+            stderr=subprocess.PIPE,
+            env=env,
+            start_new_session=True,  # its own group: Ctrl-C reaches us, we stop the group whole
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    return Live(proc, read_fd, marker, _fits(request))
+
+
+class Worker:
+    """A grading worker kept between grades (``course watch``, the notebook), so
+    that a re-grade finds jax imported, the devices up, the compilation cache
+    open and a fresh student's process started ahead.
+
+    Each grade still gets its own events key and its own data salt (drawn in the
+    worker per request), and runs the student's code in a student's process of
+    its own. That process shares nothing with the worker but the two pipes
+    between them: it is started afresh (exec) without the worker's other
+    descriptors, and the worker is not dumpable (its memory and descriptors are
+    closed to it under ``/proc``); with the OS sandbox on it also cannot see,
+    signal or trace the worker (a PID namespace of its own) and dies with
+    whatever it started. A worker is therefore kept only after a grade that
+    ended cleanly (it said it was done; no forged or odd line on its channel;
+    no process of the grade outlived it) with the sandbox on. Otherwise it is
+    stopped: after a hang or a crash the next grade starts a fresh one; after a
+    clean grade without the sandbox, a fresh one is started at once, before
+    any more of the student's code runs, so the next grade still finds one ready.
+    """
+
+    def __init__(self) -> None:
+        self._live: Live | None = None
+        self.started = 0
+        """Worker processes started for this object so far."""
+
+    @property
+    def pid(self) -> int | None:
+        """The kept worker's process id (None when none is kept)."""
+        return self._live.proc.pid if self._live is not None else None
+
+    def take(self, request: Request) -> Live | None:
+        """The kept worker, if it is alive and can grade ``request``; else None
+        (and any kept one is stopped)."""
+        live, self._live = self._live, None
+        if live is not None and live.proc.poll() is None and live.fits == _fits(request):
+            return live
+        if live is not None:
+            live.close()
+        return None
+
+    def launch(self, request: Request, marker: str) -> Live:
+        """A fresh serving worker for requests like ``request``."""
+        self.started += 1
+        return _launch(request, marker, serve=True)
+
+    def keep(self, live: Live, request: Request, *, reuse: bool) -> bool:
+        """After a clean grade of ``request``: keep ``live`` (``reuse``) or replace
+        it with a fresh one started now; whether ``live`` was kept."""
+        if reuse:
+            self._live = live
+            return True
+        live.close()
+        self._live = self.launch(request, secrets.token_hex(8))
+        return False
+
+    def close(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:
+            live.close()
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _drain(sel: selectors.BaseSelector, session: WorkerSession) -> None:
+    """Take in what the worker's stdout and stderr hold now (a serving worker
+    stays: what its grade printed belongs to that grade)."""
+    for _ in range(64):
+        ready = [k for k, _ in sel.select(timeout=0) if k.data != "events"]
+        if not ready:
+            return
+        for key in ready:
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                sel.unregister(key.fileobj)
+            elif key.data == "stdout":
+                session._relay(chunk)
+            else:
+                session._keep_stderr(chunk)
+
+
 def _readable(sel: selectors.BaseSelector) -> bool:
     return bool(sel.get_map()) and bool(sel.select(timeout=0))
 
@@ -424,18 +590,22 @@ def _adopt_orphans() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def _stop_strays(session: str) -> None:
-    """Kill and reap our children started by ``session``'s worker that outlived it."""
+def _stop_strays(session: str, keep: int | None = None) -> bool:
+    """Kill and reap our children started by ``session``'s worker that outlived it
+    (but for ``keep``, a worker kept for the next grade); whether there were any."""
     marker = f"{MARK}={session}\0".encode()
+    found = False
     for _ in range(10):  # a stray's own children are adopted once it dies: repeat
-        strays = [pid for pid in _children() if marker in _environ(pid)]
+        strays = [pid for pid in _children() if pid != keep and marker in _environ(pid)]
         if not strays:
-            return
+            return found
+        found = True
         for pid in strays:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitpid(pid, 0)
+    return found
 
 
 def _children() -> list[int]:

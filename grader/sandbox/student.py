@@ -264,13 +264,17 @@ def main(argv: list[str] | None = None) -> NoReturn:
     parser = argparse.ArgumentParser(prog="python -m grader.sandbox.student")
     parser.add_argument("--fds", type=int, nargs=2, required=True)
     parser.add_argument("--cluster", nargs=4, metavar=("ADDRESS", "PROCESSES", "INDEX", "DEVICES"))
+    parser.add_argument("--prepare", default="", help="the lesson whose spec to import ahead")
+    parser.add_argument("--ahead", action="store_true", help="trace a first program ahead too")
     args = parser.parse_args(argv)
     requests = os.fdopen(args.fds[0], "rb")
     answers = os.fdopen(args.fds[1], "wb")
     watch_parent()
     if args.cluster:
         _join(args.cluster[0], *map(int, args.cluster[1:]))
-    _warm_up(cluster=bool(args.cluster))  # ahead of the first question: started before it is needed
+    # ahead of the first question: it is started before it is needed
+    _warm_up(args.prepare, cluster=bool(args.cluster))
+    traced = args.ahead and _warm_up_tracing()
     answers.write(b'{"seq":0,"ready":true}\n')  # jax is imported: what follows is the student's
     answers.flush()
     session = _Session(salt=secrets.randbits(62) | 1, cluster=bool(args.cluster))
@@ -287,8 +291,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
         sys.stderr.flush()
         answers.write(json.dumps(answer, separators=(",", ":")).encode() + b"\n")
         answers.flush()
-        if seq == 1:
-            _warm_up_tracing()
+        if seq == 1 and not traced:
+            traced = _warm_up_tracing()
     sys.stdout.flush()
     os._exit(0)
 
@@ -308,8 +312,9 @@ def _join(address: str, processes: int, index: int, local: int) -> None:
     jax.distributed.initialize(address, processes, index, initialization_timeout=JOIN_SECONDS)
 
 
-def _warm_up(cluster: bool = False) -> None:
-    """Import what every question needs, before the first one comes."""
+def _warm_up(lesson: str = "", cluster: bool = False) -> None:
+    """Import what every question needs, before the first one comes: jax, the
+    engine and ``lesson``'s spec (the grader's code, never the student's)."""
     import jax
 
     jax.devices()
@@ -318,10 +323,13 @@ def _warm_up(cluster: bool = False) -> None:
     with contextlib.suppress(Exception):
         import hypothesis.strategies  # noqa: F401  (every spec imports it)
 
-        import grader.engine  # noqa: F401
+        import grader.engine
+
+        if lesson:
+            grader.engine.load_spec(lesson)
 
 
-def _warm_up_tracing() -> None:
+def _warm_up_tracing() -> bool:
     """Trace and export one small program, so that the first exercise does not
     pay for jax's first trace; done while the grader prepares that exercise."""
     import jax
@@ -336,6 +344,7 @@ def _warm_up_tracing() -> None:
         )
         arg = jax.ShapeDtypeStruct((2,), jnp.float32, sharding=NamedSharding(mesh, P("x")))
         jax.export.export(jax.jit(body))(arg).serialize()
+    return True
 
 
 if __name__ == "__main__":

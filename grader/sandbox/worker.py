@@ -12,6 +12,8 @@ from stdin and writes one event per line to FD (see :mod:`grader.sandbox.protoco
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import secrets
 import sys
@@ -19,7 +21,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from grader.sandbox.lifeline import undumpable, watch_parent
 from grader.sandbox.protocol import (
@@ -29,6 +31,7 @@ from grader.sandbox.protocol import (
     LessonFinished,
     Rejected,
     Request,
+    Served,
     encode_event,
     sign,
 )
@@ -36,56 +39,152 @@ from grader.sandbox.protocol import (
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """Grade, then leave at once: ``os._exit`` skips the student's ``atexit``
-    handlers and does not wait for threads it started."""
+    handlers and does not wait for threads it started.
+
+    With ``--serve`` the worker stays: it reads one request per line and
+    answers each with its events, the last one :class:`Served`, then waits for
+    the next (``course watch``, the notebook). Each request brings its own
+    events key and gets a data salt of its own; every grade runs the student's
+    code in a fresh student's process (one is started ahead for the next)."""
     parser = argparse.ArgumentParser(prog="python -m grader.sandbox.worker")
     parser.add_argument("--events-fd", type=int, required=True)
+    parser.add_argument("--serve", metavar="CONFIG", help="stay; JSON: devices, platform, …")
     args = parser.parse_args(argv)
+    undumpable()  # the events key will be in this process's memory: before it is read
     events = os.fdopen(args.events_fd, "w", buffering=1)
     owner = os.getpid()
-    request = Request.decode(sys.stdin.read())
-    key, sent = request.key, 0
-
-    def emit(event: Event) -> None:
-        nonlocal sent
-        if os.getpid() != owner:  # not ours to say (no code of the student's runs here)
-            os._exit(0)
-        events.write(sign(key, sent, encode_event(event)) + "\n")
-        events.flush()
-        sent += 1
-
     watch_parent()
-    undumpable()  # the events key is in this process's memory
-    try:
-        grade(replace(request, key=""), emit)
-    except _Rejected as exc:
-        emit(Rejected(str(exc)))
-    except Exception:
-        emit(GraderFailed(f"{traceback.format_exc().rstrip()}\n— {REPORT}"))
+    from grader import phases
+
+    state = Warm()
+    if args.serve:
+        state.start(json.loads(args.serve))
+    lines = iter(sys.stdin.readline, "") if args.serve else iter([sys.stdin.read()])
+    for line in lines:
+        request = Request.decode(line)
+        signer = Signer(events, request.key, owner)
+        try:
+            grade(replace(request, key=""), signer.emit, state)
+        except _Rejected as exc:
+            signer.emit(Rejected(str(exc)))
+        except Exception:
+            signer.emit(GraderFailed(f"{traceback.format_exc().rstrip()}\n— {REPORT}"))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        phases.dump("worker")
+        if not args.serve:
+            break
+        state.ahead(request)  # the next grade's student's process starts now
+        signer.emit(Served())
+    state.spares.close()
     events.close()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
 
 
+class Signer:
+    """Writes one request's events, each signed with its key and place."""
+
+    def __init__(self, events: Any, key: str, owner: int):
+        self.events, self.key, self.owner, self.sent = events, key, owner, 0
+
+    def emit(self, event: Event) -> None:
+        if os.getpid() != self.owner:  # not ours to say (no code of the student's runs here)
+            os._exit(0)
+        self.events.write(sign(self.key, self.sent, encode_event(event)) + "\n")
+        self.events.flush()
+        self.sent += 1
+
+
+class Warm:
+    """What a serving worker keeps between requests: its devices (configured
+    once), the compilation cache, and the student's processes started ahead."""
+
+    def __init__(self) -> None:
+        from grader.sandbox import isolation
+
+        self.spares = isolation.Spares()
+        self.configured: tuple | None = None
+        self.cached = False
+
+    def configure(self, request: Request) -> None:
+        """Set the devices up for ``request`` (before jax is imported: the first
+        time only; the course starts a fresh worker for other devices)."""
+        from grader.measure import devices
+
+        wanted = (request.devices, request.platform, request.cache_dir)
+        if self.configured is None:
+            devices.configure(request.devices, request.platform)
+            self.configured = wanted
+        elif wanted != self.configured:
+            raise RuntimeError(f"this worker grades on {self.configured}, not {wanted}")
+
+    def open_cache(self) -> None:
+        """The compilation cache (imports jax: after the student's process is started)."""
+        if self.configured and self.configured[2] and not self.cached:
+            enable_compilation_cache(self.configured[2])
+        self.cached = True
+
+    def start(self, config: dict) -> None:
+        """A serving worker, before its first request: devices up, jax and the
+        engine imported, a student's process started for the lesson expected."""
+        request = Request(
+            lessons=(), directory=str(config.get("directory") or ""),
+            devices=config.get("devices"), platform=config.get("platform"),
+            cache_dir=config.get("cache_dir"),
+        )  # fmt: skip
+        self.configure(request)
+        if request.directory and config.get("module"):
+            self.spares.prestart(request.directory, str(config["module"]), load=False)
+        self.open_cache()
+        import jax
+
+        import grader.engine
+
+        jax.devices()
+        if config.get("module"):
+            with contextlib.suppress(Exception):
+                grader.engine.load_spec(str(config["module"]))
+        warm_up_replay()
+
+    def ahead(self, request: Request) -> None:
+        """Start the student's process for a grade like ``request`` (jax imported,
+        the lesson's spec too; the student's module not yet: it is imported when
+        that grade begins, as it is saved then)."""
+        for job in request.lessons[:1]:
+            self.spares.prestart(request.directory, job.module, load=False)
+
+
 class _Rejected(Exception):
     """The request asks for something the exercise cannot take."""
 
 
-def grade(request: Request, emit: Callable[[Event], None]) -> None:
-    from grader.measure import devices
+def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = None) -> None:
+    from grader import phases
     from grader.sandbox import isolation
 
-    devices.configure(request.devices, request.platform)
-    salt = secrets.randbits(62) | 1  # the data is drawn here, from a secret of this run's
-    spares = isolation.Spares()
+    state = state or Warm()
+    first_request = state.configured is None
+    state.configure(request)  # the student's process inherits the devices asked for
+    salt = secrets.randbits(62) | 1  # the data is drawn here, from a secret of this grade's
+    spares = state.spares
     # the student's process imports jax and the module while this one imports jax
     first, *rest = [(request.directory, job.module) for job in request.lessons] or [("", "")]
     if first[1]:
         spares.prestart(*first, then=rest)
-    if request.cache_dir:
-        enable_compilation_cache(request.cache_dir)
-    from grader import engine
+    with phases.phase("worker imports (jax, engine)"):
+        state.open_cache()
+        import jax  # noqa: F401
+
+        from grader import engine
+
+        if first_request:
+            warm_up_replay()  # while the student's process starts, imports and traces
+    from grader import spec
     from grader.spec import parse_example
+
+    spec.KEPT[:] = [Path(request.examples_dir)] if request.examples_dir else []
 
     example = parse_example(request.example) if request.example else None
     if example is not None:
@@ -112,7 +211,35 @@ def grade(request: Request, emit: Callable[[Event], None]) -> None:
         except engine.BadExample as exc:
             raise _Rejected(f"--example {request.example!r}: {exc}") from None
         emit(LessonFinished(job.lesson, result.duration))
-    spares.close()  # a process started ahead for a lesson that was not graded
+    spares.close(loaded_only=True)  # a process started ahead for a lesson that was not graded
+
+
+WARM_UP = "COURSE_WORKER_WARM_UP"
+"""``0`` skips :func:`warm_up_replay` (to measure what it saves)."""
+
+
+def warm_up_replay() -> None:
+    """Export, read, lower, compile and run one tiny ``shard_map`` program, so
+    that the first exercise does not pay for jax's first export, lowering and
+    compile here (about a second): done while this process would wait for the
+    student's process to start, import the module and trace the first example."""
+    if os.environ.get(WARM_UP, "1") == "0":
+        return
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    with contextlib.suppress(Exception):
+        mesh = jax.make_mesh((1,), ("x",), devices=jax.devices()[:1])
+        body = jax.shard_map(
+            lambda a: jax.lax.psum(a, "x"), mesh=mesh, in_specs=P("x"), out_specs=P()
+        )
+        x = jax.device_put(jnp.zeros((2,), jnp.float32), NamedSharding(mesh, P("x")))
+        blob = jax.export.export(jax.jit(body))(x).serialize()
+        exported = jax.export.deserialize(blob)
+        exported.mlir_module()
+        jax.jit(exported.call).trace(x).lower().compile()(x).block_until_ready()
 
 
 def enable_compilation_cache(directory: str) -> None:

@@ -30,7 +30,7 @@ from grader.runtime import (
     check_local_return,
     example_values,
 )
-from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Run, Trial
+from grader.spec import FAST_COMPILE, Context, Example, ExerciseSpec, LessonSpec, Run, Trial
 
 AXIS = "x"
 ONLY_PERMUTES = OnlyCollectives(
@@ -192,4 +192,5 @@ SPEC = LessonSpec(
             what="2(N − 1) ring steps: reduce-scatter then all-gather",
         ),
     ),
+    compiler_options=FAST_COMPILE,
 )

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from grader.checks.scalar import RAISES, Scalar
 from grader.reference import matmul
-from grader.spec import Context, Example, LessonSpec
+from grader.spec import FAST_COMPILE, Context, Example, LessonSpec
 
 # ------------------------------------------------------------ hardware
 
@@ -608,4 +608,4 @@ EXERCISES = (
     MATMUL_FLOPS, ARITHMETIC_INTENSITY, MATMUL_TIME, COLLECTIVE_TIME, DP_IS_COMPUTE_BOUND,
     PREDICT_BYTES,
 )  # fmt: skip
-SPEC = LessonSpec(exercises=tuple(e.spec() for e in EXERCISES))
+SPEC = LessonSpec(exercises=tuple(e.spec() for e in EXERCISES), compiler_options=FAST_COMPILE)

@@ -44,7 +44,7 @@ from grader.reference.matmul import (
     xla_bytes,
 )
 from grader.runtime import FLOAT, Runtime
-from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Run, Trial
+from grader.spec import FAST_COMPILE, Context, Example, ExerciseSpec, LessonSpec, Run, Trial
 
 MODULE = "l04_sharded_matmul"
 
@@ -300,4 +300,6 @@ def _exercise(case: Case) -> ExerciseSpec:
     )
 
 
-SPEC = LessonSpec(exercises=tuple(_exercise(c) for c in CASES.values()))
+SPEC = LessonSpec(
+    exercises=tuple(_exercise(c) for c in CASES.values()), compiler_options=FAST_COMPILE
+)

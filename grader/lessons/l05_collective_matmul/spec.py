@@ -45,6 +45,7 @@ from grader.reference.matmul import ITEMSIZE
 from grader.results import CheckResult
 from grader.runtime import FLOAT, Runtime, example_values
 from grader.spec import (
+    FAST_COMPILE,
     Check,
     Context,
     Example,
@@ -419,4 +420,5 @@ SPEC = LessonSpec(
         _exercise("matmul_reducescatter", "scatter"),
         _exercise("allgather_matmul_bidirectional", "gather", bidirectional=True),
     ),
+    compiler_options=FAST_COMPILE,
 )

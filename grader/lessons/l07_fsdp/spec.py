@@ -63,6 +63,7 @@ from grader.reference import training
 from grader.results import CheckResult
 from grader.runtime import Runtime, StudentReturnError
 from grader.spec import (
+    FAST_COMPILE,
     Check,
     Context,
     Example,
@@ -650,4 +651,5 @@ SPEC = LessonSpec(
         _exercise("fsdp_grads", "grads"),
         _exercise("fsdp_train_step", "train"),
     ),
+    compiler_options=FAST_COMPILE,
 )

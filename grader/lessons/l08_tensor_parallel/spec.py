@@ -41,7 +41,7 @@ from grader.measure.hlo import Collective
 from grader.reference import training
 from grader.results import CheckResult
 from grader.runtime import Runtime
-from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Run, Trial
+from grader.spec import FAST_COMPILE, Context, Example, ExerciseSpec, LessonSpec, Run, Trial
 
 MODULE = "l08_tensor_parallel"
 ITEMSIZE = 4  # float32
@@ -647,4 +647,5 @@ SPEC = LessonSpec(
         ),
         _exercise("dp_tp_mlp", _dp_tp_strategy, _dp_tp_explicit, _dp_tp_checks()),
     ),
+    compiler_options=FAST_COMPILE,
 )

@@ -70,6 +70,7 @@ from grader.reference.training import SAFETY, U32
 from grader.results import CheckResult
 from grader.runtime import Runtime
 from grader.spec import (
+    FAST_COMPILE,
     Check,
     Context,
     Example,
@@ -674,4 +675,5 @@ SPEC = LessonSpec(
         _ring_exercise("ring_attention", zigzag=False),
         _ring_exercise("zigzag_ring_attention", zigzag=True),
     ),
+    compiler_options=FAST_COMPILE,
 )

@@ -1,0 +1,51 @@
+"""XLA's backend optimisation off where a lesson says so (issue 22 §2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from course import registry
+from grader import engine
+from grader import runtime as runtimes
+from grader.measure import hlo
+from grader.spec import FAST_COMPILE
+
+FAST = {le.module for le in registry.load().lessons if engine.load_spec(le.module).compiler_options}
+
+
+def test_the_lessons_measured_compile_fast():
+    assert {m[:3] for m in FAST} >= {"l02", "l03", "l04", "l05", "l07", "l08", "l09", "l10"}
+
+
+@pytest.mark.parametrize(("module", "exercise"), [("l02_collectives", "ring_all_gather"),
+                                                  ("l04_sharded_matmul", "matmul_allgather")])  # fmt: skip
+def test_every_program_of_the_lesson_compiles_with_its_options_and_reads_the_same(
+    root, monkeypatch, module, exercise
+):
+    """The option reaches every compile the spec does not ask otherwise, and the
+    compiled HLO and memory analysis are those of a compile without it."""
+    seen = []
+    original = runtimes.run_compiled
+
+    def spy(lowered, program, args, mesh, example, compiler_options, extra, salt=0):
+        n = mesh.size if mesh is not None else 1
+        plain = lowered.compile()
+        fast = lowered.compile(compiler_options=compiler_options)
+        seen.append((
+            compiler_options, plain.as_text() == fast.as_text(),
+            hlo.summarize(plain.as_text(), n) == hlo.summarize(fast.as_text(), n),
+            _memory(plain) == _memory(fast),
+        ))  # fmt: skip
+        return original(lowered, program, args, mesh, example, compiler_options, extra, salt)
+
+    monkeypatch.setattr(runtimes, "run_compiled", spy)
+    number = int(module[1:3])
+    result = engine.grade_lesson(number, module, root / "solutions", only=[exercise],
+                                 max_examples=1)  # fmt: skip
+    assert all(e.passed for e in result.exercises)
+    assert seen and all(s == (FAST_COMPILE, True, True, True) for s in seen), seen
+
+
+def _memory(compiled):
+    m = compiled.memory_analysis()
+    return (m.argument_size_in_bytes, m.output_size_in_bytes, m.temp_size_in_bytes)

@@ -1,0 +1,232 @@
+"""The warm loop (issue 22 §1): one grading worker kept between grades.
+
+Each grade still runs the student's code in a fresh student's process, with an
+events key and a data salt of its own; a hang costs only that grade; the
+student's process holds none of the worker's channels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import replace
+
+import pytest
+
+from grader.results import Status
+from grader.sandbox import jail
+from grader.sandbox.protocol import LessonJob, Request
+from grader.sandbox.runner import Worker, grade
+
+L01 = LessonJob(1, "l01_meshes", ("shard_shape", "place"))
+
+SPY = """
+import builtins as _b, json as _j, os as _o
+from pathlib import Path as _P
+
+def _fds():
+    out = {}
+    for fd in _o.listdir("/proc/self/fd"):
+        try:
+            out[fd] = _o.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            pass
+    return out
+
+with open(_P(__file__).with_name("imports.jsonl"), "a") as _f:  # the submission's own folder
+    _f.write(_j.dumps({"reused": hasattr(_b, "_course_seen"), "fds": _fds()}) + "\\n")
+_b._course_seen = True
+"""
+
+
+def _submission(root, tmp_path, extra: str = "") -> str:
+    text = (root / "solutions" / "l01_meshes.py").read_text()
+    (tmp_path / "l01_meshes.py").write_text(text + "\n" + SPY + extra)
+    return str(tmp_path)
+
+
+def _imports(tmp_path) -> list[dict]:
+    path = tmp_path / "imports.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _pipe(fd: int) -> str:
+    return os.readlink(f"/proc/self/fd/{fd}")
+
+
+sandboxed = pytest.mark.skipif(not jail.on(), reason=f"sandbox {jail.state()}")
+
+
+@sandboxed
+def test_two_grades_reuse_the_worker_each_in_a_fresh_students_process(root, tmp_path):
+    request = Request((L01,), _submission(root, tmp_path), timeout=60.0, max_examples=2)
+    with Worker() as worker:
+        (first,) = grade(request, worker=worker)
+        pid = worker.pid
+        held = {_pipe(worker._live.events), _pipe(worker._live.proc.stdin.fileno())}
+        (second,) = grade(request, worker=worker)
+        assert worker.pid == pid is not None and worker.started == 1
+        assert all(e.passed for r in (first, second) for e in r.exercises)
+    imports = _imports(tmp_path)
+    assert len(imports) == 2 and not any(i["reused"] for i in imports)  # a fresh process each
+    # the student's process holds neither the events channel nor the request pipe (the key)
+    for i in imports:
+        assert held.isdisjoint(i["fds"].values()), (held, i["fds"])
+    assert worker.pid is None  # closed
+
+
+@sandboxed
+def test_a_hang_costs_that_grade_only_and_the_next_is_right(root, tmp_path):
+    solution = (root / "solutions" / "l02_collectives.py").read_text()
+    hang = """
+def ring_reduce_scatter(x, axis_name):  # a compiled loop that never ends: the worker is killed
+    n = lax.axis_size(axis_name)
+    c = x.shape[0] // n
+    return lax.while_loop(lambda s: s[0] < 1, lambda s: (s[0] * 1, s[1] + 1), (0, x[:c]))[1]
+"""
+    module = tmp_path / "l02_collectives.py"
+    module.write_text(solution + hang)
+    job = LessonJob(2, "l02_collectives", ("ring_reduce_scatter", "ring_all_gather"))
+    request = Request((job,), str(tmp_path), timeout=3.0, max_examples=0)
+    with Worker() as worker:
+        (stuck,) = grade(request, grace=1.0, worker=worker)
+        scatter, gather = stuck.exercises
+        assert scatter.status == Status.TIMEOUT and "stopped it" in scatter.error
+        assert gather.status == Status.PASSED  # a fresh worker graded the rest, and is kept
+        assert worker.started == 2 and worker.pid is not None
+        kept = worker.pid
+        module.write_text(solution)  # the student fixes it and saves
+        (fixed,) = grade(replace(request, timeout=60.0), worker=worker)
+        assert all(e.passed for e in fixed.exercises), [e.error for e in fixed.exercises]
+        assert (worker.started, worker.pid) == (2, kept)
+
+
+def test_each_request_to_a_serving_worker_gets_a_fresh_salt(monkeypatch):
+    """What the worker's loop calls per request (``worker.grade`` with the state it
+    keeps) draws the data salt anew each time; the backends get it, nothing else."""
+    from grader import engine
+    from grader.results import LessonResult
+    from grader.sandbox import isolation, worker
+
+    salts: list[int] = []
+
+    class Recording:
+        def __init__(self, directory, module, *, salt, spares=None):
+            salts.append(salt)
+
+    def fake_grade_lesson(lesson, module, directory, *, backend, **kwargs):
+        backend(directory, module)
+        return LessonResult(lesson, str(directory), (), "", 0, 0.0, "on")
+
+    monkeypatch.setattr(isolation, "Isolated", Recording)
+    monkeypatch.setattr(engine, "grade_lesson", fake_grade_lesson)
+    monkeypatch.setattr(isolation.Spares, "prestart", lambda self, *a, **k: None)
+    for name in ("COURSE_DEVICES", "COURSE_PLATFORM", "XLA_FLAGS"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))
+    monkeypatch.setenv("COURSE_PLATFORM", "cpu")
+    state = worker.Warm()
+    request = Request((L01,), "/nowhere", timeout=5.0)
+    for _ in range(3):
+        worker.grade(request, lambda event: None, state)
+    assert len(salts) == 3 and len(set(salts)) == 3 and all(s & 1 for s in salts)
+
+
+def _workers_of(pid: int) -> set[int]:
+    """The grading workers ``pid`` started (its children running grader.sandbox.worker)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == pid and b"grader.sandbox.worker" in argv:
+            found.add(int(entry))
+    return found
+
+
+@sandboxed
+def test_course_watch_grades_two_saves_with_one_worker(root, tmp_path):
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from tests.test_cli import _done_attempts, _wait_for, course
+
+    def _attempts(db) -> int:
+        try:
+            return _done_attempts(db)
+        except sqlite3.OperationalError:  # not made yet
+            return 0
+
+    home = tmp_path / "home"
+    course(home, "status")  # sets up the workspace
+    target = home / "exercises" / "l01_meshes.py"
+    solution = (root / "solutions" / "l01_meshes.py").read_text()
+    env = {**os.environ, "COURSE_HOME": str(home), "COURSE_PLATFORM": "cpu", "COLUMNS": "100"}
+    proc = subprocess.Popen([sys.executable, "-m", "course.cli", "watch", "1"], cwd=root,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
+    threading.Thread(target=lambda: proc.stderr.read(), daemon=True).start()
+    seen: list[set[int]] = []
+    try:
+        for attempt, text in enumerate([None, solution, solution + "\n# saved again\n"]):
+            if text is not None:
+                staged = target.with_suffix(".tmp")
+                staged.write_text(text)
+                os.replace(staged, target)  # one save, as editors do it
+            _wait_for(lambda n=attempt: _attempts(home / "progress.db") >= n + 1)
+            _wait_for(lambda n=attempt: sum("Score" in line for line in lines) >= n + 1)
+            seen.append(_workers_of(proc.pid))
+            time.sleep(0.5)
+    finally:
+        proc.send_signal(2)
+        proc.wait(timeout=30)
+    out = "".join(lines)
+    assert proc.returncode == 0
+    assert len(seen[0]) == 1 and seen[0] == seen[1] == seen[2], seen  # one worker, kept
+    assert "l01_meshes.py changed: _axes, shard_shape, device_slices +2 more" in out
+    assert "l01_meshes.py changed: outside any function (lines" in out  # the comment at the end
+    assert not _workers_of(proc.pid)  # gone with the watch
+
+
+def test_what_changed_names_the_functions_and_lines():
+    import time
+
+    from course.commands.watch import _what_changed
+
+    before = b"import jax\n\ndef a(x):\n    return x\n\n\ndef b(x):\n    return x\n"
+    after = b"import jax\n\ndef a(x):\n    return x\n\n\ndef b(x):\n    return 2 * x\n"
+    when = time.struct_time((2026, 1, 2, 12, 3, 41, 0, 2, 0))
+    assert _what_changed("m.py", before, after, when) == "12:03:41  m.py changed: b (line 8)"
+    both = after.replace(b"def a(x):\n    return x", b"def a(x):\n    y = x\n    return y")
+    assert _what_changed("m.py", before, both, when) == (
+        "12:03:41  m.py changed: a, b (lines 4–5, 9)"
+    )
+    assert _what_changed("m.py", before, before, when) == "12:03:41  m.py saved (no line changed)"
+    assert "is gone" in _what_changed("m.py", before, None, when)
+
+
+def test_without_the_sandbox_a_worker_is_replaced_after_each_grade_before_the_next(
+    root, tmp_path, monkeypatch
+):
+    """Sandbox off: the student's process could signal the worker, so the worker
+    that graded is never kept; a fresh one is started as the grade ends (before
+    any more of the student's code runs) and grades the next save."""
+    monkeypatch.setenv(jail.SWITCH, "off")  # the worker decides, from its environment
+    request = Request((L01,), _submission(root, tmp_path), timeout=60.0, max_examples=0)
+    with Worker() as worker:
+        (first,) = grade(request, worker=worker)
+        assert first.sandbox.startswith("off") and all(e.passed for e in first.exercises)
+        assert worker.started == 2 and worker.pid is not None  # the replacement, started ahead
+        ahead = worker.pid
+        (second,) = grade(request, worker=worker)
+        assert all(e.passed for e in second.exercises)
+        assert worker.started == 3 and worker.pid not in (None, ahead)  # it graded, was replaced
