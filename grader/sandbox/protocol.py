@@ -58,6 +58,10 @@ class Request:
     platform: str | None = None
     cache_dir: str | None = None
     """Where the worker keeps compiled programs between runs (None: no cache)."""
+    hidden: tuple[str, ...] = ()
+    """Folders the student's process must not see (in the sandbox): a classroom's
+    submissions and results, the workspace holding the progress file. The
+    worker adds ``cache_dir`` and the course's ``solutions/``."""
     key: str = ""
     """The secret the worker signs its events with (see :func:`sign`); fresh per worker."""
 
@@ -70,7 +74,8 @@ class Request:
         lessons = tuple(
             LessonJob(j["lesson"], j["module"], tuple(j["exercises"])) for j in d.pop("lessons")
         )
-        return cls(lessons=lessons, **d)
+        hidden = tuple(str(h) for h in d.pop("hidden", ()))
+        return cls(lessons=lessons, hidden=hidden, **d)
 
 
 # ---------------------------------------------------------------- events

@@ -77,6 +77,7 @@ def grade(request: Request, emit: Callable[[Event], None]) -> None:
 
     devices.configure(request.devices, request.platform)
     salt = secrets.randbits(62) | 1  # the data is drawn here, from a secret of this run's
+    isolation.hide(*request.hidden, request.cache_dir)  # the student's process never needs them
     spares = isolation.Spares()
     # the student's process imports jax and the module while this one imports jax
     first, *rest = [(request.directory, job.module) for job in request.lessons] or [("", "")]
