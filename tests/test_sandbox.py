@@ -262,8 +262,33 @@ def test_classroom_require_sandbox_grades_in_one(tmp_path):
                "--lesson", "1", "--require-sandbox")  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
     assert "sandbox: on" in r.stdout
+    _says_in_every_output(tmp_path / "out", "on")
     results = json.loads((tmp_path / "out" / "alice" / "results.json").read_text())
-    assert results["output"].endswith("sandbox: on") and results["score"] == results["max_score"]
+    assert results["score"] == results["max_score"]
+
+
+def _says_in_every_output(out: Path, sandbox: str) -> None:
+    """``results.json``, ``summary.csv`` and ``junit.xml`` all say ``sandbox``."""
+    import csv
+    import xml.etree.ElementTree as ET
+
+    results = json.loads((out / "alice" / "results.json").read_text())
+    assert results["output"].endswith(f"sandbox: {sandbox}")
+    with open(out / "summary.csv", newline="") as f:
+        (row,) = csv.DictReader(f)
+    assert row["sandbox"] == sandbox
+    props = ET.parse(out / "alice" / "junit.xml").getroot().iter("property")
+    assert [(p.get("name"), p.get("value")) for p in props] == [("sandbox", sandbox)]
+
+
+def test_classroom_without_the_sandbox_says_so_in_every_output(tmp_path, sandbox_off):
+    subs = _one_submission(tmp_path)
+    r = course(tmp_path / "home", "classroom", str(subs), "--out", str(tmp_path / "out"),
+               "--lesson", "1")  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    off = f"off: turned off ({jail.SWITCH}=off)"
+    assert f"sandbox: {off}" in " ".join(r.stdout.split())
+    _says_in_every_output(tmp_path / "out", off)
 
 
 @needs_sandbox
