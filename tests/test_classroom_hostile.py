@@ -121,7 +121,7 @@ PEEK = """
 import importlib.util as _util, json as _json, os as _os
 
 _tried, _got = {}, None
-for _what, _path in (("classmate", CLASSMATE), ("solution", SOLUTION)):
+for _what, _path in (("classmate", CLASSMATE), ("solution", SOLUTION), ("home", ELSEWHERE)):
     try:
         _got = _got or open(_path).read()
         _tried[_what] = "read"
@@ -163,8 +163,8 @@ def peeked():
     """Issue 19 §2–5, one real ``course classroom`` run in a folder outside /tmp
     (the sandbox's private /tmp would hide a class there anyway): alice is right
     and graded first (the compile cache fills); peeker reads alice's file and the
-    course's solution, imports the solution, lists the class, the results and the
-    cache, plants a file in the cache; quitter exits 125 after printing what a
+    course's solution and a file in the teacher's home, imports the solution, lists
+    the class, the results and the cache, plants a file in the cache; quitter exits 125 after printing what a
     failed sandbox prints; mallory's file is a hard link to a solution's copy.
     RESULTS holds a compile cache from an earlier run."""
     import shutil
@@ -190,6 +190,7 @@ def peeked():
             .replace("SUBS", repr(str(subs)))
             .replace("OUT", repr(str(out)))
             .replace("CACHE", repr(str(out / ".cache" / "jax")))
+            .replace("ELSEWHERE", repr(str(base / "elsewhere" / L01)))
         )
         (subs / "quitter" / L01).write_text(QUIT)
         (base / "elsewhere").mkdir()
@@ -215,7 +216,9 @@ def test_a_submission_sees_no_classmate_no_solution_and_no_cache(peeked):
     assert match, says
     tried = json.loads(match.group(1))
     assert tried["classmate"] == tried["solution"] == tried["import"] == "FileNotFoundError"
-    assert tried["class"] == tried["results"] == []  # empty folders in their place
+    assert tried["home"] == "FileNotFoundError"  # a file in the teacher's home folder
+    for what in ("class", "results"):  # not there (the home that holds them is hidden), or empty
+        assert tried[what] in ("FileNotFoundError", []), (what, tried[what])
     assert tried["cache"] == "FileNotFoundError" and tried["plant"] in (
         "OSError",
         "FileNotFoundError",

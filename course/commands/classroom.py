@@ -62,6 +62,8 @@ def classroom(
         )
     )
     private = safe.private_root()
+    # what the submissions' code must not see: the class, the results, the teacher's home
+    hidden = (str(Path(submissions).resolve()), str(target.resolve()), str(Path.home()))
     try:
         staged = []  # every submission copied before any is graded: none can change another's
         for i, (name, folder) in enumerate(folders):
@@ -73,7 +75,7 @@ def classroom(
                 sub = grade_submission(shown, directory, chosen, seed=seed, timeout=timeout,
                                        devices=devices, cpu=cpu, cache_dir=cache,
                                        refused=refused,
-                                       hidden=(str(Path(submissions)), str(target)))  # fmt: skip
+                                       hidden=hidden)  # fmt: skip
             graded.append((name, sub))
             where = f" (results in {outputs[name]}/)" if outputs[name] != shown else ""
             app.console.print(

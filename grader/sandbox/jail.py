@@ -162,7 +162,9 @@ def _command(
         "parent": os.getpid(),
         "readable": sorted({os.path.realpath(p) for p in readable if p and os.path.exists(p)}),
         "writable": sorted({os.path.realpath(p) for p in writable if p and os.path.isdir(p)}),
-        "hidden": sorted({os.path.realpath(p) for p in hidden if p and os.path.isdir(p)}),
+        "hidden": sorted(
+            filter(_hideable, {os.path.realpath(p) for p in hidden if p and os.path.isdir(p)})
+        ),
         "memory": memory_limit(),
         "scratch": SCRATCH,
         "status": status,
@@ -176,6 +178,16 @@ def _command(
         "--",
         *command,
     ]
+
+
+SYSTEM = ("/bin", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/sbin", "/sys", "/usr")
+"""Folders a process needs that are never named as readable: never hidden."""
+
+
+def _hideable(path: str) -> bool:
+    """Whether hiding ``path`` leaves the system's own folders visible (a progress
+    file in ``/`` or ``/usr`` must not hide the C library)."""
+    return not any(_under(system, path) for system in SYSTEM)
 
 
 def python_paths() -> list[str]:
