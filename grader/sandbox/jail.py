@@ -295,7 +295,10 @@ def _uncover(libc, keep: list, covers: list[str], hidden: list[str]) -> None:
     first (the shortest path first; at one path, the cover before the keep), so
     that a hidden folder inside a kept one is hidden, and a kept folder inside
     a hidden one is bound back over it."""
-    ops = [(p, 0, False, None) for p in hidden] + [(p, 1, w, fd) for p, w, fd in keep]
+    kept = {p for p, _, _ in keep}  # a folder both hidden and kept is kept (it is not covered:
+    # a bind of it would carry the cover along)
+    ops = [(p, 0, False, None) for p in hidden if p not in kept]
+    ops += [(p, 1, w, fd) for p, w, fd in keep]
     shown: list[str] = []
     hid: list[str] = []
     for path, kind, writable, fd in sorted(ops, key=lambda o: (len(o[0]), o[1], o[2])):
