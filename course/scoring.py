@@ -441,16 +441,19 @@ def _headline(er: ExerciseResult) -> str:
 
 
 def summary_csv(submissions: Sequence[Submission]) -> str:
-    """submission × exercise: totals, then each exercise's status."""
+    """submission × exercise: totals, then each exercise's status, then whether its
+    code ran in the OS sandbox (``sandbox``: ``on``, ``off: <why>``; the last column,
+    so that the others keep their places)."""
     names = list(dict.fromkeys(r.name for s in submissions for r in s.rows))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["submission", "score", "max_score", "bonus", *names])
+    writer.writerow(["submission", "score", "max_score", "bonus", *names, "sandbox"])
     for s in submissions:
         status = {r.name: r.label for r in s.rows}
         writer.writerow(
-            [csv_cell(s.name), s.score, s.max_score, s.bonus, *(status.get(n, "") for n in names)]
-        )
+            [csv_cell(s.name), s.score, s.max_score, s.bonus, *(status.get(n, "") for n in names),
+             csv_cell(s.sandbox)]
+        )  # fmt: skip
     return out.getvalue()
 
 
@@ -496,7 +499,8 @@ def gradescope(sub: Submission) -> dict[str, Any]:
 
 
 def junit_xml(sub: Submission) -> str:
-    """JUnit XML: a ``testsuites`` of one ``testsuite`` per lesson."""
+    """JUnit XML: a ``testsuites`` of one ``testsuite`` per lesson; each suite's
+    ``<properties>`` holds ``sandbox`` (``on``, ``off: <why>``) when it is known."""
     root = ET.Element("testsuites", name=xml_text(sub.name))
     for module in dict.fromkeys(r.module for r in sub.rows):
         rows = [r for r in sub.rows if r.module == module]
@@ -507,6 +511,9 @@ def junit_xml(sub: Submission) -> str:
             skipped=str(sum(r.status is None for r in rows)),
             time=f"{sum(r.duration for r in rows):.3f}",
         )  # fmt: skip
+        if sub.sandbox:  # before the testcases, as the Ant/Jenkins schema orders them
+            properties = ET.SubElement(suite, "properties")
+            ET.SubElement(properties, "property", name="sandbox", value=xml_text(sub.sandbox))
         for r in rows:
             case = ET.SubElement(
                 suite, "testcase", name=r.exercise, classname=xml_text(f"{sub.name}.{module}"),

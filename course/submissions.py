@@ -1,6 +1,7 @@
 """What ``course classroom`` does to keep one submission from harming another, or
 the teacher (issue 19): names made printable, links that leave a submission
-refused, every submission copied to a private folder before any is graded, and
+refused, a file with other names on disk (a hard link) refused, every submission
+copied to a private folder before any is graded, and
 results written by the parent alone, once grading is over, over whatever a
 submission may have put in their place."""
 
@@ -64,6 +65,15 @@ def outside(folder: Path, file: Path) -> bool:
     except (ValueError, OSError):
         return True
     return False
+
+
+def other_names(file: Path) -> int:
+    """How many names besides its own the file ``file`` stands for has on disk (a
+    hard link to a classmate's file or to a solution has one more, wherever it is)."""
+    try:
+        return max(file.stat().st_nlink - 1, 0)
+    except OSError:
+        return 0
 
 
 def stage(root: Path, index: int, files: dict[str, Path]) -> Path:

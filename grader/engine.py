@@ -313,6 +313,12 @@ def _grade_lesson(
         for name in names:
             record(unfinished(lesson, name, status, why))
         return done()
+    except GraderFault as exc:  # e.g. no sandbox could be made for the student's process
+        for name in names:
+            record(
+                unfinished(lesson, name, Status.FAULT, f"internal grader error: {exc} — {REPORT}")
+            )
+        return done()
     ctx = context()
     for name in names:
         fn = getattr(mod, name, None)
@@ -408,6 +414,10 @@ def grade_exercise(
                 Status.ERROR, example=shown,
                 error=f"The process running your code stopped while it started again: {exc}.",
             )  # fmt: skip
+        except GraderFault as exc:
+            return finish(
+                Status.FAULT, example=shown, error=f"internal grader error: {exc} — {REPORT}"
+            )
         emit(ExampleStarted(lesson, spec.name, index, shown))  # its time limit starts now
         try:
             with time_limit(timeout), phases.phase("example (spec.run, all inside)"):

@@ -119,7 +119,7 @@ def test_junit_validates_and_counts_match(graded):
         path = graded / name / "junit.xml"
         schema.validate(path)
         for suite in ET.parse(path).getroot():
-            cases = list(suite)
+            cases = suite.findall("testcase")
             assert int(suite.get("tests")) == len(cases)
             for kind, attr in (
                 ("failure", "failures"),
@@ -147,6 +147,27 @@ def test_junit_validates_and_counts_match(graded):
     assert one.startswith("l01_meshes.py has a syntax error (line 1): SyntaxError"), one
 
 
+def test_the_csv_and_junit_say_whether_the_sandbox_was_on(graded):
+    """Issue 19: like the report and ``results.json``, the class's CSV (a last column)
+    and each JUnit suite (a ``<property>``) say ``sandbox: on`` or ``off: <why>``."""
+    from grader.sandbox import jail
+
+    with open(graded / "summary.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0])[-1] == "sandbox"
+    said = {row["submission"]: row["sandbox"] for row in rows}
+    assert {name: said[name] for name in ("alice", "bob", "carol", "dave")} == dict.fromkeys(
+        ["alice", "bob", "carol", "dave"], jail.state()
+    )
+    for name in ("alice", "dave"):
+        suites = list(ET.parse(graded / name / "junit.xml").getroot())
+        assert [[(p.get("name"), p.get("value")) for p in s.iter("property")] for s in suites] == [
+            [("sandbox", jail.state())]
+        ] * 2  # lessons 1 and 2
+        said = json.loads((graded / name / "results.json").read_text())["output"]
+        assert said.endswith(f"sandbox: {jail.state()}")
+
+
 def test_invalid_documents_are_refused_by_the_schemas():
     """The validators are not vacuous: a wrong key or status fails them."""
     schema = json.loads((FORMATS / "gradescope-results.schema.json").read_text())
@@ -159,6 +180,14 @@ def test_invalid_documents_are_refused_by_the_schemas():
     xsd = xmlschema.XMLSchema(FORMATS / "junit.xsd")
     xsd.validate(scoring.junit_xml(sub))
     assert not xsd.is_valid("<testsuites><testsuite name='x'><testcase/></testsuite></testsuites>")
+    said = scoring.junit_xml(scoring.Submission("x", sub.rows, sandbox="off: no sandbox on darwin"))
+    xsd.validate(said)
+    (prop,) = ET.fromstring(said.split("\n", 1)[1]).iter("property")
+    assert (prop.get("name"), prop.get("value")) == ("sandbox", "off: no sandbox on darwin")
+    suite = "<testsuite name='x' tests='0' failures='0' errors='0'>{}</testsuite>"
+    for bad in ("<testcase name='a' classname='x' time='0'/><properties/>",  # not first
+                "<properties><property name='sandbox'/></properties>"):  # no value  # fmt: skip
+        assert not xsd.is_valid(f"<testsuites>{suite.format(bad)}</testsuites>"), bad
 
 
 def test_a_headline_says_what_failed_and_why_in_one_line():

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -113,3 +115,139 @@ def test_a_submission_named_like_an_output_does_not_collide(hostile):
     assert (out / "summary.csv").is_file()
     assert _results(out, "summary.csv~2")["tests"][0]["output"] == "l01_meshes.py was not handed in"
     assert "results in summary.csv~2/" in stdout
+
+
+PEEK = """
+import importlib.util as _util, json as _json, os as _os
+
+_tried, _got = {}, None
+for _what, _path in (("classmate", CLASSMATE), ("solution", SOLUTION), ("home", ELSEWHERE)):
+    try:
+        _got = _got or open(_path).read()
+        _tried[_what] = "read"
+    except OSError as _exc:
+        _tried[_what] = type(_exc).__name__
+try:  # a solution imported as a module of its own
+    _spec = _util.spec_from_file_location("_answer", SOLUTION)
+    _answer = _util.module_from_spec(_spec)
+    _spec.loader.exec_module(_answer)
+    globals().update({k: v for k, v in vars(_answer).items() if not k.startswith("__")})
+    _tried["import"] = "imported"
+except OSError as _exc:
+    _tried["import"] = type(_exc).__name__
+for _what, _path in (("class", SUBS), ("results", OUT), ("cache", CACHE)):
+    try:
+        _tried[_what] = sorted(_os.listdir(_path))
+    except OSError as _exc:
+        _tried[_what] = type(_exc).__name__
+try:
+    _os.makedirs(CACHE, exist_ok=True)
+    with open(_os.path.join(CACHE, "planted"), "w") as _f:
+        _f.write("a compiled program of my choosing")
+    _tried["plant"] = "written"
+except OSError as _exc:
+    _tried["plant"] = type(_exc).__name__
+if _got is not None:
+    exec(_got)  # someone else's answer, as its own
+elif _tried["import"] != "imported":
+    raise RuntimeError("peeked: " + _json.dumps(_tried))
+"""
+QUIT = """import os, sys
+print("sandbox: cannot mount tmpfs on /tmp: Invalid argument", file=sys.stderr, flush=True)
+os._exit(125)  # the exit code a sandbox that cannot be made ends with
+"""
+
+
+@pytest.fixture(scope="module")
+def peeked():
+    """Issue 19 §2–5, one real ``course classroom`` run in a folder outside /tmp
+    (the sandbox's private /tmp would hide a class there anyway): alice is right
+    and graded first (the compile cache fills); peeker reads alice's file and the
+    course's solution and a file in the teacher's home, imports the solution, lists
+    the class, the results and the cache, plants a file in the cache; quitter exits 125 after printing what a
+    failed sandbox prints; mallory's file is a hard link to a solution's copy.
+    RESULTS holds a compile cache from an earlier run."""
+    import shutil
+    import tempfile
+
+    from grader.sandbox import jail
+
+    if not jail.on():
+        pytest.skip(f"no sandbox here: {jail.state()}")
+    try:
+        base = Path(tempfile.mkdtemp(prefix=".course-class-test-", dir=Path.home())).resolve()
+    except OSError as exc:
+        pytest.skip(f"no folder outside /tmp to write in: {exc}")
+    try:
+        subs, out = base / "subs", base / "out"
+        solution = (ROOT / "solutions" / L01).read_text()
+        for name in ("alice", "peeker", "quitter", "mallory"):
+            (subs / name).mkdir(parents=True)
+        (subs / "alice" / L01).write_text(solution)
+        (subs / "peeker" / L01).write_text(
+            PEEK.replace("CLASSMATE", repr(str(subs / "alice" / L01)))
+            .replace("SOLUTION", repr(str(ROOT / "solutions" / L01)))
+            .replace("SUBS", repr(str(subs)))
+            .replace("OUT", repr(str(out)))
+            .replace("CACHE", repr(str(out / ".cache" / "jax")))
+            .replace("ELSEWHERE", repr(str(base / "elsewhere" / L01)))
+        )
+        (subs / "quitter" / L01).write_text(QUIT)
+        (base / "elsewhere").mkdir()
+        (base / "elsewhere" / L01).write_text(solution)
+        os.link(base / "elsewhere" / L01, subs / "mallory" / L01)
+        (out / ".cache" / "jax").mkdir(parents=True)  # as a class graded into it before left it
+        (out / ".cache" / "jax" / "an-entry").write_bytes(b"a compiled reference program")
+        r = course(base / "teacher", "classroom", str(subs), "--out", str(out), "--lesson", "1",
+                   "--timeout", "30", timeout=900)  # fmt: skip
+        assert r.returncode == 0, r.stdout + r.stderr
+        yield out, r.stdout
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_submission_sees_no_classmate_no_solution_and_no_cache(peeked):
+    out, _ = peeked
+    assert _results(out, "alice")["score"] == _results(out, "alice")["max_score"] > 0
+    res = _results(out, "peeker")
+    assert res["score"] == 0 and res["output"].endswith("sandbox: on")
+    says = res["tests"][0]["output"]
+    match = re.search(r"peeked: (\{.*\})", says)
+    assert match, says
+    tried = json.loads(match.group(1))
+    assert tried["classmate"] == tried["solution"] == tried["import"] == "FileNotFoundError"
+    assert tried["home"] == "FileNotFoundError"  # a file in the teacher's home folder
+    for what in ("class", "results"):  # not there (the home that holds them is hidden), or empty
+        assert tried[what] in ("FileNotFoundError", []), (what, tried[what])
+    assert tried["cache"] == "FileNotFoundError" and tried["plant"] in (
+        "OSError",
+        "FileNotFoundError",
+    )
+    cache = out / ".cache" / "jax"
+    assert (cache / "an-entry").read_bytes() == b"a compiled reference program"
+    assert not (cache / "planted").exists()
+
+
+def test_a_student_exiting_125_is_the_students_exit_not_a_failed_sandbox(peeked):
+    out, _ = peeked
+    res = _results(out, "quitter")
+    assert res["score"] == 0
+    for t in res["tests"]:
+        assert "exited with code 125" in t["output"], t["output"]
+        assert "grader" not in t["output"] and "could not be made" not in t["output"]
+    junit = ET.parse(out / "quitter" / "junit.xml").getroot()
+    assert {e.get("type") for e in junit.iter("error")} == {"error"}  # not "grader fault"
+
+
+def test_a_hard_link_is_refused_with_a_clear_status(peeked):
+    out, stdout = peeked
+    res = _results(out, "mallory")
+    assert res["score"] == 0 and all(t["status"] == "failed" for t in res["tests"])
+    says = res["tests"][0]["output"]
+    assert says.splitlines()[:2] == ["error", (
+        "refused: l01_meshes.py is a hard link (the file has 1 other name on disk: a classmate's "
+        "file, a solution?); only a submission's own files are graded — copy the files, do not "
+        "link them"
+    )], says  # fmt: skip
+    assert "only a submission's own files are graded" in says
+    assert "mallory: 0/" in stdout

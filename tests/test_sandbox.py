@@ -262,8 +262,33 @@ def test_classroom_require_sandbox_grades_in_one(tmp_path):
                "--lesson", "1", "--require-sandbox")  # fmt: skip
     assert r.returncode == 0, r.stdout + r.stderr
     assert "sandbox: on" in r.stdout
+    _says_in_every_output(tmp_path / "out", "on")
     results = json.loads((tmp_path / "out" / "alice" / "results.json").read_text())
-    assert results["output"].endswith("sandbox: on") and results["score"] == results["max_score"]
+    assert results["score"] == results["max_score"]
+
+
+def _says_in_every_output(out: Path, sandbox: str) -> None:
+    """``results.json``, ``summary.csv`` and ``junit.xml`` all say ``sandbox``."""
+    import csv
+    import xml.etree.ElementTree as ET
+
+    results = json.loads((out / "alice" / "results.json").read_text())
+    assert results["output"].endswith(f"sandbox: {sandbox}")
+    with open(out / "summary.csv", newline="") as f:
+        (row,) = csv.DictReader(f)
+    assert row["sandbox"] == sandbox
+    props = ET.parse(out / "alice" / "junit.xml").getroot().iter("property")
+    assert [(p.get("name"), p.get("value")) for p in props] == [("sandbox", sandbox)]
+
+
+def test_classroom_without_the_sandbox_says_so_in_every_output(tmp_path, sandbox_off):
+    subs = _one_submission(tmp_path)
+    r = course(tmp_path / "home", "classroom", str(subs), "--out", str(tmp_path / "out"),
+               "--lesson", "1")  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    off = f"off: turned off ({jail.SWITCH}=off)"
+    assert f"sandbox: {off}" in " ".join(r.stdout.split())
+    _says_in_every_output(tmp_path / "out", off)
 
 
 @needs_sandbox
@@ -282,3 +307,108 @@ def test_the_probe_says_why_not_where_the_sandbox_cannot_be_made():
                        capture_output=True, text=True, timeout=60, cwd=CODE)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "off: no user namespaces here (unshare): No space left on device"
+
+
+@pytest.fixture
+def outside_tmp():
+    """A folder outside ``/tmp`` (the sandbox covers ``/tmp`` with a private one,
+    so only a folder elsewhere shows what it hides besides): in the home folder."""
+    import shutil
+    import tempfile
+
+    try:
+        folder = Path(tempfile.mkdtemp(prefix=".course-sandbox-test-", dir=Path.home()))
+    except OSError as exc:
+        pytest.skip(f"no folder outside /tmp to write in: {exc}")
+    if str(folder.resolve()).startswith("/tmp/"):
+        shutil.rmtree(folder)
+        pytest.skip("the home folder is under /tmp")
+    try:
+        yield folder.resolve()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+LOOK = """
+import errno as _errno, importlib.util as _util, json as _json, os as _os, pathlib as _pathlib
+_here = _pathlib.Path(__file__).parent
+
+def _what(do):
+    try:
+        got = do()
+        return sorted(got) if isinstance(got, list) else "ok"
+    except OSError as exc:
+        return _errno.errorcode.get(exc.errno, type(exc).__name__)
+
+def _load(path):
+    spec = _util.spec_from_file_location("_theirs", path)
+    module = _util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+_seen = {
+    "home": _what(lambda: _os.listdir(HOME)),
+    "progress": _what(lambda: open(HOME + "/progress.db", "rb").read()),
+    "cache": _what(lambda: _os.listdir(HOME + "/.cache/jax")),
+    "plant": _what(lambda: open(HOME + "/.cache/jax/planted", "w").write("x")),
+    "solutions": _what(lambda: _os.listdir(SOLUTIONS)),
+    "solution": _what(lambda: open(SOLUTIONS + "/l01_meshes.py").read()),
+    "import_solution": _what(lambda: _load(SOLUTIONS + "/l01_meshes.py")),
+    "grader": _what(lambda: open(GRADER + "/engine.py").read()),
+}
+(_here / "seen.json").write_text(_json.dumps(_seen))
+"""
+
+
+@needs_sandbox
+def test_the_workspace_progress_cache_and_solutions_are_hidden(outside_tmp):
+    """Issue 19 §2, §3: ``course grade`` in a workspace outside /tmp; the graded
+    module looks at the workspace (progress file, compile cache) and at the
+    course's solutions: it sees none of them, only its own folder, while what it
+    needs (the grader's code) stays readable and grading passes."""
+    home = outside_tmp / "home"
+    (home / "exercises").mkdir(parents=True)
+    solution = (CODE / "solutions" / "l01_meshes.py").read_text()
+    r = course(home, "grade", "1.shard_shape")  # the workspace and its progress made
+    assert (home / "progress.db").is_file(), r.stdout + r.stderr
+    (home / ".cache" / "jax").mkdir(parents=True, exist_ok=True)  # as once something compiled
+    (home / ".cache" / "jax" / "an-entry").write_bytes(b"compiled")
+    probe = (
+        LOOK.replace("HOME", repr(str(home)))
+        .replace("SOLUTIONS", repr(str(CODE / "solutions")))
+        .replace("GRADER", repr(str(CODE / "grader")))
+    )
+    (home / "exercises" / "l01_meshes.py").write_text(probe + solution)
+    r = course(home, "grade", "1.shard_shape", "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (lesson,) = json.loads(r.stdout)["lessons"]
+    assert lesson["sandbox"] == "on"
+    assert [e["status"] for e in lesson["exercises"]] == ["passed"]
+    seen = json.loads((home / "exercises" / "seen.json").read_text())
+    assert seen["home"] == ["exercises"]  # its own folder, bound back into an empty one
+    assert seen["progress"] == seen["cache"] == "ENOENT"
+    assert seen["plant"] in ("ENOENT", "EROFS")
+    assert seen["solutions"] == [] and seen["solution"] == seen["import_solution"] == "ENOENT"
+    assert seen["grader"] == "ok"
+    assert not (home / ".cache" / "jax" / "planted").exists()
+    assert len(list((CODE / "solutions").glob("l0*.py"))) > 1  # they are there, outside
+
+
+@needs_sandbox
+def test_a_sandbox_that_cannot_be_made_is_the_graders_fault_not_the_students(tmp_path, monkeypatch):
+    """Issue 19 §4: a sandbox that fails to set up (here: a scratch size the
+    kernel refuses, once the probe said "on") is said by the sandbox itself on a
+    pipe of its own: a grader fault naming why, never the student's error."""
+    assert jail.state() == "on"
+    monkeypatch.setattr(jail, "SCRATCH", "lots")
+    (tmp_path / "l01_meshes.py").write_text((CODE / "solutions" / "l01_meshes.py").read_text())
+    started = time.monotonic()
+    result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
+                                 timeout=120, isolate=True)  # fmt: skip
+    assert time.monotonic() - started < 100
+    for er in result.exercises:
+        assert er.status == Status.FAULT, er
+        assert er.error.startswith(
+            "internal grader error: the sandbox for the process that runs your code could not "
+            "be made: cannot mount tmpfs on /tmp: Invalid argument"
+        ), er.error
+        assert "not your code's fault" in er.error

@@ -8,7 +8,8 @@ result only. Nothing is written to the teacher's progress. RESULTS gets
 
 Against a hostile class (``course.submissions``): every submission is copied to a
 private folder before any is graded, and graded from there; a file that is a link
-leaving its submission is refused; names are printed escaped; the results are
+leaving its submission, or a hard link, is refused; its code sees neither the class's
+submissions nor the results folder (in the sandbox); names are printed escaped; the results are
 written by this process alone, once every submission has been graded, replacing
 whatever stands in their place; a submission named like an output gets ``~2``.
 """
@@ -61,6 +62,8 @@ def classroom(
         )
     )
     private = safe.private_root()
+    # what the submissions' code must not see: the class, the results, the teacher's home
+    hidden = (str(Path(submissions).resolve()), str(target.resolve()), str(Path.home()))
     try:
         staged = []  # every submission copied before any is graded: none can change another's
         for i, (name, folder) in enumerate(folders):
@@ -72,7 +75,8 @@ def classroom(
             with app.console.status(Text(f"grading {shown} …")):
                 sub = grade_submission(shown, directory, chosen, seed=seed, timeout=timeout,
                                        devices=devices, cpu=cpu, cache_dir=cache,
-                                       refused=refused, own=own)  # fmt: skip
+                                       refused=refused, own=own,
+                                       hidden=hidden)  # fmt: skip
             graded.append((name, sub))
             where = f" (results in {outputs[name]}/)" if outputs[name] != shown else ""
             app.console.print(
@@ -109,8 +113,9 @@ def submission_files(
     folder: Path, lessons: list[Lesson], *, whole: bool = False
 ) -> tuple[dict[str, Path], dict[str, str]]:
     """Module → the file to grade, and module → why its file is refused: a link that
-    leaves the submission (to a classmate's file, to the course's solutions), or a
-    submission folder that is itself a link (``whole``: the one folder given)."""
+    leaves the submission (to a classmate's file, to the course's solutions), a hard
+    link (a file with other names on disk), or a submission folder that is itself a
+    link (``whole``: the one folder given)."""
     files: dict[str, Path] = {}
     refused: dict[str, str] = {}
     linked = folder.is_symlink() and not whole
@@ -127,6 +132,13 @@ def submission_files(
             refused[ls.module] = (
                 f"refused: {safe.printable(str(f.relative_to(folder)))} is a link that leaves "
                 "the submission; only a submission's own files are graded"
+            )
+        elif n := safe.other_names(f):
+            refused[ls.module] = (
+                f"refused: {safe.printable(str(f.relative_to(folder)))} is a hard link (the file "
+                f"has {n} other name{'s' if n > 1 else ''} on disk: a classmate's file, a "
+                "solution?); only a submission's own files are graded — copy the files, do "
+                "not link them"
             )
         else:
             files[ls.module] = f
@@ -161,12 +173,13 @@ def grade_submission(
     name: str, folder: Path, lessons: list[Lesson], *, seed: int = 0,
     timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
     cache_dir: Path | None = None, refused: dict[str, str] | None = None,
-    own: dict[str, str] | None = None,
+    own: dict[str, str] | None = None, hidden: tuple[str, ...] = (),
 ) -> Submission:  # fmt: skip
     """Grade one submission in its own worker; lessons it lacks are ``not submitted``;
     ``refused`` (module → why) are errors with that message, not graded. ``folder`` is
     a private copy: messages name each file by ``own`` (module → its path in the
-    submission; default, its name), never by the copy's path."""
+    submission; default, its name), never by the copy's path; ``hidden``: folders its
+    code must not see (the class's submissions, the results)."""
     from grader.sandbox.protocol import LessonJob, Request
     from grader.sandbox.runner import grade
 
@@ -183,6 +196,7 @@ def grade_submission(
                 ),
                 directory=str(directory), seed=seed, timeout=timeout, devices=devices,
                 platform="cpu" if cpu else None, cache_dir=str(cache_dir) if cache_dir else None,
+                hidden=hidden,
             )  # fmt: skip
             shown = {m: (own or {}).get(m, f"{m}.py") for m in files}
             results = {r.lesson: safe.own_paths(r, directory, shown) for r in grade(request)}

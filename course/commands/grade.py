@@ -193,6 +193,7 @@ def grade(
         directory=str(directory), seed=seed, example=example, max_examples=max_examples,
         timeout=timeout, devices=devices, platform="cpu" if cpu else None,
         cache_dir=app.compile_cache(), examples_dir=app.kept_examples(),
+        hidden=(str(app.workspace.home), str(app.workspace.db.parent)) if app.workspace else (),
     )  # fmt: skip
     command = as_command(
         target, all_lessons=all_lessons, solutions=solutions, path=path, seed=seed,

@@ -242,6 +242,7 @@ class Cluster:
             return
         from grader.repo import CODE
         from grader.sandbox import jail
+        from grader.sandbox.isolation import hidden_folders
 
         ours, theirs = [], []
         self._writers, self._readers, self._buffers = [], [], []
@@ -268,6 +269,7 @@ class Cluster:
                     command,
                     readable=[*readable, os.environ.get("COURSE_ROOT", "")],
                     writable=[self.directory] if self.directory else [],
+                    hidden=hidden_folders(),  # as for every student's process
                     loopback=True,
                 ),
                 stdin=subprocess.DEVNULL, pass_fds=tuple(theirs), env=env,

@@ -51,9 +51,43 @@ from grader.spec import Example, Trial
 ANSWER_LIMIT = 256 * 1024 * 1024
 """Longest answer line read from the student's process."""
 
+HIDDEN: list[str] = []
+"""Folders the student's process must not see, on top of the course's
+``solutions/`` (:func:`hide`): a classroom's submissions and results, the
+workspace with the progress file, the compile cache."""
+
+
+def hide(*folders: str | None) -> bool:
+    """Hide ``folders`` from every student's process started from now on (where
+    the sandbox is on; its own folder stays visible, even inside one of them).
+    True when one of them was not hidden before (a process started earlier, ahead
+    of need, may see it)."""
+    new = [str(f) for f in folders if f and str(f) not in HIDDEN]
+    HIDDEN.extend(dict.fromkeys(new))
+    return bool(new)
+
+
+def hidden_folders() -> list[str]:
+    """:data:`HIDDEN`, and every ``solutions/`` this course may keep."""
+    from grader.repo import shipped
+
+    return [*HIDDEN, str(shipped().solutions), str(CODE / "solutions"),
+            str(CODE / "course" / "solutions")]  # fmt: skip
+
 
 class StudentProcessDied(Exception):
     """The student's process ended while it was working on a question."""
+
+
+class SandboxFailed(GraderFault):
+    """The sandbox for the student's process could not be made, as the sandbox's
+    own process said before any of the student's code ran (never the student's
+    fault; the exit code alone cannot tell: the student's code may exit 125)."""
+
+    def __init__(self, why: str):
+        super().__init__(
+            f"the sandbox for the process that runs your code could not be made: {why}"
+        )
 
 
 class StudentFault(Exception):
@@ -123,6 +157,7 @@ class StudentProcess:
             proc.send_signal(signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10)
+        _setup_failure(proc)  # its descriptor closed
 
     def _load(self) -> dict:
         return {"op": "load", "directory": self.directory, "module": self.module}
@@ -201,7 +236,10 @@ class StudentProcess:
             chunk = os.read(self._in, 1 << 20)
             if not chunk:
                 code = self.proc.wait() if self.proc else None
+                why = _setup_failure(self.proc) if self.proc else None
                 self.stop()
+                if why is not None:
+                    raise SandboxFailed(why)
                 raise StudentProcessDied(_ended(code))
             self._buffer += chunk
             if len(self._buffer) > ANSWER_LIMIT:
@@ -271,7 +309,7 @@ class Spares:
             self.prestart(*self.upcoming.pop(0))
         if spare is not None and spare[0].poll() is not None:
             _close(spare)
-            return None  # it ended meanwhile
+            return None  # it ended meanwhile: the lesson starts one of its own
         return spare
 
     def close(self, loaded_only: bool = False) -> None:
@@ -293,6 +331,7 @@ def _close(spare: tuple[subprocess.Popen, Any, int]) -> None:
         os.close(fd)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=10)
+    _setup_failure(proc)  # its status pipe closed
 
 
 def _spawn(
@@ -300,11 +339,14 @@ def _spawn(
 ) -> tuple[subprocess.Popen, Any, int]:
     """The student's process, in the OS sandbox where one can be made
     (:mod:`grader.sandbox.jail`): it may write only to its scratch and to
-    ``directory``, the submission's own folder. ``prepare``: the lesson whose
+    ``directory``, the submission's own folder, and sees nothing of
+    :func:`hidden_folders` but that folder. The sandbox says whether it was
+    made on a pipe of its own (:func:`_setup_failure`). ``prepare``: the lesson whose
     spec (the grader's code) it imports before it says it is ready; ``ahead``:
     it also traces a first program then (nothing waits for it yet)."""
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
+    status_r, status_w = os.pipe() if jail.on() else (None, None)
     env = dict(os.environ)
     env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # it never runs a program
@@ -318,15 +360,33 @@ def _spawn(
                 command,
                 readable=[*readable, os.environ.get("COURSE_ROOT", "")],
                 writable=[directory] if directory else [],
+                hidden=hidden_folders(),
+                status=status_w,
             ),
             stdin=subprocess.DEVNULL,
-            pass_fds=(to_child_r, from_child_w),
+            pass_fds=(to_child_r, from_child_w, *([status_w] if status_w is not None else [])),
             env=env,
         )
+    except BaseException:
+        if status_r is not None:
+            os.close(status_r)
+        raise
     finally:
         os.close(to_child_r)
         os.close(from_child_w)
+        if status_w is not None:
+            os.close(status_w)
+    proc.sandbox_status = status_r  # type: ignore[attr-defined]
     return proc, os.fdopen(to_child_w, "wb"), from_child_r
+
+
+def _setup_failure(proc: subprocess.Popen) -> str | None:
+    """Why the sandbox of ``proc`` (ended) could not be made, as the sandbox
+    said on its status pipe; None when it was made, or there is none. The
+    pipe is closed (asked again: None)."""
+    fd = getattr(proc, "sandbox_status", None)
+    proc.sandbox_status = None  # type: ignore[attr-defined]
+    return jail.setup_failure(fd) if fd is not None else None
 
 
 def _ended(code: int | None) -> str:

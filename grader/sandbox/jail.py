@@ -16,6 +16,10 @@ that starts it in a sandbox, when :func:`state` says one can be made here:
   ``/dev/shm`` (fresh tmpfs, bounded) and the submission's own directory.
   Paths it must read that lay under ``/tmp`` (the course's code or a
   submission in a temporary folder) are bound into the fresh ``/tmp``.
+- **hidden folders**: the course's ``solutions/``, a classroom's submissions
+  and results, the workspace with the progress file and the compile cache
+  (``hidden``) are covered by an empty read-only tmpfs; what it must see
+  inside one (its own folder, the course's code) is bound back over it.
 - **no capability**: inside the namespace it is not root, so it cannot
   undo a mount (and a namespace it makes itself gets them locked);
   ``no_new_privs`` is set.
@@ -27,6 +31,11 @@ The command becomes ``python -I -S jail.py CONFIG -- COMMAND…``: this file
 runs as a script, imports only the standard library, unshares, forks the
 student's process (PID 1 inside), waits for it and ends as it ended.
 
+Whether the sandbox was made is said on a descriptor of its own (``status``,
+see :func:`wrap`), written by this script before the student's code starts
+and closed for it: ``ok``, or ``failed: <why>``. The exit code cannot say
+it, since the student's code may end with any code (``os._exit(125)``).
+
 Where no sandbox can be made (not Linux, user namespaces refused, a
 container that forbids mounting ``/proc``), or with ``COURSE_SANDBOX=off``,
 :func:`state` says ``off: <why>``, the command runs as it is, and the
@@ -36,6 +45,7 @@ reports say ``sandbox: off``. ``COURSE_SANDBOX_MEMORY`` (e.g. ``2G``,
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -43,6 +53,7 @@ import resource
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 
 SWITCH = "COURSE_SANDBOX"
 """``off`` runs the student's process without a sandbox."""
@@ -62,7 +73,10 @@ SCRATCH = "512m"
 COVERED = ("/tmp", "/dev/shm")
 """Folders the sandbox replaces with a fresh tmpfs of its own."""
 SETUP_FAILED = 125
-"""Exit code of the sandbox's own process when it could not be made."""
+"""Exit code of the sandbox's own process when it could not be made (the
+student's code can end with it too: the ``status`` descriptor says which)."""
+HIDDEN_SIZE = "1m"
+"""Size of the empty tmpfs over a hidden folder (it holds mount points only)."""
 
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER = 0x00020000, 0x08000000, 0x10000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
@@ -106,28 +120,57 @@ def memory_limit() -> int:
 
 
 def wrap(
-    command: list[str], *, readable: list[str], writable: list[str], loopback: bool = False
-) -> list[str]:
+    command: list[str], *, readable: list[str], writable: list[str],
+    hidden: Sequence[str] = (), status: int | None = None, loopback: bool = False,
+) -> list[str]:  # fmt: skip
     """``command`` run in the sandbox (unchanged where it is off). ``readable``:
     paths it must read (the course's code, Python, the submission); ``writable``:
-    the submission's own folder. Everything else is visible read-only, but for
-    a private ``/tmp`` and ``/dev/shm``. ``loopback``: the namespace's loopback
-    is brought up (a cluster of processes that talk to each other on it; still
-    no network beyond it)."""
+    the submission's own folder; ``hidden``: folders it must not see (empty
+    there), but for what ``readable`` and ``writable`` name inside them.
+    Everything else is visible read-only, but for a private ``/tmp`` and
+    ``/dev/shm``. ``status``: a descriptor the caller passes to the process
+    (``pass_fds``), on which the sandbox says ``ok`` or ``failed: <why>`` (see
+    :func:`setup_failure`). ``loopback``: the namespace's loopback is brought up
+    (a cluster of processes that talk to each other on it; still no network
+    beyond it)."""
     if not on():
         return command
-    return _command(command, readable, writable, loopback)
+    return _command(command, readable, writable, hidden, status, loopback)
+
+
+def setup_failure(status: int) -> str | None:
+    """Why the sandbox could not be made, as its own process wrote it on the
+    ``status`` descriptor (the read end, closed here) before any of the
+    student's code ran; None when it was made, or said nothing (it was killed).
+    Read once the sandbox's process has ended; never waits."""
+    chunks = []
+    try:
+        os.set_blocking(status, False)
+        while chunk := os.read(status, 4096):
+            chunks.append(chunk)
+    except OSError:
+        pass
+    finally:
+        os.close(status)
+    said = b"".join(chunks).decode("utf-8", "replace").strip()
+    return said.removeprefix("failed: ") if said.startswith("failed: ") else None
 
 
 def _command(
-    command: list[str], readable: list[str], writable: list[str], loopback: bool = False
-) -> list[str]:
+    command: list[str], readable: list[str], writable: list[str],
+    hidden: Sequence[str] = (), status: int | None = None, loopback: bool = False,
+) -> list[str]:  # fmt: skip
     config = {
         "parent": os.getpid(),
         "readable": sorted({os.path.realpath(p) for p in readable if p and os.path.exists(p)}),
         "writable": sorted({os.path.realpath(p) for p in writable if p and os.path.isdir(p)}),
+        "hidden": sorted(
+            filter(_hideable, {os.path.realpath(p) for p in hidden if p and os.path.isdir(p)})
+        ),
         "memory": memory_limit(),
         "loopback": bool(loopback),
+        "scratch": SCRATCH,
+        "status": status,
     }
     return [
         sys.executable,
@@ -138,6 +181,16 @@ def _command(
         "--",
         *command,
     ]
+
+
+SYSTEM = ("/bin", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/sbin", "/sys", "/usr")
+"""Folders a process needs that are never named as readable: never hidden."""
+
+
+def _hideable(path: str) -> bool:
+    """Whether hiding ``path`` leaves the system's own folders visible (a progress
+    file in ``/`` or ``/usr`` must not hide the C library)."""
+    return not any(_under(system, path) for system in SYSTEM)
 
 
 def python_paths() -> list[str]:
@@ -239,6 +292,51 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
+def _uncover(libc, keep: list, covers: list[str], hidden: list[str]) -> None:
+    """Hide each ``hidden`` folder under an empty tmpfs, and bind back what is
+    kept (``keep``: path, writable, descriptor) where a cover hides it. Parents
+    first (the shortest path first; at one path, the cover before the keep), so
+    that a hidden folder inside a kept one is hidden, and a kept folder inside
+    a hidden one is bound back over it."""
+    kept = {p for p, _, _ in keep}  # a folder both hidden and kept is kept (it is not covered:
+    # a bind of it would carry the cover along)
+    ops = [(p, 0, False, None) for p in hidden if p not in kept]
+    ops += [(p, 1, w, fd) for p, w, fd in keep]
+    shown: list[str] = []
+    hid: list[str] = []
+    for path, kind, writable, fd in sorted(ops, key=lambda o: (len(o[0]), o[1], o[2])):
+        if kind == 0:
+            if os.path.isdir(path) and not os.path.islink(path):  # else: not reachable here
+                _mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                       f"size={HIDDEN_SIZE},mode=755")  # fmt: skip
+                covers.append(path)
+                hid.append(path)
+            continue
+        covered = _depth(path, covers) > _depth(path, shown)  # the nearest above it is a cover
+        shown.append(path)
+        if not covered and not writable:
+            os.close(fd)
+            continue  # visible already, read-only
+        if covered:
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(path, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                open(path, "a").close()
+        _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+        if writable:
+            _mount(libc, None, path, None, MS_REMOUNT | MS_BIND | _kept_flags(path) & ~MS_RDONLY)
+        os.close(fd)
+    for path in hid:  # empty, and read-only: nothing can be planted there
+        _mount(libc, None, path, None,
+               MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)  # fmt: skip
+
+
+def _depth(path: str, folders: list[str]) -> int:
+    """The length of the longest of ``folders`` that holds ``path`` (−1: none)."""
+    return max((len(f) for f in folders if _under(path, f)), default=-1)
+
+
 def _inside(config: dict, lifeline: int) -> None:
     """The student's process-to-be, PID 1 in its namespace: mounts, limits, exec."""
     libc = _libc()
@@ -260,26 +358,14 @@ def _inside(config: dict, lifeline: int) -> None:
             continue
     _all_read_only(libc)
     _mount(libc, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    covers = []
+    """Folders covered by a tmpfs of ours, where what is kept must be bound back."""
     for folder in COVERED:
         if os.path.isdir(folder):
-            _mount(
-                libc, "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={SCRATCH},mode=1777"
-            )
-    # the shortest first, so that a writable folder inside a readable one is bound over it
-    for path, writable, fd in sorted(keep, key=lambda k: (len(k[0]), k[1])):
-        covered = any(_under(path, c) for c in COVERED)
-        if not covered and not writable:
-            continue  # visible already, read-only
-        if covered:
-            if os.path.isdir(f"/proc/self/fd/{fd}"):
-                os.makedirs(path, exist_ok=True)
-            else:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                open(path, "a").close()
-        _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-        if writable:
-            _mount(libc, None, path, None, MS_REMOUNT | MS_BIND | _kept_flags(path) & ~MS_RDONLY)
-        os.close(fd)
+            _mount(libc, "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV,
+                   f"size={config.get('scratch') or SCRATCH},mode=1777")  # fmt: skip
+            covers.append(folder)
+    _uncover(libc, keep, covers, config.get("hidden") or [])
     memory = int(config["memory"])
     for limit, value in ((resource.RLIMIT_DATA, memory), (resource.RLIMIT_NPROC, PROCESSES),
                          (resource.RLIMIT_FSIZE, FILE_SIZE), (resource.RLIMIT_CORE, 0)):  # fmt: skip
@@ -311,10 +397,28 @@ def _loopback_up() -> None:
         raise SetupError(f"cannot bring up the loopback: {exc}") from None
 
 
+def _read(fd: int) -> bytes:
+    while True:
+        try:
+            return os.read(fd, 4096)
+        except InterruptedError:
+            continue
+
+
 def main(argv: list[str]) -> None:
     """``jail.py CONFIG -- COMMAND…``: the sandbox's outer process."""
     config, command = json.loads(argv[0]), argv[2:]
     libc = _libc()
+    status = config.get("status")
+    if status is not None:
+        os.set_inheritable(status, False)  # the student's process never holds it
+
+    def say(line: str) -> None:
+        if status is not None:
+            with contextlib.suppress(OSError):
+                os.write(status, line.encode("utf-8", "replace") + b"\n")
+                os.close(status)
+
     try:
         _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
         if os.getppid() != config["parent"]:
@@ -331,20 +435,33 @@ def main(argv: list[str]) -> None:
             f.write(f"{gid or 1000} {gid} 1")
     except (SetupError, OSError) as exc:
         print(f"sandbox: {exc}", file=sys.stderr, flush=True)
+        say(f"failed: {exc}")
         os._exit(SETUP_FAILED)
     lifeline, hold = os.pipe()
+    failed, failing = os.pipe()  # close-on-exec: EOF with nothing said once the exec succeeded
     pid = os.fork()
     if pid == 0:
         try:
             os.close(hold)
+            os.close(failed)
             _inside(config, lifeline)
             os.execvp(command[0], command)
-        except (SetupError, OSError) as exc:
-            print(f"sandbox: {exc}", file=sys.stderr, flush=True)
+        except Exception as exc:  # noqa: BLE001 — whatever stops the setup, said as such
+            why = str(exc) if isinstance(exc, SetupError | OSError) else repr(exc)
+            print(f"sandbox: {why}", file=sys.stderr, flush=True)
+            with contextlib.suppress(OSError):
+                os.write(failing, why.encode("utf-8", "replace")[:4000])
         finally:
             os._exit(SETUP_FAILED)
-    os.closerange(3, hold)
-    os.closerange(hold + 1, 1 << 16)
+    os.close(failing)
+    kept = sorted({hold, failed, *([status] if status is not None else [])})
+    for low, high in zip([2, *kept], [*kept, 1 << 16]):
+        os.closerange(low + 1, high)  # the outer process holds none of the student's pipes
+    why = b""
+    while chunk := _read(failed):
+        why += chunk
+    os.close(failed)
+    say(f"failed: {why.decode('utf-8', 'replace')}" if why else "ok")
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, lambda s, _f: os.kill(pid, signal.SIGKILL))
     while True:

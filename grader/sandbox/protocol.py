@@ -60,6 +60,10 @@ class Request:
     """Where the worker keeps compiled programs between runs (None: no cache)."""
     examples_dir: str | None = None
     """Where the worker keeps drawn examples between runs (None: not kept)."""
+    hidden: tuple[str, ...] = ()
+    """Folders the student's process must not see (in the sandbox): a classroom's
+    submissions and results, the workspace holding the progress file. The
+    worker adds ``cache_dir`` and the course's ``solutions/``."""
     key: str = ""
     """The secret the worker signs its events with (see :func:`sign`); fresh per worker."""
 
@@ -72,7 +76,8 @@ class Request:
         lessons = tuple(
             LessonJob(j["lesson"], j["module"], tuple(j["exercises"])) for j in d.pop("lessons")
         )
-        return cls(lessons=lessons, **d)
+        hidden = tuple(str(h) for h in d.pop("hidden", ()))
+        return cls(lessons=lessons, hidden=hidden, **d)
 
 
 # ---------------------------------------------------------------- events

@@ -458,6 +458,7 @@ def _launch(request: Request, marker: str, *, serve: bool) -> Live:
         argv += ["--serve", json.dumps({
             "devices": request.devices, "platform": request.platform,
             "cache_dir": request.cache_dir, "directory": request.directory, "module": first,
+            "hidden": list(request.hidden),
         })]  # fmt: skip
     _adopt_orphans()
     try:
