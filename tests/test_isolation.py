@@ -119,12 +119,14 @@ def test_the_students_process_imports_nothing_of_the_worker():
 
 def test_no_part_of_the_events_key_reaches_the_students_process(root, tmp_path, monkeypatch):
     """Issue 19: neither the student's environment nor its command line holds the
-    key (or half of it) that signs the worker's events."""
+    key (or half of it) that signs the worker's events; nor a secret of the caller's
+    environment (only what Python, JAX and the course read is passed on)."""
     from grader.sandbox import runner
     from grader.sandbox.protocol import LessonJob, Request
 
     made = iter(["ab" * 16, "cd" * 8])  # the key first, then the marker of the grade's processes
     monkeypatch.setattr(runner.secrets, "token_hex", lambda n: next(made))
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "sekrit-of-the-teachers")
     source = (root / "solutions" / "l01_meshes.py").read_text()
     (tmp_path / "l01_meshes.py").write_text(
         "import os as _os, pathlib as _pathlib\n"
@@ -139,6 +141,25 @@ def test_no_part_of_the_events_key_reaches_the_students_process(root, tmp_path, 
     seen = (tmp_path / "environ").read_bytes() + (tmp_path / "cmdline").read_bytes()
     assert b"cdcdcdcd" in seen  # the marker is there: the probe read the right process
     assert b"abab" not in seen
+    assert b"sekrit-of-the-teachers" not in seen and b"AWS_SECRET" not in seen
+    assert b"COURSE_PLATFORM=cpu" in seen  # what the course reads is passed on
+
+
+def test_the_students_environment_is_an_allow_list():
+    from grader.sandbox import jail
+
+    given = {"PATH": "/bin", "HOME": "/h", "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "-x",
+             "PYTHONPATH": "/p", "LC_ALL": "C", "COURSE_DEVICES": "8",
+             "GITHUB_TOKEN": "t", "AWS_SECRET_ACCESS_KEY": "k", "DATABASE_URL": "u"}  # fmt: skip
+    assert set(jail.environment(given)) == {
+        "PATH",
+        "HOME",
+        "JAX_PLATFORMS",
+        "XLA_FLAGS",
+        "PYTHONPATH",
+        "LC_ALL",
+        "COURSE_DEVICES",
+    }
 
 
 def test_undumpable_processes_refuse_their_memory_to_their_user():

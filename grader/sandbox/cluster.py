@@ -251,7 +251,7 @@ class Cluster:
             from_r, from_w = os.pipe()
             theirs += [to_r, from_w]
             ours.append((to_w, from_r))
-        env = dict(os.environ)
+        env = jail.environment(dict(os.environ))  # an allow-list: no secret of the caller's
         env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
         env["JAX_PLATFORMS"] = "cpu"
         env["XLA_FLAGS"] = " ".join(

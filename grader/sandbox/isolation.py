@@ -347,7 +347,7 @@ def _spawn(
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
     status_r, status_w = os.pipe() if jail.on() else (None, None)
-    env = dict(os.environ)
+    env = jail.environment(dict(os.environ))  # an allow-list: no secret of the caller's
     env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # it never runs a program
     try:

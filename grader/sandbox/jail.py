@@ -119,6 +119,22 @@ def memory_limit() -> int:
     return max(value, 256 * MiB)
 
 
+KEPT_VARIABLES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR",
+    "NO_COLOR", "FORCE_COLOR", "COLUMNS", "LINES", "VIRTUAL_ENV", "LD_LIBRARY_PATH",
+})  # fmt: skip
+KEPT_PREFIXES = ("COURSE_", "JAX_", "XLA_", "TF_", "PYTHON", "LC_", "CUDA", "NVIDIA_", "TPU_",
+                 "LIBTPU", "HYPOTHESIS_")  # fmt: skip
+
+
+def environment(env: dict[str, str]) -> dict[str, str]:
+    """The environment the student's processes start with: only what Python, JAX
+    and the course read (an allow-list), so that a teacher's or a CI's secrets
+    (tokens, keys, passwords in the environment) never reach them. Applied
+    whether or not the sandbox is on."""
+    return {k: v for k, v in env.items() if k in KEPT_VARIABLES or k.startswith(KEPT_PREFIXES)}
+
+
 def wrap(
     command: list[str], *, readable: list[str], writable: list[str],
     hidden: Sequence[str] = (), status: int | None = None, loopback: bool = False,
