@@ -128,20 +128,156 @@ def allreduce_run(fn: Any, payload: dict, salt: int) -> dict:
     return {"shards": len(out.addressable_shards)}
 
 
+MAX_PROGRAMS = 4
+"""At most this many programs are exported from one call (the first ones)."""
+
+
+def _global(x: Any) -> bool:
+    """A concrete jax array spanning processes (not a tracer: a jit inside a
+    traced function is part of the outer program)."""
+    import jax
+
+    return (isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer)
+            and not x.is_fully_addressable)  # fmt: skip
+
+
+def _jax_own(fun: Any) -> bool:
+    module = str(getattr(fun, "__module__", None) or "")
+    return module.split(".")[0] in ("jax", "jaxlib")
+
+
+def _spec(x: Any) -> Any:
+    import jax
+
+    if isinstance(x, jax.Array):
+        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding)
+    arr = np.asarray(x)
+    return jax.ShapeDtypeStruct(arr.shape, arr.dtype)
+
+
+class _Recorder:
+    """What ``multihost_train_step`` runs on global arrays, exported as it is
+    called: every ``jax.jit``-ed function (and every ``shard_map`` called
+    outside one) whose arguments include a global array is exported with
+    ``jax.export`` at those arguments' shapes, dtypes and shardings, then
+    called as the student wrote it. Nothing here changes what runs."""
+
+    def __init__(self) -> None:
+        self.blobs: list[str] = []
+        self.notes: list[str] = []
+        self.calls = 0
+
+    def record(self, jitted: Any, args: tuple, kwargs: dict, static: tuple) -> None:
+        import jax
+
+        if kwargs or not any(_global(v) for v in jax.tree.leaves(args)):
+            return
+        self.calls += 1
+        if len(self.blobs) >= MAX_PROGRAMS:
+            return
+        specs = tuple(a if i in static else jax.tree.map(_spec, a) for i, a in enumerate(args))
+        try:
+            exported = jax.export.export(jitted, platforms=["cpu"])(*specs)
+            self.blobs.append(base64.b64encode(bytes(exported.serialize())).decode("ascii"))
+        except Exception as exc:  # what it was cannot be exported: said, not fatal
+            self.notes.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+
+    def jit(self, original: Any) -> Any:
+        recorder = self
+
+        def jit(fun: Any = None, /, **options: Any) -> Any:
+            if fun is None:
+                return lambda f: jit(f, **options)
+            if _jax_own(fun):  # jax's own helpers (device_put's checks across processes)
+                return original(fun, **options)
+            static = options.get("static_argnums") or ()
+            static = (static,) if isinstance(static, int) else tuple(static)
+            return _Wrapped(original(fun, **options), recorder, static)
+
+        return jit
+
+    def shard_map(self, original: Any) -> Any:
+        recorder = self
+
+        def shard_map(f: Any = None, /, **options: Any) -> Any:
+            if f is None:
+                return lambda g: shard_map(g, **options)
+            import jax
+
+            mapped = original(f, **options)
+            if _jax_own(f):
+                return mapped
+            return _Wrapped(mapped, recorder, (), jitted=jax.jit(mapped))
+
+        return shard_map
+
+
+class _Wrapped:
+    """A jitted (or shard_mapped) function that records its global calls."""
+
+    def __init__(self, fn: Any, recorder: _Recorder, static: tuple, jitted: Any = None) -> None:
+        self._fn, self._recorder, self._static = fn, recorder, static
+        self._jitted = fn if jitted is None else jitted
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self._recorder.record(self._jitted, args, kwargs, self._static)
+        return self._fn(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fn, name)
+
+
+def _recording(fn: Any, recorder: _Recorder) -> Any:
+    """Patch ``jax.jit``/``jax.shard_map`` and the module's own names for them
+    (and its module-level jitted functions) for the call; undone after."""
+    import contextlib
+
+    import jax
+
+    @contextlib.contextmanager
+    def patched() -> Any:
+        jit, smap = jax.jit, jax.shard_map
+        pjit_type = type(jit(lambda: 0))
+        names = getattr(fn, "__globals__", {})
+        saved = dict(names)
+        try:
+            jax.jit, jax.shard_map = recorder.jit(jit), recorder.shard_map(smap)
+            for k, v in saved.items():
+                if v is jit:
+                    names[k] = jax.jit
+                elif v is smap:
+                    names[k] = jax.shard_map
+                elif isinstance(v, pjit_type):
+                    names[k] = _Wrapped(v, recorder, ())
+            yield
+        finally:
+            jax.jit, jax.shard_map = jit, smap
+            for k in saved:
+                names[k] = saved[k]
+
+    return patched()
+
+
 def train(fn: Any, payload: dict, salt: int) -> dict:
     """``multihost_train_step`` on this process's own rows; what it returns as
-    this process holds it (every leaf's addressable shards)."""
+    this process holds it (every leaf's addressable shards), and the programs it
+    ran on global arrays, exported (:class:`_Recorder`; the worker replays them
+    on its own devices and reads their collectives there)."""
     import jax
 
     params = {k: np.asarray(v) for k, v in payload["params"].items()}
-    out = fn(params, payload["x"], payload["y"], cluster_mesh(), float(payload["lr"]))
+    recorder = _Recorder()
+    with _recording(fn, recorder):
+        out = fn(params, payload["x"], payload["y"], cluster_mesh(), float(payload["lr"]))
+    programs = {"programs": recorder.blobs, "calls": recorder.calls, "notes": recorder.notes}
     if not isinstance(out, tuple | list) or len(out) != 2:
-        return {"returned": type(out).__name__}
+        return {"returned": type(out).__name__, **programs}
     new, loss = out
     if not isinstance(new, dict):
-        return {"returned": f"({type(new).__name__}, …)"}
+        return {"returned": f"({type(new).__name__}, …)", **programs}
     jax.block_until_ready((new, loss))
-    return {"params": {str(k): shards_of(v) for k, v in new.items()}, "loss": shards_of(loss)}
+    return {"params": {str(k): shards_of(v) for k, v in new.items()}, "loss": shards_of(loss),
+            **programs}  # fmt: skip
 
 
 TASKS = {
