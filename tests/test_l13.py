@@ -356,3 +356,53 @@ def test_a_replayed_program_whose_values_are_not_the_step_fails():
     result, *_ = _step_trial(HIER, mapped=True, output=wrong)
     assert not result.passed
     assert "w_out differs from the single-process step on the same batch" in result.message
+
+
+MODULE_LEVEL_STEP = """
+import functools
+
+
+@functools.partial(jax.jit, static_argnums=(3, 4))
+def _whole_step(params, x, y, mesh, lr):
+    local = mesh.shape["local"]
+
+    def body(p, xr, yr):
+        pv = lax.pcast(p, ("host", "local"), to="varying")
+        loss, g = jax.value_and_grad(tinymodels.loss)(pv, xr, yr)
+        leaves, tree = jax.tree.flatten(g)
+        flat = jnp.concatenate([leaf.ravel() for leaf in leaves])
+        pad = (-flat.size) % local
+        flat = hierarchical_all_reduce(jnp.pad(flat, (0, pad))[:, None], "host", "local")
+        flat = flat[: flat.shape[0] - pad, 0] / mesh.size
+        parts = jnp.split(flat, np.cumsum([leaf.size for leaf in leaves])[:-1])
+        g = jax.tree.unflatten(tree, [q.reshape(leaf.shape) for q, leaf in zip(parts, leaves)])
+        return jax.tree.map(lambda w, d: w - lr * d, p, g), lax.pmean(loss, ("host", "local"))
+
+    smap = jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P()))
+    return smap(params, x, y)
+
+
+def multihost_train_step(params, local_x, local_y, mesh, lr):
+    rows = NamedSharding(mesh, ROWS)
+    x = jax.make_array_from_process_local_data(rows, local_x)
+    y = jax.make_array_from_process_local_data(rows, local_y)
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    return _whole_step(params, x, y, mesh, lr)
+"""
+
+
+def test_a_step_jitted_at_module_level_with_static_args_is_measured_and_passes(root, tmp_path):
+    """The recorder wraps the module's own jitted functions too, and exports at the
+    call's own arguments (the mesh and lr static): the replayed program is mapped."""
+    from grader import engine
+
+    source = (root / "solutions" / f"{MODULE}.py").read_text() + MODULE_LEVEL_STEP
+    (tmp_path / f"{MODULE}.py").write_text(source)
+    result = engine.grade_lesson(13, MODULE, tmp_path, only=["multihost_train_step"], timeout=60)
+    (er,) = result.exercises
+    checks = {c.name: c for c in er.checks}
+    assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])
+    assert "within the" in checks["hierarchical"].message
+    assert (
+        "only its collectives" not in checks["hierarchical"].message
+    )  # inputs mapped: values held

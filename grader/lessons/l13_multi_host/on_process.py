@@ -146,15 +146,6 @@ def _jax_own(fun: Any) -> bool:
     return module.split(".")[0] in ("jax", "jaxlib")
 
 
-def _spec(x: Any) -> Any:
-    import jax
-
-    if isinstance(x, jax.Array):
-        return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding)
-    arr = np.asarray(x)
-    return jax.ShapeDtypeStruct(arr.shape, arr.dtype)
-
-
 class _Recorder:
     """What ``multihost_train_step`` runs on global arrays, exported as it is
     called: every ``jax.jit``-ed function (and every ``shard_map`` called
@@ -167,18 +158,22 @@ class _Recorder:
         self.blobs: list[str] = []
         self.notes: list[str] = []
         self.calls = 0
+        self.closed = False
+        """Set when the call is over (a wrapper the student kept records nothing later)."""
 
-    def record(self, jitted: Any, args: tuple, kwargs: dict, static: tuple) -> None:
+    def record(self, jitted: Any, args: tuple, kwargs: dict) -> None:
         import jax
 
-        if kwargs or not any(_global(v) for v in jax.tree.leaves(args)):
+        if self.closed or not any(_global(v) for v in jax.tree.leaves((args, kwargs))):
             return
         self.calls += 1
+        if kwargs:
+            self.notes.append(f"a call with keyword arguments ({', '.join(sorted(kwargs))}): not exported")  # fmt: skip
+            return
         if len(self.blobs) >= MAX_PROGRAMS:
             return
-        specs = tuple(a if i in static else jax.tree.map(_spec, a) for i, a in enumerate(args))
-        try:
-            exported = jax.export.export(jitted, platforms=["cpu"])(*specs)
+        try:  # at the arguments themselves: a jitted function's trace keeps its static ones
+            exported = jax.export.export(jitted, platforms=["cpu"])(*args)
             self.blobs.append(base64.b64encode(bytes(exported.serialize())).decode("ascii"))
         except Exception as exc:  # what it was cannot be exported: said, not fatal
             self.notes.append(f"{type(exc).__name__}: {str(exc)[:200]}")
@@ -191,9 +186,7 @@ class _Recorder:
                 return lambda f: jit(f, **options)
             if _jax_own(fun):  # jax's own helpers (device_put's checks across processes)
                 return original(fun, **options)
-            static = options.get("static_argnums") or ()
-            static = (static,) if isinstance(static, int) else tuple(static)
-            return _Wrapped(original(fun, **options), recorder, static)
+            return _Wrapped(original(fun, **options), recorder)
 
         return jit
 
@@ -208,7 +201,7 @@ class _Recorder:
             mapped = original(f, **options)
             if _jax_own(f):
                 return mapped
-            return _Wrapped(mapped, recorder, (), jitted=jax.jit(mapped))
+            return _Wrapped(mapped, recorder, jitted=jax.jit(mapped))
 
         return shard_map
 
@@ -216,14 +209,14 @@ class _Recorder:
 class _Wrapped:
     """A jitted (or shard_mapped) function that records its global calls."""
 
-    def __init__(self, fn: Any, recorder: _Recorder, static: tuple, jitted: Any = None) -> None:
-        self._fn, self._recorder, self._static = fn, recorder, static
+    def __init__(self, fn: Any, recorder: _Recorder, jitted: Any = None) -> None:
+        self._fn, self._recorder = fn, recorder
         self._jitted = fn if jitted is None else jitted
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         out = self._fn(*args, **kwargs)  # first: the export after it reuses its trace (½ the time)
         try:
-            self._recorder.record(self._jitted, args, kwargs, self._static)
+            self._recorder.record(self._jitted, args, kwargs)
         except Exception as exc:  # never the student's call's fault: said, not raised
             self._recorder.notes.append(f"{type(exc).__name__}: {str(exc)[:200]}")
         return out
@@ -236,6 +229,7 @@ def _recording(fn: Any, recorder: _Recorder) -> Any:
     """Patch ``jax.jit``/``jax.shard_map`` and the module's own names for them
     (and its module-level jitted functions) for the call; undone after."""
     import contextlib
+    import inspect
 
     import jax
 
@@ -243,7 +237,7 @@ def _recording(fn: Any, recorder: _Recorder) -> Any:
     def patched() -> Any:
         jit, smap = jax.jit, jax.shard_map
         pjit_type = type(jit(lambda: 0))
-        names = getattr(fn, "__globals__", {})
+        names = getattr(inspect.unwrap(fn), "__globals__", {})  # the student's module's names
         saved = dict(names)
         try:
             jax.jit, jax.shard_map = recorder.jit(jit), recorder.shard_map(smap)
@@ -253,9 +247,10 @@ def _recording(fn: Any, recorder: _Recorder) -> Any:
                 elif v is smap:
                     names[k] = jax.shard_map
                 elif isinstance(v, pjit_type):
-                    names[k] = _Wrapped(v, recorder, ())
+                    names[k] = _Wrapped(v, recorder)
             yield
         finally:
+            recorder.closed = True
             jax.jit, jax.shard_map = jit, smap
             for k in saved:
                 names[k] = saved[k]

@@ -829,7 +829,10 @@ class HierarchicalStep(Check):
     what ran is the student's process's word; so where its inputs map to (params,
     x, y) it is run on the grader's own params and a fresh batch and its outputs
     held to the float64 reference step too, and where they do not, only its
-    collectives are read. A step that ran no program on global arrays fails."""
+    collectives are read. A step that ran no program on global arrays fails.
+    What this cannot see: a program called beside the step only to be read (a
+    decoy, on other inputs) while the real reduction runs eagerly; the
+    eager-run checks still hold the step's values, not its bytes."""
 
     name: str = "hierarchical"
 
@@ -891,9 +894,9 @@ class HierarchicalStep(Check):
         mapped = all(r["mapped"] for r in rep["runs"])
         return CheckResult(
             self.name, True,
-            f"{got} bytes per device cross processes, within the {budget} allowed "
-            f"(2(P−1)/P·|g|/D = {best:.0f}, parts rounded to whole elements, and the loss's "
-            f"all-reduce); a flat all-reduce sends {ring:.0f}"
+            f"{got} bytes per device cross processes, within the {budget} allowed: "
+            f"2(P−1)/P·|g|/D = {best:.0f} (each part rounded up to whole elements) and the "
+            f"loss's all-reduce; a flat all-reduce sends {ring:.0f}"
             + ("" if mapped else " (the program's inputs are not (params, x, y): only its collectives were read)"),
             evidence=evidence,
         )  # fmt: skip
