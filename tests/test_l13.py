@@ -406,3 +406,44 @@ def test_a_step_jitted_at_module_level_with_static_args_is_measured_and_passes(r
     assert (
         "only its collectives" not in checks["hierarchical"].message
     )  # inputs mapped: values held
+
+
+SPLIT_STEP = """
+def multihost_train_step(params, local_x, local_y, mesh, lr):
+    rows = NamedSharding(mesh, ROWS)
+    x = jax.make_array_from_process_local_data(rows, local_x)
+    y = jax.make_array_from_process_local_data(rows, local_y)
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    local = mesh.shape["local"]
+
+    def body(p, xr, yr):  # the gradient and the loss only: the update comes after, eagerly
+        pv = lax.pcast(p, ("host", "local"), to="varying")
+        loss, g = jax.value_and_grad(tinymodels.loss)(pv, xr, yr)
+        leaves, tree = jax.tree.flatten(g)
+        flat = jnp.concatenate([leaf.ravel() for leaf in leaves])
+        pad = (-flat.size) % local
+        flat = hierarchical_all_reduce(jnp.pad(flat, (0, pad))[:, None], "host", "local")
+        flat = flat[: flat.shape[0] - pad, 0] / mesh.size
+        parts = jnp.split(flat, np.cumsum([leaf.size for leaf in leaves])[:-1])
+        g = jax.tree.unflatten(tree, [q.reshape(leaf.shape) for q, leaf in zip(parts, leaves)])
+        return g, lax.pmean(loss, ("host", "local"))
+
+    smap = jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P()))
+    g, loss = jax.jit(smap)(params, x, y)
+    with jax.set_mesh(mesh):
+        return jax.tree.map(lambda w, d: w - lr * d, params, g), loss
+"""
+
+
+def test_a_step_split_into_a_jitted_gradient_and_an_eager_update_passes_on_collectives(root, tmp_path):  # fmt: skip
+    """Its program takes (params, x, y) and returns (dict, loss), but not the step's
+    result: its values are not held to the updated params, only its collectives read."""
+    from grader import engine
+
+    source = (root / "solutions" / f"{MODULE}.py").read_text() + SPLIT_STEP
+    (tmp_path / f"{MODULE}.py").write_text(source)
+    result = engine.grade_lesson(13, MODULE, tmp_path, only=["multihost_train_step"], timeout=60)
+    (er,) = result.exercises
+    checks = {c.name: c for c in er.checks}
+    assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])
+    assert "only its collectives were read" in checks["hierarchical"].message

@@ -158,10 +158,12 @@ class _Recorder:
         self.blobs: list[str] = []
         self.notes: list[str] = []
         self.calls = 0
+        self.outputs: list[set[int]] = []
+        """For each exported program, the ids of the arrays that call returned."""
         self.closed = False
         """Set when the call is over (a wrapper the student kept records nothing later)."""
 
-    def record(self, jitted: Any, args: tuple, kwargs: dict) -> None:
+    def record(self, jitted: Any, args: tuple, kwargs: dict, out: Any = None) -> None:
         import jax
 
         if self.closed or not any(_global(v) for v in jax.tree.leaves((args, kwargs))):
@@ -175,6 +177,7 @@ class _Recorder:
         try:  # at the arguments themselves: a jitted function's trace keeps its static ones
             exported = jax.export.export(jitted, platforms=["cpu"])(*args)
             self.blobs.append(base64.b64encode(bytes(exported.serialize())).decode("ascii"))
+            self.outputs.append({id(v) for v in jax.tree.leaves(out)})
         except Exception as exc:  # what it was cannot be exported: said, not fatal
             self.notes.append(f"{type(exc).__name__}: {str(exc)[:200]}")
 
@@ -216,7 +219,7 @@ class _Wrapped:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         out = self._fn(*args, **kwargs)  # first: the export after it reuses its trace (½ the time)
         try:
-            self._recorder.record(self._jitted, args, kwargs)
+            self._recorder.record(self._jitted, args, kwargs, out)
         except Exception as exc:  # never the student's call's fault: said, not raised
             self._recorder.notes.append(f"{type(exc).__name__}: {str(exc)[:200]}")
         return out
@@ -269,7 +272,10 @@ def train(fn: Any, payload: dict, salt: int) -> dict:
     recorder = _Recorder()
     with _recording(fn, recorder):
         out = fn(params, payload["x"], payload["y"], cluster_mesh(), float(payload["lr"]))
-    programs = {"programs": recorder.blobs, "calls": recorder.calls, "notes": recorder.notes}
+    returned = {id(v) for v in jax.tree.leaves(out)}
+    by = [k for k, ids in enumerate(recorder.outputs) if returned and returned <= ids]
+    programs = {"programs": recorder.blobs, "calls": recorder.calls, "notes": recorder.notes,
+                "returned_by": by[-1] if by else None}  # fmt: skip
     if not isinstance(out, tuple | list) or len(out) != 2:
         return {"returned": type(out).__name__, **programs}
     new, loss = out

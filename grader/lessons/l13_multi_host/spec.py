@@ -676,7 +676,9 @@ def _replay_steps(rt: Any, ex: Example, said: dict, params: dict, rng: Any) -> d
     """The programs process 0 says its step ran on global arrays, each replayed
     here on the worker's own P·D devices: on the grader's own params and a fresh
     batch the student's processes never saw when its inputs map to (params, x,
-    y), else on inputs drawn from its avals; and their collectives read."""
+    y), else on inputs drawn from its avals; and their collectives read. Its
+    outputs are held to the step (``mapped``) only for the call whose outputs
+    the step returned, as that process tells."""
     p, d = ex["hosts"], ex["local"]
     x, y = training.draw_batch(rng, p * d * ex["rows"], ex["d"])
     mesh = _mesh(rt, ex)
@@ -686,7 +688,9 @@ def _replay_steps(rt: Any, ex: Example, said: dict, params: dict, rng: Any) -> d
         args, mapped = _replay_inputs(_program(raw), mesh, (params, x, y), rng)
         trial = rt.run_exported(raw, args, mesh)
         crossing = [(c, g) for c, g, a in cross_process(trial.comms, (p, d), 4) if HOST in a]
-        runs.append({"trial": trial, "mapped": mapped, "crossing": crossing})
+        # this call's outputs are what the step returned: its values are the step's
+        returned = said.get("returned_by") == len(runs)
+        runs.append({"trial": trial, "mapped": mapped and returned, "crossing": crossing})
     ref = training.sgd_step(params, x, y, LR) if runs else None
     return {"runs": runs, "calls": said.get("calls", 0), "notes": said.get("notes", []), "reference": ref}  # fmt: skip
 
@@ -829,7 +833,8 @@ class HierarchicalStep(Check):
     what ran is the student's process's word; so where its inputs map to (params,
     x, y) it is run on the grader's own params and a fresh batch and its outputs
     held to the float64 reference step too, and where they do not, only its
-    collectives are read. A step that ran no program on global arrays fails.
+    collectives are read (also when it is not the call whose outputs the step
+    returned). A step that ran no program on global arrays fails.
     What this cannot see: a program called beside the step only to be read (a
     decoy, on other inputs) while the real reduction runs eagerly; the
     eager-run checks still hold the step's values, not its bytes."""
