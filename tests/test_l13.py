@@ -259,3 +259,191 @@ def test_an_error_in_one_process_is_reported_without_waiting_for_the_others(root
     assert "process 1 cannot read its shard" in er.error
     assert "(in process 1; process 0 still inside, waiting for it)" in er.error
     assert er.duration < 40, er.duration  # a few seconds' grace, not the 60 s limit
+
+
+# ------------------------------------------------ multihost_train_step: the "hierarchical" check
+# On the programs' collectives as the worker's compile reports them (no cluster needed here):
+# a 2×4 mesh, the course model with d=8, f=16, one layer: 256 float32 params, |g| = 1024 bytes.
+
+
+def _step_trial(collectives, *, mapped=False, output=None, runs=1):
+    from grader.lessons.l13_multi_host import spec
+    from grader.measure.hlo import CommSummary
+    from grader.reference import training
+    from grader.spec import Trial
+
+    ex = {"hosts": 2, "local": 4, "layers": 1, "rows": 2, "d": 8, "f": 16}
+    rng = np.random.default_rng(0)
+    params = training.draw_params(rng, 1, 8, 16)
+    x, y = training.draw_batch(rng, 16, 8)
+    comms = CommSummary(list(collectives))
+    crossing = [(c, g) for c, g, a in spec.cross_process(comms, (2, 4), 4) if spec.HOST in a]
+    fake = Trial(ex, output=output, comms=comms)
+    replayed = {"runs": [{"trial": fake, "mapped": mapped, "crossing": crossing}] * runs,
+                "calls": runs, "notes": [], "reference": training.sgd_step(params, x, y, 0.1)}  # fmt: skip
+    trial = Trial(ex, extra={"replayed": replayed, "params": params, "tol": 1e-5})
+    return spec.HierarchicalStep()(trial), params, x, y
+
+
+def _coll(kind, groups, elements_each, operand_elements):
+    from grader.measure.hlo import Collective
+
+    size = len(groups.split("},{")[0].strip("{}").split(","))
+    return Collective(kind=kind, name=f"{kind}.1", shape="f32[]", operand_bytes=4 * operand_elements,
+                      operand_elements=operand_elements, group_size=size, count=1,
+                      bytes_each=4 * elements_each, elements_each=elements_each, replica_groups=groups)  # fmt: skip
+
+
+HIER = [
+    _coll("all-reduce", "{{0,1,2,3,4,5,6,7}}", 1, 1),  # the loss, a scalar
+    _coll("reduce-scatter", "{{0,1,2,3},{4,5,6,7}}", 192, 256),
+    _coll("all-reduce", "{{0,4},{1,5},{2,6},{3,7}}", 64, 64),
+    _coll("all-gather", "{{0,1,2,3},{4,5,6,7}}", 192, 64),
+]
+
+
+def test_the_budget_is_the_hierarchical_figure_rounded_to_elements_plus_the_loss():
+    from grader.lessons.l13_multi_host.spec import grad_budget
+
+    assert grad_budget(2, 4, 256) == 256 + 8  # 2·1/2·1024/4 bytes, the loss's 8
+    assert grad_budget(3, 2, 256) == 171 * 4 + 8  # 4/3·128 = 170.7 elements, up to 171
+    assert grad_budget(2, 4, 257) == 65 * 4 + 8  # 257 over 4 devices: parts of 65
+
+
+def test_the_hierarchical_step_passes_on_its_collectives():
+    result, *_ = _step_trial(HIER)
+    assert result.passed, result.message
+    assert "260 bytes per device cross processes" in result.message
+    assert "only its collectives" in result.message  # not mapped: said so
+
+
+def test_a_flat_gradient_all_reduce_fails_naming_it_and_both_figures():
+    flat = [_coll("all-reduce", "{{0,1,2,3,4,5,6,7}}", 449, 257)]  # grads and loss, combined
+    result, *_ = _step_trial(flat)
+    assert not result.passed
+    for words in ("flat psum over both axes", "1796 bytes per device", "2(P−1)/P·|g|/D = 256",
+                  "2(PD−1)/(PD)·|g| = 1792"):  # fmt: skip
+        assert words in result.message, result.message
+
+
+def test_no_program_on_global_arrays_fails_saying_what_was_measured():
+    result, *_ = _step_trial([], runs=0)
+    assert not result.passed
+    assert "ran no jitted program on global arrays" in result.message
+    assert "0 calls" in result.message
+
+
+def test_collectives_within_processes_only_fail():
+    within = [_coll("all-reduce", "{{0,1,2,3},{4,5,6,7}}", 448, 256)]
+    result, *_ = _step_trial(within)
+    assert not result.passed and "move nothing across processes" in result.message
+
+
+def test_a_replayed_program_whose_values_are_not_the_step_fails():
+    import jax
+
+    from grader.reference import training
+
+    _, params, x, y = _step_trial(HIER)
+    want, loss = training.sgd_step(params, x, y, 0.1)
+    right = (
+        {k: jax.numpy.asarray(v, np.float32) for k, v in want.items()},
+        jax.numpy.float32(loss),
+    )
+    result, *_ = _step_trial(HIER, mapped=True, output=right)
+    assert result.passed, result.message
+    wrong = ({k: v + 0.01 if k == "w_out" else v for k, v in right[0].items()}, right[1])
+    result, *_ = _step_trial(HIER, mapped=True, output=wrong)
+    assert not result.passed
+    assert "w_out differs from the single-process step on the same batch" in result.message
+
+
+MODULE_LEVEL_STEP = """
+import functools
+
+
+@functools.partial(jax.jit, static_argnums=(3, 4))
+def _whole_step(params, x, y, mesh, lr):
+    local = mesh.shape["local"]
+
+    def body(p, xr, yr):
+        pv = lax.pcast(p, ("host", "local"), to="varying")
+        loss, g = jax.value_and_grad(tinymodels.loss)(pv, xr, yr)
+        leaves, tree = jax.tree.flatten(g)
+        flat = jnp.concatenate([leaf.ravel() for leaf in leaves])
+        pad = (-flat.size) % local
+        flat = hierarchical_all_reduce(jnp.pad(flat, (0, pad))[:, None], "host", "local")
+        flat = flat[: flat.shape[0] - pad, 0] / mesh.size
+        parts = jnp.split(flat, np.cumsum([leaf.size for leaf in leaves])[:-1])
+        g = jax.tree.unflatten(tree, [q.reshape(leaf.shape) for q, leaf in zip(parts, leaves)])
+        return jax.tree.map(lambda w, d: w - lr * d, p, g), lax.pmean(loss, ("host", "local"))
+
+    smap = jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P()))
+    return smap(params, x, y)
+
+
+def multihost_train_step(params, local_x, local_y, mesh, lr):
+    rows = NamedSharding(mesh, ROWS)
+    x = jax.make_array_from_process_local_data(rows, local_x)
+    y = jax.make_array_from_process_local_data(rows, local_y)
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    return _whole_step(params, x, y, mesh, lr)
+"""
+
+
+def test_a_step_jitted_at_module_level_with_static_args_is_measured_and_passes(root, tmp_path):
+    """The recorder wraps the module's own jitted functions too, and exports at the
+    call's own arguments (the mesh and lr static): the replayed program is mapped."""
+    from grader import engine
+
+    source = (root / "solutions" / f"{MODULE}.py").read_text() + MODULE_LEVEL_STEP
+    (tmp_path / f"{MODULE}.py").write_text(source)
+    result = engine.grade_lesson(13, MODULE, tmp_path, only=["multihost_train_step"], timeout=60)
+    (er,) = result.exercises
+    checks = {c.name: c for c in er.checks}
+    assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])
+    assert "within the" in checks["hierarchical"].message
+    assert (
+        "only its collectives" not in checks["hierarchical"].message
+    )  # inputs mapped: values held
+
+
+SPLIT_STEP = """
+def multihost_train_step(params, local_x, local_y, mesh, lr):
+    rows = NamedSharding(mesh, ROWS)
+    x = jax.make_array_from_process_local_data(rows, local_x)
+    y = jax.make_array_from_process_local_data(rows, local_y)
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    local = mesh.shape["local"]
+
+    def body(p, xr, yr):  # the gradient and the loss only: the update comes after, eagerly
+        pv = lax.pcast(p, ("host", "local"), to="varying")
+        loss, g = jax.value_and_grad(tinymodels.loss)(pv, xr, yr)
+        leaves, tree = jax.tree.flatten(g)
+        flat = jnp.concatenate([leaf.ravel() for leaf in leaves])
+        pad = (-flat.size) % local
+        flat = hierarchical_all_reduce(jnp.pad(flat, (0, pad))[:, None], "host", "local")
+        flat = flat[: flat.shape[0] - pad, 0] / mesh.size
+        parts = jnp.split(flat, np.cumsum([leaf.size for leaf in leaves])[:-1])
+        g = jax.tree.unflatten(tree, [q.reshape(leaf.shape) for q, leaf in zip(parts, leaves)])
+        return g, lax.pmean(loss, ("host", "local"))
+
+    smap = jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P()))
+    g, loss = jax.jit(smap)(params, x, y)
+    with jax.set_mesh(mesh):
+        return jax.tree.map(lambda w, d: w - lr * d, params, g), loss
+"""
+
+
+def test_a_step_split_into_a_jitted_gradient_and_an_eager_update_passes_on_collectives(root, tmp_path):  # fmt: skip
+    """Its program takes (params, x, y) and returns (dict, loss), but not the step's
+    result: its values are not held to the updated params, only its collectives read."""
+    from grader import engine
+
+    source = (root / "solutions" / f"{MODULE}.py").read_text() + SPLIT_STEP
+    (tmp_path / f"{MODULE}.py").write_text(source)
+    result = engine.grade_lesson(13, MODULE, tmp_path, only=["multihost_train_step"], timeout=60)
+    (er,) = result.exercises
+    checks = {c.name: c for c in er.checks}
+    assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])
+    assert "only its collectives were read" in checks["hierarchical"].message

@@ -20,7 +20,11 @@ process runs the same function at the same time. Meshes are ``('host',
 - ``multihost_train_step`` is called in every process on its own rows of the
   grader's data (it starts with host-local numpy rows, so it cannot be
   exported whole); params must come back identical on every device of every
-  process and equal to the float64 reference step on the global batch.
+  process and equal to the float64 reference step on the global batch. The
+  jitted programs it runs on global arrays are exported as they are called
+  (``on_process._Recorder``) and replayed here: the gradient all-reduce's
+  bytes across processes come from the worker's own compile
+  (:class:`HierarchicalStep`).
 - ``loader_indices`` and ``allreduce_time`` are pure, and called as such.
 """
 
@@ -663,7 +667,70 @@ def run_train(rt: Any, fn: Any, ex: Example) -> Trial:
     said = _task(rt, ex, "multihost_train_step", "train", payloads)
     want, loss = training.sgd_step(params, x, y, LR)
     sizes = training.Sizes(ex["layers"], p * d * ex["rows"], ex["d"], ex["f"])
-    return Trial(ex, output=said, expected=(want, loss), extra={"tol": training.tolerance(sizes)})
+    extra = {"tol": training.tolerance(sizes), "params": params}
+    extra["replayed"] = _replay_steps(rt, ex, said[0], params, rng)
+    return Trial(ex, output=said, expected=(want, loss), extra=extra)
+
+
+def _replay_steps(rt: Any, ex: Example, said: dict, params: dict, rng: Any) -> dict:
+    """The programs process 0 says its step ran on global arrays, each replayed
+    here on the worker's own P·D devices: on the grader's own params and a fresh
+    batch the student's processes never saw when its inputs map to (params, x,
+    y), else on inputs drawn from its avals; and their collectives read. Its
+    outputs are held to the step (``mapped``) only for the call whose outputs
+    the step returned, as that process tells."""
+    p, d = ex["hosts"], ex["local"]
+    x, y = training.draw_batch(rng, p * d * ex["rows"], ex["d"])
+    mesh = _mesh(rt, ex)
+    runs = []
+    for blob in said.get("programs", [])[: on_process.MAX_PROGRAMS]:
+        raw = base64.b64decode(blob)
+        args, mapped = _replay_inputs(_program(raw), mesh, (params, x, y), rng)
+        trial = rt.run_exported(raw, args, mesh)
+        crossing = [(c, g) for c, g, a in cross_process(trial.comms, (p, d), 4) if HOST in a]
+        # this call's outputs are what the step returned: its values are the step's
+        returned = said.get("returned_by") == len(runs)
+        runs.append({"trial": trial, "mapped": mapped and returned, "crossing": crossing})
+    ref = training.sgd_step(params, x, y, LR) if runs else None
+    return {"runs": runs, "calls": said.get("calls", 0), "notes": said.get("notes", []), "reference": ref}  # fmt: skip
+
+
+def _program(raw: bytes) -> Any:
+    import jax
+
+    try:
+        return jax.export.deserialize(bytearray(raw))
+    except Exception as exc:
+        from grader.sandbox.isolation import StudentProcessDied
+
+        raise StudentProcessDied(f"it handed back a program the grader cannot read ({exc})") from None  # fmt: skip
+
+
+def _replay_inputs(exported: Any, mesh: Any, ours: tuple, rng: Any) -> tuple[tuple, bool]:
+    """The program's inputs on the worker's mesh, at the shardings it was exported
+    with: ours (params, x, y) when its inputs are exactly those, else drawn."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    shardings = [s if s is not None else NamedSharding(mesh, P())
+                 for s in exported.in_shardings_jax(mesh)]  # fmt: skip
+    avals = exported.in_avals
+    mapped = exported.in_tree == jax.tree.structure((ours, {})) and all(
+        (tuple(a.shape), np.dtype(a.dtype)) == (v.shape, v.dtype)
+        for a, v in zip(avals, jax.tree.leaves(ours))
+    )
+    if mapped:
+        leaves = jax.tree.leaves(ours)
+    else:
+        leaves = [rng.standard_normal(a.shape).astype(a.dtype)
+                  if np.issubdtype(np.dtype(a.dtype), np.floating) else np.zeros(a.shape, a.dtype)
+                  for a in avals]  # fmt: skip
+    placed = [jax.device_put(v, s) for v, s in zip(leaves, shardings)]
+    args, kwargs = jax.tree.unflatten(exported.in_tree, placed)
+    if kwargs:
+        raise GraderFault("a recorded program takes keyword arguments")
+    return tuple(args), mapped
 
 
 def _replicated(leaf: dict, shape: tuple[int, ...]) -> list[np.ndarray] | str:
@@ -739,6 +806,128 @@ class StepValues(Check):
                     hint=_train_hint(key, value, ref, trial),
                 )  # fmt: skip
         return CheckResult(self.name, True, "params and loss equal the single-process step on the global batch")  # fmt: skip
+
+
+LOSS_ALLOWANCE = 8
+"""Cross-process bytes per device allowed beyond the gradient's optimum: the
+loss's all-reduce, one float32 scalar (a flat ring sends ⌈2(PD−1)/(PD)⌉ ≤ 2 elements)."""
+
+
+def grad_budget(p: int, d: int, n: int) -> int:
+    """Cross-process bytes per device of the hierarchical all-reduce of ``n``
+    float32 gradient elements, 2(P−1)/P·|g|/D, each device's part rounded up to
+    whole elements (a layout pads |g| to a multiple of D), plus the loss's."""
+    part = -(-n // d)
+    return int(np.ceil(2 * (p - 1) / p * part)) * 4 + LOSS_ALLOWANCE
+
+
+@dataclass(frozen=True)
+class HierarchicalStep(Check):
+    """The step's gradient all-reduce is hierarchical: bytes crossing processes
+    per device at most 2(P−1)/P·|g|/D (:func:`grad_budget`).
+
+    Read from the programs the step ran on global arrays, as process 0 exported
+    them while it ran (:mod:`on_process`, ``_Recorder``) and the worker replays
+    on its own P·D devices: their collectives, replica groups and bytes come from
+    the worker's compile, never from the student's process. That a program is
+    what ran is the student's process's word; so where its inputs map to (params,
+    x, y) it is run on the grader's own params and a fresh batch and its outputs
+    held to the float64 reference step too, and where they do not, only its
+    collectives are read (also when it is not the call whose outputs the step
+    returned). A step that ran no program on global arrays fails.
+    What this cannot see: a program called beside the step only to be read (a
+    decoy, on other inputs) while the real reduction runs eagerly; the
+    eager-run checks still hold the step's values, not its bytes."""
+
+    name: str = "hierarchical"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        ex, rep = trial.example, trial.extra["replayed"]
+        p, d = ex["hosts"], ex["local"]
+        n = sum(int(v.size) for v in trial.extra["params"].values())
+        g = 4 * n
+        best, ring, budget = optimum(p, d, g), flat_ring(p, d, g), grad_budget(p, d, n)
+        figures = (f"|g| = {g} bytes, P = {p}, D = {d}: the hierarchical all-reduce sends "
+                   f"2(P−1)/P·|g|/D = {best:.0f} bytes per device across processes, a flat one "
+                   f"2(PD−1)/(PD)·|g| = {ring:.0f}")  # fmt: skip
+        if not rep["runs"]:
+            said = "; ".join(rep["notes"][:2])
+            return CheckResult(
+                self.name, False,
+                f"the step ran no jitted program on global arrays that the grader could read "
+                f"({rep['calls']} call{'s' if rep['calls'] != 1 else ''} of a jitted function with a "
+                f"global array{'; not exportable: ' + said if said else ''}), so its gradient "
+                f"all-reduce cannot be measured; {figures}",
+                hint="Build the global arrays, then run the whole step as one jax.jit-ed shard_map "
+                "over the mesh: its collectives are what the grader measures.",
+            )  # fmt: skip
+        rows, got, flat = [], 0, None
+        for k, run in enumerate(rep["runs"]):
+            for c, groups in run["crossing"]:
+                sent = c.count * c.elements_each * 4
+                got += sent
+                spans = len(groups[0]) == p * d
+                if spans and c.kind == "all-reduce" and c.operand_elements > 1 and flat is None:
+                    flat = (c, groups)
+                rows.append(
+                    [str(k), c.kind, show_groups(groups), str(c.operand_elements), str(sent)]
+                )
+        evidence: tuple[Evidence, ...] = (
+            Table(["program", "collective across processes", "groups", "elements", "bytes per device"], rows),
+        )  # fmt: skip
+        if not rows:
+            return CheckResult(
+                self.name, False,
+                f"the {len(rep['runs'])} program(s) the step ran on global arrays move nothing "
+                f"across processes: the gradient all-reduce across hosts is not in them; {figures}",
+            )  # fmt: skip
+        for run in rep["runs"]:
+            bad = _replayed_values(run, rep["reference"], trial.extra["tol"])
+            if bad:
+                return CheckResult(self.name, False, f"the program the step handed back, run here on the grader's params and batch: {bad}")  # fmt: skip
+        if got > budget:
+            what = (f"the gradient all-reduce spans every device ({show_groups(flat[1])}): a flat psum "
+                    "over both axes. " if flat else "")  # fmt: skip
+            return CheckResult(
+                self.name, False,
+                f"{what}{got} bytes per device cross processes; {figures} "
+                f"(allowed {budget}: each device's part rounded to whole elements, and the loss's all-reduce)",
+                evidence=evidence,
+                hint="Reduce the gradients with the hierarchical all-reduce: reduce-scatter within "
+                "the host (local axis), all-reduce that 1/D part across hosts, all-gather within.",
+            )  # fmt: skip
+        mapped = all(r["mapped"] for r in rep["runs"])
+        return CheckResult(
+            self.name, True,
+            f"{got} bytes per device cross processes, within the {budget} allowed: "
+            f"2(P−1)/P·|g|/D = {best:.0f} (each part rounded up to whole elements) and the "
+            f"loss's all-reduce; a flat all-reduce sends {ring:.0f}"
+            + ("" if mapped else " (the program's inputs are not (params, x, y): only its collectives were read)"),
+            evidence=evidence,
+        )  # fmt: skip
+
+
+def _replayed_values(run: dict, reference: Any, tol: float) -> str | None:
+    """None when the replayed program's outputs are the reference step (or its
+    inputs or outputs are not those of the step, so nothing can be compared)."""
+    import jax
+
+    if not run["mapped"]:
+        return None
+    want, loss = reference
+    out = run["trial"].output
+    if not (isinstance(out, tuple | list) and len(out) == 2 and isinstance(out[0], dict)
+            and sorted(out[0]) == sorted(want)):  # fmt: skip
+        return None
+    for key, ref in [*want.items(), ("loss", np.asarray(loss))]:
+        value = out[1] if key == "loss" else out[0][key]
+        if not isinstance(value, jax.Array) or tuple(value.shape) != np.shape(ref):
+            return f"{key} comes back as {type(value).__name__} of shape {np.shape(value)}"
+        got = np.asarray(value, np.float64)  # the worker's own devices: fully addressable here
+        scale = max(float(np.max(np.abs(ref))), 1e-30)
+        if float(np.max(np.abs(got - ref))) > tol * scale:
+            return f"its {key} differs from the single-process step on the same batch: it is not the step that ran"
+    return None
 
 
 def _train_hint(key: str, value: np.ndarray, ref: np.ndarray, trial: Trial) -> str | None:
@@ -902,7 +1091,7 @@ SPEC = LessonSpec(
             explicit=lambda ctx: _fitting(ctx, _explicit_clusters(layers=1, rows=2, d=8, f=16)),
             run=run_train,
             cluster=clusters_of,
-            checks=(SameEverywhere(), StepValues()),
+            checks=(SameEverywhere(), StepValues(), HierarchicalStep()),
             max_examples=1,
             diagnose_error=_error_hint,
         ),
