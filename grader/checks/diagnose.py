@@ -108,7 +108,7 @@ def values(
         return f"The result is the right one times {scale:.3g}: a stray scale factor."
     wrong = [d for d in range(n) if not close(actual[d], expected[d])]
     if 0 < len(wrong) < n:
-        return f"Only device(s) {wrong} are wrong; the others are right — look at what differs for them (ring edges, the first or last step)."
+        return f"Only device(s) {wrong} of {n} are wrong; the others are right: what your code does differently on those devices is where the values part."
     return None
 
 
