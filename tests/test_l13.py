@@ -447,3 +447,26 @@ def test_a_step_split_into_a_jitted_gradient_and_an_eager_update_passes_on_colle
     checks = {c.name: c for c in er.checks}
     assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])
     assert "only its collectives were read" in checks["hierarchical"].message
+
+
+def test_the_train_steps_hint_names_a_factor_only_when_it_was_measured():
+    """The values hint of multihost_train_step says "P·D times" (a sum where the
+    mean belongs) or "D times" only when the update is exactly that; any other
+    wrong update gets no hint (the message says how far it is)."""
+    from grader.lessons.l13_multi_host.spec import _train_hint
+    from grader.spec import Trial
+
+    start = {"w": np.array([1.0, 2.0, 3.0])}
+    ref = start["w"] - 0.1 * np.array([0.5, -1.0, 2.0])
+    trial = Trial({"hosts": 2, "local": 4}, output=None, extra={"params": start})
+    update = start["w"] - ref
+    summed = _train_hint("w", start["w"] - 8 * update, ref, trial)
+    assert summed.startswith("Your update of w is exactly P·D = 8 times"), summed
+    assert "D = 4 times" in _train_hint("w", start["w"] - 4 * update, ref, trial)
+    assert "1/P = 1/2 of" in _train_hint("w", start["w"] - update / 2, ref, trial)
+    assert _train_hint("w", start["w"] + update, ref, trial) is None  # the sign: no factor known
+    assert _train_hint("w", start["w"] - 3 * update, ref, trial) is None
+    assert "loss is exactly P·D = 8 times" in _train_hint(
+        "loss", np.array(8 * 0.7), np.array(0.7), trial
+    )
+    assert _train_hint("loss", np.array(0.9), np.array(0.7), trial) is None

@@ -931,10 +931,30 @@ def _replayed_values(run: dict, reference: Any, tol: float) -> str | None:
 
 
 def _train_hint(key: str, value: np.ndarray, ref: np.ndarray, trial: Trial) -> str | None:
+    """A hint only when the measured error is a known factor: the student's update
+    (or loss) exactly P·D, D or P times the reference's, or that many times too
+    small; otherwise None (the message says what was measured)."""
+    p, d = int(trial.example["hosts"]), int(trial.example["local"])
     if key == "loss":
-        return "The loss before the step is the mean over all B rows: pmean over both axes."
-    return ("The gradient of the mean over all rows is the sum of the devices' local means "
-            "divided by P·D: divide by every device, not by one axis.")  # fmt: skip
+        got, want = np.asarray(value, np.float64), np.asarray(ref, np.float64)
+        what = "loss"
+    else:
+        start = np.asarray(trial.extra["params"][key], np.float64)
+        got, want = start - value, start - ref  # the updates: lr·g
+        what = f"update of {key}"
+    if not np.any(want):
+        return None
+    named = {p * d: "P·D", d: "D", p: "P"}  # P = D: one name for both
+    for k, name in named.items():
+        for factor, times in ((k, f"{name} = {k} times the single-process step's"),
+                              (1 / k, f"1/{name} = 1/{k} of the single-process step's")):  # fmt: skip
+            if k > 1 and np.allclose(
+                got, factor * want, rtol=1e-3, atol=1e-9 * float(np.max(np.abs(want)))
+            ):
+                return (f"Your {what} is exactly {times}. The mean over all B rows divides the "
+                        f"devices' summed {'losses' if key == 'loss' else 'gradients'} by every "
+                        f"device, P·D = {p * d}.")  # fmt: skip
+    return None
 
 
 # ------------------------------------------------------------ allreduce_time
