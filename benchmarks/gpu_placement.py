@@ -21,8 +21,8 @@ seen = []
 original = runtime.run_compiled
 
 
-def spy(lowered, program, args, mesh, example, options, extra, salt=0):
-    trial = original(lowered, program, args, mesh, example, options, extra, salt)
+def spy(lowered, program, args, mesh, example, options, extra, salt=0, **more):
+    trial = original(lowered, program, args, mesh, example, options, extra, salt, **more)
     import jax
 
     out = jax.tree.leaves(trial.output)[0]

@@ -170,6 +170,11 @@ class Backend:
     sandbox = "off: the student's code runs in the grading process"
     """``on`` where the student's code runs in the OS sandbox, else ``off: <why>``."""
 
+    ahead = False
+    """Whether the engine may prepare an exercise's next example in a thread while
+    one runs (:class:`_Prepared`): only where the student's code runs in a process
+    of its own, which answers one question at a time."""
+
     def prepare(self) -> None:
         """Whatever must be ready before the student's module is imported and is
         not the student's time (a process started, jax imported there)."""
@@ -331,6 +336,7 @@ def _grade_lesson(
             lesson, ex_spec, fn, ctx, directory=Path(directory),
             seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
             runtime=functools.partial(_runtime, backend, name, spec.compiler_options),
+            ahead=backend.ahead and ex_spec.cluster is None,
         ))  # fmt: skip
     return done()
 
@@ -369,13 +375,33 @@ def grade_exercise(
     timeout: float | None = None,
     emit: Listener = lambda e: None,
     runtime: Callable[[Example, Example | None], Runtime] | None = None,
+    ahead: bool = False,
 ) -> ExerciseResult:
     """Grade one exercise: ``runtime(example, following)`` gives each example's
-    runtime (in this process, on salt 0, by default)."""
+    runtime (in this process, on salt 0, by default). ``ahead``: each example
+    after the first is prepared in a thread while the one before it runs
+    (:class:`_Prepared`); verdicts, events and the questions the student's
+    process is asked are the same as one after another."""
     from grader.runtime import InProcess as Here
-    from grader.sandbox.isolation import HostCall, StudentFault, StudentProcessDied
 
-    runtime = runtime or (lambda ex, following: Here(ex))
+    pending: list[_Prepared] = []
+    try:
+        return _grade_exercise(
+            lesson, spec, fn, ctx, directory, seed, example, max_examples, timeout, emit,
+            runtime or (lambda ex, following: Here(ex)), ahead and example is None, pending,
+        )  # fmt: skip
+    finally:
+        for p in pending:  # the example before it failed: not wanted
+            p.abandon()
+
+
+def _grade_exercise(
+    lesson: int, spec: ExerciseSpec, fn: Callable[..., Any], ctx: Context, directory: Path,
+    seed: int, example: dict | None, max_examples: int | None, timeout: float | None,
+    emit: Listener, runtime: Callable[[Example, Example | None], Runtime], ahead: bool,
+    pending: list[_Prepared],
+) -> ExerciseResult:  # fmt: skip
+    from grader.sandbox.isolation import HostCall, StudentFault, StudentProcessDied
 
     start = time.perf_counter()
     with phases.phase("draw examples"):
@@ -400,28 +426,37 @@ def grade_exercise(
 
     for index, ex in enumerate(examples):
         shown = format_example(ex)
-        called = _Called(fn)
-        try:  # not this example's time: a fresh student's process after a hang or crash
-            with time_limit(timeout and max(timeout, RESTART_LIMIT)):
-                rt = runtime(ex, examples[index + 1] if index + 1 < len(examples) else None)
-        except ExampleTimeout as exc:
-            return finish(
-                Status.TIMEOUT, example=shown,
-                error=f"the process that runs your code did not start again in time: {exc}",
-            )  # fmt: skip
-        except StudentProcessDied as exc:
-            return finish(
-                Status.ERROR, example=shown,
-                error=f"The process running your code stopped while it started again: {exc}.",
-            )  # fmt: skip
-        except GraderFault as exc:
-            return finish(
-                Status.FAULT, example=shown, error=f"internal grader error: {exc} — {REPORT}"
-            )
+        following = examples[index + 1] if index + 1 < len(examples) else None
+        current = pending.pop() if pending else None
+        """This example, prepared while the one before it ran (None: it runs now)."""
+        if current is not None:
+            rt, called = current.rt, current.called
+        else:
+            called = _Called(fn)
+            try:  # not this example's time: a fresh student's process after a hang or crash
+                with time_limit(timeout and max(timeout, RESTART_LIMIT)):
+                    rt = runtime(ex, following)
+            except ExampleTimeout as exc:
+                return finish(
+                    Status.TIMEOUT, example=shown,
+                    error=f"the process that runs your code did not start again in time: {exc}",
+                )  # fmt: skip
+            except StudentProcessDied as exc:
+                return finish(
+                    Status.ERROR, example=shown,
+                    error=f"The process running your code stopped while it started again: {exc}.",
+                )  # fmt: skip
+            except GraderFault as exc:
+                return finish(
+                    Status.FAULT, example=shown, error=f"internal grader error: {exc} — {REPORT}"
+                )
+        if ahead and following is not None:
+            after = examples[index + 2] if index + 2 < len(examples) else None
+            pending.extend(_Prepared.start(spec, fn, runtime, following, after, rt.answered))
         emit(ExampleStarted(lesson, spec.name, index, shown))  # its time limit starts now
         try:
             with time_limit(timeout), phases.phase("example (spec.run, all inside)"):
-                trial = spec.run(rt, called, ex)
+                trial = current.result() if current is not None else spec.run(rt, called, ex)
         except NotImplementedError as exc:
             return finish(Status.NOT_STARTED, example=shown, error=str(exc) or None)
         except StudentReturnError as exc:
@@ -471,6 +506,7 @@ def grade_exercise(
                 Status.ERROR, example=shown,
                 error=format_student_error(exc, directory), hint=hint or _generic_error_hint(exc),
             )  # fmt: skip
+        rt.answered.set()  # it asked nothing: the next example's preparation starts now
         checks = []
         for i, check in enumerate(spec.checks):
             t = time.perf_counter()
@@ -552,6 +588,92 @@ class _Called:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.count += 1
         return self.fn(*args, **kwargs)
+
+
+class _InTurn:
+    """The student's function for an example prepared ahead: called in its turn."""
+
+    def __init__(self, fn: Callable[..., Any], rt: Runtime):
+        functools.update_wrapper(self, fn)
+        self.fn, self.rt = fn, rt
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.rt.turn is not None:
+            self.rt.turn.wait()
+        return self.fn(*args, **kwargs)
+
+
+class _Prepared:
+    """The next example of an exercise, prepared in a thread while the one
+    before it runs: its inputs and references built, its first program asked
+    for (as the student's process is asked for it ahead anyway), received,
+    checked, lowered and compiled here. Everything else it does (run the
+    program, ask the student's process anything more) waits for its turn
+    (:class:`grader.runtime.Turn`): :meth:`result`, once the example before it
+    passed its checks. So two compiles overlap, and nothing else changes: the
+    same questions in the same order, one student's program running at a time,
+    the same verdicts and events, the example's time limit counted from its turn."""
+
+    def __init__(self, spec: ExerciseSpec, fn: Callable[..., Any], rt: Runtime,
+                 example: Example, after: threading.Event):  # fmt: skip
+        from grader.runtime import Turn
+
+        self.rt, self.example, self.after = rt, example, after
+        rt.turn = Turn()
+        self.called = _Called(_InTurn(fn, rt))
+        self.trial: Any = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run, args=(spec, after), name=f"prepare {spec.name}", daemon=True
+        )
+        self.thread.start()
+
+    @classmethod
+    def start(
+        cls, spec: ExerciseSpec, fn: Callable[..., Any],
+        runtime: Callable[[Example, Example | None], Runtime], example: Example,
+        following: Example | None, after: threading.Event,
+    ) -> list[_Prepared]:  # fmt: skip
+        """``example`` prepared once ``after`` is set (the example before it has its
+        first answer); none where its runtime cannot be made now (it is made
+        again in its turn)."""
+        try:
+            rt = runtime(example, following)
+        except Exception:
+            return []
+        return [cls(spec, fn, rt, example, after)]
+
+    def _run(self, spec: ExerciseSpec, after: threading.Event) -> None:
+        try:
+            after.wait()
+            if self.rt.turn is not None and self.rt.turn.abandoned:
+                return
+            self.trial = spec.run(self.rt, self.called, self.example)
+        except BaseException as exc:  # noqa: BLE001 — raised again in its turn
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def result(self) -> Any:
+        """Its trial, once it has run in its turn (or what it raised)."""
+        assert self.rt.turn is not None
+        self.rt.turn.allow()
+        try:
+            with phases.phase("wait: the example prepared ahead finishes"):
+                self.done.wait()
+        except BaseException:  # the example's time limit: stop what it waits for
+            self.rt.interrupt()
+            self.thread.join()  # stuck in compiled code: the runner's deadline ends us, as before
+            raise
+        if self.error is not None:
+            raise self.error
+        return self.trial
+
+    def abandon(self) -> None:
+        if self.rt.turn is not None:
+            self.rt.turn.abandon()
+        self.after.set()  # it may not have started: it ends now
 
 
 def example_problem(module: str, name: str, example: Example) -> str | None:

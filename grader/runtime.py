@@ -21,6 +21,7 @@ the runtime object.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +59,36 @@ def example_values(
     if ex.get("values") == FLOAT:
         return rng.standard_normal(shape)
     return rng.integers(-bound, bound + 1, size=shape).astype(np.float64)
+
+
+class Abandoned(Exception):
+    """An example prepared ahead is not wanted (the one before it failed)."""
+
+
+class Turn:
+    """When an example prepared ahead (in a thread, while the example before it
+    runs: :func:`grader.engine.grade_exercise`) may go on past its first program's
+    compile: run that program, ask the student's process anything more. So the
+    student's process is asked the same questions in the same order as when the
+    examples run one after another, and no two student's programs run at once."""
+
+    def __init__(self) -> None:
+        self._go = threading.Event()
+        self.abandoned = False
+
+    def allow(self) -> None:
+        """The example before it is checked: this one goes on."""
+        self._go.set()
+
+    def abandon(self) -> None:
+        self.abandoned = True
+        self._go.set()
+
+    def wait(self) -> None:
+        """Until :meth:`allow`; raises :class:`Abandoned` once abandoned."""
+        self._go.wait()
+        if self.abandoned:
+            raise Abandoned()
 
 
 class GraderFault(Exception):
@@ -113,6 +144,10 @@ class Runtime:
     """The lesson's :class:`grader.sandbox.cluster.ClusterPool`, set by the backend
     that made this runtime (None: no cluster can be reached from it)."""
 
+    turn: Turn | None = None
+    """Set on a runtime whose example is prepared ahead: what it waits for before
+    it runs the student's program or asks anything but its first program."""
+
     def __init__(
         self,
         example: Example,
@@ -122,6 +157,14 @@ class Runtime:
         self.example = example
         self.salt = int(salt)
         self._functions = functions
+        self.answered = threading.Event()
+        """Set once the student's process has answered this example's first
+        question (the next example may then be prepared: its first program was
+        asked for)."""
+
+    def interrupt(self) -> None:
+        """The engine stopped waiting for this example (a time limit): whatever
+        it waits for in the student's process is stopped."""
 
     def function(self, name: str) -> Callable[..., Any] | None:
         """Another function of the student's module, for plain-Python calls (a
@@ -230,8 +273,10 @@ def compile_here(
 def run_compiled(
     lowered: Any, program: Any, args: tuple[Any, ...], mesh: Any, example: Example,
     compiler_options: dict[str, Any] | None, extra: dict[str, Any], salt: int = 0,
+    turn: Turn | None = None,
 ) -> Trial:  # fmt: skip
-    """Compile a lowered program, read its HLO and memory, run it on ``args``."""
+    """Compile a lowered program, read its HLO and memory, run it on ``args``
+    (with a ``turn``: once it allows)."""
     import jax
 
     host_copies = [np.array(a) if isinstance(a, np.ndarray) else None for a in args]
@@ -255,6 +300,8 @@ def run_compiled(
     except Exception:  # some backends have no memory analysis
         memory = None
     phases.add("read HLO and memory", time.perf_counter() - started)
+    if turn is not None:
+        turn.wait()
     with phases.phase("run"):
         output = compiled(*args)
         jax.block_until_ready(output)

@@ -27,7 +27,7 @@ def test_every_program_of_the_lesson_compiles_with_its_options_and_reads_the_sam
     seen = []
     original = runtimes.run_compiled
 
-    def spy(lowered, program, args, mesh, example, compiler_options, extra, salt=0):
+    def spy(lowered, program, args, mesh, example, compiler_options, extra, salt=0, **more):
         n = mesh.size if mesh is not None else 1
         plain = lowered.compile()
         fast = lowered.compile(compiler_options=compiler_options)
@@ -36,7 +36,9 @@ def test_every_program_of_the_lesson_compiles_with_its_options_and_reads_the_sam
             hlo.summarize(plain.as_text(), n) == hlo.summarize(fast.as_text(), n),
             _memory(plain) == _memory(fast),
         ))  # fmt: skip
-        return original(lowered, program, args, mesh, example, compiler_options, extra, salt)
+        return original(
+            lowered, program, args, mesh, example, compiler_options, extra, salt, **more
+        )
 
     monkeypatch.setattr(runtimes, "run_compiled", spy)
     number = int(module[1:3])

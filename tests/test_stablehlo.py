@@ -211,3 +211,92 @@ def test_float_computations_read_as_the_jaxpr_shows():
     assert {("exp", "bfloat16", 16, False), ("reduce_max", "bfloat16", 4, False)} <= seen
     assert ("reduce_sum", "float32", 4, False) in seen  # jnp.sum adds bfloat16 in float32
     assert any(c.op == "convert_element_type" and c.source == "float32" for c in ours.computed)
+
+
+# ------------------------------------------------------------------ the lexer's fast paths
+
+
+def _strip_locs_by_character(line: str) -> str:
+    """What ``stablehlo._strip_locs`` must return, one character at a time (the
+    reader's first form, kept as the specification of its faster one)."""
+    out, i, n = [], 0, len(line)
+    while i < n:
+        if line.startswith("loc(", i) and (
+            i == 0 or not (line[i - 1].isalnum() or line[i - 1] == "_")
+        ):
+            depth, j = 0, i + 3
+            while j < n:
+                if line[j] == '"':
+                    j = stablehlo._string_end(line, j)
+                    continue
+                depth += line[j] == "("
+                depth -= line[j] == ")"
+                j += 1
+                if depth == 0:
+                    break
+            else:
+                raise stablehlo.Unrecognised("unclosed location")
+            i = j
+            while out and out[-1] == " ":
+                out.pop()
+            continue
+        if line[i] == '"':
+            j = stablehlo._string_end(line, i)
+            out.append(line[i:j])
+            i = j
+            continue
+        out.append(line[i])
+        i += 1
+    return "".join(out)
+
+
+def _mask_by_character(line: str) -> str:
+    out, i = [], 0
+    while i < len(line):
+        if line[i] == '"':
+            j = stablehlo._string_end(line, i)
+            out.append('"' + "_" * (j - i - 2) + '"')
+            i = j
+        else:
+            out.append(line[i])
+            i += 1
+    return "".join(out)
+
+
+def _outcome(f, line: str):
+    try:
+        return "ok", f(line)
+    except stablehlo.Unrecognised:
+        return "refused", None
+
+
+PIECES = [
+    "loc(",
+    " loc(",
+    "aloc(",
+    "_loc(",
+    '"',
+    '\\"',
+    "\\\\",
+    "(",
+    ")",
+    " ",
+    "x",
+    "#loc3",
+    ":",
+    "<>",
+]
+
+
+@pytest.mark.parametrize("fast, slow", [(stablehlo._strip_locs, _strip_locs_by_character),
+                                        (stablehlo._mask, _mask_by_character)])  # fmt: skip
+def test_the_lexers_fast_paths_read_every_line_as_one_character_at_a_time(fast, slow):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=3000, deadline=None, derandomize=True)
+    @given(st.lists(st.sampled_from(PIECES), max_size=16).map("".join))
+    def same(line: str) -> None:
+        assert _outcome(fast, line) == _outcome(slow, line)
+
+    same()

@@ -121,37 +121,53 @@ FUNC_OPS = frozenset({"func", "call", "return"})
 
 def _strip_locs(line: str) -> str:
     """``line`` without its ``loc(...)`` parts (string-aware: a location may hold any text)."""
-    out, i, n = [], 0, len(line)
+    if "loc(" not in line:  # most lines: nothing to drop (but an unclosed string is refused)
+        i = 0
+        while (q := line.find('"', i)) >= 0:
+            i = _string_end(line, q)
+        return line
+    out: list[str] = []
+    i, n = 0, len(line)
     while i < n:
-        if line.startswith("loc(", i) and (
-            i == 0 or not (line[i - 1].isalnum() or line[i - 1] == "_")
-        ):
-            depth, j = 0, i + 3
-            while j < n:
-                ch = line[j]
-                if ch == '"':
-                    j = _string_end(line, j)
-                    continue
-                depth += ch == "("
-                depth -= ch == ")"
-                j += 1
-                if depth == 0:
-                    break
-            else:
-                raise Unrecognised(f"an unclosed location: {line[:120]!r}")
-            i = j
-            while out and out[-1] == " ":
-                out.pop()
-            continue
-        ch = line[i]
-        if ch == '"':
-            j = _string_end(line, i)
+        q, lo = line.find('"', i), _location_at(line, i)
+        if lo < 0 and q < 0:
+            out.append(line[i:])
+            break
+        if q >= 0 and (lo < 0 or q < lo):  # a string first: kept whole
+            j = _string_end(line, q)
             out.append(line[i:j])
             i = j
             continue
-        out.append(ch)
-        i += 1
+        out.append(line[i:lo])
+        depth, j = 0, lo + 3
+        while j < n:
+            ch = line[j]
+            if ch == '"':
+                j = _string_end(line, j)
+                continue
+            depth += ch == "("
+            depth -= ch == ")"
+            j += 1
+            if depth == 0:
+                break
+        else:
+            raise Unrecognised(f"an unclosed location: {line[:120]!r}")
+        i = j
+        if out:
+            out[-1] = out[-1].rstrip(" ")
+            while len(out) > 1 and not out[-1]:
+                out.pop()
+                out[-1] = out[-1].rstrip(" ")
     return "".join(out)
+
+
+def _location_at(line: str, i: int) -> int:
+    """Where the next ``loc(`` that starts a word is, from ``i`` (−1: none)."""
+    while True:
+        k = line.find("loc(", i)
+        if k <= 0 or not (line[k - 1].isalnum() or line[k - 1] == "_"):
+            return k
+        i = k + 1
 
 
 def _string_end(line: str, i: int) -> int:
@@ -169,15 +185,15 @@ def _string_end(line: str, i: int) -> int:
 
 def _mask(line: str) -> str:
     """``line`` with every string literal's contents blanked (brackets inside do not count)."""
+    if '"' not in line:
+        return line
     out, i = [], 0
-    while i < len(line):
-        if line[i] == '"':
-            j = _string_end(line, i)
-            out.append('"' + "_" * (j - i - 2) + '"')
-            i = j
-        else:
-            out.append(line[i])
-            i += 1
+    while (q := line.find('"', i)) >= 0:
+        j = _string_end(line, q)
+        out.append(line[i:q])
+        out.append('"' + "_" * (j - q - 2) + '"')
+        i = j
+    out.append(line[i:])
     return "".join(out)
 
 

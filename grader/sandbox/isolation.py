@@ -35,6 +35,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ from grader.sandbox import jail, wire
 from grader.sandbox.loader import LoadError
 from grader.spec import Example, Trial
 
+AHEAD = "COURSE_AHEAD"
+"""``0``: examples one after another, none prepared ahead (to measure what it saves)."""
 ANSWER_LIMIT = 256 * 1024 * 1024
 """Longest answer line read from the student's process."""
 
@@ -99,7 +102,11 @@ class StudentFault(Exception):
 
 
 class StudentProcess:
-    """The student's process, started on first use and again after it dies."""
+    """The student's process, started on first use and again after it dies.
+
+    Safe to use from two threads (the engine prepares the next example in one
+    while the current one runs): questions are numbered, one thread at a time
+    reads the answers and keeps the others' for them."""
 
     def __init__(self, directory: str, module: str, spares: Spares | None = None):
         self.directory, self.module = str(Path(directory)), module
@@ -110,6 +117,10 @@ class StudentProcess:
         self._buffer = b""
         self._loaded = False
         self._loading: int | None = None
+        self._cv = threading.Condition(threading.RLock())
+        """Held for every change of state; waited on for the reader's turn."""
+        self._reading: subprocess.Popen | None = None
+        """The process whose answers a thread is reading now (outside the lock)."""
 
     # -------------------------------------------------------------- life
 
@@ -117,47 +128,54 @@ class StudentProcess:
         """Start the process (or take the one started ahead) and wait until it has
         imported jax (its "ready" line, question 0): the machine's time, not the
         student's. The caller bounds it."""
-        if self.proc is not None:
-            return
-        spare = self.spares.take(self.directory, self.module) if self.spares else None
-        self.proc, self._out, self._in = spare or _spawn(self.directory, prepare=self.module)
-        self._buffer = b""
-        self._seq = 1 if spare else 0  # a spare was asked to load this module when it started
-        self._pending: set[int] = {0, 1} if spare else {0}
-        self._stash: dict[int, dict] = {}
-        self._ignore: set[int] = set()
-        self._loading = 1 if spare else None
-        """The load question asked and not yet answered."""
-        self._loaded = False
-        self.receive(0)
+        with self._cv:
+            if self.proc is not None:
+                return
+            while self._reading is not None:  # a thread still reading the one stopped
+                self._cv.wait()
+            spare = self.spares.take(self.directory, self.module) if self.spares else None
+            self.proc, self._out, self._in = spare or _spawn(self.directory, prepare=self.module)
+            self._buffer = b""
+            self._seq = 1 if spare else 0  # a spare was asked to load this module when it started
+            self._pending: set[int] = {0, 1} if spare else {0}
+            self._stash: dict[int, dict] = {}
+            self._ignore: set[int] = set()
+            self._loading = 1 if spare else None
+            """The load question asked and not yet answered."""
+            self._loaded = False
+            self.receive(0)
 
     def start(self) -> None:
         """:meth:`spawn`, then import the module in the process (the student's
         time: the caller bounds it with the exercise's limit)."""
-        if self.proc is not None and self._loaded:
-            return
-        self.spawn()
-        seq = self._loading if self._loading is not None else self.send(self._load())
-        self._loading = seq
-        answer = self.receive(seq)
-        self._loading, self._loaded = None, True
-        self.load_error = answer.get("load_error")
-        self.functions = set(answer.get("functions") or [])
+        with self._cv:
+            if self.proc is not None and self._loaded:
+                return
+            self.spawn()
+            seq = self._loading if self._loading is not None else self.send(self._load())
+            self._loading = seq
+            answer = self.receive(seq)
+            self._loading, self._loaded = None, True
+            self.load_error = answer.get("load_error")
+            self.functions = set(answer.get("functions") or [])
 
     def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        for f in (self._out,):
-            with contextlib.suppress(OSError):
-                f.close()
-        with contextlib.suppress(OSError):
-            os.close(self._in)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=10)
-        _setup_failure(proc)  # its descriptor closed
+        with self._cv:
+            proc, self.proc = self.proc, None
+            if proc is None:
+                return
+            for f in (self._out,):
+                with contextlib.suppress(OSError):
+                    f.close()
+            if self._reading is not proc:  # else its reader closes it when it sees the stop
+                with contextlib.suppress(OSError):
+                    os.close(self._in)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=10)
+            _setup_failure(proc)  # its descriptor closed
+            self._cv.notify_all()
 
     def _load(self) -> dict:
         return {"op": "load", "directory": self.directory, "module": self.module}
@@ -181,69 +199,101 @@ class StudentProcess:
 
     def send(self, question: dict) -> int:
         """Ask without waiting; :meth:`receive` takes the answer later."""
-        if question.get("op") != "load":
-            self.start()
-        assert self.proc is not None
-        self._seq += 1
-        self._pending.add(self._seq)
-        try:
-            self._out.write(json.dumps({**question, "seq": self._seq}, separators=(",", ":")).encode() + b"\n")  # fmt: skip
-            self._out.flush()
-        except BaseException:
-            self.stop()
-            raise
-        return self._seq
+        with self._cv:
+            if question.get("op") != "load":
+                self.start()
+            assert self.proc is not None
+            self._seq += 1
+            self._pending.add(self._seq)
+            try:
+                self._out.write(json.dumps({**question, "seq": self._seq}, separators=(",", ":")).encode() + b"\n")  # fmt: skip
+                self._out.flush()
+            except BaseException:
+                self.stop()
+                raise
+            return self._seq
 
     def receive(self, seq: int) -> dict:
         """The answer to question ``seq``; answers to other questions asked
         before it are kept for later (or dropped, if :meth:`forget` said so)."""
-        while seq not in self._stash:
-            try:
-                line = self._read_line()
-            except BaseException:  # a time limit, an interrupt: its state is unknown now
-                self.stop()
-                raise
-            try:
-                answer = json.loads(line)
-            except (ValueError, RecursionError):
-                answer = None
-            got = answer.get("seq") if isinstance(answer, dict) else None
-            if got not in self._pending:
-                self.stop()
-                raise StudentProcessDied(
-                    "something wrote on the grader's channel to it that is not the grader's answer"
-                )
-            self._pending.discard(got)
-            if got in self._ignore:
-                self._ignore.discard(got)
-            else:
-                self._stash[got] = answer
-        answer = self._stash.pop(seq)
+        with self._cv:
+            proc = self.proc
+            while seq not in self._stash:
+                if self.proc is not proc or proc is None:  # stopped by another thread
+                    raise StudentProcessDied("it was stopped while the grader waited for it")
+                try:
+                    if self._reading is not None:  # another thread reads: its turn first
+                        self._cv.wait()
+                        continue
+                    line = self._read_line_unlocked(proc)
+                except BaseException:  # a time limit, an interrupt: its state is unknown now
+                    if self.proc is proc:
+                        self.stop()
+                    raise
+                try:
+                    answer = json.loads(line)
+                except (ValueError, RecursionError):
+                    answer = None
+                got = answer.get("seq") if isinstance(answer, dict) else None
+                if got not in self._pending:
+                    self.stop()
+                    raise StudentProcessDied(
+                        "something wrote on the grader's channel to it that is not the grader's answer"
+                    )
+                self._pending.discard(got)
+                if got in self._ignore:
+                    self._ignore.discard(got)
+                else:
+                    self._stash[got] = answer
+                    self._cv.notify_all()
+            answer = self._stash.pop(seq)
         if "fault" in answer:
             raise StudentFault(str(answer["fault"]))
         return answer
 
     def forget(self, seq: int) -> None:
         """Question ``seq`` was asked ahead and is not wanted any more."""
-        if self._stash.pop(seq, None) is None and seq in self._pending:
-            self._ignore.add(seq)
+        with self._cv:
+            if self._stash.pop(seq, None) is None and seq in self._pending:
+                self._ignore.add(seq)
 
-    def _read_line(self) -> bytes:
+    def _read_line_unlocked(self, proc: subprocess.Popen) -> bytes:
+        """One line from ``proc``, read with the lock released (this thread is the
+        reader meanwhile); called with the lock held."""
+        self._reading, fd = proc, self._in
+        self._cv.release()
+        try:
+            return self._read_line(proc, fd)
+        finally:
+            self._cv.acquire()
+            self._reading = None
+            if self.proc is not proc:  # stopped meanwhile: its descriptor is ours to close
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._cv.notify_all()
+
+    def _read_line(self, proc: subprocess.Popen, fd: int) -> bytes:
         while b"\n" not in self._buffer:
-            ready, _, _ = select.select([self._in], [], [], 1.0)
+            if self.proc is not proc:
+                raise StudentProcessDied("it was stopped while the grader waited for it")
+            ready, _, _ = select.select([fd], [], [], 1.0)
             if not ready:
                 continue
-            chunk = os.read(self._in, 1 << 20)
+            chunk = os.read(fd, 1 << 20)
             if not chunk:
-                code = self.proc.wait() if self.proc else None
-                why = _setup_failure(self.proc) if self.proc else None
-                self.stop()
+                code = proc.wait()
+                with self._cv:
+                    why = _setup_failure(proc)
+                    if self.proc is proc:
+                        self.stop()
                 if why is not None:
                     raise SandboxFailed(why)
                 raise StudentProcessDied(_ended(code))
             self._buffer += chunk
             if len(self._buffer) > ANSWER_LIMIT:
-                self.stop()
+                with self._cv:
+                    if self.proc is proc:
+                        self.stop()
                 raise StudentProcessDied("it sent an answer larger than the grader takes")
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
@@ -409,37 +459,37 @@ class Session:
     def __init__(self, directory: str, module: str, spares: Spares | None = None):
         self.process = StudentProcess(directory, module, spares)
         self.exercise = ""
-        self.example: Example = {}
-        self.following: Example | None = None
         self.simulated = False
         self.ahead: dict[tuple[str, str], tuple[Any, int]] = {}
         """Exports asked for ahead: (exercise, example) → (the process asked, question)."""
 
-    def begin(
-        self, exercise: str, example: Example, simulated: bool, following: Example | None = None
-    ) -> None:
-        """Example ``example`` of ``exercise`` is next; ``following`` after it."""
-        if exercise != self.exercise:  # what was asked ahead for the last exercise is moot
-            for proc, seq in self.ahead.values():
-                if proc is self.process.proc:
-                    self.process.forget(seq)
-            self.ahead.clear()
-        self.exercise, self.example, self.simulated = exercise, example, simulated
-        self.following = following
+    def begin(self, exercise: str, simulated: bool) -> None:
+        """The examples of ``exercise`` are next."""
+        with self.process._cv:
+            if exercise != self.exercise:  # what was asked ahead for the last exercise is moot
+                for proc, seq in self.ahead.values():
+                    if proc is self.process.proc:
+                        self.process.forget(seq)
+                self.ahead.clear()
+            self.exercise, self.simulated = exercise, simulated
 
-    def export(self, index: int) -> dict:
-        """The exported ``index``-th program of the current example, asked for
-        now or taken from what was asked ahead."""
-        key = (self.exercise, _key(self.example))
-        asked = self.ahead.pop(key, None) if index == 0 else None
-        if asked is None or asked[0] is not self.process.proc:
-            asked = (None, self.process.export(self.exercise, self.example, index, self.simulated))
+    def export(self, example: Example, index: int, following: Example | None = None) -> dict:
+        """The exported ``index``-th program of ``example``, asked for now or taken
+        from what was asked ahead; after the first, the first of ``following`` is
+        asked for (the student's process traces it while this one compiles here)."""
+        with self.process._cv:
+            key = (self.exercise, _key(example))
+            asked = self.ahead.pop(key, None) if index == 0 else None
+            if asked is None or asked[0] is not self.process.proc:
+                asked = (None, self.process.export(self.exercise, example, index, self.simulated))
         with phases.phase("wait: student traces and exports"):
             answer = self.process.receive(asked[1])
-        if index == 0 and self.following is not None:  # the student's process traces the next
-            nxt = self.following  # example while this one compiles and runs here
-            seq = self.process.export(self.exercise, nxt, 0, self.simulated)
-            self.ahead[(self.exercise, _key(nxt))] = (self.process.proc, seq)
+        if index == 0 and following is not None:
+            with self.process._cv:
+                nxt = (self.exercise, _key(following))
+                if nxt not in self.ahead:
+                    seq = self.process.export(self.exercise, following, 0, self.simulated)
+                    self.ahead[nxt] = (self.process.proc, seq)
         return answer
 
     def function(self, name: str) -> RemoteFunction:
@@ -478,12 +528,16 @@ def raise_from(answer: dict) -> None:
 class RemoteFunction:
     """The student's function, called in the student's process."""
 
-    def __init__(self, session: Session, name: str):
-        self.session, self.name = session, name
+    def __init__(self, session: Session, name: str, runtime: Runtime | None = None):
+        self.session, self.name, self.runtime = session, name, runtime
         self.__name__ = name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import jax
+
+        rt = self.runtime
+        if rt is not None and rt.turn is not None:  # prepared ahead: asks in its turn only
+            rt.turn.wait()
 
         if kwargs or any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(args)):
             raise GraderFault(
@@ -491,7 +545,11 @@ class RemoteFunction:
                 "through compile_and_run"
             )
         s = self.session
-        answer = s.process.call(self.name, args, s.simulated)
+        try:
+            answer = s.process.call(self.name, args, s.simulated)
+        finally:
+            if rt is not None:
+                rt.answered.set()
         if "ok" not in answer:
             raise_from(answer)
         meshes = _meshes_in(args)
@@ -567,26 +625,39 @@ class Replaying(Runtime):
     from the student's process, is checked, and runs here on the real data
     (this runtime's salt, which the student's process never sees)."""
 
-    def __init__(self, session: Session, example: Example, salt: int):
+    def __init__(
+        self, session: Session, example: Example, salt: int, following: Example | None = None
+    ):
         super().__init__(example, salt, functions=self._remote)
-        self.session, self.index = session, 0
+        self.session, self.index, self.following = session, 0, following
+
+    def interrupt(self) -> None:
+        self.session.process.stop()
 
     def _remote(self, name: str) -> RemoteFunction | None:
         """The student's function ``name``, called in the student's process."""
-        return self.session.function(name) if name in self.session.process.functions else None
+        if name not in self.session.process.functions:
+            return None
+        return RemoteFunction(self.session, name, self)
 
     def student_program(self, program, args, mesh, compiler_options, extra) -> Trial:
         import jax
 
         k, self.index = self.index, self.index + 1
-        answer = self.session.export(k)
+        if k and self.turn is not None:  # only the first program is asked for ahead
+            self.turn.wait()
+        try:
+            answer = self.session.export(self.example, k, self.following)
+        finally:
+            self.answered.set()
         if "ok" not in answer:
             raise_from(answer)
         started = time.perf_counter()
         try:
             blob = base64.b64decode(str(answer["blob"]))
             digest = hashlib.sha256(blob).digest()
-            known = _KNOWN.pop(digest, None)
+            with _KNOWN_LOCK:
+                known = _KNOWN.pop(digest, None)
             exported = known.exported if known else jax.export.deserialize(bytearray(blob))
         except Exception as exc:
             raise StudentProcessDied(
@@ -604,7 +675,15 @@ class Replaying(Runtime):
         lowered = known.jitted.trace(*args).lower()
         phases.add("read, check and lower the exported program", time.perf_counter() - started)
         return runtimes.run_compiled(  # looked up here: the GPU check spies on it
-            lowered, program, args, mesh, self.example, compiler_options, extra, self.salt
+            lowered,
+            program,
+            args,
+            mesh,
+            self.example,
+            compiler_options,
+            extra,
+            self.salt,
+            turn=self.turn,
         )
 
 
@@ -644,6 +723,7 @@ class Known:
 
 
 _KNOWN: dict[bytes, Known] = {}
+_KNOWN_LOCK = threading.Lock()
 KNOWN_LIMIT = 512
 """Programs kept by their bytes' digest (a serving worker re-grades unchanged code)."""
 
@@ -652,9 +732,10 @@ def _remember(digest: bytes, known: Known) -> Known:
     """Keep ``known`` by its bytes' SHA-256: the same bytes are the same program,
     so a re-grade of unchanged code reads, traces and lowers nothing anew (what
     depends on the example is still checked each time)."""
-    _KNOWN[digest] = known  # most recent last
-    while len(_KNOWN) > KNOWN_LIMIT:
-        del _KNOWN[next(iter(_KNOWN))]
+    with _KNOWN_LOCK:
+        _KNOWN[digest] = known  # most recent last
+        while len(_KNOWN) > KNOWN_LIMIT:
+            del _KNOWN[next(iter(_KNOWN))]
     return known
 
 
@@ -662,6 +743,8 @@ class Isolated(Backend):
     """The engine's backend in the grading worker: the student's module lives in
     a process of its own (:class:`StudentProcess`), and every example runs with
     a :class:`Replaying` runtime on data from ``salt``."""
+
+    ahead = os.environ.get(AHEAD, "1") != "0"
 
     def __init__(self, directory: Path, module: str, *, salt: int, spares: Spares | None = None):
         self.session = Session(str(directory), module, spares)
@@ -695,9 +778,9 @@ class Isolated(Backend):
     def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
         from grader.measure import devices
 
-        self.session.begin(exercise, example, devices.simulating(), following)
+        self.session.begin(exercise, devices.simulating())
         self.session.process.start()  # after a hang or a crash: started again here, not in run
-        rt = Replaying(self.session, example, self.salt)
+        rt = Replaying(self.session, example, self.salt, following)
         if self.clusters is None:
             from grader.sandbox.cluster import ClusterPool
 

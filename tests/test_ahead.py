@@ -1,0 +1,163 @@
+"""The next example prepared while one runs (issue 22 §2, ``grader.engine._Prepared``):
+with the student's code in a process of its own, an exercise's next example is
+received, checked and compiled in a thread while the one before it runs. Nothing
+a student sees may change: the same verdict, the same example named, the same
+number of examples run, a hang charged to the example that hung."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from grader import engine
+from grader.engine import examples_for
+from grader.results import Status
+from grader.sandbox import isolation
+from grader.sandbox.isolation import StudentProcess, StudentProcessDied
+from grader.spec import format_example
+
+SALT = 0x5EC12E7
+
+
+def _second_example_differs(body: str) -> str:
+    """A ring_all_gather that is the solution's on the first example's number of
+    columns and does ``body`` (indented code, ``x`` in scope) on any other."""
+    return (
+        "\n_first_cols = []\n"
+        "_solved = ring_all_gather\n"
+        "def ring_all_gather(x, axis_name):\n"
+        "    if not _first_cols:\n"
+        "        _first_cols.append(x.shape[-1])\n"
+        "    if x.shape[-1] != _first_cols[0]:\n"
+        f"{body}"
+        "    return _solved(x, axis_name)\n"
+    )
+
+
+def _grade(root, tmp_path, monkeypatch, ahead: bool, code: str, timeout: float = 60):
+    monkeypatch.setattr(isolation.Isolated, "ahead", ahead)
+    source = (root / "solutions" / "l02_collectives.py").read_text()
+    (tmp_path / "l02_collectives.py").write_text(source + code)
+    result = engine.grade_lesson(
+        2, "l02_collectives", tmp_path, only=["ring_all_gather"], timeout=timeout,
+        backend=engine.isolated(SALT),
+    )  # fmt: skip
+    return result.exercises[0]
+
+
+def _examples(name: str):
+    spec = engine.load_spec("l02_collectives").exercise(name)
+    return examples_for(spec, engine.context(), 0)
+
+
+def _first_with_another_shape() -> int:
+    """Index of the first example with other columns than example 0's (not the
+    first: a later example, prepared ahead)."""
+    examples = _examples("ring_all_gather")
+    k = next(i for i, ex in enumerate(examples) if ex["cols"] != examples[0]["cols"])
+    assert k >= 1
+    return k
+
+
+@pytest.mark.parametrize("ahead", [False, True], ids=["one after another", "ahead"])
+def test_a_wrong_later_example_is_named_the_same_with_or_without_preparing_ahead(
+    root, tmp_path, monkeypatch, ahead
+):
+    wrong = _grade(root, tmp_path, monkeypatch, ahead,
+                   _second_example_differs("        return _solved(x, axis_name) * 2\n"))  # fmt: skip
+    k = _first_with_another_shape()
+    assert wrong.status == Status.FAILED
+    assert wrong.example == format_example(_examples("ring_all_gather")[k])
+    assert wrong.examples_run == k + 1
+    assert any(c.name == "values" and not c.passed for c in wrong.checks)
+
+
+@pytest.mark.parametrize("ahead", [False, True], ids=["one after another", "ahead"])
+def test_a_hang_while_tracing_a_later_example_is_charged_to_that_example(
+    root, tmp_path, monkeypatch, ahead
+):
+    """The student's process traces the next example while this one compiles here:
+    a hang there is the next example's, whether or not it was prepared ahead."""
+    hung = _grade(root, tmp_path, monkeypatch, ahead,
+                  _second_example_differs("        while True:\n            pass\n"), timeout=4)  # fmt: skip
+    k = _first_with_another_shape()
+    assert hung.status == Status.TIMEOUT, (hung.status, hung.error)
+    assert hung.example == format_example(_examples("ring_all_gather")[k])
+    assert "did not finish" in hung.error
+
+
+def test_preparing_ahead_is_on_in_the_worker_and_off_in_process():
+    assert isolation.Isolated.ahead is (os.environ.get(isolation.AHEAD, "1") != "0")
+    assert engine.InProcess.ahead is False
+
+
+# ------------------------------------------------------------------ two threads, one process
+
+
+class _Alive:
+    """Stands for the student's process: alive until killed."""
+
+    def __init__(self) -> None:
+        self.killed = False
+
+    def poll(self):
+        return -9 if self.killed else None
+
+    def send_signal(self, sig):
+        self.killed = True
+
+    def wait(self, timeout=None):
+        return -9
+
+
+def _process() -> tuple[StudentProcess, int]:
+    """A StudentProcess whose answers are what the test writes on the returned fd."""
+    p = StudentProcess("/nowhere", "l02_collectives")
+    read, write = os.pipe()
+    p.proc, p._in, p._out = _Alive(), read, os.fdopen(os.dup(write), "wb")  # type: ignore[assignment]
+    p._buffer, p._seq, p._pending, p._stash, p._ignore = b"", 2, {1, 2}, {}, set()
+    p._loaded = True
+    return p, write
+
+
+def test_two_threads_each_get_their_own_answer_in_any_order():
+    p, write = _process()
+    got: dict[int, dict] = {}
+
+    def ask(seq: int) -> None:
+        got[seq] = p.receive(seq)
+
+    threads = [threading.Thread(target=ask, args=(s,)) for s in (2, 1)]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)  # both waiting: one reads, the other waits for its turn
+    os.write(write, b'{"seq": 2, "ok": true, "n": 20}\n')
+    time.sleep(0.1)
+    os.write(write, b'{"seq": 1, "ok": true, "n": 10}\n')
+    for t in threads:
+        t.join(timeout=10)
+    assert got == {1: {"seq": 1, "ok": True, "n": 10}, 2: {"seq": 2, "ok": True, "n": 20}}
+    os.close(write)
+
+
+def test_a_stop_from_one_thread_ends_the_other_threads_wait():
+    p, write = _process()
+    raised: list[BaseException] = []
+
+    def ask() -> None:
+        try:
+            p.receive(2)
+        except BaseException as exc:  # noqa: BLE001
+            raised.append(exc)
+
+    t = threading.Thread(target=ask)
+    t.start()
+    time.sleep(0.2)
+    p.stop()
+    t.join(timeout=10)
+    assert not t.is_alive()
+    assert len(raised) == 1 and isinstance(raised[0], StudentProcessDied)
+    os.close(write)
