@@ -456,7 +456,7 @@ def _grade_exercise(
         emit(ExampleStarted(lesson, spec.name, index, shown))  # its time limit starts now
         try:
             with time_limit(timeout), phases.phase("example (spec.run, all inside)"):
-                trial = current.result() if current is not None else spec.run(rt, called, ex)
+                trial = _run_example(spec, fn, runtime, ex, following, rt, called, current)
         except NotImplementedError as exc:
             return finish(Status.NOT_STARTED, example=shown, error=str(exc) or None)
         except StudentReturnError as exc:
@@ -588,6 +588,24 @@ class _Called:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.count += 1
         return self.fn(*args, **kwargs)
+
+
+def _run_example(
+    spec: ExerciseSpec, fn: Callable[..., Any], runtime: Callable[[Example, Example | None], Runtime],
+    ex: Example, following: Example | None, rt: Runtime, called: _Called, current: _Prepared | None,
+) -> Any:  # fmt: skip
+    """The example's trial: run now, or prepared ahead (run again here when the
+    thread that prepared it found no student's process to ask)."""
+    from grader.sandbox.isolation import NotStartedHere
+
+    if current is None:
+        return spec.run(rt, called, ex)
+    try:
+        return current.result()
+    except NotStartedHere:
+        again = runtime(ex, following)
+        again.answered.set()
+        return spec.run(again, _Called(fn), ex)
 
 
 class _InTurn:

@@ -161,3 +161,27 @@ def test_a_stop_from_one_thread_ends_the_other_threads_wait():
     assert not t.is_alive()
     assert len(raised) == 1 and isinstance(raised[0], StudentProcessDied)
     os.close(write)
+
+
+def test_only_the_grading_thread_starts_the_students_process():
+    """A process started from another thread dies with that thread (the sandbox's
+    parent-death signal follows the thread): a thread preparing an example that
+    finds no process running is refused, and the engine runs that example itself."""
+    from grader.sandbox.isolation import NotStartedHere
+
+    p = StudentProcess("/nowhere", "l02_collectives")
+    raised: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            p.spawn()
+        except BaseException as exc:  # noqa: BLE001
+            raised.append(exc)
+
+    t = threading.Thread(target=start)
+    t.start()
+    t.join(timeout=10)
+    assert len(raised) == 1 and isinstance(raised[0], NotStartedHere)
+    p.close()
+    with pytest.raises(StudentProcessDied, match="over"):
+        p.spawn()  # closed: not started again, from any thread

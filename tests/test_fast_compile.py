@@ -51,3 +51,16 @@ def test_every_program_of_the_lesson_compiles_with_its_options_and_reads_the_sam
 def _memory(compiled):
     m = compiled.memory_analysis()
     return (m.argument_size_in_bytes, m.output_size_in_bytes, m.temp_size_in_bytes)
+
+
+def test_xlas_own_matmul_moves_the_same_bytes_with_the_backend_optimisation_off():
+    """Lesson 4's explanation compiles XLA's own a @ b with FAST_COMPILE: the
+    collectives it reports are those of the default compile, for every case."""
+    from grader.lessons.l04_sharded_matmul.spec import CASES, SPEC
+    from grader.reference.matmul import xla_bytes
+
+    ctx = engine.context()
+    for case in CASES.values():
+        spec = SPEC.exercise(f"matmul_{case.name}")
+        for ex in engine.examples_for(spec, ctx, 0)[:2]:
+            assert xla_bytes(case, ex, FAST_COMPILE) == xla_bytes(case, ex), (case.name, ex)

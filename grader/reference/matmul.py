@@ -238,16 +238,19 @@ def measure(case: Case, shapes: tuple[int, int, int], mesh: tuple[int, ...], dty
     return got
 
 
-def xla_bytes(case: Case, ex: dict[str, Any]) -> tuple[int | None, list[str]]:
-    """What XLA's partitioner moves for the case's layouts: (bytes per device, kinds)."""
+def xla_bytes(
+    case: Case, ex: dict[str, Any], compiler_options: dict[str, Any] | None = None
+) -> tuple[int | None, list[str]]:
+    """What XLA's partitioner moves for the case's layouts: (bytes per device, kinds).
+    ``compiler_options``: for the backend only (the partitioner, which places the
+    collectives, runs whatever they say; a test holds the figures equal)."""
     import jax
 
     from grader.measure import hlo
     from grader.runtime import example_rng
 
     placed = place(case, ex, example_rng(ex), auto=True)  # bytes depend on shapes, not values
-    compiled = (
-        jax.jit(lambda a, b: a @ b, out_shardings=placed["out"]).lower(*placed["args"]).compile()
-    )
+    lowered = jax.jit(lambda a, b: a @ b, out_shardings=placed["out"]).lower(*placed["args"])
+    compiled = lowered.compile(compiler_options=compiler_options)
     comms = hlo.summarize(compiled.as_text(), num_devices=placed["mesh"].size)
     return comms.bytes(None, ITEMSIZE[ex["dtype"]]), sorted(comms.kinds())

@@ -212,13 +212,15 @@ class Cluster:
 
     def __init__(
         self, directory: str, module: str, processes: int, local: int, *,
-        absent: tuple[int, ...] = (),
+        absent: tuple[int, ...] = (), hidden: list[str] | tuple[str, ...] = (),
     ) -> None:  # fmt: skip
         if not (processes >= 2 and local >= 1):
             raise ValueError(f"a cluster needs ≥ 2 processes and ≥ 1 device each, not {processes}×{local}")  # fmt: skip
         self.directory, self.module = str(Path(directory)), module
         self.processes, self.local = processes, local
         self.absent = tuple(absent)
+        self.hidden = list(hidden)
+        """Folders hidden beyond the course's ``solutions/`` (the worker's)."""
         self.join_limit = JOIN_LIMIT
         self.proc: subprocess.Popen | None = None
         self.started_at = 0.0
@@ -269,7 +271,7 @@ class Cluster:
                     command,
                     readable=[*readable, os.environ.get("COURSE_ROOT", "")],
                     writable=[self.directory] if self.directory else [],
-                    hidden=hidden_folders(),  # as for every student's process
+                    hidden=hidden_folders(self.hidden),  # as for every student's process
                     loopback=True,
                 ),
                 stdin=subprocess.DEVNULL, pass_fds=tuple(theirs), env=env,
@@ -489,8 +491,10 @@ class ClusterPool:
     """The clusters of one lesson's grade, by (P, D): each started once, on first
     need (or ahead), reused across its exercises and examples, stopped at the end."""
 
-    def __init__(self, directory: str, module: str) -> None:
-        self.directory, self.module = str(directory), module
+    def __init__(
+        self, directory: str, module: str, hidden: list[str] | tuple[str, ...] = ()
+    ) -> None:
+        self.directory, self.module, self.hidden = str(directory), module, list(hidden)
         self._clusters: dict[tuple[int, int], Cluster] = {}
 
     def get(self, processes: int, local: int, ahead: tuple[tuple[int, int], ...] = ()) -> Cluster:
@@ -518,7 +522,9 @@ class ClusterPool:
         if cluster is None or (cluster.proc is not None and not cluster.alive):
             if cluster is not None:
                 cluster.stop()
-            cluster = self._clusters[key] = Cluster(self.directory, self.module, *key)
+            cluster = self._clusters[key] = Cluster(
+                self.directory, self.module, *key, hidden=self.hidden
+            )
         if cluster.proc is None:
             cluster.start()
         return cluster

@@ -44,7 +44,7 @@ from grader import phases
 from grader import runtime as runtimes
 from grader.engine import Backend
 from grader.repo import CODE
-from grader.runtime import SAID_UNCHECKED, GraderFault, Runtime
+from grader.runtime import SAID_UNCHECKED, Abandoned, GraderFault, Runtime, Turn
 from grader.sandbox import jail, wire
 from grader.sandbox.loader import LoadError
 from grader.spec import Example, Trial
@@ -54,32 +54,24 @@ AHEAD = "COURSE_AHEAD"
 ANSWER_LIMIT = 256 * 1024 * 1024
 """Longest answer line read from the student's process."""
 
-HIDDEN: list[str] = []
-"""Folders the student's process must not see, on top of the course's
-``solutions/`` (:func:`hide`): a classroom's submissions and results, the
-workspace with the progress file, the compile cache."""
 
-
-def hide(*folders: str | None) -> bool:
-    """Hide ``folders`` from every student's process started from now on (where
-    the sandbox is on; its own folder stays visible, even inside one of them).
-    True when one of them was not hidden before (a process started earlier, ahead
-    of need, may see it)."""
-    new = [str(f) for f in folders if f and str(f) not in HIDDEN]
-    HIDDEN.extend(dict.fromkeys(new))
-    return bool(new)
-
-
-def hidden_folders() -> list[str]:
-    """:data:`HIDDEN`, and every ``solutions/`` this course may keep."""
+def hidden_folders(hidden: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """``hidden`` (a :class:`Spares`' folders: a classroom's submissions and
+    results, the workspace with the progress file, the compile cache), and every
+    ``solutions/`` this course may keep: what a student's process must not see."""
     from grader.repo import shipped
 
-    return [*HIDDEN, str(shipped().solutions), str(CODE / "solutions"),
+    return [*hidden, str(shipped().solutions), str(CODE / "solutions"),
             str(CODE / "course" / "solutions")]  # fmt: skip
 
 
 class StudentProcessDied(Exception):
     """The student's process ended while it was working on a question."""
+
+
+class NotStartedHere(StudentProcessDied):
+    """An example prepared in a thread found the student's process not running:
+    the engine runs that example again in its own thread, which may start it."""
 
 
 class SandboxFailed(GraderFault):
@@ -121,6 +113,13 @@ class StudentProcess:
         """Held for every change of state; waited on for the reader's turn."""
         self._reading: subprocess.Popen | None = None
         """The process whose answers a thread is reading now (outside the lock)."""
+        self.closed = False
+        """The lesson's grading is over: never started again (by a thread still
+        preparing an example nobody wants)."""
+        self._owner = threading.current_thread()
+        """The thread that starts it (and the spares after it): a process started
+        from another thread would be killed when that thread ends (the sandbox's
+        ``PR_SET_PDEATHSIG`` follows the thread that started it)."""
 
     # -------------------------------------------------------------- life
 
@@ -131,10 +130,18 @@ class StudentProcess:
         with self._cv:
             if self.proc is not None:
                 return
+            if self.closed:
+                raise StudentProcessDied("the grading of this lesson is over")
+            if threading.current_thread() is not self._owner:
+                raise NotStartedHere("it is not running, and only the grading thread starts it")
             while self._reading is not None:  # a thread still reading the one stopped
                 self._cv.wait()
             spare = self.spares.take(self.directory, self.module) if self.spares else None
-            self.proc, self._out, self._in = spare or _spawn(self.directory, prepare=self.module)
+            self.proc, self._out, self._in = spare or _spawn(
+                self.directory,
+                prepare=self.module,
+                hidden=self.spares.hidden if self.spares else (),
+            )
             self._buffer = b""
             self._seq = 1 if spare else 0  # a spare was asked to load this module when it started
             self._pending: set[int] = {0, 1} if spare else {0}
@@ -176,6 +183,12 @@ class StudentProcess:
                 proc.wait(timeout=10)
             _setup_failure(proc)  # its descriptor closed
             self._cv.notify_all()
+
+    def close(self) -> None:
+        """Stop it for good: the lesson's grading is over."""
+        with self._cv:
+            self.closed = True
+            self.stop()
 
     def _load(self) -> dict:
         return {"op": "load", "directory": self.directory, "module": self.module}
@@ -310,11 +323,25 @@ class Spares:
     it is asked to import the student's module when that grade begins."""
 
     def __init__(self) -> None:
+        self.hidden: list[str] = []
+        """Folders its processes must not see, beyond the course's ``solutions/``
+        (:meth:`hide`)."""
         self._ready: dict[tuple[str, str], tuple[subprocess.Popen, Any, int]] = {}
         self._idle: dict[str, tuple[subprocess.Popen, Any, int]] = {}
         """Started ahead, not asked to load anything yet: by directory."""
         self.upcoming: list[tuple[str, str]] = []
         """(directory, module) of the lessons after the current one, in order."""
+
+    def hide(self, *folders: str | None) -> bool:
+        """Hide ``folders`` from every student's process started from now on (where
+        the sandbox is on; its own folder stays visible, even inside one of them).
+        True when one of them was not hidden before: processes started ahead are
+        then closed (they may see it)."""
+        new = [str(f) for f in folders if f and str(f) not in self.hidden]
+        self.hidden.extend(dict.fromkeys(new))
+        if new:
+            self.close()
+        return bool(new)
 
     def prestart(
         self,
@@ -335,13 +362,13 @@ class Spares:
             return
         if not load:
             if key[0] not in self._idle:
-                self._idle[key[0]] = _spawn(key[0], prepare=module, ahead=True)
+                self._idle[key[0]] = _spawn(key[0], prepare=module, ahead=True, hidden=self.hidden)
             return
         idle = self._idle.pop(key[0], None)
         if idle is not None and idle[0].poll() is not None:
             _close(idle)
             idle = None
-        proc, out, fd = idle or _spawn(key[0], prepare=module)
+        proc, out, fd = idle or _spawn(key[0], prepare=module, hidden=self.hidden)
         question = {"op": "load", "directory": key[0], "module": module, "seq": 1}
         try:
             out.write(json.dumps(question).encode() + b"\n")
@@ -385,12 +412,12 @@ def _close(spare: tuple[subprocess.Popen, Any, int]) -> None:
 
 
 def _spawn(
-    directory: str = "", prepare: str = "", ahead: bool = False
+    directory: str = "", prepare: str = "", ahead: bool = False, hidden: list[str] | tuple = ()
 ) -> tuple[subprocess.Popen, Any, int]:
     """The student's process, in the OS sandbox where one can be made
     (:mod:`grader.sandbox.jail`): it may write only to its scratch and to
     ``directory``, the submission's own folder, and sees nothing of
-    :func:`hidden_folders` but that folder. The sandbox says whether it was
+    :func:`hidden_folders` (with ``hidden``) but that folder. The sandbox says whether it was
     made on a pipe of its own (:func:`_setup_failure`). ``prepare``: the lesson whose
     spec (the grader's code) it imports before it says it is ready; ``ahead``:
     it also traces a first program then (nothing waits for it yet)."""
@@ -410,7 +437,7 @@ def _spawn(
                 command,
                 readable=[*readable, os.environ.get("COURSE_ROOT", "")],
                 writable=[directory] if directory else [],
-                hidden=hidden_folders(),
+                hidden=hidden_folders(hidden),
                 status=status_w,
             ),
             stdin=subprocess.DEVNULL,
@@ -456,8 +483,12 @@ def _ended(code: int | None) -> str:
 class Session:
     """One lesson's grading against the student's process."""
 
-    def __init__(self, directory: str, module: str, spares: Spares | None = None):
+    def __init__(
+        self, directory: str, module: str, spares: Spares | None = None,
+        programs: Programs | None = None,
+    ) -> None:  # fmt: skip
         self.process = StudentProcess(directory, module, spares)
+        self.programs = programs or Programs()
         self.exercise = ""
         self.simulated = False
         self.ahead: dict[tuple[str, str], tuple[Any, int]] = {}
@@ -473,11 +504,17 @@ class Session:
                 self.ahead.clear()
             self.exercise, self.simulated = exercise, simulated
 
-    def export(self, example: Example, index: int, following: Example | None = None) -> dict:
+    def export(
+        self, example: Example, index: int, following: Example | None = None,
+        turn: Turn | None = None,
+    ) -> dict:  # fmt: skip
         """The exported ``index``-th program of ``example``, asked for now or taken
         from what was asked ahead; after the first, the first of ``following`` is
-        asked for (the student's process traces it while this one compiles here)."""
+        asked for (the student's process traces it while this one compiles here).
+        ``turn``: an example prepared ahead, which asks nothing once abandoned."""
         with self.process._cv:
+            if turn is not None and turn.abandoned:
+                raise Abandoned()
             key = (self.exercise, _key(example))
             asked = self.ahead.pop(key, None) if index == 0 else None
             if asked is None or asked[0] is not self.process.proc:
@@ -487,7 +524,7 @@ class Session:
         if index == 0 and following is not None:
             with self.process._cv:
                 nxt = (self.exercise, _key(following))
-                if nxt not in self.ahead:
+                if nxt not in self.ahead and not (turn is not None and turn.abandoned):
                     seq = self.process.export(self.exercise, following, 0, self.simulated)
                     self.ahead[nxt] = (self.process.proc, seq)
         return answer
@@ -496,7 +533,7 @@ class Session:
         return RemoteFunction(self, name)
 
     def close(self) -> None:
-        self.process.stop()
+        self.process.close()
 
 
 def _key(example: Example) -> str:
@@ -647,7 +684,7 @@ class Replaying(Runtime):
         if k and self.turn is not None:  # only the first program is asked for ahead
             self.turn.wait()
         try:
-            answer = self.session.export(self.example, k, self.following)
+            answer = self.session.export(self.example, k, self.following, self.turn)
         finally:
             self.answered.set()
         if "ok" not in answer:
@@ -656,14 +693,13 @@ class Replaying(Runtime):
         try:
             blob = base64.b64decode(str(answer["blob"]))
             digest = hashlib.sha256(blob).digest()
-            with _KNOWN_LOCK:
-                known = _KNOWN.pop(digest, None)
+            known = self.session.programs.take(digest)
             exported = known.exported if known else jax.export.deserialize(bytearray(blob))
         except Exception as exc:
             raise StudentProcessDied(
                 f"it handed back a program the grader cannot read ({exc})"
             ) from None
-        known = _remember(digest, known or Known(exported))
+        known = self.session.programs.keep(digest, known or Known(exported))
         program = known.program
         check_exported(exported, args, mesh, known.text)
         said = answer.get("said")
@@ -722,21 +758,29 @@ class Known:
         """Kept, so that tracing and lowering it again come from jax's own caches."""
 
 
-_KNOWN: dict[bytes, Known] = {}
-_KNOWN_LOCK = threading.Lock()
-KNOWN_LIMIT = 512
-"""Programs kept by their bytes' digest (a serving worker re-grades unchanged code)."""
+class Programs:
+    """Programs handed back before, by their bytes' SHA-256 (what reading them
+    gave): the same bytes are the same program, so a re-grade of unchanged code
+    reads, traces and lowers nothing anew (what depends on the example is still
+    checked each time). A serving worker keeps one for all its grades."""
 
+    LIMIT = 512
+    """Programs kept (a serving worker re-grades unchanged code)."""
 
-def _remember(digest: bytes, known: Known) -> Known:
-    """Keep ``known`` by its bytes' SHA-256: the same bytes are the same program,
-    so a re-grade of unchanged code reads, traces and lowers nothing anew (what
-    depends on the example is still checked each time)."""
-    with _KNOWN_LOCK:
-        _KNOWN[digest] = known  # most recent last
-        while len(_KNOWN) > KNOWN_LIMIT:
-            del _KNOWN[next(iter(_KNOWN))]
-    return known
+    def __init__(self) -> None:
+        self._known: dict[bytes, Known] = {}
+        self._lock = threading.Lock()
+
+    def take(self, digest: bytes) -> Known | None:
+        with self._lock:
+            return self._known.pop(digest, None)
+
+    def keep(self, digest: bytes, known: Known) -> Known:
+        with self._lock:
+            self._known[digest] = known  # most recent last
+            while len(self._known) > self.LIMIT:
+                del self._known[next(iter(self._known))]
+        return known
 
 
 class Isolated(Backend):
@@ -746,8 +790,11 @@ class Isolated(Backend):
 
     ahead = os.environ.get(AHEAD, "1") != "0"
 
-    def __init__(self, directory: Path, module: str, *, salt: int, spares: Spares | None = None):
-        self.session = Session(str(directory), module, spares)
+    def __init__(
+        self, directory: Path, module: str, *, salt: int, spares: Spares | None = None,
+        programs: Programs | None = None,
+    ) -> None:  # fmt: skip
+        self.session = Session(str(directory), module, spares, programs)
         self.module, self.salt = module, salt
         self.sandbox = jail.state()
         self.clusters: Any = None
@@ -784,9 +831,11 @@ class Isolated(Backend):
         if self.clusters is None:
             from grader.sandbox.cluster import ClusterPool
 
+            spares = self.session.process.spares
             self.clusters = ClusterPool(
-                str(Path(self.session.process.directory).resolve()), self.module
-            )
+                str(Path(self.session.process.directory).resolve()), self.module,
+                hidden=spares.hidden if spares else (),
+            )  # fmt: skip
         rt.clusters = self.clusters
         from grader.engine import load_spec
 

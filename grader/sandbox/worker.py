@@ -105,6 +105,9 @@ class Warm:
         from grader.sandbox import isolation
 
         self.spares = isolation.Spares()
+        """The student's processes started ahead, and the folders they must not see."""
+        self.programs = isolation.Programs()
+        """Programs handed back before, by their bytes (read once for all grades)."""
         self.configured: tuple | None = None
         self.cached = False
 
@@ -135,9 +138,8 @@ class Warm:
             cache_dir=config.get("cache_dir"),
         )  # fmt: skip
         self.configure(request)
-        from grader.sandbox import isolation
 
-        isolation.hide(*config.get("hidden", ()), request.cache_dir)
+        self.spares.hide(*config.get("hidden", ()), request.cache_dir)
         if request.directory and config.get("module"):
             self.spares.prestart(request.directory, str(config["module"]), load=False)
         self.open_cache()
@@ -172,8 +174,7 @@ def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = 
     state.configure(request)  # the student's process inherits the devices asked for
     salt = secrets.randbits(62) | 1  # the data is drawn here, from a secret of this grade's
     spares = state.spares
-    if isolation.hide(*request.hidden, request.cache_dir):  # the student's process never needs them
-        spares.close()  # started ahead without one of them hidden: not to be used
+    spares.hide(*request.hidden, request.cache_dir)  # the student's process never needs them
     # the student's process imports jax and the module while this one imports jax
     first, *rest = [(request.directory, job.module) for job in request.lessons] or [("", "")]
     if first[1]:
@@ -210,7 +211,7 @@ def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = 
                 timeout=request.timeout,
                 on_event=emit,
                 backend=lambda directory, module: isolation.Isolated(
-                    directory, module, salt=salt, spares=spares
+                    directory, module, salt=salt, spares=spares, programs=state.programs
                 ),
             )
         except engine.BadExample as exc:

@@ -132,7 +132,7 @@ def _explain(case: Case) -> Callable[[list[Trial]], list[XlaComparison]]:
         trial = max(trials, key=lambda t: optimum(case, t.example))  # the most telling one
         ex = trial.example
         width = ITEMSIZE[ex["dtype"]]
-        xla, xla_kinds = xla_bytes(case, ex)
+        xla, xla_kinds = xla_bytes(case, ex, FAST_COMPILE)
         i, j, k = ex["shape"]
         return [
             XlaComparison(
