@@ -158,9 +158,9 @@ class Runtime:
         self.salt = int(salt)
         self._functions = functions
         self.answered = threading.Event()
-        """Set once the student's process has answered this example's first
-        question (the next example may then be prepared: its first program was
-        asked for)."""
+        """Set once the student's process has handed back this example's first
+        program (the next example's was asked for then), or once the example ran
+        (the engine): the next example may be prepared. Never after a failure."""
 
     def interrupt(self) -> None:
         """The engine stopped waiting for this example (a time limit): whatever

@@ -85,8 +85,14 @@ def test_rerun_command_reproduces_the_failure(fixture_course):
     (device_map,) = ex["checks"][0]["evidence"]
     assert device_map["type"] == "device_map" and device_map["first_mismatch"]
     (again_map,) = ex2["checks"][0]["evidence"]
-    assert [d["ok"] for d in again_map["devices"]] == [d["ok"] for d in device_map["devices"]]
-    assert again_map["first_mismatch"]["coord"] == device_map["first_mismatch"]["coord"]
+    assert again_map["first_mismatch"]
+    # Each run draws its own data, so a device can be right by coincidence in one run
+    # (the mirrored ring at N = 4 swaps blocks i−1 and i+1: equal blocks hide it, about
+    # 1 run in 300); that both runs are right on every device the other got wrong, never.
+    wrong = [
+        {i for i, d in enumerate(m["devices"]) if not d["ok"]} for m in (device_map, again_map)
+    ]
+    assert wrong[0] & wrong[1], wrong
 
 
 def test_json_output_and_status_after_grading(fixture_course):
@@ -343,7 +349,9 @@ def test_watch_regrades_on_save_and_stops_cleanly(root, home):
 
 
 def test_dev_check_passes_on_the_course(home):
-    r = course(home, "dev", "check")
+    # It grades every solution and every stub: about 2 minutes on an idle 2-core
+    # machine, more than 4 under load (the two CI legs side by side, at load 6).
+    r = course(home, "dev", "check", timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "solutions pass, stubs not started" in r.stdout
 

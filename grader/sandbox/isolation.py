@@ -582,11 +582,7 @@ class RemoteFunction:
                 "through compile_and_run"
             )
         s = self.session
-        try:
-            answer = s.process.call(self.name, args, s.simulated)
-        finally:
-            if rt is not None:
-                rt.answered.set()
+        answer = s.process.call(self.name, args, s.simulated)
         if "ok" not in answer:
             raise_from(answer)
         meshes = _meshes_in(args)
@@ -683,12 +679,10 @@ class Replaying(Runtime):
         k, self.index = self.index, self.index + 1
         if k and self.turn is not None:  # only the first program is asked for ahead
             self.turn.wait()
-        try:
-            answer = self.session.export(self.example, k, self.following, self.turn)
-        finally:
-            self.answered.set()
+        answer = self.session.export(self.example, k, self.following, self.turn)
         if "ok" not in answer:
             raise_from(answer)
+        self.answered.set()  # exported: the next example is prepared (not after a failure)
         started = time.perf_counter()
         try:
             blob = base64.b64decode(str(answer["blob"]))
