@@ -452,11 +452,12 @@ def _grade_exercise(
                 )
         if ahead and following is not None:
             after = examples[index + 2] if index + 2 < len(examples) else None
-            pending.extend(_Prepared.start(spec, fn, runtime, following, after, rt.answered))
+            prepared = _Prepared.start(spec, fn, runtime, following, after, rt.answered)
+            pending.extend([prepared] if prepared else [])
         emit(ExampleStarted(lesson, spec.name, index, shown))  # its time limit starts now
         try:
             with time_limit(timeout), phases.phase("example (spec.run, all inside)"):
-                trial = _run_example(spec, fn, runtime, ex, following, rt, called, current)
+                trial = _run_example(spec, runtime, ex, following, rt, called, current)
         except NotImplementedError as exc:
             return finish(Status.NOT_STARTED, example=shown, error=str(exc) or None)
         except StudentReturnError as exc:
@@ -506,7 +507,7 @@ def _grade_exercise(
                 Status.ERROR, example=shown,
                 error=format_student_error(exc, directory), hint=hint or _generic_error_hint(exc),
             )  # fmt: skip
-        rt.answered.set()  # it asked nothing: the next example's preparation starts now
+        rt.answered.set()  # it ran (even if it handed back no program): the next one may start
         checks = []
         for i, check in enumerate(spec.checks):
             t = time.perf_counter()
@@ -591,8 +592,8 @@ class _Called:
 
 
 def _run_example(
-    spec: ExerciseSpec, fn: Callable[..., Any], runtime: Callable[[Example, Example | None], Runtime],
-    ex: Example, following: Example | None, rt: Runtime, called: _Called, current: _Prepared | None,
+    spec: ExerciseSpec, runtime: Callable[[Example, Example | None], Runtime], ex: Example,
+    following: Example | None, rt: Runtime, called: _Called, current: _Prepared | None,
 ) -> Any:  # fmt: skip
     """The example's trial: run now, or prepared ahead (run again here when the
     thread that prepared it found no student's process to ask)."""
@@ -602,10 +603,8 @@ def _run_example(
         return spec.run(rt, called, ex)
     try:
         return current.result()
-    except NotStartedHere:
-        again = runtime(ex, following)
-        again.answered.set()
-        return spec.run(again, _Called(fn), ex)
+    except NotStartedHere:  # its turn has come: ``called`` goes straight to the student's function
+        return spec.run(runtime(ex, following), called, ex)
 
 
 class _InTurn:
@@ -652,20 +651,20 @@ class _Prepared:
         cls, spec: ExerciseSpec, fn: Callable[..., Any],
         runtime: Callable[[Example, Example | None], Runtime], example: Example,
         following: Example | None, after: threading.Event,
-    ) -> list[_Prepared]:  # fmt: skip
-        """``example`` prepared once ``after`` is set (the example before it has its
-        first answer); none where its runtime cannot be made now (it is made
-        again in its turn)."""
+    ) -> _Prepared | None:  # fmt: skip
+        """``example`` prepared once ``after`` is set (the example before it handed
+        back its program, or ran); None where its runtime cannot be made now (it
+        is made again in its turn)."""
         try:
             rt = runtime(example, following)
         except Exception:
-            return []
-        return [cls(spec, fn, rt, example, after)]
+            return None
+        return cls(spec, fn, rt, example, after)
 
     def _run(self, spec: ExerciseSpec, after: threading.Event) -> None:
         try:
             after.wait()
-            if self.rt.turn is not None and self.rt.turn.abandoned:
+            if self.rt.turn.abandoned:
                 return
             self.trial = spec.run(self.rt, self.called, self.example)
         except BaseException as exc:  # noqa: BLE001 — raised again in its turn

@@ -154,7 +154,11 @@ EXPECTED = [np.full((2, 2), float(d + 1)) for d in range(4)]
         ([e * 4 for e in EXPECTED], "4 times too large"),
         ([e / 4 for e in EXPECTED], "4 times too small"),
         ([e * 0 for e in EXPECTED], "all zeros"),
-        ([EXPECTED[0], EXPECTED[1], EXPECTED[2] + 1, EXPECTED[3]], "Only device(s) [2]"),
+        (
+            [EXPECTED[0], EXPECTED[1], EXPECTED[2] + 1, EXPECTED[3]],
+            "Only device(s) [2] of 4 are wrong; the others are right: what your code does "
+            "differently on those devices is where the values part.",
+        ),  # what was measured, no cause
         ([EXPECTED[0] * np.nan] + EXPECTED[1:], "NaN"),
     ],
 )

@@ -109,7 +109,8 @@ class StudentProcess:
         self._buffer = b""
         self._loaded = False
         self._loading: int | None = None
-        self._cv = threading.Condition(threading.RLock())
+        self._lock = threading.RLock()
+        self._cv = threading.Condition(self._lock)
         """Held for every change of state; waited on for the reader's turn."""
         self._reading: subprocess.Popen | None = None
         """The process whose answers a thread is reading now (outside the lock)."""
@@ -274,11 +275,18 @@ class StudentProcess:
         """One line from ``proc``, read with the lock released (this thread is the
         reader meanwhile); called with the lock held."""
         self._reading, fd = proc, self._in
-        self._cv.release()
+        held = 0  # every level this thread holds (start → spawn → receive nest): all released
+        while True:
+            try:
+                self._lock.release()
+            except RuntimeError:  # not held any more
+                break
+            held += 1
         try:
             return self._read_line(proc, fd)
         finally:
-            self._cv.acquire()
+            for _ in range(held):
+                self._lock.acquire()
             self._reading = None
             if self.proc is not proc:  # stopped meanwhile: its descriptor is ours to close
                 with contextlib.suppress(OSError):
@@ -332,16 +340,15 @@ class Spares:
         self.upcoming: list[tuple[str, str]] = []
         """(directory, module) of the lessons after the current one, in order."""
 
-    def hide(self, *folders: str | None) -> bool:
+    def hide(self, *folders: str | None) -> None:
         """Hide ``folders`` from every student's process started from now on (where
         the sandbox is on; its own folder stays visible, even inside one of them).
-        True when one of them was not hidden before: processes started ahead are
-        then closed (they may see it)."""
+        Where one was not hidden before, the processes started ahead are closed
+        (they may see it)."""
         new = [str(f) for f in folders if f and str(f) not in self.hidden]
         self.hidden.extend(dict.fromkeys(new))
         if new:
             self.close()
-        return bool(new)
 
     def prestart(
         self,
