@@ -21,6 +21,7 @@ the runtime object.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from grader.measure import hlo
-from grader.spec import Example, Trial
+from grader.spec import OPTIONAL_OPTIONS, Example, Trial
 
 SAID_UNCHECKED = "said: shard_maps with check_vma=False"
 """``trial.extra`` key: how many shard_maps the student's process says it traced
@@ -285,7 +286,7 @@ def run_compiled(
     from grader import phases
 
     with phases.phase("compile"):
-        compiled = lowered.compile(compiler_options=compiler_options)
+        compiled = lowered.compile(compiler_options=known_options(compiler_options))
     started = time.perf_counter()
     comms = hlo.summarize(compiled.as_text(), num_devices=mesh.size if mesh is not None else 1)
     memory = None
@@ -316,6 +317,30 @@ def run_compiled(
         extra=extra,
         salt=salt,
     )
+
+
+def known_options(options: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``options`` less those of :data:`grader.spec.OPTIONAL_OPTIONS` that this
+    XLA does not have (it refuses an option it does not know): the program then
+    compiles as it would without them."""
+    if not options:
+        return options
+    return {k: v for k, v in options.items() if k not in OPTIONAL_OPTIONS or _accepted(k, v)}
+
+
+@functools.cache
+def _accepted(name: str, value: Any) -> bool:
+    """Whether this XLA takes the compile option ``name=value`` (a trivial program
+    compiled once with it)."""
+    import jax
+
+    try:
+        jax.jit(lambda: 0).lower().compile(compiler_options={name: value})
+    except Exception as exc:  # jax's runtime error: INVALID_ARGUMENT No such compile option
+        if "no such compile option" in str(exc).lower():
+            return False
+        raise
+    return True
 
 
 def inputs_intact(args: tuple[Any, ...], host_copies: list[np.ndarray | None]) -> str | None:

@@ -116,3 +116,19 @@ def test_installed_course_asks_for_init_and_never_writes_into_itself(tmp_path):
     assert bare.returncode == 0 and "course init" in bare.stdout and "Usage: course" in bare.stdout
     listing = run_course(tmp_path, "list", **installed)  # needs no workspace
     assert listing.returncode == 0 and "shard_shape" in listing.stdout
+
+
+def test_the_installed_ml_dtypes_imports_without_its_slow_ufunc_registration():
+    """ml_dtypes 0.7 with numpy before 2.5 takes about a second to import (its ufunc
+    loops are registered one by one, each looked up in a list): pyproject.toml holds
+    ml_dtypes below 0.7 where pip resolves such a numpy (Python 3.11)."""
+    from importlib.metadata import version
+
+    def release(name: str) -> tuple[int, int]:
+        major, minor = version(name).split(".")[:2]
+        return int(major), int(minor)
+
+    assert not (release("ml_dtypes") >= (0, 7) and release("numpy") < (2, 5)), (
+        version("ml_dtypes"),
+        version("numpy"),
+    )

@@ -225,7 +225,8 @@ WARM_UP = "COURSE_WORKER_WARM_UP"
 
 
 def warm_up_replay() -> None:
-    """Export, read, lower, compile and run one tiny ``shard_map`` program, so
+    """Export, read, lower, compile (with the lessons' options: whether this XLA
+    has each is found out then) and run one tiny ``shard_map`` program, so
     that the first exercise does not pay for jax's first export, lowering and
     compile here (about a second): done while this process would wait for the
     student's process to start, import the module and trace the first example."""
@@ -236,6 +237,9 @@ def warm_up_replay() -> None:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
+    from grader.runtime import known_options
+    from grader.spec import FAST_COMPILE
+
     with contextlib.suppress(Exception):
         mesh = jax.make_mesh((1,), ("x",), devices=jax.devices()[:1])
         body = jax.shard_map(
@@ -245,7 +249,8 @@ def warm_up_replay() -> None:
         blob = jax.export.export(jax.jit(body))(x).serialize()
         exported = jax.export.deserialize(blob)
         exported.mlir_module()
-        jax.jit(exported.call).trace(x).lower().compile()(x).block_until_ready()
+        lowered = jax.jit(exported.call).trace(x).lower()
+        lowered.compile(compiler_options=known_options(FAST_COMPILE))(x).block_until_ready()
 
 
 def enable_compilation_cache(directory: str) -> None:

@@ -51,7 +51,7 @@ from grader.lessons.l09_pipeline.checks import (
 from grader.reference import training
 from grader.results import CheckResult
 from grader.runtime import Runtime
-from grader.spec import FAST_COMPILE, Context, Example, ExerciseSpec, LessonSpec, Run, Trial
+from grader.spec import BACKEND_LEVEL_0, Context, Example, ExerciseSpec, LessonSpec, Run, Trial
 
 MODULE = "l09_pipeline"
 AXIS = "stage"
@@ -687,5 +687,5 @@ SPEC = LessonSpec(
         _exec_exercise("pipeline_forward", grads=False),
         _exec_exercise("pipeline_grads", grads=True),
     ),
-    compiler_options=FAST_COMPILE,
+    compiler_options=BACKEND_LEVEL_0,
 )

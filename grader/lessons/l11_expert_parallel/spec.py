@@ -51,6 +51,7 @@ from grader.lessons.l11_expert_parallel.checks import AllToAllCount, Combine, Di
 from grader.reference import training
 from grader.runtime import Runtime, StudentReturnError
 from grader.spec import (
+    FAST_COMPILE,
     Check,
     Context,
     Example,
@@ -73,11 +74,6 @@ TIE_EVERY = 3
 """Every TIE_EVERY-th token has its routed dims at 0: equal logits for every expert."""
 BF16_SAFETY = 8.0
 """bfloat16 allowance in units of 2⁻⁸·max|ref| (see the module docstring)."""
-FAST_COMPILE = {"xla_backend_optimization_level": 0}
-"""As lesson 6: XLA's backend optimisation off compiles faster, and the HLO's
-collectives are unchanged (measured: the same collective table at both levels
-for the reference and the 8 wrong layers of tests/mistakes/l11.py on the
-explicit examples, 27 programs)."""
 
 
 # ------------------------------------------------------------------ routing exercises

@@ -61,7 +61,7 @@ from grader.measure import jaxpr
 from grader.reference import training
 from grader.results import CheckResult
 from grader.runtime import SAID_UNCHECKED, Runtime, StudentReturnError
-from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
+from grader.spec import FAST_COMPILE, Check, Context, Example, ExerciseSpec, LessonSpec, Trial
 
 DATA, MODEL = "data", "model"
 ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE = "all-gather", "reduce-scatter", "all-reduce"
@@ -80,11 +80,6 @@ SLACK = 0.10
 """All-gather and reduce-scatter within 10% of the reference's."""
 ALL_REDUCE_CAP = 1.3
 """All-reduce at most 1.3× the Megatron optimum."""
-FAST_COMPILE = {"xla_backend_optimization_level": 0}
-"""As lessons 6 and 11: XLA's backend optimisation off. Measured on the reference
-at 4×2, 2×3, 2×4 and 2×1: the same temporaries and bytes per kind, compiles
-1.5–1.9 s instead of 2.3–2.9 s (loaded machine); the wrong programs of
-tests/mistakes/l12.py fail the same checks."""
 
 LAYOUT = {
     "wq": (None, DATA, MODEL), "wk": (None, DATA, MODEL), "wv": (None, DATA, MODEL),
