@@ -33,15 +33,12 @@ rich only inside :func:`terminal`.
 
 from __future__ import annotations
 
-import csv
 import io
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from grader import evidence as ev
 from grader.results import JSON_VERSION, CheckResult, ExerciseResult, LessonResult, Status
 
 if TYPE_CHECKING:
@@ -253,6 +250,8 @@ class Figure:
 
 def figures(check: CheckResult) -> list[Figure]:
     """The figures in a check's evidence: bytes measured, where they are known."""
+    from grader import evidence as ev  # here: `course status` never needs it
+
     out = []
     for item in check.evidence:
         if isinstance(item, ev.BytesExpectation) and item.actual is not None:
@@ -444,6 +443,8 @@ def summary_csv(submissions: Sequence[Submission]) -> str:
     """submission × exercise: totals, then each exercise's status, then whether its
     code ran in the OS sandbox (``sandbox``: ``on``, ``off: <why>``; the last column,
     so that the others keep their places)."""
+    import csv
+
     names = list(dict.fromkeys(r.name for s in submissions for r in s.rows))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -501,6 +502,8 @@ def gradescope(sub: Submission) -> dict[str, Any]:
 def junit_xml(sub: Submission) -> str:
     """JUnit XML: a ``testsuites`` of one ``testsuite`` per lesson; each suite's
     ``<properties>`` holds ``sandbox`` (``on``, ``off: <why>``) when it is known."""
+    import xml.etree.ElementTree as ET
+
     root = ET.Element("testsuites", name=xml_text(sub.name))
     for module in dict.fromkeys(r.module for r in sub.rows):
         rows = [r for r in sub.rows if r.module == module]
