@@ -28,7 +28,13 @@ change of load hits all rows alike; the watch and notebook rows time several
 saves or calls in one session each. A row meets its goal when its median, as a
 ratio to this run's bare JAX start, is at most the goal's ratio to the 1.21 s
 where the goals were set; the absolute figure is shown too. Prints a table and
-writes benchmarks/results/speed.json (with the load average at start and end).
+writes benchmarks/results/speed.json (with the load average at start and end,
+and the versions of what the bare start imports).
+
+The bare start measures the installed packages as much as the machine: with
+ml_dtypes 0.7 and numpy 2.4 it took about a second more (ml_dtypes' own import;
+pyproject.toml keeps it below 0.7 on Python 3.11), which made every ratio look
+better than the seconds were. Read the versions beside the ratios.
 """
 
 from __future__ import annotations
@@ -210,10 +216,13 @@ def main() -> None:
             "met": None if goal is None else med / base <= goal / GOALS_SET_AT,
         })  # fmt: skip
     load_end = os.getloadavg()[0]
+    from importlib.metadata import version
+
+    versions = {name: version(name) for name in ("jax", "jaxlib", "numpy", "ml_dtypes")}
     table = Table(
         title=f"issue 22's rows, medians ({os.cpu_count()} cores, load {load_start:.1f} at the "
         f"start, {load_end:.1f} at the end; bare JAX start {base:.2f} s here; {args.pause:g} s "
-        "between saves)"
+        f"between saves; {', '.join(f'{k} {v}' for k, v in versions.items())})"
     )
     for col in ("row", "median", "× bare", "min", "max", "n", "goal", "goal × bare", "met"):
         table.add_column(col, justify="left" if col == "row" else "right")
@@ -231,7 +240,7 @@ def main() -> None:
     results.mkdir(parents=True, exist_ok=True)
     (results / "speed.json").write_text(json.dumps(
         {"load_start": load_start, "load_end": load_end, "bare_jax_s": base, "pause_s": args.pause,
-         "rows": out},
+         "versions": versions, "rows": out},
         indent=2))  # fmt: skip
 
 
