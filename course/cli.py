@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import sys
 
+from grader.sandbox import launch
+
+if __name__ == "__main__" or sys.argv[0].endswith("course"):  # run as the command
+    launch.early(sys.argv)  # `course grade`: its worker starts while the rest is imported
+
 import click
 
 from course.commands.common import App, make_app

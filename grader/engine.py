@@ -628,8 +628,10 @@ class _Prepared:
     program, ask the student's process anything more) waits for its turn
     (:class:`grader.runtime.Turn`): :meth:`result`, once the example before it
     passed its checks. So two compiles overlap, and nothing else changes: the
-    same questions in the same order, one student's program running at a time,
-    the same verdicts and events, the example's time limit counted from its turn."""
+    same questions in the same order (a serving worker's helpers take some of the
+    exports asked ahead: :class:`grader.sandbox.isolation.Session`), one
+    student's program running at a time, the same verdicts and events, the
+    example's time limit counted from its turn."""
 
     def __init__(self, spec: ExerciseSpec, fn: Callable[..., Any], rt: Runtime,
                  example: Example, after: threading.Event):  # fmt: skip

@@ -19,6 +19,13 @@ from course.commands.common import App
 from course.commands.grade import INTERRUPTED, current_lesson, grade
 
 
+STEP_MS = 20
+"""A save is graded once its file has had no change for this long (watchfiles'
+``step``; its default, 50 ms, is most of a save's wait before its grade starts).
+An editor's save (a rename, or a truncate and a write) lands well inside it; a
+save in two bursts further apart is graded twice, the second time whole."""
+
+
 def watch(app: App, number: int | None, **grade_options) -> int:
     from watchfiles import watch as watch_changes
 
@@ -50,7 +57,7 @@ def watch(app: App, number: int | None, **grade_options) -> int:
         while _contents(target) != shown[0]:
             if not regrade(changed=True):
                 return _stopped(app)
-        for changes in watch_changes(target.parent, debounce=300):
+        for changes in watch_changes(target.parent, debounce=300, step=STEP_MS):
             if any(Path(p).resolve() == target for _, p in changes):
                 if _contents(target) == shown[0]:
                     continue  # saved unchanged (or touched): the verdict stands

@@ -100,9 +100,16 @@ class StudentProcess:
     while the current one runs): questions are numbered, one thread at a time
     reads the answers and keeps the others' for them."""
 
-    def __init__(self, directory: str, module: str, spares: Spares | None = None):
+    def __init__(
+        self, directory: str, module: str, spares: Spares | None = None,
+        given: tuple[subprocess.Popen, Any, int] | None = None,
+    ) -> None:  # fmt: skip
         self.directory, self.module = str(Path(directory)), module
         self.spares = spares
+        self._given = given
+        """A helper's process (:meth:`Spares.take_helpers`, asked to load already):
+        the only one it ever runs; gone, it is not started again."""
+        self.helper = given is not None
         self.proc: subprocess.Popen | None = None
         self.functions: set[str] = set()
         self.load_error: str | None = None
@@ -133,11 +140,16 @@ class StudentProcess:
                 return
             if self.closed:
                 raise StudentProcessDied("the grading of this lesson is over")
-            if threading.current_thread() is not self._owner:
+            if self.helper and self._given is None:
+                raise StudentProcessDied("a helper's process is not started again")
+            if not self.helper and threading.current_thread() is not self._owner:
                 raise NotStartedHere("it is not running, and only the grading thread starts it")
             while self._reading is not None:  # a thread still reading the one stopped
                 self._cv.wait()
-            spare = self.spares.take(self.directory, self.module) if self.spares else None
+            if self.helper:  # started by the grading thread already: taken from any thread
+                spare, self._given = self._given, None
+            else:
+                spare = self.spares.take(self.directory, self.module) if self.spares else None
             self.proc, self._out, self._in = spare or _spawn(
                 self.directory,
                 prepare=self.module,
@@ -157,6 +169,8 @@ class StudentProcess:
         """:meth:`spawn`, then import the module in the process (the student's
         time: the caller bounds it with the exercise's limit)."""
         with self._cv:
+            if self.proc is not None and self._reading is None and self.proc.poll() is not None:
+                self.stop()  # it ended while nobody waited for it (on a question asked ahead)
             if self.proc is not None and self._loaded:
                 return
             self.spawn()
@@ -189,6 +203,9 @@ class StudentProcess:
         """Stop it for good: the lesson's grading is over."""
         with self._cv:
             self.closed = True
+            given, self._given = self._given, None
+            if given is not None:
+                _close(given)
             self.stop()
 
     def _load(self) -> dict:
@@ -222,6 +239,10 @@ class StudentProcess:
             try:
                 self._out.write(json.dumps({**question, "seq": self._seq}, separators=(",", ":")).encode() + b"\n")  # fmt: skip
                 self._out.flush()
+            except OSError:  # it ended
+                code = self.proc.poll()
+                self.stop()
+                raise StudentProcessDied(_ended(code)) from None
             except BaseException:
                 self.stop()
                 raise
@@ -330,13 +351,23 @@ class Spares:
     serving worker between two saves) imports jax and the lesson's spec only;
     it is asked to import the student's module when that grade begins."""
 
-    def __init__(self) -> None:
+    def __init__(self, helpers: int = 0) -> None:
         self.hidden: list[str] = []
         """Folders its processes must not see, beyond the course's ``solutions/``
         (:meth:`hide`)."""
         self._ready: dict[tuple[str, str], tuple[subprocess.Popen, Any, int]] = {}
         self._idle: dict[str, tuple[subprocess.Popen, Any, int]] = {}
         """Started ahead, not asked to load anything yet: by directory."""
+        self.helpers = helpers
+        """Helpers started with each process started ahead without loading
+        (``load=False``): more student's processes for the same grade, which
+        trace and export examples at the same time as the first one
+        (:meth:`Session.export`); a serving worker's, where cores are free."""
+        self._helping: dict[str, list[tuple[subprocess.Popen, Any, int]]] = {}
+        """Helpers started ahead, not asked to load anything yet: by directory."""
+        self.exporting: set[str] = set()
+        """The lessons (modules) whose grades here asked for exported programs:
+        only theirs get helpers (a lesson of plain Python calls has no use for one)."""
         self.upcoming: list[tuple[str, str]] = []
         """(directory, module) of the lessons after the current one, in order."""
 
@@ -370,6 +401,9 @@ class Spares:
         if not load:
             if key[0] not in self._idle:
                 self._idle[key[0]] = _spawn(key[0], prepare=module, ahead=True, hidden=self.hidden)
+            helping = self._helping.setdefault(key[0], [])
+            while len(helping) < self.helpers * (module in self.exporting):
+                helping.append(_spawn(key[0], prepare=module, ahead=True, hidden=self.hidden))
             return
         idle = self._idle.pop(key[0], None)
         if idle is not None and idle[0].poll() is not None:
@@ -396,13 +430,32 @@ class Spares:
             return None  # it ended meanwhile: the lesson starts one of its own
         return spare
 
+    def take_helpers(self, directory: str, module: str) -> list[tuple[subprocess.Popen, Any, int]]:
+        """The helpers started ahead for ``directory`` that are still alive, each
+        asked now to import ``module`` (question 1); none are started here."""
+        taken = []
+        for spare in self._helping.pop(str(Path(directory)), []):
+            question = {"op": "load", "directory": str(Path(directory)), "module": module, "seq": 1}
+            try:
+                if spare[0].poll() is not None:
+                    raise OSError("ended")
+                spare[1].write(json.dumps(question).encode() + b"\n")
+                spare[1].flush()
+            except OSError:
+                _close(spare)
+                continue
+            taken.append(spare)
+        return taken
+
     def close(self, loaded_only: bool = False) -> None:
         """Stop the processes started ahead (``loaded_only``: those asked to load)."""
-        for spare in [*self._ready.values(), *([] if loaded_only else self._idle.values())]:
+        idle = [] if loaded_only else [*self._idle.values(), *sum(self._helping.values(), [])]
+        for spare in [*self._ready.values(), *idle]:
             _close(spare)
         self._ready.clear()
         if not loaded_only:
             self._idle.clear()
+            self._helping.clear()
 
 
 def _close(spare: tuple[subprocess.Popen, Any, int]) -> None:
@@ -488,7 +541,9 @@ def _ended(code: int | None) -> str:
 
 
 class Session:
-    """One lesson's grading against the student's process."""
+    """One lesson's grading against the student's process (and its helpers: more
+    student's processes that trace and export examples asked for ahead, where a
+    :class:`Spares` has them)."""
 
     def __init__(
         self, directory: str, module: str, spares: Spares | None = None,
@@ -498,17 +553,48 @@ class Session:
         self.programs = programs or Programs()
         self.exercise = ""
         self.simulated = False
-        self.ahead: dict[tuple[str, str], tuple[Any, int]] = {}
-        """Exports asked for ahead: (exercise, example) → (the process asked, question)."""
+        self.ahead: dict[tuple[str, str], tuple[StudentProcess, Any, int]] = {}
+        """Exports asked for ahead: (exercise, example) → (the student's process
+        asked, its process then, the question)."""
+        self.after: dict[str, Example | None] = {}
+        """Each example of the exercise → the one after it (as the engine said)."""
+        self.helpers = [
+            StudentProcess(directory, module, given=given)
+            for given in (spares.take_helpers(directory, module) if spares else [])
+        ]
+        self._usable: list[StudentProcess] = []
+        """The helpers that have imported the student's module (as the first
+        process did): asked for exports from then on."""
+        for helper in self.helpers:
+            threading.Thread(target=self._wake, args=(helper,), daemon=True,
+                             name="student's helper").start()  # fmt: skip
+
+    def _wake(self, helper: StudentProcess) -> None:
+        """Wait (in a thread of its own) until ``helper`` has imported the module;
+        usable from then on, unless that failed there."""
+        try:
+            helper.start()
+        except BaseException:  # noqa: BLE001 — a helper that fails is not used, nothing more
+            helper.close()
+            return
+        with self.process._cv:
+            if helper.load_error is None and not helper.closed:
+                self._usable.append(helper)
+
+    def learn(self, example: Example, following: Example | None) -> None:
+        """``following`` comes after ``example`` (asked ahead with it)."""
+        with self.process._cv:
+            self.after[_key(example)] = following
 
     def begin(self, exercise: str, simulated: bool) -> None:
         """The examples of ``exercise`` are next."""
         with self.process._cv:
             if exercise != self.exercise:  # what was asked ahead for the last exercise is moot
-                for proc, seq in self.ahead.values():
-                    if proc is self.process.proc:
-                        self.process.forget(seq)
+                for sp, proc, seq in self.ahead.values():
+                    if proc is sp.proc:
+                        sp.forget(seq)
                 self.ahead.clear()
+                self.after.clear()
             self.exercise, self.simulated = exercise, simulated
 
     def export(
@@ -517,30 +603,79 @@ class Session:
     ) -> dict:  # fmt: skip
         """The exported ``index``-th program of ``example``, asked for now or taken
         from what was asked ahead; after the first, the first of ``following`` is
-        asked for (the student's process traces it while this one compiles here).
-        ``turn``: an example prepared ahead, which asks nothing once abandoned."""
+        asked for (the student's process traces it while this one compiles here),
+        and with helpers the example after it too, each of the two from a process
+        with fewer questions asked ahead. ``turn``: an example prepared ahead,
+        which asks nothing once abandoned."""
         with self.process._cv:
             if turn is not None and turn.abandoned:
                 raise Abandoned()
             key = (self.exercise, _key(example))
             asked = self.ahead.pop(key, None) if index == 0 else None
-            if asked is None or asked[0] is not self.process.proc:
-                asked = (None, self.process.export(self.exercise, example, index, self.simulated))
+            if asked is None or asked[1] is not asked[0].proc:
+                seq = self.process.export(self.exercise, example, index, self.simulated)
+                asked = (self.process, self.process.proc, seq)
+            early = index == 0 and following is not None and self._helping()
+            if early and not turn_abandoned(turn):  # the helpers are idle meanwhile
+                self._ask_ahead(following)
         with phases.phase("wait: student traces and exports"):
-            answer = self.process.receive(asked[1])
-        if index == 0 and following is not None:
+            try:
+                answer = asked[0].receive(asked[2])
+            except (StudentProcessDied, StudentFault):
+                raise
+            except BaseException:  # a time limit: what another process was asked is moot too
+                self.stop()
+                raise
+        if self.process.spares is not None:
+            self.process.spares.exporting.add(self.process.module)
+        if index == 0 and following is not None and not early:
             with self.process._cv:
-                nxt = (self.exercise, _key(following))
-                if nxt not in self.ahead and not (turn is not None and turn.abandoned):
-                    seq = self.process.export(self.exercise, following, 0, self.simulated)
-                    self.ahead[nxt] = (self.process.proc, seq)
+                if not turn_abandoned(turn):
+                    self._ask_ahead(following)
         return answer
+
+    def _helping(self) -> list[StudentProcess]:
+        """The helpers that can be asked now."""
+        return [h for h in self._usable if h.proc is not None and not h.closed]
+
+    def _ask_ahead(self, following: Example) -> None:
+        """Ask for ``following`` (and, with helpers, the example after it) ahead;
+        called with the lock held."""
+        wanted = [following]
+        helpers = self._helping()
+        if helpers and (after := self.after.get(_key(following))) is not None:
+            wanted.append(after)
+        for ex in wanted:
+            nxt = (self.exercise, _key(ex))
+            if nxt in self.ahead:
+                continue
+            sp = min([self.process, *helpers], key=lambda p: len(p._pending))  # the least asked
+            try:
+                seq = sp.export(self.exercise, ex, 0, self.simulated)
+            except StudentProcessDied:
+                if sp is self.process:
+                    raise
+                continue  # a helper gone: the first process is asked in that example's turn
+            self.ahead[nxt] = (sp, sp.proc, seq)
+
+    def stop(self) -> None:
+        """Stop the student's processes (an example's time limit): the first is
+        started again when next needed, the helpers are not."""
+        for helper in self.helpers:
+            helper.stop()
+        self.process.stop()
 
     def function(self, name: str) -> RemoteFunction:
         return RemoteFunction(self, name)
 
     def close(self) -> None:
+        for helper in self.helpers:
+            helper.close()
         self.process.close()
+
+
+def turn_abandoned(turn: Turn | None) -> bool:
+    return turn is not None and turn.abandoned
 
 
 def _key(example: Example) -> str:
@@ -672,7 +807,7 @@ class Replaying(Runtime):
         self.session, self.index, self.following = session, 0, following
 
     def interrupt(self) -> None:
-        self.session.process.stop()
+        self.session.stop()
 
     def _remote(self, name: str) -> RemoteFunction | None:
         """The student's function ``name``, called in the student's process."""
@@ -827,6 +962,7 @@ class Isolated(Backend):
         from grader.measure import devices
 
         self.session.begin(exercise, devices.simulating())
+        self.session.learn(example, following)
         self.session.process.start()  # after a hang or a crash: started again here, not in run
         rt = Replaying(self.session, example, self.salt, following)
         if self.clusters is None:

@@ -22,7 +22,6 @@ This module does not import jax.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import secrets
 import selectors
@@ -33,8 +32,8 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from grader.repo import CODE
 from grader.results import ExerciseResult, LessonResult, Status
+from grader.sandbox import launch
 from grader.sandbox.lifeline import undumpable
 from grader.sandbox.protocol import (
     BadEvent,
@@ -202,7 +201,7 @@ class WorkerSession:
         if self.warm is not None:
             live = self.warm.take(self.request) or self.warm.launch(self.request, self.marker)
         else:
-            live = _launch(self.request, self.marker, serve=False)
+            live = _take_early(self.request) or _launch(self.request, self.marker, serve=False)
         self.marker = live.marker
         proc, read_fd = live.proc, live.events
         try:
@@ -448,35 +447,27 @@ def _fits(request: Request) -> tuple:
 
 def _launch(request: Request, marker: str, *, serve: bool) -> Live:
     """Start a worker for requests like ``request`` (``serve``: one that stays)."""
-    read_fd, write_fd = os.pipe()
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
-    env[MARK] = marker  # inherited by all it starts: see _stop_strays
-    argv = [sys.executable, "-m", "grader.sandbox.worker", "--events-fd", str(write_fd)]
+    config = None
     if serve:
         first = request.lessons[0].module if request.lessons else ""
-        argv += ["--serve", json.dumps({
+        config = {
             "devices": request.devices, "platform": request.platform,
             "cache_dir": request.cache_dir, "directory": request.directory, "module": first,
             "hidden": list(request.hidden),
-        })]  # fmt: skip
+        }  # fmt: skip
     _adopt_orphans()
-    try:
-        proc = subprocess.Popen(
-            argv,
-            pass_fds=(write_fd,),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,  # relayed, bounded, to our stderr: never mixes with --json
-            stderr=subprocess.PIPE,
-            env=env,
-            start_new_session=True,  # its own group: Ctrl-C reaches us, we stop the group whole
-        )
-    except BaseException:
-        os.close(read_fd)
-        raise
-    finally:
-        os.close(write_fd)
+    proc, read_fd = launch.spawn(marker, config)
     return Live(proc, read_fd, marker, _fits(request))
+
+
+def _take_early(request: Request) -> Live | None:
+    """The one-off worker ``course grade`` started as it started
+    (:func:`grader.sandbox.launch.early`), if it can grade ``request``."""
+    found = launch.take_early()
+    if found is None:
+        return None
+    _adopt_orphans()  # before it starts anything
+    return Live(found.proc, found.events, found.marker, _fits(request))
 
 
 class Worker:
@@ -576,7 +567,7 @@ def _write_stderr(data: bytes) -> None:
             sys.stderr.write(data.decode(errors="replace"))
 
 
-MARK = "COURSE_GRADING_SESSION"
+MARK = launch.MARK
 """Environment variable naming the session a worker (and whatever it starts) belongs to."""
 PR_SET_CHILD_SUBREAPER = 36
 

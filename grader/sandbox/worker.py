@@ -138,10 +138,10 @@ class Warm:
             cache_dir=config.get("cache_dir"),
         )  # fmt: skip
         self.configure(request)
-
         self.spares.hide(*config.get("hidden", ()), request.cache_dir)
         if request.directory and config.get("module"):
             self.spares.prestart(request.directory, str(config["module"]), load=False)
+        self.spares.helpers = helpers()  # from the second grade on: the first is not slowed
         self.open_cache()
         import jax
 
@@ -159,6 +159,19 @@ class Warm:
         that grade begins, as it is saved then)."""
         for job in request.lessons[:1]:
             self.spares.prestart(request.directory, job.module, load=False)
+
+
+HELPERS = "COURSE_HELPERS"
+"""How many helpers a serving worker starts with each student's process started
+ahead (:class:`grader.sandbox.isolation.Spares`); ``0``: none (to measure what
+they save). By default one, where the machine has two cores or more."""
+
+
+def helpers() -> int:
+    wanted = os.environ.get(HELPERS, "")
+    if wanted.strip().isdigit():
+        return min(int(wanted), 3)
+    return 1 if (os.cpu_count() or 1) >= 2 else 0
 
 
 class _Rejected(Exception):
