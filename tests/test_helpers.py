@@ -14,8 +14,9 @@ import pytest
 from grader import engine
 from grader.engine import examples_for
 from grader.results import Status
-from grader.sandbox import isolation
-from grader.sandbox.isolation import Session, Spares, StudentProcess
+from grader.sandbox import isolation, processes
+from grader.sandbox.isolation import Session, StudentProcess
+from grader.sandbox.processes import Spares
 from grader.spec import format_example
 
 SALT = 0x5EC12E7
@@ -55,14 +56,14 @@ def spares(tmp_path):
     s.exporting.add(MODULE)
     s.prestart(str(tmp_path), MODULE, load=False)
     assert len(s._helping[str(tmp_path)]) == 1
-    s.prestart(str(tmp_path), MODULE)  # the grade begins: the first one imports the module
     yield s
     s.close()
 
 
 def _grade(root, tmp_path, spares, code: str = "", only=("ring_all_gather",), timeout=60.0):
     source = (root / "solutions" / f"{MODULE}.py").read_text()
-    (tmp_path / f"{MODULE}.py").write_text(source + code)
+    (tmp_path / f"{MODULE}.py").write_text(source + code)  # saved: the grade begins
+    spares.prestart(str(tmp_path), MODULE)  # the first process imports the module
     result = engine.grade_lesson(
         2, MODULE, tmp_path, only=list(only), timeout=timeout,
         backend=lambda directory, module: isolation.Isolated(
@@ -138,7 +139,7 @@ def test_helpers_start_only_for_a_lesson_whose_grade_exported_programs(monkeypat
         started.append(prepare)
         return (_Proc(), None, -1)
 
-    monkeypatch.setattr(isolation, "_spawn", fake_spawn)
+    monkeypatch.setattr(processes, "spawn", fake_spawn)
     s = Spares(helpers=1)
     s.prestart("/nowhere", "l01_meshes", load=False)
     assert started == ["l01_meshes"]  # the first process only: lesson 1 exported nothing

@@ -18,7 +18,6 @@ from pathlib import Path
 from course.commands.common import App
 from course.commands.grade import INTERRUPTED, current_lesson, grade
 
-
 STEP_MS = 20
 """A save is graded once its file has had no change for this long (watchfiles'
 ``step``; its default, 50 ms, is most of a save's wait before its grade starts).

@@ -244,7 +244,7 @@ class Cluster:
             return
         from grader.repo import CODE
         from grader.sandbox import jail
-        from grader.sandbox.isolation import hidden_folders
+        from grader.sandbox.processes import hidden_folders
 
         ours, theirs = [], []
         self._writers, self._readers, self._buffers = [], [], []

@@ -34,7 +34,6 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -43,26 +42,16 @@ from typing import Any
 from grader import phases
 from grader import runtime as runtimes
 from grader.engine import Backend
-from grader.repo import CODE
 from grader.runtime import SAID_UNCHECKED, Abandoned, GraderFault, Runtime, Turn
-from grader.sandbox import jail, wire
+from grader.sandbox import jail, processes, wire
 from grader.sandbox.loader import LoadError
+from grader.sandbox.processes import Spares, hidden_folders  # noqa: F401  (theirs: re-exported)
 from grader.spec import Example, Trial
 
 AHEAD = "COURSE_AHEAD"
 """``0``: examples one after another, none prepared ahead (to measure what it saves)."""
 ANSWER_LIMIT = 256 * 1024 * 1024
 """Longest answer line read from the student's process."""
-
-
-def hidden_folders(hidden: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """``hidden`` (a :class:`Spares`' folders: a classroom's submissions and
-    results, the workspace with the progress file, the compile cache), and every
-    ``solutions/`` this course may keep: what a student's process must not see."""
-    from grader.repo import shipped
-
-    return [*hidden, str(shipped().solutions), str(CODE / "solutions"),
-            str(CODE / "course" / "solutions")]  # fmt: skip
 
 
 class StudentProcessDied(Exception):
@@ -150,7 +139,7 @@ class StudentProcess:
                 spare, self._given = self._given, None
             else:
                 spare = self.spares.take(self.directory, self.module) if self.spares else None
-            self.proc, self._out, self._in = spare or _spawn(
+            self.proc, self._out, self._in = spare or processes.spawn(
                 self.directory,
                 prepare=self.module,
                 hidden=self.spares.hidden if self.spares else (),
@@ -196,7 +185,7 @@ class StudentProcess:
                 proc.send_signal(signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=10)
-            _setup_failure(proc)  # its descriptor closed
+            processes.setup_failure(proc)  # its descriptor closed
             self._cv.notify_all()
 
     def close(self) -> None:
@@ -205,7 +194,7 @@ class StudentProcess:
             self.closed = True
             given, self._given = self._given, None
             if given is not None:
-                _close(given)
+                processes.close(given)
             self.stop()
 
     def _load(self) -> dict:
@@ -325,7 +314,7 @@ class StudentProcess:
             if not chunk:
                 code = proc.wait()
                 with self._cv:
-                    why = _setup_failure(proc)
+                    why = processes.setup_failure(proc)
                     if self.proc is proc:
                         self.stop()
                 if why is not None:
@@ -339,191 +328,6 @@ class StudentProcess:
                 raise StudentProcessDied("it sent an answer larger than the grader takes")
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
-
-
-class Spares:
-    """Student's processes started ahead of need, by (directory, module): each
-    imports jax, then the module, while the grader works on something else. The
-    worker owns one for its whole request (a serving worker, for all of them); a
-    backend without one starts its process when the lesson begins.
-
-    A process started ahead of a grade not yet asked for (``load=False``: a
-    serving worker between two saves) imports jax and the lesson's spec only;
-    it is asked to import the student's module when that grade begins."""
-
-    def __init__(self, helpers: int = 0) -> None:
-        self.hidden: list[str] = []
-        """Folders its processes must not see, beyond the course's ``solutions/``
-        (:meth:`hide`)."""
-        self._ready: dict[tuple[str, str], tuple[subprocess.Popen, Any, int]] = {}
-        self._idle: dict[str, tuple[subprocess.Popen, Any, int]] = {}
-        """Started ahead, not asked to load anything yet: by directory."""
-        self.helpers = helpers
-        """Helpers started with each process started ahead without loading
-        (``load=False``): more student's processes for the same grade, which
-        trace and export examples at the same time as the first one
-        (:meth:`Session.export`); a serving worker's, where cores are free."""
-        self._helping: dict[str, list[tuple[subprocess.Popen, Any, int]]] = {}
-        """Helpers started ahead, not asked to load anything yet: by directory."""
-        self.exporting: set[str] = set()
-        """The lessons (modules) whose grades here asked for exported programs:
-        only theirs get helpers (a lesson of plain Python calls has no use for one)."""
-        self.upcoming: list[tuple[str, str]] = []
-        """(directory, module) of the lessons after the current one, in order."""
-
-    def hide(self, *folders: str | None) -> None:
-        """Hide ``folders`` from every student's process started from now on (where
-        the sandbox is on; its own folder stays visible, even inside one of them).
-        Where one was not hidden before, the processes started ahead are closed
-        (they may see it)."""
-        new = [str(f) for f in folders if f and str(f) not in self.hidden]
-        self.hidden.extend(dict.fromkeys(new))
-        if new:
-            self.close()
-
-    def prestart(
-        self,
-        directory: str,
-        module: str,
-        then: list[tuple[str, str]] | None = None,
-        *,
-        load: bool = True,
-    ) -> None:
-        """Start a student's process now, asked to import ``module`` from ``directory``
-        (question 1), for the lesson that grades it to take; ``then``: the lessons
-        after it, each started when the one before is taken. ``load=False``: start
-        it without asking (the module is imported by a later ``prestart``)."""
-        if then is not None:
-            self.upcoming[:] = then
-        key = (str(Path(directory)), module)
-        if key in self._ready:
-            return
-        if not load:
-            if key[0] not in self._idle:
-                self._idle[key[0]] = _spawn(key[0], prepare=module, ahead=True, hidden=self.hidden)
-            helping = self._helping.setdefault(key[0], [])
-            while len(helping) < self.helpers * (module in self.exporting):
-                helping.append(_spawn(key[0], prepare=module, ahead=True, hidden=self.hidden))
-            return
-        idle = self._idle.pop(key[0], None)
-        if idle is not None and idle[0].poll() is not None:
-            _close(idle)
-            idle = None
-        proc, out, fd = idle or _spawn(key[0], prepare=module, hidden=self.hidden)
-        question = {"op": "load", "directory": key[0], "module": module, "seq": 1}
-        try:
-            out.write(json.dumps(question).encode() + b"\n")
-            out.flush()
-        except OSError:  # it died at once: the lesson starts a process of its own
-            _close((proc, out, fd))
-            return
-        self._ready[key] = (proc, out, fd)
-
-    def take(self, directory: str, module: str) -> tuple[subprocess.Popen, Any, int] | None:
-        """The process started ahead for this lesson, if it is still alive; the
-        next lesson's process starts now."""
-        spare = self._ready.pop((str(Path(directory)), module), None)
-        if self.upcoming:  # another lesson follows: its process starts while this one grades
-            self.prestart(*self.upcoming.pop(0))
-        if spare is not None and spare[0].poll() is not None:
-            _close(spare)
-            return None  # it ended meanwhile: the lesson starts one of its own
-        return spare
-
-    def take_helpers(self, directory: str, module: str) -> list[tuple[subprocess.Popen, Any, int]]:
-        """The helpers started ahead for ``directory`` that are still alive, each
-        asked now to import ``module`` (question 1); none are started here."""
-        taken = []
-        for spare in self._helping.pop(str(Path(directory)), []):
-            question = {"op": "load", "directory": str(Path(directory)), "module": module, "seq": 1}
-            try:
-                if spare[0].poll() is not None:
-                    raise OSError("ended")
-                spare[1].write(json.dumps(question).encode() + b"\n")
-                spare[1].flush()
-            except OSError:
-                _close(spare)
-                continue
-            taken.append(spare)
-        return taken
-
-    def close(self, loaded_only: bool = False) -> None:
-        """Stop the processes started ahead (``loaded_only``: those asked to load)."""
-        idle = [] if loaded_only else [*self._idle.values(), *sum(self._helping.values(), [])]
-        for spare in [*self._ready.values(), *idle]:
-            _close(spare)
-        self._ready.clear()
-        if not loaded_only:
-            self._idle.clear()
-            self._helping.clear()
-
-
-def _close(spare: tuple[subprocess.Popen, Any, int]) -> None:
-    proc, out, fd = spare
-    with contextlib.suppress(OSError):
-        proc.kill()
-    with contextlib.suppress(OSError):
-        out.close()
-    with contextlib.suppress(OSError):
-        os.close(fd)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=10)
-    _setup_failure(proc)  # its status pipe closed
-
-
-def _spawn(
-    directory: str = "", prepare: str = "", ahead: bool = False, hidden: list[str] | tuple = ()
-) -> tuple[subprocess.Popen, Any, int]:
-    """The student's process, in the OS sandbox where one can be made
-    (:mod:`grader.sandbox.jail`): it may write only to its scratch and to
-    ``directory``, the submission's own folder, and sees nothing of
-    :func:`hidden_folders` (with ``hidden``) but that folder. The sandbox says whether it was
-    made on a pipe of its own (:func:`_setup_failure`). ``prepare``: the lesson whose
-    spec (the grader's code) it imports before it says it is ready; ``ahead``:
-    it also traces a first program then (nothing waits for it yet)."""
-    to_child_r, to_child_w = os.pipe()
-    from_child_r, from_child_w = os.pipe()
-    status_r, status_w = os.pipe() if jail.on() else (None, None)
-    env = jail.environment(dict(os.environ))  # an allow-list: no secret of the caller's
-    env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # it never runs a program
-    try:
-        command = [sys.executable, "-m", "grader.sandbox.student", "--fds", str(to_child_r), str(from_child_w)]  # fmt: skip
-        command += ["--prepare", prepare] if prepare else []
-        command += ["--ahead"] if ahead else []
-        readable = [str(CODE), *jail.python_paths(), *env["PYTHONPATH"].split(os.pathsep)]
-        proc = subprocess.Popen(
-            jail.wrap(
-                command,
-                readable=[*readable, os.environ.get("COURSE_ROOT", "")],
-                writable=[directory] if directory else [],
-                hidden=hidden_folders(hidden),
-                status=status_w,
-            ),
-            stdin=subprocess.DEVNULL,
-            pass_fds=(to_child_r, from_child_w, *([status_w] if status_w is not None else [])),
-            env=env,
-        )
-    except BaseException:
-        if status_r is not None:
-            os.close(status_r)
-        raise
-    finally:
-        os.close(to_child_r)
-        os.close(from_child_w)
-        if status_w is not None:
-            os.close(status_w)
-    proc.sandbox_status = status_r  # type: ignore[attr-defined]
-    return proc, os.fdopen(to_child_w, "wb"), from_child_r
-
-
-def _setup_failure(proc: subprocess.Popen) -> str | None:
-    """Why the sandbox of ``proc`` (ended) could not be made, as the sandbox
-    said on its status pipe; None when it was made, or there is none. The
-    pipe is closed (asked again: None)."""
-    fd = getattr(proc, "sandbox_status", None)
-    proc.sandbox_status = None  # type: ignore[attr-defined]
-    return jail.setup_failure(fd) if fd is not None else None
 
 
 def _ended(code: int | None) -> str:

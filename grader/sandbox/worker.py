@@ -102,14 +102,23 @@ class Warm:
     once), the compilation cache, and the student's processes started ahead."""
 
     def __init__(self) -> None:
-        from grader.sandbox import isolation
+        from grader.sandbox import processes
 
-        self.spares = isolation.Spares()
+        self.spares = processes.Spares()
         """The student's processes started ahead, and the folders they must not see."""
-        self.programs = isolation.Programs()
-        """Programs handed back before, by their bytes (read once for all grades)."""
+        self._programs: Any = None
         self.configured: tuple | None = None
         self.cached = False
+
+    @property
+    def programs(self) -> Any:
+        """Programs handed back before, by their bytes (read once for all grades;
+        :class:`grader.sandbox.isolation.Programs`, made once numpy is imported)."""
+        if self._programs is None:
+            from grader.sandbox import isolation
+
+            self._programs = isolation.Programs()
+        return self._programs
 
     def configure(self, request: Request) -> None:
         """Set the devices up for ``request`` (before jax is imported: the first
@@ -180,7 +189,6 @@ class _Rejected(Exception):
 
 def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = None) -> None:
     from grader import phases
-    from grader.sandbox import isolation
 
     state = state or Warm()
     first_request = state.configured is None
@@ -193,6 +201,8 @@ def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = 
     if first[1]:
         spares.prestart(*first, then=rest)
     with phases.phase("worker imports (jax, engine)"):
+        from grader.sandbox import isolation
+
         state.open_cache()
         import jax  # noqa: F401
 
