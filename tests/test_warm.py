@@ -230,3 +230,47 @@ def test_without_the_sandbox_a_worker_is_replaced_after_each_grade_before_the_ne
         (second,) = grade(request, worker=worker)
         assert all(e.passed for e in second.exercises)
         assert worker.started == 3 and worker.pid not in (None, ahead)  # it graded, was replaced
+
+
+def test_a_regrade_of_unchanged_code_reads_each_compiled_program_once(root, tmp_path, monkeypatch):
+    """A serving worker's programs store (:class:`grader.sandbox.isolation.Programs`)
+    keeps what the compiled HLO and the memory analysis said, by the inputs the
+    program was lowered for: a re-grade of the same code reads none again and says
+    the same; changed code is read anew, and its mistake is still named."""
+    from grader import engine
+    from grader.measure import hlo
+    from grader.sandbox import isolation
+
+    read: list[int] = []
+    summarize = hlo.summarize
+
+    def counting(*args, **kwargs):
+        read.append(1)
+        return summarize(*args, **kwargs)
+
+    monkeypatch.setattr(hlo, "summarize", counting)
+    programs = isolation.Programs()
+    source = (root / "solutions" / "l02_collectives.py").read_text()
+    module = tmp_path / "l02_collectives.py"
+
+    def graded():
+        read.clear()
+        (er,) = engine.grade_lesson(
+            2, "l02_collectives", tmp_path, only=["ring_all_gather"], timeout=60,
+            backend=lambda d, m: isolation.Isolated(d, m, salt=7, programs=programs),
+        ).exercises  # fmt: skip
+        return er, len(read)
+
+    module.write_text(source)
+    first, reads_first = graded()
+    again, reads_again = graded()
+    assert first.passed and again.passed
+    assert reads_first == first.examples_run and reads_again == 0
+    assert [c.message for c in again.checks] == [c.message for c in first.checks]
+    module.write_text(source + "\ndef ring_all_gather(x, axis_name):\n"
+                      "    return lax.all_gather(x, axis_name, tiled=True)\n")  # fmt: skip
+    wrong, reads_wrong = graded()
+    assert reads_wrong >= 1  # another program: read anew
+    assert wrong.status == Status.FAILED
+    assert any(c.name == "collectives" and not c.passed and "all-gather" in c.message
+               for c in wrong.checks), [(c.name, c.message) for c in wrong.checks]  # fmt: skip

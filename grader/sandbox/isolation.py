@@ -660,6 +660,8 @@ class Replaying(Runtime):
             extra,
             self.salt,
             turn=self.turn,
+            reads=known.reads,
+            read_as=_inputs_key(args, mesh, compiler_options),
         )
 
 
@@ -696,6 +698,29 @@ class Known:
         self.program = read_program(self.exported, self.text)
         self.jitted = jax.jit(self.exported.call)
         """Kept, so that tracing and lowering it again come from jax's own caches."""
+        self.reads: dict[Any, Any] = {}
+        """What reading its compiled HLO and memory gave, by the inputs it was
+        lowered for (:func:`_inputs_key`): the same compiled program each time."""
+
+
+def _inputs_key(args: tuple, mesh: Any, options: dict[str, Any] | None) -> Any:
+    """What a program's lowering and compile depend on beyond the program: its
+    inputs' shapes, dtypes and placement (each shard's device and slice), the
+    mesh's devices, the options."""
+    import jax
+
+    def leaf(x: Any) -> tuple:
+        shards = getattr(x, "addressable_shards", None)
+        placed = tuple((s.device.id, str(s.index)) for s in shards) if shards else None
+        return (tuple(x.shape), str(x.dtype), repr(getattr(x, "sharding", None)), placed)
+
+    devices = None
+    if mesh is not None:
+        devices = (tuple(mesh.axis_names), tuple(d.id for d in mesh.devices.flat))
+    return (
+        repr(jax.tree.structure(args)), tuple(leaf(x) for x in jax.tree.leaves(args)), devices,
+        repr(sorted((options or {}).items())),
+    )  # fmt: skip
 
 
 class Programs:
