@@ -45,7 +45,7 @@ from grader.engine import Backend
 from grader.runtime import SAID_UNCHECKED, Abandoned, GraderFault, Runtime, Turn
 from grader.sandbox import jail, processes, wire
 from grader.sandbox.loader import LoadError
-from grader.sandbox.processes import Spares, hidden_folders  # noqa: F401  (theirs: re-exported)
+from grader.sandbox.processes import Spares
 from grader.spec import Example, Trial
 
 AHEAD = "COURSE_AHEAD"

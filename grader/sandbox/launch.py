@@ -113,16 +113,26 @@ def drop() -> None:
         _stop(_early.pop())
 
 
-def _stop(found: Early) -> None:
+def stop(proc: subprocess.Popen) -> int:
+    """Kill the worker's whole process group (its threads, children and
+    grandchildren too), even when the worker itself has exited; its exit code."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(found.proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.kill()
+    return proc.wait()
+
+
+def close_ends(proc: subprocess.Popen, events: int) -> None:
+    """Close our ends of a worker's pipes and of its events channel."""
     with contextlib.suppress(OSError):
-        found.proc.kill()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        found.proc.wait(timeout=10)
-    with contextlib.suppress(OSError):
-        os.close(found.events)
-    for f in (found.proc.stdin, found.proc.stdout, found.proc.stderr):
+        os.close(events)
+    for f in (proc.stdin, proc.stdout, proc.stderr):
         with contextlib.suppress(OSError, ValueError):
             if f is not None:
                 f.close()
+
+
+def _stop(found: Early) -> None:
+    stop(found.proc)
+    close_ends(found.proc, found.events)

@@ -100,15 +100,9 @@ class Spares:
         if idle is not None and idle[0].poll() is not None:
             close(idle)
             idle = None
-        proc, out, fd = idle or spawn(key[0], prepare=module, hidden=self.hidden)
-        question = {"op": "load", "directory": key[0], "module": module, "seq": 1}
-        try:
-            out.write(json.dumps(question).encode() + b"\n")
-            out.flush()
-        except OSError:  # it died at once: the lesson starts a process of its own
-            close((proc, out, fd))
-            return
-        self._ready[key] = (proc, out, fd)
+        spare = idle or spawn(key[0], prepare=module, hidden=self.hidden)
+        if _asked_to_load(spare, key[0], module):  # else the lesson starts a process of its own
+            self._ready[key] = spare
 
     def take(self, directory: str, module: str) -> tuple[subprocess.Popen, Any, int] | None:
         """The process started ahead for this lesson, if it is still alive; the
@@ -126,16 +120,10 @@ class Spares:
         asked now to import ``module`` (question 1); none are started here."""
         taken = []
         for spare in self._helping.pop(str(Path(directory)), []):
-            question = {"op": "load", "directory": str(Path(directory)), "module": module, "seq": 1}
-            try:
-                if spare[0].poll() is not None:
-                    raise OSError("ended")
-                spare[1].write(json.dumps(question).encode() + b"\n")
-                spare[1].flush()
-            except OSError:
-                close(spare)
-                continue
-            taken.append(spare)
+            if spare[0].poll() is not None:
+                close(spare)  # it ended meanwhile
+            elif _asked_to_load(spare, directory, module):
+                taken.append(spare)
         return taken
 
     def close(self, loaded_only: bool = False) -> None:
@@ -147,6 +135,19 @@ class Spares:
         if not loaded_only:
             self._idle.clear()
             self._helping.clear()
+
+
+def _asked_to_load(spare: tuple[subprocess.Popen, Any, int], directory: str, module: str) -> bool:
+    """Ask ``spare`` to import ``module`` from ``directory`` (question 1); False
+    (and it is closed) when it cannot be asked: it has ended."""
+    question = {"op": "load", "directory": str(Path(directory)), "module": module, "seq": 1}
+    try:
+        spare[1].write(json.dumps(question).encode() + b"\n")
+        spare[1].flush()
+    except OSError:
+        close(spare)
+        return False
+    return True
 
 
 def close(spare: tuple[subprocess.Popen, Any, int]) -> None:
@@ -169,7 +170,7 @@ def spawn(
     (:mod:`grader.sandbox.jail`): it may write only to its scratch and to
     ``directory``, the submission's own folder, and sees nothing of
     :func:`hidden_folders` (with ``hidden``) but that folder. The sandbox says whether it was
-    made on a pipe of its own (:func:`_setup_failure`). ``prepare``: the lesson whose
+    made on a pipe of its own (:func:`setup_failure`). ``prepare``: the lesson whose
     spec (the grader's code) it imports before it says it is ready; ``ahead``:
     it also traces a first program then (nothing waits for it yet)."""
     to_child_r, to_child_w = os.pipe()

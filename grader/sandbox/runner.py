@@ -221,7 +221,7 @@ class WorkerSession:
             if self.warm is not None and self._reusable(live):
                 kept = self.warm.keep(live, self.request, reuse=self.sandboxes == {"on"})
                 return
-            code = _stop(proc)
+            code = launch.stop(proc)
             if not self.remaining:
                 return
             if not finished:
@@ -430,19 +430,15 @@ class Live:
         if self.closed:
             return
         self.closed = True
-        _stop(self.proc)
+        launch.stop(self.proc)
         _stop_strays(self.marker)
-        with contextlib.suppress(OSError):
-            os.close(self.events)
-        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                f.close()
+        launch.close_ends(self.proc, self.events)
 
 
 def _fits(request: Request) -> tuple:
     """What a worker is started with and cannot change afterwards: its devices,
     its compilation cache, the environment it inherited."""
-    return (request.devices, request.platform, request.cache_dir, tuple(sorted(os.environ.items())))
+    return (request.devices, request.platform, request.cache_dir, launch.environment())
 
 
 def _launch(request: Request, marker: str, *, serve: bool) -> Live:
@@ -620,13 +616,3 @@ def _environ(pid: int) -> bytes:
             return f.read()
     except OSError:
         return b""
-
-
-def _stop(proc: subprocess.Popen) -> int:
-    """Kill the worker's whole process group (its threads, children and
-    grandchildren too), even when the worker itself has exited; its exit code."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    if proc.poll() is None:
-        proc.kill()
-    return proc.wait()

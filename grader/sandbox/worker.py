@@ -172,7 +172,7 @@ class Warm:
 
 HELPERS = "COURSE_HELPERS"
 """How many helpers a serving worker starts with each student's process started
-ahead (:class:`grader.sandbox.isolation.Spares`); ``0``: none (to measure what
+ahead (:class:`grader.sandbox.processes.Spares`); ``0``: none (to measure what
 they save). By default one, where the machine has two cores or more."""
 
 
