@@ -83,7 +83,7 @@ class Grading:
         from rich.console import Console
 
         console = Console(
-            record=True, width=REPORT_WIDTH, file=io.StringIO(), force_jupyter=False,
+            record=True, width=REPORT_WIDTH, file=io.StringIO(), force_jupyter=False, emoji=False,
             force_terminal=html, color_system="truecolor" if html else None,
         )  # fmt: skip
         console.print(self, crop=False)  # re-run lines whole

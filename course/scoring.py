@@ -33,6 +33,7 @@ rich only inside :func:`terminal`.
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -464,13 +465,17 @@ def csv_cell(text: str) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+@functools.cache
+def _not_xml() -> re.Pattern[str]:
+    """The characters XML 1.0 cannot hold; compiled when first needed (it takes
+    longer than the rest of this module's import, which ``course status`` pays)."""
+    return re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def xml_text(text: str) -> str:
     """``text`` with the characters XML 1.0 cannot hold (ESC and the other control
     characters, stray surrogates) written out as ``\\xNN``: a student's message may hold them."""
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _not_xml().sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def gradescope(sub: Submission) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 CODE = Path(__file__).resolve().parent.parent
@@ -51,5 +50,7 @@ def shipped() -> Shipped:
     repo = root()
     if (repo / "exercises").is_dir():
         return Shipped(repo / "exercises", repo / "solutions", repo / "course" / "lessons", True)
+    from importlib import resources  # a wheel's layout only: a checkout never imports it
+
     package = Path(str(resources.files("course")))  # a wheel installs to a real directory
     return Shipped(package / "exercises", package / "solutions", package / "lessons", False)

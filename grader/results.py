@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from grader import evidence as ev
-from grader.evidence import Evidence
+if TYPE_CHECKING:
+    from grader.evidence import Evidence
 
 JSON_VERSION = 1
 """Version of the ``course grade --json`` document (``docs/grade-json.md``)."""
@@ -35,6 +35,14 @@ class Status(StrEnum):
     FAULT = "grader fault"
     """The grader's own code failed on this exercise: reported, never recorded
     as the student's attempt."""
+
+
+def _evidence() -> Any:
+    """:mod:`grader.evidence`, imported when a result is written or read
+    (``course status`` does neither, and its two dozen dataclasses take ~8 ms)."""
+    from grader import evidence
+
+    return evidence
 
 
 def _tuples(obj: Any, *names: str) -> None:
@@ -67,13 +75,13 @@ class CheckResult:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["evidence"] = [ev.to_dict(e) for e in self.evidence]
+        d["evidence"] = [_evidence().to_dict(e) for e in self.evidence]
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CheckResult:
         d = dict(d)
-        d["evidence"] = [ev.from_dict(e) for e in d.get("evidence", [])]
+        d["evidence"] = [_evidence().from_dict(e) for e in d.get("evidence", [])]
         return cls(**d)
 
 
@@ -113,7 +121,7 @@ class ExerciseResult:
         d = asdict(self)
         d["status"] = str(self.status)
         d["checks"] = [c.to_dict() for c in self.checks]
-        d["explanation"] = [ev.to_dict(e) for e in self.explanation]
+        d["explanation"] = [_evidence().to_dict(e) for e in self.explanation]
         return d
 
     @classmethod
@@ -121,7 +129,7 @@ class ExerciseResult:
         d = dict(d)
         d["status"] = Status(d["status"])
         d["checks"] = [CheckResult.from_dict(c) for c in d.get("checks", [])]
-        d["explanation"] = [ev.from_dict(e) for e in d.get("explanation", [])]
+        d["explanation"] = [_evidence().from_dict(e) for e in d.get("explanation", [])]
         return cls(**d)
 
 

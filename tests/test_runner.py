@@ -100,3 +100,16 @@ def test_the_protocol_round_trips():
         LessonFinished(2, 1.5),
     ):
         assert decode_event(encode_event(event)) == event
+
+
+def test_a_module_that_raises_keyboard_interrupt_as_it_is_imported_is_the_students_error(
+    root, tmp_path
+):
+    """No terminal's Ctrl-C reaches the student's process (the worker has a session
+    of its own): a KeyboardInterrupt there is the student's code's, not the grader's."""
+    code = "import os as _os, signal as _signal\n_os.kill(_os.getpid(), _signal.SIGINT)\n"
+    request = Request((L02,), _variant(root, tmp_path, code), timeout=30.0, max_examples=0)
+    (result,) = grade(request)
+    assert {e.status for e in result.exercises} == {Status.ERROR}
+    error = result.exercises[0].error
+    assert "importing l02_collectives.py failed" in error and "KeyboardInterrupt" in error

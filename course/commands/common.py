@@ -116,11 +116,13 @@ class TrimmedLines(io.TextIOBase):
 
 
 def console() -> Console:
-    """The console commands print to: a terminal's as it is; piped output trimmed."""
-    plain = Console(highlight=False)
+    """The console commands print to: a terminal's as it is; piped output trimmed.
+    No ``:name:`` emoji codes (the course's texts use none; a student's text
+    that holds one prints as written), so rich's table of them is never imported."""
+    plain = Console(highlight=False, emoji=False)
     if plain.is_terminal or plain.is_jupyter:
         return plain
-    return Console(highlight=False, file=TrimmedLines(sys.stdout))
+    return Console(highlight=False, emoji=False, file=TrimmedLines(sys.stdout))
 
 
 def make_app(home: str | None, db: str | None) -> App:

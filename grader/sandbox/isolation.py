@@ -139,17 +139,17 @@ class StudentProcess:
                 spare, self._given = self._given, None
             else:
                 spare = self.spares.take(self.directory, self.module) if self.spares else None
-            self.proc, self._out, self._in = spare or processes.spawn(
-                self.directory,
-                prepare=self.module,
-                hidden=self.spares.hidden if self.spares else (),
-            )
+            asked = spare is not None  # a spare was asked to load this module when it started
+            if spare is None:  # forked, where the spares have a fork server for the folder
+                starts = self.spares.start if self.spares else processes.spawn
+                spare = starts(self.directory, prepare=self.module)
+            self.proc, self._out, self._in = spare
             self._buffer = b""
-            self._seq = 1 if spare else 0  # a spare was asked to load this module when it started
-            self._pending: set[int] = {0, 1} if spare else {0}
+            self._seq = 1 if asked else 0
+            self._pending: set[int] = {0, 1} if asked else {0}
             self._stash: dict[int, dict] = {}
             self._ignore: set[int] = set()
-            self._loading = 1 if spare else None
+            self._loading = 1 if asked else None
             """The load question asked and not yet answered."""
             self._loaded = False
             self.receive(0)

@@ -1,6 +1,7 @@
 """Start a grading worker (``python -m grader.sandbox.worker``); the standard
 library only, so that ``course grade`` can start its worker before it imports
-anything else (:func:`early`).
+anything else (:func:`early`); what only a start needs (``subprocess``,
+:mod:`grader.repo`) is imported by it, as every ``course`` command imports this.
 
 A worker's own start (Python, then the grader's modules, before it reads its
 request) takes about a third of a second; the ``course`` command's own imports
@@ -18,11 +19,11 @@ import atexit
 import contextlib
 import os
 import signal
-import subprocess
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from grader.repo import CODE
+if TYPE_CHECKING:
+    import subprocess
 
 MARK = "COURSE_GRADING_SESSION"
 """Names the grade in the environment of every process its worker starts
@@ -35,6 +36,10 @@ what starting it early saves)."""
 def spawn(marker: str, serve: dict[str, Any] | None = None) -> tuple[subprocess.Popen, int]:
     """A worker process (``serve``: one that stays, with that configuration) and
     the read end of its events channel."""
+    import subprocess  # here: every ``course`` command imports this module, few start a worker
+
+    from grader.repo import CODE
+
     read_fd, write_fd = os.pipe()
     env = dict(os.environ)
     env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")

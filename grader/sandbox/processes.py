@@ -61,6 +61,38 @@ class Spares:
         only theirs get helpers (a lesson of plain Python calls has no use for one)."""
         self.upcoming: list[tuple[str, str]] = []
         """(directory, module) of the lessons after the current one, in order."""
+        self.forks: Any = None
+        """The fork server its processes are forked from, where one was started
+        (:meth:`fork_from`): for one directory and these hidden folders."""
+
+    def fork_from(self, directory: str) -> None:
+        """Fork the student's processes for ``directory`` from a fork server
+        (:mod:`grader.sandbox.forks`) from now on, until :meth:`close`; where
+        none can be started, they are started afresh as before."""
+        from grader.sandbox.forks import ForkServer
+
+        directory = str(Path(directory))
+        if self.forks is not None and self.forks.directory == directory and self.forks.alive:
+            return
+        self.stop_forks()
+        with contextlib.suppress(OSError):
+            self.forks = ForkServer(directory, self.hidden)
+
+    def stop_forks(self) -> None:
+        """Stop the fork server (every process it forked ends with it)."""
+        forks, self.forks = self.forks, None
+        if forks is not None:
+            forks.close()
+
+    def start(self, directory: str, prepare: str = "", ahead: bool = False) -> tuple[Any, Any, int]:
+        """A student's process for ``directory`` (:func:`spawn`'s), forked where
+        the fork server serves that directory and is alive."""
+        forks = self.forks
+        if forks is not None and forks.directory == str(Path(directory)):
+            forked = forks.fork(prepare, ahead)
+            if forked is not None:
+                return forked
+        return spawn(directory, prepare=prepare, ahead=ahead, hidden=self.hidden)
 
     def hide(self, *folders: str | None) -> None:
         """Hide ``folders`` from every student's process started from now on (where
@@ -91,16 +123,16 @@ class Spares:
             return
         if not load:
             if key[0] not in self._idle:
-                self._idle[key[0]] = spawn(key[0], prepare=module, ahead=True, hidden=self.hidden)
+                self._idle[key[0]] = self.start(key[0], prepare=module, ahead=True)
             helping = self._helping.setdefault(key[0], [])
             while len(helping) < self.helpers * (module in self.exporting):
-                helping.append(spawn(key[0], prepare=module, ahead=True, hidden=self.hidden))
+                helping.append(self.start(key[0], prepare=module, ahead=True))
             return
         idle = self._idle.pop(key[0], None)
         if idle is not None and idle[0].poll() is not None:
             close(idle)
             idle = None
-        spare = idle or spawn(key[0], prepare=module, hidden=self.hidden)
+        spare = idle or self.start(key[0], prepare=module)
         if _asked_to_load(spare, key[0], module):  # else the lesson starts a process of its own
             self._ready[key] = spare
 
@@ -127,11 +159,13 @@ class Spares:
         return taken
 
     def close(self, loaded_only: bool = False) -> None:
-        """Stop the processes started ahead (``loaded_only``: those asked to load)."""
+        """Stop the processes started ahead (``loaded_only``: those asked to load),
+        and the fork server (every process it forked ends with it)."""
         idle = [] if loaded_only else [*self._idle.values(), *sum(self._helping.values(), [])]
         for spare in [*self._ready.values(), *idle]:
             close(spare)
         self._ready.clear()
+        self.stop_forks()
         if not loaded_only:
             self._idle.clear()
             self._helping.clear()
@@ -163,6 +197,16 @@ def close(spare: tuple[subprocess.Popen, Any, int]) -> None:
     setup_failure(proc)  # its status pipe closed
 
 
+def environment() -> tuple[dict[str, str], list[str]]:
+    """The environment a student's process starts with (an allow-list: no secret
+    of the caller's), and the paths it must read (Python, the course's code)."""
+    env = jail.environment(dict(os.environ))
+    env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # it never runs a program
+    readable = [str(CODE), *jail.python_paths(), *env["PYTHONPATH"].split(os.pathsep)]
+    return env, [*readable, os.environ.get("COURSE_ROOT", "")]
+
+
 def spawn(
     directory: str = "", prepare: str = "", ahead: bool = False, hidden: list[str] | tuple = ()
 ) -> tuple[subprocess.Popen, Any, int]:
@@ -176,18 +220,15 @@ def spawn(
     to_child_r, to_child_w = os.pipe()
     from_child_r, from_child_w = os.pipe()
     status_r, status_w = os.pipe() if jail.on() else (None, None)
-    env = jail.environment(dict(os.environ))  # an allow-list: no secret of the caller's
-    env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # it never runs a program
+    env, readable = environment()
     try:
         command = [sys.executable, "-m", "grader.sandbox.student", "--fds", str(to_child_r), str(from_child_w)]  # fmt: skip
         command += ["--prepare", prepare] if prepare else []
         command += ["--ahead"] if ahead else []
-        readable = [str(CODE), *jail.python_paths(), *env["PYTHONPATH"].split(os.pathsep)]
         proc = subprocess.Popen(
             jail.wrap(
                 command,
-                readable=[*readable, os.environ.get("COURSE_ROOT", "")],
+                readable=readable,
                 writable=[directory] if directory else [],
                 hidden=hidden_folders(hidden),
                 status=status_w,
@@ -212,7 +253,11 @@ def spawn(
 def setup_failure(proc: subprocess.Popen) -> str | None:
     """Why the sandbox of ``proc`` (ended) could not be made, as the sandbox
     said on its status pipe; None when it was made, or there is none. The
-    pipe is closed (asked again: None)."""
+    pipe is closed (asked again: None). A process forked by a fork server
+    (:class:`grader.sandbox.forks.Forked`) says it itself."""
+    said = getattr(proc, "setup_failure", None)
+    if callable(said):
+        return said()
     fd = getattr(proc, "sandbox_status", None)
     proc.sandbox_status = None  # type: ignore[attr-defined]
     return jail.setup_failure(fd) if fd is not None else None

@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 
+from grader.sandbox import forks
 from grader.sandbox.lifeline import undumpable, watch_parent
 from grader.sandbox.protocol import (
     REPORT,
@@ -188,14 +189,25 @@ class _Rejected(Exception):
 
 
 def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = None) -> None:
-    from grader import phases
-
     state = state or Warm()
     first_request = state.configured is None
     state.configure(request)  # the student's process inherits the devices asked for
     salt = secrets.randbits(62) | 1  # the data is drawn here, from a secret of this grade's
     spares = state.spares
     spares.hide(*request.hidden, request.cache_dir)  # the student's process never needs them
+    if request.directory and forks.wanted(len(request.lessons)):
+        spares.fork_from(request.directory)  # each lesson's process forked: jax imported once
+    try:
+        _grade(request, emit, state, first_request, salt)
+    finally:
+        spares.stop_forks()
+
+
+def _grade(request: Request, emit: Callable[[Event], None], state: Warm, first_request: bool,
+           salt: int) -> None:  # fmt: skip
+    from grader import phases
+
+    spares = state.spares
     # the student's process imports jax and the module while this one imports jax
     first, *rest = [(request.directory, job.module) for job in request.lessons] or [("", "")]
     if first[1]:
