@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from dataclasses import replace
 
 import pytest
@@ -274,3 +275,50 @@ def test_a_regrade_of_unchanged_code_reads_each_compiled_program_once(root, tmp_
     assert wrong.status == Status.FAILED
     assert any(c.name == "collectives" and not c.passed and "all-gather" in c.message
                for c in wrong.checks), [(c.name, c.message) for c in wrong.checks]  # fmt: skip
+
+
+AGE = """
+import json as _j2, os as _o2, time as _t2
+from pathlib import Path as _P2
+
+def _started(pid) -> float:
+    \"\"\"When process ``pid`` started (seconds since the epoch), from the kernel's clock.\"\"\"
+    ticks = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[19])
+    uptime = float(open("/proc/uptime").read().split()[0])
+    return _t2.time() - (uptime - ticks / _o2.sysconf("SC_CLK_TCK"))
+
+# a cluster's processes are forked by its launcher (their parent, started with them):
+# when that started; a lone student's process is its sandbox's first process
+_who = _o2.getppid() if _o2.getppid() > 0 else "self"
+with open(_P2(__file__).with_name("clusters.jsonl"), "a") as _f2:
+    _f2.write(_j2.dumps({"started": _started(_who), "imported": _t2.time()}) + "\\n")
+"""
+
+
+@sandboxed
+def test_a_serving_worker_starts_the_clusters_of_lesson_13_ahead_and_each_grade_gets_fresh_ones(
+    root, tmp_path
+):
+    """Its second grade imports the module in clusters started before that grade
+    began (between the two), each process fresh (started once, imported once)."""
+    text = (root / "solutions" / "l13_multi_host.py").read_text()
+    (tmp_path / "l13_multi_host.py").write_text(text + "\n" + AGE)
+    job = LessonJob(13, "l13_multi_host", ("global_batch",))
+    request = Request((job,), str(tmp_path), timeout=120.0, max_examples=0)
+    records = tmp_path / "clusters.jsonl"
+    with Worker() as worker:
+        began = time.time()
+        (first,) = grade(request, worker=worker)
+        seen = len(records.read_text().splitlines())
+        time.sleep(1.0)
+        again = time.time()
+        (second,) = grade(request, worker=worker)
+    assert all(e.passed for r in (first, second) for e in r.exercises), (first, second)
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    first_rows, second_rows = rows[:seen], rows[seen:]
+    assert first_rows and len(second_rows) == len(first_rows)
+    assert all(r["started"] >= began for r in first_rows)
+    # the second grade's processes (its lone student's process and its clusters') were
+    # all started before it began, and after the first grade was done with its own
+    assert all(r["started"] < again for r in second_rows), (again, second_rows)
+    assert all(r["started"] > max(f["imported"] for f in first_rows) for r in second_rows)

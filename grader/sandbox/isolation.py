@@ -798,10 +798,11 @@ class Isolated(Backend):
             from grader.sandbox.cluster import ClusterPool
 
             spares = self.session.process.spares
-            self.clusters = ClusterPool(
-                str(Path(self.session.process.directory).resolve()), self.module,
-                hidden=spares.hidden if spares else (),
-            )  # fmt: skip
+            directory = self.session.process.directory
+            ahead = spares.take_clusters(directory, self.module) if spares else None
+            self.clusters = ahead or ClusterPool(
+                str(Path(directory).resolve()), self.module, hidden=spares.hidden if spares else ()
+            )
         rt.clusters = self.clusters
         from grader.engine import load_spec
 
@@ -811,6 +812,9 @@ class Isolated(Backend):
     def close(self) -> None:
         self.session.close()
         if self.clusters is not None:
+            spares = self.session.process.spares
+            if spares is not None and self.clusters.keys():
+                spares.clustered[self.module] = self.clusters.keys()
             self.clusters.close()
 
 

@@ -61,6 +61,11 @@ class Spares:
         only theirs get helpers (a lesson of plain Python calls has no use for one)."""
         self.upcoming: list[tuple[str, str]] = []
         """(directory, module) of the lessons after the current one, in order."""
+        self.clustered: dict[str, tuple[tuple[int, int], ...]] = {}
+        """The (P, D) of the clusters each lesson's last grade here started
+        (:mod:`grader.sandbox.cluster`, lesson 13), by module."""
+        self._pools: dict[tuple[str, str], Any] = {}
+        """Cluster pools started ahead (:meth:`clusters_ahead`), by (directory, module)."""
         self.forks: Any = None
         """The fork server its processes are forked from, where one was started
         (:meth:`fork_from`): for one directory and these hidden folders."""
@@ -93,6 +98,24 @@ class Spares:
             if forked is not None:
                 return forked
         return spawn(directory, prepare=prepare, ahead=ahead, hidden=self.hidden)
+
+    def clusters_ahead(self, directory: str, module: str) -> None:
+        """Start, for the next grade of ``module``, the clusters its last grade here
+        started: fresh processes that import jax and join, the student's module
+        not yet (it is imported when that grade begins, as it is saved then)."""
+        keys = self.clustered.get(module)
+        key = (str(Path(directory).resolve()), module)
+        if not keys or key in self._pools:
+            return
+        from grader.sandbox.cluster import ClusterPool
+
+        pool = self._pools[key] = ClusterPool(key[0], module, hidden=self.hidden)
+        pool.start_ahead(keys)
+
+    def take_clusters(self, directory: str, module: str) -> Any:
+        """The cluster pool started ahead for this lesson, if any (its clusters
+        that died meanwhile are started again when asked for)."""
+        return self._pools.pop((str(Path(directory).resolve()), module), None)
 
     def hide(self, *folders: str | None) -> None:
         """Hide ``folders`` from every student's process started from now on (where
@@ -166,6 +189,9 @@ class Spares:
             close(spare)
         self._ready.clear()
         self.stop_forks()
+        for pool in self._pools.values():  # started ahead for a grade that did not come
+            pool.close()
+        self._pools.clear()
         if not loaded_only:
             self._idle.clear()
             self._helping.clear()

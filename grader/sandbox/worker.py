@@ -166,9 +166,11 @@ class Warm:
     def ahead(self, request: Request) -> None:
         """Start the student's process for a grade like ``request`` (jax imported,
         the lesson's spec too; the student's module not yet: it is imported when
-        that grade begins, as it is saved then)."""
+        that grade begins, as it is saved then), and the clusters the lesson's
+        last grade started (lesson 13: joined, the module not yet imported)."""
         for job in request.lessons[:1]:
             self.spares.prestart(request.directory, job.module, load=False)
+            self.spares.clusters_ahead(request.directory, job.module)
 
 
 HELPERS = "COURSE_HELPERS"
