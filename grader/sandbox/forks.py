@@ -214,7 +214,9 @@ class ForkServer:
             self.proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
-        self._ended_all("the fork server was stopped")  # its reader closes the channel
+        self._ended_all(
+            "the fork server it was to be forked from was stopped"
+        )  # its reader closes the channel
 
     def _read(self) -> None:
         """Its reports: ``ready``, then each child's end (``exit``, ``code``) or a
@@ -240,8 +242,7 @@ class ForkServer:
             from grader.sandbox import processes
 
             why = processes.setup_failure(self.proc)
-        self._ended_all(f"the sandbox's fork server could not be made: {why}" if why
-                        else "the sandbox's fork server ended")  # fmt: skip
+        self._ended_all(why or "the fork server it was to be forked from ended")
 
     def _ended_all(self, why: str) -> None:
         with self._lock:
