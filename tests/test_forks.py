@@ -17,7 +17,7 @@ from grader.results import Status
 from grader.sandbox import forks, jail
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import grade
-from tests.test_sandbox import DETACH, _running
+from tests.test_sandbox import DETACH, TRY, _running
 
 needs_sandbox = pytest.mark.skipif(not jail.on(), reason=f"no sandbox here: {jail.state()}")
 needs_forks = pytest.mark.skipif(not forks.wanted(2), reason="no fork server here")
@@ -25,16 +25,12 @@ needs_forks = pytest.mark.skipif(not forks.wanted(2), reason="no fork server her
 L01 = LessonJob(1, "l01_meshes", ("shard_shape",))
 L03 = LessonJob(3, "l03_cost_model", ("matmul_flops",))
 
-LOOK = """
+LOOK = (
+    """
 import errno as _errno, json as _json, os as _os, pathlib as _pathlib, signal as _signal
-
-def _try(what):
-    try:
-        what()
-        return "ok"
-    except OSError as exc:
-        return _errno.errorcode.get(exc.errno, type(exc).__name__)
-
+"""
+    + TRY
+    + """
 _seen = {"pid": _os.getpid(), "ppid": _os.getppid(),
          "procs": sorted(int(p) for p in _os.listdir("/proc") if p.isdigit()), "fds": {}}
 for _fd in _os.listdir("/proc/self/fd"):
@@ -49,6 +45,7 @@ for _sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGKILL):  # at the fork s
         _try(lambda: _os.kill(_os.getppid(), _sig))
 (_pathlib.Path(__file__).parent / "seen.json").write_text(_json.dumps(_seen))
 """
+)
 
 
 def _submission(tmp_path: Path, first: str = "") -> str:

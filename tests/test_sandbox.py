@@ -21,19 +21,25 @@ from tests.test_cli import course
 
 needs_sandbox = pytest.mark.skipif(not jail.on(), reason=f"no sandbox here: {jail.state()}")
 
-PROBE = """
-import errno as _errno, json as _json, os as _os, pathlib as _pathlib, socket as _socket
-_here = _pathlib.Path(__file__).parent
-_seen = {"pid": _os.getpid(), "ppid": _os.getppid(),
-         "procs": sorted(int(p) for p in _os.listdir("/proc") if p.isdigit())}
-
+TRY = """
 def _try(what):
     try:
         what()
         return "ok"
     except OSError as exc:
         return _errno.errorcode.get(exc.errno, type(exc).__name__)
+"""
+"""What a probe does (``what``, a call) and how it ended: ``ok`` or the errno's name."""
 
+PROBE = (
+    """
+import errno as _errno, json as _json, os as _os, pathlib as _pathlib, socket as _socket
+_here = _pathlib.Path(__file__).parent
+_seen = {"pid": _os.getpid(), "ppid": _os.getppid(),
+         "procs": sorted(int(p) for p in _os.listdir("/proc") if p.isdigit())}
+"""
+    + TRY
+    + """
 for _name, _pid in (("worker", WORKER), ("its_parent", PARENT)):
     _seen["kill_" + _name] = _try(lambda: _os.kill(_pid, 0))
     _seen["read_" + _name] = _try(lambda: open(f"/proc/{_pid}/cmdline").read())
@@ -47,6 +53,7 @@ _seen["connect"] = _try(lambda: _socket.create_connection(("127.0.0.1", PORT), t
 _seen["writes"] = {t: _try(lambda: open(t, "w").write("escaped")) for t in TARGETS}
 (_here / "seen.json").write_text(_json.dumps(_seen))
 """
+)
 
 
 @pytest.fixture(scope="module")
