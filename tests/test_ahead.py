@@ -118,7 +118,7 @@ def _process() -> tuple[StudentProcess, int]:
     p = StudentProcess("/nowhere", "l02_collectives")
     read, write = os.pipe()
     p.proc, p._in, p._out = _Alive(), read, os.fdopen(os.dup(write), "wb")  # type: ignore[assignment]
-    p._buffer, p._seq, p._pending, p._stash, p._ignore = b"", 2, {1, 2}, {}, set()
+    p._buffer, p._seq, p._pending, p._stash = b"", 2, {1, 2}, {}
     p._loaded = True
     return p, write
 
@@ -185,3 +185,33 @@ def test_only_the_grading_thread_starts_the_students_process():
     p.close()
     with pytest.raises(StudentProcessDied, match="over"):
         p.spawn()  # closed: not started again, from any thread
+
+
+def test_a_moot_answer_is_waited_for_and_dropped_and_the_process_kept():
+    """Asked ahead for an exercise that ended first: its answer is read and dropped
+    before the next exercise asks, and the process, which answered, stays."""
+    p, write = _process()
+    os.write(write, b'{"seq": 2, "ok": true}\n')
+    p.settle(2, limit=10)
+    assert p.proc is not None and not p.proc.killed and p._stash == {} and p._pending == {1}
+    os.close(write)
+
+
+def test_a_process_that_ends_on_a_moot_question_is_stopped_before_the_next_exercise():
+    """Its end is not charged to the next exercise: that one finds no process and
+    starts a fresh one (a crash while tracing an example asked ahead)."""
+    p, write = _process()
+    alive = p.proc
+    os.close(write)  # it ends without answering
+    p.settle(2, limit=10)
+    assert p.proc is None and alive.killed
+
+
+def test_a_process_that_does_not_answer_a_moot_question_in_time_is_stopped():
+    p, write = _process()
+    alive = p.proc
+    start = time.monotonic()
+    p.settle(2, limit=0.5)
+    assert p.proc is None and alive.killed
+    assert 0.4 < time.monotonic() - start < 8  # waited its limit, not the select's second
+    os.close(write)

@@ -74,6 +74,15 @@ class SandboxFailed(GraderFault):
         )
 
 
+class Overdue(Exception):
+    """A question's answer did not come by the deadline it was waited for with."""
+
+
+MOOT_LIMIT = 10.0
+"""Seconds the answer to a question asked ahead and moot now (the exercise it was
+for ended first) is waited for before the next exercise (:meth:`StudentProcess.settle`)."""
+
+
 class StudentFault(Exception):
     """The student's process says it could not do what it was asked (a failure it
     reports as its own side's, or a spec that failed there before the student's code
@@ -148,7 +157,6 @@ class StudentProcess:
             self._seq = 1 if asked else 0
             self._pending: set[int] = {0, 1} if asked else {0}
             self._stash: dict[int, dict] = {}
-            self._ignore: set[int] = set()
             self._loading = 1 if asked else None
             """The load question asked and not yet answered."""
             self._loaded = False
@@ -237,9 +245,11 @@ class StudentProcess:
                 raise
             return self._seq
 
-    def receive(self, seq: int) -> dict:
+    def receive(self, seq: int, deadline: float | None = None) -> dict:
         """The answer to question ``seq``; answers to other questions asked
-        before it are kept for later (or dropped, if :meth:`forget` said so)."""
+        before it are kept for later (a moot one: :meth:`settle`).
+        ``deadline`` (``time.monotonic()``): :class:`Overdue` after it (the
+        process is stopped)."""
         with self._cv:
             proc = self.proc
             while seq not in self._stash:
@@ -249,7 +259,7 @@ class StudentProcess:
                     if self._reading is not None:  # another thread reads: its turn first
                         self._cv.wait()
                         continue
-                    line = self._read_line_unlocked(proc)
+                    line = self._read_line_unlocked(proc, deadline)
                 except BaseException:  # a time limit, an interrupt: its state is unknown now
                     if self.proc is proc:
                         self.stop()
@@ -265,23 +275,22 @@ class StudentProcess:
                         "something wrote on the grader's channel to it that is not the grader's answer"
                     )
                 self._pending.discard(got)
-                if got in self._ignore:
-                    self._ignore.discard(got)
-                else:
-                    self._stash[got] = answer
-                    self._cv.notify_all()
+                self._stash[got] = answer
+                self._cv.notify_all()
             answer = self._stash.pop(seq)
         if "fault" in answer:
             raise StudentFault(str(answer["fault"]))
         return answer
 
-    def forget(self, seq: int) -> None:
-        """Question ``seq`` was asked ahead and is not wanted any more."""
-        with self._cv:
-            if self._stash.pop(seq, None) is None and seq in self._pending:
-                self._ignore.add(seq)
+    def settle(self, seq: int, limit: float = MOOT_LIMIT) -> None:
+        """Wait up to ``limit`` seconds for the answer to question ``seq`` (asked
+        ahead, moot now) and drop it. A process that ends meanwhile, or does not
+        answer in time, is stopped (it is started afresh when next needed): what a
+        moot question did to it is never charged to the next exercise."""
+        with contextlib.suppress(StudentProcessDied, StudentFault, Overdue):
+            self.receive(seq, deadline=time.monotonic() + limit)
 
-    def _read_line_unlocked(self, proc: subprocess.Popen) -> bytes:
+    def _read_line_unlocked(self, proc: subprocess.Popen, deadline: float | None = None) -> bytes:
         """One line from ``proc``, read with the lock released (this thread is the
         reader meanwhile); called with the lock held."""
         self._reading, fd = proc, self._in
@@ -293,7 +302,7 @@ class StudentProcess:
                 break
             held += 1
         try:
-            return self._read_line(proc, fd)
+            return self._read_line(proc, fd, deadline)
         finally:
             for _ in range(held):
                 self._lock.acquire()
@@ -303,11 +312,14 @@ class StudentProcess:
                     os.close(fd)
             self._cv.notify_all()
 
-    def _read_line(self, proc: subprocess.Popen, fd: int) -> bytes:
+    def _read_line(self, proc: subprocess.Popen, fd: int, deadline: float | None = None) -> bytes:
         while b"\n" not in self._buffer:
             if self.proc is not proc:
                 raise StudentProcessDied("it was stopped while the grader waited for it")
-            ready, _, _ = select.select([fd], [], [], 1.0)
+            wait = 1.0 if deadline is None else min(1.0, deadline - time.monotonic())
+            if wait <= 0:
+                raise Overdue()
+            ready, _, _ = select.select([fd], [], [], wait)
             if not ready:
                 continue
             chunk = os.read(fd, 1 << 20)
@@ -393,13 +405,14 @@ class Session:
     def begin(self, exercise: str, simulated: bool) -> None:
         """The examples of ``exercise`` are next."""
         with self.process._cv:
+            moot = []
             if exercise != self.exercise:  # what was asked ahead for the last exercise is moot
-                for sp, proc, seq in self.ahead.values():
-                    if proc is sp.proc:
-                        sp.forget(seq)
+                moot = [(sp, seq) for sp, proc, seq in self.ahead.values() if proc is sp.proc]
                 self.ahead.clear()
                 self.after.clear()
             self.exercise, self.simulated = exercise, simulated
+        for sp, seq in moot:  # answered (or its process stopped) before this exercise asks
+            sp.settle(seq)
 
     def export(
         self, example: Example, index: int, following: Example | None = None,
