@@ -55,13 +55,19 @@ import threading
 import warnings
 from typing import Any
 
+from grader.sandbox.lifeline import (
+    PR_SET_CHILD_SUBREAPER,
+    PR_SET_DUMPABLE,
+    PR_SET_PDEATHSIG,
+    prctl,
+)
+
 SWITCH = "COURSE_FORK_SERVER"
 """``0``: every student's process is started afresh."""
 MESSAGE = 64 * 1024
 """Longest control message (questions and reports are a line of JSON)."""
 SWEEP = 0.25
 """Seconds between two sweeps of the server for ended and orphaned processes."""
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
 
 
 def wanted(lessons: int) -> bool:
@@ -76,7 +82,9 @@ def _cpu_only() -> bool:
     accelerator's plugin is installed."""
     import importlib.util
 
-    if os.environ.get("COURSE_PLATFORM", "").lower() == "cpu":
+    from grader.measure.devices import platform_choice
+
+    if platform_choice() == "cpu":
         return True
     if os.environ.get("JAX_PLATFORMS", "").strip().lower() == "cpu":
         return True
@@ -129,36 +137,20 @@ class ForkServer:
     of hidden folders (see the module docstring)."""
 
     def __init__(self, directory: str, hidden: list[str]) -> None:
-        from grader.sandbox import jail, processes
+        from grader.sandbox import processes
 
-        self.directory, self.hidden = directory, list(hidden)
+        self.directory = directory
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        status_r, status_w = os.pipe() if jail.on() else (None, None)
-        env, readable = processes.environment()
         try:
-            command = [sys.executable, "-m", "grader.sandbox.forks", "--control", str(theirs.fileno())]  # fmt: skip
-            self.proc = subprocess.Popen(
-                jail.wrap(
-                    command,
-                    readable=readable,
-                    writable=[directory] if directory else [],
-                    hidden=processes.hidden_folders(hidden),
-                    status=status_w,
-                ),
-                stdin=subprocess.DEVNULL,
-                pass_fds=(theirs.fileno(), *([status_w] if status_w is not None else [])),
-                env=env,
-            )
+            self.proc = processes.start_jailed(
+                "grader.sandbox.forks", ["--control", str(theirs.fileno())], directory, hidden,
+                (theirs.fileno(),),
+            )  # fmt: skip
         except BaseException:
             ours.close()
-            if status_r is not None:
-                os.close(status_r)
             raise
         finally:
             theirs.close()
-            if status_w is not None:
-                os.close(status_w)
-        self.proc.sandbox_status = status_r  # type: ignore[attr-defined]
         self._sock = ours
         self._lock = threading.Lock()
         self._children: dict[int, Forked] = {}
@@ -256,13 +248,6 @@ class ForkServer:
 # ------------------------------------------------------------------ the server (a script)
 
 
-def _prctl(option: int, value: int) -> None:
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
-
-
 def main(argv: list[str]) -> None:
     """``python -m grader.sandbox.forks --control FD``."""
     import argparse
@@ -270,9 +255,9 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m grader.sandbox.forks")
     parser.add_argument("--control", type=int, required=True)
     args = parser.parse_args(argv)
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # with the sandbox off: it ends with the worker
-    _prctl(PR_SET_DUMPABLE, 0)  # no process of the sandbox traces it or reads its memory
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)  # what a lesson's process leaves comes to it
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # with the sandbox off: it ends with the worker
+    prctl(PR_SET_DUMPABLE, 0)  # no process of the sandbox traces it or reads its memory
+    prctl(PR_SET_CHILD_SUBREAPER, 1)  # what a lesson's process leaves comes to it
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # PID 1 takes only what it
         signal.signal(sig, signal.SIG_IGN)  # handles: from inside, none ends it
     warnings.filterwarnings("ignore", ".*multi-threaded.*fork", DeprecationWarning)
@@ -355,9 +340,9 @@ def _child(question: dict, fds: list[int], control: socket.socket, own: tuple[in
     for fd in own:
         os.close(fd)
     os.setsid()
-    _prctl(PR_SET_CHILD_SUBREAPER, 0)
-    _prctl(PR_SET_DUMPABLE, 1)
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_CHILD_SUBREAPER, 0)
+    prctl(PR_SET_DUMPABLE, 1)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != server:
         os._exit(1)  # the server ended before the line above
     keep = sorted({0, 1, 2, *fds})

@@ -9,7 +9,18 @@ import sys
 import threading
 import time
 
-PR_SET_DUMPABLE = 4
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 1, 4, 36
+
+
+def prctl(option: int, value: int) -> None:
+    """Linux's ``prctl(option, value)`` for this process; elsewhere, or where it
+    fails, a no-op (each caller's guarantee is then the sandbox's, or none)."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
 def undumpable() -> None:
@@ -18,12 +29,7 @@ def undumpable() -> None:
     attach a debugger to it (``prctl(PR_SET_DUMPABLE, 0)``). A process the
     student's code runs in is started afresh (exec) and stays dumpable; root keeps
     its rights over every process. Elsewhere: a no-op."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    prctl(PR_SET_DUMPABLE, 0)
 
 
 def watch_parent() -> None:

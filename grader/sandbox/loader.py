@@ -21,7 +21,12 @@ class LoadError(Exception):
     """The module could not be imported; ``str()`` is the student-facing message."""
 
 
-def load_module(directory: Path, module: str) -> ModuleType:
+def load_module(directory: Path, module: str, *, interrupts_are_theirs: bool = False) -> ModuleType:
+    """Import ``directory/module.py``; any failure is a :class:`LoadError` in the
+    student's words, but a ``KeyboardInterrupt`` (the user's Ctrl-C, here) and a
+    time limit, which are raised again. ``interrupts_are_theirs``: a process no
+    terminal's Ctrl-C reaches (the student's process): a KeyboardInterrupt there is
+    the module's own failure."""
     path = Path(directory) / f"{module}.py"
     if not path.exists():
         raise LoadError(f"{path} does not exist")
@@ -38,7 +43,9 @@ def load_module(directory: Path, module: str) -> ModuleType:
         raise LoadError(f"{path.name} has a syntax error (line {exc.lineno}):\n{detail}") from None
     except BaseException as exc:  # any import-time failure is the student's
         sys.modules.pop(name, None)
-        if isinstance(exc, KeyboardInterrupt | ExampleTimeout):
+        if isinstance(exc, ExampleTimeout) or (
+            isinstance(exc, KeyboardInterrupt) and not interrupts_are_theirs
+        ):
             raise
         raise LoadError(
             f"importing {path.name} failed:\n{format_student_error(exc, path.parent)}"

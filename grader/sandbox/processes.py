@@ -223,7 +223,7 @@ def close(spare: tuple[subprocess.Popen, Any, int]) -> None:
     setup_failure(proc)  # its status pipe closed
 
 
-def environment() -> tuple[dict[str, str], list[str]]:
+def _environment() -> tuple[dict[str, str], list[str]]:
     """The environment a student's process starts with (an allow-list: no secret
     of the caller's), and the paths it must read (Python, the course's code)."""
     env = jail.environment(dict(os.environ))
@@ -233,34 +233,31 @@ def environment() -> tuple[dict[str, str], list[str]]:
     return env, [*readable, os.environ.get("COURSE_ROOT", "")]
 
 
-def spawn(
-    directory: str = "", prepare: str = "", ahead: bool = False, hidden: list[str] | tuple = ()
-) -> tuple[subprocess.Popen, Any, int]:
-    """The student's process, in the OS sandbox where one can be made
-    (:mod:`grader.sandbox.jail`): it may write only to its scratch and to
-    ``directory``, the submission's own folder, and sees nothing of
-    :func:`hidden_folders` (with ``hidden``) but that folder. The sandbox says whether it was
-    made on a pipe of its own (:func:`setup_failure`). ``prepare``: the lesson whose
-    spec (the grader's code) it imports before it says it is ready; ``ahead``:
-    it also traces a first program then (nothing waits for it yet)."""
-    to_child_r, to_child_w = os.pipe()
-    from_child_r, from_child_w = os.pipe()
+def start_jailed(
+    module: str,
+    args: list[str],
+    directory: str,
+    hidden: list[str] | tuple,
+    pass_fds: tuple[int, ...],
+) -> subprocess.Popen:
+    """``python -m module args…`` as the student's processes run, in the OS sandbox
+    where one can be made (:mod:`grader.sandbox.jail`): it may write only to its
+    scratch and to ``directory``, the submission's own folder, and sees nothing of
+    :func:`hidden_folders` (with ``hidden``) but that folder; it holds ``pass_fds``.
+    The sandbox says whether it was made on a pipe of its own (:func:`setup_failure`)."""
     status_r, status_w = os.pipe() if jail.on() else (None, None)
-    env, readable = environment()
+    env, readable = _environment()
     try:
-        command = [sys.executable, "-m", "grader.sandbox.student", "--fds", str(to_child_r), str(from_child_w)]  # fmt: skip
-        command += ["--prepare", prepare] if prepare else []
-        command += ["--ahead"] if ahead else []
         proc = subprocess.Popen(
             jail.wrap(
-                command,
+                [sys.executable, "-m", module, *args],
                 readable=readable,
                 writable=[directory] if directory else [],
                 hidden=hidden_folders(hidden),
                 status=status_w,
             ),
             stdin=subprocess.DEVNULL,
-            pass_fds=(to_child_r, from_child_w, *([status_w] if status_w is not None else [])),
+            pass_fds=(*pass_fds, *([status_w] if status_w is not None else [])),
             env=env,
         )
     except BaseException:
@@ -268,11 +265,29 @@ def spawn(
             os.close(status_r)
         raise
     finally:
-        os.close(to_child_r)
-        os.close(from_child_w)
         if status_w is not None:
             os.close(status_w)
     proc.sandbox_status = status_r  # type: ignore[attr-defined]
+    return proc
+
+
+def spawn(
+    directory: str = "", prepare: str = "", ahead: bool = False, hidden: list[str] | tuple = ()
+) -> tuple[subprocess.Popen, Any, int]:
+    """The student's process (:func:`start_jailed`). ``prepare``: the lesson whose
+    spec (the grader's code) it imports before it says it is ready; ``ahead``:
+    it also traces a first program then (nothing waits for it yet)."""
+    to_child_r, to_child_w = os.pipe()
+    from_child_r, from_child_w = os.pipe()
+    args = ["--fds", str(to_child_r), str(from_child_w)]
+    args += ["--prepare", prepare] if prepare else []
+    args += ["--ahead"] if ahead else []
+    try:
+        proc = start_jailed("grader.sandbox.student", args, directory, hidden,
+                            (to_child_r, from_child_w))  # fmt: skip
+    finally:
+        os.close(to_child_r)
+        os.close(from_child_w)
     return proc, os.fdopen(to_child_w, "wb"), from_child_r
 
 

@@ -565,17 +565,15 @@ def _write_stderr(data: bytes) -> None:
 
 MARK = launch.MARK
 """Environment variable naming the session a worker (and whatever it starts) belongs to."""
-PR_SET_CHILD_SUBREAPER = 36
 
 
 def _adopt_orphans() -> None:
     """Become the parent of orphans among our descendants (Linux), so that a
     process the student's code started and detached with ``setsid()`` (out of
     the worker's group) is still ours to stop. Elsewhere: a no-op."""
-    with contextlib.suppress(Exception):
-        import ctypes
+    from grader.sandbox.lifeline import PR_SET_CHILD_SUBREAPER, prctl
 
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 def _stop_strays(session: str, keep: int | None = None) -> bool:

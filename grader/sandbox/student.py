@@ -152,16 +152,10 @@ class _Session:
         self.module_name = str(req["module"])
         _silence_debug_callbacks()
         try:
-            self.module = load_module(self.directory, req["module"])
+            # no terminal's Ctrl-C reaches this process: a KeyboardInterrupt is the module's
+            self.module = load_module(self.directory, req["module"], interrupts_are_theirs=True)
         except LoadError as exc:
             return {"load_error": str(exc)}
-        except (
-            KeyboardInterrupt
-        ) as exc:  # the student's code's own: no terminal's Ctrl-C reaches here
-            from grader.sandbox.loader import format_student_error
-
-            failed = format_student_error(exc, self.directory)
-            return {"load_error": f"importing {req['module']}.py failed:\n{failed}"}
         names = [n for n, v in vars(self.module).items() if callable(v) and not n.startswith("__")]
         return {"ok": True, "functions": names}
 
