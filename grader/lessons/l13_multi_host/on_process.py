@@ -154,7 +154,10 @@ class _Recorder:
     shapes, dtypes and shardings (public API only, the same on jax 0.10 and
     0.12). Nothing here changes what runs; jax's own helpers are not wrapped."""
 
-    def __init__(self) -> None:
+    def __init__(self, exporting: bool = True) -> None:
+        self.exporting = exporting
+        """False: calls are counted and noted, nothing is exported (the worker
+        replays process 0's programs only; exporting costs a second lowering)."""
         self.blobs: list[str] = []
         self.notes: list[str] = []
         self.calls = 0
@@ -172,7 +175,7 @@ class _Recorder:
         if kwargs:
             self.notes.append(f"a call with keyword arguments ({', '.join(sorted(kwargs))}): not exported")  # fmt: skip
             return
-        if len(self.blobs) >= MAX_PROGRAMS:
+        if len(self.blobs) >= MAX_PROGRAMS or not self.exporting:
             return
         try:  # at the arguments themselves: a jitted function's trace keeps its static ones
             exported = jax.export.export(jitted, platforms=["cpu"])(*args)
@@ -264,12 +267,13 @@ def _recording(fn: Any, recorder: _Recorder) -> Any:
 def train(fn: Any, payload: dict, salt: int) -> dict:
     """``multihost_train_step`` on this process's own rows; what it returns as
     this process holds it (every leaf's addressable shards), and the programs it
-    ran on global arrays, exported (:class:`_Recorder`; the worker replays them
-    on its own devices and reads their collectives there)."""
+    ran on global arrays, exported where ``payload["export"]`` says so (process
+    0: :class:`_Recorder`; the worker replays them on its own devices and reads
+    their collectives there; the other processes count their calls only)."""
     import jax
 
     params = {k: np.asarray(v) for k, v in payload["params"].items()}
-    recorder = _Recorder()
+    recorder = _Recorder(exporting=bool(payload.get("export", True)))
     with _recording(fn, recorder):
         out = fn(params, payload["x"], payload["y"], cluster_mesh(), float(payload["lr"]))
     returned = {id(v) for v in jax.tree.leaves(out)}

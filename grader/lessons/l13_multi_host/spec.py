@@ -22,7 +22,7 @@ process runs the same function at the same time. Meshes are ``('host',
   exported whole); params must come back identical on every device of every
   process and equal to the float64 reference step on the global batch. The
   jitted programs it runs on global arrays are exported as they are called
-  (``on_process._Recorder``) and replayed here: the gradient all-reduce's
+  (``on_process._Recorder``, in process 0 only) and replayed here: the gradient all-reduce's
   bytes across processes come from the worker's own compile
   (:class:`HierarchicalStep`).
 - ``loader_indices`` and ``allreduce_time`` are pure, and called as such.
@@ -662,8 +662,8 @@ def run_train(rt: Any, fn: Any, ex: Example) -> Trial:
     rng = rt.rng()
     params = training.draw_params(rng, ex["layers"], ex["d"], ex["f"])
     x, y = training.draw_batch(rng, p * d * ex["rows"], ex["d"])
-    payloads = [{"params": params, "x": xs, "y": ys, "lr": LR}
-                for xs, ys in zip(np.split(x, p), np.split(y, p))]  # fmt: skip
+    payloads = [{"params": params, "x": xs, "y": ys, "lr": LR, "export": i == 0}
+                for i, (xs, ys) in enumerate(zip(np.split(x, p), np.split(y, p)))]  # fmt: skip
     said = _task(rt, ex, "multihost_train_step", "train", payloads)
     want, loss = training.sgd_step(params, x, y, LR)
     sizes = training.Sizes(ex["layers"], p * d * ex["rows"], ex["d"], ex["f"])
