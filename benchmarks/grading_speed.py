@@ -5,7 +5,7 @@ that figures compare across machines:
     python benchmarks/grading_speed.py [--runs 3] [--only 1,2,6] [--no-all] [--no-loop]
 
 =====================================  ==========================================
-row                                    goal (issue 22, set at a bare start of 1.21 s)
+row                                    goal (issue 22's seconds; see "the goals' bare start")
 =====================================  ==========================================
 ``course status``                      ≤ 0.2 s
 ``course grade N --solutions``, cold   ≤ 3 s (lessons 1–5), ≤ 4 s (6 on)
@@ -26,15 +26,27 @@ in one Python process (the kernel), after a first call.
 One-off commands are alternated (each round runs every row once) so that a
 change of load hits all rows alike; the watch and notebook rows time several
 saves or calls in one session each. A row meets its goal when its median, as a
-ratio to this run's bare JAX start, is at most the goal's ratio to the 1.21 s
-where the goals were set; the absolute figure is shown too. Prints a table and
+ratio to this run's bare JAX start, is at most the goal's ratio to the goals'
+bare start (below); the absolute figure is shown too. Prints a table and
 writes benchmarks/results/speed.json (with the load average at start and end,
 and the versions of what the bare start imports).
 
-The bare start measures the installed packages as much as the machine: with
-ml_dtypes 0.7 and numpy 2.4 it took about a second more (ml_dtypes' own import;
-pyproject.toml keeps it below 0.7 on Python 3.11), which made every ratio look
-better than the seconds were. Read the versions beside the ratios.
+The goals' bare start. Issue 22 set its goals where a bare start took 1.21 s,
+with ml_dtypes 0.7.0 and numpy 2.4 on Python 3.11: ml_dtypes' import alone took
+about 0.7 s of it. pyproject.toml has since held ml_dtypes below 0.7 there, so
+the bare start measures other packages now, not only another machine: divided
+by it, the goals would have halved. Measured on one of this workplace's
+two-core machines, alternated, seven runs each (2026-12-03)::
+
+    # /tmp/md7: python3.11 -m venv, then pip install jax==0.10.2 "ml_dtypes>=0.7" "numpy<2.5"
+    for py in /tmp/md7/bin/python .venv/bin/python; do
+        /usr/bin/time -f %e $py -c "import jax; jax.devices()"; done
+
+the issue's packages 1.29–1.40 s (median 1.33), the course's 0.60–0.73 s
+(median 0.65): this machine is 1.33/1.21 = 1.10× the goals' machine, and the
+goals' machine would start bare with the course's packages in 1.21 × 0.65/1.33
+= 0.59 s (:data:`GOALS_BARE_START`). Each goal's ratio is to that figure. Read
+the versions beside the ratios: another set of packages changes the bare start.
 """
 
 from __future__ import annotations
@@ -60,8 +72,10 @@ from course import registry  # noqa: E402
 
 FIRST_TRAINING_LESSON = 6
 """Lessons from here on compile jax.grad and lax.scan programs: a looser goal."""
-GOALS_SET_AT = 1.21
-"""Seconds of a bare JAX start on the machine where issue 22 set the goals."""
+GOALS_BARE_START = 0.59
+"""Seconds of a bare JAX start, with the packages the course installs now, on the
+machine where issue 22 set the goals (1.21 s there with ml_dtypes 0.7.0; see the
+module's docstring: 1.21 × 0.65 / 1.33, measured): what each goal is a ratio to."""
 
 
 def timed(argv: list[str], env: dict[str, str]) -> float:
@@ -212,8 +226,8 @@ def main() -> None:
         out.append({
             "command": name, "median_s": med, "min_s": min(ts), "max_s": max(ts), "runs": len(ts),
             "bare_jax_ratio": med / base, "goal_s": goal,
-            "goal_ratio": None if goal is None else goal / GOALS_SET_AT,
-            "met": None if goal is None else med / base <= goal / GOALS_SET_AT,
+            "goal_ratio": None if goal is None else goal / GOALS_BARE_START,
+            "met": None if goal is None else med / base <= goal / GOALS_BARE_START,
         })  # fmt: skip
     load_end = os.getloadavg()[0]
     from importlib.metadata import version
@@ -221,7 +235,8 @@ def main() -> None:
     versions = {name: version(name) for name in ("jax", "jaxlib", "numpy", "ml_dtypes")}
     table = Table(
         title=f"issue 22's rows, medians ({os.cpu_count()} cores, load {load_start:.1f} at the "
-        f"start, {load_end:.1f} at the end; bare JAX start {base:.2f} s here; {args.pause:g} s "
+        f"start, {load_end:.1f} at the end; bare JAX start {base:.2f} s here, {GOALS_BARE_START} s "
+        f"where the goals were set; {args.pause:g} s "
         f"between saves; {', '.join(f'{k} {v}' for k, v in versions.items())})"
     )
     for col in ("row", "median", "× bare", "min", "max", "n", "goal", "goal × bare", "met"):
@@ -240,6 +255,7 @@ def main() -> None:
     results.mkdir(parents=True, exist_ok=True)
     (results / "speed.json").write_text(json.dumps(
         {"load_start": load_start, "load_end": load_end, "bare_jax_s": base, "pause_s": args.pause,
+         "goals_bare_start_s": GOALS_BARE_START,
          "versions": versions, "rows": out},
         indent=2))  # fmt: skip
 

@@ -154,6 +154,46 @@ def test_a_process_that_never_joins_ends_the_cluster_within_the_join_limit(tmp_p
     assert gone(pids)
 
 
+def test_the_launcher_waits_for_process_0_to_listen_and_no_longer():
+    """The launcher starts processes 1… once process 0's coordination service
+    listens (one that connects sooner retries a second later): the wait ends
+    when the port listens, or when process 0 has ended, never later."""
+    import socket
+    import subprocess
+    import threading
+
+    from grader.sandbox import cluster as launcher
+
+    port = launcher.free_port()
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listening_at: list[float] = []
+
+    def listen_later() -> None:
+        time.sleep(0.5)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        listening_at.append(time.monotonic())
+
+    sleeper = subprocess.Popen(["sleep", "30"])  # "process 0", alive all along
+    try:
+        threading.Thread(target=listen_later, daemon=True).start()
+        start = time.monotonic()
+        launcher._wait_for_listener(port, sleeper.pid)
+        returned = time.monotonic()
+        assert listening_at and returned >= listening_at[0], "returned before anything listened"
+        assert returned - start < launcher.LISTEN_WAIT / 2
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        server.close()
+    ended = subprocess.Popen(["true"])  # "process 0" that ended before it listened
+    start = time.monotonic()
+    launcher._wait_for_listener(launcher.free_port(), ended.pid)
+    assert time.monotonic() - start < launcher.LISTEN_WAIT / 2
+    ended.wait()
+
+
 def test_with_the_sandbox_off_the_cluster_takes_a_free_port_and_still_forms(tmp_path, monkeypatch):
     monkeypatch.setenv(jail.SWITCH, "off")
     monkeypatch.setattr(jail, "_state", None)

@@ -92,7 +92,8 @@ def launch(argv: list[str]) -> None:
     from grader.sandbox.lifeline import watch_parent
 
     pairs = list(zip(args.fds[0::2], args.fds[1::2]))
-    address = f"127.0.0.1:{free_port()}"
+    port = free_port()
+    address = f"127.0.0.1:{port}"
     kids: list[tuple[int, int, int]] = []
 
     def end(signum: int, frame: Any) -> None:
@@ -143,6 +144,8 @@ def launch(argv: list[str]) -> None:
         os.close(out_w)
         os.close(err_w)
         kids.append((pid, out_r, err_r))
+        if index == 0:  # the others once its coordination service listens
+            _wait_for_listener(port, pid)
     for index, (r, w) in enumerate(pairs):
         if index not in args.absent:
             os.close(r)
@@ -156,6 +159,28 @@ def launch(argv: list[str]) -> None:
             os.waitpid(pid, 0)
     time.sleep(0.1)  # the last lines forwarded
     os._exit(0)
+
+
+LISTEN_WAIT = 30.0
+"""Seconds the launcher waits for process 0's coordination service to listen
+before it starts the others anyway (they then retry to connect, as jax does)."""
+
+
+def _wait_for_listener(port: int, pid: int) -> None:
+    """Until something listens on the loopback ``port`` (process 0's coordination
+    service, which ``jax.distributed.initialize`` starts first), or process
+    ``pid`` has ended, or :data:`LISTEN_WAIT` has passed. A process that tries to
+    connect before the service listens retries a second later (gRPC's backoff):
+    measured, that was most of a cluster's join (0.6 s joined at once, 1.5–2.3 s
+    with the retries, on two cores)."""
+    deadline = time.monotonic() + LISTEN_WAIT
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return  # it ended (the grader sees it end); reaped here, its status unneeded
+        time.sleep(0.005)
 
 
 NOISE = (b"[Gloo]", b"preemption_sync_manager", b"coordination_service", b"Additional GRPC",
