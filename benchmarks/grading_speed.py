@@ -43,10 +43,12 @@ two-core machines, alternated, seven runs each (2026-12-03)::
         /usr/bin/time -f %e $py -c "import jax; jax.devices()"; done
 
 the issue's packages 1.29–1.40 s (median 1.33), the course's 0.60–0.73 s
-(median 0.65): this machine is 1.33/1.21 = 1.10× the goals' machine, and the
-goals' machine would start bare with the course's packages in 1.21 × 0.65/1.33
-= 0.59 s (:data:`GOALS_BARE_START`). Each goal's ratio is to that figure. Read
-the versions beside the ratios: another set of packages changes the bare start.
+(median 0.65): this machine took 1.33/1.21 = 1.10× the goals' machine's time
+(the pin, commit 853c902, came after the issue), and the goals' machine would
+start bare with the course's packages in 1.21 × 0.65/1.33 = 0.59 s
+(:data:`GOALS_BARE_START`). Each goal's ratio is to that figure; the seconds
+are shown beside it. Read the versions beside the ratios: another set of
+packages changes the bare start.
 """
 
 from __future__ import annotations
