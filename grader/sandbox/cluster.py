@@ -279,9 +279,8 @@ class Cluster:
         """Start the processes (not waiting for them: :meth:`join` does)."""
         if self.proc is not None:
             return
-        from grader.repo import CODE
         from grader.sandbox import jail
-        from grader.sandbox.processes import hidden_folders
+        from grader.sandbox.processes import environment, hidden_folders
 
         ours, theirs = [], []
         self._writers, self._readers, self._buffers = [], [], []
@@ -290,24 +289,21 @@ class Cluster:
             from_r, from_w = os.pipe()
             theirs += [to_r, from_w]
             ours.append((to_w, from_r))
-        env = jail.environment(dict(os.environ))  # an allow-list: no secret of the caller's
-        env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
+        env, readable = environment()  # a student's process's, but for its devices
         env["JAX_PLATFORMS"] = "cpu"
         env["XLA_FLAGS"] = " ".join(
             [f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f]
             + _fast_compile_flags()
         )
-        env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         command = [sys.executable, "-m", "grader.sandbox.cluster", "--devices", str(self.local),
                    "--fds", *map(str, theirs)]  # fmt: skip
         if self.absent:
             command += ["--absent", *map(str, self.absent)]
-        readable = [str(CODE), *jail.python_paths(), *env["PYTHONPATH"].split(os.pathsep)]
         try:
             self.proc = subprocess.Popen(
                 jail.wrap(
                     command,
-                    readable=[*readable, os.environ.get("COURSE_ROOT", "")],
+                    readable=readable,
                     writable=[self.directory] if self.directory else [],
                     hidden=hidden_folders(self.hidden),  # as for every student's process
                     loopback=True,

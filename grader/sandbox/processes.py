@@ -223,9 +223,11 @@ def close(spare: tuple[subprocess.Popen, Any, int]) -> None:
     setup_failure(proc)  # its status pipe closed
 
 
-def _environment() -> tuple[dict[str, str], list[str]]:
+def environment() -> tuple[dict[str, str], list[str]]:
     """The environment a student's process starts with (an allow-list: no secret
-    of the caller's), and the paths it must read (Python, the course's code)."""
+    of the caller's), and the paths it must read (Python, the course's code): a
+    lone one's, the fork server's and a cluster's launcher's
+    (:meth:`grader.sandbox.cluster.Cluster.start`)."""
     env = jail.environment(dict(os.environ))
     env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # it never runs a program
@@ -246,7 +248,7 @@ def start_jailed(
     :func:`hidden_folders` (with ``hidden``) but that folder; it holds ``pass_fds``.
     The sandbox says whether it was made on a pipe of its own (:func:`setup_failure`)."""
     status_r, status_w = os.pipe() if jail.on() else (None, None)
-    env, readable = _environment()
+    env, readable = environment()
     try:
         proc = subprocess.Popen(
             jail.wrap(
