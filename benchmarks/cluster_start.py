@@ -6,7 +6,7 @@ For each (P, D) the lesson grades on: the seconds from starting P student's
 processes (in the sandbox, where there is one) until every one has joined
 (``jax.distributed.initialize``) and until every one has imported the
 reference module; first one cluster at a time, then all of them started
-together, as a grade does (``AHEAD`` in the lesson's spec). Prints the
+together under one launcher, as a grade does (``AHEAD`` in the lesson's spec). Prints the
 machine's load beside the figures: on two shared cores they follow it.
 """
 
@@ -20,15 +20,14 @@ sys.path.insert(0, str(ROOT))
 
 from grader.lessons.l13_multi_host.spec import CLUSTERS  # noqa: E402
 from grader.sandbox import jail  # noqa: E402
-from grader.sandbox.cluster import Cluster  # noqa: E402
+from grader.sandbox.cluster import Cluster, start_together  # noqa: E402
 
 MODULE = "l13_multi_host"
 
 
 def form(clusters: list[Cluster]) -> list[tuple[float, float]]:
     start = time.perf_counter()
-    for c in clusters:
-        c.start()
+    start_together(clusters)  # one launcher for all of them, as a grade's pool does
     out = []
     for c in clusters:
         c.join()

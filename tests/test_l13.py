@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from grader.sandbox import jail, wire
-from grader.sandbox.cluster import Cluster, ClusterHung
+from grader.sandbox.cluster import Cluster, ClusterHung, ClusterPool
 from grader.sandbox.isolation import StudentProcessDied
 
 MODULE = "l13_multi_host"
@@ -152,6 +152,47 @@ def test_a_process_that_never_joins_ends_the_cluster_within_the_join_limit(tmp_p
         c.join()
     assert time.monotonic() - start < 4.0 + 15.0
     assert gone(pids)
+
+
+HANG_IN_TWO = (
+    BATCH
+    + """
+import time
+
+def global_batch(rows, mesh):
+    if jax.process_count() == 2:  # the 2-process cluster hangs; the 3-process one answers
+        time.sleep(1000)
+    return int(jax.process_index())
+"""
+)
+
+
+def test_clusters_started_together_share_a_launcher_and_a_hung_one_is_stopped_alone(tmp_path):
+    """A pool's clusters started at once run under one launcher (jax imported
+    once); a cluster stopped (here: hung past its limit) has its processes killed
+    while the other goes on answering; closing the pool leaves nothing."""
+    (tmp_path / f"{MODULE}.py").write_text(HANG_IN_TWO)
+    pool = ClusterPool(str(tmp_path), MODULE)
+    try:
+        two = pool.get(2, 1, ahead=((3, 1),))
+        three = pool.get(3, 1)
+        assert two.proc is not None and two.proc is three.proc, "not one launcher"
+        two.join()
+        three.join()
+        everything = descendants(two.proc.pid) | {two.proc.pid}
+        before = len(alive(everything))
+        assert before >= two.processes + three.processes + 1, everything
+        with pytest.raises(ClusterHung, match="no process returned from global_batch"):
+            two.ask(batch_question(two), "running global_batch", limit=3.0)
+        deadline = time.monotonic() + 10.0
+        while len(alive(everything)) > before - two.processes and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(alive(everything)) == before - two.processes, "the hung cluster's processes live on"  # fmt: skip
+        answers = three.ask(batch_question(three), "running global_batch")
+        assert [wire.decode(a["result"]) for a in answers] == [{"type": "int"}] * 3
+    finally:
+        pool.close()
+    assert gone(everything)
 
 
 def test_the_launcher_waits_for_process_0_to_listen_and_no_longer():

@@ -16,7 +16,10 @@ command the OS sandbox (:mod:`grader.sandbox.jail`) wraps: one jail for the
 whole cluster, one network namespace with its loopback brought up, so the
 processes reach each other and a port can never collide with another grade's.
 The launcher is PID 1 there: when it dies, the kernel kills every process of
-the cluster. With the sandbox off, the launcher picks a free port
+the cluster. The clusters a grade starts at once (:class:`ClusterPool`: the
+lesson's three) share one launcher, one jail, a port each, and the launcher's
+import of jax (a bare JAX start's CPU time saved per cluster); stopping one
+closes its control pipe and the launcher kills that cluster's processes only. With the sandbox off, the launcher picks a free port
 (``bind(("127.0.0.1", 0))``) and its children die with it (``PR_SET_PDEATHSIG``
 on Linux, and :func:`grader.sandbox.lifeline.watch_parent` everywhere); a
 cluster that fails to form is started once more, on another port.
@@ -77,27 +80,30 @@ def free_port() -> int:
 
 
 def launch(argv: list[str]) -> None:
-    """``python -m grader.sandbox.cluster --devices D --fds R0 W0 R1 W1 …``: start
-    one student's process per fd pair, joined on a free loopback port; wait for
-    them; end when they have all ended. ``--absent I`` (tests only): leave
-    process I unstarted, its channel open (a process that never joins)."""
+    """``python -m grader.sandbox.cluster --cluster D CONTROL R0 W0 R1 W1 … [--cluster …]``:
+    for each ``--cluster``, one student's process per fd pair, with D devices each,
+    joined on a free loopback port of its own; wait for them; end when they have
+    all ended. CONTROL is a pipe's read end (or -1): when the worker closes its
+    other end, that cluster's processes are killed (:meth:`Cluster.stop`; the
+    others go on). ``--absent I`` (tests only): leave process I of the first
+    cluster unstarted, its channel open (a process that never joins)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m grader.sandbox.cluster")
-    parser.add_argument("--devices", type=int, required=True)
-    parser.add_argument("--fds", type=int, nargs="+", required=True)
+    parser.add_argument("--cluster", type=int, nargs="+", action="append", required=True,
+                        metavar="D CONTROL FD")  # fmt: skip
     parser.add_argument("--absent", type=int, nargs="*", default=[])
     args = parser.parse_args(argv)
+    groups = [(g[0], g[1], list(zip(g[2::2], g[3::2]))) for g in args.cluster]
+    if any(len(g) < 4 or len(g) % 2 for g in args.cluster):
+        parser.error("--cluster D CONTROL R0 W0 …: a device count, a control fd, fd pairs")
     _die_with_parent()
     from grader.sandbox.lifeline import watch_parent
 
-    pairs = list(zip(args.fds[0::2], args.fds[1::2]))
-    port = free_port()
-    address = f"127.0.0.1:{port}"
-    kids: list[tuple[int, int, int]] = []
+    kids: list[list[tuple[int, int, int]]] = [[] for _ in groups]
 
     def end(signum: int, frame: Any) -> None:
-        for pid, _, _ in kids:
+        for pid, _, _ in (kid for group in kids for kid in group):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         os._exit(1)
@@ -108,57 +114,98 @@ def launch(argv: list[str]) -> None:
     # configures its own devices and joins (no backend is up before the fork)
     import jax  # noqa: F401
 
-    import grader.sandbox.student as student
+    import grader.sandbox.student  # noqa: F401
 
-    for index, (r, w) in enumerate(pairs):
-        if index in args.absent:
-            continue
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: only its own channel and output stay open
-            try:
-                for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-                    signal.signal(sig, signal.SIG_DFL)
-                _die_with_parent()
-                os.dup2(out_w, 1)
-                os.dup2(err_w, 2)
-                keep = {0, 1, 2, r, w}
-                for fd in (
-                    *args.fds,
-                    out_r,
-                    out_w,
-                    err_r,
-                    err_w,
-                    *[k for kid in kids for k in kid[1:]],
-                ):
-                    if fd not in keep:
-                        with contextlib.suppress(OSError):
-                            os.close(fd)
-                sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
-                sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
-                student.main(["--fds", str(r), str(w), "--cluster", address, str(len(pairs)),
-                              str(index), str(args.devices)])  # fmt: skip
-            finally:
-                os._exit(1)
-        os.close(out_w)
-        os.close(err_w)
-        kids.append((pid, out_r, err_r))
-        if index == 0:  # the others once its coordination service listens
-            _wait_for_listener(port, pid)
-    for index, (r, w) in enumerate(pairs):
-        if index not in args.absent:
-            os.close(r)
-            os.close(w)
-    for _, out_r, err_r in kids:  # threads only now: none may be running at a fork
-        for fd, to in ((out_r, sys.stdout), (err_r, sys.stderr)):
-            threading.Thread(target=_forward, args=(os.fdopen(fd, "rb"), to), daemon=True).start()
+    ours = [fd for _, control, pairs in groups for fd in (control, *(f for p in pairs for f in p))]
+    sockets = []  # held until every cluster has its port: no two get the same
+    for _ in groups:
+        sockets.append(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+        sockets[-1].bind(("127.0.0.1", 0))
+    ports = [int(s.getsockname()[1]) for s in sockets]
+    for s in sockets:
+        s.close()
+
+    def start(k: int, index: int) -> None:
+        devices, _, pairs = groups[k]
+        if k == 0 and index in args.absent:
+            return
+        r, w = pairs[index]
+        address = f"127.0.0.1:{ports[k]}"
+        others = [fd for group in kids for kid in group for fd in kid[1:]]
+        kids[k].append(_fork(index, r, w, address, len(pairs), devices, [*ours, *others]))
+
+    # every process 0 first (their services start at once), then each cluster's
+    # others once its service listens; forked from one line: a program's text
+    # holds the source locations of the stack it was traced from, the fork's too
+    order = [(k, 0) for k in range(len(groups))]
+    order += [(k, i) for k, (_, _, pairs) in enumerate(groups) for i in range(1, len(pairs))]
+    for k, index in order:
+        if index == 1 and kids[k]:  # its process 0, the only one yet
+            _wait_for_listener(ports[k], kids[k][0][0])
+        start(k, index)
+    for k, (_, _, pairs) in enumerate(groups):  # an absent one's stays open: it never joins
+        for index, pair in enumerate(pairs):
+            for fd in pair if not (k == 0 and index in args.absent) else ():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+    # threads only now: none may be running at a fork
+    for group in kids:
+        for _, out_r, err_r in group:
+            for fd, to in ((out_r, sys.stdout), (err_r, sys.stderr)):
+                threading.Thread(target=_forward, args=(os.fdopen(fd, "rb"), to), daemon=True).start()  # fmt: skip
+    for (_, control, _), group in zip(groups, kids):
+        if control >= 0:
+            threading.Thread(target=_kill_when_closed, args=(control, [k[0] for k in group]),
+                             daemon=True).start()  # fmt: skip
     watch_parent()
-    for pid, _, _ in kids:
+    for pid, _, _ in (kid for group in kids for kid in group):
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
     time.sleep(0.1)  # the last lines forwarded
     os._exit(0)
+
+
+def _fork(index: int, r: int, w: int, address: str, processes: int, devices: int,
+          close: list[int]) -> tuple[int, int, int]:  # fmt: skip
+    """Fork process ``index`` of a cluster on channel (r, w): (pid, its stdout's
+    and its stderr's read ends). The child keeps only its channel and output."""
+    import grader.sandbox.student as student
+
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: only its own channel and output stay open
+        try:
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                signal.signal(sig, signal.SIG_DFL)
+            _die_with_parent()
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            keep = {0, 1, 2, r, w}
+            for fd in (*close, out_r, out_w, err_r, err_w):
+                if fd >= 0 and fd not in keep:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+            sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+            student.main(["--fds", str(r), str(w), "--cluster", address, str(processes),
+                          str(index), str(devices)])  # fmt: skip
+        finally:
+            os._exit(1)
+    os.close(out_w)
+    os.close(err_w)
+    return pid, out_r, err_r
+
+
+def _kill_when_closed(control: int, pids: list[int]) -> None:
+    """Kill ``pids`` (one cluster's processes) once the worker has closed the
+    other end of ``control``."""
+    with contextlib.suppress(OSError):
+        while os.read(control, 64):
+            pass
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 LISTEN_WAIT = 30.0
@@ -272,55 +319,17 @@ class Cluster:
         self._seq = 0
         self._joined = False
         self._tries = 0
+        self._control: int | None = None
+        """Started with others by one launcher: the pipe whose closing kills this
+        cluster's processes there (:func:`start_together`)."""
+        self._shared: _Launcher | None = None
 
     # -------------------------------------------------------------- life
 
     def start(self) -> None:
         """Start the processes (not waiting for them: :meth:`join` does)."""
-        if self.proc is not None:
-            return
-        from grader.sandbox import jail
-        from grader.sandbox.processes import environment, hidden_folders
-
-        ours, theirs = [], []
-        self._writers, self._readers, self._buffers = [], [], []
-        for _ in range(self.processes):
-            to_r, to_w = os.pipe()
-            from_r, from_w = os.pipe()
-            theirs += [to_r, from_w]
-            ours.append((to_w, from_r))
-        env, readable = environment()  # a student's process's, but for its devices
-        env["JAX_PLATFORMS"] = "cpu"
-        env["XLA_FLAGS"] = " ".join(
-            [f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f]
-            + _fast_compile_flags()
-        )
-        command = [sys.executable, "-m", "grader.sandbox.cluster", "--devices", str(self.local),
-                   "--fds", *map(str, theirs)]  # fmt: skip
-        if self.absent:
-            command += ["--absent", *map(str, self.absent)]
-        try:
-            self.proc = subprocess.Popen(
-                jail.wrap(
-                    command,
-                    readable=readable,
-                    writable=[self.directory] if self.directory else [],
-                    hidden=hidden_folders(self.hidden),  # as for every student's process
-                    loopback=True,
-                ),
-                stdin=subprocess.DEVNULL, pass_fds=tuple(theirs), env=env,
-                start_new_session=True,
-            )  # fmt: skip
-        finally:
-            for fd in theirs:
-                os.close(fd)
-        for w, r in ours:
-            self._writers.append(os.fdopen(w, "wb"))
-            self._readers.append(r)
-            self._buffers.append(b"")
-        self._seq = 0
-        self._joined, self.loaded = False, False
-        self.started_at = time.perf_counter()
+        if self.proc is None:
+            start_together([self])
 
     def join(self) -> None:
         """Wait until every process has joined the cluster (its "ready" line,
@@ -359,7 +368,8 @@ class Cluster:
         self.functions = set(answers[0].get("functions") or [])
 
     def stop(self) -> None:
-        """Kill every process of the cluster and wait for the launcher."""
+        """Kill every process of the cluster and wait for its launcher (one of its
+        own; a launcher it shares is told to kill them, and ends with the last)."""
         proc, self.proc = self.proc, None
         for f in self._writers:
             with contextlib.suppress(OSError):
@@ -369,15 +379,15 @@ class Cluster:
                 os.close(fd)
         self._writers, self._readers = [], []
         self._joined = self.loaded = False
-        if proc is None:
-            return
-        if proc.poll() is None:
+        control, self._control = self._control, None
+        if control is not None:
             with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGKILL)  # the launcher and, sandbox off, its children
-            with contextlib.suppress(OSError):
-                proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=10)
+                os.close(control)  # the launcher kills this cluster's processes
+        shared, self._shared = self._shared, None
+        if shared is not None:
+            shared.release()  # ended with the last of its clusters
+        elif proc is not None:
+            _end(proc)
 
     @property
     def alive(self) -> bool:
@@ -529,6 +539,103 @@ def _machine_time() -> Any:
             signal.setitimer(signal.ITIMER_REAL, left)
 
 
+def _end(proc: subprocess.Popen) -> None:
+    """Kill a launcher and everything below it; wait for it."""
+    if proc.poll() is None:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the launcher and, sandbox off, its children
+        with contextlib.suppress(OSError):
+            proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+
+
+class _Launcher:
+    """One launcher serving several clusters: ended when the last is stopped."""
+
+    def __init__(self, proc: subprocess.Popen, users: int) -> None:
+        self.proc, self.users = proc, users
+
+    def release(self) -> None:
+        self.users -= 1
+        if self.users <= 0:
+            _end(self.proc)
+
+
+def start_together(clusters: list[Cluster]) -> None:
+    """Start these clusters (of one submission: the same folder, module and hidden
+    folders) under one launcher, in one OS sandbox: jax is imported there once for
+    all of them (each launcher imports it: about a bare JAX start's CPU time). One
+    cluster, or one with ``absent`` processes (tests), gets a launcher of its own."""
+    from grader.sandbox import jail
+    from grader.sandbox.processes import environment, hidden_folders
+
+    if not clusters:
+        return
+    first = clusters[0]
+    if len(clusters) > 1 and any(c.absent for c in clusters):
+        for c in clusters:
+            start_together([c])
+        return
+    shared = len(clusters) > 1
+    theirs: list[int] = []
+    ours: list[tuple[list[tuple[int, int]], int | None]] = []
+    command = [sys.executable, "-m", "grader.sandbox.cluster"]
+    try:
+        for c in clusters:
+            control_r, control_w = os.pipe() if shared else (-1, None)
+            if shared:
+                theirs.append(control_r)
+            pipes, fds = [], []
+            for _ in range(c.processes):
+                to_r, to_w = os.pipe()
+                from_r, from_w = os.pipe()
+                fds += [to_r, from_w]
+                pipes.append((to_w, from_r))
+            theirs += fds
+            ours.append((pipes, control_w))
+            command += ["--cluster", str(c.local), str(control_r), *map(str, fds)]
+        if first.absent:
+            command += ["--absent", *map(str, first.absent)]
+        env, readable = environment()  # a student's process's, but for its devices
+        env["JAX_PLATFORMS"] = "cpu"
+        env["XLA_FLAGS"] = " ".join(
+            [f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f]
+            + _fast_compile_flags()
+        )
+        proc = subprocess.Popen(
+            jail.wrap(
+                command,
+                readable=readable,
+                writable=[first.directory] if first.directory else [],
+                hidden=hidden_folders(first.hidden),  # as for every student's process
+                loopback=True,
+            ),
+            stdin=subprocess.DEVNULL, pass_fds=tuple(theirs), env=env,
+            start_new_session=True,
+        )  # fmt: skip
+    except BaseException:
+        for pipes, control_w in ours:
+            for fd in [*(f for p in pipes for f in p), *([control_w] if control_w is not None else [])]:  # fmt: skip
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        raise
+    finally:
+        for fd in theirs:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    launcher = _Launcher(proc, len(clusters)) if shared else None
+    now = time.perf_counter()
+    for c, (pipes, control_w) in zip(clusters, ours):
+        c.proc, c._shared, c._control = proc, launcher, control_w
+        c._writers = [os.fdopen(w, "wb") for w, _ in pipes]
+        c._readers = [r for _, r in pipes]
+        c._buffers = [b"" for _ in pipes]
+        c._seq = 0
+        c._joined, c.loaded = False, False
+        c.started_at = now
+
+
 class ClusterPool:
     """The clusters of one lesson's grade, by (P, D): each started once, on first
     need (or ahead), reused across its exercises and examples, stopped at the end."""
@@ -542,10 +649,7 @@ class ClusterPool:
     def get(self, processes: int, local: int, ahead: tuple[tuple[int, int], ...] = ()) -> Cluster:
         """The (P, D) cluster, its module imported; ``ahead``: clusters to start now
         without waiting, for examples to come."""
-        cluster = self._start(processes, local)
-        for p, d in ahead:
-            self._start(p, d)
-        return cluster
+        return self._start(((processes, local), *ahead))[0]
 
     def form(self, spec: Any, example: dict) -> None:
         """Form (start and join) the clusters exercise ``spec`` says ``example``
@@ -558,18 +662,22 @@ class ClusterPool:
             for key in needed:  # all of them now, while no example's deadline runs
                 self._clusters[(int(key[0]), int(key[1]))].join()
 
-    def _start(self, processes: int, local: int) -> Cluster:
-        key = (int(processes), int(local))
-        cluster = self._clusters.get(key)
-        if cluster is None or (cluster.proc is not None and not cluster.alive):
-            if cluster is not None:
-                cluster.stop()
-            cluster = self._clusters[key] = Cluster(
-                self.directory, self.module, *key, hidden=self.hidden
-            )
-        if cluster.proc is None:
-            cluster.start()
-        return cluster
+    def _start(self, keys: tuple[tuple[int, int], ...]) -> list[Cluster]:
+        """These clusters, those not running started now, together (one launcher)."""
+        fresh = []
+        for key in keys:
+            key = (int(key[0]), int(key[1]))
+            cluster = self._clusters.get(key)
+            if cluster is None or (cluster.proc is not None and not cluster.alive):
+                if cluster is not None:
+                    cluster.stop()
+                cluster = self._clusters[key] = Cluster(
+                    self.directory, self.module, *key, hidden=self.hidden
+                )
+            if cluster.proc is None and cluster not in fresh:
+                fresh.append(cluster)
+        start_together(fresh)
+        return [self._clusters[(int(p), int(d))] for p, d in keys]
 
     def keys(self) -> tuple[tuple[int, int], ...]:
         """The (P, D) of the clusters it started."""
@@ -578,8 +686,7 @@ class ClusterPool:
     def start_ahead(self, keys: tuple[tuple[int, int], ...]) -> None:
         """Start these clusters now, not waiting for them (a serving worker, for
         its next grade of the lesson: :meth:`grader.sandbox.processes.Spares.clusters_ahead`)."""
-        for processes, local in keys:
-            self._start(processes, local)
+        self._start(keys)
 
     def close(self) -> None:
         for cluster in self._clusters.values():
