@@ -95,12 +95,38 @@ def ring_reduce_scatter(x, axis_name):  # a compiled loop that never ends: the w
         scatter, gather = stuck.exercises
         assert scatter.status == Status.TIMEOUT and "stopped it" in scatter.error
         assert gather.status == Status.PASSED  # a fresh worker graded the rest, and is kept
-        assert worker.started == 2 and worker.pid is not None
+        assert worker.started == 2 and worker.pid is not None, f"not kept: {worker.unkept}"
         kept = worker.pid
         module.write_text(solution)  # the student fixes it and saves
         (fixed,) = grade(replace(request, timeout=60.0), worker=worker)
         assert all(e.passed for e in fixed.exercises), [e.error for e in fixed.exercises]
-        assert (worker.started, worker.pid) == (2, kept)
+        assert (worker.started, worker.pid) == (2, kept), f"not kept: {worker.unkept}"
+
+
+def test_a_process_on_its_way_out_does_not_cost_the_kept_worker_but_one_that_stays_does():
+    """After a grade, a process the worker started that is found outside it (our
+    child: adopted) counts only if it is still there after the grace: one that its
+    parent had just killed ends on its own meanwhile (seen under load, when the
+    worker was then replaced for nothing); one that stays is killed and counts."""
+    import subprocess
+    import sys
+
+    from grader.sandbox import runner
+
+    marker = "0123abcd"
+    env = {**os.environ, runner.MARK: marker}
+    leaving = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"], env=env)
+    assert not runner._outlived(marker, grace=30.0)
+    assert leaving.wait(timeout=5) == 0  # it ended by itself, not killed
+    staying = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
+    try:
+        start = time.monotonic()
+        assert runner._outlived(marker, grace=0.5)
+        assert time.monotonic() - start < 20
+        assert staying.poll() is not None, "the process that stayed was not stopped"
+    finally:
+        if staying.poll() is None:
+            staying.kill()
 
 
 def test_each_request_to_a_serving_worker_gets_a_fresh_salt(monkeypatch):

@@ -240,11 +240,18 @@ class WorkerSession:
         """May this worker grade again? Only when it said it was done, nothing on
         its channel was odd, and no process this grade started outlived it (see
         :class:`Worker` for what the student's process shares with it)."""
-        if not self.served or self.remaining or self.forged or self.warned:
-            return False
-        if live.proc.poll() is not None:
-            return False
-        return not _stop_strays(self.marker, keep=live.proc.pid)
+        why = (
+            "it did not say it was done" if not self.served
+            else "exercises were left" if self.remaining
+            else f"a forged event ({self.forged})" if self.forged
+            else "it wrote unexpected events" if self.warned
+            else "it had exited" if live.proc.poll() is not None
+            else "a process it started outlived the grade"
+            if _outlived(self.marker, keep=live.proc.pid) else None
+        )  # fmt: skip
+        if self.warm is not None:
+            self.warm.unkept = why
+        return why is None
 
     def _follow(self, sel: selectors.BaseSelector, read_fd: int, proc: subprocess.Popen,
                 emit: Listener) -> bool:  # fmt: skip
@@ -490,6 +497,8 @@ class Worker:
         self._live: Live | None = None
         self.started = 0
         """Worker processes started for this object so far."""
+        self.unkept: str | None = None
+        """Why the last grade's worker was not kept (None: it was, or none ran)."""
 
     @property
     def pid(self) -> int | None:
@@ -574,6 +583,26 @@ def _adopt_orphans() -> None:
     from grader.sandbox.lifeline import PR_SET_CHILD_SUBREAPER, prctl
 
     prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+DYING = 1.0
+"""Seconds a process of a worker's may take to end on its own once found
+outside it (:func:`_outlived`)."""
+
+
+def _outlived(session: str, keep: int | None = None, grace: float = DYING) -> bool:
+    """Whether a process ``session``'s worker started outlived its grade: one
+    that is our child now (adopted: its parent ended) and still there after
+    ``grace`` seconds; those are killed. One its parent had just killed when we
+    looked ends within the grace on its own, and does not count (it was seen,
+    adopted on its way out, under load)."""
+    marker = f"{MARK}={session}\0".encode()
+    deadline = time.monotonic() + grace
+    while any(pid != keep and marker in _environ(pid) for pid in _children()):
+        if time.monotonic() >= deadline:
+            return _stop_strays(session, keep)
+        time.sleep(0.02)
+    return False
 
 
 def _stop_strays(session: str, keep: int | None = None) -> bool:
