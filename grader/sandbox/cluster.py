@@ -19,8 +19,8 @@ The launcher is PID 1 there: when it dies, the kernel kills every process of
 the cluster. The clusters a grade starts at once (:class:`ClusterPool`: the
 lesson's three) share one launcher, one jail, a port each, and the launcher's
 import of jax (a bare JAX start's CPU time saved per cluster); stopping one
-closes its control pipe and the launcher kills that cluster's processes only. With the sandbox off, the launcher picks a free port
-(``bind(("127.0.0.1", 0))``) and its children die with it (``PR_SET_PDEATHSIG``
+closes its control pipe and the launcher kills that cluster's processes only.
+With the sandbox off, the launcher picks a free port (``bind(("127.0.0.1", 0))``) and its children die with it (``PR_SET_PDEATHSIG``
 on Linux, and :func:`grader.sandbox.lifeline.watch_parent` everywhere); a
 cluster that fails to form is started once more, on another port.
 
@@ -587,13 +587,13 @@ def start_together(clusters: list[Cluster]) -> None:
             if shared:
                 theirs.append(control_r)
             pipes, fds = [], []
+            ours.append((pipes, control_w))  # filled as made: closed if a later step fails
             for _ in range(c.processes):
                 to_r, to_w = os.pipe()
                 from_r, from_w = os.pipe()
+                theirs += [to_r, from_w]
                 fds += [to_r, from_w]
                 pipes.append((to_w, from_r))
-            theirs += fds
-            ours.append((pipes, control_w))
             command += ["--cluster", str(c.local), str(control_r), *map(str, fds)]
         if first.absent:
             command += ["--absent", *map(str, first.absent)]
