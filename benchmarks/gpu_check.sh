@@ -9,7 +9,8 @@
 #      so lessons run on simulated CPU devices, except the one-device programs
 #      (10.merge_partials, 11.top1_dispatch/top2_dispatch), which are exported on the GPU by the
 #      student's process and compiled and run on the GPU by the worker;
-#   3. the isolation and engine tests (COURSE_PLATFORM=auto), and the fault probes.
+#   3. the warm loop (notebook re-grades of lessons 2 and 13, below);
+#   4. the isolation and engine tests (COURSE_PLATFORM=auto), and the fault probes.
 set -uo pipefail
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
@@ -29,4 +30,23 @@ for lesson in doc["lessons"]:
     bad = [(e["exercise"], e["status"], (e.get("error") or "")[:200]) for e in lesson["exercises"] if e["status"] != "passed"]
     print(lesson["lesson"], lesson.get("devices"), f"{lesson.get('duration', 0):.2f} s", "ok" if not bad else bad)
 EOF
-timeout 420 python3 -m pytest -q -p no:cacheprovider -x tests/test_isolation.py tests/test_engine.py tests/test_faults.py 2>&1 | tail -40 | tee "$OUT/pytest.txt"
+
+# 3. The warm loop on a CUDA host (issue 22): one notebook kernel grades lessons 2 and 13 three
+#    times each; a serving worker is kept between grades (its student's process and, for 13, its
+#    clusters started ahead), or the reason it was not is printed.
+COURSE_HOME=$home timeout 300 python3 - <<'EOF2' 2>&1 | tee "$OUT/loop.txt"
+import time
+from course import notebook
+for n in (2, 13):
+    for i in range(3):
+        t = time.perf_counter()
+        g = notebook.grade(n, solutions=True)
+        w = notebook._worker()
+        print(f"lesson {n} grade {i + 1}: {'passed' if g.passed else 'FAILED'} in "
+              f"{time.perf_counter() - t:.2f} s; workers started {w.started}, not kept: {w.unkept}",
+              flush=True)
+        time.sleep(3)
+EOF2
+
+# 4. (last: the time left goes to it)
+timeout 300 python3 -m pytest -q -p no:cacheprovider -x tests/test_isolation.py tests/test_engine.py tests/test_faults.py 2>&1 | tail -40 | tee "$OUT/pytest.txt"
