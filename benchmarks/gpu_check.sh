@@ -49,4 +49,4 @@ for n in (2, 13):
 EOF2
 
 # 4. (last: the time left goes to it)
-timeout 300 python3 -m pytest -q -p no:cacheprovider -x tests/test_isolation.py tests/test_engine.py tests/test_faults.py 2>&1 | tail -40 | tee "$OUT/pytest.txt"
+timeout 300 python3 -m pytest -q -p no:cacheprovider tests/test_isolation.py tests/test_engine.py tests/test_faults.py 2>&1 | tail -40 | tee "$OUT/pytest.txt"
