@@ -195,6 +195,71 @@ def test_clusters_started_together_share_a_launcher_and_a_hung_one_is_stopped_al
     assert gone(everything)
 
 
+def _launched_ahead(c: Cluster) -> bool:
+    """Whether the cluster's launcher (or the sandbox around it) was told ``--ahead``."""
+    assert c.proc is not None
+    for pid in {c.proc.pid} | descendants(c.proc.pid):
+        try:
+            if b"--ahead" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def test_clusters_started_ahead_warm_up_and_those_started_for_a_grade_do_not(tmp_path):
+    """A serving worker's clusters started ahead (between two grades) warm up once
+    joined; a cluster started when a grade needs it is not made to wait for that."""
+    (tmp_path / f"{MODULE}.py").write_text(
+        BATCH + "def global_batch(rows, mesh):\n    return int(jax.process_index())\n"
+    )
+    ahead, now = ClusterPool(str(tmp_path), MODULE), ClusterPool(str(tmp_path), MODULE)
+    try:
+        ahead.start_ahead(((2, 1),))
+        started = now.get(2, 1)
+        warmed = ahead.get(2, 1)
+        assert _launched_ahead(warmed) and not _launched_ahead(started)
+        for c in (warmed, started):
+            c.load()
+            answers = c.ask(batch_question(c), "running global_batch")
+            assert [wire.decode(a["result"]) for a in answers] == [{"type": "int"}] * 2
+    finally:
+        ahead.close()
+        now.close()
+
+
+def test_forming_a_grades_clusters_starts_their_imports_at_once(tmp_path):
+    """Each cluster the example needs is asked to import the module as soon as it
+    has joined, before any is asked a question (the imports overlap); the answers
+    are gathered at each cluster's first question, as before."""
+    from types import SimpleNamespace
+
+    (tmp_path / f"{MODULE}.py").write_text(
+        BATCH + "open(f'{os.path.dirname(__file__)}/imported-{os.getpid()}', 'w').close()\n"
+        "def global_batch(rows, mesh):\n    return int(jax.process_index())\n"
+    )
+    pool = ClusterPool(str(tmp_path), MODULE)
+    try:
+        pool.form(SimpleNamespace(cluster=lambda ex: ((2, 1), (3, 1))), {})
+        deadline = time.monotonic() + 30.0
+        while len(list(tmp_path.glob("imported-*"))) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(list(tmp_path.glob("imported-*"))) == 5, "not every process imported it"
+        three = pool.get(3, 1)
+        answers = three.ask(batch_question(three), "running global_batch")
+        assert [wire.decode(a["result"]) for a in answers] == [{"type": "int"}] * 3
+    finally:
+        pool.close()
+
+
+def test_the_clusters_warm_up_runs_on_this_processs_own_devices():
+    """It runs through (it returns False on any error, so an API it uses that a
+    JAX version lacks would silently cost the time it is there to save)."""
+    from grader.sandbox.student import _warm_up_cluster
+
+    assert _warm_up_cluster() is True
+
+
 def test_the_launcher_waits_for_process_0_to_listen_and_no_longer():
     """The launcher starts processes 1… once process 0's coordination service
     listens (one that connects sooner retries a second later): the wait ends

@@ -93,6 +93,11 @@ def launch(argv: list[str]) -> None:
     parser.add_argument("--cluster", type=int, nargs="+", action="append", required=True,
                         metavar="D CONTROL FD")  # fmt: skip
     parser.add_argument("--absent", type=int, nargs="*", default=[])
+    parser.add_argument(
+        "--ahead",
+        action="store_true",
+        help="started ahead of its grade: each process warms up once joined",
+    )
     args = parser.parse_args(argv)
     groups = [(g[0], g[1], list(zip(g[2::2], g[3::2]))) for g in args.cluster]
     if any(len(g) < 4 or len(g) % 2 for g in args.cluster):
@@ -132,7 +137,8 @@ def launch(argv: list[str]) -> None:
         r, w = pairs[index]
         address = f"127.0.0.1:{ports[k]}"
         others = [fd for group in kids for kid in group for fd in kid[1:]]
-        kids[k].append(_fork(index, r, w, address, len(pairs), devices, [*ours, *others]))
+        kids[k].append(_fork(index, r, w, address, len(pairs), devices, [*ours, *others],
+                             ahead=args.ahead))  # fmt: skip
 
     # every process 0 first (their services start at once), then each cluster's
     # others once its service listens; forked from one line: a program's text
@@ -166,9 +172,10 @@ def launch(argv: list[str]) -> None:
 
 
 def _fork(index: int, r: int, w: int, address: str, processes: int, devices: int,
-          close: list[int]) -> tuple[int, int, int]:  # fmt: skip
+          close: list[int], ahead: bool = False) -> tuple[int, int, int]:  # fmt: skip
     """Fork process ``index`` of a cluster on channel (r, w): (pid, its stdout's
-    and its stderr's read ends). The child keeps only its channel and output."""
+    and its stderr's read ends). The child keeps only its channel and output;
+    ``ahead``: it warms up once joined (:func:`grader.sandbox.student._warm_up_cluster`)."""
     import grader.sandbox.student as student
 
     out_r, out_w = os.pipe()
@@ -189,7 +196,7 @@ def _fork(index: int, r: int, w: int, address: str, processes: int, devices: int
             sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
             sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
             student.main(["--fds", str(r), str(w), "--cluster", address, str(processes),
-                          str(index), str(devices)])  # fmt: skip
+                          str(index), str(devices), *(["--ahead"] if ahead else [])])  # fmt: skip
         finally:
             os._exit(1)
     os.close(out_w)
@@ -317,6 +324,9 @@ class Cluster:
         self._readers: list[int] = []
         self._buffers: list[bytes] = []
         self._seq = 0
+        self._loading: int | None = None
+        """The question number of the import asked for and not yet gathered
+        (:meth:`start_load`)."""
         self._joined = False
         self._tries = 0
         self._control: int | None = None
@@ -355,13 +365,24 @@ class Cluster:
         self._joined = True
         self.joined_in = time.perf_counter() - self.started_at
 
+    def start_load(self) -> None:
+        """Join, then ask every process to import the student's module, not waiting
+        for the answers (:meth:`load` gathers them, when the cluster is first asked
+        something: its errors are reported there, as if asked then)."""
+        if self.loaded or self._loading is not None:
+            return
+        self.join()
+        question = {"op": "load", "directory": self.directory, "module": self.module}
+        self._loading = self._send([question] * self.processes, "importing your module")
+
     def load(self, limit: float | None = None) -> None:
         """Join, then import the student's module in every process."""
         if self.loaded:
             return
-        self.join()
-        answers = self.ask({"op": "load", "directory": self.directory, "module": self.module},
-                           "importing your module", limit)  # fmt: skip
+        self.start_load()
+        seq, self._loading = self._loading, None
+        assert seq is not None
+        answers = self._answers(seq, "importing your module", limit, loading=True)
         self.loaded = True
         errors = [a.get("load_error") for a in answers if a.get("load_error")]
         self.load_error = str(errors[0]) if errors else None
@@ -379,6 +400,7 @@ class Cluster:
                 os.close(fd)
         self._writers, self._readers = [], []
         self._joined = self.loaded = False
+        self._loading = None
         control, self._control = self._control, None
         if control is not None:
             with contextlib.suppress(OSError):
@@ -404,9 +426,12 @@ class Cluster:
         Once one process answers that the student's code raised, the others get
         :data:`RAISED_GRACE`; those still inside then answer ``{"still_inside": True}``
         and the cluster is stopped."""
-        if not (isinstance(question, dict) and question.get("op") == "load"):
-            self.load(limit)
+        self.load(limit)
         questions = question if isinstance(question, list) else [question] * self.processes
+        return self._answers(self._send(questions, doing), doing, limit)
+
+    def _send(self, questions: list[dict], doing: str) -> int:
+        """Write the i-th question to process i; the questions' number."""
         self._seq += 1
         for i, (w, q) in enumerate(zip(self._writers, questions)):
             try:
@@ -415,13 +440,16 @@ class Cluster:
             except OSError:
                 self.stop()
                 raise ClusterDied(f"process {i} had ended before {doing}") from None
+        return self._seq
+
+    def _answers(self, seq: int, doing: str, limit: float | None, loading: bool = False) -> list[dict]:  # fmt: skip
+        """The P answers to question ``seq``, within ``limit`` seconds."""
         from grader import phases
 
-        loading = isinstance(question, dict) and question.get("op") == "load"
         with phases.phase(
             "wait: a cluster imports the module" if loading else "wait: a cluster answers"
         ):
-            answers = self._gather(self._seq, doing, limit or ASK_LIMIT)
+            answers = self._gather(seq, doing, limit or ASK_LIMIT)
         for i, a in enumerate(answers):
             if "fault" in a:
                 self.stop()
@@ -562,11 +590,13 @@ class _Launcher:
             _end(self.proc)
 
 
-def start_together(clusters: list[Cluster]) -> None:
+def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
     """Start these clusters (of one submission: the same folder, module and hidden
     folders) under one launcher, in one OS sandbox: jax is imported there once for
     all of them (each launcher imports it: about a bare JAX start's CPU time). One
-    cluster, or one with ``absent`` processes (tests), gets a launcher of its own."""
+    cluster, or one with ``absent`` processes (tests), gets a launcher of its own.
+    ``ahead``: started ahead of the grade that will use them (no one waits for
+    them now), each process warms up once joined (``--ahead``)."""
     from grader.sandbox import jail
     from grader.sandbox.processes import environment, hidden_folders
 
@@ -575,7 +605,7 @@ def start_together(clusters: list[Cluster]) -> None:
     first = clusters[0]
     if len(clusters) > 1 and any(c.absent for c in clusters):
         for c in clusters:
-            start_together([c])
+            start_together([c], ahead)
         return
     shared = len(clusters) > 1
     theirs: list[int] = []
@@ -597,6 +627,8 @@ def start_together(clusters: list[Cluster]) -> None:
             command += ["--cluster", str(c.local), str(control_r), *map(str, fds)]
         if first.absent:
             command += ["--absent", *map(str, first.absent)]
+        if ahead:
+            command.append("--ahead")
         env, readable = environment()  # a student's process's, but for its devices
         env["JAX_PLATFORMS"] = "cpu"
         env["XLA_FLAGS"] = " ".join(
@@ -632,7 +664,7 @@ def start_together(clusters: list[Cluster]) -> None:
         c._readers = [r for _, r in pipes]
         c._buffers = [b"" for _ in pipes]
         c._seq = 0
-        c._joined, c.loaded = False, False
+        c._joined, c.loaded, c._loading = False, False, None
         c.started_at = now
 
 
@@ -661,9 +693,12 @@ class ClusterPool:
             self.get(*needed[0], ahead=needed[1:])
             for key in needed:  # all of them now, while no example's deadline runs
                 self._clusters[(int(key[0]), int(key[1]))].join()
+            for key in needed:  # their imports run at once, each gathered at its first question
+                self._clusters[(int(key[0]), int(key[1]))].start_load()
 
-    def _start(self, keys: tuple[tuple[int, int], ...]) -> list[Cluster]:
-        """These clusters, those not running started now, together (one launcher)."""
+    def _start(self, keys: tuple[tuple[int, int], ...], ahead: bool = False) -> list[Cluster]:
+        """These clusters, those not running started now, together (one launcher;
+        ``ahead``: see :func:`start_together`)."""
         fresh = []
         for key in keys:
             key = (int(key[0]), int(key[1]))
@@ -676,7 +711,7 @@ class ClusterPool:
                 )
             if cluster.proc is None and cluster not in fresh:
                 fresh.append(cluster)
-        start_together(fresh)
+        start_together(fresh, ahead)
         return [self._clusters[(int(p), int(d))] for p, d in keys]
 
     def keys(self) -> tuple[tuple[int, int], ...]:
@@ -685,8 +720,9 @@ class ClusterPool:
 
     def start_ahead(self, keys: tuple[tuple[int, int], ...]) -> None:
         """Start these clusters now, not waiting for them (a serving worker, for
-        its next grade of the lesson: :meth:`grader.sandbox.processes.Spares.clusters_ahead`)."""
-        self._start(keys)
+        its next grade of the lesson: :meth:`grader.sandbox.processes.Spares.clusters_ahead`);
+        their processes warm up once joined, while the student pauses."""
+        self._start(keys, ahead=True)
 
     def close(self) -> None:
         for cluster in self._clusters.values():

