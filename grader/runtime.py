@@ -190,9 +190,12 @@ class Runtime:
     ) -> Trial:  # fmt: skip
         """A program the student's processes exported (``blob``), checked (it takes
         ``args``, fits ``mesh``, calls nothing off the devices), compiled and run
-        here on ``args``: the same measurement as :meth:`compile_and_run`."""
+        here on ``args``: the same measurement as :meth:`compile_and_run` (with the
+        lesson's compiler options unless others are given)."""
         from grader.sandbox.isolation import replay
 
+        if compiler_options is None:
+            compiler_options = self.compiler_options
         return replay(blob, args, mesh, self.example, compiler_options, extra, self.salt)
 
     def rng(self) -> np.random.Generator:

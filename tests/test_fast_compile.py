@@ -16,7 +16,7 @@ FAST = {le.module for le in registry.load().lessons if engine.load_spec(le.modul
 
 
 def test_the_lessons_measured_compile_fast():
-    assert {m[:3] for m in FAST} >= {"l02", "l03", "l04", "l05", "l07", "l08", "l09", "l10"}
+    assert {m[:3] for m in FAST} >= {"l02", "l03", "l04", "l05", "l07", "l08", "l09", "l10", "l13"}
 
 
 @pytest.mark.parametrize(("module", "exercise", "options"), [
@@ -87,3 +87,20 @@ def test_xlas_own_matmul_moves_the_same_bytes_with_the_backend_optimisation_off(
         spec = SPEC.exercise(f"matmul_{case.name}")
         for ex in engine.examples_for(spec, ctx, 0)[:2]:
             assert xla_bytes(case, ex, FAST_COMPILE) == xla_bytes(case, ex), (case.name, ex)
+
+
+def test_a_program_the_students_processes_exported_is_compiled_with_the_lessons_options(
+    monkeypatch,
+):
+    """Lesson 13 replays what its clusters exported (``Runtime.run_exported``): with
+    the lesson's options, as ``compile_and_run`` compiles, unless others are given."""
+    from grader.sandbox import isolation
+
+    seen = []
+    monkeypatch.setattr(isolation, "replay", lambda blob, args, mesh, example, options, extra,
+                        salt: seen.append(options))  # fmt: skip
+    rt = runtimes.Runtime({})
+    rt.compiler_options = FAST_COMPILE
+    rt.run_exported(b"", (), None)
+    rt.run_exported(b"", (), None, compiler_options=BACKEND_LEVEL_0)
+    assert seen == [FAST_COMPILE, BACKEND_LEVEL_0]

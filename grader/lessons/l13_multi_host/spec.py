@@ -45,7 +45,7 @@ from grader.reference import training
 from grader.results import CheckResult
 from grader.runtime import GraderFault, StudentReturnError, call_pure
 from grader.sandbox import wire
-from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
+from grader.spec import FAST_COMPILE, Check, Context, Example, ExerciseSpec, LessonSpec, Trial
 
 HOST, LOCAL = on_process.HOST, on_process.LOCAL
 CLUSTERS = ((2, 4), (3, 2), (4, 2))
@@ -1116,5 +1116,6 @@ SPEC = LessonSpec(
             diagnose_error=_error_hint,
         ),
         ALLREDUCE_TIME.spec(),
-    ]
+    ],
+    compiler_options=FAST_COMPILE,
 )
