@@ -341,7 +341,7 @@ def _warm_up_cluster() -> bool:
     data), on this process's own devices only: no other process takes part, so
     none can wait for it. Done ahead (a cluster started between two grades),
     it pays jax's first-use costs before the grade: measured, the lesson-13
-    re-grade's clusters spent 10–25 % less CPU on their tasks. Whether it ran."""
+    re-grade's clusters spent 12–20 % less CPU on their tasks. Whether it ran."""
     import jax
     import numpy as np
     from jax import lax
