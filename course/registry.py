@@ -1,4 +1,12 @@
-"""course.toml → frozen dataclasses: the single source of lesson order."""
+"""course.toml → frozen dataclasses: the single source of lesson order.
+
+The file's form is described in its own header comment; :data:`FORMAT_VERSION`
+is the one this code reads. Hints are declared where they belong: each
+exercise's under its ``[[lessons.exercises]]`` entry, hints about the whole
+lesson under its ``[[lessons]]`` entry. ``course hint N`` walks them all
+(:attr:`Lesson.hints`); an untouched stub is shown its exercise's own
+(:attr:`Exercise.hints`).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +15,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from course import scoring
 from course.scoring import ExerciseScore, Scorecard
 from grader.results import LessonResult
 
 REGISTRY = Path(__file__).with_name("course.toml")
+
+FORMAT_VERSION = 2
+"""The form of course.toml this code reads. 1 (no ``format_version`` key) had the hints
+per lesson only; 2 declares each exercise's hints with the exercise."""
 
 
 @dataclass(frozen=True)
@@ -25,6 +38,9 @@ class Exercise:
     """One line: what the function must do."""
     bonus: bool = False
     """Extra credit: its points come on top, and the lesson passes without it."""
+    hints: tuple[str, ...] = ()
+    """This exercise's own hints, in the order ``course hint`` gives them; the first is
+    the one its untouched stub is shown."""
 
     def scored(self, status: str | None, counted: bool = True) -> ExerciseScore:
         """Its score by the pass rule (:func:`course.scoring.score`)."""
@@ -34,15 +50,23 @@ class Exercise:
 @dataclass(frozen=True)
 class Lesson:
     number: int
-    """Position in the course, from 1."""
+    """The lesson's number: its files' names (``lNN_slug``) and ``course grade N``. Unique;
+    the course's order is the registry file's order, not the numbers'."""
     slug: str
     """Short name: files are ``lNN_slug.py`` and ``NN_slug.md``."""
     title: str
     summary: str
     """One line shown by ``course list``."""
-    hints: tuple[str, ...]
-    """Shown one at a time by ``course hint N``; the first also for a stub not started."""
+    general_hints: tuple[str, ...]
+    """Hints about the whole lesson, no one exercise's: ``course hint N`` gives them first."""
     exercises: tuple[Exercise, ...]
+
+    @property
+    def hints(self) -> tuple[str, ...]:
+        """What ``course hint N`` shows, one at a time: the lesson's general hints, then
+        each exercise's own in the exercises' order (a text declared twice, once)."""
+        every = (*self.general_hints, *(h for e in self.exercises for h in e.hints))
+        return tuple(dict.fromkeys(every))
 
     @property
     def module(self) -> str:
@@ -87,6 +111,7 @@ class Lesson:
 @dataclass(frozen=True)
 class Course:
     lessons: tuple[Lesson, ...]
+    """In the course's order: the registry file's."""
 
     def lesson(self, number: int) -> Lesson:
         for lesson in self.lessons:
@@ -100,41 +125,64 @@ class RegistryError(Exception):
     pass
 
 
+def _hints(table: Mapping[str, Any]) -> tuple[str, ...]:
+    """A ``hints`` key: a list of non-empty strings (absent: none)."""
+    hints = table.get("hints", [])
+    if not isinstance(hints, list) or not all(isinstance(h, str) and h.strip() for h in hints):
+        raise ValueError("'hints' must be a list of non-empty strings")
+    return tuple(hints)
+
+
+def _exercise(entry: Mapping[str, Any]) -> Exercise:
+    bonus = entry.get("bonus", False)
+    if not isinstance(bonus, bool):
+        raise ValueError(f"exercise {entry['name']!r}: 'bonus' must be true or false")
+    try:
+        hints = _hints(entry)
+    except ValueError as exc:
+        raise ValueError(f"exercise {entry['name']!r}: {exc}") from None
+    return Exercise(entry["name"], int(entry.get("points", 1)), entry.get("summary", ""), bonus, hints)  # fmt: skip
+
+
 @cache
 def load(path: Path = REGISTRY) -> Course:
     try:
         raw = tomllib.loads(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RegistryError(f"cannot read {path}: {exc}") from None
-    lessons = []
+    version = raw.get("format_version")
+    if version != FORMAT_VERSION:
+        said = "has no format_version" if version is None else f"is format_version {version!r}"
+        raise RegistryError(
+            f"{path} {said}; this course reads format_version = {FORMAT_VERSION} (each "
+            "exercise's hints under its [[lessons.exercises]] entry)"
+        )
+    lessons: list[Lesson] = []
     entries = raw.get("lessons", [])
     if not isinstance(entries, list):
         raise RegistryError(f"{path}: 'lessons' must be an array of tables ([[lessons]])")
     for i, entry in enumerate(entries, start=1):
         try:
-            exercises = tuple(
-                Exercise(
-                    e["name"],
-                    int(e.get("points", 1)),
-                    e.get("summary", ""),
-                    bool(e.get("bonus", False)),
-                )  # fmt: skip
-                for e in entry.get("exercises", [])
-            )
             lesson = Lesson(
                 number=int(entry["number"]), slug=entry["slug"], title=entry["title"],
-                summary=entry.get("summary", ""), hints=tuple(entry.get("hints", [])),
-                exercises=exercises,
+                summary=entry.get("summary", ""), general_hints=_hints(entry),
+                exercises=tuple(_exercise(e) for e in entry.get("exercises", [])),
             )  # fmt: skip
         except KeyError as exc:
             raise RegistryError(f"{path}: lesson #{i} lacks {exc}") from None
         except (TypeError, ValueError, AttributeError) as exc:
             raise RegistryError(f"{path}: lesson #{i} is malformed: {exc}") from None
-        previous = lessons[-1].number if lessons else 0
-        if lesson.number <= previous:  # a gap is allowed: a lesson not built yet
+        # Numbers are unique, and a gap is allowed (a lesson not built yet); the course's
+        # order is the file's, so a lesson added later may sit between two older ones.
+        twice = next((x for x in lessons if x.number == lesson.number), None)
+        if twice is not None:
             raise RegistryError(
-                f"{path}: lesson #{i} is numbered {lesson.number}, after {previous}; keep them "
-                "in increasing order"
+                f"{path}: lesson #{i} is numbered {lesson.number}, as lesson "
+                f"#{lessons.index(twice) + 1} ({twice.slug}) is; numbers are unique"
             )
+        names = [e.name for e in lesson.exercises]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise RegistryError(f"{path}: lesson #{i} lists {', '.join(repeated)} twice")
         lessons.append(lesson)
     return Course(tuple(lessons))

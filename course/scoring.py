@@ -170,9 +170,9 @@ def verdict(lessons: Sequence[Lesson], results: Sequence[LessonResult]) -> Verdi
 
 
 def _with_hints(lesson: Lesson, result: LessonResult) -> LessonResult:
-    """A stub not started gets that exercise's hint, :func:`exercise_hint` (the grader
+    """A stub not started gets its exercise's hint, :func:`exercise_hint` (the grader
     knows no hints), or none."""
-    if not lesson.hints or not any(e.status == Status.NOT_STARTED for e in result.exercises):
+    if not any(e.status == Status.NOT_STARTED for e in result.exercises):
         return result
     return replace(result, exercises=tuple(
         replace(e, hint=exercise_hint(lesson, e.exercise)) if e.status == Status.NOT_STARTED
@@ -182,30 +182,14 @@ def _with_hints(lesson: Lesson, result: LessonResult) -> LessonResult:
 
 
 def exercise_hint(lesson: Lesson, name: str) -> str | None:
-    """The registry's hints belong to the lesson, in the order ``course hint`` gives
-    them; a hint is an exercise's when one of its sentences starts with the exercise's
-    name ("place is one line …", "For device_slices, …", "bubble_fraction and
-    peak_activations …"): the first such hint. The lesson's first exercise also owns
-    the lesson's first hint when that hint is no other exercise's (it is where the
-    lesson starts). Else None: a stub is never shown another exercise's hint."""
-    import re
-
-    def subjects(hint: str) -> set[str]:
-        heads = re.split(r"(?:^|[.:;]\s+)(?:For\s+)?", hint)
-        found = set()
-        for head in heads:
-            m = re.match(r"(\w+)(?:(?:,\s*|\s+and\s+)(\w+))*", head)
-            if m:
-                found.update(re.findall(r"\w+", m.group(0)))
-        return found & {e.name for e in lesson.exercises}
-
-    own = next((h for h in lesson.hints if name in subjects(h)), None)
-    if own is not None:
-        return own
-    first = lesson.exercises[0].name if lesson.exercises else None
-    if name == first and lesson.hints and not subjects(lesson.hints[0]) - {name}:
-        return lesson.hints[0]
-    return None
+    """The hint a stub not started is shown: the first of the hints course.toml declares
+    for that exercise (:attr:`course.registry.Exercise.hints`), never a lesson's general
+    hint or another exercise's; None when it has none or the lesson lists no such exercise."""
+    try:
+        hints = lesson.exercise(name).hints
+    except KeyError:
+        return None
+    return hints[0] if hints else None
 
 
 def to_json(results: Sequence[LessonResult], cards: Sequence[Scorecard]) -> dict[str, Any]:

@@ -229,7 +229,7 @@ class SharedErrorPanel:
 
 class NotStartedPanel:
     """Exercises whose stub is untouched: one panel, with each one's own hint (the
-    registry's hint that names it, ``course.scoring.exercise_hint``), or none."""
+    hint course.toml declares for it, ``course.scoring.exercise_hint``), or none."""
 
     def __init__(self, results: list[ExerciseResult]):
         self.results = results

@@ -17,17 +17,30 @@ def test_real_course_loads_in_order() -> None:
     assert isinstance(course, Course)
     assert len(course.lessons) >= 2
     numbers = [lesson.number for lesson in course.lessons]
-    assert numbers[0] == 1 and numbers == sorted(set(numbers))  # a gap: a lesson to come
+    assert numbers[0] == 1 and len(numbers) == len(set(numbers))  # unique; the file's order
     raw = tomllib.loads(registry.REGISTRY.read_text())
+    assert raw["format_version"] == registry.FORMAT_VERSION
     assert [lesson.slug for lesson in course.lessons] == [e["slug"] for e in raw["lessons"]]
     for lesson in course.lessons:
         assert lesson.title
         assert lesson.exercises, f"lesson {lesson.number} has no exercises"
-        assert lesson.hints, f"lesson {lesson.number} has no hints"
-        assert all(isinstance(h, str) and h for h in lesson.hints)
         names = [e.name for e in lesson.exercises]
         assert len(names) == len(set(names)), f"lesson {lesson.number} repeats an exercise"
         assert all(e.points >= 1 for e in lesson.exercises)
+
+
+def test_every_real_exercise_declares_its_own_hints() -> None:
+    """Each exercise's hints sit under its own entry; the lesson's list holds only general
+    hints, and an exercise's own hint is about it: it names the exercise, or (the lesson's
+    ring, all-to-all and formulas) is one that moved with its text from the old list."""
+    for lesson in registry.load().lessons:
+        for e in lesson.exercises:
+            assert e.hints, f"{lesson.number}.{e.name} has no hint"
+            assert all(isinstance(h, str) and h.strip() for h in e.hints)
+        others = {e.name for e in lesson.exercises}
+        for h in lesson.general_hints:  # a general hint opens with no exercise's name
+            assert h.split(":")[0].split()[0] not in others, (lesson.number, h)
+        assert lesson.hints[: len(lesson.general_hints)] == lesson.general_hints
 
 
 def test_real_course_first_lessons() -> None:
@@ -51,6 +64,8 @@ def test_load_is_cached() -> None:
 
 
 TOML = """
+format_version = 2
+
 [[lessons]]
 number = 1
 slug = "first"
@@ -62,6 +77,7 @@ hints = ["hint one", "hint two"]
 name = "alpha"
 points = 2
 summary = "Does alpha."
+hints = ["alpha: start here.", "alpha: then this."]
 
 [[lessons.exercises]]
 name = "beta"
@@ -91,12 +107,18 @@ def test_load_from_file(tmp_path: Path) -> None:
         slug="first",
         title="The first lesson",
         summary="One line.",
-        hints=("hint one", "hint two"),
-        exercises=(Exercise("alpha", 2, "Does alpha."), Exercise("beta", 1, "")),
+        general_hints=("hint one", "hint two"),
+        exercises=(
+            Exercise("alpha", 2, "Does alpha.", hints=("alpha: start here.", "alpha: then this.")),
+            Exercise("beta", 1, ""),
+        ),
     )
     assert first.points == 3
+    # course hint N: the general hints, then each exercise's own in the exercises' order
+    assert first.hints == ("hint one", "hint two", "alpha: start here.", "alpha: then this.")
+    assert first.exercise("beta").hints == ()
     assert second.summary == ""
-    assert second.hints == ()
+    assert second.hints == () and second.general_hints == ()
     assert second.points == 3
     assert second.module == "l02_second_part"
     assert second.text_name == "02_second_part.md"
@@ -136,15 +158,14 @@ def test_missing_lesson_number(tmp_path: Path) -> None:
         course.lesson(0)
 
 
-def test_lessons_out_of_order(tmp_path: Path) -> None:
+def test_the_files_order_is_the_courses_order(tmp_path: Path) -> None:
+    """Numbers need not increase: a lesson added later (15) may sit between older ones."""
     swapped = TOML.replace("number = 1", "number = @").replace("number = 2", "number = 1")
-    swapped = swapped.replace("number = @", "number = 2")
-    path = write(tmp_path, swapped, "swapped.toml")
-    with pytest.raises(RegistryError) as info:
-        registry.load(path)
-    msg = str(info.value)
-    assert str(path) in msg
-    assert "lesson #2 is numbered 1, after 2" in msg
+    swapped = swapped.replace("number = @", "number = 15")
+    course = registry.load(write(tmp_path, swapped, "swapped.toml"))
+    assert [lesson.number for lesson in course.lessons] == [15, 1]
+    assert [lesson.slug for lesson in course.lessons] == ["first", "second_part"]
+    assert course.lesson(15).module == "l15_first"
 
 
 def test_a_gap_in_numbers_is_a_lesson_to_come(tmp_path: Path) -> None:
@@ -157,8 +178,52 @@ def test_a_gap_in_numbers_is_a_lesson_to_come(tmp_path: Path) -> None:
 
 def test_repeated_numbers(tmp_path: Path) -> None:
     path = write(tmp_path, TOML.replace("number = 2", "number = 1"), "twice.toml")
-    with pytest.raises(RegistryError, match="lesson #2 is numbered 1, after 1"):
+    with pytest.raises(RegistryError, match=r"lesson #2 is numbered 1, as lesson #1 \(first\) is"):
         registry.load(path)
+
+
+def test_repeated_exercise_names(tmp_path: Path) -> None:
+    path = write(tmp_path, TOML.replace('name = "beta"', 'name = "alpha"'), "names.toml")
+    with pytest.raises(RegistryError, match="lesson #1 lists alpha twice"):
+        registry.load(path)
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda t: t.replace("format_version = 2\n", ""), "has no format_version"),
+        (lambda t: t.replace("format_version = 2", "format_version = 1"), "is format_version 1"),
+        (lambda t: t.replace("format_version = 2", 'format_version = "2"'), "is format_version '2'"),
+    ],
+    ids=["missing", "older", "a string"],
+)
+def test_the_format_version_is_required(tmp_path: Path, edit, said: str) -> None:
+    path = write(tmp_path, edit(TOML), "version.toml")
+    with pytest.raises(RegistryError, match=f"{said}; this course reads format_version = 2"):
+        registry.load(path)
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda t: t.replace('hints = ["alpha: start here.", "alpha: then this."]',
+                             'hints = "alpha: start here."'), "exercise 'alpha': 'hints' must be"),
+        (lambda t: t.replace('"alpha: then this."', '""'), "exercise 'alpha': 'hints' must be"),
+        (lambda t: t.replace('hints = ["hint one", "hint two"]', "hints = [1]"), "'hints' must be"),
+    ],
+    ids=["a string, not a list", "an empty hint", "not strings"],
+)
+def test_malformed_hints(tmp_path: Path, edit, said: str) -> None:
+    """A bare string would be read as one hint per character: refused, as is an empty hint."""
+    path = write(tmp_path, edit(TOML), "hints.toml")
+    with pytest.raises(RegistryError, match=f"lesson #1 is malformed: {said}"):
+        registry.load(path)
+
+
+def test_a_hint_declared_twice_is_given_once() -> None:
+    twice = Exercise("b", 1, "", hints=("shared.",))
+    lesson = Lesson(1, "x", "X", "", ("shared.", "general."), (Exercise("a", 1, "", hints=("a.", "shared.")), twice))  # fmt: skip
+    assert lesson.hints == ("shared.", "general.", "a.")
 
 
 def test_lesson_missing_title(tmp_path: Path) -> None:

@@ -22,9 +22,9 @@ from grader.results import CheckResult, ExerciseResult, LessonResult, Status
 DOCS = Path(__file__).parent.parent / "docs"
 FORMATS = Path(__file__).parent / "data" / "formats"
 LESSON = Lesson(
-    7, "demo", "A demo lesson", "",
-    ("Start with the first function.", "fresh: return the input unchanged."),
-    (Exercise("ok", 2, ""), Exercise("wrong", 3, ""), Exercise("fresh", 1, ""),
+    7, "demo", "A demo lesson", "", ("Start with the first function.",),
+    (Exercise("ok", 2, "", hints=("ok: add one.",)), Exercise("wrong", 3, ""),
+     Exercise("fresh", 1, "", hints=("fresh: return the input unchanged.", "fresh: then more.")),
      Exercise("broke", 1, ""), Exercise("extra", 2, "", bonus=True)),
 )  # fmt: skip
 
@@ -164,31 +164,27 @@ def test_figures_come_from_typed_evidence_only():
     assert scoring.figures(step) == [scoring.Figure("bytes", True, "kind_bytes", 124, 124)]
 
 
-def test_a_stub_gets_the_hint_that_names_it_or_none():
-    """Hints belong to the lesson (``course hint`` order); a stub is shown the first
-    hint one of whose sentences starts with its name, the lesson's first exercise also
-    the lesson's first hint when that names no other exercise, and else none."""
-    hints = (
-        "A dim named in the spec is divided by the mesh axes.",
-        "For device_slices, loop over every coordinate.",
-        "place is one line. bytes_per_device is math.prod(shard_shape(...)) · itemsize.",
-    )
-    lesson = Lesson(1, "meshes", "Meshes", "", hints, tuple(
-        Exercise(n, 1, "") for n in ("shard_shape", "device_slices", "place", "bytes_per_device",
-                                     "unhinted")
+def test_a_stub_gets_its_own_first_hint_or_none():
+    """A stub is shown the first hint course.toml declares for its exercise: never the
+    lesson's general hint, another exercise's, or a hint that merely names it (what the
+    registry used to be searched for)."""
+    lesson = Lesson(1, "meshes", "Meshes", "", ("place and shard_shape: a general hint.",), (
+        Exercise("shard_shape", 1, "", hints=("Divide each dim.", "Then check %.")),
+        Exercise("place", 1, "", hints=("One line: jax.device_put.",)),
+        Exercise("unhinted", 1, ""),
+        Exercise("bytes_per_device", 1, "", hints=("unhinted is not this one.",)),
     ))  # fmt: skip
     got = {e.name: scoring.exercise_hint(lesson, e.name) for e in lesson.exercises}
     assert got == {
-        "shard_shape": hints[0],  # the lesson's first exercise, first hint (a call elsewhere)
-        "device_slices": hints[1],
-        "place": hints[2],
-        "bytes_per_device": hints[2],
+        "shard_shape": "Divide each dim.",
+        "place": "One line: jax.device_put.",
         "unhinted": None,
+        "bytes_per_device": "unhinted is not this one.",
     }
-    # the real course: every stub's hint names it, or is its lesson's first
+    assert scoring.exercise_hint(lesson, "no_such_exercise") is None
+    # the real course: every stub is shown its exercise's first declared hint
     from course import registry
 
     for real in registry.load().lessons:
         for e in real.exercises:
-            h = scoring.exercise_hint(real, e.name)
-            assert h is None or e.name in h or (h == real.hints[0] and e == real.exercises[0])
+            assert scoring.exercise_hint(real, e.name) == e.hints[0]
