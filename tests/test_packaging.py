@@ -49,10 +49,21 @@ def test_docs_name_only_files_the_repository_has(doc):
     assert missing == [], missing
 
 
+def _discovered(where: Path) -> list[str]:
+    """The wheel's packages as setup.py's discovery finds them under ``where``."""
+    import runpy
+
+    return runpy.run_path(str(ROOT / "setup.py"))["packages"](str(where))
+
+
 def test_every_package_is_in_the_wheel():
+    """The packages are discovered (no hand-kept list in pyproject.toml): every folder with
+    an __init__.py under course/, grader/ and tinymodels/, the data folder course.lessons,
+    and the two package-dir maps from the repository's top."""
     import tomllib
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "packages" not in config  # setuptools takes setup.py's then
     found = {
         ".".join(p.parent.relative_to(ROOT).parts)
         for top in ("course", "grader", "tinymodels")
@@ -63,8 +74,23 @@ def test_every_package_is_in_the_wheel():
     data = {name for name in config["package-data"] if name not in found | mapped}
     assert data == {"course.lessons"}
     assert all(list((ROOT / name.replace(".", "/")).glob("*.md")) for name in data)
-    assert set(config["packages"]) == found | mapped | data
+    assert set(_discovered(ROOT)) == found | mapped | data  # no __pycache__ folder either
     assert mapped == {"course.exercises", "course.solutions"}
+
+
+def test_a_new_lesson_folder_is_found_without_an_edit(tmp_path):
+    """What `course dev new` writes, grader/lessons/lNN_slug/, is in the wheel with no
+    edit of pyproject.toml or setup.py; a cache folder is not."""
+    for folder in ("course", "grader", "grader/lessons", "grader/lessons/l99_new", "tinymodels"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "grader" / "lessons" / "l99_new" / "__pycache__").mkdir()
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "__init__.py").write_text("")
+    assert _discovered(tmp_path) == [
+        "course", "course.exercises", "course.solutions", "grader", "grader.lessons",
+        "grader.lessons.l99_new", "tinymodels",
+    ]  # fmt: skip
 
 
 def test_the_licence_is_an_spdx_string_with_its_file_and_the_setuptools_that_reads_it():

@@ -193,7 +193,10 @@ def test_repeated_exercise_names(tmp_path: Path) -> None:
     [
         (lambda t: t.replace("format_version = 2\n", ""), "has no format_version"),
         (lambda t: t.replace("format_version = 2", "format_version = 1"), "is format_version 1"),
-        (lambda t: t.replace("format_version = 2", 'format_version = "2"'), "is format_version '2'"),
+        (
+            lambda t: t.replace("format_version = 2", 'format_version = "2"'),
+            "is format_version '2'",
+        ),
     ],
     ids=["missing", "older", "a string"],
 )
@@ -206,8 +209,13 @@ def test_the_format_version_is_required(tmp_path: Path, edit, said: str) -> None
 @pytest.mark.parametrize(
     ("edit", "said"),
     [
-        (lambda t: t.replace('hints = ["alpha: start here.", "alpha: then this."]',
-                             'hints = "alpha: start here."'), "exercise 'alpha': 'hints' must be"),
+        (
+            lambda t: t.replace(
+                'hints = ["alpha: start here.", "alpha: then this."]',
+                'hints = "alpha: start here."',
+            ),
+            "exercise 'alpha': 'hints' must be",
+        ),
         (lambda t: t.replace('"alpha: then this."', '""'), "exercise 'alpha': 'hints' must be"),
         (lambda t: t.replace('hints = ["hint one", "hint two"]', "hints = [1]"), "'hints' must be"),
     ],
