@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from grader.sandbox import launch
 
@@ -291,14 +292,49 @@ def dev() -> None:
     """Commands for the course's developers."""
 
 
+_ROOT = click.option(
+    "--root",
+    type=click.Path(file_okay=False, exists=True, resolve_path=True, path_type=Path),
+    help="The repository to work on (default: this one, or COURSE_ROOT).",
+)
+
+
 @dev.command("check")
 @click.option("--static", is_flag=True, help="Only the file checks; grade nothing.")
+@_ROOT
 @click.pass_context
-def dev_check(ctx: click.Context, static: bool) -> None:
-    """Registry matches files; stubs match solutions; solutions pass; stubs are not started."""
+def dev_check(ctx: click.Context, static: bool, root: Path | None) -> None:
+    """Registry matches files; stubs match solutions; hints, catalogues; solutions pass;
+    stubs are not started."""
     from course.commands.dev import check
 
-    sys.exit(check(ctx.find_object(App), grade_code=not static))
+    sys.exit(check(ctx.find_object(App), grade_code=not static, root=root))
+
+
+@dev.command("new")
+@click.argument("number", type=int)
+@click.argument("slug")
+@click.option("--title", help="The lesson's title (else a TODO to fill in).")
+@click.option(
+    "--exercise", "exercises", multiple=True, help="An exercise's function name (repeatable)."
+)
+@click.option("--after", type=int, help="Place it after this lesson in course.toml (else last).")
+@_ROOT
+@click.pass_context
+def dev_new(
+    ctx: click.Context,
+    number: int,
+    slug: str,
+    title: str | None,
+    exercises: tuple[str, ...],
+    after: int | None,
+    root: Path | None,
+) -> None:
+    """Write lesson NUMBER's skeletons: grading folder, stub, solution, text, catalogue of
+    mistakes and course.toml entry; then `course dev check` names what is left."""
+    from course.commands.dev import new
+
+    sys.exit(new(ctx.find_object(App), number, slug, title, exercises, after, root))
 
 
 def main() -> None:

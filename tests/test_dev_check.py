@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -84,6 +85,89 @@ def test_a_stub_that_is_not_a_stub_is_found(tree):
     assert "lesson 1: the stub has no TODO / NotImplementedError" in static_problems(
         registry.load(), tree
     )
+
+
+def test_a_lesson_importing_the_sandbox_is_found(tree):
+    """The core and every lesson sit below grader.sandbox: an import of it, at the top or
+    inside a function, is named with the file and the module."""
+    spec = tree / "grader" / "lessons" / "l01_meshes" / "spec.py"
+    spec.write_text(
+        spec.read_text() + "\n\ndef _f():\n    from grader.sandbox.wire import encode\n"
+    )
+    (tree / "grader" / "lessons" / "l04_sharded_matmul" / "helper.py").write_text(
+        "import grader.sandbox\n"
+    )
+    problems = static_problems(registry.load(), tree)
+    assert (
+        "lesson 1: grader/lessons/l01_meshes/spec.py imports grader.sandbox.wire; a lesson imports "
+        "nothing of grader.sandbox (it reaches processes through its runtime)"
+    ) in problems
+    assert any(p.startswith("lesson 4: grader/lessons/l04_sharded_matmul/helper.py imports grader.sandbox;") for p in problems)  # fmt: skip
+    assert len(problems) == 2, problems  # lesson 13's imports are the pending exception
+
+
+def test_a_pending_exception_that_no_longer_imports_the_sandbox_is_named(tree, monkeypatch):
+    from course.commands import dev
+
+    monkeypatch.setattr(dev, "SANDBOX_PENDING", dev.SANDBOX_PENDING | {"l02_collectives"})
+    assert static_problems(registry.load(), tree) == [
+        "lesson 2: grader/lessons/l02_collectives/ imports nothing of grader.sandbox now; "
+        "remove it from course/commands/dev.py's SANDBOX_PENDING"
+    ]
+
+
+def test_an_empty_catalogue_of_mistakes_is_found(tree):
+    catalogue = tree / "tests" / "mistakes" / "l03.py"
+    text = catalogue.read_text()
+    start = text.index("MISTAKES: list[Mistake] = [")
+    catalogue.write_text(text[:start] + "MISTAKES: list[Mistake] = []\n")
+    assert static_problems(registry.load(), tree) == [
+        "lesson 3: the catalogue of mistakes is empty (tests/mistakes/l03.py): each exercise "
+        "needs realistic wrong implementations the grader must fail"
+    ]
+    catalogue.write_text(text.replace("MISTAKES: list[Mistake] = [", "OTHERS: list[Mistake] = ["))
+    assert static_problems(registry.load(), tree) == [
+        "lesson 3: tests/mistakes/l03.py defines no MISTAKES"
+    ]
+
+
+def test_an_exercise_the_catalogue_never_names_is_found(tree):
+    """Lesson 1's catalogue with only its shard_shape mistakes: the other three named."""
+    catalogue = tree / "tests" / "mistakes" / "l01.py"
+    text = catalogue.read_text()
+    first_other = text.index('exercise="device_slices"')
+    cut = text.rindex("    Mistake(", 0, first_other)
+    catalogue.write_text(text[:cut] + "]\n")
+    assert static_problems(registry.load(), tree) == [
+        f"lesson 1: the catalogue of mistakes (tests/mistakes/l01.py) has none for {name}"
+        for name in ("device_slices", "place", "bytes_per_device")
+    ]
+
+
+def test_an_exercise_without_a_hint_is_found(tree):
+    """Only its own hints count: the lesson's general hints (lesson 2 has two) do not."""
+    course = registry.load()
+    two = course.lesson(2)
+    assert two.general_hints
+    bare = dataclasses.replace(two.exercises[2], hints=())
+    edited = dataclasses.replace(two, exercises=(*two.exercises[:2], bare))
+    course = dataclasses.replace(
+        course, lessons=tuple(edited if x is two else x for x in course.lessons)
+    )
+    assert static_problems(course, tree) == [
+        "lesson 2: ring_all_reduce has no hint in course.toml (its own `hints` under its "
+        "[[lessons.exercises]] entry)"
+    ]
+
+
+def test_a_skeleton_marker_left_in_a_file_is_found(tree):
+    from course.commands.dev import MARKER
+
+    sol = tree / "solutions" / "l06_data_parallel.py"
+    sol.write_text(sol.read_text() + f"\n# {MARKER}: the reference\n")
+    assert static_problems(registry.load(), tree) == [
+        f"lesson 6: solutions/l06_data_parallel.py still holds the skeleton's {MARKER}"
+    ]
 
 
 def test_public_functions_reads_without_importing(tmp_path):

@@ -1,4 +1,6 @@
-"""``course dev check``: the course is consistent, solutions pass, stubs are stubs.
+"""``course dev check`` and ``course dev new``: the course's developers' commands.
+
+``course dev check``: the course is consistent, solutions pass, stubs are stubs.
 
 1. the registry matches the files: every lesson has its exercise stub,
    solution, grading spec, text and catalogue of mistakes
@@ -6,24 +8,40 @@
 2. each stub's public functions have the same signatures and docstrings as
    its solution's (read with ast: no import, no jax);
 3. the grading spec names exactly the registry's exercises;
-4. every solution passes its grader, and every untouched stub is reported
-   "not started".
+4. every exercise declares a hint in course.toml; no catalogue of mistakes is
+   empty, and each names every exercise; no lesson folder imports another
+   lesson or ``grader.sandbox`` (read with ast); nothing still holds the
+   skeleton's :data:`MARKER` that ``course dev new`` left to fill in;
+5. every solution passes its grader, and every untouched stub is reported
+   "not started" (not with ``--static``).
+
+``course dev new N slug`` writes a new lesson's skeletons (:func:`new`): the
+grading folder, the stub and the reference with the same signatures, the text,
+the catalogue of mistakes and the registry entry; ``course dev check`` then
+names what is left to write.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import json
+import keyword
+import os
 import re
+import sys
+import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 from rich.table import Table
 from rich.text import Text
 
-from course import paths
+from course import paths, registry
 from course.commands.common import App
-from course.registry import Course
-from grader.repo import shipped
+from course.registry import Course, Lesson, RegistryError
+from grader.repo import CODE, shipped
 from grader.results import Status
 
 
@@ -36,6 +54,17 @@ def public_functions(path: Path) -> dict[str, tuple[str, str | None]]:
             returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
             out[node.name] = (f"({ast.unparse(node.args)}){returns}", ast.get_docstring(node))
     return out
+
+
+MARKER = "TODO(course dev new)"
+"""What ``course dev new`` leaves where the lesson's author must write; ``course dev
+check`` names every file (and registry entry) that still holds it. (A stub's own
+``# TODO`` lines are the student's, and stay.)"""
+
+SANDBOX_PENDING = frozenset({"l13_multi_host"})
+"""Lessons that still import ``grader.sandbox``, until issue 34's item 3 gives them the
+runtime's clusters instead: the check says so of any other lesson, and asks for an
+entry here to be removed once its lesson no longer imports the sandbox."""
 
 
 def static_problems(course: Course, root: Path) -> list[str]:
@@ -69,6 +98,27 @@ def static_problems(course: Course, root: Path) -> list[str]:
         problems += [
             f"lesson {lesson.number}: no {k} ({files[k].relative_to(root)})" for k in missing
         ]
+        problems += [
+            f"lesson {lesson.number}: {e.name} has no hint in course.toml (its own `hints` "
+            "under its [[lessons.exercises]] entry)"
+            for e in lesson.exercises
+            if not e.hints
+        ]
+        problems += _registry_marker_problems(lesson)
+        unparsed = _syntax_problems(
+            lesson.number, root, [f for f in (*files.values(), *_folder_files(root, lesson.module))
+                                  if f.suffix == ".py" and f.is_file()]
+        )  # fmt: skip
+        if unparsed:  # the other checks read these files with ast
+            problems += unparsed
+            continue
+        problems += [
+            f"lesson {lesson.number}: {f.relative_to(root)} still holds the skeleton's {MARKER}"
+            for f in dict.fromkeys((*files.values(), *_folder_files(root, lesson.module)))
+            if f.is_file() and f.suffix in (".py", ".md") and MARKER in f.read_text()
+        ]
+        if "catalogue of mistakes" not in missing:
+            problems += _catalogue_problems(lesson, files["catalogue of mistakes"], root)
         if {"stub", "solution"} & set(missing):
             continue
         stub, sol = public_functions(files["stub"]), public_functions(files["solution"])
@@ -96,22 +146,103 @@ def static_problems(course: Course, root: Path) -> list[str]:
             problems.append(f"lesson {lesson.number}: the stub has no TODO / NotImplementedError")
         if "grading spec" not in missing:
             problems += _lesson_folder_problems(lesson.number, lesson.module, root, known)
-            from grader.engine import load_spec  # imports hypothesis and numpy, not jax
-
-            spec_names = [e.name for e in load_spec(lesson.module).exercises]
-            if spec_names != names:
+            try:
+                spec_names = _spec_exercises(root, lesson.module)
+            except Exception as exc:  # a spec that does not import is a problem to name
                 problems.append(
-                    f"lesson {lesson.number}: the grading spec grades {spec_names}, course.toml lists {names}"
+                    f"lesson {lesson.number}: the grading spec does not load: "
+                    f"{type(exc).__name__}: {exc}"
                 )
+            else:
+                if spec_names != names:
+                    problems.append(
+                        f"lesson {lesson.number}: the grading spec grades {spec_names}, course.toml lists {names}"
+                    )
     problems += _readme_problems(course, root)
     return problems
 
 
+def _syntax_problems(number: int, root: Path, files: list[Path]) -> list[str]:
+    out = []
+    for f in dict.fromkeys(files):
+        try:
+            ast.parse(f.read_text(), filename=str(f))
+        except SyntaxError as exc:
+            out.append(f"lesson {number}: {f.relative_to(root)} does not parse: line {exc.lineno}: {exc.msg}")  # fmt: skip
+    return out
+
+
+def _folder_files(root: Path, module: str) -> list[Path]:
+    return sorted((root / "grader" / "lessons" / module).glob("*.py"))
+
+
+def _registry_marker_problems(lesson: Lesson) -> list[str]:
+    """The registry entry's texts ``course dev new`` left to write."""
+    fields = [("title", lesson.title), ("summary", lesson.summary)]
+    fields += [(f"{e.name}'s summary", e.summary) for e in lesson.exercises]
+    fields += [(f"{e.name}'s hints", h) for e in lesson.exercises for h in e.hints]
+    fields += [("general hints", h) for h in lesson.general_hints]
+    left = list(dict.fromkeys(name for name, text in fields if MARKER in text))
+    if not left:
+        return []
+    return [f"lesson {lesson.number}: course.toml's {', '.join(left)} still hold {MARKER}"]
+
+
+def _catalogue_problems(lesson: Lesson, path: Path, root: Path) -> list[str]:
+    """The catalogue of mistakes (read with ast): a ``MISTAKES`` list that is not empty
+    and names every exercise of the lesson (a mistake per exercise, at least)."""
+    where = path.relative_to(root)
+    tree = ast.parse(path.read_text(), filename=str(path))
+    value = None
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []  # fmt: skip
+        if any(isinstance(t, ast.Name) and t.id == "MISTAKES" for t in targets):
+            value = node.value
+    if value is None:
+        return [f"lesson {lesson.number}: {where} defines no MISTAKES"]
+    if isinstance(value, ast.List | ast.Tuple) and not value.elts:
+        return [
+            f"lesson {lesson.number}: the catalogue of mistakes is empty ({where}): each "
+            "exercise needs realistic wrong implementations the grader must fail"
+        ]
+    said = {
+        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    }
+    return [
+        f"lesson {lesson.number}: the catalogue of mistakes ({where}) has none for {e.name}"
+        for e in lesson.exercises
+        if e.name not in said
+    ]
+
+
+def _spec_exercises(root: Path, module: str) -> list[str]:
+    """The exercise names ``grader/lessons/<module>/spec.py`` grades. A lesson the running
+    code has is imported as the grader imports it; one only under ``root`` (a tree
+    ``course dev new`` wrote elsewhere) is read from its file."""
+    if (CODE / "grader" / "lessons" / module / "spec.py").is_file():
+        from grader.engine import load_spec  # imports hypothesis and numpy, not jax
+
+        return [e.name for e in load_spec(module).exercises]
+    path = root / "grader" / "lessons" / module / "spec.py"
+    name = f"_course_dev_check_{module}"
+    found = importlib.util.spec_from_file_location(name, path)
+    assert found is not None and found.loader is not None
+    loaded = importlib.util.module_from_spec(found)
+    sys.modules[name] = loaded  # dataclasses look their module up while the file runs
+    try:
+        found.loader.exec_module(loaded)
+    finally:
+        sys.modules.pop(name, None)
+    return [e.name for e in loaded.SPEC.exercises]
+
+
 def _lesson_folder_problems(number: int, module: str, root: Path, known: set[str]) -> list[str]:
     """A lesson folder is a package that imports no other lesson (shared pieces
-    live below the lessons: grader/checks, grader/reference, grader/measure)."""
+    live below the lessons: grader/checks, grader/reference, grader/measure), and
+    nothing of ``grader.sandbox``: the core and every lesson sit below the sandbox."""
     folder = root / "grader" / "lessons" / module
     problems = []
+    sandboxed = False
     if not (folder / "__init__.py").exists():
         problems.append(f"lesson {number}: grader/lessons/{module}/ has no __init__.py")
     for f in sorted(folder.glob("*.py")):
@@ -129,6 +260,19 @@ def _lesson_folder_problems(number: int, module: str, root: Path, known: set[str
                         f"lesson {number}: grader/lessons/{module}/{f.name} imports lesson "
                         f"{other}; move what both use below the lessons"
                     )
+                if parts[:2] == ["grader", "sandbox"]:
+                    sandboxed = True
+                    if module not in SANDBOX_PENDING:
+                        problems.append(
+                            f"lesson {number}: grader/lessons/{module}/{f.name} imports "
+                            f"{'.'.join(parts[:3])}; a lesson imports nothing of grader.sandbox "
+                            "(it reaches processes through its runtime)"
+                        )
+    if module in SANDBOX_PENDING and not sandboxed:
+        problems.append(
+            f"lesson {number}: grader/lessons/{module}/ imports nothing of grader.sandbox "
+            "now; remove it from course/commands/dev.py's SANDBOX_PENDING"
+        )
     return sorted(set(problems))
 
 
@@ -144,19 +288,37 @@ def _readme_problems(course: Course, root: Path) -> list[str]:
     return []
 
 
-def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
+def _course_at(root: Path) -> Course:
+    """The registry of the repository at ``root`` (read afresh: ``course dev new`` edits it)."""
+    try:
+        return registry.load.__wrapped__(root / "course" / "course.toml")
+    except RegistryError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def check(
+    app: App, grade_code: bool = True, timeout: float = 120.0, root: Path | None = None
+) -> int:
+    """``course dev check``: the repository at ``root`` (default: this one, or
+    ``COURSE_ROOT``), its own course.toml included."""
     from grader.sandbox.protocol import LessonJob, Request
     from grader.sandbox.runner import grade
 
-    if not shipped().checkout:
-        raise click.ClickException("course dev check checks a clone of the repository; none here")
-    root = paths.root()
-    problems = static_problems(app.course, root)
+    if root is None:
+        if not shipped().checkout:
+            raise click.ClickException(
+                "course dev check checks a clone of the repository; none here"
+            )
+        root = paths.root()
+    elif not (root / "exercises").is_dir():
+        raise click.ClickException(f"{root} is no clone of the course (it has no exercises/)")
+    course = _course_at(root)
+    problems = static_problems(course, root)
     rows: list[tuple[str, str, bool, str]] = []
     if grade_code and not problems:
         lessons = tuple(
             LessonJob(lesson.number, lesson.module, tuple(e.name for e in lesson.exercises))
-            for lesson in app.course.lessons
+            for lesson in course.lessons
         )
         for folder, want in (("solutions", Status.PASSED), ("exercises", Status.NOT_STARTED)):
             with app.console.status(f"grading {folder}/ …"):
@@ -188,9 +350,216 @@ def check(app: App, grade_code: bool = True, timeout: float = 120.0) -> int:
         return 1
     app.console.print(
         Text(
-            f"✔ {len(app.course.lessons)} lessons consistent"
+            f"✔ {len(course.lessons)} lessons consistent"
             + (", solutions pass, stubs not started" if grade_code else ""),
             style="green",
         )
+    )
+    return 0
+
+
+# ------------------------------------------------------------------ course dev new
+
+SLUG = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def _skeletons(number: int, slug: str, title: str, exercises: Sequence[str]) -> dict[str, str]:
+    """Path (relative to the repository) → text of every file a new lesson starts with."""
+    module, nn = f"l{number:02d}_{slug}", f"{number:02d}"
+    const = f"L{nn}"
+    doc = f"{MARKER}: what it returns, for which inputs; shapes and units."
+    stub_defs = "".join(
+        f'\n\ndef {name}(x: object) -> object:\n    """{doc}"""\n'
+        f'    # TODO: your code here.\n    raise NotImplementedError("{name}: TODO")\n'
+        for name in exercises
+    )
+    solution_defs = "".join(
+        f'\n\ndef {name}(x: object) -> object:\n    """{doc}"""\n'
+        f'    raise NotImplementedError("{MARKER}: the reference {name}")\n'
+        for name in exercises
+    )
+    runs = "".join(
+        f"\n\ndef _run_{name}(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:\n"
+        f'    """{MARKER}: build the inputs from ex and rt, call fn, keep what the checks read."""\n'
+        f'    raise NotImplementedError("{MARKER}: run {name}")\n'
+        for name in exercises
+    )
+    specs = "".join(
+        f'        ExerciseSpec(name="{name}", strategy=_strategy, explicit=_explicit,\n'
+        f"                     run=_run_{name}, checks=[]),  # {MARKER}: its checks\n"
+        for name in exercises
+    )
+    listed = "".join(
+        f"{i}. `{name}(...)` — {MARKER}: what it computes, the formula, a worked example.\n"
+        for i, name in enumerate(exercises, start=1)
+    )
+    return {
+        f"grader/lessons/{module}/__init__.py": (
+            f'"""Lesson {number}, {title}: its grading spec (``spec.py``) and what only it uses."""\n'
+        ),
+        f"grader/lessons/{module}/spec.py": f'''"""Grading spec for lesson {number}: {title}.
+
+{MARKER}: what each exercise is held against, on which examples (drawn where
+the plans or mistakes the lesson contrasts differ), and which mistake each check
+tells apart. Lessons 3 and 14 grade pure functions; 4 to 12 sharded programs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import strategies as st
+
+from grader.runtime import Runtime
+from grader.spec import Context, Example, ExerciseSpec, LessonSpec, Trial
+
+
+def _strategy(ctx: Context) -> Any:
+    """{MARKER}: a hypothesis strategy of examples (dicts of plain fields)."""
+    return st.fixed_dictionaries({{}})
+
+
+def _explicit(ctx: Context) -> list[Example]:
+    """{MARKER}: the edge cases every grade runs first."""
+    return []
+{runs}
+
+SPEC = LessonSpec(
+    exercises=[
+{specs}    ]
+)  # fmt: skip
+''',
+        f"exercises/{module}.py": f'''"""Lesson {number} — {title}.
+
+{MARKER}: what the student builds, in two or three sentences.
+
+Read the lesson first: ``course show {number}``. Grade with ``course grade {number}``.
+"""
+{stub_defs}''',
+        f"solutions/{module}.py": f'''"""Lesson {number} — {title} (reference solution).
+
+{MARKER}: what the student builds, in two or three sentences.
+"""
+{solution_defs}''',
+        f"course/lessons/{nn}_{slug}.md": f"""# Lesson {number} — {title}
+
+{MARKER}: the idea, its formulas, a worked example with numbers, a diagram.
+
+## Exercises
+
+{listed}""",
+        f"tests/mistakes/l{nn}.py": f'''"""Realistic wrong implementations for lesson {number} (see tests/mistakes/__init__.py).
+
+{MARKER}: one per way of getting an exercise wrong that the lesson warns about,
+each with the words the grader's message or hint must say.
+"""
+
+from __future__ import annotations
+
+from tests.mistakes import Mistake
+
+{const} = "{module}"
+
+MISTAKES: list[Mistake] = [
+    # Mistake(id="l{nn}-what-goes-wrong", module={const}, exercise="{exercises[0]}",
+    #         status="failed", check="values", says=("words of the diagnosis",),
+    #         patch=(("a line of the solution", "the wrong line"),)),
+]
+''',
+    }
+
+
+def _registry_entry(number: int, slug: str, title: str, exercises: Sequence[str]) -> str:
+    q = lambda text: json.dumps(text, ensure_ascii=False)  # noqa: E731  (TOML's escapes are JSON's)
+    entry = (
+        f"[[lessons]]\nnumber = {number}\nslug = {q(slug)}\ntitle = {q(title)}\n"
+        f"summary = {q(MARKER + ': one line for course list.')}\n"
+    )
+    for name in exercises:
+        entry += (
+            f"\n[[lessons.exercises]]\nname = {q(name)}\npoints = 1\n"
+            f"summary = {q(MARKER + ': what the function must do, in one line.')}\n"
+            "hints = []\n"
+        )
+    return entry
+
+
+def _placed(text: str, entry: str, after: int | None, course: Course) -> str:
+    """course.toml's text with ``entry`` after lesson ``after``'s entry (default: last)."""
+    starts = [m.start() for m in re.finditer(r"^\[\[lessons\]\]\s*$", text, flags=re.M)]
+    numbers = [lesson.number for lesson in course.lessons]
+    if after is None or numbers.index(after) == len(numbers) - 1:
+        return text.rstrip("\n") + "\n\n" + entry
+    cut = starts[numbers.index(after) + 1]
+    return text[:cut] + entry + "\n" + text[cut:]
+
+
+def new(
+    app: App,
+    number: int,
+    slug: str,
+    title: str | None = None,
+    exercises: Sequence[str] = (),
+    after: int | None = None,
+    root: Path | None = None,
+) -> int:
+    """``course dev new N slug``: write a new lesson's skeletons under ``root`` (default:
+    this repository) and its course.toml entry (after lesson ``after``, default last).
+    Refuses, writing nothing, a number or slug the registry has, or a file that exists."""
+    root = paths.root() if root is None else root
+    exercises = tuple(exercises) or ("first_exercise",)
+    title = title or f"{MARKER}: the lesson's title"
+    toml = root / "course" / "course.toml"
+    if not toml.is_file():
+        raise click.UsageError(f"{root} has no course/course.toml: not a clone of the course")
+    course = _course_at(root)
+    refused = []
+    if not 1 <= number <= 99:
+        refused.append(f"the number must be 1–99 (files are named lNN_…), not {number}")
+    if not SLUG.fullmatch(slug):
+        refused.append(
+            f"the slug must be lower-case letters, digits and _, first a letter: {slug!r}"
+        )
+    for name in exercises:
+        if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+            refused.append(f"{name!r} cannot be an exercise: a public Python function name is")
+    if len(set(exercises)) != len(exercises):
+        refused.append("an exercise is named twice")
+    if any(c in title for c in '\\"\n') or not title.strip():
+        refused.append("the title is one line without quotes or backslashes")
+    for lesson in course.lessons:
+        if lesson.number == number:
+            refused.append(f"lesson {number} exists already ({lesson.slug})")
+        if lesson.slug == slug:
+            refused.append(f"the slug {slug!r} is lesson {lesson.number}'s already")
+    if after is not None and after not in {lesson.number for lesson in course.lessons}:
+        refused.append(f"there is no lesson {after} to place it after")
+    files = _skeletons(number, slug, title, exercises) if not refused else {}
+    refused += [f"{path} exists already" for path in files if (root / path).exists()]
+    if refused:
+        raise click.UsageError("nothing written: " + "; ".join(refused))
+    text = _placed(toml.read_text(), _registry_entry(number, slug, title, exercises), after, course)
+    try:  # the new file must read back as the course with the lesson where it was put
+        parsed = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:  # pragma: no cover - the entry is ours
+        raise click.ClickException(f"the new course.toml would not parse: {exc}") from None
+    order = [e["number"] for e in parsed["lessons"]]
+    want = [lesson.number for lesson in course.lessons]
+    want.insert(want.index(after) + 1 if after is not None else len(want), number)
+    assert order == want, (order, want)
+    for path, body in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(body)
+    tmp = toml.with_name(".course.toml.new")
+    tmp.write_text(text)
+    os.replace(tmp, toml)
+    app.console.print(f"Lesson {number} ({slug}): wrote")
+    for path in [*files, "course/course.toml"]:
+        app.console.print(f"  {path}")
+    app.console.print(
+        f"Every {MARKER} is yours to write; `course dev check` names what is left "
+        "(README.md's lesson table too)."
     )
     return 0
