@@ -25,6 +25,14 @@ def test_ci_runs_the_readme_test_command():
     assert 'bash -c "$README_TEST"' in ci
 
 
+def test_ci_runs_the_full_developer_check_on_one_leg():
+    """The oldest leg grades every solution and stub (`course dev check`), the newest runs
+    the file checks only (`--static`)."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    runs = re.findall(r"^(\.venv[\w-]*)/bin/course dev check(.*)$", ci, flags=re.M)
+    assert sorted(runs) == [(".venv", ""), (".venv-newest", " --static")]
+
+
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
 def test_tables_are_not_broken_by_blank_lines(doc):
     lines = doc.read_text().splitlines()
