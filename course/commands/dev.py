@@ -289,9 +289,11 @@ def _readme_problems(course: Course, root: Path) -> list[str]:
 
 
 def _course_at(root: Path) -> Course:
-    """The registry of the repository at ``root`` (read afresh: ``course dev new`` edits it)."""
+    """The registry of the repository at ``root`` (read afresh: ``course dev new`` edits
+    it); where ``root`` has none (a copy of the lesson folders only), this code's."""
+    path = root / "course" / "course.toml"
     try:
-        return registry.load.__wrapped__(root / "course" / "course.toml")
+        return registry.load.__wrapped__(path if path.is_file() else registry.REGISTRY)
     except RegistryError as exc:
         raise click.ClickException(str(exc)) from None
 
