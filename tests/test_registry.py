@@ -30,9 +30,8 @@ def test_real_course_loads_in_order() -> None:
 
 
 def test_every_real_exercise_declares_its_own_hints() -> None:
-    """Each exercise's hints sit under its own entry; the lesson's list holds only general
-    hints, and an exercise's own hint is about it: it names the exercise, or (the lesson's
-    ring, all-to-all and formulas) is one that moved with its text from the old list."""
+    """Each exercise has hints of its own, under its entry; the lesson's list holds only
+    general ones (none opens with an exercise's name), and `course hint N` gives those first."""
     for lesson in registry.load().lessons:
         for e in lesson.exercises:
             assert e.hints, f"{lesson.number}.{e.name} has no hint"

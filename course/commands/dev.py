@@ -68,7 +68,8 @@ entry here to be removed once its lesson no longer imports the sandbox."""
 
 
 def static_problems(course: Course, root: Path) -> list[str]:
-    """Everything about the files that is wrong, without importing any of them."""
+    """Everything about the files and the registry that is wrong, read with ast (no
+    stub, solution or catalogue is imported; only each lesson's grading spec is)."""
     problems = []
     known = {lesson.module for lesson in course.lessons}
     for folder in ("exercises", "solutions"):
