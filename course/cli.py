@@ -304,8 +304,11 @@ _ROOT = click.option(
 @_ROOT
 @click.pass_context
 def dev_check(ctx: click.Context, static: bool, root: Path | None) -> None:
-    """Registry matches files; stubs match solutions; hints, catalogues; solutions pass;
-    stubs are not started."""
+    """Check the registry, files, solutions and stubs.
+
+    The registry matches the files; stubs match solutions; every exercise has a hint and
+    every catalogue of mistakes names it; no lesson imports the sandbox; solutions pass;
+    stubs are not started (not with --static)."""
     from course.commands.dev import check
 
     sys.exit(check(ctx.find_object(App), grade_code=not static, root=root))
@@ -330,8 +333,11 @@ def dev_new(
     after: int | None,
     root: Path | None,
 ) -> None:
-    """Write lesson NUMBER's skeletons: grading folder, stub, solution, text, catalogue of
-    mistakes and course.toml entry; then `course dev check` names what is left."""
+    """Write a new lesson's skeletons.
+
+    Lesson NUMBER's grading folder, stub, solution, text, catalogue of mistakes and
+    course.toml entry, each TODO(course dev new) to fill in; then `course dev check`
+    names what is left. Refuses a number, slug or file that exists."""
     from course.commands.dev import new
 
     sys.exit(new(ctx.find_object(App), number, slug, title, exercises, after, root))
