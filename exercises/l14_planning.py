@@ -16,6 +16,7 @@ __all__ = ["HARDWARE", "MODELS", "Hardware", "Model", "Plan"]
 
 BF16 = 2  # bytes of a bf16 weight, gradient or activation
 ADAM = 12  # float32 m, v and master copy, per parameter
+GRADS = {"bf16": 2, "fp32": 4}  # bytes of a gradient, by plan.grads
 TIE = 1e-9  # step times this close to the fastest are a tie
 
 
@@ -45,15 +46,16 @@ def train_flops(m: Model, tokens: float) -> float:
 def memory_per_chip(m: Model, plan: Plan, global_batch: int) -> dict[str, float]:
     """Bytes one chip holds: ``params``, ``grads``, ``optimizer``, ``activations``, ``total``.
 
-    Weights and gradients in bf16, Adam's two float32 moments and float32
-    master copy (12 bytes per parameter), each divided by fsdp·tp·pp.
+    Weights in bf16, gradients in bf16 or float32 as ``plan.grads`` says
+    (2 or 4 bytes), Adam's two float32 moments and float32 master copy
+    (12 bytes per parameter), each divided by fsdp·tp·pp.
     Activations of the first stage under 1F1B: min(n_micro, pp) micro-batches
     of B/(dp·fsdp·n_micro) sequences, over its L/pp layers; per token and
     layer 2·(4·D + (2·H·(N + K) + 3·F)/tp) bytes without remat, 2·D with
     ``remat="block"`` plus one layer's full activations of one micro-batch.
     """
-    # TODO: weights, gradients (bf16) and Adam (12 bytes) per parameter, divided by
-    #       the axes that split them; activations per the remat policy (course show 14).
+    # TODO: weights (bf16), gradients (GRADS[plan.grads]) and Adam (12 bytes) per
+    #       parameter, divided by the axes that split them; activations per the remat policy (course show 14).
     raise NotImplementedError("memory_per_chip: TODO")
 
 
@@ -77,10 +79,12 @@ def best_plan(m: Model, hw: Hardware, global_batch: int) -> Plan:
 
     Searched: every dp·fsdp·tp·pp = chips with tp dividing chips_per_node and
     the heads, pp dividing the layers, dp·fsdp dividing the batch, n_micro
-    dividing each replica's batch and at least pp, remat "none" or "block".
+    dividing each replica's batch and at least pp, remat "none" or "block";
+    gradients in bf16 (the Plan's default: fp32 ones only cost memory).
     Step times within 1e-9 (relative) of the fastest tie; among them: no
     remat first, then the fewest stages, the smallest tp, the smallest fsdp,
-    the fewest micro-batches. ValueError when no plan fits.
+    the fewest micro-batches. ValueError when no plan fits, or when no plan
+    exists at all (the chips cannot be split by those rules).
     """
     # TODO: loop over tp, pp, fsdp (dp follows), n_micro and remat; keep the plans
     #       that fit HBM; the fastest wins, ties broken in the order above.

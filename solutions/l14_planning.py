@@ -14,6 +14,7 @@ __all__ = ["HARDWARE", "MODELS", "Hardware", "Model", "Plan"]
 
 BF16 = 2  # bytes of a bf16 weight, gradient or activation
 ADAM = 12  # float32 m, v and master copy, per parameter
+GRADS = {"bf16": 2, "fp32": 4}  # bytes of a gradient, by plan.grads
 TIE = 1e-9  # step times this close to the fastest are a tie
 
 
@@ -47,8 +48,9 @@ def train_flops(m: Model, tokens: float) -> float:
 def memory_per_chip(m: Model, plan: Plan, global_batch: int) -> dict[str, float]:
     """Bytes one chip holds: ``params``, ``grads``, ``optimizer``, ``activations``, ``total``.
 
-    Weights and gradients in bf16, Adam's two float32 moments and float32
-    master copy (12 bytes per parameter), each divided by fsdp·tp·pp.
+    Weights in bf16, gradients in bf16 or float32 as ``plan.grads`` says
+    (2 or 4 bytes), Adam's two float32 moments and float32 master copy
+    (12 bytes per parameter), each divided by fsdp·tp·pp.
     Activations of the first stage under 1F1B: min(n_micro, pp) micro-batches
     of B/(dp·fsdp·n_micro) sequences, over its L/pp layers; per token and
     layer 2·(4·D + (2·H·(N + K) + 3·F)/tp) bytes without remat, 2·D with
@@ -68,7 +70,7 @@ def memory_per_chip(m: Model, plan: Plan, global_batch: int) -> dict[str, float]
         activations = held * tokens * layers * BF16 * m.d_model + tokens * full_layer
     out = {
         "params": BF16 * p / shards,
-        "grads": BF16 * p / shards,
+        "grads": GRADS[plan.grads] * p / shards,
         "optimizer": ADAM * p / shards,
         "activations": activations,
     }
@@ -146,12 +148,14 @@ def best_plan(m: Model, hw: Hardware, global_batch: int) -> Plan:
 
     Searched: every dp·fsdp·tp·pp = chips with tp dividing chips_per_node and
     the heads, pp dividing the layers, dp·fsdp dividing the batch, n_micro
-    dividing each replica's batch and at least pp, remat "none" or "block".
+    dividing each replica's batch and at least pp, remat "none" or "block";
+    gradients in bf16 (the Plan's default: fp32 ones only cost memory).
     Step times within 1e-9 (relative) of the fastest tie; among them: no
     remat first, then the fewest stages, the smallest tp, the smallest fsdp,
-    the fewest micro-batches. ValueError when no plan fits.
+    the fewest micro-batches. ValueError when no plan fits, or when no plan
+    exists at all (the chips cannot be split by those rules).
     """
-    found = []
+    found, exists = [], False
     for tp in _divisors(hw.chips):
         if m.heads % tp or hw.chips_per_node % tp:
             continue
@@ -166,9 +170,12 @@ def best_plan(m: Model, hw: Hardware, global_batch: int) -> Plan:
                     if n_micro < pp:
                         continue
                     for remat in ("none", "block"):
+                        exists = True
                         plan = Plan(dp, fsdp, tp, pp, n_micro, remat)
                         if memory_per_chip(m, plan, global_batch)["total"] <= hw.hbm_bytes:
                             found.append((step_time(m, hw, plan, global_batch)["total"], plan))
+    if not exists:
+        raise ValueError(f"no plan exists: {hw.chips} chips cannot be split by the rules")
     if not found:
         raise ValueError("no plan fits: every plan needs more than hbm_bytes on some chip")
     fastest = min(t for t, _ in found)

@@ -387,3 +387,94 @@ def test_a_slower_plan_is_shown_beside_the_best_with_the_term_that_decided():
     assert table.columns == ["term", "best plan", "your plan"]
     assert ["time: compute", "4.04 s", "5.387 s"] in table.rows
     assert not _trial(spec.BEST, ex, (1, 1, 8, 8, 64, "none")).passed  # a tuple is not a Plan
+
+
+# ------------------------------------------------------------------ each diagnosis alone
+
+
+def _alone(examples, right, suspected, keys):
+    """Every suspect, on the first explicit example where its value is wrong, is the only
+    diagnosis a student's answer equal to it gets (no "One of these")."""
+    firsts = {}
+    for ex in examples:
+        want = right(ex)
+        if want == RAISES:
+            continue
+        for values, hint in suspected(ex):
+            key = re.sub(r"\d+", "#", hint)[:40]
+            if key not in firsts and any(not close(values[k], want[k]) for k in keys):
+                firsts[key] = (values, want, hint, suspected(ex))
+    for values, want, hint, sus in firsts.values():
+        assert suspects.matching(values, want, keys, sus)[1] == hint, hint
+
+
+def test_each_memory_and_time_suspect_is_named_alone_where_it_first_shows():
+    _alone(spec.MEMORY_EXPLICIT, lambda ex: cost.memory_per_chip(*spec._memory_args(ex)),
+           lambda ex: suspects.memory(*spec._memory_args(ex)), cost.MEMORY_KEYS)  # fmt: skip
+
+    def right(ex):
+        m, hw, plan, batch = spec._time_args(ex)
+        if plan.dp * plan.fsdp * plan.tp * plan.pp != hw.chips:
+            return RAISES
+        return cost.step_time(m, hw, plan, batch)
+
+    _alone(spec.TIME_EXPLICIT, right, lambda ex: suspects.time(*spec._time_args(ex)),
+           cost.TIME_KEYS)  # fmt: skip
+
+
+def test_float32_activations_and_gpipe_differ_on_the_first_memory_example():
+    """The issue's wrong diagnosis: with n_micro/pp = 2 both are 2×; here n_micro/pp = 3."""
+    m, plan, batch = spec._memory_args(spec.MEMORY_EXPLICIT[0])
+    assert plan.n_micro / plan.pp == 3 and plan.remat == "none"
+    right = cost.activation_bytes(m, plan, batch)
+    f32 = cost.activation_bytes(m, plan, batch, how=cost.Costing(act_bytes=4))
+    gpipe = cost.activation_bytes(m, plan, batch, held=plan.n_micro)
+    assert (f32 / right, gpipe / right) == (2, 3)
+
+
+def test_fp32_gradients_are_18_bytes_per_parameter():
+    m, plan = MODELS["llama-3-8b"], Plan(1, 1, 1, 1, 1, "none")
+    p = cost.param_count(m)
+    weights = {g: sum(v for k, v in cost.memory_per_chip(m, dataclasses.replace(plan, grads=g), 1)
+                      .items() if k in ("params", "grads", "optimizer")) for g in ("bf16", "fp32")}  # fmt: skip
+    assert (weights["bf16"] / p, weights["fp32"] / p) == (16, 18)
+
+
+def test_the_hbm_equality_example_is_exact():
+    """TIGHT: the best plan needs exactly the chip's HBM, every term a whole number of bytes
+    (so the student's sum in any order is exact); with < the search returns another plan."""
+    m, hw, batch = spec._best_args(spec.TIGHT)
+    plan, mem, _ = cost.ranked(m, hw, batch)[0]
+    assert mem["total"] == hw.hbm_bytes and all(float(v).is_integer() for v in mem.values())
+    assert cost.best_plan(m, hw, batch, cost.Rules(fit_strictly=True)) != plan
+
+
+def test_the_ideal_links_example_ties_where_loop_order_matters():
+    args = spec._best_args(spec.MORE_TRAPS[0])
+    best = cost.best_plan(*args)
+    assert cost.best_plan(*args, rules=cost.Rules(order="dp-first")) != best
+    assert cost.best_plan(*args, rules=cost.Rules(order="last")) != best
+
+
+def test_the_scaling_books_pod_has_no_plan_and_8192_of_its_chips_have_one():
+    """8960 = 2⁸·5·7 chips for LLaMA-3-70B with 512 sequences: tp | 64, pp | 80, dp·fsdp | 512
+    leave no split, and the grader says so (divisibility, not memory)."""
+    m, hw, batch = spec._best_args(spec.MORE_TRAPS[2])
+    assert hw.chips == 8960 and not cost.plans(m, hw, batch)
+    assert "no plan exists" in cost.empty_space(m, hw, batch)
+    r = _trial(spec.BEST, spec.MORE_TRAPS[2], Plan(1, 8960, 1, 1, 1, "none"))
+    assert not r.passed and "no plan exists" in r.message and "whatever the memory" in r.hint
+    assert cost.ranked(m, cluster(V5P, 8192), batch)  # on 8192 of the chips, a plan fits
+
+
+def test_a_wrong_param_count_changes_the_plan_and_is_named():
+    ex = spec.MORE_TRAPS[3]
+    m, hw, batch = spec._best_args(ex)
+    tied = suspects.params(m)[0][0]
+    wrong = cost.ranked(m, hw, batch, cost.Rules(
+        memory=lambda p: cost.memory_per_chip(m, p, batch, params=tied)["total"]))[0][0]  # fmt: skip
+    assert wrong != cost.best_plan(m, hw, batch)
+    assert cost.ranked(m, hw, batch, fit=False)[0][0] != wrong  # not "no memory test"
+    r = _trial(spec.BEST, ex, wrong)
+    assert not r.passed and "param_count's own grade names it" in r.hint
+    assert "must also fit" not in r.hint

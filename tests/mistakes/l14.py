@@ -13,6 +13,31 @@ from __future__ import annotations
 
 from tests.mistakes import Mistake
 
+NO_TIE_RULE = """
+def best_plan(m, hw, global_batch):
+    found = []
+    for dp in _divisors(hw.chips):
+        for fsdp in _divisors(hw.chips // dp):
+            if global_batch % (dp * fsdp):
+                continue
+            for tp in _divisors(hw.chips // (dp * fsdp)):
+                if m.heads % tp or hw.chips_per_node % tp:
+                    continue
+                pp = hw.chips // (dp * fsdp * tp)
+                if m.layers % pp:
+                    continue
+                for n_micro in _divisors(global_batch // (dp * fsdp)):
+                    if n_micro < pp:
+                        continue
+                    for remat in ("none", "block"):
+                        plan = Plan(dp, fsdp, tp, pp, n_micro, remat)
+                        if memory_per_chip(m, plan, global_batch)["total"] <= hw.hbm_bytes:
+                            found.append((step_time(m, hw, plan, global_batch)["total"], plan))
+    if not found:
+        raise ValueError("no plan fits")
+    return min(found, key=lambda r: r[0])[1]
+"""
+
 L14 = "l14_planning"
 
 
@@ -22,6 +47,8 @@ def _edit(id: str, exercise: str, old: str, new: str, says: tuple[str, ...], che
 
 
 MEMORY_RETURN = '"optimizer": ADAM * p / shards,'
+ACT = "act = BF16 * global_batch / (plan.dp * plan.fsdp * plan.n_micro) * m.seq * m.d_model"
+FITS = 'if memory_per_chip(m, plan, global_batch)["total"] <= hw.hbm_bytes:'
 MFU = 'out["mfu"] = model_flops / (hw.chips * hw.peak_flops * out["total"])'
 
 MISTAKES: list[Mistake] = [
@@ -59,10 +86,44 @@ MISTAKES: list[Mistake] = [
           ("does not shard the 4·D part",)),
     _edit("l14-memory-pipeline-holds-pp-micro-batches", "memory_per_chip",
           "held = min(plan.n_micro, plan.pp)", "held = plan.pp",
-          ("n_micro = 2 < pp = 4", "min(n_micro, pp), not pp")),
+          ("n_micro = 1 < pp = 4", "min(n_micro, pp), not pp")),
     _edit("l14-memory-gpipe-holds-every-micro-batch", "memory_per_chip",
           "held = min(plan.n_micro, plan.pp)", "held = plan.n_micro", ("that is GPipe",)),
+    _edit("l14-memory-activations-in-float32", "memory_per_chip",
+          "full_layer = BF16 * (whole + split)", "full_layer = 4 * (whole + split)",
+          ("counted in float32", "bf16, 2 bytes")),
+    _edit("l14-memory-fp32-gradients-ignored", "memory_per_chip",
+          '"grads": GRADS[plan.grads] * p / shards,', '"grads": BF16 * p / shards,',
+          ("grads = 'fp32'", "4 bytes per parameter")),
+    _edit("l14-memory-elements-for-bytes", "memory_per_chip",
+          '"params": BF16 * p / shards,', '"params": p / shards,', ("elements, not bytes",)),
+    _edit("l14-memory-tokens-not-divided-by-fsdp", "memory_per_chip",
+          "tokens = global_batch / (plan.dp * plan.fsdp * plan.n_micro) * m.seq",
+          "tokens = global_batch / (plan.dp * plan.n_micro) * m.seq",
+          ("splits the batch too", "B/(dp·fsdp·n_micro)")),
     # ---------------------------------------------------------------- step_time
+    _edit("l14-time-ring-of-n-steps", "step_time",
+          'hops = {"all_gather": n - 1, "reduce_scatter": n - 1, "all_reduce": 2 * (n - 1)}[kind]',
+          'hops = {"all_gather": n, "reduce_scatter": n, "all_reduce": 2 * n}[kind]',
+          ("N − 1 steps", "not N")),
+    Mistake(id="l14-time-elements-for-bytes", module=L14, exercise="step_time",
+            status="failed", check="values", says=("elements, not bytes",),
+            patch=((ACT, ACT.replace("BF16 * ", "")),
+                   ("stage = BF16 * p / (plan.tp * plan.pp)", "stage = p / (plan.tp * plan.pp)"),
+                   ('_ring("all_reduce", BF16 * p /', '_ring("all_reduce", p /'))),
+    _edit("l14-time-dp-all-reduce-of-the-whole-gradient", "step_time",
+          '_ring("all_reduce", BF16 * p / (plan.fsdp * plan.tp * plan.pp), plan.dp, dp_link)',
+          '_ring("all_reduce", BF16 * p, plan.dp, dp_link)',
+          ("not the whole model's gradient 2·P",)),
+    _edit("l14-time-tokens-not-divided-by-fsdp", "step_time",
+          ACT, ACT.replace("plan.dp * plan.fsdp * plan.n_micro", "plan.dp * plan.n_micro"),
+          ("splits the batch too",)),
+    _edit("l14-time-no-bubble", "step_time",
+          "bubble = compute * (plan.pp - 1) / plan.n_micro", "bubble = 0.0",
+          ("leave a bubble", "not 0")),
+    _edit("l14-time-link-by-span-within-a-node", "step_time",
+          "if hw.chips_per_node % span == 0:", "if span <= hw.chips_per_node:",
+          ("tile the node", "straddle two nodes")),
     _edit("l14-time-tensor-parallel-across-nodes-on-nvlink", "step_time",
           "tp_link = _link(hw, plan.tp)", "tp_link = (hw.intra_bandwidth, hw.intra_latency)",
           ("Tensor parallelism across nodes", "tp = 16")),
@@ -93,6 +154,23 @@ MISTAKES: list[Mistake] = [
           "    return min(tied, key=lambda p: (p.remat != \"none\", p.pp, p.tp, p.fsdp, p.n_micro))",
           "    return tied[-1]",
           ("a tie, and the order breaks it", "n_micro = 2 (yours) against 1"), check="plan"),
+    Mistake(id="l14-search-with-no-tie-rule", module=L14, exercise="best_plan",
+            status="failed", check="plan", code=NO_TIE_RULE,
+            says=("a tie, and the order breaks it", "tp = 2 (yours) against 1")),
+    _edit("l14-search-memory-strictly-below-hbm", "best_plan",
+          FITS, FITS.replace("<=", "<"), ("(< where ≤)", "exactly"), check="plan"),
+    _edit("l14-search-ten-percent-hbm-margin", "best_plan",
+          FITS, FITS.replace("<= hw.hbm_bytes", "<= 0.9 * hw.hbm_bytes"),
+          ("holds back a margin", "only 95% of hw.hbm_bytes"), check="plan"),
+    _edit("l14-search-more-micro-batches-than-stages", "best_plan",
+          "if n_micro < pp:", "if n_micro <= pp:", ("n_micro = pp is allowed",), check="plan"),
+    _edit("l14-search-with-a-tied-embedding-count", "best_plan",
+          "embeddings = 2 * d * m.vocab", "embeddings = d * m.vocab",
+          ("param_count's own grade names it", "untied"), check="plan"),
+    _edit("l14-search-without-the-optimizer-state", "best_plan",
+          MEMORY_RETURN, '"optimizer": 0.0,',
+          ("memory_per_chip's own grade names it", "optimizer state is forgotten"),
+          check="plan"),
     _edit("l14-search-returns-none-when-nothing-fits", "best_plan",
           'raise ValueError("no plan fits: every plan needs more than hbm_bytes on some chip")',
           "return None", ("expected a ValueError", "no plan fits"), check="plan"),

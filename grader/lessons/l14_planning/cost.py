@@ -7,8 +7,10 @@ by changing one piece. Lesson 3's ring model is re-stated in :func:`ring_time`
 
 Conventions (the text explains each):
 
-* bf16 weights and gradients (2 bytes), Adam with two float32 moments and a
-  float32 master copy (12 bytes per parameter);
+* bf16 weights (2 bytes), gradients in bf16 or float32 as the plan says
+  (``Plan.grads``: 2 or 4 bytes), Adam with two float32 moments and a float32
+  master copy (12 bytes per parameter): 16 or 18 bytes per parameter in all;
+  the collectives carry bf16 either way;
 * model FLOPs 6·P·T + 12·L·N·H·S·T (PaLM's appendix B); with ``remat="block"``
   the hardware also redoes the forward, a third of that;
 * mesh order, innermost first: tp, fsdp, dp, pp. An axis's ring stays inside
@@ -18,9 +20,10 @@ Conventions (the text explains each):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from grader.lessons.l14_planning.records import REMAT, Hardware, Model, Plan
+from grader.lessons.l14_planning.records import GRADS, REMAT, Hardware, Model, Plan
 
 BF16 = 2
 """Bytes of a bf16 weight, gradient or activation."""
@@ -30,6 +33,33 @@ TIE = 1e-9
 """Step times within this relative distance of the fastest are a tie."""
 MEMORY_KEYS = ("params", "grads", "optimizer", "activations", "total")
 TIME_KEYS = ("compute", "bubble", "tp", "fsdp", "dp", "pp", "total", "mfu")
+
+
+@dataclass(frozen=True)
+class Costing:
+    """How the model counts. The defaults are the lesson's; each known mistake of
+    :mod:`.suspects` changes one field, so its value is rebuilt by the same code."""
+
+    weight_bytes: float = BF16
+    """Bytes per weight in memory (a mistake counts elements: 1)."""
+    act_bytes: float = BF16
+    """Bytes per activation element (a mistake keeps them in float32: 4)."""
+    wire_bytes: float = BF16
+    """Bytes per element a collective carries (a mistake counts elements: 1)."""
+    extra_hop: int = 0
+    """Ring steps beyond N − 1 (a mistake counts N steps: 1)."""
+    link_by_span: bool = False
+    """A ring stays in a node when its span is at most a node (a mistake), not when it tiles one."""
+    dp_volume: str = "shard"
+    """What dp all-reduces: each chip's gradient shard; a mistake: the replica's ``column``
+    (not divided by fsdp) or the whole ``model``."""
+    tokens_over_fsdp: bool = True
+    """fsdp splits the batch too (a mistake divides by dp only)."""
+    bubble: bool = True
+    """The bubble is counted (a mistake leaves it out)."""
+
+
+REFERENCE = Costing()
 
 
 # ------------------------------------------------------------------ counting
@@ -59,19 +89,22 @@ def weight_shards(plan: Plan) -> int:
     return plan.fsdp * plan.tp * plan.pp
 
 
-def micro_tokens(m: Model, plan: Plan, global_batch: int) -> float:
+def micro_tokens(m: Model, plan: Plan, global_batch: int, how: Costing = REFERENCE) -> float:
     """Tokens of one micro-batch on one chip: B/(dp·fsdp·n_micro) sequences of S."""
-    return global_batch / (plan.dp * plan.fsdp * plan.n_micro) * m.seq
+    fsdp = plan.fsdp if how.tokens_over_fsdp else 1
+    return global_batch / (plan.dp * fsdp * plan.n_micro) * m.seq
 
 
-def layer_bytes_per_token(m: Model, tp: int, replicated_over_tp: bool = True) -> float:
+def layer_bytes_per_token(
+    m: Model, tp: int, replicated_over_tp: bool = True, how: Costing = REFERENCE
+) -> float:
     """What one layer keeps for its backward, per token, with no remat:
     2·(4·D + (2·H·(N + K) + 3·F)/tp) bytes. The 4·D (each block's input and
     its norm's output) is whole on every tp chip; Q, K, V, the attention
     output and SwiGLU's gate, up and product are split over tp."""
     split = (2 * m.head_dim * (m.heads + m.kv_heads) + 3 * m.d_ff) / tp
     whole = 4 * m.d_model / (tp if not replicated_over_tp else 1)
-    return BF16 * (whole + split)
+    return how.act_bytes * (whole + split)
 
 
 def in_flight(plan: Plan) -> int:
@@ -87,6 +120,7 @@ def activation_bytes(
     remat: str | None = None,
     held: int | None = None,
     replicated_over_tp: bool = True,
+    how: Costing = REFERENCE,
 ) -> float:
     """Activations on one chip (the first pipeline stage, which holds the most).
 
@@ -97,22 +131,27 @@ def activation_bytes(
     """
     remat = plan.remat if remat is None else remat
     held = in_flight(plan) if held is None else held
-    tokens = micro_tokens(m, plan, global_batch)
+    tokens = micro_tokens(m, plan, global_batch, how)
     layers = m.layers / plan.pp
-    full = layer_bytes_per_token(m, plan.tp, replicated_over_tp)
+    full = layer_bytes_per_token(m, plan.tp, replicated_over_tp, how)
     if remat == "none":
         return held * tokens * layers * full
-    return held * tokens * layers * BF16 * m.d_model + tokens * full
+    return held * tokens * layers * how.act_bytes * m.d_model + tokens * full
 
 
-def memory_per_chip(m: Model, plan: Plan, global_batch: int) -> dict[str, float]:
-    """Bytes on one chip, by term, and their total."""
-    p, w = param_count(m), weight_shards(plan)
+def memory_per_chip(
+    m: Model, plan: Plan, global_batch: int, how: Costing = REFERENCE, params: int | None = None
+) -> dict[str, float]:
+    """Bytes on one chip, by term, and their total. ``params`` replaces param_count(m)
+    (to rebuild what a wrong count gives)."""
+    p = param_count(m) if params is None else params
+    w = weight_shards(plan)
+    grad = GRADS[plan.grads] * how.weight_bytes / BF16
     out = {
-        "params": BF16 * p / w,
-        "grads": BF16 * p / w,
-        "optimizer": ADAM * p / w,
-        "activations": activation_bytes(m, plan, global_batch),
+        "params": how.weight_bytes * p / w,
+        "grads": grad * p / w,
+        "optimizer": ADAM * how.weight_bytes / BF16 * p / w,
+        "activations": activation_bytes(m, plan, global_batch, how=how),
     }
     return with_total(out)
 
@@ -124,13 +163,15 @@ def with_total(terms: dict[str, float]) -> dict[str, float]:
 # ------------------------------------------------------------------ time
 
 
-def ring_time(kind: str, v: float, n: int, bandwidth: float, latency: float) -> float:
+def ring_time(
+    kind: str, v: float, n: int, bandwidth: float, latency: float, extra_hop: int = 0
+) -> float:
     """Lesson 3's ring: V the whole array's bytes, N devices, α per hop."""
     if n == 1:
         return 0.0
     step = latency + v / (n * bandwidth)
     hops = {"all_gather": n - 1, "reduce_scatter": n - 1, "all_reduce": 2 * (n - 1), "permute": 1}
-    return hops[kind] * step
+    return (hops[kind] + extra_hop * (2 if kind == "all_reduce" else 1)) * step
 
 
 AXES = ("tp", "fsdp", "dp", "pp")
@@ -145,16 +186,18 @@ def inner(plan: Plan, axis: str) -> int:
     return out
 
 
-def within_node(hw: Hardware, plan: Plan, axis: str) -> bool:
+def within_node(hw: Hardware, plan: Plan, axis: str, how: Costing = REFERENCE) -> bool:
     """One group of ``axis`` spans inner·size consecutive chips; it stays in a node
     when that many chips tile a node."""
     span = inner(plan, axis) * getattr(plan, axis)
+    if how.link_by_span:
+        return span <= hw.chips_per_node
     return hw.chips_per_node % span == 0
 
 
-def link(hw: Hardware, plan: Plan, axis: str) -> tuple[float, float]:
+def link(hw: Hardware, plan: Plan, axis: str, how: Costing = REFERENCE) -> tuple[float, float]:
     """(bandwidth, latency) of the link ``axis``'s ring crosses."""
-    if within_node(hw, plan, axis):
+    if within_node(hw, plan, axis, how):
         return hw.intra_bandwidth, hw.intra_latency
     return hw.inter_bandwidth, hw.inter_latency
 
@@ -166,10 +209,13 @@ def tp_all_reduces(m: Model, plan: Plan) -> float:
     return per_layer * m.layers / plan.pp * plan.n_micro
 
 
-def tp_time(m: Model, hw: Hardware, plan: Plan, global_batch: int, *, over=None) -> float:
-    act = BF16 * micro_tokens(m, plan, global_batch) * m.d_model
-    bw, lat = link(hw, plan, "tp") if over is None else over
-    return tp_all_reduces(m, plan) * ring_time("all_reduce", act, plan.tp, bw, lat)
+def tp_time(
+    m: Model, hw: Hardware, plan: Plan, global_batch: int, *, over=None, how: Costing = REFERENCE
+) -> float:
+    act = how.wire_bytes * micro_tokens(m, plan, global_batch, how) * m.d_model
+    bw, lat = link(hw, plan, "tp", how) if over is None else over
+    ring = ring_time("all_reduce", act, plan.tp, bw, lat, how.extra_hop)
+    return tp_all_reduces(m, plan) * ring
 
 
 def stage_weight_bytes(m: Model, plan: Plan) -> float:
@@ -177,29 +223,40 @@ def stage_weight_bytes(m: Model, plan: Plan) -> float:
     return BF16 * param_count(m) / (plan.tp * plan.pp)
 
 
-def fsdp_time(m: Model, hw: Hardware, plan: Plan, *, gathers: int = 2, scatters: int = 1) -> float:
+def fsdp_time(
+    m: Model,
+    hw: Hardware,
+    plan: Plan,
+    *,
+    gathers: int = 2,
+    scatters: int = 1,
+    how: Costing = REFERENCE,
+) -> float:
     """Per micro-batch: all-gather the weights for the forward, again for the backward,
     and reduce-scatter the gradients."""
-    w = stage_weight_bytes(m, plan)
-    bw, lat = link(hw, plan, "fsdp")
-    one = ring_time("all_gather", w, plan.fsdp, bw, lat)
-    rs = ring_time("reduce_scatter", w, plan.fsdp, bw, lat)
+    w = stage_weight_bytes(m, plan) * how.wire_bytes / BF16
+    bw, lat = link(hw, plan, "fsdp", how)
+    one = ring_time("all_gather", w, plan.fsdp, bw, lat, how.extra_hop)
+    rs = ring_time("reduce_scatter", w, plan.fsdp, bw, lat, how.extra_hop)
     return plan.n_micro * (gathers * one + scatters * rs)
 
 
-def dp_time(m: Model, hw: Hardware, plan: Plan) -> float:
+def dp_time(m: Model, hw: Hardware, plan: Plan, how: Costing = REFERENCE) -> float:
     """Once per step: all-reduce each chip's gradient shard, 2·P/(fsdp·tp·pp), over dp."""
-    g = BF16 * param_count(m) / weight_shards(plan)
-    bw, lat = link(hw, plan, "dp")
-    return ring_time("all_reduce", g, plan.dp, bw, lat)
+    split = {"shard": weight_shards(plan), "column": plan.tp * plan.pp, "model": 1}
+    g = how.wire_bytes * param_count(m) / split[how.dp_volume]
+    bw, lat = link(hw, plan, "dp", how)
+    return ring_time("all_reduce", g, plan.dp, bw, lat, how.extra_hop)
 
 
-def pp_time(m: Model, hw: Hardware, plan: Plan, global_batch: int) -> float:
+def pp_time(
+    m: Model, hw: Hardware, plan: Plan, global_batch: int, how: Costing = REFERENCE
+) -> float:
     """Per micro-batch, one activation [tokens, D] forward and its gradient back, one hop each."""
     if plan.pp == 1:
         return 0.0
-    act = BF16 * micro_tokens(m, plan, global_batch) * m.d_model
-    bw, lat = link(hw, plan, "pp")
+    act = how.wire_bytes * micro_tokens(m, plan, global_batch, how) * m.d_model
+    bw, lat = link(hw, plan, "pp", how)
     return 2 * plan.n_micro * (lat + act / bw)
 
 
@@ -209,7 +266,9 @@ def hardware_flops(m: Model, plan: Plan, global_batch: int) -> float:
     return f * 4 / 3 if plan.remat == "block" else f
 
 
-def step_time(m: Model, hw: Hardware, plan: Plan, global_batch: int) -> dict[str, float]:
+def step_time(
+    m: Model, hw: Hardware, plan: Plan, global_batch: int, how: Costing = REFERENCE
+) -> dict[str, float]:
     """Seconds of one step by term, their total, and the MFU."""
     if plan.dp * plan.fsdp * plan.tp * plan.pp != hw.chips:
         raise ValueError(
@@ -218,11 +277,11 @@ def step_time(m: Model, hw: Hardware, plan: Plan, global_batch: int) -> dict[str
     compute = hardware_flops(m, plan, global_batch) / (hw.chips * hw.peak_flops)
     terms = {
         "compute": compute,
-        "bubble": compute * (plan.pp - 1) / plan.n_micro,
-        "tp": tp_time(m, hw, plan, global_batch),
-        "fsdp": fsdp_time(m, hw, plan),
-        "dp": dp_time(m, hw, plan),
-        "pp": pp_time(m, hw, plan, global_batch),
+        "bubble": compute * (plan.pp - 1) / plan.n_micro if how.bubble else 0.0,
+        "tp": tp_time(m, hw, plan, global_batch, how=how),
+        "fsdp": fsdp_time(m, hw, plan, how=how),
+        "dp": dp_time(m, hw, plan, how),
+        "pp": pp_time(m, hw, plan, global_batch, how),
     }
     return finish(m, hw, terms, global_batch)
 
@@ -242,10 +301,21 @@ def divisors(n: int) -> list[int]:
 
 @dataclass(frozen=True)
 class Rules:
-    """The search space's rules; a mistake turns one off."""
+    """The search's rules; the defaults are the lesson's, and a known mistake changes one."""
 
     tp_in_node: bool = True
     micro_at_least_stages: bool = True
+    micro_more_than_stages: bool = False
+    """A mistake: n_micro > pp where the rule is n_micro ≥ pp."""
+    hbm_share: float = 1.0
+    """The share of HBM a plan may use (a mistake holds back a margin)."""
+    fit_strictly: bool = False
+    """A mistake: memory < HBM where the rule is ≤."""
+    order: str = "key"
+    """How ties are broken: by :func:`tie_key`; a mistake takes the first one its loops
+    meet (``"dp-first"``: dp, fsdp, tp, pp, n_micro ascending) or the ``"last"``."""
+    memory: Callable[[Plan], float] | None = None
+    """The memory a plan is held to, in place of memory_per_chip's total (a mistake's)."""
 
 
 def broken_rule(m: Model, hw: Hardware, plan: Plan, global_batch: int) -> str | None:
@@ -258,6 +328,8 @@ def broken_rule(m: Model, hw: Hardware, plan: Plan, global_batch: int) -> str | 
     n = plan.dp * plan.fsdp * plan.tp * plan.pp
     if n != hw.chips:
         return f"dp·fsdp·tp·pp = {n}: a plan uses every one of the {hw.chips} chips"
+    if plan.grads != "bf16":
+        return f"grads = {plan.grads!r}: the search keeps bf16 gradients (the default)"
     if hw.chips_per_node % plan.tp:
         return (
             f"tp = {plan.tp} does not divide the {hw.chips_per_node} chips of a node: its groups "
@@ -300,8 +372,22 @@ def plans(m: Model, hw: Hardware, global_batch: int, rules: Rules = Rules()) -> 
                 for n_micro in divisors(global_batch // (dp * fsdp)):
                     if rules.micro_at_least_stages and n_micro < pp:
                         continue
+                    if rules.micro_more_than_stages and n_micro <= pp:
+                        continue
                     out += [Plan(dp, fsdp, tp, pp, n_micro, r) for r in REMAT]
     return out
+
+
+def empty_space(m: Model, hw: Hardware, global_batch: int) -> str:
+    """Why no plan exists at all (the cluster's size, not memory, rules every plan out)."""
+    tps = [t for t in divisors(hw.chips) if m.heads % t == 0 and hw.chips_per_node % t == 0]
+    return (
+        f"no plan exists: {hw.chips} chips cannot be split as dp·fsdp·tp·pp with tp dividing "
+        f"the {m.heads} heads and the {hw.chips_per_node} chips of a node (tp ∈ {tps}), pp "
+        f"dividing the {m.layers} layers, dp·fsdp dividing the batch of {global_batch} "
+        "sequences and n_micro ≥ pp dividing each replica's share; plan on fewer chips "
+        "(leave some idle) or change the batch"
+    )
 
 
 def tie_key(plan: Plan) -> tuple:
@@ -317,9 +403,11 @@ def ranked(
     """(plan, memory, time) of every plan that fits HBM (all of them with ``fit=False``),
     fastest first, ties broken by :func:`tie_key`."""
     rows = []
+    limit = hw.hbm_bytes * rules.hbm_share
     for plan in plans(m, hw, global_batch, rules):
         mem = memory_per_chip(m, plan, global_batch)
-        if fit and mem["total"] > hw.hbm_bytes:
+        held = mem["total"] if rules.memory is None else rules.memory(plan)
+        if fit and (held > limit or (rules.fit_strictly and held >= limit)):
             continue
         rows.append((plan, mem, step_time(m, hw, plan, global_batch)))
     if not rows:
@@ -327,7 +415,12 @@ def ranked(
     fastest = min(t["total"] for _, _, t in rows)
     tied = [r for r in rows if r[2]["total"] <= fastest * (1 + TIE)]
     rest = [r for r in rows if r[2]["total"] > fastest * (1 + TIE)]
-    tied.sort(key=lambda r: tie_key(r[0]))
+    if rules.order == "dp-first":
+        tied.sort(key=lambda r: (r[0].dp, r[0].fsdp, r[0].tp, r[0].pp, r[0].n_micro))
+    elif rules.order == "last":
+        tied.reverse()
+    else:
+        tied.sort(key=lambda r: tie_key(r[0]))
     rest.sort(key=lambda r: (r[2]["total"], tie_key(r[0])))
     return tied + rest
 

@@ -55,7 +55,10 @@ class Plan:
     ``dp`` replicas, each split ``fsdp`` ways (ZeRO-3), ``tp`` ways (Megatron)
     and into ``pp`` pipeline stages; each replica's batch runs as ``n_micro``
     micro-batches; ``remat`` is ``"none"`` or ``"block"`` (keep only each
-    block's input and recompute the rest in the backward).
+    block's input and recompute the rest in the backward); ``grads`` is the
+    gradients' precision in memory, ``"bf16"`` (2 bytes per parameter) or
+    ``"fp32"`` (4: Megatron's and DeepSpeed's default of accumulating
+    gradients in float32).
     """
 
     dp: int
@@ -64,9 +67,12 @@ class Plan:
     pp: int
     n_micro: int
     remat: str
+    grads: str = "bf16"
 
 
 REMAT = ("none", "block")
+GRADS = {"bf16": 2, "fp32": 4}
+"""Bytes of one gradient per parameter, by ``Plan.grads``."""
 
 # Published configurations (the lesson text cites each): the Llama 3 paper's
 # table of hyperparameters, with the vocabulary and head size of the released

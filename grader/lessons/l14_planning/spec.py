@@ -33,13 +33,30 @@ from hypothesis import strategies as st
 from grader.checks.scalar import RAISES, Scalar, close, fmt
 from grader.evidence import Note, Table
 from grader.lessons.l14_planning import cost, explain, suspects
-from grader.lessons.l14_planning.records import HARDWARE, MODELS, REMAT, Hardware, Model, Plan
+from grader.lessons.l14_planning.records import (
+    GRADS,
+    HARDWARE,
+    MODELS,
+    REMAT,
+    Hardware,
+    Model,
+    Plan,
+)
 from grader.results import CheckResult
 from grader.runtime import Runtime, call_pure
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
 
-CHIPS = {**HARDWARE, "toy": Hardware("toy", 1, 1, 1e12, 16e9, 1e9, 1e-5, 1e8, 1e-4)}
-"""The presets, and a toy chip with round figures (its name is not in the student's HARDWARE)."""
+CHIPS = {
+    **HARDWARE,
+    "toy": Hardware("toy", 1, 1, 1e12, 16e9, 1e9, 1e-5, 1e8, 1e-4),
+    "toy-1228800": Hardware("toy-1228800", 1, 1, 1e12, 1_228_800, 1e9, 1e-5, 1e8, 1e-4),
+    "ideal": Hardware("ideal", 1, 1, 1e12, 16e9, 1e30, 0.0, 1e30, 0.0),
+}
+"""The presets, and toy chips with round figures (their names are not in the student's
+HARDWARE): ``toy``; ``toy-1228800``, whose HBM is exactly what the best plan of
+``TIGHT`` needs (every term a whole number of bytes, so any order of summing gives it
+exactly); ``ideal``, whose links cost nothing (1e30 B/s, no latency), so plans that
+differ only in how they communicate tie and the tie-break decides."""
 
 PRESETS = {
     (m.layers, m.d_model, m.d_ff, m.heads, m.kv_heads, m.head_dim, m.vocab, m.seq): m
@@ -59,8 +76,8 @@ def hardware_of(chip: str, chips: int, node: int) -> Hardware:
     return dataclasses.replace(CHIPS[chip], chips=chips, chips_per_node=node)
 
 
-def plan_of(t: tuple, remat: str) -> Plan:
-    return Plan(*tuple(t), remat)
+def plan_of(t: tuple, remat: str, grads: str = "bf16") -> Plan:
+    return Plan(*tuple(t), remat, grads)
 
 
 def show_model(m: Model) -> str:
@@ -118,6 +135,8 @@ def _planned(draw, with_hw: bool) -> Example:
     batch = dp * fsdp * n_micro * draw(st.sampled_from([1, 2, 3]))
     ex: Example = {"model": m, "plan": (dp, fsdp, tp, pp, n_micro),
                    "remat": draw(st.sampled_from(REMAT)), "batch": batch}  # fmt: skip
+    if not with_hw:
+        ex["grads"] = draw(st.sampled_from(sorted(GRADS)))
     if with_hw:
         ex = {"model": m, "chip": draw(st.sampled_from(sorted(CHIPS))),
               "chips": dp * fsdp * tp * pp, "node": draw(st.sampled_from([1, 2, 4, 6, 8])),
@@ -265,7 +284,7 @@ def _not_terms(out: Any, keys: tuple[str, ...]) -> str | None:
 
 
 def _memory_args(ex: Example) -> tuple:
-    return model_of(ex["model"]), plan_of(ex["plan"], ex["remat"]), ex["batch"]
+    return model_of(ex["model"]), plan_of(ex["plan"], ex["remat"], ex["grads"]), ex["batch"]
 
 
 def _memory_formulas(ex: Example) -> dict[str, str]:
@@ -276,7 +295,8 @@ def _memory_formulas(ex: Example) -> dict[str, str]:
     tokens = cost.micro_tokens(m, plan, batch)
     return {
         "params": f"2·P/(fsdp·tp·pp) = 2·{p}/{w}",
-        "grads": f"2·P/(fsdp·tp·pp) = 2·{p}/{w}",
+        "grads": f"{GRADS[plan.grads]}·P/(fsdp·tp·pp) = {GRADS[plan.grads]}·{p}/{w} "
+        f"(grads = {plan.grads!r})",
         "optimizer": f"12·P/(fsdp·tp·pp) = 12·{p}/{w}",
         "activations": f"{act}, held = min(n_micro, pp) = {cost.in_flight(plan)}, tokens = "
         f"B/(dp·fsdp·n_micro)·S = {tokens:g}",
@@ -297,14 +317,20 @@ def _run_memory(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
 
 
 MEMORY_EXPLICIT = [
-    {"model": L70, "plan": (2, 4, 8, 4, 8), "remat": "none", "batch": 64},
-    {"model": L70, "plan": (2, 4, 8, 4, 8), "remat": "block", "batch": 64},
-    {"model": L70, "plan": (1, 2, 8, 4, 2), "remat": "none", "batch": 8},
-    {"model": L8, "plan": (1, 1, 1, 1, 1), "remat": "none", "batch": 1},
-    {"model": MODEL_TWISTS[1], "plan": (3, 1, 3, 7, 2), "remat": "block", "batch": 12},
-]
-"""dp, fsdp, tp and pp all above 1, without and with remat; n_micro < pp; one chip;
-three heads split three ways over seven stages (seven layers)."""
+    {"model": L70, "plan": (3, 4, 8, 4, 12), "remat": "none", "batch": 144, "grads": "bf16"},
+    {"model": L70, "plan": (3, 4, 8, 4, 12), "remat": "block", "batch": 144, "grads": "fp32"},
+    {"model": L70, "plan": (1, 3, 8, 4, 1), "remat": "none", "batch": 3, "grads": "bf16"},
+    {"model": L8, "plan": (1, 1, 1, 1, 1), "remat": "none", "batch": 1, "grads": "bf16"},
+    {"model": MODEL_TWISTS[1], "plan": (3, 1, 3, 7, 2), "remat": "block", "batch": 12,
+     "grads": "fp32"},
+]  # fmt: skip
+"""dp, fsdp, tp and pp all above 1, without and with remat, bf16 and fp32 gradients;
+n_micro < pp; one chip; three heads split three ways over seven stages (seven layers).
+Drawn so that the suspects differ where they first show: in the first, activations in
+float32 give 2×, GPipe's n_micro micro-batches 3× (n_micro/pp = 3), tokens not divided by
+fsdp 4×, and weights counted as elements ½ against dp = 3 not sharding them ⅓; in the
+third, pp micro-batches held give 4× (n_micro = 1), fsdp's 3× and float32's 2×
+(``tests/test_l14.py`` holds every suspect alone where it first shows)."""
 
 
 def _explain_memory(trials: list[Trial]) -> list[Any]:
@@ -368,12 +394,15 @@ TIME_EXPLICIT = [
      "remat": "none", "batch": 256},
     {"model": MODEL_TWISTS[1], "chip": "toy", "chips": 42, "node": 6, "plan": (2, 1, 3, 7, 7),
      "remat": "none", "batch": 28},
+    {"model": MODEL_TWISTS[0], "chip": "toy", "chips": 12, "node": 8, "plan": (2, 3, 2, 1, 2),
+     "remat": "none", "batch": 24},
     {"model": L8, "chip": "h100-sxm", "chips": 64, "node": 8, "plan": (2, 2, 8, 1, 1),
      "remat": "none", "batch": 8},
 ]  # fmt: skip
 """Everything at once with remat; tp = 16 across two nodes; one chip; fsdp across nodes with
-two micro-batches; a toy chip with three heads split three ways and seven stages; a plan of
-32 chips for a cluster of 64 (ValueError)."""
+two micro-batches; a toy chip with three heads split three ways and seven stages; fsdp's
+groups spanning 6 chips of a node of 8 (fewer than a node, but they do not tile it: some
+straddle two nodes); a plan of 32 chips for a cluster of 64 (ValueError)."""
 
 
 # ------------------------------------------------------------------ best_plan
@@ -417,18 +446,23 @@ class BestPlan(Check):
         got, want, call = trial.output, trial.expected, trial.extra["call"]
         m, hw, batch = _best_args(trial.example)
         if want == RAISES:
+            empty = not cost.plans(m, hw, batch)
+            why = (cost.empty_space(m, hw, batch) if empty
+                   else f"no plan fits in {explain.gb(hw.hbm_bytes)} per chip")  # fmt: skip
             if isinstance(got, ValueError):
-                return CheckResult(self.name, True, "raised ValueError: no plan fits")
+                return CheckResult(self.name, True, f"raised ValueError: {why}")
             what = (
                 f"raised {type(got).__name__}: {got}"
                 if isinstance(got, BaseException)
                 else f"returned {got}"
             )
-            return CheckResult(self.name, False, f"{call} {what}; expected a ValueError: no plan "
-                               f"fits in {explain.gb(hw.hbm_bytes)} per chip",
-                               evidence=self._smallest(m, hw, batch),
-                               hint="When no plan of the search space fits HBM, raise ValueError "
-                               "instead of returning the least bad one.")  # fmt: skip
+            hint = ("When the search space is empty, raise ValueError: no split of these chips "
+                    "follows the rules, whatever the memory." if empty else
+                    "When no plan of the search space fits HBM, raise ValueError instead of "
+                    "returning the least bad one.")  # fmt: skip
+            return CheckResult(self.name, False, f"{call} {what}; expected a ValueError: {why}",
+                               evidence=[] if empty else self._smallest(m, hw, batch),
+                               hint=hint)  # fmt: skip
         if not isinstance(got, Plan):
             return CheckResult(self.name, False, f"{call} returned {type(got).__name__} "
                                f"{got!r:.100}; expected a Plan",
@@ -450,14 +484,24 @@ class BestPlan(Check):
                                f"{broken}", evidence=evidence, hint=_rule_hint(broken))  # fmt: skip
         mine = self._terms(m, hw, got, batch)
         evidence = [explain.side_by_side(best, mine, hw.hbm_bytes)]
+        known = suspects.search_matches(m, hw, batch, got, want)
         if mine[1]["total"] > hw.hbm_bytes:
             worst = max(cost.MEMORY_KEYS[:-1], key=lambda k: mine[1][k])
+            unfit = cost.ranked(m, hw, batch, fit=False)
+            if unfit and unfit[0][0] == got:
+                known.insert(0, "The fastest plan must also fit: keep only plans whose "
+                             "memory_per_chip total is at most hw.hbm_bytes.")  # fmt: skip
+            hint = _one_of(known) or (
+                "By the lesson's memory_per_chip your plan does not fit. Either your search "
+                "does not hold each plan to hw.hbm_bytes, or the memory it holds them to "
+                "undercounts this plan (your memory_per_chip or param_count: compare them with "
+                "the table; their own grades say whether they agree with the lesson's)."
+            )
             return CheckResult(self.name, False, f"{lead}. Yours needs "
                                f"{explain.gb(mine[1]['total'])} per chip, more than the "
                                f"{explain.gb(hw.hbm_bytes)} of HBM (its largest term: {worst}, "
                                f"{explain.gb(mine[1][worst])})", evidence=evidence,
-                               hint="The fastest plan must also fit: keep only plans whose "
-                               "memory_per_chip total is at most hw.hbm_bytes.")  # fmt: skip
+                               hint=hint)  # fmt: skip
         bt, yt = best[2], mine[2]
         if yt["total"] <= bt["total"] * (1 + cost.TIE):
             return CheckResult(self.name, False, f"{lead}. Both take {explain.seconds(bt['total'])}"
@@ -465,13 +509,17 @@ class BestPlan(Check):
                                f"{_plan_fields_differ(got, want)}", evidence=evidence,
                                hint="Collect every plan within 1e-9 (relative) of the fastest "
                                "time, then take the first in the stated order.")  # fmt: skip
+        fit = f" The best plan needs {explain.gb(best[1]['total'])}, within the " \
+              f"{explain.gb(hw.hbm_bytes)} of HBM" + (" exactly" if close(
+                  best[1]["total"], hw.hbm_bytes) else "") + "."  # fmt: skip
         return CheckResult(self.name, False, f"{lead}. Yours takes {explain.seconds(yt['total'])}"
                            f" per step, the best {explain.seconds(bt['total'])}: "
-                           + explain.decided_by(bt, yt),
+                           + explain.decided_by(bt, yt) + "." + fit,
                            evidence=[*evidence, Note(explain.decided_by(bt, yt))],
-                           hint="Both plans fit and follow the rules, so the search missed "
-                           "the faster one, or costs a term differently: compare your "
-                           "step_time on both plans with the table.")  # fmt: skip
+                           hint=_one_of(known) or "Both plans fit and follow the rules, so "
+                           "the search missed the faster one, or costs or holds a plan "
+                           "differently (a margin below hw.hbm_bytes, say): compare your "
+                           "step_time and memory_per_chip on both plans with the table.")  # fmt: skip
 
     @staticmethod
     def _terms(m: Model, hw: Hardware, plan: Plan, batch: int) -> tuple | None:
@@ -490,6 +538,12 @@ class BestPlan(Check):
         plan, mem, _ = min(rows, key=lambda r: r[1]["total"])
         return [explain.memory_bars(explain.plan_text(plan), mem, hw.hbm_bytes,
                                     note="the plan that needs the least memory")]  # fmt: skip
+
+
+def _one_of(hints: list[str]) -> str | None:
+    if not hints:
+        return None
+    return hints[0] if len(hints) == 1 else "One of these: " + " Or: ".join(hints)
 
 
 def _rule_hint(broken: str) -> str:
@@ -538,6 +592,29 @@ TRAPS = [
 off, ``tests/test_l14.py`` holds them so): tp = 2 across two one-chip nodes; n_micro = 1
 < pp = 3; and the fastest plan of all (dp = 2) that does not fit HBM."""
 BEST_EXPLICIT += TRAPS
+
+TIGHT = {"model": MODEL_TWISTS[0], "chip": "toy-1228800", "chips": 8, "node": 8, "batch": 8}
+"""The best plan (dp = 8, no remat) needs exactly the chip's HBM: ≤ keeps it, < does not."""
+MORE_TRAPS = [
+    {"model": MODEL_TWISTS[1], "chip": "ideal", "chips": 8, "node": 8, "batch": 8},
+    TIGHT,
+    {"model": L70, "chip": "tpu-v5p", "chips": 8960, "node": 8960, "batch": 512},
+    {
+        "model": (12, 2048, 8192, 32, 2, 128, 32000, 2048),
+        "chip": "ideal",
+        "chips": 1,
+        "node": 4,
+        "batch": 4,
+    },
+]
+"""Free links: dp = 8, fsdp = 4·tp = 2 … all tie, and a search that keeps the first plan
+its loops meet (dp first) or the last returns another; HBM met exactly; the scaling
+book's LLaMA-3-70B on a whole v5p pod with its 4M-token batch: 8960 = 2⁸·5·7 chips and no
+split follows the rules (the search space is empty: ValueError, for divisibility, not
+memory); one chip where counting the embedding once (0.5 GB less) lets one micro-batch
+of 4 sequences seem to fit: a wrong param_count changes the plan (to one that is not the
+fastest of all, so "no memory test" does not explain it)."""
+BEST_EXPLICIT += MORE_TRAPS
 
 
 # ------------------------------------------------------------------ exercises

@@ -11,7 +11,7 @@ from typing import Any
 
 from grader.checks.scalar import close
 from grader.lessons.l14_planning import cost
-from grader.lessons.l14_planning.records import Hardware, Model, Plan
+from grader.lessons.l14_planning.records import GRADS, Hardware, Model, Plan
 
 # ------------------------------------------------------------------ param_count
 
@@ -58,6 +58,12 @@ def flops(m: Model, tokens: int) -> list[tuple[Any, str]]:
 
 
 def memory(m: Model, plan: Plan, batch: int) -> list[tuple[dict[str, float], str]]:
+    return list(memory_variants(m, plan, batch).values())
+
+
+def memory_variants(m: Model, plan: Plan, batch: int) -> dict[str, tuple[dict[str, float], str]]:
+    """Each known memory mistake's terms on this plan, by a name that does not depend on
+    the plan (so a search can be rebuilt with one mistake in it: :func:`searches`)."""
     right = cost.memory_per_chip(m, plan, batch)
     p, w = cost.param_count(m), cost.weight_shards(plan)
 
@@ -66,37 +72,59 @@ def memory(m: Model, plan: Plan, batch: int) -> list[tuple[dict[str, float], str
         return cost.with_total({**base, **terms})
 
     acts = lambda **kw: cost.activation_bytes(m, plan, batch, **kw)  # noqa: E731
-    out = [
-        (variant(optimizer=0.0), "The optimizer state is forgotten: Adam keeps two float32 "
-         "moments and a float32 master copy of every weight, 12 bytes per parameter."),
-        (variant(optimizer=8 * p / w), "The float32 master weights are forgotten: besides m and "
-         "v (8 bytes), mixed precision keeps a float32 copy of every weight, 12 bytes in all."),
-        (variant(activations=0.0), "The activations are forgotten: the backward needs what the "
-         "forward computed, min(n_micro, pp) micro-batches of it per stage."),
-        (variant(params=right["params"] / plan.dp, grads=right["grads"] / plan.dp,
-                 optimizer=right["optimizer"] / plan.dp),
+    grad = GRADS[plan.grads]
+    out = {}
+    if plan.grads == "fp32":
+        out["grads-bf16"] = (variant(grads=2 * p / w), "grads = 'fp32': the gradients are "
+                             "kept in float32, 4 bytes per parameter, not 2 (16 + 2 = 18 "
+                             "bytes per parameter in all).")  # fmt: skip
+    else:
+        out["grads-fp32"] = (variant(grads=4 * p / w), "grads = 'bf16': the gradients are "
+                             "bf16, 2 bytes per parameter; 4 is for grads = 'fp32'.")  # fmt: skip
+    out["elements"] = (variant(params=p / w, grads=grad / 2 * p / w, optimizer=3 * p / w),
+                       "Counted in elements, not bytes: a bf16 weight is 2 bytes, a float32 "
+                       "moment or master weight 4.")  # fmt: skip
+    out["act-fp32"] = (variant(activations=acts(how=cost.Costing(act_bytes=4))),
+                       "The activations are counted in float32 (4 bytes): the lesson keeps "
+                       "them in bf16, 2 bytes per element.")  # fmt: skip
+    if plan.fsdp > 1:
+        out["tokens-fsdp"] = (variant(activations=acts(how=cost.Costing(tokens_over_fsdp=False))),
+                              f"fsdp = {plan.fsdp} splits the batch too: each chip's "
+                              "micro-batch is B/(dp·fsdp·n_micro) sequences, not "
+                              "B/(dp·n_micro).")  # fmt: skip
+    out.update({
+        "no-optimizer": (variant(optimizer=0.0), "The optimizer state is forgotten: Adam "
+         "keeps two float32 moments and a float32 master copy of every weight, 12 bytes per "
+         "parameter."),
+        "no-master": (variant(optimizer=8 * p / w), "The float32 master weights are forgotten: "
+         "besides m and v (8 bytes), mixed precision keeps a float32 copy of every weight, 12 "
+         "bytes in all."),
+        "no-activations": (variant(activations=0.0), "The activations are forgotten: the "
+         "backward needs what the forward computed, min(n_micro, pp) micro-batches of it per "
+         "stage."),
+        "dp-shards": (variant(params=right["params"] / plan.dp, grads=right["grads"] / plan.dp,
+                              optimizer=right["optimizer"] / plan.dp),
          f"dp = {plan.dp} does not shard the weights: every data-parallel replica holds the "
          "same copy. Only fsdp·tp·pp divide params, grads and optimizer state."),
-        (variant(activations=acts(replicated_over_tp=False)), f"tp = {plan.tp} does not shard "
-         "the 4·D part: each block's input and its norm's output are whole on every tp chip "
-         "(Megatron without sequence parallelism); only Q, K, V, the attention output and "
-         "SwiGLU's activations are split."),
-        (variant(activations=acts(held=plan.n_micro)), "1F1B holds min(n_micro, pp) "
+        "tp-residual": (variant(activations=acts(replicated_over_tp=False)), f"tp = {plan.tp} "
+         "does not shard the 4·D part: each block's input and its norm's output are whole on "
+         "every tp chip (Megatron without sequence parallelism); only Q, K, V, the attention "
+         "output and SwiGLU's activations are split."),
+        "gpipe": (variant(activations=acts(held=plan.n_micro)), "1F1B holds min(n_micro, pp) "
          "micro-batches on the first stage, not all n_micro (that is GPipe)."),
-    ]  # fmt: skip
+    })  # fmt: skip
     if plan.remat == "block":
-        out += [
-            (variant(activations=acts(remat="none")), "Counted without remat: with "
-             "remat='block' a layer keeps only its input, 2·D bytes per token, and recomputes "
-             "the rest in the backward."),
-            (variant(activations=acts() - micro_layer(m, plan, batch)), "With remat, one "
-             "layer's full activations of one micro-batch are alive while it is recomputed: "
-             "add tokens · 2·(4·D + (2·H·(N + K) + 3·F)/tp)."),
-        ]  # fmt: skip
+        out["no-remat"] = (variant(activations=acts(remat="none")), "Counted without remat: "
+                           "with remat='block' a layer keeps only its input, 2·D bytes per "
+                           "token, and recomputes the rest in the backward.")  # fmt: skip
+        out["no-recompute-layer"] = (variant(activations=acts() - micro_layer(m, plan, batch)),
+                                     "With remat, one layer's full activations of one "
+                                     "micro-batch are alive while it is recomputed: add tokens "
+                                     "· 2·(4·D + (2·H·(N + K) + 3·F)/tp).")  # fmt: skip
     if plan.n_micro < plan.pp:
-        out.append((variant(activations=acts(held=plan.pp)), f"With n_micro = {plan.n_micro} < "
-                    f"pp = {plan.pp} micro-batches, a stage holds only the {plan.n_micro} there "
-                    "are: min(n_micro, pp), not pp."))  # fmt: skip
+        out["held-pp"] = (variant(activations=acts(held=plan.pp)), f"With n_micro = "
+                          f"{plan.n_micro} < pp = {plan.pp} micro-batches, a stage holds only "
+                          f"the {plan.n_micro} there are: min(n_micro, pp), not pp.")  # fmt: skip
     return out
 
 
@@ -115,7 +143,35 @@ def time(m: Model, hw: Hardware, plan: Plan, batch: int) -> list[tuple[dict[str,
         return cost.finish(m, hw, {**base, **terms}, batch)
 
     model = cost.train_flops(m, batch * m.seq)
-    out = []
+
+    def costed(**how: Any) -> dict[str, float]:
+        return cost.step_time(m, hw, plan, batch, cost.Costing(**how))
+
+    out = [
+        (costed(extra_hop=1), "A ring of N devices takes N − 1 steps (2·(N − 1) for an "
+         "all-reduce), not N: after N − 1 hops every block has reached every device."),
+        (costed(wire_bytes=1), "The collectives are counted in elements, not bytes: each "
+         "element of a bf16 activation or weight is 2 bytes on the wire."),
+    ]  # fmt: skip
+    if plan.dp > 1 and cost.weight_shards(plan) > 1:
+        out.append((costed(dp_volume="model"), "dp all-reduces each chip's gradient shard, "
+                    "2·P/(fsdp·tp·pp), not the whole model's gradient 2·P: fsdp, tp and pp have "
+                    "already split it."))  # fmt: skip
+    if plan.dp > 1 and plan.fsdp > 1:
+        out.append((costed(dp_volume="column"), f"dp all-reduces the gradient shard after fsdp "
+                    f"= {plan.fsdp} has reduce-scattered it: 2·P/(fsdp·tp·pp), not "
+                    "2·P/(tp·pp)."))  # fmt: skip
+    if plan.fsdp > 1:
+        out.append((costed(tokens_over_fsdp=False), f"fsdp = {plan.fsdp} splits the batch too: "
+                    "a chip's micro-batch is B/(dp·fsdp·n_micro) sequences, not B/(dp·n_micro)."))  # fmt: skip
+    if plan.pp > 1:
+        out.append((costed(bubble=False), f"pp = {plan.pp} stages leave a bubble: "
+                    "compute·(pp − 1)/n_micro seconds of idle stages per step, not 0."))  # fmt: skip
+    if costed(link_by_span=True) != right:
+        out.append((costed(link_by_span=True), "A ring stays inside a node only when its groups "
+                    "tile the node (the node's size is a multiple of the span: inner axes × the "
+                    "axis); a span smaller than a node that does not divide it makes some groups "
+                    "straddle two nodes."))  # fmt: skip
     if not cost.within_node(hw, plan, "tp"):
         intra = (hw.intra_bandwidth, hw.intra_latency)
         nodes = -(-plan.tp // hw.chips_per_node)
@@ -141,10 +197,11 @@ def time(m: Model, hw: Hardware, plan: Plan, batch: int) -> list[tuple[dict[str,
             (variant(fsdp=fs(1, 0)), "FSDP's bytes counted once: per micro-batch the weights are "
              "all-gathered for the forward, all-gathered again for the backward, and the "
              "gradients reduce-scattered: 2 all-gathers + 1 reduce-scatter."),
-            (variant(fsdp=fs(1, 1)), "The backward gathers the weights again (they were freed "
-             "after the forward): 2 all-gathers + 1 reduce-scatter per micro-batch."),
-            (variant(fsdp=fs(2, 0)), "The gradients are reduce-scattered over fsdp too: 2 "
-             "all-gathers + 1 reduce-scatter per micro-batch."),
+            (variant(fsdp=fs(1, 1)), "FSDP counted as two passes of its ring per micro-batch, "
+             "not three (an all-gather and a reduce-scatter take the same time here, so the "
+             "value cannot tell which is missing): the weights are gathered for the forward, "
+             "gathered again for the backward (they were freed after the forward), and the "
+             "gradients reduce-scattered: 2 all-gathers + 1 reduce-scatter."),
         ]  # fmt: skip
         if plan.n_micro > 1:
             out.append((variant(fsdp=fs(2, 1) / plan.n_micro), "FSDP gathers and "
@@ -174,11 +231,14 @@ def matching(
     )
     if first is None:
         return None, None
-    hints = []
+    hints, whole = [], []
     for values, hint in suspects:
         shown = close(values[first], got[first]) and not close(values[first], want[first])
         if shown and hint not in hints:
             hints.append(hint)
+            if all(close(values[k], got[k]) or both_zero(values[k], got[k]) for k in keys):
+                whole.append(hint)
+    hints = whole or hints  # a suspect that gives every term as the student's explains more
     if not hints:
         return first, None
     return first, hints[0] if len(hints) == 1 else "One of these: " + " Or: ".join(hints)
@@ -186,3 +246,65 @@ def matching(
 
 def both_zero(a: float, b: float) -> bool:
     return abs(a) <= 1e-300 and abs(b) <= 1e-300
+
+
+# ------------------------------------------------------------------ best_plan
+
+
+MEMORY_MISTAKES = ("elements", "act-fp32", "tokens-fsdp", "no-optimizer", "no-master",
+                   "no-activations", "dp-shards", "tp-residual", "gpipe", "no-remat",
+                   "no-recompute-layer", "held-pp")  # fmt: skip
+"""The memory mistakes a search can be rebuilt with (:func:`memory_variants`' names)."""
+
+
+def searches(m: Model, hw: Hardware, batch: int) -> list[tuple[cost.Rules, Any]]:
+    """Each known way of searching wrongly: the rules of a search that makes it, and its
+    diagnosis (a text, or a function of the student's plan). ``BestPlan`` names those whose
+    best plan is the student's (and not the right one), every one of them when several are."""
+    out: list[tuple[cost.Rules, Any]] = [
+        (cost.Rules(fit_strictly=True), "A plan fits when its memory_per_chip total is at "
+         "most hw.hbm_bytes (≤): the best plan needs exactly that much here, and your search "
+         "dropped it (< where ≤)."),
+        (cost.Rules(micro_more_than_stages=True), "n_micro = pp is allowed: a pipeline needs at "
+         "least pp micro-batches (n_micro ≥ pp), not more than pp (and pp = 1 runs with "
+         "n_micro = 1)."),
+        (cost.Rules(micro_at_least_stages=False), "Search only n_micro ≥ pp: a pipeline of p "
+         "stages needs at least p micro-batches."),
+        (cost.Rules(tp_in_node=False), "Tensor parallelism stays inside a node: search only tp "
+         "that divide hw.chips_per_node (and the heads)."),
+    ]  # fmt: skip
+    for share in (0.95, 0.9, 0.85, 0.8):
+        out.append((cost.Rules(hbm_share=share), f"Your search holds back a margin: your plan "
+                    f"is the best when only {share:.0%} of hw.hbm_bytes may be used (or less). "
+                    "A plan fits when its memory_per_chip total is at most hw.hbm_bytes, "
+                    "nothing held back."))  # fmt: skip
+    for name in MEMORY_MISTAKES:
+
+        def held(plan: Plan, name: str = name) -> float:
+            v = memory_variants(m, plan, batch).get(name)
+            return (v[0] if v else cost.memory_per_chip(m, plan, batch))["total"]
+
+        def says(got: Plan, name: str = name) -> str:
+            hint = memory_variants(m, got, batch)[name][1]
+            return ("Your plan is the best one when memory is counted with this mistake "
+                    f"(memory_per_chip's own grade names it): {hint}")  # fmt: skip
+
+        out.append((cost.Rules(memory=held), says))
+    for value, hint in params(m):
+        out.append((cost.Rules(memory=lambda plan, v=value: cost.memory_per_chip(
+            m, plan, batch, params=v)["total"]), "Your plan is the best one when the parameters "
+            f"are counted with this mistake (param_count's own grade names it): {hint}"))  # fmt: skip
+    return out
+
+
+def search_matches(m: Model, hw: Hardware, batch: int, got: Plan, want: Plan) -> list[str]:
+    """The diagnoses of :func:`searches` whose search returns ``got`` (and not ``want``)."""
+    hints = []
+    for rules, hint in searches(m, hw, batch):
+        rows = cost.ranked(m, hw, batch, rules)
+        if rows and rows[0][0] == got != want:
+            text = hint(got) if callable(hint) else hint
+            margin = "holds back a margin" in text
+            if text not in hints and not (margin and any("holds back" in h for h in hints)):
+                hints.append(text)  # one margin: the largest share that gives the plan
+    return hints
