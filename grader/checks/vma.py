@@ -261,11 +261,15 @@ def explain(err: VmaError) -> str:
             return (
                 f"The {loop} carry {c.path} starts the same on every device over "
                 f"{_q(c.gained)}, but the loop body returns it varying over {_q(c.gained)}: a "
-                "carry must keep its type. An initial value built from constants (jnp.zeros) or "
-                f"from replicated inputs is invariant. If the carry is meant to differ per device, "
+                "carry must keep its type. Which fix is right depends on what the carry holds, "
+                "which the error cannot tell. If each device is meant to keep its own value in "
+                "it (per-device gradients or partial results, reduced once after the loop), "
                 f"start it varying: lax.pcast(init, {_axis_arg(c.gained)}, to='varying') (or "
-                "jnp.zeros_like of a varying value); if it is meant to stay the same everywhere, "
-                "look for what in the body varies."
+                "jnp.zeros_like of a varying value). If it is meant to be the same on every "
+                f"device over {_q(c.gained)} (activations replicated there), the body leaves a "
+                f"partial sum or a per-device value in it: add the missing lax.psum over "
+                f"{_q(c.gained)} where the body makes it; a pcast of the initial value would only "
+                "silence the error and carry partial sums."
             )
         return (
             f"The {loop} carry {c.path} starts varying over {_q(c.lost)}, but the loop body "
@@ -281,9 +285,13 @@ def explain(err: VmaError) -> str:
         )
     if err.kind == PCAST:
         return (
-            "lax.pcast(..., to='varying') on a value that already varies across devices: "
-            "anything computed from a sharded input or from lax.axis_index varies already. "
-            "Drop that pcast; only buffers made from constants (jnp.zeros) need it."
+            "lax.pcast(..., to='varying') on a value that already varies across devices. "
+            "If the value is meant to vary there (computed from a sharded input or from "
+            "lax.axis_index), drop that pcast: only buffers made from constants (jnp.zeros) or "
+            "replicated inputs need it. If it is meant to be the same on every device at that "
+            "point (activations replicated over the axis), something before it left it "
+            "varying, a missing lax.psum over the axis most often: add that reduction; "
+            "dropping the pcast would only move the error."
         )
     if err.kind == PCAST_TO:
         return (

@@ -280,7 +280,7 @@ def dp_grads(params, x, y, mesh):
         exercise="dp_accumulate",
         status="error",
         check=None,
-        says=("already varies", "Drop that pcast"),
+        says=("already varies", "drop that pcast"),
         patch=(
             (
                 "xs = x_rows.reshape(n_micro, -1, x_rows.shape[-1])",

@@ -260,3 +260,29 @@ MISTAKES: list[Mistake] = [
         ),
     ),
 ]
+
+# ---------------------------------------------------------------- issue 37: a carry gains 'model'
+MLP_ROW_PARALLEL = 'return h + lax.psum(jnp.tanh(hv @ w["w_in"]) @ w["w_out"], "model")'
+MISTAKES += [
+    Mistake(
+        id="l12-attention-psum-forgotten-under-check-vma",
+        module=L12,
+        exercise="train_step",
+        patch=((ROW_PARALLEL, 'h = h + o.reshape(b, s, heads * dh) @ w["wo"]'),),
+        status="error",
+        check=None,
+        says=("without lax.psum over 'model'", "would only silence"),
+    ),
+    Mistake(
+        id="l12-mlp-psum-before-the-down-projection",
+        module=L12,
+        exercise="train_step",
+        patch=(
+            (MLP_ROW_PARALLEL,
+             'return h + lax.psum(jnp.tanh(hv @ w["w_in"]), "model") @ w["w_out"]'),
+        ),  # fmt: skip
+        status="error",
+        check=None,
+        says=("without lax.psum over 'model'", "would only silence"),
+    ),
+]

@@ -889,10 +889,40 @@ UNCHECKED_TOO = (
 )
 
 
+H_VARIES = (
+    "h, the residual stream, must be the same on every 'model' device between sub-blocks "
+    "(each 'model' device then computes its own heads and F columns from the whole h), and "
+    "here it comes out varying over 'model'. What makes it vary: a row-parallel product "
+    "(… @ wo after attention, … @ w_out after the MLP) added to h without lax.psum over "
+    "'model' (each device holds a partial sum of it), a psum taken before the row-parallel "
+    "matmul instead of after it (psum(tanh(h @ w_in)) sums different columns, and @ w_out "
+    "then gives a partial sum again), or a weight all_gathered over 'model' (weights stay "
+    "split over 'model' in this step). Put the psum over 'model' on the row-parallel "
+    "product, once per sub-block. A lax.pcast of h (or of the scan's initial h) to varying "
+    "would only silence the error and carry partial sums."
+)
+"""Lesson 12's cause of a carry h that gains 'model', or a pcast of h over 'model' refused: every
+known mistake that makes h vary over 'model' (tests/mistakes/l12.py: the attention's psum
+forgotten, the MLP's psum before w_out), and the one fix that fits them all."""
+
+
+def _h_varies(found: vma.VmaError, exc: BaseException) -> bool:
+    """The error is about h varying over 'model': a scan carry gaining 'model', or a
+    pcast to varying over 'model' (the source line names the axis) of a value that varies."""
+    if found.kind == vma.CARRY:
+        return any("model" in c.gained for c in found.carries)
+    if found.kind == vma.PCAST:
+        line = next((ln for _, ln in reversed(vma.frames(exc)) if "pcast" in ln), "")
+        return "'model'" in line or '"model"' in line
+    return False
+
+
 def _train_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
     """in_specs (from the student's RULES) that differ from the params' placement: which dim,
-    and the logical axes that dim can be, read from the error."""
+    and the logical axes that dim can be, read from the error; h varying over 'model'."""
     found = vma.read(exc)
+    if found is not None and _h_varies(found, exc):
+        return H_VARIES
     if found is None or found.kind != vma.IN_SPECS:
         return None
     mine, placed = vma.spec_entries(found.spec), vma.spec_entries(found.placed)
