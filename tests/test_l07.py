@@ -96,3 +96,21 @@ def test_sizes_in_bytes():
     assert spec.params_bytes(ex) == 2 * 12 * 12 * 32 * 4
     assert spec.layer_bytes(ex) == 2 * 12 * 32 * 4
     assert spec.ring(ex, spec.params_bytes(ex)) == 2 * spec.params_bytes(ex) // 3
+
+
+def _graded(root, tmp_path, mistake_id: str):
+    from tests.mistakes import MISTAKES
+
+    m = next(m for m in MISTAKES if m.id == mistake_id)
+    (tmp_path / f"{m.module}.py").write_text(
+        m.source((root / "solutions" / f"{MODULE}.py").read_text())
+    )
+    (er,) = engine.grade_lesson(7, MODULE, tmp_path, only=[m.exercise], timeout=60).exercises
+    return " ".join(f"{c.message} {c.hint}" for c in er.checks if not c.passed) + f" {er.hint}"
+
+
+def test_extra_weight_gathers_are_not_blamed_on_the_batch(root, tmp_path):
+    """The batch-gather hint is read from the all-gathers' shapes: weights gathered up front
+    (the nearest mistake: extra all-gather bytes too) do not get it."""
+    said = _graded(root, tmp_path, "fsdp-forward-gathered-up-front")
+    assert "whole batch" not in said and "weights" in said

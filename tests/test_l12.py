@@ -98,3 +98,16 @@ def test_report_shows_the_students_prediction_next_to_the_measured_bytes(root, i
         # the solution's prediction is its own formula: within 10% of what it sends
         for row in table.rows:
             assert abs(row.predicted - (row.measured or 0)) <= 0.1 * max(row.measured or 0, 64)
+
+
+def test_h_varying_over_model_is_not_said_for_a_per_device_accumulator():
+    """The lesson-12 carry hint needs a carry gaining 'model'; lesson 6's accumulator carry
+    gains 'data' and keeps the generic text (which offers pcast of the init first for it)."""
+    from grader.checks import vma
+
+    acc = vma.VmaError(vma.CARRY, "", carries=(vma.Carry("scan", "acc", (), ("data",)),))
+    assert not spec._h_varies(acc, ValueError())
+    h = vma.VmaError(vma.CARRY, "", carries=(vma.Carry("scan", "h", ("data",), ("data", "model")),))
+    assert spec._h_varies(h, ValueError())
+    said = vma.explain(acc)
+    assert "lax.pcast(init, 'data', to='varying')" in said and "would only silence" in said

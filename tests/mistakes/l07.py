@@ -350,3 +350,26 @@ def fsdp_train_step(params, x, y, mesh, lr):
         ),
     ),
 ]
+
+# ---------------------------------------------------------------- issue 37: read what the extra
+# all-gather carries
+MISTAKES += [
+    Mistake(
+        id="fsdp-forward-gathers-the-batch",
+        module=L07,
+        exercise="fsdp_forward",
+        code="""
+def fsdp_forward(params, x, mesh):
+    def body(p, xb):
+        whole = lax.all_gather(xb, AXIS, axis=0, tiled=True)  # every row, to run them together
+        h = _local_forward(p, whole)
+        rows = xb.shape[0]
+        return lax.dynamic_slice_in_dim(h, lax.axis_index(AXIS) * rows, rows, 0)
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(PARAMS, BATCH), out_specs=BATCH)(params, x)
+""",
+        status="failed",
+        check="all-gather bytes",
+        says=("returns the whole batch", "the batch never moves"),
+    ),
+]

@@ -38,6 +38,7 @@ array with K = B + L·(D + F). Measured on six examples (N = 1, 2, 3, 4, 6,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -350,9 +351,35 @@ def _sharding_hint(trial: Trial, result: CheckResult) -> str | None:
 # ------------------------------------------------------------------ communication
 
 
+def _dims(shape: str) -> tuple[int, ...]:
+    """``f32[16,64]{1,0}`` → (16, 64)."""
+    m = re.search(r"\[([\d,]*)\]", shape)
+    return tuple(int(d) for d in m.group(1).split(",") if d) if m else ()
+
+
+def batch_gathered(trial: Trial) -> str | None:
+    """An all-gather whose result is the batch (the global [B, D] of x or y), read from the
+    compiled program's shapes. In every draw B = N·rows ≤ 2N is smaller than D = 8N and
+    F ≥ 16, so no weight, gathered or not, has the batch's shape."""
+    s = sizes(trial.example)
+    batch = (s.batch, s.d)
+    hits = [c for c in trial.comms.collectives
+            if c.kind == ALL_GATHER and c.count and _dims(c.shape)[-2:] == batch]  # fmt: skip
+    if not hits:
+        return None
+    return (
+        f"An all-gather returns the whole batch, {list(batch)} ({hits[0].name}): the extra "
+        "bytes carry the input rows, not the weights. In FSDP the batch never moves: each "
+        "device runs the whole model on its own rows (in_specs P('data', None)) and only the "
+        "weights are gathered, layer by layer."
+    )
+
+
 @dataclass(frozen=True)
 class BytesInRange(Check):
-    """Bytes each device sends in collectives of ``kind`` lie in [low, high]."""
+    """Bytes each device sends in collectives of ``kind`` lie in [low, high]; above it, the
+    hint says what the extra collective carries when the program shows it (the batch, by
+    :func:`batch_gathered`), else ``too_many``."""
 
     kind: str = ALL_GATHER
     low: Callable[[Example], int] = lambda ex: 0
@@ -385,10 +412,13 @@ class BytesInRange(Check):
             return CheckResult(
                 self.name, True, f"{got:,} bytes per device ({self.what})", evidence=evidence
             )
+        hint = self.too_many if got > hi else self.too_few
+        if got > hi and self.kind == ALL_GATHER:
+            hint = batch_gathered(trial) or hint
         return CheckResult(
             self.name, False,
             f"{got:,} bytes per device in {self.kind}; allowed {allowed} ({self.what})",
-            evidence=evidence, hint=self.too_many if got > hi else self.too_few,
+            evidence=evidence, hint=hint,
         )  # fmt: skip
 
 
