@@ -49,6 +49,17 @@ def values(
             "check_vma=False, out_specs=P() does not complain and the global array shows device "
             "0's partial; keep check_vma=True and add the psum."
         )
+    if distinct_expected and not differ:
+        for word, total in (("mean", np.mean(expected, axis=0)), ("sum", np.sum(expected, axis=0))):
+            if close(actual[0], total):
+                how = "lax.pmean (or a psum divided by N)" if word == "mean" else "lax.psum"
+                return (
+                    f"Every device holds the {word} of the {n} devices' right blocks: each "
+                    "device's own block was already its piece of the result (gradient shards, "
+                    f"say, which autodiff has already reduce-scattered), and a {how} over the "
+                    "axis mixed different devices' shards together. Drop that reduction: the "
+                    "blocks need none."
+                )
     if distinct_expected and all(close(a, expected[0]) for a in actual):
         return (
             "Every device returned device 0's result: the output is replicated where each device "

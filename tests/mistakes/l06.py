@@ -258,7 +258,7 @@ def dp_grads(params, x, y, mesh):
 """,
         status="error",
         check=None,
-        says=("The gradients", "lax.pcast to varying", "average them once with lax.pmean"),
+        says=("The gradients", "lax.pcast to varying", "reduce them exactly once"),
     ),
     Mistake(
         id="dp-accumulate-carry-from-zeros",
@@ -327,6 +327,29 @@ def dp_grads(params, x, y, mesh):
             (
                 "return new, lax.pmean(local_loss, AXIS)  # mean of equal-sized local means",
                 "return new, lax.pmean(tinymodels.loss(new, x_rows, y_rows), AXIS)  # the new loss",
+            ),
+        ),
+    ),
+]
+
+# ---------------------------------------------------------------- issue 37: averaged inside the loop
+MISTAKES += [
+    Mistake(
+        id="dp-accumulate-pmean-inside-the-loop",
+        module=L06,
+        exercise="dp_accumulate",
+        status="error",
+        check=None,
+        says=("already pmean's each micro-batch's gradients", "move that pmean here"),
+        patch=(
+            (
+                "            g = jax.grad(tinymodels.loss)(pv, *batch)",
+                "            g = jax.tree.map(lambda a: lax.pmean(a, AXIS),\n"
+                "                             jax.grad(tinymodels.loss)(pv, *batch))",
+            ),
+            (
+                "        return jax.tree.map(lambda g: lax.pmean(g, AXIS) / n_micro, total)",
+                "        return jax.tree.map(lambda g: g / n_micro, total)  # averaged already",
             ),
         ),
     ),

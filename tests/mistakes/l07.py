@@ -373,3 +373,25 @@ def fsdp_forward(params, x, mesh):
         says=("returns the whole batch", "the batch never moves"),
     ),
 ]
+MISTAKES += [
+    Mistake(
+        id="fsdp-grads-shards-averaged-again",
+        module=L07,
+        exercise="fsdp_grads",
+        code="""
+def fsdp_grads(params, x, y, mesh):
+    batch = x.shape[0]
+
+    def body(p, xb, yb):
+        g = jax.grad(_local_loss)(p, xb, yb, batch)
+        return jax.tree.map(lambda a: lax.pmean(a, AXIS), g)  # average over the data replicas
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(PARAMS, BATCH, BATCH), out_specs=PARAMS)(
+        params, x, y
+    )
+""",
+        status="failed",
+        check="values",
+        says=("already reduce-scattered", "mixed different devices' shards"),
+    ),
+]

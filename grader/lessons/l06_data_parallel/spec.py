@@ -331,8 +331,11 @@ def _vma_error(exc: BaseException) -> str | None:
         "device holds the gradient of its own rows. Gradients vary when the params were "
         "lax.pcast to varying before jax.grad; params left invariant give gradients already "
         "summed over 'data' (the transpose of the implicit pcast), which are invariant. Varying "
-        "ones are local means: average them once with lax.pmean over 'data' (for the update "
-        "too, before it)."
+        "ones are local means: reduce them exactly once, after any loop, with lax.pmean over "
+        "'data' (for the update too, before it). If your loop already pmean's each "
+        "micro-batch's gradients, move that pmean here instead: inside the loop it is one "
+        "all-reduce per micro-batch, and the varying accumulator you add them to keeps the "
+        "output varying anyway."
     )
 
 
