@@ -114,3 +114,12 @@ def test_extra_weight_gathers_are_not_blamed_on_the_batch(root, tmp_path):
     (the nearest mistake: extra all-gather bytes too) do not get it."""
     said = _graded(root, tmp_path, "fsdp-forward-gathered-up-front")
     assert "whole batch" not in said and "weights" in said
+
+
+def test_an_all_reduce_of_shards_is_not_blamed_on_gathered_weights(root, tmp_path):
+    """The collectives check reads the all-reduce's shape: shards get the shards' words, the
+    catalogue's all-reduce of gathered gradients keeps its own."""
+    said = _graded(root, tmp_path, "fsdp-grads-shards-averaged-again")
+    assert "gradient shards" in said and "already gathered" not in said
+    said = _graded(root, tmp_path, "fsdp-grads-all-reduced-then-sliced")
+    assert "already gathered" in said and "gradient shards (its shape" not in said

@@ -440,6 +440,31 @@ GRADS_ALL_REDUCE = (
 )
 
 
+SHARDS_ALL_REDUCE = (
+    "An all-reduce of gradient shards (its shape has D/N where a weight has D): autodiff "
+    "already reduce-scattered each gradient to its device (the transpose of the forward's "
+    "all-gathers), and a pmean or psum over 'data' on top mixes different devices' shards. "
+    "Drop it: fsdp_grads needs no all-reduce."
+)
+
+
+def _all_reduce_advice(trial: Trial) -> str | None:
+    """Which gradients the all-reduce carries, from its shape: a whole weight's ([D, F],
+    [F, D], or stacked over L) or a shard's (D/N in place of D). Whole shapes are compared as
+    tuples, so F = D (drawn: F ∈ {32, 64}, D = N·dblock) cannot pass a shard off as whole."""
+    s = sizes(trial.example)
+    L, d, f, part = s.n_layers, s.d, s.f, s.d // trial.example["n"]
+    whole = {(d, f), (f, d), (L, d, f), (L, f, d)}
+    shard = {(part, f), (f, part), (L, part, f), (L, f, part)}
+    dims = {_dims(c.shape) for c in trial.comms.collectives
+            if c.kind == ALL_REDUCE and c.count and c.moves_data}  # fmt: skip
+    if dims & whole:
+        return GRADS_ALL_REDUCE
+    if dims & shard:
+        return SHARDS_ALL_REDUCE
+    return None
+
+
 def _comm_checks(kind: str) -> list[Check]:
     allowed = {"forward": {ALL_GATHER}, "grads": {ALL_GATHER, REDUCE_SCATTER}}.get(
         kind, {ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE}
@@ -449,7 +474,9 @@ def _comm_checks(kind: str) -> list[Check]:
         OnlyCollectives(
             frozenset(allowed),
             why="FSDP gathers weights (all-gather) and scatters their gradients (reduce-scatter).",
-            advice=lambda k, t: GRADS_ALL_REDUCE if k == ALL_REDUCE and kind == "grads" else None,
+            advice=lambda k, t: (
+                _all_reduce_advice(t) if k == ALL_REDUCE and kind == "grads" else None
+            ),
         )
     ]
     if kind == "forward":
