@@ -426,3 +426,24 @@ def zigzag_ring_attention(q, k, v, mesh):
 ]
 
 FLASH_FOR_TESTS = FLASH
+
+# ---------------------------------------------------------------- issue 37: the loop unrolled
+MISTAKES += [
+    Mistake(
+        id="ring-attention-python-loop-keeps-every-block",
+        module=L10,
+        exercise="ring_attention",
+        patch=(
+            (
+                "        acc, kv = lax.fori_loop(0, n - 1, step, (_empty(q_blk), (k_blk, v_blk)))",
+                "        carry = (_empty(q_blk), (k_blk, v_blk))\n"
+                "        for s in range(n - 1):\n"
+                "            carry = step(s, carry)  # a plain loop: n is a Python int here\n"
+                "        acc, kv = carry",
+            ),
+        ),
+        status="failed",
+        check="memory",
+        says=("unrolled", "lax.fori_loop"),
+    ),
+]

@@ -513,9 +513,28 @@ def _global_kv_bytes(trial: Trial) -> int:
     return trial.example["n"] * 2 * trial.extra["block_elements"] * FLOAT32
 
 
+def unrolled(trial: Trial) -> bool:
+    """The ring has no loop in the compiled program: more collective-permute instructions than
+    one rotation's K and V (2), each run once, where a loop has one or two run N − 1 times.
+    Memory is checked at N ≥ 4 only, so an unrolled ring there has at least 3 of them."""
+    permutes = [c for c in trial.comms.collectives if c.kind == PERMUTE and c.moves_data]
+    return len(permutes) > 2 and all(c.count == 1 for c in permutes)
+
+
 def _memory_hint(trial: Trial) -> str:
-    """Whole K and V held: collected by a transfer larger than one block, or kept as they came."""
+    """Whole K and V held: collected by a transfer larger than one block, kept as they came,
+    or a ring unrolled by a Python loop (XLA then keeps every received block; the same body
+    under lax.fori_loop holds one)."""
     block = kv_block_elements(trial)
+    if trial.comms.largest(itemsize=1) <= block and unrolled(trial):
+        return (
+            "The compiled program holds a buffer as large as the whole K and V, and your ring "
+            "is unrolled: no loop in it, one collective-permute per step (a Python for-loop "
+            "copies its body N − 1 times). Unrolled, XLA schedules every rotation at once and "
+            "keeps each received block alive, even where your code drops it; the same body "
+            "under lax.fori_loop(0, N − 1, …) holds one block at a time. If your loop also "
+            "collects the blocks, attend to each as it arrives instead."
+        )
     if trial.comms.largest(itemsize=1) > block:
         how = (
             "you collected every block before attending: one transfer carries more than one "
