@@ -111,3 +111,25 @@ def test_h_varying_over_model_is_not_said_for_a_per_device_accumulator():
     assert spec._h_varies(h, ValueError())
     said = vma.explain(acc)
     assert "lax.pcast(init, 'data', to='varying')" in said and "would only silence" in said
+
+
+def test_extra_all_reduce_bytes_are_named_by_what_they_carry():
+    """Activation-shaped all-reduces get the pcast/remat advice; a tuple all-reduce of
+    weight-shaped gradients (the catalogue's l12-gradients-psummed-over-model) does not."""
+    from grader.measure.hlo import Collective, CommSummary
+
+    ex = spec.explicit_examples(engine.context())[0]
+    s = spec.sizes(ex)
+    b, d = s.batch // s.data, s.d
+
+    def trial(*shapes):
+        cs = [
+            Collective("all-reduce", f"ar{i}", sh, 400, 100, 2, 8, 4) for i, sh in enumerate(shapes)
+        ]
+        return Trial(ex, comms=CommSummary(cs))
+
+    act = trial(f"f32[{b},{s.seq},{d}]{{2,1,0}}", f"f32[{b * s.seq},{d}]")
+    assert "carry activations" in spec._all_reduce_hint(act)
+    grads = trial(f"f32[{b},{s.seq},{d}]", f"(f32[8,{d},4], f32[8,4,{d}])")
+    said = spec._all_reduce_hint(grads)
+    assert "shaped like weights" in said and "cast h once" not in said

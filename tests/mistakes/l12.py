@@ -278,11 +278,30 @@ MISTAKES += [
         module=L12,
         exercise="train_step",
         patch=(
-            (MLP_ROW_PARALLEL,
-             'return h + lax.psum(jnp.tanh(hv @ w["w_in"]), "model") @ w["w_out"]'),
+            (
+                MLP_ROW_PARALLEL,
+                'return h + lax.psum(jnp.tanh(hv @ w["w_in"]), "model") @ w["w_out"]',
+            ),
         ),  # fmt: skip
         status="error",
         check=None,
         says=("without lax.psum over 'model'", "would only silence"),
+    ),
+]
+MISTAKES += [
+    Mistake(
+        id="l12-gradients-psummed-over-model",
+        module=L12,
+        exercise="train_step",
+        patch=(
+            (
+                "        local, g = jax.value_and_grad(_local_loss)(p, xb, yb, dh, rows)",
+                "        local, g = jax.value_and_grad(_local_loss)(p, xb, yb, dh, rows)\n"
+                '        g = jax.tree.map(lambda a: lax.pmean(a, "model"), g)  # sync the TP ranks',
+            ),
+        ),
+        status="failed",
+        check="bytes",
+        says=("shaped like weights or their gradients", "reduced over 'model'"),
     ),
 ]

@@ -43,6 +43,7 @@ backward from the last layer, whose gradient differs.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -653,12 +654,43 @@ class StepBytes(Check):
                 self.name, False,
                 f"{got[ALL_REDUCE]:,} bytes of all-reduce per device; at most 1.3× the Megatron "
                 f"optimum 4·L·2(m−1)/m·|[B/data, S, D]| = {int(cap - TINY):,}",
-                evidence=evidence,
-                hint="More than two all-reduces per block each way: cast h to 'model'-varying "
-                "once per sub-block (lax.pcast), and save the mid-block h in the remat so the "
-                "backward does not redo attention's psum.",
+                evidence=evidence, hint=_all_reduce_hint(trial),
             )  # fmt: skip
         return CheckResult(self.name, True, "bytes per kind as the reference's", evidence=evidence)
+
+
+def _all_reduce_hint(trial: Trial) -> str:
+    """What the extra all-reduce bytes carry, from the shapes: activations are [B/data, S, D]
+    (or that many elements in another shape, D last); an all-reduce of anything else that is
+    not a scalar carries weights or their gradients. Only then, for activation-shaped ones,
+    the remat and pcast advice, with its precondition said."""
+    s = sizes(trial.example)
+    act = (s.batch // s.data) * s.seq * s.d
+    other = [c for c in trial.comms.collectives
+             if c.kind == ALL_REDUCE and c.count and c.moves_data and c.operand_elements > 1
+             and not _activations(c.shape, act, s.d)]  # fmt: skip
+    if other:
+        shown = re.sub(r"\{[^}]*\}", "", other[0].shape)[:80]
+        return (
+            f"Some all-reduces carry arrays shaped like weights or their gradients "
+            f"({shown}), not activations [B/data, S, D]: gradients "
+            "reduced over 'model' (or weights summed)? Each 'model' device's gradient is "
+            "already that of its own heads and F columns, and 'data' reduce-scatters them; "
+            "over 'model' only the activations are all-reduced."
+        )
+    return (
+        "The all-reduces carry activations, more than two per block each way. The backward "
+        "redoes psums when h is cast to 'model'-varying more than once per sub-block (each "
+        "pcast's transpose is a psum of dh) or when the remat does not save the mid-block h "
+        "(attention's psum then runs again): cast h once per sub-block and save the "
+        "mid-block h."
+    )
+
+
+def _activations(shape: str, act: int, d: int) -> bool:
+    """Every array of the (maybe tuple) shape is one activation: ``act`` elements, D last."""
+    arrays = [[int(x) for x in g.split(",") if x] for g in re.findall(r"\[([\d,]*)\]", shape)]
+    return bool(arrays) and all(a and a[-1] == d and math.prod(a) == act for a in arrays)
 
 
 def _bytes_hint(kind: str, have: int, want: int) -> str:
