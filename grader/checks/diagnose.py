@@ -167,3 +167,25 @@ def steps(kind: str, actual: int, expected: int, n: int) -> str | None:
     if actual == 0 and expected > 0:
         return f"No {kind} at all: the data never leaves the device."
     return None
+
+
+def split_along(got: Sequence[int], want: Sequence[int], n: int) -> str | None:
+    """A result whose dimension i is N times too large and dimension j N times too small (the
+    others right): each device's block was cut along j where the layout cuts along i, and the
+    blocks were stacked along i as the out_specs say. Names both dimensions."""
+    got, want = tuple(got), tuple(want)
+    if n < 2 or len(got) != len(want) or got == want:
+        return None
+    big = [i for i in range(len(got)) if got[i] == want[i] * n]
+    small = [j for j in range(len(got)) if got[j] * n == want[j]]
+    rest = [k for k in range(len(got)) if got[k] != want[k] and k not in big + small]
+    if len(big) != 1 or len(small) != 1 or rest:
+        return None
+    i, j = big[0], small[0]
+    return (
+        f"Your result's dimension {i} is N = {n} times too long and dimension {j} N times too "
+        f"short: each device's block was scattered along dimension {j} (it kept "
+        f"{want[j]}/{n} = {got[j]} of it) where the output is split along dimension {i}, and "
+        f"out_specs stacked the blocks along {i}. Scatter along dimension {i}: "
+        f"lax.psum_scatter(..., scatter_dimension={i}, tiled=True)."
+    )

@@ -251,3 +251,27 @@ def tp_mlp(x, w_in, w_out, mesh):
         ),
     ),
 ]
+
+# ---------------------------------------------------------------- issue 37: the wrong dimension
+SP_GATHER = 'x_full = lax.all_gather(x_rows, "model", axis=0, tiled=True)'
+SP_SCATTER = 'return lax.psum_scatter(partial, "model", scatter_dimension=0, tiled=True)'
+MISTAKES += [
+    Mistake(
+        id="sp-gathers-along-the-features",
+        module=L08,
+        exercise="sp_mlp",
+        patch=((SP_GATHER, SP_GATHER.replace("axis=0", "axis=1")),),
+        status="error",
+        check=None,
+        says=("along dimension 1", "axis=0"),
+    ),
+    Mistake(
+        id="sp-scatters-along-the-features",
+        module=L08,
+        exercise="sp_mlp",
+        patch=((SP_SCATTER, SP_SCATTER.replace("scatter_dimension=0", "scatter_dimension=1")),),
+        status="failed",
+        check="values",
+        says=("scattered along dimension 1", "scatter_dimension=0"),
+    ),
+]

@@ -26,6 +26,7 @@ Communication is read from the compiled program:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,8 +34,17 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values, vma
+from grader.checks import (
+    Bytes,
+    InputsUntouched,
+    OnlyCollectives,
+    OutputSharding,
+    Values,
+    diagnose,
+    vma,
+)
 from grader.checks.groups import GroupsWithin, grouped, replica_groups
+from grader.checks.hinted import Hinted
 from grader.evidence import DeviceMap, Evidence
 from grader.lessons.l08_tensor_parallel.checks import Carries, WeightsStay, arrays
 from grader.measure.hlo import Collective
@@ -449,8 +459,47 @@ def _attention_alternatives(t: Trial) -> list[tuple[str, Callable[[tuple, tuple]
     return [(why, lambda coord, index, y=y: y[index]) for why, y in out]
 
 
+_CONTRACTING = re.compile(
+    r"dot_general requires contracting dimensions to have the same shape, got \((\d+),?\) "
+    r"and \((\d+),?\)"
+)
+
+
+def _contracting(text: str, n: int) -> str | None:
+    """A matmul whose contracting sizes differ by N: which operand was gathered along the
+    dimension the matmul contracts (read from the error's two sizes)."""
+    m = _CONTRACTING.search(text)
+    if not m or n < 2:
+        return None
+    a, b = int(m.group(1)), int(m.group(2))
+    if a == n * b:
+        return (
+            f"A matmul's left operand has {a} = N × {b} along the dimension it contracts: it was "
+            "all-gathered along dimension 1 (the features, which no device splits), not along "
+            "its rows. Gather the sequence: lax.all_gather(x_rows, 'model', axis=0, tiled=True)."
+        )
+    if b == n * a:
+        return (
+            f"A matmul's right operand has {b} = N × {a} along the dimension it contracts: a "
+            "weight was all-gathered along its rows (dimension 0, the D it contracts over). "
+            "The weights are not gathered in tensor parallelism; if you meant to gather x, "
+            "gather it along its rows, axis=0."
+        )
+    return None
+
+
+def _shape_hint(trial: Trial, result: CheckResult) -> str | None:
+    out, want = getattr(trial.output, "shape", None), getattr(trial.expected, "shape", None)
+    if out is None or want is None:
+        return None
+    return diagnose.split_along(out, want, trial.example.get("n", 1))
+
+
 def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
     text = str(exc)
+    said = _contracting(text, ex.get("n", 1))
+    if said:
+        return said
     if type(exc).__name__ == "ShardingTypeError":
         why = (
             "a plain matmul of a column-split hidden layer by a row-split weight leaves partial "
@@ -523,7 +572,7 @@ class Values32(Values):
 
 def _common(alternatives=None) -> list:
     return [
-        Values32(atol=_atol, alternatives=alternatives),
+        Hinted(inner=Values32(atol=_atol, alternatives=alternatives), explain=_shape_hint),
         OutputSharding(expected=lambda t: t.extra["sharding"]),
         InputsUntouched(),
     ]
