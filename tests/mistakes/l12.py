@@ -305,3 +305,32 @@ MISTAKES += [
         says=("shaped like weights or their gradients", "reduced over 'model'"),
     ),
 ]
+MISTAKES += [
+    Mistake(
+        id="l12-batch-rule-on-model",
+        module=L12,
+        exercise="train_step",
+        patch=(('"batch": "data",', '"batch": "model",'),),
+        status="error",
+        check=None,
+        says=("batch on 'model'", "for x (or y)"),
+    ),
+    Mistake(
+        id="l12-mlp-rule-unsplit",
+        module=L12,
+        exercise="shard_params",
+        patch=(('"mlp": "model",', '"mlp": None,'),),
+        status="failed",
+        check="sharding",
+        says=("Your rules put mlp on None",),
+    ),
+    Mistake(
+        id="l12-act-embed-rule-on-model",
+        module=L12,
+        exercise="train_step",
+        patch=(('"act_embed": None,  # activations keep D whole', '"act_embed": "model",'),),
+        status="error",
+        check=None,
+        says=("act_embed on 'model'", "for x (or y)"),
+    ),
+]

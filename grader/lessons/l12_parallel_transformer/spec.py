@@ -94,6 +94,8 @@ LOGICAL = {
     "w_in": ("layers", "embed", "mlp"), "w_out": ("layers", "mlp", "embed"),
 }  # fmt: skip
 """Each param's logical axes, as the stub gives them (for naming a wrong rule)."""
+ARRAY_AXES = ("batch", "seq", "act_embed")
+"""The logical axes of x and y, [B, S, D], as the stub gives them."""
 
 
 # ------------------------------------------------------------------ examples
@@ -963,17 +965,19 @@ def _train_error(exc: BaseException, ex: Example, passed: list[Example]) -> str 
     dims = re.match(r"\w+\[((?:\d+(?:@(?:\([^)]*\)|\w+))?,?)*)\]", found.arg or "")
     shape = tuple(int(d) for d in re.findall(r"(?:^|,)(\d+)", dims.group(1))) if dims else None
     shapes = sizes(ex).shapes()
-    names = [n for n in LOGICAL if LAYOUT[n] == tuple(placed)]
+    logical = {**LOGICAL, "x": ARRAY_AXES}
+    names = [n for n in logical if LAYOUT[n] == tuple(placed)]
     names = [n for n in names if shapes[n] == shape] or names  # the shape narrows it down
     said = []
     for dim, (have, want) in enumerate(zip(mine, placed)):
         if have != want:
-            axes = sorted({LOGICAL[n][dim] for n in names})
+            axes = sorted({logical[n][dim] for n in names})
             said.append(f"{' or '.join(axes) or f'dim {dim}'} on {have!r}")
     if not said:
         return None
+    what = "x (or y)" if names == ["x"] else "a param"
     return (
-        f"Your rules put {', '.join(said)}: train_step's in_specs say {found.spec} for a param "
+        f"Your rules put {', '.join(said)}: train_step's in_specs say {found.spec} for {what} "
         f"that arrives placed {found.placed}, as the lesson's layout places it. The RULES are: "
         "batch and embed → 'data', heads and mlp → 'model', layers, seq and act_embed → None."
     )
