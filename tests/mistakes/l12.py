@@ -334,3 +334,52 @@ MISTAKES += [
         says=("act_embed on 'model'", "for x (or y)"),
     ),
 ]
+AR_PREDICTED = '"all-reduce": 4 * n_layers * 2 * (model - 1) * act // model'
+MISTAKES += [
+    Mistake(
+        id="l12-prediction-all-reduce-forward-only",
+        module=L12,
+        exercise="predict_step_bytes",
+        patch=((AR_PREDICTED, AR_PREDICTED.replace("4 * n_layers", "2 * n_layers")),),
+        status="failed",
+        check="prediction",
+        says=("transpose in the backward", "2·(G−1)/G·n"),  # both causes halve it
+    ),
+    Mistake(
+        id="l12-prediction-in-elements",
+        module=L12,
+        exercise="predict_step_bytes",
+        patch=(
+            (
+                "weights = sum(_size(shapes[k]) for k in NAMES) * itemsize // model",
+                "weights = sum(_size(shapes[k]) for k in NAMES) // model",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="prediction",
+        says=("elements, not bytes", "item size"),
+    ),
+    Mistake(
+        id="l12-prediction-weights-not-divided-by-model",
+        module=L12,
+        exercise="predict_step_bytes",
+        patch=(
+            (
+                "weights = sum(_size(shapes[k]) for k in NAMES) * itemsize // model",
+                "weights = sum(_size(shapes[k]) for k in NAMES) * itemsize",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="prediction",
+        says=("one 'model' column",),
+    ),
+    Mistake(
+        id="l12-prediction-activations-of-the-whole-batch",
+        module=L12,
+        exercise="predict_step_bytes",
+        patch=(("act = b // data * s * d * itemsize", "act = b * s * d * itemsize"),),
+        status="failed",
+        check="prediction",
+        says=("[B/data, S, D], not the whole batch",),
+    ),
+]

@@ -872,25 +872,73 @@ def _kind_order(kind: str) -> int:
     return KINDS.index(kind) if kind in KINDS else len(KINDS)
 
 
+def prediction_factors(kind: str, ex: Example) -> list[tuple[float, str]]:
+    """(what a prediction with one known factor wrong gives, that factor in words), for one
+    kind on a predict example. Each is the reference's formula with one piece changed, so a
+    prediction 2× or 4× off is named by the piece(s) that give exactly its value; where two
+    pieces give the same value on an example (a forward-only all-reduce and the all-reduce's
+    2 both halve it), both are said."""
+    data, m = ex["mesh"]
+    shapes = _predict_shapes(ex)
+    column = sum(int(np.prod(shapes[k])) for k in NAMES) * ITEMSIZE / m
+    b, seq, d = shapes["x"]
+    act = b / data * seq * d * ITEMSIZE
+    layers = shapes["wq"][0]
+    ring = (data - 1) / data
+    out: list[tuple[float, str]] = [(
+        reference_bytes(shapes, data, m, 1).get(kind, 0),
+        "Counted in elements, not bytes: multiply by the item size (float32: 4).",
+    )]  # fmt: skip
+    if kind == ALL_GATHER:
+        out += [
+            (ring * column, "Half the all-gather: you count the forward's gathers only. With "
+             "remat the backward gathers every layer again, so the weights cross 'data' twice "
+             "per step: 2·(data−1)/data·|params|/m."),
+            (2 * ring * column * m, "The gathers move one 'model' column of the weights, "
+             "|params|/m: each device gathers only its own heads' and F columns' shards."),
+            (2 * column, "The ring factor (data−1)/data is missing: a device already holds "
+             "its own shard and receives the other data−1."),
+        ]  # fmt: skip
+    elif kind == REDUCE_SCATTER:
+        out += [
+            (ring * column * m, "The reduce-scatter moves one 'model' column of the gradients, "
+             "|params|/m, not all of them."),
+            (column, "The ring factor (data−1)/data is missing from the reduce-scatter."),
+            (2 * ring * column, "A reduce-scatter sends (data−1)/data·n, once: 2·(data−1)/data "
+             "is an all-reduce's."),
+        ]  # fmt: skip
+    elif kind == ALL_REDUCE:
+        per = 2 * (m - 1) / m * act
+        out += [
+            (2 * layers * per, "The all-reduce is half: each sub-block's psum over 'model' in "
+             "the forward has a transpose in the backward (the pcast of h becomes a psum of "
+             "dh), 4 per block, not 2."),
+            (4 * layers * (m - 1) / m * act, "The all-reduce is half: an all-reduce of n bytes "
+             "over G devices sends 2·(G−1)/G·n (a reduce-scatter and an all-gather), not "
+             "(G−1)/G·n."),
+            (4 * layers * per * data, "The activations are those of one 'data' row of the "
+             "mesh: [B/data, S, D], not the whole batch [B, S, D]."),
+            (4 * per, "Once per block: the 4 all-reduces run in each of the L blocks, "
+             "4·L·2(m−1)/m·|[B/data, S, D]|."),
+        ]  # fmt: skip
+    return out
+
+
 def _prediction_hint(kind: str, mine: int, ref: int, ex: Example) -> str:
-    if kind == ALL_GATHER and ref and abs(mine * 2 - ref) <= SLACK * ref:
-        return (
-            "Half the all-gather: you count the forward's gathers only. With remat the backward "
-            "gathers every layer again, so the weights cross 'data' twice per step: "
-            "2·(data−1)/data·|params|/m."
-        )
-    if kind == ALL_REDUCE and ref and abs(mine * 2 - ref) <= SLACK * ref:
-        return (
-            "Half the all-reduce: each sub-block's psum over 'model' in the forward has a "
-            "transpose in the backward (the pcast of h to 'model'-varying becomes a psum of dh): "
-            "4 per block, 4·L·2(m−1)/m·|[B/data, S, D]|."
-        )
     if not ref:
         return f"This step sends no {kind} on a {ex['mesh'][0]}×{ex['mesh'][1]} mesh (a group of one moves nothing)."
+    named = [why for value, why in prediction_factors(kind, ex)
+             if abs(mine - value) <= SLACK * max(value, 1) and abs(value - ref) > SLACK * ref]  # fmt: skip
+    if named:
+        named = list(dict.fromkeys(named))
+        return named[0] if len(named) == 1 else "One of these: " + " Or: ".join(named)
     return (
-        "Per device, ring model: gathering or reduce-scattering n bytes over G devices sends "
+        f"Yours is {mine / ref:.3g}× the step's, a factor none of the known slips gives. Per "
+        "device, ring model: gathering or reduce-scattering n bytes over G devices sends "
         "(G−1)/G·n, an all-reduce 2(G−1)/G·n; FSDP moves one 'model' column of the weights, "
-        "|params|/m, over 'data'; Megatron moves [B/data, S, D] activations over 'model'."
+        "|params|/m, over 'data', twice for the gathers (forward, backward) and once for the "
+        "reduce-scatter; Megatron moves [B/data, S, D] activations over 'model', 4 times a "
+        "block."
     )
 
 
