@@ -47,7 +47,10 @@ def values(
             "Each device returned only its own partial sum: added up over the devices they give "
             "the right answer, so the psum that should combine them is missing. With "
             "check_vma=False, out_specs=P() does not complain and the global array shows device "
-            "0's partial; keep check_vma=True and add the psum."
+            "0's partial. Add the psum over the axis; but if these are gradients of an input "
+            "replicated over the axis, taken with jax.grad inside shard_map, turn check_vma back "
+            "on instead and add no psum: with it, jax.grad returns them already summed (a psum "
+            "on top would make them N times too large)."
         )
     if distinct_expected and not differ:
         for word, total in (("mean", np.mean(expected, axis=0)), ("sum", np.sum(expected, axis=0))):

@@ -354,3 +354,23 @@ MISTAKES += [
         ),
     ),
 ]
+MISTAKES += [
+    Mistake(
+        id="dp-train-step-check-vma-off-unreduced",
+        module=L06,
+        exercise="dp_train_step",
+        code="""
+def dp_train_step(params, x, y, mesh, lr):
+    def body(p, x_rows, y_rows):
+        local_loss, g = jax.value_and_grad(tinymodels.loss)(p, x_rows, y_rows)
+        new = jax.tree.map(lambda w, gw: w - lr * gw, p, g)
+        return new, lax.pmean(local_loss, AXIS)
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P()),
+                         check_vma=False)(params, x, y)
+""",
+        status="failed",
+        check="values",
+        says=("gradient of its own rows only", "divide by N"),
+    ),
+]
