@@ -383,3 +383,37 @@ MISTAKES += [
         says=("[B/data, S, D], not the whole batch",),
     ),
 ]
+MISTAKES += [
+    Mistake(
+        id="l12-batch-gathered-over-data",
+        module=L12,
+        exercise="train_step",
+        patch=(
+            (
+                "        local, g = jax.value_and_grad(_local_loss)(p, xb, yb, dh, rows)",
+                '        xa, ya = (lax.all_gather(t, "data", axis=0, tiled=True) for t in (xb, yb))\n'
+                '        data = lax.axis_size("data")  # every device sees every row, 1/data each\n'
+                "        local, g = jax.value_and_grad(_local_loss)(p, xa, ya, dh, rows * data)",
+            ),
+        ),
+        status="failed",
+        check="memory",
+        says=("returns the whole batch", "The batch never moves", "whole batch's activations"),
+    ),
+    Mistake(
+        id="l12-batch-gathered-over-data-all-reduces",
+        module=L12,
+        exercise="train_step",
+        patch=(
+            (
+                "        local, g = jax.value_and_grad(_local_loss)(p, xb, yb, dh, rows)",
+                '        xa, ya = (lax.all_gather(t, "data", axis=0, tiled=True) for t in (xb, yb))\n'
+                '        data = lax.axis_size("data")  # every device sees every row, 1/data each\n'
+                "        local, g = jax.value_and_grad(_local_loss)(p, xa, ya, dh, rows * data)",
+            ),
+        ),
+        status="failed",
+        check="bytes",
+        says=("activations of the whole batch", "gathered over 'data'"),
+    ),
+]

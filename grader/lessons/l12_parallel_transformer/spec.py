@@ -649,7 +649,9 @@ class StepBytes(Check):
                 return CheckResult(
                     self.name, False,
                     f"{have:,} bytes of {kind} per device; the reference sends {want:,} (±10%)",
-                    evidence=evidence, hint=_bytes_hint(kind, have, want),
+                    evidence=evidence,
+                    hint=(kind == ALL_GATHER and have > want and _batch_gathered(trial))
+                    or _bytes_hint(kind, have, want),
                 )  # fmt: skip
         if (got[ALL_REDUCE] or 0) > cap:
             return CheckResult(
@@ -668,9 +670,16 @@ def _all_reduce_hint(trial: Trial) -> str:
     the remat and pcast advice, with its precondition said."""
     s = sizes(trial.example)
     act = (s.batch // s.data) * s.seq * s.d
-    other = [c for c in trial.comms.collectives
-             if c.kind == ALL_REDUCE and c.count and c.moves_data and c.operand_elements > 1
-             and not _activations(c.shape, act, s.d)]  # fmt: skip
+    moving = [c for c in trial.comms.collectives
+              if c.kind == ALL_REDUCE and c.count and c.moves_data and c.operand_elements > 1]  # fmt: skip
+    if s.data > 1 and any(_activations(c.shape, act * s.data, s.d) for c in moving):
+        return (
+            "The all-reduces over 'model' carry activations of the whole batch, [B, S, D], "
+            "not of one 'data' row's B/data sequences: the batch was gathered over 'data'. "
+            "It never moves: each 'data' row runs its own rows, and only the weights are "
+            "gathered over 'data'."
+        )
+    other = [c for c in moving if not _activations(c.shape, act, s.d)]
     if other:
         shown = re.sub(r"\{[^}]*\}", "", other[0].shape)[:80]
         return (
@@ -693,6 +702,25 @@ def _activations(shape: str, act: int, d: int) -> bool:
     """Every array of the (maybe tuple) shape is one activation: ``act`` elements, D last."""
     arrays = [[int(x) for x in g.split(",") if x] for g in re.findall(r"\[([\d,]*)\]", shape)]
     return bool(arrays) and all(a and a[-1] == d and math.prod(a) == act for a in arrays)
+
+
+def _batch_gathered(trial: Trial) -> str | None:
+    """An all-gather whose result has the batch's shape over 'data' ([B, S, D], or
+    [B·S, D]): the extra bytes carry the input rows, not weights. No weight has D last and
+    B·S·D elements in the drawn shapes (B·S ≤ 16·… is below the L·… of every stacked
+    weight, and a layer's weights have H·Dh or F, never S, beside D)."""
+    s = sizes(trial.example)
+    hits = [c for c in trial.comms.collectives
+            if c.kind == ALL_GATHER and c.count and c.moves_data
+            and _activations(c.shape, s.batch * s.seq * s.d, s.d)]  # fmt: skip
+    if not hits:
+        return None
+    return (
+        f"An all-gather returns the whole batch ({re.sub(r'{[^}]*}', '', hits[0].shape)}): "
+        "it carries the input rows over 'data', not weights. The batch never moves: each "
+        "'data' row of the mesh runs its own B/data sequences; only the weights are gathered "
+        "over 'data'."
+    )
 
 
 def _bytes_hint(kind: str, have: int, want: int) -> str:
@@ -777,6 +805,12 @@ def _memory_hint(trial: Trial) -> str:
         return (
             "No remat: the backward does not gather again, so every layer's gathered weights "
             "are kept from the forward. Wrap 'gather + block' in jax.checkpoint."
+        )
+    batch = _batch_gathered(trial)
+    if batch:
+        return (
+            batch + " Each device then keeps the whole batch's activations for the backward, "
+            "data times its share."
         )
     return (
         "Something as large as half a 'model' column of the weights is held at once: gather "
