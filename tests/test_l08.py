@@ -22,3 +22,21 @@ def test_a_matmul_of_a_gathered_operand_says_which_side():
     right = spec._contracting(err.format("8,", "32,"), 4)
     assert "right operand" in right and "not gathered" in right
     assert spec._contracting(err.format("12,", "8,"), 4) is None  # not a factor of N
+
+
+def test_blocks_mixed_by_a_reduction_are_told_apart_from_device_0s_copy():
+    """diagnose.values: every device holding the mean (or sum) of the right blocks is named
+    as a reduction over pieces already each device's own; every device holding device 0's
+    right block keeps its own words; right blocks get nothing."""
+    import numpy as np
+
+    close = lambda a, b: np.allclose(a, b, atol=1e-6)  # noqa: E731
+    right = [np.full((2, 2), float(i)) for i in range(4)]
+    mean = [np.mean(right, axis=0)] * 4
+    said = diagnose.values(mean, right, close)
+    assert "mean of the 4 devices' right blocks" in said and "Drop that reduction" in said
+    summed = [np.sum(right, axis=0)] * 4
+    assert "lax.psum over" in diagnose.values(summed, right, close)
+    copied = [right[0]] * 4
+    assert "device 0's result" in diagnose.values(copied, right, close)
+    assert diagnose.values(right, right, close) is None
