@@ -417,3 +417,14 @@ MISTAKES += [
         says=("activations of the whole batch", "gathered over 'data'"),
     ),
 ]
+MISTAKES += [
+    Mistake(
+        id="l12-params-gathered-over-both-axes-check-vma",
+        module=L12,
+        exercise="train_step",
+        code=GATHERED_OVER_BOTH_AXES.replace(', to="invarying")', ")"),
+        status="error",
+        check=None,
+        says=("a weight all_gathered over 'model'", "would only silence"),
+    ),
+]
