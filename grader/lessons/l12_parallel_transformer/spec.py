@@ -1017,9 +1017,11 @@ H_VARIES = (
     "'model' (each device holds a partial sum of it), a psum taken before the row-parallel "
     "matmul instead of after it (psum(tanh(h @ w_in)) sums different columns, and @ w_out "
     "then gives a partial sum again), or a weight all_gathered over 'model' (weights stay "
-    "split over 'model' in this step). Put the psum over 'model' on the row-parallel "
-    "product, once per sub-block. A lax.pcast of h (or of the scan's initial h) to varying "
-    "would only silence the error and carry partial sums."
+    "split over 'model' in this step). For the first two, put the psum over 'model' on the "
+    "row-parallel product, once per sub-block; for the third, gather over 'data' only and add "
+    "no psum (a psum of products of whole gathered weights is 'model' times too large). A "
+    "lax.pcast of h (or of the scan's initial h) to varying would only silence the error and "
+    "carry partial sums."
 )
 """Lesson 12's cause of a carry h that gains 'model', or a pcast of h over 'model' refused: every
 known mistake that makes h vary over 'model' (tests/mistakes/l12.py: the attention's psum
