@@ -267,9 +267,10 @@ def explain(err: VmaError) -> str:
                 f"start it varying: lax.pcast(init, {_axis_arg(c.gained)}, to='varying') (or "
                 "jnp.zeros_like of a varying value). If it is meant to be the same on every "
                 f"device over {_q(c.gained)} (activations replicated there), the body leaves a "
-                f"partial sum or a per-device value in it: add the missing lax.psum over "
-                f"{_q(c.gained)} where the body makes it; a pcast of the initial value would only "
-                "silence the error and carry partial sums."
+                f"partial sum or a per-device value in it: where it makes a partial sum, add the "
+                f"missing lax.psum over {_q(c.gained)}; where a value varies that should not (an "
+                "all_gather without to='invarying', say), remove that cause instead. A pcast of "
+                "the initial value would only silence the error and carry partial sums."
             )
         return (
             f"The {loop} carry {c.path} starts varying over {_q(c.lost)}, but the loop body "
