@@ -288,7 +288,7 @@ def _scaled_inputs(rng: np.random.Generator, ex: Example) -> dict[str, Any]:
     size = psi(ex)
     master = rng.standard_normal(size).astype(np.float32)
     if ex["case"] == "underflow":
-        scale = 2.0**16
+        scale = 2.0**15
         true = 2e-8 * rng.standard_normal(size)  # below float16's smallest subnormal, 6e-8
         m = (2e-8 * rng.standard_normal(size)).astype(np.float32)
     else:
@@ -407,13 +407,13 @@ ADAMW_WORDS = {
 }
 
 
-def _adam_alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
+def _adam_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
     """Wrong results of the known AdamW and ZeRO mistakes, for the leaf being checked."""
     name, kind, ex = trial.extra["name"], trial.extra["kind"], trial.example
     if name == "step":
         return []
     before, g = trial.extra["before"], trial.extra["g"]
-    out: list[tuple[str, Callable[[tuple, tuple], Any]]] = []
+    out: list[tuple[str, np.ndarray]] = []
 
     def leaf_of(result: tuple) -> np.ndarray:
         new, m, v, _ = result
@@ -421,7 +421,7 @@ def _adam_alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple],
 
     def add(words: str, wrong: np.ndarray) -> None:
         if np.all(np.isfinite(wrong)):
-            out.append((words, lambda coord, index, w=wrong: w[index]))
+            out.append((words, wrong))
 
     for variant, words in ADAMW_WORDS.items():
         if variant == "bias-t" and ex["step"] == 0:
@@ -463,7 +463,7 @@ def _mean_mistakes(n: int, micro: int) -> list[tuple[float, str]]:
     return kept
 
 
-def _clip_alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
+def _clip_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
     g, max_norm, n = trial.extra["g"], trial.extra["max_norm"], trial.example["n"]
     if n == 1:
         return []
@@ -476,28 +476,28 @@ def _clip_alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple],
             "You clipped each device's slice by its own norm: each device's norm is that of "
             "Ψ/N elements, smaller than the whole gradient's. All-reduce the sum of squares "
             "(lax.psum(jnp.sum(g * g), 'data')) and take the square root of the total.",
-            lambda coord, index: local[index],
+            local,
         ),
         (
             "You added the devices' norms: norms do not add (√a + √b ≥ √(a + b)), squares do. "
             "psum the sum of squares, then take one square root.",
-            lambda coord, index: summed[index],
+            summed,
         ),
     ]
 
 
-def _scaled_alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
+def _scaled_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
     name, ex, d = trial.extra["name"], trial.example, trial.extra["inputs"]
     if name not in ("master", "m"):
         return []
     grads, master, m = as64(d["grads"]), as64(d["master"]), as64(d["m"])
     scale, k, good = float(d["scale"]), ex["interval"], ex["good"]
-    out: list[tuple[str, Callable[[tuple, tuple], Any]]] = []
+    out: list[tuple[str, np.ndarray]] = []
 
     def add(words: str, result: tuple) -> None:
         wrong = result[0] if name == "master" else result[1]
         if np.all(np.isfinite(wrong)):
-            out.append((words, lambda coord, index, w=wrong: w[index]))
+            out.append((words, wrong))
 
     skip = not bool(np.all(np.isfinite(grads)))
     add(
@@ -522,7 +522,7 @@ def _scaled_alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple
     return out
 
 
-def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
+def _alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
     kind = trial.extra["kind"]
     if kind == "clip":
         return _clip_alternatives(trial)
@@ -531,11 +531,20 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]
     return _adam_alternatives(trial)
 
 
-def _dtype_hint(trial: Trial, result: CheckResult) -> str | None:
-    """A leaf in the wrong dtype: say what that leaf must be kept in, and why."""
-    if "returned dtype" not in result.message:
-        return None
+def _leaf_hint(trial: Trial, result: CheckResult) -> str | None:
+    """A leaf in the wrong dtype: what it must be kept in, and why; a fresh optimizer's
+    step that is not finite: what 1 − β^t is then."""
     name = trial.extra["name"]
+    if "returned dtype" not in result.message:
+        out = np.asarray(trial.output, np.float64) if hasattr(trial.output, "shape") else None
+        fresh = trial.extra["kind"] in ("adamw", "zero1", "zero2") and trial.example["step"] == 0
+        if fresh and out is not None and not np.all(np.isfinite(out)):
+            return (
+                f"Your {name} is not finite on a fresh optimizer (step = 0), where the moments "
+                "are zero: 1 − β^t is 0 for t = 0, so a bias correction with t = step divides "
+                "by zero. This update is number step + 1: t = step + 1."
+            )
+        return _known_mistake(trial, out) if out is not None else None
     if name in ("m", "v"):
         return (
             f"The moments are kept in {np.asarray(trial.output).dtype}: Adam's moments must be "
@@ -546,6 +555,23 @@ def _dtype_hint(trial: Trial, result: CheckResult) -> str | None:
         return "The master weights must stay float32: they are the copy that keeps small updates."
     if name == "params":
         return "Return the params in bfloat16: bfloat16(master), the model's compute copy."
+    return None
+
+
+def _known_mistake(trial: Trial, out: np.ndarray) -> str | None:
+    """The words of the known mistake whose result the output equals everywhere: within the
+    check's own tolerance, or that fraction of the wrong result's size (a mistake's result
+    may be far larger or smaller than the right one)."""
+    want = np.abs(np.asarray(trial.expected, np.float64))
+    top = float(want.max()) if want.size else 0.0
+    frac = _atol(trial)
+    for words, wrong in _alternatives(trial):
+        wrong = np.asarray(wrong, np.float64)
+        if wrong.shape != out.shape or not wrong.size:
+            continue
+        atol = max(frac * top, frac * float(np.max(np.abs(wrong))))
+        if np.all(np.abs(out - wrong) <= atol):
+            return words
     return None
 
 
@@ -622,7 +648,8 @@ def ring_elements(ex: Example) -> int:
 
 def wire_dtypes(trial: Trial, primitive: str) -> list[str]:
     """The dtypes the exported program's collectives of ``primitive`` send."""
-    return sorted({d for s in trial.program.collectives if s.primitive == primitive
+    kind = {"reduce_scatter": REDUCE_SCATTER, "all_gather": ALL_GATHER}[primitive]
+    return sorted({d for s in trial.program.collectives if s.kind == kind
                    for d in s.dtypes})  # fmt: skip
 
 
@@ -867,7 +894,7 @@ def _diagnose(kind: str) -> Callable[[BaseException, Example, list[Example]], st
 def _value_checks() -> list[Check]:
     return [
         PerLeaf(
-            inner=Hinted(Values(atol=_atol, alternatives=_alternatives), _dtype_hint),
+            inner=Hinted(Values(atol=_atol), _leaf_hint),
             leaf_extra=_leaf_extra,
         ),
         PerLeaf(
