@@ -410,8 +410,8 @@ ADAMW_WORDS = {
 def _adam_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
     """Wrong results of the known AdamW and ZeRO mistakes, for the leaf being checked."""
     name, kind, ex = trial.extra["name"], trial.extra["kind"], trial.example
-    if name == "step":
-        return []
+    if name in ("step", "params"):
+        return []  # bfloat16 params cannot tell a 10 % smaller step: the master does
     before, g = trial.extra["before"], trial.extra["g"]
     out: list[tuple[str, np.ndarray]] = []
 
@@ -561,7 +561,8 @@ def _leaf_hint(trial: Trial, result: CheckResult) -> str | None:
 def _known_mistake(trial: Trial, out: np.ndarray) -> str | None:
     """The words of the known mistake whose result the output equals everywhere: within the
     check's own tolerance, or that fraction of the wrong result's size (a mistake's result
-    may be far larger or smaller than the right one)."""
+    may be far larger or smaller than the right one). A mistake whose result this example
+    cannot tell from the right one is never named."""
     want = np.abs(np.asarray(trial.expected, np.float64))
     top = float(want.max()) if want.size else 0.0
     frac = _atol(trial)
@@ -569,9 +570,43 @@ def _known_mistake(trial: Trial, out: np.ndarray) -> str | None:
         wrong = np.asarray(wrong, np.float64)
         if wrong.shape != out.shape or not wrong.size:
             continue
+        if np.all(np.abs(wrong - np.asarray(trial.expected, np.float64)) <= frac * top):
+            continue  # this example cannot tell that mistake from the right answer
         atol = max(frac * top, frac * float(np.max(np.abs(wrong))))
         if np.all(np.abs(out - wrong) <= atol):
             return words
+    return None
+
+
+HINTED_LEAVES = {"adamw": ("master", "m", "v"), "zero1": ("master", "m", "v"),
+                 "zero2": ("master", "m", "v"), "scaled": ("master", "m"), "clip": ("",)}  # fmt: skip
+"""The leaves whose values can name a known mistake, in the order they are tried."""
+
+
+def _trial_mistake(trial: Trial) -> str | None:
+    """The known mistake the whole output shows (in the leaves that can tell), whichever
+    leaf failed first: a wrong master weight names it even when the bfloat16 params,
+    checked first, are off too."""
+    import jax
+
+    try:
+        got = dict(
+            (jax.tree_util.keystr(p), leaf)
+            for p, leaf in jax.tree_util.tree_flatten_with_path(trial.output)[0]
+        )
+        want = jax.tree_util.tree_flatten_with_path(trial.expected)[0]
+    except Exception:  # a malformed output: the checks say what is wrong with it
+        return None
+    for name in HINTED_LEAVES[trial.extra["kind"]]:
+        for path, expected in want:
+            where = jax.tree_util.keystr(path)
+            if (name and f"'{name}'" not in where) or where not in got:
+                continue
+            out = np.asarray(got[where]).astype(np.float64)
+            extra = {**trial.extra, **_leaf_extra(trial, where)}
+            leaf = Trial(trial.example, got[where], expected, extra=extra)
+            if out.shape == np.shape(expected) and (words := _known_mistake(leaf, out)):
+                return words
     return None
 
 
@@ -896,6 +931,7 @@ def _value_checks() -> list[Check]:
         PerLeaf(
             inner=Hinted(Values(atol=_atol), _leaf_hint),
             leaf_extra=_leaf_extra,
+            explain_failure=_trial_mistake,
         ),
         PerLeaf(
             inner=OutputSharding(expected=lambda t: t.extra["sharding"]),
