@@ -120,10 +120,10 @@ def test_other_correct_programs_pass(root, tmp_path, code, exercises):
 # ------------------------------------------------------------------ diagnoses both ways
 
 ADAMW_WORDS = {
-    "adamw-bias-correction-one-ahead": spec.ADAMW_WORDS["bias-t+2"],
-    "adamw-no-bias-correction": spec.ADAMW_WORDS["no-bias"],
-    "adamw-decay-inside-adam": spec.ADAMW_WORDS["l2"],
-    "adamw-decay-not-scaled-by-lr": spec.ADAMW_WORDS["decay-no-lr"],
+    "l15-adamw-bias-correction-one-ahead": spec.ADAMW_WORDS["bias-t+2"],
+    "l15-adamw-no-bias-correction": spec.ADAMW_WORDS["no-bias"],
+    "l15-adamw-decay-inside-adam": spec.ADAMW_WORDS["l2"],
+    "l15-adamw-decay-not-scaled-by-lr": spec.ADAMW_WORDS["decay-no-lr"],
 }
 
 

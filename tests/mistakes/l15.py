@@ -99,7 +99,7 @@ SKIP_DECIDED_LOCALLY = (
 
 MISTAKES: list[Mistake] = [
     Mistake(
-        id="adamw-moments-bf16",
+        id="l15-adamw-moments-bf16",
         module=L15,
         exercise="adamw_step",
         code=MOMENTS_IN_BF16,
@@ -108,7 +108,7 @@ MISTAKES: list[Mistake] = [
         says=("The moments are kept in bfloat16", "must be float32"),
     ),
     Mistake(
-        id="adamw-moments-bf16-precision",
+        id="l15-adamw-moments-bf16-precision",
         module=L15,
         exercise="adamw_step",
         code=MOMENTS_IN_BF16,
@@ -117,7 +117,7 @@ MISTAKES: list[Mistake] = [
         says=("in bfloat16", "the optimizer's arithmetic must be float32"),
     ),
     Mistake(
-        id="adamw-bias-correction-one-behind",
+        id="l15-adamw-bias-correction-one-behind",
         module=L15,
         exercise="adamw_step",
         status="failed",
@@ -126,7 +126,7 @@ MISTAKES: list[Mistake] = [
         patch=(("t = (step + 1).astype(jnp.float32)", "t = step.astype(jnp.float32)"),),
     ),
     Mistake(
-        id="adamw-bias-correction-one-ahead",
+        id="l15-adamw-bias-correction-one-ahead",
         module=L15,
         exercise="adamw_step",
         status="failed",
@@ -135,7 +135,7 @@ MISTAKES: list[Mistake] = [
         patch=(("t = (step + 1).astype(jnp.float32)", "t = (step + 2).astype(jnp.float32)"),),
     ),
     Mistake(
-        id="adamw-no-bias-correction",
+        id="l15-adamw-no-bias-correction",
         module=L15,
         exercise="adamw_step",
         status="failed",
@@ -147,7 +147,7 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
-        id="adamw-decay-inside-adam",
+        id="l15-adamw-decay-inside-adam",
         module=L15,
         exercise="adamw_step",
         status="failed",
@@ -166,7 +166,7 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
-        id="adamw-decay-not-scaled-by-lr",
+        id="l15-adamw-decay-not-scaled-by-lr",
         module=L15,
         exercise="adamw_step",
         status="failed",
@@ -180,7 +180,7 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
-        id="adamw-master-never-updated",
+        id="l15-adamw-master-never-updated",
         module=L15,
         exercise="adamw_step",
         code=MASTER_NEVER_UPDATED,
@@ -189,7 +189,7 @@ MISTAKES: list[Mistake] = [
         says=("master weights are never updated",),
     ),
     Mistake(
-        id="zero1-whole-state-on-every-device",
+        id="l15-zero1-whole-state-on-every-device",
         module=L15,
         exercise="zero1_step",
         code=STATE_REPLICATED,
@@ -198,7 +198,7 @@ MISTAKES: list[Mistake] = [
         says=("whole optimizer state is on every device", "P('data')"),
     ),
     Mistake(
-        id="zero1-all-reduce-then-slice",
+        id="l15-zero1-all-reduce-then-slice",
         module=L15,
         exercise="zero1_step",
         code=ALL_REDUCE_THEN_SLICE,
@@ -207,7 +207,7 @@ MISTAKES: list[Mistake] = [
         says=("An all-reduce of the gradients", "lax.psum_scatter"),
     ),
     Mistake(
-        id="zero1-sum-not-mean",
+        id="l15-zero1-sum-not-mean",
         module=L15,
         exercise="zero1_step",
         status="failed",
@@ -221,7 +221,7 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
-        id="zero1-gradient-summed-in-bf16",
+        id="l15-zero1-gradient-summed-in-bf16",
         module=L15,
         exercise="zero1_step",
         status="failed",
@@ -236,7 +236,7 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
-        id="zero1-gathers-float32-master",
+        id="l15-zero1-gathers-float32-master",
         module=L15,
         exercise="zero1_step",
         status="failed",
@@ -250,7 +250,7 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
-        id="zero2-keeps-the-whole-float32-gradient",
+        id="l15-zero2-keeps-the-whole-float32-gradient",
         module=L15,
         exercise="zero2_step",
         code=ZERO2_WHOLE_BUFFER,
@@ -259,7 +259,7 @@ MISTAKES: list[Mistake] = [
         says=("ZeRO-1's full float32 gradient buffer",),
     ),
     Mistake(
-        id="zero2-reduce-scatters-float32",
+        id="l15-zero2-reduce-scatters-float32",
         module=L15,
         exercise="zero2_step",
         status="failed",
@@ -273,7 +273,7 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
-        id="clip-by-local-norm",
+        id="l15-clip-by-local-norm",
         module=L15,
         exercise="clip_by_global_norm",
         code=CLIP_LOCAL,
@@ -282,7 +282,7 @@ MISTAKES: list[Mistake] = [
         says=("by its own norm",),
     ),
     Mistake(
-        id="clip-psum-of-norms",
+        id="l15-clip-psum-of-norms",
         module=L15,
         exercise="clip_by_global_norm",
         status="failed",
@@ -296,7 +296,7 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
-        id="clip-gathers-the-gradient",
+        id="l15-clip-gathers-the-gradient",
         module=L15,
         exercise="clip_by_global_norm",
         code=CLIP_GATHERED,
@@ -305,7 +305,7 @@ MISTAKES: list[Mistake] = [
         says=("all-gather",),
     ),
     Mistake(
-        id="scaled-loss-scale-not-undone",
+        id="l15-scaled-loss-scale-not-undone",
         module=L15,
         exercise="loss_scaled_step",
         status="failed",
@@ -314,7 +314,7 @@ MISTAKES: list[Mistake] = [
         patch=(('g = g.astype(jnp.float32) / sc["scale"]', "g = g.astype(jnp.float32)"),),
     ),
     Mistake(
-        id="scaled-unscaled-in-fp16",
+        id="l15-scaled-unscaled-in-fp16",
         module=L15,
         exercise="loss_scaled_step",
         status="failed",
@@ -328,7 +328,7 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
-        id="scaled-skip-still-advances-momentum",
+        id="l15-scaled-skip-still-advances-momentum",
         module=L15,
         exercise="loss_scaled_step",
         status="failed",
@@ -342,7 +342,7 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
-        id="scaled-overflow-found-locally",
+        id="l15-scaled-overflow-found-locally",
         module=L15,
         exercise="loss_scaled_step",
         status="error",
@@ -351,7 +351,7 @@ MISTAKES: list[Mistake] = [
         patch=(SKIP_DECIDED_LOCALLY,),
     ),
     Mistake(
-        id="scaled-all-reduces-the-gradient",
+        id="l15-scaled-all-reduces-the-gradient",
         module=L15,
         exercise="loss_scaled_step",
         status="failed",
