@@ -1001,5 +1001,7 @@ SPEC = LessonSpec(
             ],
         ),  # fmt: skip
     ),
+    # benchmarks/fast_compile.py --only 15: 41 programs (solution and catalogue), collectives
+    # and memory identical under both options; compile 20.7 → 14.9 s (level 0), 11.2 s (emitters)
     compiler_options=FAST_COMPILE,
 )
