@@ -19,6 +19,7 @@ from grader import engine
 from grader.lessons.l15_optimizer import byte_table as bt
 from grader.lessons.l15_optimizer import spec
 from grader.results import ExerciseResult, LessonResult, Status
+from grader.spec import FULL
 from tests.mistakes import l15 as catalogue
 from tests.test_mistakes import write_variant
 
@@ -149,7 +150,6 @@ def test_the_right_answer_matches_no_known_mistake(root, kind):
     import sys
 
     from grader.runtime import InProcess
-    from grader.spec import FULL
 
     sys.path.insert(0, str(root / "solutions"))
     try:
@@ -166,6 +166,22 @@ def test_the_right_answer_matches_no_known_mistake(root, kind):
             extra = {**trial.extra, **spec._leaf_extra(trial, where)}
             leaf = replace(trial, expected=want, extra=extra)
             assert spec._known_mistake(leaf, np.asarray(want, np.float64)) is None, (ex, where)
+
+
+def test_the_report_sets_zero2_beside_the_other_stages(root):
+    """The reference's zero2 report: bytes kept by stage (16·Ψ, (4 + 12/N)·Ψ, (2 + 14/N)·Ψ,
+    16·Ψ/N) and elements sent (ZeRO-3 half as many again as ZeRO-2), then what it sent."""
+    result = engine.grade_lesson(
+        15, MODULE, root / "solutions", only=["zero2_step"], max_examples=0
+    )
+    (e,) = result.exercises
+    note, table = e.explanation
+    ex = max(spec._zero_examples(FULL), key=lambda x: x["n"])  # n = 6, Ψ = 768, M = 3
+    assert "Ψ = 768" in note.text and "N = 6" in note.text
+    assert [r[1] for r in table.rows[:4]] == ["12,288", "4,608", "3,328", "2,048"]
+    assert [r[3] for r in table.rows[:4]] == ["1,280", "1,280", "1,280", "1,920"]
+    assert table.rows[4][0] == "yours, M = 3" and table.rows[4][3] == f"{4 * 640:,}"
+    assert ex["micro"] == 3
 
 
 def test_wire_bytes_use_the_width_the_program_sends():

@@ -50,7 +50,7 @@ from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, Valu
 from grader.checks.comms import communication
 from grader.checks.hinted import Hinted
 from grader.checks.trees import PerLeaf
-from grader.evidence import Table
+from grader.evidence import Note, Table
 from grader.lessons.l15_optimizer import byte_table, reference
 from grader.lessons.l15_optimizer.reference import HP, SCALER_HP, as64
 from grader.results import CheckResult
@@ -896,6 +896,55 @@ SLACK = 256
 """Bytes of the output tuple's own table (8 per output on XLA:CPU) and alignment."""
 
 
+# ------------------------------------------------------------------ the report
+
+
+def stage_rows(
+    ex: Example, measured: tuple[int | None, int | None] = (None, None)
+) -> list[list[str]]:
+    """Per ZeRO stage, for the example's Ψ and N in this lesson's mix: the bytes each
+    device keeps (the byte table) and the elements it sends per step (the ring model,
+    one micro-batch; ZeRO-3 re-gathering each layer in the backward as lesson 7 does).
+    ``measured``: (reduce-scatter, all-gather) elements of this exercise's program, whose
+    M micro-batches each add a reduce-scatter."""
+    n, size = ex["n"], psi(ex)
+    unit = ring_elements(ex)
+    sends = {0: 2 * unit, 1: 2 * unit, 2: 2 * unit, 3: 3 * unit}
+    how = {0: "all-reduce", 1: "reduce-scatter + all-gather", 2: "reduce-scatter + all-gather",
+           3: "2 all-gathers + reduce-scatter"}  # fmt: skip
+    rows = [
+        [f"ZeRO-{s}" if s else "none", f"{byte_table.per_device(byte_table.THIS_LESSON, s, n) * size:,.0f}",
+         how[s], f"{sends[s]:,}"]
+        for s in range(4)
+    ]  # fmt: skip
+    rs, ag = measured
+    if rs is not None and ag is not None:
+        said = f"yours, M = {ex.get('micro', 1)}"
+        rows.append([said, "", "reduce-scatter + all-gather", f"{rs + ag:,}"])
+    return rows
+
+
+STAGE_COLUMNS = ["stage", "bytes kept per device", "collectives per step", "elements sent"]
+
+
+def _explain_stages(trials: list[Trial]) -> list[Any]:
+    """The byte table and the step's collectives by stage, for the largest example that
+    ran, with what this program sent beside them."""
+    trial = max(trials, key=lambda t: (t.example["n"], psi(t.example)))
+    ex = trial.example
+    comms = trial.comms
+    measured = (
+        (comms.bytes(REDUCE_SCATTER, 1), comms.bytes(ALL_GATHER, 1)) if comms else (None, None)
+    )
+    return [
+        Note(
+            f"ZeRO by stage for Ψ = {psi(ex):,} parameters on N = {ex['n']} devices "
+            "(bf16 params and grads, fp32 master and moments: 16 bytes per parameter)"
+        ),
+        Table(STAGE_COLUMNS, stage_rows(ex, measured)),
+    ]
+
+
 # ------------------------------------------------------------------ errors
 
 
@@ -946,6 +995,7 @@ def _exercise(name: str, kind: str, run: Any, strategy: Any, explicit: Any,
     return ExerciseSpec(
         name=name, strategy=strategy, explicit=explicit, run=run,
         checks=tuple(_value_checks() + checks), max_examples=1, diagnose_error=_diagnose(kind),
+        explain=_explain_stages if kind == "zero2" else None,
     )  # fmt: skip
 
 
