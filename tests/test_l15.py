@@ -142,7 +142,7 @@ def test_an_adamw_mistake_gets_its_own_diagnosis_only(root, tmp_path, mistake_id
             assert words not in said, other
 
 
-@pytest.mark.parametrize("kind", ["adamw", "zero1", "zero2", "clip", "scaled"])
+@pytest.mark.parametrize("kind", ["adamw", "zero1", "zero2", "clip", "scaled", "fp8"])
 def test_the_right_answer_matches_no_known_mistake(root, kind):
     """No known mistake's result equals the right one on the explicit examples: a hint
     never names a mistake that the correct program would also match."""

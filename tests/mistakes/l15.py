@@ -365,4 +365,47 @@ MISTAKES: list[Mistake] = [
             ),
         ),
     ),
+    Mistake(
+        id="l15-fp8-gathered-in-float32",
+        module=L15,
+        exercise="fp8_all_gather",
+        status="failed",
+        check="all-gather bytes",
+        says=("sends float32", "Quantise before you gather"),
+        patch=(
+            (
+                'whole = lax.all_gather(q, AXIS, tiled=True, to="invarying")  # [Ψ] float8',
+                'whole = lax.all_gather(blk, AXIS, tiled=True, to="invarying")\n'
+                "        whole = (whole * scale).astype(jnp.float8_e4m3fn)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-fp8-amax-summed",
+        module=L15,
+        exercise="fp8_all_gather",
+        status="failed",
+        check="values",
+        says=("added the devices' amaxes",),
+        patch=(
+            (
+                "amax = lax.pmax(jnp.max(jnp.abs(blk)), AXIS)",
+                "amax = lax.psum(jnp.max(jnp.abs(blk)), AXIS)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-fp8-scale-not-undone",
+        module=L15,
+        exercise="fp8_all_gather",
+        status="failed",
+        check="values",
+        says=("scale is not undone",),
+        patch=(
+            (
+                "return whole.astype(jnp.float32) / scale",
+                "return whole.astype(jnp.float32)",
+            ),
+        ),
+    ),
 ]

@@ -76,6 +76,22 @@ def loss_scaled(
     return master, m, scale, good
 
 
+E4M3_MAX = 448.0
+"""float8_e4m3fn's largest finite value."""
+
+
+def fp8_round_trip(w: np.ndarray, amax: float | None = None) -> np.ndarray:
+    """float32 ``w`` quantised to float8_e4m3fn with the per-tensor scale 448/amax (amax of
+    the whole tensor unless given), and back: what every device of the bonus returns."""
+    import ml_dtypes
+
+    w = np.asarray(w, np.float32)
+    amax = np.float32(np.max(np.abs(w)) if amax is None else amax)
+    scale = np.float32(E4M3_MAX) / amax
+    q = (w * scale).astype(ml_dtypes.float8_e4m3fn)
+    return q.astype(np.float32) / scale
+
+
 def as64(x: Any) -> np.ndarray:
     """A float64 copy of a (possibly bfloat16 or float16) array."""
     return np.asarray(x).astype(np.float64)

@@ -70,7 +70,7 @@ ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE = "all-gather", "reduce-scatter", "all-re
 NARROW = ("bfloat16", "float16")
 ARITHMETIC = ("add", "sub", "max", "reduce_sum", "reduce_max")
 """Tracked operations that are the update's arithmetic (converts are not)."""
-WIDTH = {"bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}
+WIDTH = {"float8_e4m3fn": 1, "bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}
 
 
 # ------------------------------------------------------------------ examples
@@ -162,6 +162,17 @@ def _scaled_strategy(ctx: Context):
     )  # fmt: skip
 
 
+def _fp8_examples(ctx: Context) -> list[Example]:
+    return [{"n": n, "chunk": 64, "seed": i} for i, n in enumerate(_sizes(ctx, 4, 3))]
+
+
+def _fp8_strategy(ctx: Context):
+    return st.fixed_dictionaries({
+        "n": st.sampled_from([n for n in ctx.mesh_sizes if n > 1] or ctx.mesh_sizes),
+        "chunk": st.sampled_from([16, 64]), "seed": st.integers(0, 2**16),
+    })  # fmt: skip
+
+
 # ------------------------------------------------------------------ inputs
 
 
@@ -245,7 +256,8 @@ def _run_adam(kind: str) -> Callable[[Runtime, Callable[..., Any], Example], Tri
 
 def fn_name(kind: str) -> str:
     return {"adamw": "adamw_step", "zero1": "zero1_step", "zero2": "zero2_step",
-            "clip": "clip_by_global_norm", "scaled": "loss_scaled_step"}[kind]  # fmt: skip
+            "clip": "clip_by_global_norm", "scaled": "loss_scaled_step",
+            "fp8": "fp8_all_gather"}[kind]  # fmt: skip
 
 
 def _pair(out: Any, name: str, what: str) -> None:
@@ -280,6 +292,24 @@ def _run_clip(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     )  # fmt: skip
     trial.expected = reference.clip(g64, max_norm)
     trial.extra.update(g=g64, max_norm=max_norm, norm=norm, local=local)
+    return trial
+
+
+def _run_fp8(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = rt.mesh((ex["n"],), (AXIS,))
+    rng = rt.rng()
+    w = rng.standard_normal(psi(ex)).astype(np.float32)
+    w[int(rng.integers(0, w.size))] *= 8  # one outlier sets the scale, on one device
+    trial = rt.compile_and_run(
+        jax.jit(lambda a: fn(a, mesh)), (_put(mesh, P(AXIS))(w),), mesh,
+        kind="fp8", sharding=NamedSharding(mesh, P()), dtype="float32",
+    )  # fmt: skip
+    trial.expected = reference.fp8_round_trip(w).astype(np.float64)
+    trial.extra.update(w=w)
     return trial
 
 
@@ -351,8 +381,8 @@ def _leaf(path: str) -> str:
 
 def _leaf_extra(trial: Trial, path: str) -> dict[str, Any]:
     name, kind = _leaf(path), trial.extra["kind"]
-    if kind == "clip":
-        return {"name": "grads", "dtype": "float32", "sharding": trial.extra["sharding"]}
+    if kind in ("clip", "fp8"):
+        return {"name": kind, "dtype": "float32", "sharding": trial.extra["sharding"]}
     sh = trial.extra["shardings"]
     if kind == "scaled":
         sharding = sh["scalar"] if name in ("good", "scale") else sh["state"]
@@ -372,6 +402,8 @@ def _atol(trial: Trial) -> float:
         return 0.0
     if kind == "clip":
         return 1e-5
+    if kind == "fp8":  # the same float32 arithmetic and one rounding: a float8 step is 2⁻³
+        return 1e-6
     if kind == "scaled":
         return 1e-5 if name in ("scale", "m") else 1e-6 + 1e-3 * SCALER_HP["lr"] * _m_top(trial)
     if name == "params":
@@ -522,8 +554,34 @@ def _scaled_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
     return out
 
 
+def _fp8_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
+    w, n = trial.extra["w"], trial.example["n"]
+    amax = float(np.max(np.abs(w)))
+    local = np.concatenate([reference.fp8_round_trip(b) for b in w.reshape(n, -1)])
+    summed = reference.fp8_round_trip(w, float(np.abs(w).reshape(n, -1).max(axis=1).sum()))
+    scale = np.float32(reference.E4M3_MAX) / np.float32(amax)
+    kept = reference.fp8_round_trip(w) * scale
+    return [
+        (
+            "Each device scaled by its own slice's amax: the scale must be one for the whole "
+            "tensor, from lax.pmax of every device's max |w|, or the gathered blocks are "
+            "dequantised with scales their receivers do not know.",
+            local,
+        ),
+        (
+            "You added the devices' amaxes (a psum): the scale is then too small and the "
+            "values use fewer of float8's levels. The amax of the whole tensor is the max "
+            "of the devices' maxima: lax.pmax.",
+            summed,
+        ),
+        ("The scale is not undone: divide the gathered float8 values by scale.", kept),
+    ]
+
+
 def _alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
     kind = trial.extra["kind"]
+    if kind == "fp8":
+        return _fp8_alternatives(trial)
     if kind == "clip":
         return _clip_alternatives(trial)
     if kind == "scaled":
@@ -579,7 +637,8 @@ def _known_mistake(trial: Trial, out: np.ndarray) -> str | None:
 
 
 HINTED_LEAVES = {"adamw": ("master", "m", "v"), "zero1": ("master", "m", "v"),
-                 "zero2": ("master", "m", "v"), "scaled": ("master", "m"), "clip": ("",)}  # fmt: skip
+                 "zero2": ("master", "m", "v"), "scaled": ("master", "m"), "clip": ("",),
+                 "fp8": ("",)}  # fmt: skip
 """The leaves whose values can name a known mistake, in the order they are tried."""
 
 
@@ -1048,6 +1107,30 @@ SPEC = LessonSpec(
             [
                 OnlyCollectives(frozenset({ALL_REDUCE}), why="Only the overflow flag crosses."),
                 OneScalarAllReduce(what="the skip decision"),
+            ],
+        ),  # fmt: skip
+        _exercise(
+            "fp8_all_gather",
+            "fp8",
+            _run_fp8,
+            _fp8_strategy,
+            _fp8_examples,
+            [
+                OnlyCollectives(
+                    frozenset({ALL_REDUCE, ALL_GATHER}),
+                    why="One scalar amax, then the float8 weights.",
+                ),
+                OneScalarAllReduce(what="the amax"),
+                WireBytes(
+                    ALL_GATHER,
+                    "all_gather",
+                    lambda ex: 1,
+                    "float8_e4m3fn",
+                    "the weights gathered once, one byte each",
+                    too_many="Quantise before you gather: (w_slice · scale)"
+                    ".astype(jnp.float8_e4m3fn), then lax.all_gather the float8 slice; "
+                    "gathering float32 and quantising after sends four times the bytes.",
+                ),
             ],
         ),  # fmt: skip
     ),
