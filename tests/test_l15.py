@@ -8,6 +8,7 @@ import io
 from dataclasses import replace
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from rich.console import Console
@@ -17,7 +18,7 @@ from course.commands.common import make_app
 from course.commands.grade import next_lesson, parse_target
 from grader import engine
 from grader.lessons.l15_optimizer import byte_table as bt
-from grader.lessons.l15_optimizer import spec
+from grader.lessons.l15_optimizer import reference, spec
 from grader.results import ExerciseResult, LessonResult, Status
 from grader.spec import FULL
 from tests.mistakes import l15 as catalogue
@@ -182,6 +183,55 @@ def test_the_report_sets_zero2_beside_the_other_stages(root):
     assert [r[3] for r in table.rows[:4]] == ["1,280", "1,280", "1,280", "1,920"]
     assert table.rows[4][0] == "yours, M = 3" and table.rows[4][3] == f"{4 * 640:,}"
     assert ex["micro"] == 3
+
+
+def _solution(root, module: str):
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(root / "solutions"))
+    try:
+        return importlib.import_module(module)
+    finally:
+        sys.path.remove(str(root / "solutions"))
+
+
+def test_zero3_sends_half_as_much_again_as_zero2_measured(root):
+    """The text's section 4, measured: lesson 7's reference train step (ZeRO-3, each layer
+    re-gathered in the backward) against this lesson's ZeRO-2 step on as many parameters,
+    N = 4, L = 12, D = 32, F = 64 (Ψ = 49,152): 3 units of (N−1)/N·Ψ against 2."""
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from grader.measure import devices, hlo
+
+    n, layers, d, f = 4, 12, 32, 64
+    size = 2 * layers * d * f
+    mesh = devices.make_mesh((n,), ("data",))
+
+    def put(a, s):
+        return jax.device_put(a, NamedSharding(mesh, s))
+
+    l07, l15 = _solution(root, "l07_fsdp"), _solution(root, MODULE)
+    params = {
+        "w_in": put(np.zeros((layers, d, f), np.float32), P(None, "data", None)),
+        "w_out": put(np.zeros((layers, f, d), np.float32), P(None, None, "data")),
+    }
+    x = put(np.zeros((2 * n, d), np.float32), P("data", None))
+    step = jax.jit(lambda p, a, b: l07.fsdp_train_step(p, a, b, mesh, 0.1))
+    zero3 = hlo.summarize(step.lower(params, x, x).compile().as_text(), n)
+    state = {k: put(np.zeros(size, np.float32), P("data")) for k in ("master", "m", "v")}
+    state["step"] = put(np.int32(1), P())
+    args = (put(jnp.zeros(size, jnp.bfloat16), P()),
+            put(jnp.zeros((n, 1, size), jnp.bfloat16), P("data")), state)  # fmt: skip
+    zero2_step = jax.jit(lambda p, g, s: l15.zero2_step(p, g, s, dict(reference.HP), mesh))
+    zero2 = hlo.summarize(zero2_step.lower(*args).compile().as_text(), n)
+    unit = (n - 1) * size // n  # elements
+    assert unit == 36_864
+    assert zero3.bytes("all-gather", 1) == 2 * unit and zero3.bytes("reduce-scatter", 1) == unit
+    assert zero3.count("all-gather") == 2 * 2 * layers  # two weights, forward and backward
+    assert zero2.bytes("all-gather", 1) == unit and zero2.bytes("reduce-scatter", 1) == unit
+    assert zero3.bytes("all-gather") == 294_912 and zero3.bytes("reduce-scatter") == 147_456
 
 
 def test_wire_bytes_use_the_width_the_program_sends():

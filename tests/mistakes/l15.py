@@ -408,4 +408,18 @@ MISTAKES: list[Mistake] = [
             ),
         ),
     ),
+    Mistake(
+        id="l15-zero1-params-gathered-as-varying",
+        module=L15,
+        exercise="zero1_step",
+        status="error",
+        check=None,
+        says=("output [0]", "to='invarying'"),
+        patch=(
+            (
+                'lax.all_gather(master.astype(params.dtype), AXIS, tiled=True, to="invarying")',
+                "lax.all_gather(master.astype(params.dtype), AXIS, tiled=True)",
+            ),
+        ),
+    ),
 ]
