@@ -16,7 +16,8 @@ zero2_step         M × (N−1)/N·Ψ, bfloat16 (each micro-batch) 1 × (N−1)/
 =================  =========================================  ==================
 
 ``clip_by_global_norm`` and ``loss_scaled_step`` all-reduce one scalar and
-nothing else. Bytes are elements (from the compiled HLO, loop trip counts
+nothing else; the bonus ``fp8_all_gather`` one scalar (the amax) and one
+all-gather of (N−1)/N·Ψ float8_e4m3fn elements. Bytes are elements (from the compiled HLO, loop trip counts
 multiplied in) times the width the exported program sends (its StableHLO):
 XLA:CPU widens bfloat16 collectives to float32 in the compiled program, so the
 width is read from the program the student wrote.
@@ -34,7 +35,14 @@ Tolerances (fractions of max|expected|, rtol 0): master weights 1e-6 plus
 1 % of the step lr·max|m̂/(√v̂+ε)| (a bfloat16 reduce-scatter rounds the
 gradient by 2⁻⁹; the known mistakes move the master by 10 % of a step or more);
 bfloat16 params 1/100 (one bfloat16 step of the largest, where the float32
-master rounds the other way); moments 2·10⁻³; counters exactly.
+master rounds the other way); moments 2⁻⁷ of what this step adds to them
+((1−b1)·max|g| for m, 2(1−b2)·max g² for v: the gradient's own bfloat16
+rounding); clipping 10⁻⁵; the fp8 round trip 10⁻⁶ (the same float32
+arithmetic and one rounding, where a float8 step is 2⁻³); counters exactly.
+
+A wrong value is named only by a known mistake's result (:func:`_known_mistake`)
+that the example can tell from the right one, matched on the leaves that can
+tell (master weights and moments, not the bfloat16 params).
 """
 
 from __future__ import annotations
