@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import replace
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -15,7 +16,7 @@ from rich.console import Console
 
 from course import registry, scoring
 from course.commands.common import make_app
-from course.commands.grade import next_lesson, parse_target
+from course.commands.grade import current_lesson, next_lesson, parse_target
 from grader import engine
 from grader.lessons.l15_optimizer import byte_table as bt
 from grader.lessons.l15_optimizer import reference, spec
@@ -270,3 +271,13 @@ def test_grade_all_and_the_current_lesson_follow_the_registry(tmp_path, monkeypa
     app = replace(make_app(None, None), console=Console(file=io.StringIO(), width=100))
     order = [x.number for x in parse_target(app, None, True).lessons]
     assert order == [x.number for x in COURSE.lessons] and order.index(15) == order.index(7) + 1
+    # lessons 1 to 7 passed (and 8, out of turn): the current lesson, which `course grade`,
+    # `watch` and the notebook take by default, is 15, not 9
+    done = [1, 2, 3, 4, 5, 6, 7, 8]
+    passed = {
+        (n, e.name): SimpleNamespace(status="passed")
+        for n in done for e in COURSE.lesson(n).exercises
+    }  # fmt: skip
+    monkeypatch.setattr(type(app), "states", lambda self: passed)
+    assert current_lesson(app).number == 15
+    assert parse_target(app, None, False).lessons[0].number == 15
