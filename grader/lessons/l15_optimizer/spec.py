@@ -734,12 +734,12 @@ class NoWholeGradient(Check):
         return CheckResult(
             self.name, False,
             f"your program computes float32 arrays of {big[0][1]:,} elements; Ψ = {whole:,}: "
-            "a float32 gradient of the whole vector",
+            "a float32 copy of the whole vector",
             evidence=[Table(["operation (float32)", "elements"], rows)],
-            hint="This is ZeRO-1's full float32 gradient buffer (4·Ψ bytes per device), which "
-            "ZeRO-2 exists to drop: reduce-scatter each micro-batch's bfloat16 gradient first "
+            hint="ZeRO-2 exists to drop ZeRO-1's full float32 gradient buffer (4·Ψ bytes per "
+            "device): reduce-scatter each micro-batch's bfloat16 gradient first "
             "(lax.psum_scatter(g_micro, 'data', tiled=True)) and convert and accumulate only "
-            "your Ψ/N slice in float32.",
+            "your Ψ/N slice in float32. The table names the operations that made the array.",
         )  # fmt: skip
 
 
