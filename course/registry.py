@@ -120,6 +120,13 @@ class Course:
         known = ", ".join(str(x.number) for x in self.lessons)
         raise KeyError(f"there is no lesson {number} (lessons: {known})")
 
+    def after(self, number: int) -> Lesson | None:
+        """The lesson that follows lesson ``number`` in the course's order (the
+        registry's, not the numbers'), or None after the last."""
+        numbers = [x.number for x in self.lessons]
+        at = numbers.index(self.lesson(number).number)
+        return self.lessons[at + 1] if at + 1 < len(self.lessons) else None
+
 
 class RegistryError(Exception):
     pass

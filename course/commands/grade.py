@@ -361,13 +361,12 @@ def next_lesson(course: Course, verdict: Verdict) -> Text | None:
     lesson = course.lesson(card.lesson)
     if any(e.name not in card.exercises for e in lesson.required):  # one exercise of it
         return None
-    later = [x for x in course.lessons if x.number > lesson.number]
-    if not later:
+    n = course.after(lesson.number)  # the registry's order: 15 follows 7
+    if n is None:
         return Text.assemble(
             (f"Lesson {lesson.number} was the last one. ", "bold"),
             "The whole course, and whatever is left in it: ", ("course status", "cyan"),
         )  # fmt: skip
-    n = later[0]
     return Text.assemble(
         ("Next: ", "bold"), (f"lesson {n.number} · {n.title}", "bold"), " — read it: ",
         (f"course show {n.number}", "cyan"),

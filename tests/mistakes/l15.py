@@ -1,0 +1,425 @@
+"""Realistic wrong implementations for lesson 15 (see tests/mistakes/__init__.py).
+
+Issue 35's list: moments in bf16; bias correction one step off; weight decay
+inside the Adam update; clipping by the local norm; a psum of norms; the loss
+scale not undone; master weights never updated; the whole optimizer state on
+every device; a skipped step that still advances the moments. And the ZeRO
+ones: an all-reduce where a reduce-scatter does, the float32 master gathered,
+ZeRO-2 with ZeRO-1's whole float32 buffer, a float32 reduce-scatter, a
+bfloat16 gradient sum, a sum where the mean is asked for.
+"""
+
+from __future__ import annotations
+
+from tests.mistakes import Mistake
+
+L15 = "l15_optimizer"
+
+MOMENTS_IN_BF16 = """
+def adamw_step(params, grads, state, hp):
+    m = state["m"].astype(grads.dtype)  # kept like the params: bfloat16
+    v = state["v"].astype(grads.dtype)
+    master, m, v = _adamw(state["master"], m, v, state["step"], grads, hp)
+    new = {"master": master, "m": m, "v": v, "step": state["step"] + 1}
+    return master.astype(jnp.bfloat16), new
+"""
+
+MASTER_NEVER_UPDATED = """
+def adamw_step(params, grads, state, hp):
+    g = grads.astype(jnp.float32)
+    master, m, v = _adamw(state["master"], state["m"], state["v"], state["step"], g, hp)
+    new = {"master": state["master"], "m": m, "v": v, "step": state["step"] + 1}
+    return master.astype(jnp.bfloat16), new
+"""
+
+STATE_REPLICATED = """
+from jax.sharding import NamedSharding
+
+def zero1_step(params, grads, state, hp, mesh):
+    def body(p, g, s):
+        acc = jnp.sum(g[0].astype(jnp.float32), axis=0)
+        full = lax.psum(acc, AXIS) / (lax.axis_size(AXIS) * g.shape[1])
+        master, m, v = _adamw(s["master"], s["m"], s["v"], s["step"], full, hp)
+        return master.astype(p.dtype), {"master": master, "m": m, "v": v, "step": s["step"] + 1}
+
+    whole = {"master": P(), "m": P(), "v": P(), "step": P()}  # every device: all of it
+    state = {k: jax.reshard(a, NamedSharding(mesh, P())) for k, a in state.items()}
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(), P(AXIS), whole), out_specs=(P(), whole)
+    )(params, grads, state)
+"""
+
+ALL_REDUCE_THEN_SLICE = """
+def zero1_step(params, grads, state, hp, mesh):
+    def body(p, g, s):
+        acc = jnp.sum(g[0].astype(jnp.float32), axis=0)
+        full = lax.psum(acc, AXIS) / (lax.axis_size(AXIS) * g.shape[1])
+        k = s["master"].shape[0]
+        shard = lax.dynamic_slice_in_dim(full, lax.axis_index(AXIS) * k, k)
+        master, m, v = _adamw(s["master"], s["m"], s["v"], s["step"], shard, hp)
+        return _finish(master, m, v, s["step"], p)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(), P(AXIS), STATE), out_specs=(P(), STATE)
+    )(params, grads, state)
+"""
+
+ZERO2_WHOLE_BUFFER = """
+def zero2_step(params, grads, state, hp, mesh):
+    return zero1_step(params, grads, state, hp, mesh)
+"""
+
+CLIP_LOCAL = """
+def clip_by_global_norm(grads, max_norm, mesh):
+    def body(g, limit):
+        norm = jnp.sqrt(jnp.sum(g * g))  # this device's slice only
+        return g * (limit / jnp.maximum(norm, limit))
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P(AXIS), P()), out_specs=P(AXIS))(
+        grads, max_norm
+    )
+"""
+
+CLIP_GATHERED = """
+def clip_by_global_norm(grads, max_norm, mesh):
+    def body(g, limit):
+        whole = lax.all_gather(g, AXIS, tiled=True)
+        norm = jnp.sqrt(jnp.sum(whole * whole))
+        return g * (limit / jnp.maximum(norm, limit))
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P(AXIS), P()), out_specs=P(AXIS))(
+        grads, max_norm
+    )
+"""
+
+SKIP_DECIDED_LOCALLY = (
+    "skip = lax.psum(bad_here, AXIS) > 0  # the one scalar all-reduce",
+    "skip = bad_here > 0",
+)
+
+MISTAKES: list[Mistake] = [
+    Mistake(
+        id="l15-adamw-moments-bf16",
+        module=L15,
+        exercise="adamw_step",
+        code=MOMENTS_IN_BF16,
+        status="failed",
+        check="values",
+        says=("The moments are kept in bfloat16", "must be float32"),
+    ),
+    Mistake(
+        id="l15-adamw-moments-bf16-precision",
+        module=L15,
+        exercise="adamw_step",
+        code=MOMENTS_IN_BF16,
+        status="failed",
+        check="precision",
+        says=("in bfloat16", "the optimizer's arithmetic must be float32"),
+    ),
+    Mistake(
+        id="l15-adamw-bias-correction-one-behind",
+        module=L15,
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=("1 − β^t is 0 for t = 0", "t = step + 1"),
+        patch=(("t = (step + 1).astype(jnp.float32)", "t = step.astype(jnp.float32)"),),
+    ),
+    Mistake(
+        id="l15-adamw-bias-correction-one-ahead",
+        module=L15,
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=("one step ahead",),
+        patch=(("t = (step + 1).astype(jnp.float32)", "t = (step + 2).astype(jnp.float32)"),),
+    ),
+    Mistake(
+        id="l15-adamw-no-bias-correction",
+        module=L15,
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=("No bias correction",),
+        patch=(
+            ('m_hat = m / (1 - hp["b1"] ** t)', "m_hat = m"),
+            ('v_hat = v / (1 - hp["b2"] ** t)', "v_hat = v"),
+        ),
+    ),
+    Mistake(
+        id="l15-adamw-decay-inside-adam",
+        module=L15,
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=("weight decay is inside the Adam update", "decoupled"),
+        patch=(
+            (
+                'm = hp["b1"] * m + (1 - hp["b1"]) * g',
+                'g = g + hp["weight_decay"] * master  # L2\n'
+                '    m = hp["b1"] * m + (1 - hp["b1"]) * g',
+            ),
+            (
+                'master = master - hp["lr"] * (update + hp["weight_decay"] * master)',
+                'master = master - hp["lr"] * update',
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-adamw-decay-not-scaled-by-lr",
+        module=L15,
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=("not scaled by the learning rate",),
+        patch=(
+            (
+                'master = master - hp["lr"] * (update + hp["weight_decay"] * master)',
+                'master = master - hp["lr"] * update - hp["weight_decay"] * master',
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-adamw-master-never-updated",
+        module=L15,
+        exercise="adamw_step",
+        code=MASTER_NEVER_UPDATED,
+        status="failed",
+        check="values",
+        says=("master weights are never updated",),
+    ),
+    Mistake(
+        id="l15-zero1-whole-state-on-every-device",
+        module=L15,
+        exercise="zero1_step",
+        code=STATE_REPLICATED,
+        status="failed",
+        check="memory",
+        says=("whole optimizer state is on every device", "P('data')"),
+    ),
+    Mistake(
+        id="l15-zero1-all-reduce-then-slice",
+        module=L15,
+        exercise="zero1_step",
+        code=ALL_REDUCE_THEN_SLICE,
+        status="failed",
+        check="collectives",
+        says=("An all-reduce of the gradients", "lax.psum_scatter"),
+    ),
+    Mistake(
+        id="l15-zero1-sum-not-mean",
+        module=L15,
+        exercise="zero1_step",
+        status="failed",
+        check="values",
+        says=("you summed them",),
+        patch=(
+            (
+                "shard = lax.psum_scatter(acc, AXIS, tiled=True) / n_terms",
+                "shard = lax.psum_scatter(acc, AXIS, tiled=True)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-zero1-gradient-summed-in-bf16",
+        module=L15,
+        exercise="zero1_step",
+        status="failed",
+        check="precision",
+        says=("add in bfloat16", "sum micro-batch gradients in float32"),
+        patch=(
+            (
+                "acc = jnp.sum(g[0].astype(jnp.float32), axis=0)",
+                "acc = functools.reduce(operator.add, list(g[0])).astype(jnp.float32)",
+            ),
+            ("import jax\n", "import functools\nimport operator\n\nimport jax\n"),
+        ),
+    ),
+    Mistake(
+        id="l15-zero1-gathers-float32-master",
+        module=L15,
+        exercise="zero1_step",
+        status="failed",
+        check="all-gather bytes",
+        says=("sends float32", "Gather the bfloat16 params"),
+        patch=(
+            (
+                'lax.all_gather(master.astype(params.dtype), AXIS, tiled=True, to="invarying")',
+                'lax.all_gather(master, AXIS, tiled=True, to="invarying").astype(params.dtype)',
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-zero2-keeps-the-whole-float32-gradient",
+        module=L15,
+        exercise="zero2_step",
+        code=ZERO2_WHOLE_BUFFER,
+        status="failed",
+        check="gradient buffer",
+        says=("ZeRO-1's full float32 gradient buffer",),
+    ),
+    Mistake(
+        id="l15-zero2-reduce-scatters-float32",
+        module=L15,
+        exercise="zero2_step",
+        status="failed",
+        check="reduce-scatter bytes",
+        says=("sends float32", "bfloat16 gradient"),
+        patch=(
+            (
+                "lax.psum_scatter(g_micro, AXIS, tiled=True).astype(jnp.float32)",
+                "lax.psum_scatter(g_micro.astype(jnp.float32), AXIS, tiled=True)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-clip-by-local-norm",
+        module=L15,
+        exercise="clip_by_global_norm",
+        code=CLIP_LOCAL,
+        status="failed",
+        check="values",
+        says=("by its own norm",),
+    ),
+    Mistake(
+        id="l15-clip-psum-of-norms",
+        module=L15,
+        exercise="clip_by_global_norm",
+        status="failed",
+        check="values",
+        says=("norms do not add",),
+        patch=(
+            (
+                "norm = jnp.sqrt(lax.psum(jnp.sum(g * g), AXIS))",
+                "norm = lax.psum(jnp.sqrt(jnp.sum(g * g)), AXIS)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-clip-gathers-the-gradient",
+        module=L15,
+        exercise="clip_by_global_norm",
+        code=CLIP_GATHERED,
+        status="failed",
+        check="collectives",
+        says=("all-gather",),
+    ),
+    Mistake(
+        id="l15-scaled-loss-scale-not-undone",
+        module=L15,
+        exercise="loss_scaled_step",
+        status="failed",
+        check="values",
+        says=("loss scale is not undone",),
+        patch=(('g = g.astype(jnp.float32) / sc["scale"]', "g = g.astype(jnp.float32)"),),
+    ),
+    Mistake(
+        id="l15-scaled-unscaled-in-fp16",
+        module=L15,
+        exercise="loss_scaled_step",
+        status="failed",
+        check="values",
+        says=("unscaled in float16",),
+        patch=(
+            (
+                'g = g.astype(jnp.float32) / sc["scale"]',
+                'g = (g / sc["scale"].astype(g.dtype)).astype(jnp.float32)',
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-scaled-skip-still-advances-momentum",
+        module=L15,
+        exercise="loss_scaled_step",
+        status="failed",
+        check="values",
+        says=("skipped step still advanced the momentum",),
+        patch=(
+            (
+                '"m": jnp.where(skip, s["m"], m)',
+                '"m": jnp.where(skip, hp["momentum"] * s["m"], m)',
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-scaled-overflow-found-locally",
+        module=L15,
+        exercise="loss_scaled_step",
+        status="error",
+        check=None,
+        says=("decided from its own slice", "all-reduce the flag"),
+        patch=(SKIP_DECIDED_LOCALLY,),
+    ),
+    Mistake(
+        id="l15-scaled-all-reduces-the-gradient",
+        module=L15,
+        exercise="loss_scaled_step",
+        status="failed",
+        check="all-reduce",
+        says=("an all-reduce of", "needs one scalar"),
+        patch=(
+            (
+                "skip = lax.psum(bad_here, AXIS) > 0  # the one scalar all-reduce",
+                "skip = jnp.logical_not(jnp.all(jnp.isfinite(lax.psum(g.astype(jnp.float32), "
+                "AXIS))))",
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-fp8-gathered-in-float32",
+        module=L15,
+        exercise="fp8_all_gather",
+        status="failed",
+        check="all-gather bytes",
+        says=("sends float32", "Quantise before you gather"),
+        patch=(
+            (
+                'whole = lax.all_gather(q, AXIS, tiled=True, to="invarying")  # [Ψ] float8',
+                'whole = lax.all_gather(blk, AXIS, tiled=True, to="invarying")\n'
+                "        whole = (whole * scale).astype(jnp.float8_e4m3fn)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-fp8-amax-summed",
+        module=L15,
+        exercise="fp8_all_gather",
+        status="failed",
+        check="values",
+        says=("added the devices' amaxes",),
+        patch=(
+            (
+                "amax = lax.pmax(jnp.max(jnp.abs(blk)), AXIS)",
+                "amax = lax.psum(jnp.max(jnp.abs(blk)), AXIS)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-fp8-scale-not-undone",
+        module=L15,
+        exercise="fp8_all_gather",
+        status="failed",
+        check="values",
+        says=("scale is not undone",),
+        patch=(
+            (
+                "return whole.astype(jnp.float32) / scale",
+                "return whole.astype(jnp.float32)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-zero1-params-gathered-as-varying",
+        module=L15,
+        exercise="zero1_step",
+        status="error",
+        check=None,
+        says=("output [0]", "to='invarying'"),
+        patch=(
+            (
+                'lax.all_gather(master.astype(params.dtype), AXIS, tiled=True, to="invarying")',
+                "lax.all_gather(master.astype(params.dtype), AXIS, tiled=True)",
+            ),
+        ),
+    ),
+]

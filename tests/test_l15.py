@@ -1,0 +1,283 @@
+"""Lesson 15: the published byte tables from the formulas, other correct programs pass,
+known-mistake diagnoses go to their own mistake only, and the course's order puts
+lesson 15 after lesson 7."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from rich.console import Console
+
+from course import registry, scoring
+from course.commands.common import make_app
+from course.commands.grade import current_lesson, next_lesson, parse_target
+from grader import engine
+from grader.lessons.l15_optimizer import byte_table as bt
+from grader.lessons.l15_optimizer import reference, spec
+from grader.results import ExerciseResult, LessonResult, Status
+from grader.spec import FULL
+from tests.mistakes import l15 as catalogue
+from tests.test_mistakes import write_variant
+
+MODULE = "l15_optimizer"
+GB = 1e9
+
+# ------------------------------------------------------------------ the byte table
+
+
+def test_the_zero_papers_example_from_the_formula():
+    """7.5B parameters, 64 devices, fp16 params and grads with K = 12: 120 → 31.4 → 16.6 → 1.9 GB."""
+    psi = 7.5e9
+    per_stage = [round(bt.per_device(bt.ZERO_PAPER, s, 64) * psi / GB, 1) for s in range(4)]
+    assert per_stage == [120.0, 31.4, 16.6, 1.9]
+
+
+@pytest.mark.parametrize(
+    "mix,whole,kept,split",
+    [(bt.MEGATRON_FP16, 20, 4, 16), (bt.MEGATRON_BF16, 18, 6, 12), (bt.MEGATRON_FP32, 16, 8, 8)],
+    ids=["fp16", "bf16-fp32-grads", "fp32"],
+)
+def test_megatrons_distributed_optimizer_table(mix, whole, kept, split):
+    """Megatron Core's table (20 → 4 + 16/d, 18 → 6 + 12/d, 16 → 8 + 8/d) is ZeRO-1 of its mixes."""
+    assert mix.total == whole == bt.per_device(mix, 0, 1)
+    for d in (2, 8, 64):
+        assert bt.per_device(mix, 1, d) == kept + split / d
+
+
+def test_the_lessons_own_mix_and_the_state_it_keeps():
+    assert bt.THIS_LESSON.total == 16 and bt.THIS_LESSON.optimizer == 12
+    assert bt.adam_state_bytes(4 * 128, 4) == 12 * 128
+    with pytest.raises(ValueError, match="stages 0 to 3"):
+        bt.per_device(bt.THIS_LESSON, 4, 8)
+
+
+# ------------------------------------------------------------------ other correct programs
+
+ZERO2_PYTHON_LOOP = """
+def zero2_step(params, grads, state, hp, mesh):
+    def body(p, g, s):
+        acc = None
+        for i in range(g.shape[1]):  # unrolled: M reduce-scatters all the same
+            part = lax.psum_scatter(g[0, i], AXIS, tiled=True).astype(jnp.float32)
+            acc = part if acc is None else acc + part
+        shard = acc / (lax.axis_size(AXIS) * g.shape[1])
+        master, m, v = _adamw(s["master"], s["m"], s["v"], s["step"], shard, hp)
+        return _finish(master, m, v, s["step"], p)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(P(), P(AXIS), STATE), out_specs=(P(), STATE)
+    )(params, grads, state)
+"""
+
+SCALED_WITH_COND_AND_PMAX = """
+def loss_scaled_step(state, grads, scaler, hp, mesh):
+    def body(s, g, sc):
+        bad = lax.pmax(jnp.any(~jnp.isfinite(g)).astype(jnp.float32), AXIS)
+
+        def skipped(_):
+            return s, {"scale": sc["scale"] * 0.5, "good": jnp.zeros_like(sc["good"])}
+
+        def taken(_):
+            m = hp["momentum"] * s["m"] + g.astype(jnp.float32) / sc["scale"]
+            good = sc["good"] + 1
+            grow = good >= hp["growth_interval"]
+            return {"master": s["master"] - hp["lr"] * m, "m": m}, {
+                "scale": jnp.where(grow, 2 * sc["scale"], sc["scale"]),
+                "good": jnp.where(grow, 0, good),
+            }
+
+        return lax.cond(bad > 0, skipped, taken, None)
+
+    spec = {"master": P(AXIS), "m": P(AXIS)}
+    scal = {"scale": P(), "good": P()}
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(spec, P(AXIS), scal), out_specs=(spec, scal)
+    )(state, grads, scaler)
+"""
+
+
+def _variant(root, tmp_path, code: str):
+    text = (root / "solutions" / f"{MODULE}.py").read_text()
+    (tmp_path / f"{MODULE}.py").write_text(text + "\nimport jax\n" + code)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "code,exercises",
+    [(ZERO2_PYTHON_LOOP, ["zero2_step"]), (SCALED_WITH_COND_AND_PMAX, ["loss_scaled_step"])],
+    ids=["zero2-python-loop", "scaled-cond-pmax"],
+)
+def test_other_correct_programs_pass(root, tmp_path, code, exercises):
+    directory = _variant(root, tmp_path, code)
+    result = engine.grade_lesson(15, MODULE, directory, only=exercises, max_examples=0)
+    for e in result.exercises:
+        assert e.status == Status.PASSED, [c.to_dict() for c in e.checks if not c.passed]
+
+
+# ------------------------------------------------------------------ diagnoses both ways
+
+ADAMW_WORDS = {
+    "l15-adamw-bias-correction-one-ahead": spec.ADAMW_WORDS["bias-t+2"],
+    "l15-adamw-no-bias-correction": spec.ADAMW_WORDS["no-bias"],
+    "l15-adamw-decay-inside-adam": spec.ADAMW_WORDS["l2"],
+    "l15-adamw-decay-not-scaled-by-lr": spec.ADAMW_WORDS["decay-no-lr"],
+}
+
+
+@pytest.mark.parametrize("mistake_id", sorted(ADAMW_WORDS))
+def test_an_adamw_mistake_gets_its_own_diagnosis_only(root, tmp_path, mistake_id):
+    """Each AdamW variant's words go to that mistake, never to the nearest others."""
+    (mistake,) = [m for m in catalogue.MISTAKES if m.id == mistake_id]
+    directory = write_variant(root, tmp_path, mistake)
+    result = engine.grade_lesson(15, MODULE, directory, only=["adamw_step"], max_examples=0)
+    (er,) = result.exercises
+    said = " ".join(f"{c.message} {c.hint}" for c in er.checks if not c.passed)
+    assert ADAMW_WORDS[mistake_id] in said
+    for other, words in ADAMW_WORDS.items():
+        if other != mistake_id:
+            assert words not in said, other
+
+
+@pytest.mark.parametrize("kind", ["adamw", "zero1", "zero2", "clip", "scaled", "fp8"])
+def test_the_right_answer_matches_no_known_mistake(root, kind):
+    """No known mistake's result equals the right one on the explicit examples: a hint
+    never names a mistake that the correct program would also match."""
+    import importlib
+    import sys
+
+    from grader.runtime import InProcess
+
+    sys.path.insert(0, str(root / "solutions"))
+    try:
+        fn = getattr(importlib.import_module(MODULE), spec.fn_name(kind))
+    finally:
+        sys.path.remove(str(root / "solutions"))
+    exercise = spec.SPEC.exercise(spec.fn_name(kind))
+    for ex in exercise.explicit(FULL):
+        trial = exercise.run(InProcess(ex), fn, ex)
+        flat = jax.tree_util.tree_flatten_with_path(trial.expected)[0]
+        assert flat
+        for path, want in flat:
+            where = jax.tree_util.keystr(path)
+            extra = {**trial.extra, **spec._leaf_extra(trial, where)}
+            leaf = replace(trial, expected=want, extra=extra)
+            assert spec._known_mistake(leaf, np.asarray(want, np.float64)) is None, (ex, where)
+
+
+def test_the_report_sets_zero2_beside_the_other_stages(root):
+    """The reference's zero2 report: bytes kept by stage (16·Ψ, (4 + 12/N)·Ψ, (2 + 14/N)·Ψ,
+    16·Ψ/N) and elements sent (ZeRO-3 half as many again as ZeRO-2), then what it sent."""
+    result = engine.grade_lesson(
+        15, MODULE, root / "solutions", only=["zero2_step"], max_examples=0
+    )
+    (e,) = result.exercises
+    note, table = e.explanation
+    ex = max(spec._zero_examples(FULL), key=lambda x: x["n"])  # n = 6, Ψ = 768, M = 3
+    assert "Ψ = 768" in note.text and "N = 6" in note.text
+    assert [r[1] for r in table.rows[:4]] == ["12,288", "4,608", "3,328", "2,048"]
+    assert [r[3] for r in table.rows[:4]] == ["1,280", "1,280", "1,280", "1,920"]
+    assert table.rows[4][0] == "yours, M = 3" and table.rows[4][3] == f"{4 * 640:,}"
+    assert ex["micro"] == 3
+
+
+def _solution(root, module: str):
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(root / "solutions"))
+    try:
+        return importlib.import_module(module)
+    finally:
+        sys.path.remove(str(root / "solutions"))
+
+
+def test_zero3_sends_half_as_much_again_as_zero2_measured(root):
+    """The text's section 4, measured: lesson 7's reference train step (ZeRO-3, each layer
+    re-gathered in the backward) against this lesson's ZeRO-2 step on as many parameters,
+    N = 4, L = 12, D = 32, F = 64 (Ψ = 49,152): 3 units of (N−1)/N·Ψ against 2."""
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from grader.measure import devices, hlo
+
+    n, layers, d, f = 4, 12, 32, 64
+    size = 2 * layers * d * f
+    mesh = devices.make_mesh((n,), ("data",))
+
+    def put(a, s):
+        return jax.device_put(a, NamedSharding(mesh, s))
+
+    l07, l15 = _solution(root, "l07_fsdp"), _solution(root, MODULE)
+    params = {
+        "w_in": put(np.zeros((layers, d, f), np.float32), P(None, "data", None)),
+        "w_out": put(np.zeros((layers, f, d), np.float32), P(None, None, "data")),
+    }
+    x = put(np.zeros((2 * n, d), np.float32), P("data", None))
+    step = jax.jit(lambda p, a, b: l07.fsdp_train_step(p, a, b, mesh, 0.1))
+    zero3 = hlo.summarize(step.lower(params, x, x).compile().as_text(), n)
+    state = {k: put(np.zeros(size, np.float32), P("data")) for k in ("master", "m", "v")}
+    state["step"] = put(np.int32(1), P())
+    args = (put(jnp.zeros(size, jnp.bfloat16), P()),
+            put(jnp.zeros((n, 1, size), jnp.bfloat16), P("data")), state)  # fmt: skip
+    zero2_step = jax.jit(lambda p, g, s: l15.zero2_step(p, g, s, dict(reference.HP), mesh))
+    zero2 = hlo.summarize(zero2_step.lower(*args).compile().as_text(), n)
+    unit = (n - 1) * size // n  # elements
+    assert unit == 36_864
+    assert zero3.bytes("all-gather", 1) == 2 * unit and zero3.bytes("reduce-scatter", 1) == unit
+    assert zero3.count("all-gather") == 2 * 2 * layers  # two weights, forward and backward
+    assert zero2.bytes("all-gather", 1) == unit and zero2.bytes("reduce-scatter", 1) == unit
+    assert zero3.bytes("all-gather") == 294_912 and zero3.bytes("reduce-scatter") == 147_456
+
+
+def test_wire_bytes_use_the_width_the_program_sends():
+    ex = {"n": 4, "chunk": 128, "micro": 2, "step": 1, "seed": 0}
+    assert spec.psi(ex) == 512 and spec.ring_elements(ex) == 384
+
+
+# ------------------------------------------------------------------ the course's order
+
+
+COURSE = registry.load()
+
+
+def test_lesson_15_comes_after_lesson_7_and_before_8():
+    numbers = [x.number for x in COURSE.lessons]
+    assert numbers.index(15) == numbers.index(7) + 1 and numbers.index(8) == numbers.index(15) + 1
+    assert COURSE.after(7).number == 15 and COURSE.after(15).number == 8
+    assert COURSE.after(COURSE.lessons[-1].number) is None
+
+
+def _passed(number: int) -> scoring.Verdict:
+    lesson = COURSE.lesson(number)
+    result = LessonResult(number, "/x", exercises=tuple(
+        ExerciseResult(number, e.name, Status.PASSED, examples_run=1) for e in lesson.exercises
+    ))  # fmt: skip
+    return scoring.verdict([lesson], [result])
+
+
+def test_what_next_follows_the_registry_not_the_numbers():
+    assert str(next_lesson(COURSE, _passed(7))).startswith("Next: lesson 15 · ")
+    assert str(next_lesson(COURSE, _passed(15))).startswith("Next: lesson 8 · ")
+
+
+def test_grade_all_and_the_current_lesson_follow_the_registry(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_HOME", str(tmp_path / "home"))
+    app = replace(make_app(None, None), console=Console(file=io.StringIO(), width=100))
+    order = [x.number for x in parse_target(app, None, True).lessons]
+    assert order == [x.number for x in COURSE.lessons] and order.index(15) == order.index(7) + 1
+    # lessons 1 to 7 passed (and 8, out of turn): the current lesson, which `course grade`,
+    # `watch` and the notebook take by default, is 15, not 9
+    done = [1, 2, 3, 4, 5, 6, 7, 8]
+    passed = {
+        (n, e.name): SimpleNamespace(status="passed")
+        for n in done for e in COURSE.lesson(n).exercises
+    }  # fmt: skip
+    monkeypatch.setattr(type(app), "states", lambda self: passed)
+    assert current_lesson(app).number == 15
+    assert parse_target(app, None, False).lessons[0].number == 15
