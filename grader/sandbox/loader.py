@@ -2,11 +2,19 @@
 
 Nothing imports ``exercises`` or ``solutions`` by name: the grader is told
 which directory to grade and loads ``<dir>/<module>.py`` from its path.
+
+Source only (issue 39): the module is compiled from its source text, never
+from bytecode in a ``__pycache__`` the student can write (an unchecked
+hash-based ``.pyc`` is loaded whatever the source says), and so is every
+module imported from that directory afterwards (a sibling the module imports);
+nothing there is written either.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -21,6 +29,52 @@ class LoadError(Exception):
     """The module could not be imported; ``str()`` is the student-facing message."""
 
 
+class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """Compiles the module from its source text each time: no ``__pycache__`` is
+    read, none is written."""
+
+    def get_code(self, fullname: str):  # noqa: ANN201 — a code object, as the base class's
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)
+
+    def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:
+        return None  # never write bytecode
+
+
+_SOURCE_ONLY: set[str] = set()
+"""Folders whose modules are imported from source only (the graded ones)."""
+
+
+def _source_only_finder(path: str) -> importlib.machinery.FileFinder:
+    """The path hook for the graded folders (and below them): ``.py`` files and
+    packages only, compiled from source; any other folder: not ours (ImportError)."""
+    try:
+        real = os.path.realpath(path or ".")
+    except (OSError, ValueError):
+        raise ImportError(path) from None
+    if not any(real == d or real.startswith(d.rstrip("/") + "/") for d in _SOURCE_ONLY):
+        raise ImportError(path)
+    return importlib.machinery.FileFinder(path, (SourceOnlyLoader, [".py"]))
+
+
+def source_only(directory: Path) -> None:
+    """Import every module under ``directory`` from its source text only, from now
+    on in this process (a sibling module the student's module imports by putting
+    its folder on ``sys.path``)."""
+    real = os.path.realpath(directory)
+    if _source_only_finder not in sys.path_hooks:
+        sys.path_hooks.insert(0, _source_only_finder)
+    if real not in _SOURCE_ONLY:
+        _SOURCE_ONLY.add(real)
+        for cached in list(sys.path_importer_cache):  # found with the usual finder before
+            try:
+                found = os.path.realpath(cached or ".")
+            except (OSError, ValueError, TypeError):
+                continue
+            if found == real or found.startswith(real.rstrip("/") + "/"):
+                del sys.path_importer_cache[cached]
+
+
 def load_module(directory: Path, module: str, *, interrupts_are_theirs: bool = False) -> ModuleType:
     """Import ``directory/module.py``; any failure is a :class:`LoadError` in the
     student's words, but a ``KeyboardInterrupt`` (the user's Ctrl-C, here) and a
@@ -31,7 +85,10 @@ def load_module(directory: Path, module: str, *, interrupts_are_theirs: bool = F
     if not path.exists():
         raise LoadError(f"{path} does not exist")
     name = f"_course_under_test_.{module}_{abs(hash(str(path.resolve())))}"
-    spec = importlib.util.spec_from_file_location(name, path)
+    source_only(path.parent)
+    spec = importlib.util.spec_from_file_location(
+        name, path, loader=SourceOnlyLoader(name, str(path))
+    )
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
