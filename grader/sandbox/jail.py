@@ -178,7 +178,9 @@ def _command(
 ) -> list[str]:  # fmt: skip
     config = {
         "parent": os.getpid(),
-        "readable": sorted({os.path.realpath(p) for p in readable if p and os.path.exists(p)}),
+        "readable": sorted(
+            {os.path.realpath(p) for p in readable if p and os.path.exists(p)} - _replaced()
+        ),
         "writable": sorted({os.path.realpath(p) for p in writable if p and os.path.isdir(p)}),
         "hidden": sorted(
             filter(_hideable, {os.path.realpath(p) for p in hidden if p and os.path.isdir(p)})
@@ -199,6 +201,22 @@ def _command(
     ]
 
 
+def _replaced() -> set[str]:
+    """The folders the sandbox replaces with its own (``COVERED``) and every folder
+    above one: never "readable" (bound back over the fresh one, the host's ``/tmp``
+    would come back with it — a worker started from ``/tmp`` has ``/tmp`` on its
+    path); what the student's process must read inside one is named itself."""
+    replaced = set()
+    for folder in COVERED:
+        real = os.path.realpath(folder)
+        while True:
+            replaced.add(real)
+            if real == os.path.dirname(real):
+                break
+            real = os.path.dirname(real)
+    return replaced
+
+
 SYSTEM = ("/bin", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/sbin", "/sys", "/usr")
 """Folders a process needs that are never named as readable: never hidden."""
 
@@ -211,9 +229,12 @@ def _hideable(path: str) -> bool:
 
 def python_paths() -> list[str]:
     """What a Python process started like this one reads: its installation,
-    its site-packages and its path."""
+    its site-packages and its path, but the current folder (``python -m`` puts it
+    first on the path: a workspace graded from inside would be "readable", its
+    progress file and compile cache shown; ``/tmp`` would bring the host's back)."""
+    here = os.path.realpath(os.getcwd()) if os.path.isdir(".") else ""
     return [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-            *(p for p in sys.path if p)]  # fmt: skip
+            *(p for p in sys.path if p and os.path.realpath(p) != here)]  # fmt: skip
 
 
 def _probe() -> str:
