@@ -25,11 +25,13 @@ from grader.sandbox import jail
 def hidden_folders(hidden: list[str] | tuple[str, ...] = ()) -> list[str]:
     """``hidden`` (a :class:`Spares`' folders: a classroom's submissions and
     results, the workspace with the progress file, the compile cache), and every
-    ``solutions/`` this course may keep: what a student's process must not see."""
-    from grader.repo import shipped
+    copy of the references this course knows of (``solutions/``, the checkout's
+    git repository and its other worktrees: :mod:`grader.sandbox.references`):
+    what a student's process must not see."""
+    from grader.repo import root, shipped
+    from grader.sandbox import references
 
-    return [*hidden, str(shipped().solutions), str(CODE / "solutions"),
-            str(CODE / "course" / "solutions")]  # fmt: skip
+    return [*hidden, str(shipped().solutions), *references.folders(CODE, root())]
 
 
 class Spares:
