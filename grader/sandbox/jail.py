@@ -415,6 +415,138 @@ def _inside(config: dict, lifeline: int) -> None:
     os.environ["TMPDIR"] = "/tmp"
 
 
+CGROUPS = "/sys/fs/cgroup"
+CGROUP_PREFIX = "course-sandbox-"
+
+
+class Cgroup:
+    """The sandbox's own control group, where one can be made (a cgroup v1 ``pids``
+    and ``memory`` hierarchy, or a v2 one with both controllers, writable by this
+    user): ``pids.max`` bounds its processes and threads for root too (which
+    ``RLIMIT_NPROC`` exempts), and its memory limit counts everything its
+    processes hold — memfds, ``/dev/shm`` and ``/tmp`` (tmpfs) included. The
+    sandbox's outer process moves itself in before it forks the student's
+    process; :meth:`remove` takes it out and removes the folders once all ended."""
+
+    def __init__(self, processes: int, memory: int) -> None:
+        self.made: list[str] = []
+        """The folders made (one per v1 hierarchy, or the v2 one)."""
+        self.parents: list[str] = []
+        self.pids = self.memory = ""
+        """The folder whose ``pids.*`` (``memory.*``) files bound it; "" where none."""
+        lines = _read_text("/proc/self/cgroup").splitlines()
+        own = {}
+        for line in lines:
+            _, controllers, path = line.split(":", 2)
+            for c in controllers.split(",") if controllers else [""]:
+                own[c] = path
+        name = f"{CGROUP_PREFIX}{os.getpid()}"
+        if "pids" in own or "memory" in own:  # v1: one hierarchy per controller
+            for c in ("pids", "memory"):
+                if c in own:
+                    folder = self._make(os.path.join(CGROUPS, c) + own[c], name)
+                    if folder:
+                        setattr(self, c, folder)
+        elif "" in own:  # v2: one hierarchy
+            parent = os.path.join(CGROUPS, own[""].lstrip("/"))
+            available = _read_text(os.path.join(parent, "cgroup.subtree_control")).split()
+            if not {"pids", "memory"} <= set(available):
+                with contextlib.suppress(OSError):
+                    _write(os.path.join(parent, "cgroup.subtree_control"), "+pids +memory")
+            folder = self._make(parent, name)
+            if folder:
+                controllers = _read_text(os.path.join(folder, "cgroup.controllers")).split()
+                self.pids = folder if "pids" in controllers else ""
+                self.memory = folder if "memory" in controllers else ""
+        try:
+            if self.pids:
+                _write(os.path.join(self.pids, "pids.max"), str(processes))
+            if self.memory:
+                for limit in ("memory.limit_in_bytes", "memory.max"):  # v1, v2
+                    if os.path.exists(os.path.join(self.memory, limit)):
+                        _write(os.path.join(self.memory, limit), str(memory))
+                for swap, value in (
+                    ("memory.memsw.limit_in_bytes", memory),
+                    ("memory.swap.max", 0),
+                ):
+                    if os.path.exists(os.path.join(self.memory, swap)):
+                        with contextlib.suppress(OSError):  # no swap accounting: nothing to bound
+                            _write(os.path.join(self.memory, swap), str(value))
+            for folder in self.made:
+                _write(os.path.join(folder, "cgroup.procs"), str(os.getpid()))
+        except OSError:
+            self.remove()
+            self.pids = self.memory = ""
+
+    def _make(self, parent: str, name: str) -> str:
+        if not os.access(parent, os.W_OK):
+            return ""
+        for stale in _listdir(parent):  # left by an outer process that was killed
+            if stale.startswith(CGROUP_PREFIX) and not _alive(stale[len(CGROUP_PREFIX) :]):
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(parent, stale))
+        folder = os.path.join(parent, name)
+        try:
+            os.mkdir(folder)
+        except OSError:
+            return ""
+        self.made.append(folder)
+        self.parents.append(parent)
+        return folder
+
+    def out_of_memory(self) -> bool:
+        """Whether the kernel killed a process of it for its memory limit."""
+        if not self.memory:
+            return False
+        for name, key in (("memory.events", "oom_kill"), ("memory.oom_control", "oom_kill")):
+            for line in _read_text(os.path.join(self.memory, name)).splitlines():
+                word, _, count = line.partition(" ")
+                if word == key and count.strip().isdigit() and int(count) > 0:
+                    return True
+        return _read_text(os.path.join(self.memory, "memory.failcnt")).strip() not in ("", "0")
+
+    def remove(self) -> None:
+        """Take this process out, and remove the folders once their processes ended."""
+        for folder, parent in zip(self.made, self.parents, strict=True):
+            with contextlib.suppress(OSError):
+                _write(os.path.join(parent, "cgroup.procs"), str(os.getpid()))
+            for _ in range(50):  # the killed processes leave it within moments
+                try:
+                    os.rmdir(folder)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    import time
+
+                    time.sleep(0.02)
+        self.made, self.parents = [], []
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _alive(pid: str) -> bool:
+    return pid.isdigit() and os.path.exists(f"/proc/{pid}")
+
+
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 
@@ -432,6 +564,36 @@ def _loopback_up() -> None:
             fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
     except OSError as exc:
         raise SetupError(f"cannot bring up the loopback: {exc}") from None
+
+
+def group_memory(config: dict) -> int:
+    """What all of the sandbox's processes may hold together (its cgroup's memory
+    limit): what one may allocate, and its private ``/tmp`` and ``/dev/shm`` full."""
+    return int(config["memory"]) + 2 * _bytes(config.get("scratch") or SCRATCH)
+
+
+def _bytes(size: str) -> int:
+    """A tmpfs size (``512m``) in bytes; 0 where it is not one (the mount says why)."""
+    scale = {"k": 1 << 10, "m": MiB, "g": GiB}.get(size[-1:].lower(), 1)
+    try:
+        return int(size[:-1] if size[-1:].isalpha() else size) * scale
+    except ValueError:
+        return 0
+
+
+def _gib(n: int) -> str:
+    return f"{n / GiB:.1f} GiB"
+
+
+def _tasks() -> int:
+    """Processes and threads in the sandbox's PID namespace: all those its ``/proc``
+    shows (the student's process mounted it, in the mount namespace this outer
+    process shares, which it is not part of)."""
+    count = 0
+    for entry in _listdir("/proc"):
+        if entry.isdigit():
+            count += len(_listdir(f"/proc/{entry}/task"))
+    return count
 
 
 def _read(fd: int) -> bytes:
@@ -456,10 +618,12 @@ def main(argv: list[str]) -> None:
                 os.write(status, line.encode("utf-8", "replace") + b"\n")
                 os.close(status)
 
+    group = None
     try:
         _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
         if os.getppid() != config["parent"]:
             os._exit(1)  # the worker is gone already
+        group = Cgroup(PROCESSES, group_memory(config))
         uid, gid = os.getuid(), os.getgid()
         flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC
         _check(libc.unshare(ctypes.c_int(flags)), "no user namespaces here (unshare)")
@@ -473,6 +637,8 @@ def main(argv: list[str]) -> None:
     except (SetupError, OSError) as exc:
         print(f"sandbox: {exc}", file=sys.stderr, flush=True)
         say(f"failed: {exc}")
+        if group is not None:
+            group.remove()
         os._exit(SETUP_FAILED)
     lifeline, hold = os.pipe()
     failed, failing = os.pipe()  # close-on-exec: EOF with nothing said once the exec succeeded
@@ -501,15 +667,32 @@ def main(argv: list[str]) -> None:
     say(f"failed: {why.decode('utf-8', 'replace')}" if why else "ok")
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, lambda s, _f: os.kill(pid, signal.SIGKILL))
+    counted = not group.pids and uid == 0  # RLIMIT_NPROC binds any other user
     while True:
         try:
-            _, status = os.waitpid(pid, 0)
-            break
+            _, status = os.waitpid(pid, os.WNOHANG if counted else 0)
         except InterruptedError:
             continue
+        if _ or not counted:
+            break
+        if _tasks() > PROCESSES:  # root, no pids cgroup: RLIMIT_NPROC does not bind
+            print(f"sandbox: your code started more than {PROCESSES} processes and threads "
+                  "(the sandbox's limit); all of them were stopped", file=sys.stderr, flush=True)  # fmt: skip
+            os.kill(pid, signal.SIGKILL)
+            counted = False
+        else:
+            import time
+
+            time.sleep(0.05)
+    if os.WIFSIGNALED(status) and group.out_of_memory():
+        print(f"sandbox: your code's processes held more than {_gib(group_memory(config))} of "
+              "memory (the sandbox's limit, memfds, /tmp and /dev/shm included); the kernel "
+              "stopped them", file=sys.stderr, flush=True)  # fmt: skip
+    group.remove()
     if os.WIFSIGNALED(status):  # end as it ended: the worker says "killed by SIGSEGV"
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those cannot be caught anyway
+            signal.signal(sig, signal.SIG_DFL)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status) if not os.WIFSIGNALED(status) else 1)
