@@ -105,6 +105,11 @@ class StudentReturnError(Exception):
         self.hint = hint
 
 
+class ProgramTooLarge(StudentReturnError):
+    """A student's program that needs more memory than the grader lets it use: the
+    student's error, said with the figure, before it runs."""
+
+
 def check_local_return(out: Any, shape: tuple[int, ...], dtype: Any, fname: str) -> None:
     """Inside a shard_map body: one array of the per-device shape and dtype."""
     import jax
@@ -278,12 +283,16 @@ def run_compiled(
     lowered: Any, program: Any, args: tuple[Any, ...], mesh: Any, example: Example,
     compiler_options: dict[str, Any] | None, extra: dict[str, Any], salt: int = 0,
     turn: Turn | None = None, reads: dict[Any, Any] | None = None, read_as: Any = None,
+    memory_limit: int | None = None,
 ) -> Trial:  # fmt: skip
     """Compile a lowered program, read its HLO and memory, run it on ``args``
     (with a ``turn``: once it allows). ``reads``: what reading the HLO and the
     memory gave before, by ``read_as`` (the same program lowered for the same
     inputs and options: the same compiled program), kept there and taken from
-    there (a serving worker re-grading unchanged code)."""
+    there (a serving worker re-grading unchanged code). ``memory_limit``: bytes
+    the program may need on all its devices together (a student's program, which
+    the grader runs: issue 39); one that needs more is refused before it runs, as
+    the student's error (:class:`ProgramTooLarge`)."""
     import copy
 
     import jax
@@ -303,6 +312,16 @@ def run_compiled(
             reads[read_as] = read
     comms, memory = copy.deepcopy(read)
     phases.add("read HLO and memory", time.perf_counter() - started)
+    if memory_limit is not None and memory is not None:
+        devices = mesh.size if mesh is not None else 1
+        need = sum(memory.values()) * devices
+        if need > memory_limit:
+            raise ProgramTooLarge(
+                f"your program needs {need / 2**30:.2f} GiB of memory to run ({need / devices / 2**20:.0f}"
+                f" MiB on each of {devices} devices: arguments, outputs and temporaries, as XLA "
+                f"compiled it), more than the {memory_limit / 2**30:.1f} GiB the grader lets a "
+                "student's program use: compute with less temporary memory"
+            )
     if turn is not None:
         turn.wait()
     with phases.phase("run"):

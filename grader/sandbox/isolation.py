@@ -661,21 +661,24 @@ class Replaying(Runtime):
             # What the student's process says (it traced check_vma, which no exported
             # program shows): wording for a hint at most, never a verdict.
             extra = {**extra, SAID_UNCHECKED: unchecked}
-        lowered = known.jitted.trace(*args).lower()
+        with theirs("lower"):
+            lowered = known.jitted.trace(*args).lower()
         phases.add("read, check and lower the exported program", time.perf_counter() - started)
-        return runtimes.run_compiled(  # looked up here: the GPU check spies on it
-            lowered,
-            program,
-            args,
-            mesh,
-            self.example,
-            compiler_options,
-            extra,
-            self.salt,
-            turn=self.turn,
-            reads=known.reads,
-            read_as=_inputs_key(args, mesh, compiler_options),
-        )
+        with theirs("compile or run"):
+            return runtimes.run_compiled(  # looked up here: the GPU check spies on it
+                lowered,
+                program,
+                args,
+                mesh,
+                self.example,
+                compiler_options,
+                extra,
+                self.salt,
+                turn=self.turn,
+                reads=known.reads,
+                read_as=_inputs_key(args, mesh, compiler_options),
+                memory_limit=jail.memory_limit(),
+            )
 
 
 def replay(
@@ -694,10 +697,41 @@ def replay(
         ) from None
     check_exported(exported, args, mesh)
     program = read_program(exported)
-    lowered = jax.jit(exported.call).trace(*args).lower()
-    return runtimes.run_compiled(
-        lowered, program, args, mesh, example, compiler_options, extra, salt
-    )
+    with theirs("lower"):
+        lowered = jax.jit(exported.call).trace(*args).lower()
+    with theirs("compile or run"):
+        return runtimes.run_compiled(
+            lowered, program, args, mesh, example, compiler_options, extra, salt,
+            memory_limit=jail.memory_limit(),
+        )  # fmt: skip
+
+
+@contextlib.contextmanager
+def theirs(what: str) -> Any:
+    """What jax or XLA refuses in a student's handed-back program while the worker
+    lowers, compiles or runs it (a platform it was not made for, an operation XLA
+    has no kernel for here, memory the devices do not have) is the student's
+    error, said as such (:class:`NotGradable`); whatever else goes wrong stays the
+    grader's."""
+    import jax
+
+    refused: tuple[type[BaseException], ...] = (jax.errors.JaxRuntimeError,)
+    if what == "lower":  # jax's own refusals of the program it deserialised
+        refused += (ValueError, NotImplementedError)
+    try:
+        yield
+    except refused as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise NotGradable(
+            f"the grader could not {what} your program on this platform "
+            f"({_platform_here()}): {first}"
+        ) from None
+
+
+def _platform_here() -> str:
+    import jax
+
+    return jax.default_backend()
 
 
 class Known:
@@ -858,6 +892,14 @@ def check_exported(exported: Any, args: tuple, mesh: Any, text: str | None = Non
         raise StudentProcessDied(
             f"it handed back a program for {exported.nr_devices} devices, not {need}"
         )
+    here = mesh.devices.flat[0].platform if mesh is not None else _platform_here()
+    made_for = [str(p).lower() for p in exported.platforms]
+    if here not in made_for and not (here == "gpu" and {"cuda", "rocm"} & set(made_for)):
+        raise NotGradable(
+            f"your program was exported for {', '.join(made_for)}, and this grade runs on "
+            f"{here}: build it for the devices the grader's mesh gives you (do not name a "
+            "platform when you jit or export)"
+        )
     text = exported.mlir_module() if text is None else text
     targets = set(re.findall(r"custom_call\s*@([\w.$-]+)", text))
     targets |= set(re.findall(r'call_target_name\s*=\s*"([^"]+)"', text))
@@ -879,6 +921,11 @@ def read_program(exported: Any, text: str | None = None) -> Any:
     try:
         return stablehlo.read(exported.mlir_module() if text is None else text)
     except stablehlo.Unrecognised as exc:
+        if str(exc).startswith("an element type"):  # a dtype the course does not grade
+            raise NotGradable(
+                f"your program computes with {str(exc)[3:]}, a dtype the grader cannot grade: "
+                "use the example's dtype (float32 or bfloat16) for what you compute and send"
+            ) from None
         raise GraderFault(
             f"the grader cannot read your exported program's StableHLO: {exc}"
         ) from None
@@ -886,3 +933,10 @@ def read_program(exported: Any, text: str | None = None) -> Any:
 
 class HostCall(Exception):
     """A handed-back program that calls out of the devices."""
+
+
+class NotGradable(HostCall):
+    """A handed-back program the worker cannot read, lower, compile or run on this
+    platform (a dtype the course does not grade, another platform, an operation XLA
+    refuses here): the student's program, so the student's error (a failed check
+    that says why, as for a host call), never a grader fault."""
