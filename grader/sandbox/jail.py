@@ -431,6 +431,8 @@ class Cgroup:
     def __init__(self, processes: int, memory: int) -> None:
         self.made: list[str] = []
         """The folders made (one per v1 hierarchy, or the v2 one)."""
+        self.held: list[tuple[int, int]] = []
+        """For each: its parent folder and the parent's ``cgroup.procs``, open."""
         self.parents: list[str] = []
         self.pids = self.memory = ""
         """The folder whose ``pids.*`` (``memory.*``) files bound it; "" where none."""
@@ -474,6 +476,12 @@ class Cgroup:
                             _write(os.path.join(self.memory, swap), str(value))
             for folder in self.made:
                 _write(os.path.join(folder, "cgroup.procs"), str(os.getpid()))
+            # opened now, in the host's mount namespace: the sandbox's makes every mount
+            # read-only, and this process must still leave the group and remove it
+            for parent in self.parents:
+                self.held.append((os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC),
+                                  os.open(os.path.join(parent, "cgroup.procs"),
+                                          os.O_WRONLY | os.O_CLOEXEC)))  # fmt: skip
         except OSError:
             self.remove()
             self.pids = self.memory = ""
@@ -505,22 +513,38 @@ class Cgroup:
                     return True
         return _read_text(os.path.join(self.memory, "memory.failcnt")).strip() not in ("", "0")
 
+    def descriptors(self) -> list[int]:
+        return [fd for pair in self.held for fd in pair]
+
     def remove(self) -> None:
-        """Take this process out, and remove the folders once their processes ended."""
-        for folder, parent in zip(self.made, self.parents, strict=True):
+        """Take this process out, and remove the folders once their processes ended
+        (through the descriptors opened before the mounts became read-only)."""
+        held = self.held or [(None, None)] * len(self.made)
+        for folder, parent, (parent_fd, procs_fd) in zip(
+            self.made, self.parents, held, strict=True
+        ):
             with contextlib.suppress(OSError):
-                _write(os.path.join(parent, "cgroup.procs"), str(os.getpid()))
+                if procs_fd is not None:
+                    os.write(procs_fd, str(os.getpid()).encode())
+                else:
+                    _write(os.path.join(parent, "cgroup.procs"), str(os.getpid()))
             for _ in range(50):  # the killed processes leave it within moments
                 try:
-                    os.rmdir(folder)
+                    os.rmdir(os.path.basename(folder) if parent_fd is not None else folder,
+                             dir_fd=parent_fd)  # fmt: skip
                     break
                 except FileNotFoundError:
                     break
-                except OSError:
+                except OSError as exc:
+                    if exc.errno != 16:  # EBUSY: not empty yet; anything else will not change
+                        break
                     import time
 
                     time.sleep(0.02)
-        self.made, self.parents = [], []
+        for fd in self.descriptors():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.made, self.parents, self.held = [], [], []
 
 
 def _read_text(path: str) -> str:
@@ -657,7 +681,7 @@ def main(argv: list[str]) -> None:
         finally:
             os._exit(SETUP_FAILED)
     os.close(failing)
-    kept = sorted({hold, failed, *([status] if status is not None else [])})
+    kept = sorted({hold, failed, *([status] if status is not None else []), *group.descriptors()})
     for low, high in zip([2, *kept], [*kept, 1 << 16]):
         os.closerange(low + 1, high)  # the outer process holds none of the student's pipes
     why = b""
