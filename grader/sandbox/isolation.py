@@ -893,7 +893,7 @@ def check_exported(exported: Any, args: tuple, mesh: Any, text: str | None = Non
             f"it handed back a program for {exported.nr_devices} devices, not {need}"
         )
     here = mesh.devices.flat[0].platform if mesh is not None else _platform_here()
-    made_for = [str(p).lower() for p in exported.platforms]
+    made_for = [str(p).lower() for p in getattr(exported, "platforms", None) or [here]]
     if here not in made_for and not (here == "gpu" and {"cuda", "rocm"} & set(made_for)):
         raise NotGradable(
             f"your program was exported for {', '.join(made_for)}, and this grade runs on "
