@@ -677,7 +677,7 @@ class Replaying(Runtime):
                 turn=self.turn,
                 reads=known.reads,
                 read_as=_inputs_key(args, mesh, compiler_options),
-                memory_limit=jail.memory_limit(),
+                memory_limit=_replay_limit(mesh),
             )
 
 
@@ -702,7 +702,7 @@ def replay(
     with theirs("compile or run"):
         return runtimes.run_compiled(
             lowered, program, args, mesh, example, compiler_options, extra, salt,
-            memory_limit=jail.memory_limit(),
+            memory_limit=_replay_limit(mesh),
         )  # fmt: skip
 
 
@@ -726,6 +726,18 @@ def theirs(what: str) -> Any:
             f"the grader could not {what} your program on this platform "
             f"({_platform_here()}): {first}"
         ) from None
+
+
+def _replay_limit(mesh: Any) -> int | None:
+    """What a student's program may need on all its devices together, where they
+    are the host's memory (simulated CPU devices): what the student's process may
+    allocate (``COURSE_SANDBOX_MEMORY``). An accelerator's own memory is bounded
+    by the accelerator (its refusal is the student's error, :func:`theirs`)."""
+    here = mesh.devices.flat[0].platform if mesh is not None else _platform_here()
+    try:
+        return jail.memory_limit() if here == "cpu" else None
+    except ValueError:  # not a size: the sandbox is off and says why
+        return None
 
 
 def _platform_here() -> str:
