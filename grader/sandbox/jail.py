@@ -26,6 +26,13 @@ that starts it in a sandbox, when :func:`state` says one can be made here:
 - **rlimits** on memory (``RLIMIT_DATA``: what it allocates, not what it
   maps from files or reserves), processes (``RLIMIT_NPROC``), file size and
   CPU time; no core dumps.
+- a **cgroup** of its own where one can be made (:class:`Cgroup`, issue 39):
+  ``pids.max`` binds root too, whom ``RLIMIT_NPROC`` exempts, and its memory
+  limit counts memfds, ``/dev/shm`` and ``/tmp``; for root without one, the
+  outer process counts the namespace's processes and threads and stops them all
+  past the limit.
+- nothing of the references: every copy the course knows of is hidden
+  (:mod:`grader.sandbox.references`, named by the caller in ``hidden``).
 
 The command becomes ``python -I -S jail.py CONFIG -- COMMAND…``: this file
 runs as a script, imports only the standard library, unshares, forks the
@@ -64,8 +71,9 @@ MEMORY = 8 * GiB
 """What the student's process may allocate (it traces programs on decoy data
 and runs eager exercises; the grader's own compiled runs are not counted)."""
 PROCESSES = 1024
-"""Processes and threads (``RLIMIT_NPROC``: per user, counted within the
-namespace on Linux ≥ 5.14; the kernel exempts root)."""
+"""Processes and threads: the cgroup's ``pids.max`` where one can be made, else
+``RLIMIT_NPROC`` (per user, counted within the namespace on Linux ≥ 5.14; the
+kernel exempts root, for whom the outer process counts them)."""
 FILE_SIZE = 1 * GiB
 CPU_SECONDS = 3600
 SCRATCH = "512m"
