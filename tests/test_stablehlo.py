@@ -227,3 +227,55 @@ def test_float_computations_read_as_the_jaxpr_shows():
     assert {("exp", "bfloat16", 16, False), ("reduce_max", "bfloat16", 4, False)} <= seen
     assert ("reduce_sum", "float32", 4, False) in seen  # jnp.sum adds bfloat16 in float32
     assert any(c.op == "convert_element_type" and c.source == "float32" for c in ours.computed)
+
+
+def collective(groups: str, mesh: str = '<["x"=2, "y"=2]>') -> str:
+    """A 4-device module: one psum whose ``replica_groups`` attribute is ``groups``."""
+    return (
+        "module @jit_f attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {\n"
+        f"  sdy.mesh @mesh = {mesh}\n"
+        "  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32>) {\n"
+        f'    %0 = "stablehlo.all_reduce"(%arg0) <{{replica_groups = {groups}}}> ({{\n'
+        "    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+        "      %1 = stablehlo.add %a, %b : tensor<f32>\n"
+        "      stablehlo.return %1 : tensor<f32>\n"
+        "    }) : (tensor<4xf32>) -> tensor<4xf32>\n"
+        "    return %0 : tensor<4xf32>\n  }\n}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "groups, mesh, axes",
+    [
+        ("dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>", '<["x"=2, "y"=2]>', ("y",)),
+        ("dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>", '<["x"=2, "y"=2]>', ("x",)),
+        ("dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>", '<["x"=2, "y"=2]>', ("x", "y")),
+        # devices 0 and 1 sit at positions 0 and 2 of a mesh listed [0, 2, 1, 3]: along x
+        ("dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>", '<["x"=2, "y"=2], device_ids=[0, 2, 1, 3]>',
+         ("x",)),
+        ("#stablehlo.replica_group_mesh_axes<mesh = @mesh, axes = [#stablehlo.axis_ref<name = "
+         '"y">]>', '<["x"=2, "y"=2]>', ("y",)),
+    ],
+    ids=["rows", "columns", "all", "device-ids", "mesh-axes"],
+)  # fmt: skip
+def test_the_axes_a_collective_spans_are_read_from_its_groups(groups, mesh, axes):
+    (site,) = stablehlo.read(collective(groups, mesh)).collectives
+    assert (site.primitive, site.axes) == ("psum", axes)
+
+
+@pytest.mark.parametrize(
+    "groups, says",
+    [
+        ("dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>", "outside the mesh"),
+        (
+            "#stablehlo.replica_group_mesh_axes<mesh = @mesh, axes = [#stablehlo.axis_ref<name = "
+            '"x", sub_axis_info = (1)2>]>',
+            "sub-axes",
+        ),
+    ],
+    ids=["device", "sub-axis"],
+)
+def test_groups_it_cannot_place_are_refused(groups, says):
+    mesh = '<["x"=2]>' if "dense" in groups else '<["x"=2, "y"=2]>'  # a mesh of 2, devices 0-3
+    with pytest.raises(stablehlo.Unrecognised, match=says):
+        stablehlo.read(collective(groups, mesh))
