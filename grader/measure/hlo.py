@@ -14,7 +14,11 @@ all-to-all             (G-1)/G · |operand|
 collective-permute     |operand|
 =====================  ==========================================
 
-Pure text parsing: no jax import, so it is testable on hand-written HLO.
+Pure text parsing: no jax import, so it is testable on hand-written HLO. Text, not
+a structure, because none serves (measured on jax 0.10.2 and 0.12): the compiled
+program's ``runtime_executable().hlo_modules()`` gives instructions with names,
+opcodes and operands only (shapes from 0.12 on, attributes such as replica groups
+and trip counts on neither). Replica groups are read by :mod:`grader.measure.groups`.
 """
 
 from __future__ import annotations
