@@ -47,6 +47,18 @@ def test_both_readers_read_every_program_the_same(programs: list[Recorded]) -> N
     assert not differ, f"{len(differ)} of {len(programs)} programs read differently: {differ[:5]}"
 
 
+def test_a_program_reads_the_same_from_its_export_as_from_its_text(
+    programs: list[Recorded],
+) -> None:
+    """The worker may read the exported program's module without printing it."""
+    exported = [r for r in programs if r.exported is not None]
+    assert len(exported) > 0.9 * len(programs)
+    for r in exported:
+        module = stablehlo.parse_exported(r.exported)
+        assert reading(stablehlo.read(module)) == reading(stablehlo.read(r.text)), r.label
+        assert stablehlo.custom_calls(module) == stablehlo.custom_calls(r.text), r.label
+
+
 def test_the_programs_are_every_lesson_and_mistake_and_hold_what_checks_read(
     programs: list[Recorded],
 ) -> None:

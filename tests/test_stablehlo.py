@@ -279,3 +279,21 @@ def test_groups_it_cannot_place_are_refused(groups, says):
     mesh = '<["x"=2]>' if "dense" in groups else '<["x"=2, "y"=2]>'  # a mesh of 2, devices 0-3
     with pytest.raises(stablehlo.Unrecognised, match=says):
         stablehlo.read(collective(groups, mesh))
+
+
+def test_custom_calls_are_found_in_every_function():
+    """What a program could call out of the devices: in a function nobody calls too."""
+    spare = (
+        "  func.func private @spare(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "    %0 = stablehlo.custom_call @xla_python_cpu_callback(%arg0)"
+        " : (tensor<4xf32>) -> tensor<4xf32>\n"
+        "    return %0 : tensor<4xf32>\n  }\n}\n"
+    )
+    text = (
+        HEAD
+        + "    %0 = stablehlo.custom_call @Sharding(%arg0) : (tensor<4xf32>) -> tensor<4xf32>\n"
+        + TAIL.removesuffix("}\n")
+        + spare
+    )
+    assert stablehlo.custom_calls(text) == {"Sharding", "xla_python_cpu_callback"}
+    assert dict(stablehlo.read(text).counts) == {"custom_call": 1}

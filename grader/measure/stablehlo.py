@@ -145,6 +145,39 @@ def parse(text: str) -> Any:
         raise Unrecognised(f"a module MLIR cannot parse: {str(exc)[:300]}") from None
 
 
+def parse_exported(exported: Any) -> Any:
+    """The module of a ``jax.export.Exported`` straight from its serialized portable
+    artifact, in a fresh context: what ``exported.mlir_module()`` would print, without
+    printing it (about 0.2 ms where printing takes 17 ms on jax 0.10.2, 1 and 3.6 ms on
+    0.12)."""
+    from jax._src.interpreters import mlir
+    from jaxlib.mlir import ir
+    from jaxlib.mlir.dialects import stablehlo
+
+    try:
+        return stablehlo.deserialize_portable_artifact(
+            mlir.make_ir_context(), exported.mlir_module_serialized
+        )
+    except ir.MLIRError as exc:
+        raise Unrecognised(f"a module MLIR cannot read: {str(exc)[:300]}") from None
+
+
+def custom_calls(program: Any) -> set[str]:
+    """The targets of every ``stablehlo.custom_call`` in the module, functions never
+    called included (what a program could call out of the devices)."""
+    from jaxlib.mlir import ir
+
+    found: set[str] = set()
+
+    def visit(op: Any) -> Any:
+        if op.name == "stablehlo.custom_call":
+            found.add(ir.StringAttr(op.attributes["call_target_name"]).value)
+        return ir.WalkResult.ADVANCE
+
+    _as_module(program).operation.walk(visit)
+    return found
+
+
 def _as_module(program: Any) -> Any:
     return parse(program) if isinstance(program, str | bytes) else program
 
@@ -477,7 +510,7 @@ def _step(body: Any, position: int) -> int | None:
 
 def read(program: Any) -> Program:
     """Read an exported module: its StableHLO text (``Exported.mlir_module()``) or
-    a module already parsed (:func:`parse`)."""
+    a module already parsed (:func:`parse`, :func:`parse_exported`)."""
     module = _as_module(program)
     functions = {}
     for op in module.body.operations:
