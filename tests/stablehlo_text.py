@@ -7,7 +7,9 @@ programs of the course, jax 0.10.2 and 0.12: they were the only differences):
 the pretty ``stablehlo.select`` prints its predicate's type before its result's,
 which this reader took for a second result; and a reduction's body (``reduce``,
 ``sort``, ``scatter`` …) is the op's per-element computation, read here only
-when printed as a region, never now. Delete this file when a printer change
+when printed as a region, never now. It does not read a ``stablehlo.composite``'s
+decomposition, which the grader's reader does (no program of the course has one).
+Delete this file when a printer change
 makes it costlier to keep than the second reading is worth.
 
 Read the structure of an exported program from its StableHLO text.

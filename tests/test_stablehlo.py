@@ -297,3 +297,16 @@ def test_custom_calls_are_found_in_every_function():
     )
     assert stablehlo.custom_calls(text) == {"Sharding", "xla_python_cpu_callback"}
     assert dict(stablehlo.read(text).counts) == {"custom_call": 1}
+
+
+def test_a_composite_is_read_through_its_decomposition():
+    """``lax.composite`` lowers to an op naming a function that XLA inlines: what it
+    computes (a bfloat16 product, a collective) must not hide behind its name."""
+    import jax
+    import jax.numpy as jnp
+    from jax import export, lax
+
+    wrapped = lax.composite(lambda x: (x.astype(jnp.bfloat16) * 2).astype(jnp.float32), "my.op")
+    p = stablehlo.read(export.export(jax.jit(wrapped))(jnp.ones(4)).mlir_module())
+    assert p.counts["composite"] == 1 and p.counts["multiply"] == 1
+    assert p.dtypes["bfloat16"]  # only inside the decomposition

@@ -8,7 +8,8 @@ typed operations. It gives the same :class:`~grader.measure.jaxpr.Program` the j
 reader gives, in the jaxpr's vocabulary, so the checks read either:
 
 - ``counts``: op name → ops (``stablehlo.`` dropped: ``dot_general``, ``while`` …),
-  bodies of loops, branches and called functions included, once per call site.
+  bodies of loops, branches, called functions and composites' decompositions
+  included, once per call site.
   ``shard_map`` counts ``sdy.manual_computation`` regions (or the legacy
   ``SPMDFullToShardShape`` custom call); ``checkpoint`` counts
   ``optimization_barrier``, which is what ``jax.checkpoint`` lowers to in a
@@ -347,6 +348,10 @@ class _Reader:
         self._count(name, into)
         if full == "func.call":  # a call's result types are its callee's
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            self.function(callee, around, into)
+            return
+        if full == "stablehlo.composite":  # what it computes is its decomposition (XLA inlines it)
+            callee = ir.FlatSymbolRefAttr(op.attributes["decomposition"]).value
             self.function(callee, around, into)
             return
         self.dtypes.update(d for _, d in _types(op.results) if d is not None)
