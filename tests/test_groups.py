@@ -30,6 +30,7 @@ from grader.measure import hlo
         ("mesh['data'=2,'model'=3] {'model'}", ((0, 1, 2), (3, 4, 5))),
         ("mesh['data'=2,'model'=3] {'data'}", ((0, 3), (1, 4), (2, 5))),
         ("mesh['data'=2,'model'=3] {'data','model'}", ((0, 1, 2, 3, 4, 5),)),
+        ("mesh['data'=2,'model'=3] {}", ((0,), (1,), (2,), (3,), (4,), (5,))),
     ],
 )
 def test_every_form_gives_the_same_groups(text: str, groups: tuple) -> None:
@@ -37,11 +38,42 @@ def test_every_form_gives_the_same_groups(text: str, groups: tuple) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["mesh['x'=2,'y'=2] {'x':(1)2}", "mesh['x'=2] {'z'}", "{0,1}", "<=[4]", "all"]
+    ("text", "groups"),
+    [
+        # x=4 split [2, 2]: position = 2·x + y = 2·(2·a + b) + y; (1)2 is a, (2)2 is b
+        ("mesh['x'=4,'y'=2] {'x':(1)2}", ((0, 4), (1, 5), (2, 6), (3, 7))),
+        ("mesh['x'=4,'y'=2] {'x':(2)2}", ((0, 2), (1, 3), (4, 6), (5, 7))),
+        ("mesh['x'=4,'y'=2] {'x':(2)2,'y'}", ((0, 1, 2, 3), (4, 5, 6, 7))),
+        ("mesh['x'=4,'y'=2] {'x':(1)4}", ((0, 2, 4, 6), (1, 3, 5, 7))),  # all of x
+    ],
+)
+def test_a_sub_axis_groups_along_its_factor_of_the_axis(text: str, groups: tuple) -> None:
+    """jax ≥ 0.11 may name part of an axis (``'x':(pre)size``); the HLO reader's byte
+    counts and the checks' groups both need its groups, not a refusal."""
+    assert parse_groups(text, 8) == groups
+    size = hlo._group_size(f"all-reduce(%p), replica_groups={text}, to_apply=%add", 8)
+    assert size == len(groups[0])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mesh['x'=2] {'z'}",  # an axis the mesh does not have
+        "mesh['x'=2,'x'=2] {'x'}",  # an axis twice
+        "mesh['x'=4] {'x':(2)4}",  # a sub-axis larger than what is left of x
+        "mesh['x'=2,'y'=2] {'y'} device_ids=[3,2,1,0]",  # more than this reader knows
+        "{0,1}",
+        "<=[4]",
+        "[2,2]<=[4]T(0,0)",
+        "[3,2]<=[4]",
+        "all",
+    ],
 )
 def test_an_unknown_form_is_refused_not_guessed(text: str) -> None:
     with pytest.raises(ValueError, match="replica_groups"):
         parse_groups(text, 4)
+    with pytest.raises(hlo.HloFormatError, match="replica groups"):
+        hlo._group_size(f"all-reduce(%p), replica_groups={text}, to_apply=%add", 4)
 
 
 def test_spanned_axes_on_a_2x3_mesh() -> None:
@@ -130,11 +162,11 @@ def test_a_collective_whose_groups_cannot_be_read_fails_loudly() -> None:
     odd = hlo.Collective(
         kind="all-reduce", name="ar.1", shape="f32[4]", operand_bytes=16, operand_elements=4,
         group_size=2, count=1, bytes_each=16, elements_each=4,
-        replica_groups="mesh['data'=2,'model'=2] {'model':(1)2}",
+        replica_groups="mesh['data'=2,'model'=2] {'model'} device_ids=[3,2,1,0]",
     )  # fmt: skip
     result = GroupsWithin(frozenset({"model"}))(Trial({}, comms=hlo.CommSummary([odd]), mesh=mesh))
     assert not result.passed
-    assert "cannot tell which axes" in result.message
+    assert "form of replica groups this grader cannot read" in result.message
 
 
 def test_the_report_draws_each_device_with_its_group() -> None:

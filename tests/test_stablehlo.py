@@ -1,7 +1,7 @@
 """The StableHLO reader (grader.measure.stablehlo) on recorded programs.
 
 ``tests/data/stablehlo/jax010_*.mlir`` are the exported programs of lesson
-solutions as jax 0.10 prints them (locations dropped), each with the summary
+solutions as jax 0.10 prints them (locations replaced by ``loc(unknown)``), each with the summary
 the jaxpr reader made of the same trace (``*.jaxpr.json``): an independent
 reading of the same program, which the StableHLO reader must agree with on
 every fact a check reads. ``jax012_*.mlir`` are the same lessons' programs as
@@ -90,7 +90,7 @@ def test_a_one_device_program_shows_no_shard_map():
 HEAD = (
     "module @jit_f attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {\n"
     '  sdy.mesh @mesh = <["x"=2]>\n'
-    "  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32>) {\n"
+    "  func.func public @main(%arg0: tensor<4xf32>, %arg1: tensor<i32>) -> (tensor<4xf32>) {\n"
 )
 TAIL = "    return %0 : tensor<4xf32>\n  }\n}\n"
 
@@ -151,24 +151,40 @@ def test_a_students_while_loop_of_another_form_has_no_trip_count(text):
     assert [(lp.primitive, lp.length) for lp in p.loops] == [("while", None)]
 
 
+KEEP = "    return %arg0 : tensor<4xf32>\n  }\n}\n"
+
+
 @pytest.mark.parametrize(
     "text, says",
     [
         (
             HEAD
-            + "    %0 = stablehlo.dot %arg0, %arg0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>\n"
-            + TAIL,
+            + "    %0 = stablehlo.dot %arg0, %arg0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>\n"
+            + KEEP,
             "an op 'stablehlo.dot'",
         ),
-        (HEAD + "    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf17>\n" + TAIL, "element type"),
-        (HEAD + "    %0 = mystery.op %arg0 : tensor<4xf32>\n" + TAIL, "an op 'mystery.op'"),
+        (HEAD + "    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf17>\n" + TAIL, "cannot parse"),
+        (
+            HEAD
+            + "    %0 = stablehlo.convert %arg0 : (tensor<4xf32>) -> tensor<4xf6E2M3FN>\n"
+            + KEEP,
+            "an element type 'f6E2M3FN'",
+        ),
+        (HEAD + "    %0 = mystery.op %arg0 : tensor<4xf32>\n" + TAIL, "mystery"),
+        (HEAD + "    %0 = arith.addf %arg0, %arg0 : tensor<4xf32>\n" + TAIL, "an op 'arith.addf'"),
+        (
+            HEAD.replace("%arg1: tensor<i32>", "%arg1: tensor<?xf32>")
+            + "    %0 = stablehlo.abs %arg1 : tensor<?xf32>\n"
+            + KEEP,
+            "a dynamic shape",
+        ),
         (
             HEAD + "    %0 = func.call @nowhere(%arg0) : (tensor<4xf32>) -> tensor<4xf32>\n" + TAIL,
-            "does not define",
+            "nowhere",
         ),
-        (HEAD + TAIL + "}\n", "closes nothing"),
+        (HEAD + TAIL + "}\n", "cannot parse"),
     ],
-    ids=["dot", "dtype", "dialect", "callee", "braces"],
+    ids=["dot", "syntax", "dtype", "dialect", "arith", "dynamic", "callee", "braces"],
 )
 def test_a_form_it_does_not_know_is_refused(text, says):
     with pytest.raises(stablehlo.Unrecognised, match=says):
@@ -184,7 +200,7 @@ def test_locations_cannot_hide_or_add_structure():
         + (f"    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32> {forged}\n")
         + TAIL
     )
-    p = stablehlo.read(text)
+    p = stablehlo.read("#loc3 = loc(unknown)\n" + text)
     assert dict(p.counts) == {"add": 1} and not p.loops
 
 
@@ -213,90 +229,84 @@ def test_float_computations_read_as_the_jaxpr_shows():
     assert any(c.op == "convert_element_type" and c.source == "float32" for c in ours.computed)
 
 
-# ------------------------------------------------------------------ the lexer's fast paths
+def collective(groups: str, mesh: str = '<["x"=2, "y"=2]>') -> str:
+    """A 4-device module: one psum whose ``replica_groups`` attribute is ``groups``."""
+    return (
+        "module @jit_f attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {\n"
+        f"  sdy.mesh @mesh = {mesh}\n"
+        "  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32>) {\n"
+        f'    %0 = "stablehlo.all_reduce"(%arg0) <{{replica_groups = {groups}}}> ({{\n'
+        "    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+        "      %1 = stablehlo.add %a, %b : tensor<f32>\n"
+        "      stablehlo.return %1 : tensor<f32>\n"
+        "    }) : (tensor<4xf32>) -> tensor<4xf32>\n"
+        "    return %0 : tensor<4xf32>\n  }\n}\n"
+    )
 
 
-def _strip_locs_by_character(line: str) -> str:
-    """What ``stablehlo._strip_locs`` must return, one character at a time (the
-    reader's first form, kept as the specification of its faster one)."""
-    out, i, n = [], 0, len(line)
-    while i < n:
-        if line.startswith("loc(", i) and (
-            i == 0 or not (line[i - 1].isalnum() or line[i - 1] == "_")
-        ):
-            depth, j = 0, i + 3
-            while j < n:
-                if line[j] == '"':
-                    j = stablehlo._string_end(line, j)
-                    continue
-                depth += line[j] == "("
-                depth -= line[j] == ")"
-                j += 1
-                if depth == 0:
-                    break
-            else:
-                raise stablehlo.Unrecognised("unclosed location")
-            i = j
-            while out and out[-1] == " ":
-                out.pop()
-            continue
-        if line[i] == '"':
-            j = stablehlo._string_end(line, i)
-            out.append(line[i:j])
-            i = j
-            continue
-        out.append(line[i])
-        i += 1
-    return "".join(out)
+@pytest.mark.parametrize(
+    "groups, mesh, axes",
+    [
+        ("dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>", '<["x"=2, "y"=2]>', ("y",)),
+        ("dense<[[0, 2], [1, 3]]> : tensor<2x2xi64>", '<["x"=2, "y"=2]>', ("x",)),
+        ("dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>", '<["x"=2, "y"=2]>', ("x", "y")),
+        # devices 0 and 1 sit at positions 0 and 2 of a mesh listed [0, 2, 1, 3]: along x
+        ("dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>", '<["x"=2, "y"=2], device_ids=[0, 2, 1, 3]>',
+         ("x",)),
+        ("#stablehlo.replica_group_mesh_axes<mesh = @mesh, axes = [#stablehlo.axis_ref<name = "
+         '"y">]>', '<["x"=2, "y"=2]>', ("y",)),
+    ],
+    ids=["rows", "columns", "all", "device-ids", "mesh-axes"],
+)  # fmt: skip
+def test_the_axes_a_collective_spans_are_read_from_its_groups(groups, mesh, axes):
+    (site,) = stablehlo.read(collective(groups, mesh)).collectives
+    assert (site.primitive, site.axes) == ("psum", axes)
 
 
-def _mask_by_character(line: str) -> str:
-    out, i = [], 0
-    while i < len(line):
-        if line[i] == '"':
-            j = stablehlo._string_end(line, i)
-            out.append('"' + "_" * (j - i - 2) + '"')
-            i = j
-        else:
-            out.append(line[i])
-            i += 1
-    return "".join(out)
+@pytest.mark.parametrize(
+    "groups, says",
+    [
+        ("dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>", "outside the mesh"),
+        (
+            "#stablehlo.replica_group_mesh_axes<mesh = @mesh, axes = [#stablehlo.axis_ref<name = "
+            '"x", sub_axis_info = (1)2>]>',
+            "sub-axes",
+        ),
+    ],
+    ids=["device", "sub-axis"],
+)
+def test_groups_it_cannot_place_are_refused(groups, says):
+    mesh = '<["x"=2]>' if "dense" in groups else '<["x"=2, "y"=2]>'  # a mesh of 2, devices 0-3
+    with pytest.raises(stablehlo.Unrecognised, match=says):
+        stablehlo.read(collective(groups, mesh))
 
 
-def _outcome(f, line: str):
-    try:
-        return "ok", f(line)
-    except stablehlo.Unrecognised:
-        return "refused", None
+def test_custom_calls_are_found_in_every_function():
+    """What a program could call out of the devices: in a function nobody calls too."""
+    spare = (
+        "  func.func private @spare(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "    %0 = stablehlo.custom_call @xla_python_cpu_callback(%arg0)"
+        " : (tensor<4xf32>) -> tensor<4xf32>\n"
+        "    return %0 : tensor<4xf32>\n  }\n}\n"
+    )
+    text = (
+        HEAD
+        + "    %0 = stablehlo.custom_call @Sharding(%arg0) : (tensor<4xf32>) -> tensor<4xf32>\n"
+        + TAIL.removesuffix("}\n")
+        + spare
+    )
+    assert stablehlo.custom_calls(text) == {"Sharding", "xla_python_cpu_callback"}
+    assert dict(stablehlo.read(text).counts) == {"custom_call": 1}
 
 
-PIECES = [
-    "loc(",
-    " loc(",
-    "aloc(",
-    "_loc(",
-    '"',
-    '\\"',
-    "\\\\",
-    "(",
-    ")",
-    " ",
-    "x",
-    "#loc3",
-    ":",
-    "<>",
-]
+def test_a_composite_is_read_through_its_decomposition():
+    """``lax.composite`` lowers to an op naming a function that XLA inlines: what it
+    computes (a bfloat16 product, a collective) must not hide behind its name."""
+    import jax
+    import jax.numpy as jnp
+    from jax import export, lax
 
-
-@pytest.mark.parametrize("fast, slow", [(stablehlo._strip_locs, _strip_locs_by_character),
-                                        (stablehlo._mask, _mask_by_character)])  # fmt: skip
-def test_the_lexers_fast_paths_read_every_line_as_one_character_at_a_time(fast, slow):
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
-
-    @settings(max_examples=3000, deadline=None, derandomize=True)
-    @given(st.lists(st.sampled_from(PIECES), max_size=16).map("".join))
-    def same(line: str) -> None:
-        assert _outcome(fast, line) == _outcome(slow, line)
-
-    same()
+    wrapped = lax.composite(lambda x: (x.astype(jnp.bfloat16) * 2).astype(jnp.float32), "my.op")
+    p = stablehlo.read(export.export(jax.jit(wrapped))(jnp.ones(4)).mlir_module())
+    assert p.counts["composite"] == 1 and p.counts["multiply"] == 1
+    assert p.dtypes["bfloat16"]  # only inside the decomposition

@@ -1,94 +1,24 @@
-"""Which devices each collective groups together, and which mesh axes that spans.
+"""Which mesh axes a compiled program's collectives group devices along: the
+groups check, its report evidence and the helpers lessons use.
 
-XLA prints a collective's ``replica_groups`` in one of three forms:
-
-=========  ======================================  ==============================
-form       example                                 groups
-=========  ======================================  ==============================
-list       ``{{0,1,2},{3,4,5}}``                   as written; ``{}`` = everyone
-iota       ``[3,2]<=[2,3]T(1,0)``                  iota(6) reshaped [2,3],
-                                                   transposed (1,0), cut in rows
-mesh       ``mesh['x'=2,'y'=3] {'y'}``             devices that differ only
-                                                   along the named axes
-=========  ======================================  ==============================
-
-The numbers are positions in the program's device assignment, which for a
-``shard_map`` over a mesh is the mesh's devices in row-major order (measured
-on jax 0.10: a mesh built from devices 5, 2, 7, 0, 1, 3 still prints
-``{{0,1,2},{3,4,5}}`` for a psum over its second axis). Position k is
-therefore mesh coordinate ``np.unravel_index(k, mesh shape)``. A form this
-module does not know raises ``ValueError``: a reader that guesses would let
-a wrong program pass.
+The groups themselves are read by :mod:`grader.measure.groups` (every form XLA
+prints: list, iota, mesh), the one reader the HLO reader uses too; a form it
+does not know raises ``ValueError`` there: a reader that guesses would let a
+wrong program pass.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from grader.evidence import GroupedCollective, ReplicaGroups
+from grader.measure.groups import Groups, parse_groups, spanned_axes
 from grader.measure.hlo import Collective
 from grader.results import CheckResult
 from grader.spec import Check, Trial, format_example
 
-Groups = tuple[tuple[int, ...], ...]
-
-_IOTA = re.compile(r"^\[(\d+),(\d+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?$")
-_MESH = re.compile(r"^mesh\[([^\]]*)\]\s*\{([^}]*)\}$")
-
-
-def parse_groups(text: str, n_devices: int) -> Groups:
-    """The device positions of every group in a ``replica_groups`` attribute."""
-    text = text.strip()
-    if text in ("", "{}"):  # no groups printed: one group of every device
-        return (tuple(range(n_devices)),)
-    if text.startswith("{{") and text.endswith("}}"):
-        return tuple(
-            tuple(int(i) for i in group.split(",") if i.strip())
-            for group in re.findall(r"\{([\d,\s]*)\}", text[1:-1])
-        )
-    if m := _IOTA.match(text):
-        n_groups, size = int(m.group(1)), int(m.group(2))
-        dims = [int(d) for d in m.group(3).split(",")]
-        ids = np.arange(int(np.prod(dims))).reshape(dims)
-        if m.group(4):
-            ids = ids.transpose([int(p) for p in m.group(4).split(",")])
-        return tuple(tuple(int(i) for i in row) for row in ids.reshape(n_groups, size))
-    if m := _MESH.match(text):
-        return _mesh_groups(text, m.group(1), m.group(2))
-    raise ValueError(f"replica_groups={text}: a form of replica groups this grader cannot read")
-
-
-def _mesh_groups(text: str, axes_text: str, inside_text: str) -> Groups:
-    """Groups of the mesh form: devices (row-major over the printed mesh) that
-    differ only along the named axes. Sub-axes (``'x':(1)2``) are refused."""
-    axes = [tuple(a.split("=")) for a in filter(None, (t.strip() for t in axes_text.split(",")))]
-    inside = [t.strip() for t in inside_text.split(",") if t.strip()]
-    names = [a[0] for a in axes]
-    if not all(len(a) == 2 and a[1].isdigit() for a in axes) or any(i not in names for i in inside):
-        raise ValueError(f"replica_groups={text}: cannot tell which axes group devices")
-    sizes = [int(a[1]) for a in axes]
-    ids = np.arange(int(np.prod(sizes))).reshape(sizes)
-    outer = [i for i, name in enumerate(names) if name not in inside]
-    inner = [i for i, name in enumerate(names) if name in inside]
-    size = int(np.prod([sizes[i] for i in inner]))
-    return tuple(
-        tuple(int(i) for i in row) for row in ids.transpose(outer + inner).reshape(-1, size)
-    )
-
-
-def spanned_axes(groups: Groups, mesh_shape: Sequence[int], axis_names: Sequence[str]) -> set[str]:
-    """The mesh axes along which some group's members differ."""
-    out: set[str] = set()
-    for group in groups:
-        if len(group) < 2:
-            continue
-        coords = np.array(np.unravel_index(list(group), tuple(mesh_shape))).T  # [members, axes]
-        out |= {name for a, name in enumerate(axis_names) if len(set(coords[:, a])) > 1}
-    return out
+__all__ = ["Groups", "GroupsWithin", "grouped", "parse_groups", "replica_groups",
+           "show_groups", "spanned_axes"]  # fmt: skip
 
 
 def show_groups(groups: Groups, limit: int = 4) -> str:

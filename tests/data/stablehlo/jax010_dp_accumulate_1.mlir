@@ -1,3 +1,5 @@
+#loc17 = loc(unknown)
+#loc24 = loc(unknown)
 module @jit__lambda attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
   sdy.mesh @mesh = <["data"=4]> {stablehlo.mesh = {axes = [{name = "data", size = 4 : i64}]}}
   func.func public @main(%arg0: tensor<2x8x24xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {}]>} loc("p['w_in']"), %arg1: tensor<2x24x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {}]>} loc("p['w_out']"), %arg2: tensor<512x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>} loc("a"), %arg3: tensor<512x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>} loc("b")) -> (tensor<2x8x24xf32> {jax.result_info = "result['w_in']", sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {}]>}, tensor<2x24x8xf32> {jax.result_info = "result['w_out']", sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {}]>}) {

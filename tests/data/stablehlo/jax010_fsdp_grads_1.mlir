@@ -1,3 +1,5 @@
+#loc17 = loc(unknown)
+#loc34 = loc(unknown)
 module @jit__lambda attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
   sdy.mesh @mesh = <["data"=4]> {stablehlo.mesh = {axes = [{name = "data", size = 4 : i64}]}}
   func.func public @main(%arg0: tensor<12x32x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {"data"}, {}]>} loc("w_in"), %arg1: tensor<12x64x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {"data"}]>} loc("w_out"), %arg2: tensor<8x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>} loc("x"), %arg3: tensor<8x32xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>} loc("y")) -> (tensor<12x32x64xf32> {jax.result_info = "result['w_in']", sdy.sharding = #sdy.sharding<@mesh, [{}, {"data"}, {}]>}, tensor<12x64x32xf32> {jax.result_info = "result['w_out']", sdy.sharding = #sdy.sharding<@mesh, [{}, {}, {"data"}]>}) {

@@ -1,3 +1,8 @@
+#loc17 = loc(unknown)
+#loc48 = loc(unknown)
+#loc53 = loc(unknown)
+#loc69 = loc(unknown)
+#loc71 = loc(unknown)
 module @jit__lambda attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
   sdy.mesh @mesh = <["expert"=4]> {stablehlo.mesh = {axes = [{name = "expert", size = 4 : i64}]}}
   func.func public @main(%arg0: tensor<24x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"expert"}, {}]>} loc("x"), %arg1: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>} loc("r"), %arg2: tensor<4x8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"expert"}, {}, {}]>} loc("a"), %arg3: tensor<4x16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"expert"}, {}, {}]>} loc("b")) -> (tensor<24x8xf32> {jax.result_info = "result", sdy.sharding = #sdy.sharding<@mesh, [{"expert"}, {}]>}) {

@@ -1,3 +1,5 @@
+#loc16 = loc(unknown)
+#loc23 = loc(unknown)
 module @jit__lambda attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 6 : i32, mhlo.num_replicas = 1 : i32} {
   sdy.mesh @mesh = <["stage"=6]> {stablehlo.mesh = {axes = [{name = "stage", size = 6 : i64}]}}
   func.func public @main(%arg0: tensor<6x8x16xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"stage"}, {}, {}]>} loc("p['w_in']"), %arg1: tensor<6x16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"stage"}, {}, {}]>} loc("p['w_out']"), %arg2: tensor<4x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>} loc("a")) -> (tensor<4x8xf32> {jax.result_info = "result", sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>}) {

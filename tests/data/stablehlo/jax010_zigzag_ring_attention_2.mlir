@@ -1,3 +1,4 @@
+#loc16 = loc(unknown)
 module @jit__lambda attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 3 : i32, mhlo.num_replicas = 1 : i32} {
   sdy.mesh @mesh = <["seq"=3]> {stablehlo.mesh = {axes = [{name = "seq", size = 3 : i64}]}}
   func.func public @main(%arg0: tensor<6x1x16xbf16> {sdy.sharding = #sdy.sharding<@mesh, [{"seq"}, {}, {}]>} loc("a"), %arg1: tensor<6x1x16xbf16> {sdy.sharding = #sdy.sharding<@mesh, [{"seq"}, {}, {}]>} loc("b"), %arg2: tensor<6x1x16xbf16> {sdy.sharding = #sdy.sharding<@mesh, [{"seq"}, {}, {}]>} loc("c")) -> (tensor<6x1x16xbf16> {jax.result_info = "result", sdy.sharding = #sdy.sharding<@mesh, [{"seq"}, {}, {}]>}) {

@@ -1,3 +1,5 @@
+#loc22 = loc(unknown)
+#loc31 = loc(unknown)
 module @jit__lambda attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
   sdy.mesh @mesh = <["data"=4]> {stablehlo.mesh = {axes = [{name = "data", size = 4 : i64}]}}
   sdy.mesh @mesh_0 = <["data"=4]> {stablehlo.mesh = {axes = [{name = "data", size = 4 : i64}]}}

@@ -1,3 +1,8 @@
+#loc18 = loc(unknown)
+#loc48 = loc(unknown)
+#loc53 = loc(unknown)
+#loc70 = loc(unknown)
+#loc72 = loc(unknown)
 module @jit__lambda attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
   sdy.mesh @mesh = <["expert"=4]> {stablehlo.mesh = {axes = [{name = "expert", size = 4 : i64}]}}
   sdy.mesh @mesh_0 = <["expert"=4]> {stablehlo.mesh = {axes = [{name = "expert", size = 4 : i64}]}}

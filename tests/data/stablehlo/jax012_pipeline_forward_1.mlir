@@ -1,3 +1,5 @@
+#loc17 = loc(unknown)
+#loc42 = loc(unknown)
 module @jit__lambda attributes {jax.uses_shape_polymorphism = false, mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
   sdy.mesh @mesh = <["stage"=4]> {stablehlo.mesh = {axes = [{name = "stage", size = 4 : i64}]}}
   sdy.mesh @mesh_0 = <["stage"=4]> {stablehlo.mesh = {axes = [{name = "stage", size = 4 : i64}]}}
