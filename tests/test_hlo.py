@@ -673,3 +673,13 @@ def test_group_size_of_every_form(groups: str, size: int) -> None:
 def test_unknown_group_form_is_a_loud_grader_fault(groups: str) -> None:
     with pytest.raises(hlo.HloFormatError, match="not your code"):
         hlo.summarize(_groups_module(groups), num_devices=8)
+
+
+def test_a_collective_over_one_device_is_no_transfer() -> None:
+    """A pmean on a 1-device mesh stays in the program as an all-reduce over a group of one:
+    it moves nothing, so the largest-transfer check must not charge its operand."""
+    idle = hlo.Collective("all-reduce", "ar.1", "f32[1024]", 4096, 1024, 1, 1, 0, 0)
+    real = hlo.Collective("all-gather", "ag.1", "f32[64]", 128, 32, 2, 1, 128, 32)
+    assert not idle.moves_data
+    assert hlo.CommSummary([idle, real]).largest() == 64 * 4
+    assert hlo.CommSummary([idle]).largest() == 0

@@ -237,13 +237,16 @@ class CommSummary:
         return total
 
     def largest(self, itemsize: int | None = None) -> int:
-        """Bytes of the largest single collective: its operand or its result, whichever is larger."""
+        """Bytes of the largest single collective: its operand or its result, whichever is larger.
+
+        A collective that moves nothing (a group of one device: XLA keeps a harmless ``pmean``
+        on a 1-device mesh) carries nothing, so it is not a transfer."""
         sizes = [
             max(c.operand_bytes, shape_bytes(c.shape))
             if itemsize is None
             else max(c.operand_elements, shape_elements(c.shape)) * itemsize
             for c in self.collectives
-            if c.count != 0
+            if c.count != 0 and c.moves_data
         ]
         return max(sizes, default=0)
 
