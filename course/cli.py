@@ -144,7 +144,11 @@ def show(app: App, lesson: int | None) -> None:
 
 GRADE_OPTIONS = [
     click.option(
-        "--seed", type=int, default=0, show_default=True, help="Seed for the drawn examples."
+        "--seed",
+        type=click.IntRange(0),
+        default=None,
+        help="Seed for the drawn examples (default: a fresh one each grade, which the report "
+        "names; passes on a seed you chose are shown, not recorded).",
     ),
     click.option(
         "--timeout",

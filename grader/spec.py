@@ -210,6 +210,21 @@ def _parse_value(raw: str) -> Any:
     return raw
 
 
+FRESH_SEEDS = range(10**9, 10**10)
+"""Where :func:`fresh_seed` draws from: the seed of a grade that records a pass
+(``course grade``, ``course classroom``, the autograder), which the student cannot
+know beforehand, so no table of answers for known examples passes. Reported with
+the grade (``--seed S`` draws the same examples again); a draw for such a seed is
+kept in its process only, never on disk (:func:`draw_examples`): it serves one grade."""
+
+
+def fresh_seed() -> int:
+    """A seed no one can know before the grade that draws it (:data:`FRESH_SEEDS`)."""
+    import secrets
+
+    return FRESH_SEEDS.start + secrets.randbelow(len(FRESH_SEEDS))
+
+
 KEPT: list[Path] = []
 """Where drawn examples are kept between processes (the worker sets it: next to
 the compilation cache); empty: kept in this process only."""
@@ -236,11 +251,13 @@ def draw_examples(
         return hypothesis_draw(strategy, n, seed, exclude)
     key = _draw_key(kept_as, strategy, n, seed, exclude)
     kept = _drawn.get(key)
-    if kept is None:
+    once = seed in FRESH_SEEDS  # one grade's draw: kept in this process, not on disk
+    if kept is None and not once:
         kept = _read_kept(key)
     if kept is None:
         kept = hypothesis_draw(strategy, n, seed, exclude)
-        _write_kept(key, kept)
+        if not once:
+            _write_kept(key, kept)
     _drawn[key] = kept
     return [dict(ex) for ex in kept]
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import io
+import os
+import shlex
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 import click
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from course import registry
 from course.paths import Workspace, workspace
@@ -131,3 +134,35 @@ def make_app(home: str | None, db: str | None) -> App:
     except registry.RegistryError as exc:
         raise click.ClickException(str(exc)) from None
     return App(workspace(home, db), console(), course)
+
+
+PAGER = "less -RFXS"
+"""The pager when $PAGER is unset: colours kept (-R), no pager for a short text (-F),
+the text left on the screen afterwards (-X), long code lines scrolled sideways (-S)."""
+
+
+def page(console: Console, *body: RenderableType, footer: RenderableType | None = None) -> None:
+    """Print ``body`` (lines whole: code runs past the edge) and ``footer`` (soft-wrapped:
+    a path or command on it copies whole); on a terminal, through $PAGER when the text
+    is longer than the screen (``course show``, ``solution``, ``list``, ``status``)."""
+
+    def print_all() -> None:
+        console.print(*body, crop=False)
+        if footer is not None:
+            console.print(footer, soft_wrap=True)
+
+    if not console.is_terminal:
+        print_all()
+        return
+    with console.capture() as captured:
+        print_all()
+    text = captured.get()
+    if text.count("\n") < console.height:
+        console.file.write(text)
+        return
+    try:
+        subprocess.run(
+            shlex.split(os.environ.get("PAGER") or PAGER), input=text, text=True, check=False
+        )
+    except (OSError, ValueError):  # no such pager: the text as it is
+        console.file.write(text)

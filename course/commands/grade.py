@@ -142,7 +142,7 @@ def current_lesson(app: App) -> Lesson:
 
 def grade(
     app: App, target: str | None, *, all_lessons: bool = False, solutions: bool = False,
-    path: str | None = None, seed: int = 0, example: str | None = None, as_json: bool = False,
+    path: str | None = None, seed: int | None = None, example: str | None = None, as_json: bool = False,
     timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
     max_examples: int | None = None, progress_line: Callable[[str], None] | None = None,
     deliver: Callable[[Verdict], None] | None = None, worker: Worker | None = None,
@@ -152,12 +152,20 @@ def grade(
     A notebook passes ``progress_line`` (shown instead of the terminal's spinner)
     and ``deliver`` (gets the verdict, results and scorecards, instead of the report).
     ``course watch`` and the notebook pass the ``worker`` they keep between grades.
+    ``seed`` None (the default) draws a fresh one (:func:`grader.spec.fresh_seed`), reported
+    with the grade: a pass is recorded only on examples the student could not know
+    beforehand; with a seed given, passes are shown but kept aside, like a narrowed run's.
     """
     from grader.sandbox.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
     from grader.sandbox.runner import GraderCrashed, RequestRejected
     from grader.sandbox.runner import grade as run_grading
 
+    from grader.spec import fresh_seed
+
     check_environment()
+    chosen_seed = seed is not None
+    if seed is None:
+        seed = fresh_seed()
     if not math.isfinite(timeout) or timeout <= 0:
         raise UsageProblem(f"--timeout {timeout:g}: give a number of seconds above 0, e.g. 60")
     chosen = parse_target(app, target, all_lessons)
@@ -225,7 +233,7 @@ def grade(
                 graded[er.lesson].append(er)
                 if er.status == Status.FAULT:  # the grader's failure is not the student's attempt
                     return
-                aside = bool(er.narrowed) and er.passed and counted
+                aside = (bool(er.narrowed) or chosen_seed) and er.passed and counted
                 if aside not in opened:
                     opened[aside] = progress.start_attempt(
                         str(directory), counted and not aside, command, versions()
@@ -273,19 +281,73 @@ def grade(
         close("done")
         if progress.version_mark() != mark:
             _say(OTHER_WRITER.format(db=app.ws.db))
-    verdict = scoring.verdict(chosen.lessons, results)
+    verdict = first_hint_only(scoring.verdict(chosen.lessons, results))
+    example_passes = bool(example) and all(
+        er.passed for r in verdict.results for er in r.exercises
+    ) and any(r.exercises for r in verdict.results)  # fmt: skip
     if deliver is not None:
         deliver(verdict)
     elif as_json:
         _json_to(1, verdict.to_json())
     else:
         render(app, verdict, solutions=solutions, path=path)
+        if example_passes:
+            app.console.print(example_passed(chosen, example or ""), soft_wrap=True)
+        elif (
+            chosen_seed
+            and counted
+            and any(er.passed for r in verdict.results for er in r.exercises)
+        ):
+            app.console.print(seed_chosen(chosen, seed), soft_wrap=True)
     faults = [er for r in verdict.results for er in r.exercises if er.status == Status.FAULT]
     if faults:
         _say(f"{len(faults)} exercise(s) could not be graded because of a fault in the grader; "
              "they were not recorded. Please report it with the command you ran and its output.")  # fmt: skip
         return GRADER_FAULT
-    return 0 if verdict.passed else 1
+    return 0 if verdict.passed or example_passes else 1
+
+
+def example_passed(chosen: Target, example: str) -> Text:
+    """What a re-run of one example that now passes says: plainly that it passes, that a
+    re-run is never recorded, and the command that records it (exit status 0)."""
+    from rich.text import Text
+
+    (lesson,) = chosen.lessons
+    return Text.assemble(
+        ("Fixed: ", "bold green"), f"{lesson.number}.{chosen.exercise} now passes this example ",
+        f"({example}). A re-run of one example is never recorded; to record the pass, grade "
+        "the whole lesson on examples of its own: ", (f"course grade {lesson.number}", "cyan"),
+    )  # fmt: skip
+
+
+def seed_chosen(chosen: Target, seed: int) -> Text:
+    """Under a grade whose seed the student chose: its passes are not recorded."""
+    from rich.text import Text
+
+    numbers = " ".join(str(lesson.number) for lesson in chosen.lessons)
+    return Text.assemble(
+        ("Not recorded: ", "bold yellow"),
+        f"--seed {seed} chose the examples, so the passes are shown but not recorded as your "
+        "progress; a grade that records draws a seed no one knows beforehand: ",
+        (f"course grade {numbers}" if len(chosen.lessons) == 1 else "course grade --all", "cyan"),
+    )  # fmt: skip
+
+
+def first_hint_only(v: Verdict) -> Verdict:
+    """A lesson file not started at all (every exercise graded still a stub) shows one
+    hint, the first exercise's (``course hint N`` gives the rest, one at a time), not
+    every exercise's unasked."""
+    from dataclasses import replace
+
+    results = []
+    for r in v.results:
+        if len(r.exercises) > 1 and all(e.status == Status.NOT_STARTED for e in r.exercises):
+            first = next((e for e in r.exercises if e.hint), None)
+            r = replace(r, exercises=tuple(
+                e if e is first else replace(e, hint=None) for e in r.exercises
+            ))  # fmt: skip
+        results.append(r)
+    return replace(v, results=tuple(results))
 
 
 def check_environment() -> None:

@@ -16,7 +16,7 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from course.commands.common import App
+from course.commands.common import App, page
 from grader.repo import shipped
 from grader.results import Status
 
@@ -49,7 +49,12 @@ def show(app: App, number: int | None) -> int:
         f"Write your code in\n  [bold]{app.ws.exercise_file(lesson.module)}[/bold]\n"
         f"then grade it:\n  [cyan]course grade {number}[/cyan]"
     )
-    page(app.console, LessonText(text_file.read_text(), code_theme="ansi_dark"), exercises, footer)
+    page(
+        app.console,
+        LessonText(text_file.read_text(), code_theme="ansi_dark"),
+        exercises,
+        footer=footer,
+    )
     return 0
 
 
@@ -81,37 +86,6 @@ class LessonText(Markdown):
         **Markdown.elements,
         "fence": UnwrappedCode, "code_block": UnwrappedCode, "table_open": FoldedTable,
     }  # fmt: skip
-
-
-PAGER = "less -RFXS"
-"""The pager when $PAGER is unset: colours kept (-R), no pager for a short text (-F),
-the text left on the screen afterwards (-X), long code lines scrolled sideways (-S)."""
-
-
-def page(console: Console, *renderables: RenderableType) -> None:
-    """Print (the last renderable unwrapped); on a terminal, through $PAGER when the
-    text is longer than the screen."""
-    *body, footer = renderables
-
-    def print_all() -> None:
-        console.print(*body, crop=False)  # code lines run past the edge, whole
-        console.print(footer, soft_wrap=True)
-
-    if not console.is_terminal:
-        print_all()
-        return
-    with console.capture() as captured:
-        print_all()
-    text = captured.get()
-    if text.count("\n") < console.height:
-        console.file.write(text)
-        return
-    try:
-        subprocess.run(
-            shlex.split(os.environ.get("PAGER") or PAGER), input=text, text=True, check=False
-        )
-    except (OSError, ValueError):  # no such pager: the text as it is
-        console.file.write(text)
 
 
 def hint(app: App, number: int | None) -> int:
@@ -170,7 +144,19 @@ def solution(app: App, number: int | None, force: bool) -> int:
         )
         return 1
     source = shipped().solutions / f"{lesson.module}.py"
-    app.console.print(Syntax(source.read_text(), "python", line_numbers=True, theme="ansi_dark"))
+    if not source.is_file():
+        raise click.ClickException(
+            f"this installation of the course holds no reference solutions ({source} is absent: "
+            "it was built without them, e.g. for an autograder)"
+        )
+    code = source.read_text()
+    if not app.console.is_terminal:  # piped or redirected: the file itself, valid Python
+        click.echo(code, nl=False)
+        return 0
+    widest = max((len(line) for line in code.splitlines()), default=0)
+    # every line whole (the pager scrolls sideways), paged when longer than the screen
+    page(app.console, Syntax(code, "python", line_numbers=True, theme="ansi_dark",
+                             code_width=widest + 1))  # fmt: skip
     return 0
 
 

@@ -12,7 +12,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from course.commands.common import App
+from course.commands.common import App, page
 from grader.results import JSON_VERSION, Status
 
 NOT_STARTED = "not started"
@@ -55,9 +55,13 @@ def list_lessons(app: App, as_json: bool = False) -> int:
                 status_text(st.status if st else NOT_STARTED),
             ]  # fmt: skip
             table.add_row(*row, *([Text(ex.summary)] if wide else []))
-    app.console.print(table)
     note = "" if wide else " · a wider terminal also shows what each exercise asks"
-    app.console.print(f"[dim]+N: bonus points · course show N · course grade N{note}[/dim]")
+    # about 80 lines: paged on a terminal shorter than that
+    page(
+        app.console,
+        table,
+        footer=f"[dim]+N: bonus points · course show N · course grade N{note}[/dim]",
+    )
     return 0
 
 
@@ -94,27 +98,25 @@ def status(app: App, as_json: bool = False) -> int:
                       f"{card.score}/{card.possible}"
                       + (f" +{card.bonus_score}" if card.bonus_score else ""),
                       _ago(last) if last else Text("never", style="dim"))  # fmt: skip
-    app.console.print(table)
     bar = Table.grid(padding=(0, 1))
     bar.add_row(
         ProgressBar(total=possible or 1, completed=earned, width=40), f"{earned}/{possible} points"
     )
-    app.console.print(bar)
     if next_step:
         n, name = next_step
         lesson = app.course.lesson(n)
         st = states.get(next_step)
         verb = "Fix" if st and st.status != NOT_STARTED else "Next"
         # one path or command per line, never wrapped: each copies as a whole
-        app.console.print(
-            f"\n{verb}: [bold]{n}.{name}[/bold] in\n  {app.ws.exercise_file(lesson.module)}\n"
+        page(
+            app.console, table, bar,
+            footer=f"\n{verb}: [bold]{n}.{name}[/bold] in\n  {app.ws.exercise_file(lesson.module)}\n"
             f"  read:   [cyan]course show {n}[/cyan]\n"
             f"  grade:  [cyan]course grade {n}[/cyan]\n"
             f"  stuck?  [cyan]course hint {n}[/cyan]",
-            soft_wrap=True,
-        )
+        )  # fmt: skip
     else:
-        app.console.print(_completion(app, states))
+        page(app.console, table, bar, _completion(app, states))
     return 0
 
 
