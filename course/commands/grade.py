@@ -159,7 +159,6 @@ def grade(
     from grader.sandbox.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
     from grader.sandbox.runner import GraderCrashed, RequestRejected
     from grader.sandbox.runner import grade as run_grading
-
     from grader.spec import fresh_seed
 
     check_environment()

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import shlex
 import shutil
-import subprocess
 from pathlib import Path
 
 import click
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import CodeBlock, Markdown, TableElement
 from rich.markup import escape
 from rich.panel import Panel
