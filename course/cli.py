@@ -276,15 +276,22 @@ def solution(app: App, lesson: int | None, force: bool) -> None:
     "--require-sandbox", is_flag=True,
     help="Refuse to grade where the submissions' code cannot run in the OS sandbox.",
 )  # fmt: skip
+@click.option(
+    "--jobs", "-j", type=click.IntRange(1, 256),
+    help="Submissions graded at once (default: about half the cores).",
+)  # fmt: skip
 @run_options
 @pass_app
 def classroom(app: App, submissions: str, out: str, **options) -> None:
     """Grade a class: every sub-folder of SUBMISSIONS is one student's exercise files.
 
-    Each is graded in its own worker with the full example set; a submission
-    that crashes or hangs costs its own result only. Your own progress is not
-    touched. A folder that holds lesson files itself is one submission
-    (as on Gradescope; see docs/classroom.md).
+    Each is graded in its own worker with the full example set, drawn from one
+    fresh seed for the class (said on the first line; --seed to choose); a
+    submission that crashes or hangs costs its own result only. Your own
+    progress is not touched. A folder that holds lesson files itself is one
+    submission (as on Gradescope; see docs/classroom.md). Where no sandbox can
+    be made it grades only from an installation without the reference
+    solutions (course autograder builds one).
     """
     from course.commands.classroom import classroom as run
 

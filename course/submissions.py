@@ -8,6 +8,7 @@ submission may have put in their place."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import unicodedata
@@ -144,3 +145,64 @@ def _remove(path: Path) -> None:
         path.unlink()
     else:
         shutil.rmtree(path)
+
+
+# ------------------------------------------------------------ finding a lesson's file
+
+COPY_SUFFIX = re.compile(r"(?: ?\(\d{1,3}\)|-\d{1,3}| \d{1,3})$")
+"""What a browser or a file manager adds to a second download or copy of a file:
+``l01_meshes (1).py`` (Chrome, Edge), ``l01_meshes(1).py`` (Firefox), ``l01_meshes-1.py``
+(Safari), ``l01_meshes 2.py`` (macOS Finder)."""
+
+
+def _files(folder: Path, deep: bool) -> list[Path]:
+    """The regular files of a submission (links included: refused later if they leave
+    it), in path order, top first; no hidden folder's and no ``__MACOSX`` copy's."""
+    found = folder.iterdir() if not deep else folder.rglob("*")
+    out = []
+    for p in found:
+        parts = p.relative_to(folder).parts
+        if any(x.startswith(".") or x == "__MACOSX" for x in parts[:-1]) or not p.is_file():
+            continue
+        out.append(p)
+    return sorted(out, key=lambda p: (len(p.relative_to(folder).parts), str(p)))
+
+
+def lesson_file(folder: Path, module: str, *, deep: bool = True) -> Path | None:
+    """The submission's file for ``module``: ``module.py`` at the top, else deeper (an
+    unzipped archive or an uploaded folder adds levels: ``homework-1/l01_meshes.py``),
+    else a copy's name (:data:`COPY_SUFFIX`: ``l01_meshes (1).py``), top first, then in
+    path order. None when there is none (see :func:`near_misses`)."""
+    files = _files(folder, deep)
+    exact = [p for p in files if p.name == f"{module}.py"]
+    if exact:
+        return exact[0]
+    copies = [p for p in files if p.suffix == ".py" and COPY_SUFFIX.sub("", p.stem) == module]
+    return copies[0] if copies else None
+
+
+def _stem(name: str) -> str:
+    """A file name as someone may have meant a module's: lower case, ``-`` and spaces as
+    ``_``, without its extensions and a copy's suffix (``L01-Meshes (2).py.txt`` → ``l01_meshes``)."""
+    stem = COPY_SUFFIX.sub("", name.split(".", 1)[0].strip())
+    return re.sub(r"[-\s]+", "_", stem.lower())
+
+
+def near_misses(
+    folder: Path, module: str, *, taken: Path | None = None, others: frozenset[str] = frozenset()
+) -> list[str]:
+    """Files of the submission (paths inside it, printable) whose names look meant for
+    ``module`` but are not graded as it: ``l01-meshes.py``, ``L01_meshes.py``,
+    ``l01_meshes.py.txt``, ``l01.py``, ``lo1_meshes.py``, ``l01_meshes.ipynb``; not a file named for one
+    of the ``others`` (the course's other modules). At most five."""
+    import difflib
+
+    out = []
+    for p in _files(folder, deep=True):
+        if p == taken or p.name in {f"{m}.py" for m in others}:
+            continue
+        stem = _stem(p.name)
+        same_number = stem.split("_", 1)[0] == module.split("_", 1)[0]  # l01…
+        if same_number or difflib.SequenceMatcher(a=stem, b=module).ratio() >= 0.85:
+            out.append(printable(str(p.relative_to(folder))))
+    return out[:5]

@@ -166,3 +166,32 @@ def page(console: Console, *body: RenderableType, footer: RenderableType | None 
         )
     except (OSError, ValueError):  # no such pager: the text as it is
         console.file.write(text)
+
+
+def references() -> list[str]:
+    """Where this installation of the course keeps its reference solutions, readable by
+    any code that runs as this user: the ``solutions`` folders (a checkout's, a wheel's
+    ``course/solutions``) and a checkout's git history. Empty for an installation built
+    without them (``course autograder`` builds one)."""
+    from grader.repo import CODE, shipped
+
+    folders = dict.fromkeys(
+        (shipped().solutions, CODE / "solutions", CODE / "course" / "solutions")
+    )
+    found = [str(f) for f in folders if f.is_dir() and any(f.glob("l[0-9]*.py"))]
+    if (CODE / ".git").exists():
+        found.append(str(CODE / ".git"))
+    return found
+
+
+def unsandboxed(why: str, found: list[str]) -> str:
+    """Why a class's code is not run where no sandbox can be made and the references
+    can be read (:func:`references`), and what to do instead."""
+    return (
+        f"no sandbox here ({why}), and this installation holds the reference solutions "
+        f"({', '.join(found)}): a submission's code, run with your rights, could read and "
+        "hand back one; nothing graded. Grade where the sandbox can be made (Linux with user "
+        "namespaces), or from an installation without the references: `course autograder "
+        "OUT.zip` writes a wheel built without them (pip install it into a fresh "
+        "virtual environment, outside any checkout)"
+    )
