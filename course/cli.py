@@ -298,6 +298,34 @@ def classroom(app: App, submissions: str, out: str, **options) -> None:
     sys.exit(run(app, submissions, out, **options))
 
 
+@cli.command()
+@click.argument("out", type=click.Path(dir_okay=False))
+@click.option(
+    "--lesson", "lessons", type=int, multiple=True,
+    help="Grade this lesson (repeat for several; default: every lesson).",
+)  # fmt: skip
+@click.option(
+    "--timeout", type=click.FloatRange(*TIMEOUT), default=DEFAULT_TIMEOUT, show_default=True,
+    help="Seconds one example may run.",
+)  # fmt: skip
+@click.option(
+    "--devices", type=int, callback=devices_option,
+    help="Simulated CPU devices, 1–64 (default 8).",
+)  # fmt: skip
+@pass_app
+def autograder(app: App, out: str, **options) -> None:
+    """Write OUT (a .zip): a Gradescope autograder for these lessons.
+
+    It holds setup.sh (installs Python 3.11 where the image has an older one, and
+    the course), run_autograder (grades one submission in any layout and always
+    writes results.json) and a wheel of the course without its reference
+    solutions. See docs/classroom.md.
+    """
+    from course.commands.autograder import autograder as run
+
+    sys.exit(run(app, out, **options))
+
+
 @cli.group()
 def dev() -> None:
     """Commands for the course's developers."""
