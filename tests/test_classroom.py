@@ -165,7 +165,7 @@ def test_the_csv_and_junit_say_whether_the_sandbox_was_on(graded):
             [("sandbox", jail.state())]
         ] * 2  # lessons 1 and 2
         said = json.loads((graded / name / "results.json").read_text())["output"]
-        assert said.endswith(f"sandbox: {jail.state()}")
+        assert f" · sandbox: {jail.state()} · seed " in said  # then the class's seed
 
 
 def test_invalid_documents_are_refused_by_the_schemas():
