@@ -202,8 +202,9 @@ def grade(
         cache_dir=app.compile_cache(), examples_dir=app.kept_examples(),
         hidden=(str(app.workspace.home), str(app.workspace.db.parent)) if app.workspace else (),
     )  # fmt: skip
-    command = as_command(
-        target, all_lessons=all_lessons, solutions=solutions, path=path, seed=seed,
+    command = as_command(  # as the student ran it: a fresh seed is drawn again, not repeated
+        target, all_lessons=all_lessons, solutions=solutions, path=path,
+        seed=seed if chosen_seed else None,
         example=example, timeout=timeout, devices=devices, cpu=cpu, max_examples=max_examples,
     )  # fmt: skip
     lessons = {lesson.number: lesson for lesson in chosen.lessons}
