@@ -152,9 +152,10 @@ def grade(
     A notebook passes ``progress_line`` (shown instead of the terminal's spinner)
     and ``deliver`` (gets the verdict, results and scorecards, instead of the report).
     ``course watch`` and the notebook pass the ``worker`` they keep between grades.
-    ``seed`` None (the default) draws a fresh one (:func:`grader.spec.fresh_seed`), reported
-    with the grade: a pass is recorded only on examples the student could not know
-    beforehand; with a seed given, passes are shown but kept aside, like a narrowed run's.
+    ``seed`` None (the default) draws a fresh one (:func:`grader.spec.fresh_seed`) for a grade
+    that records, reported with it: a pass is recorded only on examples the student could
+    not know beforehand; with a seed given, passes are shown but kept aside, like a narrowed
+    run's. A grade that records nothing (``--solutions``, ``--path``) draws from seed 0.
     """
     from grader.sandbox.protocol import ExampleStarted, ExerciseGraded, LessonJob, Request
     from grader.sandbox.runner import GraderCrashed, RequestRejected
@@ -163,8 +164,6 @@ def grade(
 
     check_environment()
     chosen_seed = seed is not None
-    if seed is None:
-        seed = fresh_seed()
     if not math.isfinite(timeout) or timeout <= 0:
         raise UsageProblem(f"--timeout {timeout:g}: give a number of seconds above 0, e.g. 60")
     chosen = parse_target(app, target, all_lessons)
@@ -184,6 +183,8 @@ def grade(
     else:
         app.ensure_workspace()
         directory, counted = app.ws.exercises, True
+    if seed is None:  # a grade that records draws a seed no one knows; others repeat seed 0
+        seed = fresh_seed() if counted else 0
     if example:
         from grader.spec import parse_example
 
@@ -291,7 +292,7 @@ def grade(
         _json_to(1, verdict.to_json())
     else:
         render(app, verdict, solutions=solutions, path=path)
-        if example_passes:
+        if example_passes and counted:
             app.console.print(example_passed(chosen, example or ""), soft_wrap=True)
         elif (
             chosen_seed

@@ -57,11 +57,8 @@ def list_lessons(app: App, as_json: bool = False) -> int:
             table.add_row(*row, *([Text(ex.summary)] if wide else []))
     note = "" if wide else " · a wider terminal also shows what each exercise asks"
     # about 80 lines: paged on a terminal shorter than that
-    page(
-        app.console,
-        table,
-        footer=f"[dim]+N: bonus points · course show N · course grade N{note}[/dim]",
-    )
+    legend = Text(f"+N: bonus points · course show N · course grade N{note}", style="dim")
+    page(app.console, table, legend)  # the legend wraps at the width, like the table
     return 0
 
 
