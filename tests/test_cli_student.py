@@ -154,14 +154,20 @@ def test_a_fresh_seeds_draw_is_not_kept_on_disk(tmp_path, monkeypatch):
     from hypothesis import strategies as st
 
     monkeypatch.setattr(grader_spec, "KEPT", [tmp_path])
-    strategy = st.fixed_dictionaries({"n": st.integers(1, 50)})
-    grader_spec.draw_examples(strategy, 3, 0, kept_as="t")
+    strategy = st.fixed_dictionaries({"n": st.integers(1, 10**6)})
+    known = grader_spec.draw_examples(strategy, 6, 0, kept_as="t")
     assert len(list(tmp_path.glob("*.txt"))) == 1
     seed = grader_spec.fresh_seed()
     assert seed in grader_spec.FRESH_SEEDS and seed != grader_spec.fresh_seed()
-    drawn = grader_spec.draw_examples(strategy, 3, seed, kept_as="t")
-    assert drawn == grader_spec.draw_examples(strategy, 3, seed, kept_as="t")  # reproducible
+    drawn = grader_spec.draw_examples(strategy, 6, seed, kept_as="t")
+    assert drawn == grader_spec.draw_examples(strategy, 6, seed, kept_as="t")  # reproducible
     assert len(list(tmp_path.glob("*.txt"))) == 1  # one grade's draw: not written
+    # seed 0's first four (compiled already), and two that no one knew
+    fresh = grader_spec.FRESH_EXAMPLES
+    assert drawn[: 6 - fresh] == known[: 6 - fresh] and len(drawn) == 6
+    assert not any(ex in known for ex in drawn[6 - fresh :])
+    other = grader_spec.draw_examples(strategy, 6, grader_spec.fresh_seed(), kept_as="t")
+    assert other[6 - fresh :] != drawn[6 - fresh :]
 
 
 HANG = "\n\ndef device_slices(global_shape, mesh_shape, spec):\n    while True:\n        pass\n"
