@@ -1,8 +1,11 @@
 """``course classroom SUBMISSIONS --out RESULTS``: grade a class, one folder per student.
 
 Each submission is graded in its own worker process (``grader.sandbox.runner``) with
-the full example set, so a submission that crashes or hangs costs its own
-result only. Nothing is written to the teacher's progress. RESULTS gets
+the full example set, drawn from one fresh seed for the class, ``--jobs`` of them at
+once (:func:`in_parallel`: a thread waits on each worker; the results are those of one
+after another), so a submission that crashes or hangs costs its own result only.
+Nothing is written to the teacher's progress. Where no sandbox can be made, a class
+is graded only from an installation without the references. RESULTS gets
 ``summary.csv`` and, per submission, Gradescope's ``results.json`` and
 ``junit.xml`` (formats in ``course.scoring``).
 
