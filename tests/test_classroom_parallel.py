@@ -201,3 +201,45 @@ def test_without_a_sandbox_a_class_is_not_graded_where_the_references_are(tmp_pa
     assert "no sandbox here" in said and "reference solutions" in said
     assert str(ROOT / "solutions") in said and "course autograder" in said
     assert not (tmp_path / "out").exists()
+
+
+def test_ctrl_c_while_several_grade_writes_what_was_graded_at_once(tmp_path):
+    """Two submissions hang (a 600 s limit), one is a stub: Ctrl-C once the stub is graded
+    ends the run at once (130), with the stub's results written (the hanging ones' workers
+    leave with the command: ``grader.sandbox.lifeline.watch_parent``)."""
+    import signal
+    import threading
+    import time
+
+    hang = (ROOT / "solutions" / L01).read_text() + (
+        "\n\ndef shard_shape(global_shape, mesh_shape, spec):\n    while True:\n        pass\n"
+    )
+    subs = tmp_path / "subs"
+    for name, text in (
+        ("a-hangs", hang),
+        ("b-hangs", hang),
+        ("c-stub", (ROOT / "exercises" / L01).read_text()),
+    ):
+        (subs / name).mkdir(parents=True)
+        (subs / name / L01).write_text(text)
+    env = {**os.environ, "COURSE_HOME": str(tmp_path / "t"), "COURSE_PLATFORM": "cpu"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "course.cli", "classroom", str(subs), "--out", str(tmp_path / "out"),
+         "--lesson", "1", "--jobs", "3", "--timeout", "600"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True).start()
+    deadline = time.monotonic() + 300
+    while not any("c-stub:" in line for line in lines) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert any("c-stub:" in line for line in lines), lines
+    time.sleep(1.0)
+    stopped = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=120)
+    assert time.monotonic() - stopped < 60  # not the hangs' 600 s
+    assert proc.returncode == 130
+    rows = (tmp_path / "out" / "summary.csv").read_text().splitlines()
+    assert [r.split(",")[0] for r in rows[1:]] == ["c-stub"]
+    assert (tmp_path / "out" / "c-stub" / "results.json").exists()
