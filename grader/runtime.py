@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.faults import Abandoned, GraderFault, StudentReturnError
 from grader.measure import hlo
 from grader.spec import OPTIONAL_OPTIONS, Example, Trial
 
@@ -62,10 +63,6 @@ def example_values(
     return rng.integers(-bound, bound + 1, size=shape).astype(np.float64)
 
 
-class Abandoned(Exception):
-    """An example prepared ahead is not wanted (the one before it failed)."""
-
-
 class Turn:
     """When an example prepared ahead (in a thread, while the example before it
     runs: :func:`grader.engine.grade_exercise`) may go on past its first program's
@@ -90,19 +87,6 @@ class Turn:
         self._go.wait()
         if self.abandoned:
             raise Abandoned()
-
-
-class GraderFault(Exception):
-    """The grader's own code failed while running an example: reported as a
-    grader bug, never as the student's error."""
-
-
-class StudentReturnError(Exception):
-    """The student's function returned something of the wrong kind; the message says what."""
-
-    def __init__(self, message: str, hint: str | None = None):
-        super().__init__(message)
-        self.hint = hint
 
 
 class ProgramTooLarge(StudentReturnError):
@@ -149,6 +133,11 @@ class Runtime:
     clusters: Any = None
     """The lesson's :class:`grader.sandbox.cluster.ClusterPool`, set by the backend
     that made this runtime (None: no cluster can be reached from it)."""
+
+    memory_limit: Callable[[Any], int | None] | None = None
+    """Bytes a handed-back program may need on all its devices together, by its
+    mesh (None: no limit), set by the backend: the sandbox's limit where the
+    devices are the host's memory (:func:`grader.sandbox.isolation.replay_limit`)."""
 
     turn: Turn | None = None
     """Set on a runtime whose example is prepared ahead: what it waits for before
@@ -197,11 +186,12 @@ class Runtime:
         ``args``, fits ``mesh``, calls nothing off the devices), compiled and run
         here on ``args``: the same measurement as :meth:`compile_and_run` (with the
         lesson's compiler options unless others are given)."""
-        from grader.sandbox.isolation import replay
+        from grader.exported import replay
 
         if compiler_options is None:
             compiler_options = self.compiler_options
-        return replay(blob, args, mesh, self.example, compiler_options, extra, self.salt)
+        limit = self.memory_limit(mesh) if self.memory_limit is not None else None
+        return replay(blob, args, mesh, self.example, compiler_options, extra, self.salt, limit)
 
     def rng(self) -> np.random.Generator:
         """The example's random source: a fresh generator on every call, the

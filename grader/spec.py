@@ -126,6 +126,19 @@ class ExerciseSpec:
     (see ExerciseResult.explanation)."""
 
 
+LESSONS = "grader.lessons"
+"""The package holding every lesson's folder (a test may grade a lesson of its own
+from another: ``grade_lesson``'s ``lessons``)."""
+
+
+def load_spec(module: str, lessons: str = LESSONS) -> LessonSpec:
+    """The grading spec of lesson ``module``: ``grader/lessons/<module>/spec.py``
+    (``<lessons>.<module>.spec``)."""
+    import importlib
+
+    return importlib.import_module(f"{lessons}.{module}.spec").SPEC
+
+
 @dataclass(frozen=True)
 class LessonSpec:
     """A lesson's exercises, in the registry's order. The lesson's number and

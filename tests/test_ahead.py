@@ -13,9 +13,10 @@ import time
 import pytest
 
 from grader import engine
+from grader.backend import Here
 from grader.engine import examples_for
 from grader.results import Status
-from grader.sandbox import isolation
+from grader.sandbox import backends, isolation
 from grader.sandbox.isolation import StudentProcess, StudentProcessDied
 from grader.spec import format_example
 
@@ -41,9 +42,9 @@ def _grade(root, tmp_path, monkeypatch, ahead: bool, code: str, timeout: float =
     monkeypatch.setattr(isolation.Isolated, "ahead", ahead)
     source = (root / "solutions" / "l02_collectives.py").read_text()
     (tmp_path / "l02_collectives.py").write_text(source + code)
-    result = engine.grade_lesson(
+    result = backends.grade_lesson(
         2, "l02_collectives", tmp_path, only=["ring_all_gather"], timeout=timeout,
-        backend=engine.isolated(SALT),
+        backend=backends.isolated(SALT),
     )  # fmt: skip
     return result.exercises[0]
 
@@ -91,7 +92,7 @@ def test_a_hang_while_tracing_a_later_example_is_charged_to_that_example(
 
 def test_preparing_ahead_is_on_in_the_worker_and_off_in_process():
     assert isolation.Isolated.ahead is (os.environ.get(isolation.AHEAD, "1") != "0")
-    assert engine.InProcess.ahead is False
+    assert Here.ahead is False
 
 
 # ------------------------------------------------------------------ two threads, one process

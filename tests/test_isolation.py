@@ -13,11 +13,10 @@ import numpy as np
 import pytest
 
 from course import registry
-from grader import engine
 from grader.measure import jaxpr
 from grader.results import Status
 from grader.runtime import example_rng
-from grader.sandbox import wire
+from grader.sandbox import backends, wire
 from grader.sandbox.isolation import HostCall, StudentProcessDied, check_exported
 from tests.mistakes import MISTAKES
 from tests.test_mistakes import assert_caught
@@ -31,8 +30,8 @@ SECRET_SALT = 0x5EC12E7
 
 @pytest.mark.parametrize("lesson, module", LESSONS, ids=[m for _, m in LESSONS])
 def test_every_solution_passes_with_its_code_in_another_process(root, lesson, module):
-    result = engine.grade_lesson(
-        lesson, module, root / "solutions", timeout=120, backend=engine.isolated(SECRET_SALT)
+    result = backends.grade_lesson(
+        lesson, module, root / "solutions", timeout=120, backend=backends.isolated(SECRET_SALT)
     )
     for er in result.exercises:
         assert er.status == Status.PASSED, (er.exercise, er.status, er.error,
@@ -44,7 +43,7 @@ def test_every_solution_passes_with_its_code_in_another_process(root, lesson, mo
                                             (9, "l09_pipeline"), (14, "l14_planning")])  # fmt: skip
 def test_untouched_stubs_are_not_started_in_another_process(root, lesson, module):
     """Plain, eager and compiled exercises alike."""
-    result = engine.grade_lesson(lesson, module, root / "exercises", timeout=60, isolate=True)
+    result = backends.grade_lesson(lesson, module, root / "exercises", timeout=60, isolate=True)
     assert {er.status for er in result.exercises} == {Status.NOT_STARTED}
 
 
@@ -67,7 +66,7 @@ def test_a_python_hang_times_out_and_a_fresh_process_grades_the_rest(root, tmp_p
         source
         + "\n\ndef shard_shape(global_shape, mesh_sizes, spec):\n    while True:\n        pass\n"
     )
-    result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
+    result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
                                  timeout=3, isolate=True)  # fmt: skip
     hung, placed = result.exercises
     assert hung.status == Status.TIMEOUT and "did not finish" in hung.error
@@ -90,7 +89,7 @@ def test_starting_the_process_again_is_not_charged_to_the_next_exercise(root, tm
         + source
         + "\n\ndef shard_shape(global_shape, mesh_sizes, spec):\n    while True:\n        pass\n"
     )
-    result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
+    result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
                                  timeout=2, isolate=True)  # fmt: skip
     hung, placed = result.exercises
     assert hung.status == Status.TIMEOUT
@@ -182,7 +181,7 @@ def test_undumpable_processes_refuse_their_memory_to_their_user():
 
 def test_an_import_error_is_the_students_and_named(tmp_path):
     (tmp_path / "l02_collectives.py").write_text("import not_a_module_anywhere\n")
-    result = engine.grade_lesson(2, "l02_collectives", tmp_path, timeout=60, isolate=True)
+    result = backends.grade_lesson(2, "l02_collectives", tmp_path, timeout=60, isolate=True)
     assert {er.status for er in result.exercises} == {Status.ERROR}
     assert "not_a_module_anywhere" in result.exercises[0].error
 

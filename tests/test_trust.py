@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader import engine
 from grader.results import Status
+from grader.sandbox import backends
 from tests.mistakes import MISTAKES
 
 FORGE = """
@@ -83,7 +83,7 @@ def _mistake(mistake_id: str):
 def _grade(root, tmp_path, mistake, extra: str):
     source = mistake.source((root / "solutions" / f"{mistake.module}.py").read_text())
     (tmp_path / f"{mistake.module}.py").write_text(source + extra)
-    result = engine.grade_lesson(
+    result = backends.grade_lesson(
         int(mistake.module[1:3]), mistake.module, tmp_path, only=[mistake.exercise],
         timeout=120, isolate=True,
     )  # fmt: skip

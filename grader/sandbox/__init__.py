@@ -17,7 +17,7 @@ Lesson 13 adds a fourth kind: a cluster of P student's processes joined by
 its loopback up, each answering the student's process's questions in cluster mode.
 
 What both sides share sits below both: the wire codec (:mod:`grader.sandbox.wire`),
-the loader (:mod:`grader.sandbox.loader`), the events protocol
+the loader (:mod:`grader.loader`), the events protocol
 (:mod:`grader.sandbox.protocol`) and :mod:`grader.sandbox.lifeline`. The student's
 process imports nothing of the worker, the runner or the isolation layer.
 """

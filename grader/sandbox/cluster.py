@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox.loader import ExampleTimeout
+from grader.loader import ExampleTimeout
 
 JOIN_LIMIT = 120.0
 """Seconds a cluster may take to start and join (the machine's time: a busy
