@@ -20,8 +20,34 @@ from grader.faults import GraderFault, HostCall, NotGradable, StudentProcessDied
 from grader.spec import Example, Trial
 
 
+class HandedOver:
+    """A program handed over exported, read once: deserialised, its StableHLO
+    printed (:meth:`read`). What a lesson reads of a cluster's program (its text)
+    and what ``Runtime.run_exported`` replays are the same reading."""
+
+    def __init__(self, exported: Any):
+        self.exported = exported
+        self.text: str = exported.mlir_module()
+
+    @classmethod
+    def read(cls, blob: bytes | str) -> HandedOver:
+        """The program in ``blob`` (its bytes, or as base64 text: what crosses as
+        plain data); unreadable, the process that sent it is at fault."""
+        import base64
+
+        import jax
+
+        try:
+            raw = base64.b64decode(blob) if isinstance(blob, str) else blob
+            return cls(jax.export.deserialize(bytearray(raw)))
+        except Exception as exc:
+            raise StudentProcessDied(
+                f"it handed back a program the grader cannot read ({exc})"
+            ) from None
+
+
 def replay(
-    blob: bytes, args: tuple, mesh: Any, example: Example,
+    program: HandedOver | bytes | str, args: tuple, mesh: Any, example: Example,
     compiler_options: dict[str, Any] | None, extra: dict[str, Any], salt: int,
     memory_limit: int | None = None,
 ) -> Trial:  # fmt: skip
@@ -30,19 +56,14 @@ def replay(
     (``memory_limit``: :func:`grader.runtime.run_compiled`'s)."""
     import jax
 
-    try:
-        exported = jax.export.deserialize(bytearray(blob))
-    except Exception as exc:
-        raise StudentProcessDied(
-            f"it handed back a program the grader cannot read ({exc})"
-        ) from None
-    check_exported(exported, args, mesh)
-    program = read_program(exported)
+    handed = program if isinstance(program, HandedOver) else HandedOver.read(program)
+    check_exported(handed.exported, args, mesh, handed.text)
+    read = read_program(handed.exported, handed.text)
     with theirs("lower"):
-        lowered = jax.jit(exported.call).trace(*args).lower()
+        lowered = jax.jit(handed.exported.call).trace(*args).lower()
     with theirs("compile or run"):
         return runtimes.run_compiled(
-            lowered, program, args, mesh, example, compiler_options, extra, salt,
+            lowered, read, args, mesh, example, compiler_options, extra, salt,
             memory_limit=memory_limit,
         )  # fmt: skip
 

@@ -131,7 +131,7 @@ class Runtime:
     :attr:`grader.spec.LessonSpec.compiler_options`; the engine sets it)."""
 
     clusters: Any = None
-    """The lesson's :class:`grader.sandbox.cluster.ClusterPool`, set by the backend
+    """The lesson's clusters (:class:`grader.backend.Clusters`), set by the backend
     that made this runtime (None: no cluster can be reached from it)."""
 
     memory_limit: Callable[[Any], int | None] | None = None
@@ -171,27 +171,31 @@ class Runtime:
     def cluster(self, processes: int, local: int, ahead: tuple[tuple[int, int], ...] = ()) -> Any:
         """The student's processes as a multi-controller cluster (lesson 13): P
         processes with D CPU devices each, joined by ``jax.distributed``, the
-        student's module imported in each (:class:`grader.sandbox.cluster.Cluster`).
-        Every runtime reaches a real cluster of processes; ``ahead``: clusters
-        later examples use, started now."""
+        student's module imported in each. Its ``run(exercise, task, payloads)``
+        runs a process-side task the spec declares (:attr:`grader.spec.ExerciseSpec.tasks`)
+        in every process and gives back each one's result as plain values, or
+        raises the student's error. Every runtime reaches a real cluster of
+        processes (the backend's, :class:`grader.backend.Clusters`); ``ahead``:
+        clusters later examples use, started now."""
         if self.clusters is None:
             raise GraderFault("this runtime was made without a cluster to run on")
         return self.clusters.get(processes, local, ahead)
 
     def run_exported(
-        self, blob: bytes, args: tuple[Any, ...], mesh: Any, *,
+        self, program: Any, args: tuple[Any, ...], mesh: Any, *,
         compiler_options: dict[str, Any] | None = None, **extra: Any,
     ) -> Trial:  # fmt: skip
-        """A program the student's processes exported (``blob``), checked (it takes
+        """A program the student's processes exported (a cluster's), as read by
+        :meth:`grader.exported.HandedOver.read` (or its bytes), checked (it takes
         ``args``, fits ``mesh``, calls nothing off the devices), compiled and run
-        here on ``args``: the same measurement as :meth:`compile_and_run` (with the
-        lesson's compiler options unless others are given)."""
+        here on ``args``: the same measurement as :meth:`compile_and_run` (with
+        the lesson's compiler options unless others are given)."""
         from grader.exported import replay
 
         if compiler_options is None:
             compiler_options = self.compiler_options
         limit = self.memory_limit(mesh) if self.memory_limit is not None else None
-        return replay(blob, args, mesh, self.example, compiler_options, extra, self.salt, limit)
+        return replay(program, args, mesh, self.example, compiler_options, extra, self.salt, limit)
 
     def rng(self) -> np.random.Generator:
         """The example's random source: a fresh generator on every call, the

@@ -48,10 +48,12 @@ def test_untouched_stubs_are_not_started_in_another_process(root, lesson, module
 
 
 SAMPLE = [
-    *{m.module: m for m in reversed(MISTAKES)}.values(),  # the first of each lesson
+    *{(m.module, m.exercise): m for m in reversed(MISTAKES)}.values(),  # the first of each exercise
     *(m for m in MISTAKES if m.module == "l01_meshes"),  # plain and eager calls, every one
 ]
-"""Mistakes graded through the student's process in every run (all of them:
+"""Mistakes graded through the student's process in every run, one per exercise at
+least: the real grading path (one export run per example, the programs replayed
+in the worker) gives each its words (all of them:
 ``COURSE_TEST_ISOLATE=1 pytest tests/test_mistakes.py``)."""
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grader.lessons.l13_multi_host import on_process
 from grader.sandbox import backends, jail, wire
 from grader.sandbox.cluster import Cluster, ClusterHung, ClusterPool
 from grader.sandbox.isolation import StudentProcessDied
@@ -80,7 +81,7 @@ def students(c: Cluster) -> set[int]:
 
 
 def batch_question(c: Cluster) -> list[dict]:
-    return [{"op": "task", "exercise": "global_batch", "task": "batch",
+    return [{"op": "task", "exercise": "global_batch", "task": f"{on_process.__name__}:batch",
              "payload": wire.encode({"rows": np.zeros((1, 1), np.float32)})}
             for _ in range(c.processes)]  # fmt: skip
 

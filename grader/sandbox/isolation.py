@@ -7,11 +7,14 @@ imported only in the student's process (:mod:`grader.sandbox.student`), which ho
 none of that. For each example the grading process runs the spec as usual,
 with the student's function replaced by a :class:`RemoteFunction`:
 
-- when the spec compiles a program (``rt.compile_and_run``), the
-  :class:`Replaying` runtime asks the student's process to trace the same spec on
-  decoy data and export the program, checks what came back (its inputs are
-  the example's, it calls nothing outside the devices), then compiles and runs
-  it here on the real data;
+- when the spec compiles its first program (``rt.compile_and_run``), the
+  :class:`Replaying` runtime asks the student's process to run the same spec
+  once on decoy data: it sends every program the example calls, in order, as
+  it exports it (there each ``compile_and_run`` returns decoy outputs of the
+  traced shapes, dtypes and shardings, so a later program may take an earlier
+  one's output). The k-th ``compile_and_run`` here takes the k-th program,
+  checks it (its inputs are the example's, it calls nothing outside the
+  devices: :mod:`grader.exported`), then compiles and runs it on the real data;
 - when the spec calls the function directly (plain Python, eager placement),
   the call is made over there on copies of the arguments, and the result and
   the arguments as the function left them come back as plain values

@@ -21,8 +21,8 @@ JSON line at a time on fd R, and reads one answer per question on fd W:
             that are plain Python, or that place arrays eagerly) and answer
             its result and its arguments as they are afterwards.
 ``task``    (cluster mode only) run one of the lesson's process-side functions
-            (``grader/lessons/<module>/on_process.py``, its ``TASKS``) on the
-            student's function and the payload sent; answer its plain result.
+            (``module:name``, one the exercise's spec declares: its ``tasks``)
+            on the student's function and the payload sent; answer its plain result.
 
 In cluster mode (``--cluster ADDRESS P I D``, started by
 :mod:`grader.sandbox.cluster`) the process is process I of P, with D CPU
@@ -52,7 +52,7 @@ import numpy as np
 from grader.runtime import Runtime
 from grader.sandbox import wire
 from grader.sandbox.lifeline import watch_parent
-from grader.spec import Example, Trial
+from grader.spec import LESSONS, Example, Trial
 
 
 class Exporting(Runtime):
@@ -189,8 +189,8 @@ class _Session:
         return {"fault": f"unknown request {op!r}"}
 
     def load(self, req: dict) -> dict:
-        from grader.engine import LESSONS, load_spec
         from grader.loader import LoadError, load_module
+        from grader.spec import load_spec
 
         self.directory = Path(req["directory"])
         self.spec = (
@@ -250,12 +250,15 @@ class _Session:
             return {"ok": True, "result": wire.encode(result), "args": wire.encode(args)}
 
     def task(self, req: dict) -> dict:
-        """A lesson's process-side function (cluster mode): only those its
-        ``on_process.TASKS`` names can be asked for."""
+        """A lesson's process-side function (cluster mode), named by the worker as
+        ``module:name`` from what the exercise's spec declares
+        (:attr:`grader.spec.ExerciseSpec.tasks`): a function of a lesson's module only."""
         import importlib
 
-        tasks = importlib.import_module(f"grader.lessons.{self.module_name}.on_process").TASKS
-        task = tasks[str(req["task"])]
+        module, _, name = str(req["task"]).partition(":")
+        if not module.startswith(f"{LESSONS}.") or not name.isidentifier():
+            return {"fault": f"not a lesson's task: {req['task']!r}"}
+        task = getattr(importlib.import_module(module), name)
         called = _Counted(self._function(req["exercise"]))
         payload = wire.decode(req["payload"])
         try:
