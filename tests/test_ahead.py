@@ -16,7 +16,7 @@ from grader import engine
 from grader.backend import Here
 from grader.engine import examples_for
 from grader.results import Status
-from grader.sandbox import backends, isolation
+from grader.sandbox import backends, isolation, worker
 from grader.sandbox.isolation import StudentProcess, StudentProcessDied
 from grader.spec import format_example
 
@@ -39,12 +39,11 @@ def _second_example_differs(body: str) -> str:
 
 
 def _grade(root, tmp_path, monkeypatch, ahead: bool, code: str, timeout: float = 60):
-    monkeypatch.setattr(isolation.Isolated, "ahead", ahead)
     source = (root / "solutions" / "l02_collectives.py").read_text()
     (tmp_path / "l02_collectives.py").write_text(source + code)
     result = backends.grade_lesson(
         2, "l02_collectives", tmp_path, only=["ring_all_gather"], timeout=timeout,
-        backend=backends.isolated(SALT),
+        backend=backends.isolated(SALT, ahead=ahead),
     )  # fmt: skip
     return result.exercises[0]
 
@@ -90,9 +89,12 @@ def test_a_hang_while_tracing_a_later_example_is_charged_to_that_example(
     assert "did not finish" in hung.error
 
 
-def test_preparing_ahead_is_on_in_the_worker_and_off_in_process():
-    assert isolation.Isolated.ahead is (os.environ.get(isolation.AHEAD, "1") != "0")
+def test_preparing_ahead_is_on_in_the_worker_and_off_in_process(monkeypatch):
     assert Here.ahead is False
+    assert worker.ahead() is True
+    monkeypatch.setenv(worker.AHEAD, "0")  # read by the worker, passed to its backend
+    assert worker.ahead() is False
+    assert isolation.Isolated("/nowhere", "l02_collectives", salt=1, ahead=False).ahead is False
 
 
 # ------------------------------------------------------------------ two threads, one process

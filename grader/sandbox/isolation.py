@@ -61,8 +61,6 @@ from grader.sandbox import jail, processes, wire
 from grader.sandbox.processes import Spares
 from grader.spec import Example, Trial
 
-AHEAD = "COURSE_AHEAD"
-"""``0``: examples one after another, none prepared ahead (to measure what it saves)."""
 ANSWER_LIMIT = 256 * 1024 * 1024
 """Longest answer line read from the student's process."""
 
@@ -835,12 +833,13 @@ class Isolated(Backend):
     a process of its own (:class:`StudentProcess`), and every example runs with
     a :class:`Replaying` runtime on data from ``salt``."""
 
-    ahead = os.environ.get(AHEAD, "1") != "0"
-
     def __init__(
         self, directory: Path, module: str, *, salt: int, spares: Spares | None = None,
-        programs: Programs | None = None, lessons: str = LESSONS,
+        programs: Programs | None = None, lessons: str = LESSONS, ahead: bool = True,
     ) -> None:  # fmt: skip
+        self.ahead = ahead
+        """Whether the engine prepares an exercise's next example while one runs
+        (the worker's ``COURSE_AHEAD=0`` turns it off, to measure what it saves)."""
         self.session = Session(str(directory), module, spares, programs, lessons)
         self.module, self.salt, self.lessons = module, salt, lessons
         self.sandbox = jail.state()
