@@ -201,9 +201,9 @@ def test_a_line_that_is_no_answer_ends_the_students_process_not_the_grader(line)
 
     process = StudentProcess("/tmp", "l02_collectives")
     read, write = os.pipe()
-    process.proc = subprocess.Popen(["sleep", "30"])
-    process._in, process._out = read, io.BytesIO()
-    process._buffer, process._pending, process._stash = b"", {1}, {}
+    process.adopt(
+        (subprocess.Popen(["sleep", "30"]), io.BytesIO(), read), pending=(1,), loaded=True
+    )
     os.write(write, line + b"\n")
     with pytest.raises(StudentProcessDied, match="not the grader's answer"):
         process.receive(1)

@@ -152,19 +152,32 @@ class StudentProcess:
             if spare is None:  # forked, where the spares have a fork server for the folder
                 starts = self.spares.start if self.spares else processes.spawn
                 spare = starts(self.directory, prepare=self.module)
-            self.proc, self._out, self._in = spare
-            self._buffer = b""
-            self._seq = 1 if asked else 0
-            self._pending: set[int] = {0, 1} if asked else {0}
-            self._stash: dict[int, dict] = {}
-            self._parts: dict[tuple[int, int], dict] = {}
-            """Lines sent ahead of an answer (an export's programs), by (question, index)."""
-            self._moot: set[int] = set()
-            """Questions whose answer and parts are dropped as they come (:meth:`forget`)."""
+            self.adopt(spare, pending=(0, 1) if asked else (0,))
             self._loading = 1 if asked else None
             """The load question asked and not yet answered."""
-            self._loaded = False
             self.receive(0)
+
+    def adopt(
+        self, channel: tuple[Any, Any, int], pending: tuple[int, ...] = (0,), *,
+        loaded: bool = False,
+    ) -> None:  # fmt: skip
+        """Talk to a started process from now on: ``channel`` is (the process, the
+        file its questions are written to, the descriptor its answers are read
+        from); ``pending``: the questions whose answers are awaited from it (0: its
+        "ready" line), the last one asked last; ``loaded``: it has imported the
+        module already. What :meth:`spawn` does with the process it starts; a test
+        hands over a pipe of its own."""
+        with self._cv:
+            self.proc, self._out, self._in = channel
+            self._buffer = b""
+            self._seq = max(pending)
+            self._pending = set(pending)
+            self._stash = {}
+            self._parts = {}
+            """Lines sent ahead of an answer (an export's programs), by (question, index)."""
+            self._moot = set()
+            """Questions whose answer and parts are dropped as they come (:meth:`forget`)."""
+            self._loaded = loaded
 
     def start(self) -> None:
         """:meth:`spawn`, then import the module in the process (the student's

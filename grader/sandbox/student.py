@@ -85,7 +85,8 @@ class Exporting(Runtime):
         self.send(bytes(blob), said)
         self.exported += 1
         rng = np.random.default_rng([self.salt, self.exported])
-        return Trial(self.example, output=decoys(traced.out_info, args, mesh, rng), mesh=mesh,
+        shapes = getattr(traced, "out_info", None) or jax.eval_shape(jitted, *args)
+        return Trial(self.example, output=decoys(shapes, args, mesh, rng), mesh=mesh,
                      extra=extra, salt=self.salt)  # fmt: skip
 
 
@@ -105,14 +106,20 @@ def decoys(out_info: Any, args: Any, mesh: Any, rng: np.random.Generator) -> Any
         if not isinstance(sharding, Sharding):
             concrete = mesh if mesh is not None else _mesh_of(args)
             sharding = NamedSharding(concrete, jax.sharding.PartitionSpec()) if concrete else None
-        dtype = np.dtype(info.dtype)
-        if np.issubdtype(dtype, np.floating):
-            value = rng.standard_normal(info.shape).astype(dtype)
-        elif np.issubdtype(dtype, np.integer):
-            value = rng.integers(0, 4, size=info.shape).astype(dtype)
-        else:
-            value = np.zeros(info.shape, dtype)
-        return jax.device_put(value, sharding)
+        try:
+            dtype = np.dtype(info.dtype)
+            if np.issubdtype(dtype, np.floating):
+                value = rng.standard_normal(info.shape).astype(dtype)
+            elif np.issubdtype(dtype, np.integer):
+                value = rng.integers(0, 4, size=info.shape).astype(dtype)
+            else:
+                value = np.zeros(info.shape, dtype)
+            return jax.device_put(value, sharding)
+        except Exception:  # a dtype numpy lacks (a PRNG key's): zeros of it, else its shape
+            try:
+                return jax.numpy.zeros(info.shape, info.dtype, device=sharding)
+            except Exception:
+                return info
 
     return jax.tree.map(placed, out_info)
 
