@@ -41,12 +41,13 @@ def _forge():
     real_export = S._Session.export
     J.read = lambda jaxpr: fake()
 
-    def export(self, req):
+    def export(self, req, part=None):
         state["want"] = S.wire.decode(req["example"]).get("dtype", "float32")
-        answer = real_export(self, req)
-        if "ok" in answer:
-            answer["program"] = J.to_wire(fake())
-        return answer
+
+        def forged(k, line):  # each program sent with a forged summary beside it
+            part(k, dict(line, program=J.to_wire(fake())))
+
+        return real_export(self, req, forged)
 
     S._Session.export = export
 
@@ -119,7 +120,7 @@ def _forge():
 
     S = sys.modules["__main__"]  # the process runs python -m grader.sandbox.student
 
-    def export(self, req):
+    def export(self, req, part=None):
         return {answer}
 
     S._Session.export = export

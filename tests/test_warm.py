@@ -139,7 +139,7 @@ def test_each_request_to_a_serving_worker_gets_a_fresh_salt(monkeypatch):
     salts: list[int] = []
 
     class Recording:
-        def __init__(self, directory, module, *, salt, spares=None, programs=None):
+        def __init__(self, directory, module, *, salt, spares=None, programs=None, ahead=True):
             salts.append(salt)
 
     def fake_grade_lesson(lesson, module, directory, *, backend, **kwargs):
