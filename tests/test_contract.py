@@ -129,3 +129,34 @@ def test_the_import_graph_reader_sees_a_sandbox_import(tmp_path):
     assert "grader.sandbox.isolation" in _imports(sample, "grader.lessons.lxx_probe")
     sample.write_text("import grader.sandbox.cluster as c\n")
     assert "grader.sandbox.cluster" in _imports(sample, "grader.lessons.lxx_probe")
+
+
+# ------------------------------------------------------------------ lesson 13's tasks
+
+
+def test_a_cluster_runs_only_the_tasks_its_exercise_declares():
+    """The spec declares each exercise's process-side tasks (``ExerciseSpec.tasks``);
+    the worker's cluster refuses any other before it asks anything, and a
+    cluster's process runs only a function of a lesson's module."""
+    from grader.faults import GraderFault
+    from grader.lessons.l13_multi_host import on_process
+    from grader.sandbox.cluster import Cluster
+    from grader.sandbox.student import _Session
+
+    cluster = Cluster("/nowhere", "l13_multi_host", 2, 1)  # never started: refused first
+    with pytest.raises(GraderFault, match="not a task the spec declares"):
+        cluster.run("global_batch", on_process.batch, {"rows": []})
+    refused = _Session(salt=1, cluster=True).task({"task": "os:system", "exercise": "x"})
+    assert refused == {"fault": "not a lesson's task: 'os:system'"}
+
+
+def test_every_cluster_exercise_declares_its_tasks():
+    from grader.spec import load_spec
+
+    spec = load_spec("l13_multi_host")
+    for ex in spec.exercises:
+        if ex.cluster is not None:
+            assert ex.tasks, ex.name
+            for task in ex.tasks:
+                assert task.__module__.startswith("grader.lessons.l13_multi_host.")
+                assert task.__qualname__.isidentifier(), task  # a module-level function
