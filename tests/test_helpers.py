@@ -162,7 +162,7 @@ class _Asked:
         )
         self.questions: list[str] = []
 
-    def export(self, exercise, example, index, simulated):
+    def export(self, exercise, example, simulated):
         self.questions.append(example["n"])
         self._pending.add(len(self._pending) + 100)
         return len(self.questions)
