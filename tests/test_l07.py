@@ -107,7 +107,7 @@ def _graded(root, tmp_path, mistake_id: str):
     (tmp_path / f"{m.module}.py").write_text(
         m.source((root / "solutions" / f"{MODULE}.py").read_text())
     )
-    (er,) = engine.grade_lesson(7, MODULE, tmp_path, only=[m.exercise], timeout=60).exercises
+    (er,) = backends.grade_lesson(7, MODULE, tmp_path, only=[m.exercise], timeout=60).exercises
     return " ".join(f"{c.message} {c.hint}" for c in er.checks if not c.passed) + f" {er.hint}"
 
 
