@@ -72,9 +72,9 @@ from grader.lessons.l09_pipeline import spec as l09  # noqa: E402
 from grader.lessons.l10_context_parallel import spec as l10  # noqa: E402
 from grader.lessons.l11_expert_parallel import spec as l11  # noqa: E402
 from grader.lessons.l12_parallel_transformer import spec as l12  # noqa: E402
+from grader.loader import load_module  # noqa: E402
 from grader.measure import hlo  # noqa: E402
 from grader.reference import matmul  # noqa: E402
-from grader.sandbox.loader import load_module  # noqa: E402
 
 SHAPE = (128, 128, 96)  # I, J, K: every lesson-4 plan is the cheapest one here
 

@@ -38,9 +38,9 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from course import registry  # noqa: E402
-from grader import engine  # noqa: E402
 from grader import runtime as runtimes  # noqa: E402
 from grader.measure import hlo  # noqa: E402
+from grader.sandbox import backends  # noqa: E402
 
 FAST = {"xla_backend_optimization_level": 0}
 stats: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
@@ -112,12 +112,12 @@ def main() -> None:
         if wanted and lesson.number not in wanted:
             continue
         current[0] = lesson.number
-        engine.grade_lesson(lesson.number, lesson.module, ROOT / "solutions")
+        backends.grade_lesson(lesson.number, lesson.module, ROOT / "solutions")
         solution = (ROOT / "solutions" / f"{lesson.module}.py").read_text()
         for m in (m for m in mistakes if m.module == lesson.module):
             with tempfile.TemporaryDirectory() as tmp:
                 (Path(tmp) / f"{lesson.module}.py").write_text(m.source(solution))
-                engine.grade_lesson(lesson.number, lesson.module, Path(tmp), only=[m.exercise])
+                backends.grade_lesson(lesson.number, lesson.module, Path(tmp), only=[m.exercise])
     cols = ["programs", "asked already", "same collectives", "same memory", "same HLO text",
             "same outputs", "compile s (as asked)", "compile s (tried)"]  # fmt: skip
     tried = ", ".join(f"{k}={v}" for k, v in FAST.items())

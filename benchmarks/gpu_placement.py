@@ -13,8 +13,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import engine, runtime  # noqa: E402
+from grader import runtime  # noqa: E402
 from grader.measure import devices  # noqa: E402
+from grader.sandbox import backends  # noqa: E402
 
 devices.configure()
 seen = []
@@ -34,7 +35,7 @@ runtime.run_compiled = spy
 for lesson, module, name in ((10, "l10_context_parallel", "merge_partials"),
                              (11, "l11_expert_parallel", "top1_dispatch")):  # fmt: skip
     seen.clear()
-    r = engine.grade_lesson(
-        lesson, module, ROOT / "solutions", only=[name], timeout=120, backend=engine.isolated(7)
+    r = backends.grade_lesson(
+        lesson, module, ROOT / "solutions", only=[name], timeout=120, backend=backends.isolated(7)
     )
     print(name, r.exercises[0].status.value, "results on:", sorted(set(seen)))

@@ -26,7 +26,7 @@ devices.configure(8, "cpu")
 
 from grader import engine  # noqa: E402
 from grader.lessons.l12_parallel_transformer import spec as spec  # noqa: E402
-from grader.sandbox.loader import load_module  # noqa: E402
+from grader.loader import load_module  # noqa: E402
 
 GATHER = "    w = _gather(w)\n"
 NAMED = "    w = {k: checkpoint_name(v, 'gathered') for k, v in _gather(w).items()}\n"

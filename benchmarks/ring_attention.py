@@ -43,8 +43,8 @@ from jax.sharding import PartitionSpec as P  # noqa: E402
 from grader.lessons.l10_context_parallel import attention  # noqa: E402
 from grader.lessons.l10_context_parallel import spec as l10  # noqa: E402
 from grader.lessons.l10_context_parallel.checks import MERGE_SAFETY  # noqa: E402
+from grader.loader import load_module  # noqa: E402
 from grader.reference.training import SAFETY, U32  # noqa: E402
-from grader.sandbox.loader import load_module  # noqa: E402
 from tests.mistakes.l10 import MISTAKES  # noqa: E402
 
 SHAPES = [(3, 4, 2, 8), (6, 4, 2, 8), (4, 8, 3, 16), (8, 2, 1, 16), (3, 8, 2, 16), (6, 8, 1, 16)]

@@ -26,8 +26,8 @@ import numpy as np  # noqa: E402
 
 from grader import engine  # noqa: E402
 from grader.lessons.l08_tensor_parallel import spec as spec  # noqa: E402
+from grader.loader import load_module  # noqa: E402
 from grader.reference import training  # noqa: E402
-from grader.sandbox.loader import load_module  # noqa: E402
 from grader.spec import draw_examples  # noqa: E402
 
 BF16_VARIANT = """

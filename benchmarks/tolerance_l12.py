@@ -27,8 +27,8 @@ import numpy as np  # noqa: E402
 
 from grader import engine  # noqa: E402
 from grader.lessons.l12_parallel_transformer import spec as spec  # noqa: E402
+from grader.loader import load_module  # noqa: E402
 from grader.reference import training  # noqa: E402
-from grader.sandbox.loader import load_module  # noqa: E402
 from grader.spec import draw_examples  # noqa: E402
 
 GATHER = "    w = _gather(w)\n"

@@ -1,13 +1,16 @@
-"""Grade a lesson in this process: draw examples, run them, hold checks.
+"""Grade a lesson: draw examples, run them, hold checks.
 
-Used directly by the tests and the developer check, and inside the grading
-worker (``grader.sandbox.worker``), which adds time limits and crash isolation.
+The engine is the core's top: it is handed a backend (:mod:`grader.backend`:
+where the student's code runs) by whoever starts it, and imports nothing of
+:mod:`grader.sandbox`, which sits above it and runs it (the grading worker,
+``grader.sandbox.worker``, with time limits and crash isolation; the tests and
+``course dev`` through :func:`grader.sandbox.backends.grade_lesson`). Faults are
+:mod:`grader.faults`, the events it emits :mod:`grader.events`.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import re
 import signal
 import threading
@@ -19,11 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from grader import phases
-from grader.evidence import Evidence, Note
-from grader.results import CheckResult, ExerciseResult, LessonResult, Status
-from grader.runtime import GraderFault, Runtime, StudentReturnError
-from grader.sandbox.loader import ExampleTimeout, LoadError, format_student_error, load_module
-from grader.sandbox.protocol import (
+from grader.backend import Backend, BackendFactory, Here
+from grader.events import (
     REPORT,
     Event,
     ExampleStarted,
@@ -32,8 +32,23 @@ from grader.sandbox.protocol import (
     LessonStarted,
     unfinished,
 )
+from grader.evidence import Evidence, Note
+from grader.faults import (
+    ExampleTimeout,
+    GraderFault,
+    HostCall,
+    LoadError,
+    NotStartedHere,
+    StudentFault,
+    StudentProcessDied,
+    StudentReturnError,
+)
+from grader.loader import format_student_error
+from grader.results import CheckResult, ExerciseResult, LessonResult, Status
+from grader.runtime import Runtime
 from grader.spec import (
     FULL,
+    LESSONS,
     MESH_SIZES,
     POOL,
     Context,
@@ -42,6 +57,7 @@ from grader.spec import (
     LessonSpec,
     draw_examples,
     format_example,
+    load_spec,
 )
 
 Listener = Callable[[Event], None]
@@ -55,11 +71,6 @@ again after the last one hung or died: never charged to an example's own limit
 
 class BadExample(Exception):
     """An example given with ``--example`` that the exercise cannot be set up for."""
-
-
-def load_spec(module: str) -> LessonSpec:
-    """The grading spec of lesson ``module``: ``grader/lessons/<module>/spec.py``."""
-    return importlib.import_module(f"grader.lessons.{module}.spec").SPEC
 
 
 def context() -> Context:
@@ -159,88 +170,6 @@ def time_limit(seconds: float | None):
         signal.signal(signal.SIGALRM, previous)
 
 
-class Backend:
-    """Where the student's code runs while one lesson is graded: the engine asks
-    it for the module's functions once, then for one :class:`~grader.runtime.Runtime`
-    per example. :class:`InProcess` runs everything here;
-    :class:`grader.sandbox.isolation.Isolated` runs the student's code in a
-    process of its own. Whoever starts the engine chooses (``grade_lesson``'s
-    ``backend``)."""
-
-    sandbox = "off: the student's code runs in the grading process"
-    """``on`` where the student's code runs in the OS sandbox, else ``off: <why>``."""
-
-    ahead = False
-    """Whether the engine may prepare an exercise's next example in a thread while
-    one runs (:class:`_Prepared`): only where the student's code runs in a process
-    of its own, which answers one question at a time."""
-
-    def prepare(self) -> None:
-        """Whatever must be ready before the student's module is imported and is
-        not the student's time (a process started, jax imported there)."""
-
-    def load(self) -> Any:
-        """The student's module, or a stand-in holding its functions; raises
-        :class:`~grader.sandbox.loader.LoadError`."""
-        raise NotImplementedError
-
-    def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
-        """The runtime for ``example`` of ``exercise``; ``following`` comes after it."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Grading of the lesson is over."""
-
-
-class InProcess(Backend):
-    """The student's module imported and run in this process (tests, ``course dev``)."""
-
-    def __init__(self, directory: Path, module: str, salt: int = 0):
-        self.directory, self.module, self.salt = Path(directory), module, salt
-        self.clusters: Any = None
-        """Lesson 13's clusters: real processes even here (started on first need)."""
-
-    def load(self) -> Any:
-        self.loaded = load_module(self.directory, self.module)
-        return self.loaded
-
-    def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
-        from grader.runtime import InProcess as Here
-        from grader.sandbox.cluster import ClusterPool
-
-        loaded = getattr(self, "loaded", None)
-        rt = Here(example, self.salt, functions=lambda name: _callable(loaded, name))
-        if self.clusters is None:
-            self.clusters = ClusterPool(str(self.directory.resolve()), self.module)
-        rt.clusters = self.clusters
-        self.clusters.form(load_spec(self.module).exercise(exercise), example)
-        return rt
-
-    def close(self) -> None:
-        if self.clusters is not None:
-            self.clusters.close()
-
-
-def _callable(module: Any, name: str) -> Callable[..., Any] | None:
-    fn = getattr(module, name, None)
-    return fn if callable(fn) else None
-
-
-BackendFactory = Callable[[Path, str], Backend]
-"""``(directory, module) → Backend`` for one lesson."""
-
-
-def isolated(salt: int | None = None) -> BackendFactory:
-    """Backends that run the student's code in a process of its own, with the
-    data drawn from ``salt`` (a fresh secret one when None)."""
-    import secrets
-
-    from grader.sandbox.isolation import Isolated
-
-    salt = secrets.randbits(62) | 1 if salt is None else salt
-    return lambda directory, module: Isolated(directory, module, salt=salt)
-
-
 def grade_lesson(
     lesson: int,
     module: str,
@@ -252,28 +181,29 @@ def grade_lesson(
     max_examples: int | None = None,
     timeout: float | None = None,
     on_event: Listener | None = None,
-    isolate: bool = False,
     backend: BackendFactory | None = None,
+    lessons: str = LESSONS,
 ) -> LessonResult:
     """Grade the exercises of one lesson found in ``directory``.
 
-    ``backend`` says where the student's code runs (:class:`Backend`); by default
-    in this process, or with ``isolate`` in a process of its own
-    (:mod:`grader.sandbox.isolation`) on data from a fresh secret salt."""
+    ``backend`` says where the student's code runs (:class:`~grader.backend.Backend`):
+    by default in this process, without clusters (the sandbox hands the others:
+    :mod:`grader.sandbox.backends`). ``lessons``: the package the lesson's folder
+    is in (a test's own lesson)."""
     from grader.measure import devices
 
     emit = on_event or (lambda e: None)
     start = time.perf_counter()
     with phases.phase("spec import"):
-        spec = load_spec(module)
+        spec = load_spec(module, lessons)
     names = only or [e.name for e in spec.exercises]
     if example is None and _needs_simulation(spec, names, seed):
         with devices.simulated():
             return grade_lesson(
                 lesson, module, directory, only=only, seed=seed, max_examples=max_examples,
-                timeout=timeout, on_event=on_event, isolate=isolate, backend=backend,
+                timeout=timeout, on_event=on_event, backend=backend, lessons=lessons,
             )  # fmt: skip
-    factory = backend or (isolated() if isolate else InProcess)
+    factory = backend or (lambda directory, module: Here(directory, module, lessons=lessons))
     chosen = factory(Path(directory), module)
     try:
         return _grade_lesson(lesson, module, spec, names, directory, seed, example,
@@ -382,13 +312,13 @@ def grade_exercise(
     after the first is prepared in a thread while the one before it runs
     (:class:`_Prepared`); verdicts, events and the questions the student's
     process is asked are the same as one after another."""
-    from grader.runtime import InProcess as Here
+    from grader.runtime import InProcess
 
     pending: list[_Prepared] = []
     try:
         return _grade_exercise(
             lesson, spec, fn, ctx, directory, seed, example, max_examples, timeout, emit,
-            runtime or (lambda ex, following: Here(ex)), ahead and example is None, pending,
+            runtime or (lambda ex, following: InProcess(ex)), ahead and example is None, pending,
         )  # fmt: skip
     finally:
         for p in pending:  # the example before it failed: not wanted
@@ -401,8 +331,6 @@ def _grade_exercise(
     emit: Listener, runtime: Callable[[Example, Example | None], Runtime], ahead: bool,
     pending: list[_Prepared],
 ) -> ExerciseResult:  # fmt: skip
-    from grader.sandbox.isolation import HostCall, StudentFault, StudentProcessDied
-
     start = time.perf_counter()
     with phases.phase("draw examples"):
         examples, narrowed = plan(spec, ctx, seed=seed, example=example, max_examples=max_examples)
@@ -597,8 +525,6 @@ def _run_example(
 ) -> Any:  # fmt: skip
     """The example's trial: run now, or prepared ahead (run again here when the
     thread that prepared it found no student's process to ask)."""
-    from grader.sandbox.isolation import NotStartedHere
-
     if current is None:
         return spec.run(rt, called, ex)
     try:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.faults import Abandoned, GraderFault, StudentReturnError
 from grader.measure import hlo
 from grader.spec import OPTIONAL_OPTIONS, Example, Trial
 
@@ -62,10 +63,6 @@ def example_values(
     return rng.integers(-bound, bound + 1, size=shape).astype(np.float64)
 
 
-class Abandoned(Exception):
-    """An example prepared ahead is not wanted (the one before it failed)."""
-
-
 class Turn:
     """When an example prepared ahead (in a thread, while the example before it
     runs: :func:`grader.engine.grade_exercise`) may go on past its first program's
@@ -90,19 +87,6 @@ class Turn:
         self._go.wait()
         if self.abandoned:
             raise Abandoned()
-
-
-class GraderFault(Exception):
-    """The grader's own code failed while running an example: reported as a
-    grader bug, never as the student's error."""
-
-
-class StudentReturnError(Exception):
-    """The student's function returned something of the wrong kind; the message says what."""
-
-    def __init__(self, message: str, hint: str | None = None):
-        super().__init__(message)
-        self.hint = hint
 
 
 class ProgramTooLarge(StudentReturnError):
@@ -147,8 +131,13 @@ class Runtime:
     :attr:`grader.spec.LessonSpec.compiler_options`; the engine sets it)."""
 
     clusters: Any = None
-    """The lesson's :class:`grader.sandbox.cluster.ClusterPool`, set by the backend
+    """The lesson's clusters (:class:`grader.backend.Clusters`), set by the backend
     that made this runtime (None: no cluster can be reached from it)."""
+
+    memory_limit: Callable[[Any], int | None] | None = None
+    """Bytes a handed-back program may need on all its devices together, by its
+    mesh (None: no limit), set by the backend: the sandbox's limit where the
+    devices are the host's memory (:func:`grader.sandbox.isolation.replay_limit`)."""
 
     turn: Turn | None = None
     """Set on a runtime whose example is prepared ahead: what it waits for before
@@ -182,26 +171,31 @@ class Runtime:
     def cluster(self, processes: int, local: int, ahead: tuple[tuple[int, int], ...] = ()) -> Any:
         """The student's processes as a multi-controller cluster (lesson 13): P
         processes with D CPU devices each, joined by ``jax.distributed``, the
-        student's module imported in each (:class:`grader.sandbox.cluster.Cluster`).
-        Every runtime reaches a real cluster of processes; ``ahead``: clusters
-        later examples use, started now."""
+        student's module imported in each. Its ``run(exercise, task, payloads)``
+        runs a process-side task the spec declares (:attr:`grader.spec.ExerciseSpec.tasks`)
+        in every process and gives back each one's result as plain values, or
+        raises the student's error. Every runtime reaches a real cluster of
+        processes (the backend's, :class:`grader.backend.Clusters`); ``ahead``:
+        clusters later examples use, started now."""
         if self.clusters is None:
             raise GraderFault("this runtime was made without a cluster to run on")
         return self.clusters.get(processes, local, ahead)
 
     def run_exported(
-        self, blob: bytes, args: tuple[Any, ...], mesh: Any, *,
+        self, program: Any, args: tuple[Any, ...], mesh: Any, *,
         compiler_options: dict[str, Any] | None = None, **extra: Any,
     ) -> Trial:  # fmt: skip
-        """A program the student's processes exported (``blob``), checked (it takes
+        """A program the student's processes exported (a cluster's), as read by
+        :meth:`grader.exported.HandedOver.read` (or its bytes), checked (it takes
         ``args``, fits ``mesh``, calls nothing off the devices), compiled and run
-        here on ``args``: the same measurement as :meth:`compile_and_run` (with the
-        lesson's compiler options unless others are given)."""
-        from grader.sandbox.isolation import replay
+        here on ``args``: the same measurement as :meth:`compile_and_run` (with
+        the lesson's compiler options unless others are given)."""
+        from grader.exported import replay
 
         if compiler_options is None:
             compiler_options = self.compiler_options
-        return replay(blob, args, mesh, self.example, compiler_options, extra, self.salt)
+        limit = self.memory_limit(mesh) if self.memory_limit is not None else None
+        return replay(program, args, mesh, self.example, compiler_options, extra, self.salt, limit)
 
     def rng(self) -> np.random.Generator:
         """The example's random source: a fresh generator on every call, the

@@ -110,7 +110,32 @@ class ExerciseSpec:
     explicit: Callable[[Context], list[Example]]
     """Edge cases always run first: the smallest legal shape, an axis of size 1 …"""
     run: Run
-    """Run the student's function on one example, given its runtime."""
+    """``run(rt, fn, ex) -> Trial``: run the student's function on one example.
+
+    The contract (ARCHITECTURE.md, "One run, as data flows"). ``run`` builds the
+    example's inputs from ``rt.rng()`` and its meshes with ``rt.mesh``, hands each
+    program it builds around ``fn`` to ``rt.compile_and_run`` and returns the
+    :class:`Trial` the checks read (``expected`` set by ``run`` itself). It runs
+    in two places, and must not tell which:
+
+    - in the student's process, **once per example**, on decoy data: every
+      program it hands over is traced and exported, in order, and never run;
+      ``compile_and_run`` returns a trial whose ``output`` is decoy arrays of the
+      traced shapes, dtypes and shardings. So a later program may take an earlier
+      one's output (a decode step its prefill's cache), and the second program
+      is traced on what the worker will hand it;
+    - in the grading worker (or, for the tests, this process alone), on the
+      real data: the k-th ``compile_and_run`` takes the k-th exported program,
+      checks it, compiles and runs it here, so ``output`` holds real values.
+
+    So: the programs, their number and their order depend on the example and
+    the earlier programs' shapes only, never on values (the student's process
+    sees decoys); whatever ``run`` computes from outputs (references, ``expected``)
+    is computed in the worker for real and in the student's process on decoys
+    (wasted there, never trusted). ``fn`` called outside a program (plain
+    Python, eager placement) runs in the student's process, on copies of its
+    arguments. ``rt.compile_and_run(..., ours=True)`` (the grader's own program)
+    and ``rt.cluster`` (lesson 13) run where ``run`` runs."""
     checks: Sequence[Check]
     max_examples: int = 6
     """Drawn examples on top of the explicit ones."""
@@ -120,10 +145,28 @@ class ExerciseSpec:
     """Lesson 13: the clusters of student's processes, as (P, D), an example runs
     on (``rt.cluster``), its own first, then any to start ahead. The backend forms
     them before the example's time limit starts: the machine's time, not the student's."""
+    tasks: Sequence[Callable[..., Any]] = ()
+    """Lesson 13: the process-side functions its clusters' processes may run
+    (``rt.cluster(P, D).run(exercise, task, payloads)``), each
+    ``task(fn, payload, salt) -> plain data``, defined at the top of a module of
+    the lesson's; no other is run there."""
     explain: Callable[[list[Trial]], list[Any]] | None = None
     """Report material (:mod:`grader.evidence` items) from the trials: all passed
     ones, or the failing one alone. Called once per exercise, never a verdict
     (see ExerciseResult.explanation)."""
+
+
+LESSONS = "grader.lessons"
+"""The package holding every lesson's folder (a test may grade a lesson of its own
+from another: ``grade_lesson``'s ``lessons``)."""
+
+
+def load_spec(module: str, lessons: str = LESSONS) -> LessonSpec:
+    """The grading spec of lesson ``module``: ``grader/lessons/<module>/spec.py``
+    (``<lessons>.<module>.spec``)."""
+    import importlib
+
+    return importlib.import_module(f"{lessons}.{module}.spec").SPEC
 
 
 @dataclass(frozen=True)

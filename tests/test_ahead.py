@@ -13,9 +13,10 @@ import time
 import pytest
 
 from grader import engine
+from grader.backend import Here
 from grader.engine import examples_for
 from grader.results import Status
-from grader.sandbox import isolation
+from grader.sandbox import backends, isolation, worker
 from grader.sandbox.isolation import StudentProcess, StudentProcessDied
 from grader.spec import format_example
 
@@ -38,12 +39,11 @@ def _second_example_differs(body: str) -> str:
 
 
 def _grade(root, tmp_path, monkeypatch, ahead: bool, code: str, timeout: float = 60):
-    monkeypatch.setattr(isolation.Isolated, "ahead", ahead)
     source = (root / "solutions" / "l02_collectives.py").read_text()
     (tmp_path / "l02_collectives.py").write_text(source + code)
-    result = engine.grade_lesson(
+    result = backends.grade_lesson(
         2, "l02_collectives", tmp_path, only=["ring_all_gather"], timeout=timeout,
-        backend=engine.isolated(SALT),
+        backend=backends.isolated(SALT, ahead=ahead),
     )  # fmt: skip
     return result.exercises[0]
 
@@ -89,9 +89,12 @@ def test_a_hang_while_tracing_a_later_example_is_charged_to_that_example(
     assert "did not finish" in hung.error
 
 
-def test_preparing_ahead_is_on_in_the_worker_and_off_in_process():
-    assert isolation.Isolated.ahead is (os.environ.get(isolation.AHEAD, "1") != "0")
-    assert engine.InProcess.ahead is False
+def test_preparing_ahead_is_on_in_the_worker_and_off_in_process(monkeypatch):
+    assert Here.ahead is False
+    assert worker.ahead() is True
+    monkeypatch.setenv(worker.AHEAD, "0")  # read by the worker, passed to its backend
+    assert worker.ahead() is False
+    assert isolation.Isolated("/nowhere", "l02_collectives", salt=1, ahead=False).ahead is False
 
 
 # ------------------------------------------------------------------ two threads, one process
@@ -117,9 +120,7 @@ def _process() -> tuple[StudentProcess, int]:
     """A StudentProcess whose answers are what the test writes on the returned fd."""
     p = StudentProcess("/nowhere", "l02_collectives")
     read, write = os.pipe()
-    p.proc, p._in, p._out = _Alive(), read, os.fdopen(os.dup(write), "wb")  # type: ignore[assignment]
-    p._buffer, p._seq, p._pending, p._stash = b"", 2, {1, 2}, {}
-    p._loaded = True
+    p.adopt((_Alive(), os.fdopen(os.dup(write), "wb"), read), pending=(1, 2), loaded=True)
     return p, write
 
 
@@ -193,7 +194,9 @@ def test_a_moot_answer_is_waited_for_and_dropped_and_the_process_kept():
     p, write = _process()
     os.write(write, b'{"seq": 2, "ok": true}\n')
     p.settle(2, limit=10)
-    assert p.proc is not None and not p.proc.killed and p._stash == {} and p._pending == {1}
+    assert p.proc is not None and not p.proc.killed
+    os.write(write, b'{"seq": 1, "ok": true}\n')  # the other answer is still awaited, and taken
+    assert p.receive(1) == {"seq": 1, "ok": True}
     os.close(write)
 
 

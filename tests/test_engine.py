@@ -9,6 +9,7 @@ import pytest
 from course import registry
 from grader import engine
 from grader.results import Status
+from grader.sandbox import backends
 from grader.spec import FULL, Context, draw_examples, format_example, parse_example
 
 LESSONS = [(lesson.number, lesson.module) for lesson in registry.load().lessons]
@@ -16,7 +17,7 @@ LESSONS = [(lesson.number, lesson.module) for lesson in registry.load().lessons]
 
 @pytest.mark.parametrize("lesson,module", LESSONS)
 def test_solutions_pass(root, lesson, module):
-    result = engine.grade_lesson(lesson, module, root / "solutions")
+    result = backends.grade_lesson(lesson, module, root / "solutions")
     assert [e.status for e in result.exercises] == [Status.PASSED] * len(result.exercises)
     assert all(e.examples_run >= min_examples(lesson) for e in result.exercises)
 
@@ -30,7 +31,7 @@ def min_examples(lesson: int) -> int:
 
 @pytest.mark.parametrize("lesson,module", LESSONS)
 def test_untouched_stubs_are_not_started(root, lesson, module):
-    result = engine.grade_lesson(lesson, module, root / "exercises")
+    result = backends.grade_lesson(lesson, module, root / "exercises")
     for e in result.exercises:
         assert e.status == Status.NOT_STARTED
         assert e.error and "TODO" in e.error
@@ -45,7 +46,7 @@ def test_syntax_error_is_reported_for_every_exercise(tmp_path):
     (tmp_path / "l02_collectives.py").write_text(
         "def ring_all_gather(x, axis_name)\n    return x\n"
     )
-    result = engine.grade_lesson(2, "l02_collectives", tmp_path)
+    result = backends.grade_lesson(2, "l02_collectives", tmp_path)
     assert len(result.exercises) == 3
     for e in result.exercises:
         assert e.status == Status.ERROR
@@ -55,7 +56,7 @@ def test_syntax_error_is_reported_for_every_exercise(tmp_path):
 
 def test_import_error_names_the_missing_module(tmp_path):
     (tmp_path / "l01_meshes.py").write_text("import not_a_real_package\n")
-    result = engine.grade_lesson(1, "l01_meshes", tmp_path)
+    result = backends.grade_lesson(1, "l01_meshes", tmp_path)
     assert all(e.status == Status.ERROR for e in result.exercises)
     assert "not_a_real_package" in result.exercises[0].error
 
@@ -63,7 +64,7 @@ def test_import_error_names_the_missing_module(tmp_path):
 def test_missing_function_is_named(root, tmp_path):
     text = (root / "solutions" / "l01_meshes.py").read_text().replace("def place(", "def put(")
     (tmp_path / "l01_meshes.py").write_text(text)
-    result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["place", "shard_shape"])
+    result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["place", "shard_shape"])
     by_name = {e.exercise: e for e in result.exercises}
     assert by_name["place"].status == Status.ERROR
     assert "defines no function place()" in by_name["place"].error
@@ -74,7 +75,7 @@ def test_student_exception_shows_the_students_frames_only(root, tmp_path):
     _copy_with(
         root, tmp_path, "l02_collectives", "def ring_all_gather(x, axis_name):\n    return 1 / 0\n"
     )
-    (e,) = engine.grade_lesson(2, "l02_collectives", tmp_path, only=["ring_all_gather"]).exercises
+    (e,) = backends.grade_lesson(2, "l02_collectives", tmp_path, only=["ring_all_gather"]).exercises
     assert e.status == Status.ERROR
     assert "ZeroDivisionError" in e.error
     assert "l02_collectives.py" in e.error and "return 1 / 0" in e.error
@@ -85,7 +86,7 @@ def test_python_level_hang_times_out_and_grading_goes_on(root, tmp_path):
     _copy_with(
         root, tmp_path, "l01_meshes", "import time\ndef shard_shape(g, m, s):\n    time.sleep(60)\n"
     )
-    result = engine.grade_lesson(
+    result = backends.grade_lesson(
         1, "l01_meshes", tmp_path, only=["shard_shape", "place"], timeout=1.0
     )
     by_name = {e.exercise: e for e in result.exercises}
@@ -101,7 +102,7 @@ def test_power_of_two_only_code_raises_on_n3_and_is_diagnosed(root, tmp_path):
     solution = (root / "solutions" / "l02_collectives.py").read_text()
     (tmp_path / "l02_collectives.py").write_text(butterfly.source(solution))
     example = parse_example("n=3 rows=1 cols=1 dtype=float32 seed=0")
-    (e,) = engine.grade_lesson(
+    (e,) = backends.grade_lesson(
         2, "l02_collectives", tmp_path, only=["ring_all_gather"], example=example
     ).exercises
     # partners i XOR d that do not exist leave it with the wrong number of blocks
@@ -176,7 +177,7 @@ def test_example_round_trips_and_reruns_exactly(root):
         "shape": 8,
         "spec": "x+y/-",
     }
-    (e,) = engine.grade_lesson(
+    (e,) = backends.grade_lesson(
         2, "l02_collectives", root / "solutions", only=["ring_all_gather"], example=ex
     ).exercises
     assert e.status == Status.PASSED and e.examples_run == 1
@@ -197,7 +198,7 @@ def test_values_compare_every_device_not_just_the_assembled_array(root, tmp_path
         "    return full[: x.shape[0] // lax.axis_size(axis_name)]\n"
     )
     _copy_with(root, tmp_path, "l02_collectives", code)
-    (e,) = engine.grade_lesson(
+    (e,) = backends.grade_lesson(
         2, "l02_collectives", tmp_path, only=["ring_reduce_scatter"]
     ).exercises
     values = next(c for c in e.checks if c.name == "values")
@@ -210,9 +211,9 @@ def test_values_compare_every_device_not_just_the_assembled_array(root, tmp_path
 def test_solutions_pass_on_other_seeds(root, seed):
     """Drawn examples stay legal (dtypes JAX keeps, divisible dims) whatever the seed."""
     graded = [
-        engine.grade_lesson(1, "l01_meshes", root / "solutions", seed=seed, max_examples=40),
+        backends.grade_lesson(1, "l01_meshes", root / "solutions", seed=seed, max_examples=40),
         *(
-            engine.grade_lesson(n, module, root / "solutions", seed=seed, max_examples=3)
+            backends.grade_lesson(n, module, root / "solutions", seed=seed, max_examples=3)
             for n, module in LESSONS[1:]
         ),
     ]
@@ -273,7 +274,7 @@ def test_a_passed_check_says_only_what_holds_on_every_example():
 def test_a_graded_exercise_quotes_the_messages_of_all_its_examples(root):
     """Lesson 11's combine check allows 1.3e-06 on a float32 example and 1.6e-02 on a
     bfloat16 one: the line gives the range, not the last example's figure."""
-    result = engine.grade_lesson(
+    result = backends.grade_lesson(
         11, "l11_expert_parallel", root / "solutions", only=["top1_dispatch"]
     )
     (er,) = result.exercises

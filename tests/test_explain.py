@@ -12,11 +12,12 @@ from grader import engine
 from grader.evidence import Note, Timeline, XlaComparison
 from grader.measure import hlo
 from grader.results import ExerciseResult, LessonResult, Status
+from grader.sandbox import backends
 from tests.test_report import lines, render
 
 
 def test_lesson4_compares_every_exercise_with_xlas_partitioner(root):
-    result = engine.grade_lesson(4, "l04_sharded_matmul", root / "solutions", max_examples=0)
+    result = backends.grade_lesson(4, "l04_sharded_matmul", root / "solutions", max_examples=0)
     assert all(e.passed for e in result.exercises)
     for e in result.exercises:
         (c,) = e.explanation
@@ -52,7 +53,7 @@ def test_comparison_table_says_who_moves_less():
 
 
 def test_lesson5_timeline_follows_the_measured_ring_direction(root):
-    result = engine.grade_lesson(
+    result = backends.grade_lesson(
         5, "l05_collective_matmul", root / "solutions", only=["allgather_matmul"], max_examples=0
     )
     (e,) = result.exercises
@@ -70,7 +71,7 @@ def test_lesson5_timeline_follows_the_measured_ring_direction(root):
 def test_timeline_is_drawn_for_passed_and_failed_exercises(root):
     from grader.report import ExercisePanel, LessonReport
 
-    result = engine.grade_lesson(
+    result = backends.grade_lesson(
         5, "l05_collective_matmul", root / "solutions", only=["allgather_matmul"], max_examples=0
     )
     card = registry.load().lesson(5).score_result(result)
@@ -85,7 +86,7 @@ def test_a_failing_explanation_never_changes_the_verdict(root, monkeypatch):
     broken = dataclasses.replace(
         spec.exercise("matmul_local"), explain=lambda trials: 1 / 0, max_examples=0
     )
-    from grader.sandbox.loader import load_module
+    from grader.loader import load_module
 
     fn = load_module(root / "solutions", "l04_sharded_matmul").matmul_local
     result = engine.grade_exercise(4, broken, fn, engine.context(), directory=root)
@@ -133,13 +134,13 @@ def test_a_bonus_exercise_is_extra_credit(root, tmp_path):
         "    raise NotImplementedError('allgather_matmul_bidirectional: TODO')\n"
     )
     (tmp_path / "l05_collective_matmul.py").write_text(stubbed)
-    result = _as_full(engine.grade_lesson(5, "l05_collective_matmul", tmp_path, max_examples=0))
+    result = _as_full(backends.grade_lesson(5, "l05_collective_matmul", tmp_path, max_examples=0))
     card = lesson.score_result(result)
     assert card.passed and card.score == card.possible == 4 and card.bonus_score == 0
     assert result.exercises[-1].status == Status.NOT_STARTED
     assert card.exercises["allgather_matmul_bidirectional"].bonus
     done = _as_full(
-        engine.grade_lesson(5, "l05_collective_matmul", root / "solutions", max_examples=0)
+        backends.grade_lesson(5, "l05_collective_matmul", root / "solutions", max_examples=0)
     )
     card = lesson.score_result(done)
     assert card.passed and card.score == 4 and card.bonus_score == 1

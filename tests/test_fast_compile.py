@@ -10,6 +10,7 @@ from course import registry
 from grader import engine
 from grader import runtime as runtimes
 from grader.measure import hlo
+from grader.sandbox import backends
 from grader.spec import BACKEND_LEVEL_0, FAST_COMPILE, LEGACY_EMITTERS
 
 FAST = {le.module for le in registry.load().lessons if engine.load_spec(le.module).compiler_options}
@@ -49,7 +50,7 @@ def test_every_program_of_the_lesson_compiles_with_its_options_and_reads_the_sam
 
     monkeypatch.setattr(runtimes, "run_compiled", spy)
     number = int(module[1:3])
-    result = engine.grade_lesson(number, module, root / "solutions", only=[exercise],
+    result = backends.grade_lesson(number, module, root / "solutions", only=[exercise],
                                  max_examples=1)  # fmt: skip
     assert all(e.passed for e in result.exercises)
     assert seen and all(s == (options, True, True, True) for s in seen), seen
@@ -94,11 +95,11 @@ def test_a_program_the_students_processes_exported_is_compiled_with_the_lessons_
 ):
     """Lesson 13 replays what its clusters exported (``Runtime.run_exported``): with
     the lesson's options, as ``compile_and_run`` compiles, unless others are given."""
-    from grader.sandbox import isolation
+    from grader import exported
 
     seen = []
-    monkeypatch.setattr(isolation, "replay", lambda blob, args, mesh, example, options, extra,
-                        salt: seen.append(options))  # fmt: skip
+    monkeypatch.setattr(exported, "replay", lambda blob, args, mesh, example, options, extra,
+                        salt, limit=None: seen.append(options))  # fmt: skip
     rt = runtimes.Runtime({})
     rt.compiler_options = FAST_COMPILE
     rt.run_exported(b"", (), None)

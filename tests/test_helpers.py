@@ -14,7 +14,7 @@ import pytest
 from grader import engine
 from grader.engine import examples_for
 from grader.results import Status
-from grader.sandbox import isolation, processes
+from grader.sandbox import backends, isolation, processes
 from grader.sandbox.isolation import Session, StudentProcess
 from grader.sandbox.processes import Spares
 from grader.spec import format_example
@@ -64,7 +64,7 @@ def _grade(root, tmp_path, spares, code: str = "", only=("ring_all_gather",), ti
     source = (root / "solutions" / f"{MODULE}.py").read_text()
     (tmp_path / f"{MODULE}.py").write_text(source + code)  # saved: the grade begins
     spares.prestart(str(tmp_path), MODULE)  # the first process imports the module
-    result = engine.grade_lesson(
+    result = backends.grade_lesson(
         2, MODULE, tmp_path, only=list(only), timeout=timeout,
         backend=lambda directory, module: isolation.Isolated(
             directory, module, salt=SALT, spares=spares
@@ -162,7 +162,7 @@ class _Asked:
         )
         self.questions: list[str] = []
 
-    def export(self, exercise, example, index, simulated):
+    def export(self, exercise, example, simulated):
         self.questions.append(example["n"])
         self._pending.add(len(self._pending) + 100)
         return len(self.questions)

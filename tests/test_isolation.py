@@ -13,11 +13,10 @@ import numpy as np
 import pytest
 
 from course import registry
-from grader import engine
 from grader.measure import jaxpr
 from grader.results import Status
 from grader.runtime import example_rng
-from grader.sandbox import wire
+from grader.sandbox import backends, wire
 from grader.sandbox.isolation import HostCall, StudentProcessDied, check_exported
 from tests.mistakes import MISTAKES
 from tests.test_mistakes import assert_caught
@@ -31,8 +30,8 @@ SECRET_SALT = 0x5EC12E7
 
 @pytest.mark.parametrize("lesson, module", LESSONS, ids=[m for _, m in LESSONS])
 def test_every_solution_passes_with_its_code_in_another_process(root, lesson, module):
-    result = engine.grade_lesson(
-        lesson, module, root / "solutions", timeout=120, backend=engine.isolated(SECRET_SALT)
+    result = backends.grade_lesson(
+        lesson, module, root / "solutions", timeout=120, backend=backends.isolated(SECRET_SALT)
     )
     for er in result.exercises:
         assert er.status == Status.PASSED, (er.exercise, er.status, er.error,
@@ -44,15 +43,17 @@ def test_every_solution_passes_with_its_code_in_another_process(root, lesson, mo
                                             (9, "l09_pipeline"), (14, "l14_planning")])  # fmt: skip
 def test_untouched_stubs_are_not_started_in_another_process(root, lesson, module):
     """Plain, eager and compiled exercises alike."""
-    result = engine.grade_lesson(lesson, module, root / "exercises", timeout=60, isolate=True)
+    result = backends.grade_lesson(lesson, module, root / "exercises", timeout=60, isolate=True)
     assert {er.status for er in result.exercises} == {Status.NOT_STARTED}
 
 
 SAMPLE = [
-    *{m.module: m for m in reversed(MISTAKES)}.values(),  # the first of each lesson
+    *{(m.module, m.exercise): m for m in reversed(MISTAKES)}.values(),  # the first of each exercise
     *(m for m in MISTAKES if m.module == "l01_meshes"),  # plain and eager calls, every one
 ]
-"""Mistakes graded through the student's process in every run (all of them:
+"""Mistakes graded through the student's process in every run, one per exercise at
+least: the real grading path (one export run per example, the programs replayed
+in the worker) gives each its words (all of them:
 ``COURSE_TEST_ISOLATE=1 pytest tests/test_mistakes.py``)."""
 
 
@@ -67,7 +68,7 @@ def test_a_python_hang_times_out_and_a_fresh_process_grades_the_rest(root, tmp_p
         source
         + "\n\ndef shard_shape(global_shape, mesh_sizes, spec):\n    while True:\n        pass\n"
     )
-    result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
+    result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
                                  timeout=3, isolate=True)  # fmt: skip
     hung, placed = result.exercises
     assert hung.status == Status.TIMEOUT and "did not finish" in hung.error
@@ -90,7 +91,7 @@ def test_starting_the_process_again_is_not_charged_to_the_next_exercise(root, tm
         + source
         + "\n\ndef shard_shape(global_shape, mesh_sizes, spec):\n    while True:\n        pass\n"
     )
-    result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
+    result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
                                  timeout=2, isolate=True)  # fmt: skip
     hung, placed = result.exercises
     assert hung.status == Status.TIMEOUT
@@ -182,7 +183,7 @@ def test_undumpable_processes_refuse_their_memory_to_their_user():
 
 def test_an_import_error_is_the_students_and_named(tmp_path):
     (tmp_path / "l02_collectives.py").write_text("import not_a_module_anywhere\n")
-    result = engine.grade_lesson(2, "l02_collectives", tmp_path, timeout=60, isolate=True)
+    result = backends.grade_lesson(2, "l02_collectives", tmp_path, timeout=60, isolate=True)
     assert {er.status for er in result.exercises} == {Status.ERROR}
     assert "not_a_module_anywhere" in result.exercises[0].error
 
@@ -200,9 +201,9 @@ def test_a_line_that_is_no_answer_ends_the_students_process_not_the_grader(line)
 
     process = StudentProcess("/tmp", "l02_collectives")
     read, write = os.pipe()
-    process.proc = subprocess.Popen(["sleep", "30"])
-    process._in, process._out = read, io.BytesIO()
-    process._buffer, process._pending, process._stash = b"", {1}, {}
+    process.adopt(
+        (subprocess.Popen(["sleep", "30"]), io.BytesIO(), read), pending=(1,), loaded=True
+    )
     os.write(write, line + b"\n")
     with pytest.raises(StudentProcessDied, match="not the grader's answer"):
         process.receive(1)

@@ -8,8 +8,8 @@ import pytest
 
 from grader.checks.scalar import RAISES, Agrees, close
 from grader.lessons.l03_cost_model import spec as spec
+from grader.loader import load_module
 from grader.reference import matmul
-from grader.sandbox.loader import load_module
 from grader.spec import Trial
 
 PURE = {e.name: e for e in spec.EXERCISES if isinstance(e.explicit, tuple)}

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader import engine
 from grader.engine import context
 from grader.lessons.l06_data_parallel import spec as l06
 from grader.results import Status
+from grader.sandbox import backends
 from grader.spec import draw_examples
 from tests.mistakes.l06 import MISTAKES
 
@@ -102,7 +102,7 @@ def test_the_first_micro_batch_before_the_loop_passes(root, tmp_path, isolate):
     (LAST_AFTER_THE_LOOP passes the loop check too, but its compiled program needs
     1.03·A of temporaries at N = 4, n_micro = 8 — measured — so memory fails it.)"""
     directory = _variant(root, tmp_path, FIRST_BEFORE_THE_LOOP)
-    result = engine.grade_lesson(
+    result = backends.grade_lesson(
         6, MODULE, directory, only=["dp_accumulate"], max_examples=0, isolate=isolate
     )  # the worker reads the program from its StableHLO, this process from its jaxpr
     (e,) = result.exercises

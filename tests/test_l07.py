@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from grader import engine
 from grader.evidence import MemoryBars
 from grader.lessons.l07_fsdp import spec as spec
 from grader.results import Status
+from grader.sandbox import backends
 
 MODULE = "l07_fsdp"
 
@@ -55,13 +55,15 @@ def _variant(root, tmp_path, code: str):
 )
 def test_other_correct_programs_pass(root, tmp_path, code, exercises):
     directory = _variant(root, tmp_path, code)
-    result = engine.grade_lesson(7, MODULE, directory, only=exercises, max_examples=0)
+    result = backends.grade_lesson(7, MODULE, directory, only=exercises, max_examples=0)
     for e in result.exercises:
         assert e.status == Status.PASSED, [c.to_dict() for c in e.checks if not c.passed]
 
 
 def test_memory_bars_of_the_reference(root):
-    result = engine.grade_lesson(7, MODULE, root / "solutions", only=["fsdp_grads"], max_examples=0)
+    result = backends.grade_lesson(
+        7, MODULE, root / "solutions", only=["fsdp_grads"], max_examples=0
+    )
     (e,) = result.exercises
     (bars,) = e.explanation
     assert isinstance(bars, MemoryBars)
@@ -82,7 +84,7 @@ def test_memory_bars_of_the_reference(root):
 
 def test_a_failed_memory_check_carries_the_bars(root, tmp_path):
     directory = _variant(root, tmp_path, NO_REMAT)
-    result = engine.grade_lesson(7, MODULE, directory, only=["fsdp_grads"], max_examples=0)
+    result = backends.grade_lesson(7, MODULE, directory, only=["fsdp_grads"], max_examples=0)
     (e,) = result.exercises
     (memory,) = [c for c in e.checks if c.name == "memory"]
     (bars,) = memory.evidence
@@ -105,7 +107,7 @@ def _graded(root, tmp_path, mistake_id: str):
     (tmp_path / f"{m.module}.py").write_text(
         m.source((root / "solutions" / f"{MODULE}.py").read_text())
     )
-    (er,) = engine.grade_lesson(7, MODULE, tmp_path, only=[m.exercise], timeout=60).exercises
+    (er,) = backends.grade_lesson(7, MODULE, tmp_path, only=[m.exercise], timeout=60).exercises
     return " ".join(f"{c.message} {c.hint}" for c in er.checks if not c.passed) + f" {er.hint}"
 
 

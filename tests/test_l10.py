@@ -7,13 +7,13 @@ import io
 
 import numpy as np
 
-from grader import engine
 from grader.lessons.l10_context_parallel import attention
 from grader.lessons.l10_context_parallel import spec as spec
 from grader.lessons.l10_context_parallel.checks import ring_steps, score_products
 from grader.measure import jaxpr
 from grader.results import Status
 from grader.runtime import example_rng
+from grader.sandbox import backends
 from grader.spec import Context, draw_examples
 from tests.mistakes import l10 as mistakes
 from tests.test_mistakes import write_variant
@@ -125,14 +125,14 @@ def test_equations_carry_their_loop_lengths():
 def test_all_gather_of_k_and_v_fails_memory_too(root, tmp_path):
     (mistake,) = [m for m in mistakes.MISTAKES if m.id == "ring-all-gathers-k-and-v"]
     directory = write_variant(root, tmp_path, mistake)
-    result = engine.grade_lesson(10, spec.MODULE, directory, only=["ring_attention"])
+    result = backends.grade_lesson(10, spec.MODULE, directory, only=["ring_attention"])
     (er,) = result.exercises
     failed = {c.name for c in er.checks if not c.passed}
     assert {"collectives", "memory"} <= failed, failed
 
 
 def test_stubs_are_not_started(root):
-    result = engine.grade_lesson(10, spec.MODULE, root / "exercises")
+    result = backends.grade_lesson(10, spec.MODULE, root / "exercises")
     assert [e.status for e in result.exercises] == [Status.NOT_STARTED] * 3
 
 
@@ -143,7 +143,7 @@ def test_k_and_v_may_travel_stacked(root, tmp_path):
     assert source.count(separate) == 1
     stacked = source.replace(separate, "step, (_empty(q_blk), jnp.stack([k_blk, v_blk])))")
     (tmp_path / f"{spec.MODULE}.py").write_text(stacked)
-    result = engine.grade_lesson(10, spec.MODULE, tmp_path, only=["ring_attention"])
+    result = backends.grade_lesson(10, spec.MODULE, tmp_path, only=["ring_attention"])
     assert result.exercises[0].status == Status.PASSED, result.exercises[0].checks
 
 
@@ -153,7 +153,7 @@ def test_flash_attention_form_with_float32_statistics_passes(root, tmp_path):
     the bfloat16 example's precision check included."""
     source = (root / "solutions" / f"{spec.MODULE}.py").read_text()
     (tmp_path / f"{spec.MODULE}.py").write_text(source + "\n" + mistakes.FLASH)
-    result = engine.grade_lesson(10, spec.MODULE, tmp_path, only=["ring_attention"])
+    result = backends.grade_lesson(10, spec.MODULE, tmp_path, only=["ring_attention"])
     (er,) = result.exercises
     assert er.status == Status.PASSED, [c.to_dict() for c in er.checks]
     (check,) = [c for c in er.checks if c.name == "precision"]
@@ -173,8 +173,8 @@ def test_all_gathered_k_and_v_send_the_ring_s_bytes_but_hold_4612_temporary(root
     """The lesson text's figures for the first example (N = 6, S/N = 4, H = 2, Dh = 8,
     causal, float32): the ring sends 2,560 B per device with 2,304 B of temporaries; an
     all-gather of K and V sends the same 2,560 B and needs 4,612 B of temporaries."""
+    from grader.loader import load_module
     from grader.runtime import InProcess
-    from grader.sandbox.loader import load_module
 
     ex = spec.ring_explicit(CTX)[0]
     assert ex == {"n": 6, "rows": 4, "h": 2, "dh": 8, "mask": "causal", "dtype": "float32",

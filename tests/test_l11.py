@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from rich.console import Group
 
-from grader import engine
 from grader.engine import context
 from grader.evidence import ExpertLoad
 from grader.lessons.l11_expert_parallel import routing as moe_routing
@@ -16,6 +15,7 @@ from grader.lessons.l11_expert_parallel.checks import dispatch_mistakes
 from grader.report import draw
 from grader.results import ExerciseResult, Status
 from grader.runtime import example_rng
+from grader.sandbox import backends
 from grader.spec import draw_examples
 from tests.mistakes.l11 import MISTAKES
 from tests.test_mistakes import write_variant
@@ -139,7 +139,7 @@ def test_bytes_are_the_ring_share_of_the_buffer_in_the_exercise_dtype():
 def _failed_checks(root, tmp_path, mistake_id: str) -> dict:
     (mistake,) = [m for m in MISTAKES if m.id == mistake_id]
     directory = write_variant(root, tmp_path, mistake)
-    result = engine.grade_lesson(11, l11.MODULE, directory, only=[mistake.exercise])
+    result = backends.grade_lesson(11, l11.MODULE, directory, only=[mistake.exercise])
     return {c.name: c for c in result.exercises[0].checks if not c.passed}
 
 
@@ -175,7 +175,7 @@ def test_expert_load_is_drawn_per_expert_within_80_columns():
 
 
 def test_a_passed_layer_explains_its_expert_load(root):
-    result = engine.grade_lesson(11, l11.MODULE, root / "solutions", only=["moe_layer"])
+    result = backends.grade_lesson(11, l11.MODULE, root / "solutions", only=["moe_layer"])
     (er,) = result.exercises
     (load,) = er.explanation
     assert isinstance(load, ExpertLoad) and load.groups >= max(ex["n"] for ex in _layer_examples())

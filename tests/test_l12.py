@@ -11,10 +11,11 @@ import pytest
 from grader import engine
 from grader.lessons.l12_parallel_transformer import spec as spec
 from grader.lessons.l12_parallel_transformer import transformer as model
+from grader.loader import load_module
 from grader.measure import jaxpr
 from grader.results import Status
 from grader.runtime import InProcess, example_rng
-from grader.sandbox.loader import load_module
+from grader.sandbox import backends
 from grader.spec import Trial
 
 MODULE = "l12_parallel_transformer"
@@ -75,7 +76,7 @@ def test_bisect_names_the_layer_and_param_whose_gradient_differs():
 def test_remat_of_the_whole_block_passes_at_1_25x_the_optimum(root, tmp_path):
     source = (root / "solutions" / f"{MODULE}.py").read_text()
     (tmp_path / f"{MODULE}.py").write_text(source.replace(*PLAIN_CHECKPOINT))
-    result = engine.grade_lesson(12, MODULE, tmp_path, only=["train_step"])
+    result = backends.grade_lesson(12, MODULE, tmp_path, only=["train_step"])
     (er,) = result.exercises
     assert er.status == Status.PASSED, [c.to_dict() for c in er.checks if not c.passed]
 
@@ -86,7 +87,7 @@ def test_report_shows_the_students_prediction_next_to_the_measured_bytes(root, i
     predict_step_bytes says for that example (it read "unknown" for everyone while the
     step was graded through a wrapper that hid the module), in the student's process
     too."""
-    result = engine.grade_lesson(
+    result = backends.grade_lesson(
         12, MODULE, root / "solutions", only=["train_step"], max_examples=1, isolate=isolate
     )
     (er,) = result.exercises

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.sandbox import jail, wire
+from grader.lessons.l13_multi_host import on_process
+from grader.sandbox import backends, jail, wire
 from grader.sandbox.cluster import Cluster, ClusterHung, ClusterPool
 from grader.sandbox.isolation import StudentProcessDied
 
@@ -80,7 +81,7 @@ def students(c: Cluster) -> set[int]:
 
 
 def batch_question(c: Cluster) -> list[dict]:
-    return [{"op": "task", "exercise": "global_batch", "task": "batch",
+    return [{"op": "task", "exercise": "global_batch", "task": f"{on_process.__name__}:batch",
              "payload": wire.encode({"rows": np.zeros((1, 1), np.float32)})}
             for _ in range(c.processes)]  # fmt: skip
 
@@ -364,13 +365,12 @@ def test_through_the_engine_a_deadlock_is_a_timeout_that_names_the_processes(roo
     """The grade's own time limit (its alarm) stops a deadlocked call like the
     cluster's: a timeout whose message says which processes returned and whose
     hint names the cause the measurement shows."""
-    from grader import engine
     from grader.results import Status
 
     solution = (root / "solutions" / f"{MODULE}.py").read_text()
     (tmp_path / f"{MODULE}.py").write_text(solution + DEADLOCK.replace(BATCH, ""))
     start = time.monotonic()
-    result = engine.grade_lesson(13, MODULE, tmp_path, only=["global_batch"], timeout=6)
+    result = backends.grade_lesson(13, MODULE, tmp_path, only=["global_batch"], timeout=6)
     (er,) = result.exercises
     assert er.status == Status.TIMEOUT, (er.status, er.error)
     assert "process 1 returned from global_batch; process 0 still inside after" in er.error
@@ -394,12 +394,11 @@ def global_batch(rows, mesh):
 
 
 def test_an_error_in_one_process_is_reported_without_waiting_for_the_others(root, tmp_path):
-    from grader import engine
     from grader.results import Status
 
     solution = (root / "solutions" / f"{MODULE}.py").read_text()
     (tmp_path / f"{MODULE}.py").write_text(solution + RAISES_IN_ONE.replace(BATCH, ""))
-    result = engine.grade_lesson(13, MODULE, tmp_path, only=["global_batch"], timeout=60)
+    result = backends.grade_lesson(13, MODULE, tmp_path, only=["global_batch"], timeout=60)
     (er,) = result.exercises
     assert er.status == Status.ERROR, (er.status, er.error)
     assert "process 1 cannot read its shard" in er.error
@@ -540,11 +539,10 @@ def multihost_train_step(params, local_x, local_y, mesh, lr):
 def test_a_step_jitted_at_module_level_with_static_args_is_measured_and_passes(root, tmp_path):
     """The recorder wraps the module's own jitted functions too, and exports at the
     call's own arguments (the mesh and lr static): the replayed program is mapped."""
-    from grader import engine
 
     source = (root / "solutions" / f"{MODULE}.py").read_text() + MODULE_LEVEL_STEP
     (tmp_path / f"{MODULE}.py").write_text(source)
-    result = engine.grade_lesson(13, MODULE, tmp_path, only=["multihost_train_step"], timeout=60)
+    result = backends.grade_lesson(13, MODULE, tmp_path, only=["multihost_train_step"], timeout=60)
     (er,) = result.exercises
     checks = {c.name: c for c in er.checks}
     assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])
@@ -584,11 +582,10 @@ def multihost_train_step(params, local_x, local_y, mesh, lr):
 def test_a_step_split_into_a_jitted_gradient_and_an_eager_update_passes_on_collectives(root, tmp_path):  # fmt: skip
     """Its program takes (params, x, y) and returns (dict, loss), but not the step's
     result: its values are not held to the updated params, only its collectives read."""
-    from grader import engine
 
     source = (root / "solutions" / f"{MODULE}.py").read_text() + SPLIT_STEP
     (tmp_path / f"{MODULE}.py").write_text(source)
-    result = engine.grade_lesson(13, MODULE, tmp_path, only=["multihost_train_step"], timeout=60)
+    result = backends.grade_lesson(13, MODULE, tmp_path, only=["multihost_train_step"], timeout=60)
     (er,) = result.exercises
     checks = {c.name: c for c in er.checks}
     assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])

@@ -13,8 +13,8 @@ from grader import engine
 from grader.checks.scalar import RAISES, close
 from grader.lessons.l14_planning import cost, spec, suspects
 from grader.lessons.l14_planning.records import HARDWARE, MODELS, Model, Plan
+from grader.loader import load_module
 from grader.runtime import InProcess
-from grader.sandbox.loader import load_module
 
 H100, A100, V5P = HARDWARE["h100-sxm"], HARDWARE["a100-80gb"], HARDWARE["tpu-v5p"]
 

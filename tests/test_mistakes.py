@@ -9,6 +9,7 @@ import pytest
 
 from grader import engine
 from grader.results import Status
+from grader.sandbox import backends
 from tests.mistakes import MISTAKES, Mistake, lesson_modules
 
 
@@ -31,7 +32,7 @@ def test_mistake_is_caught_with_its_diagnosis(root, tmp_path, mistake: Mistake):
 def assert_caught(root, tmp_path, mistake: Mistake, isolate: bool) -> None:
     directory = write_variant(root, tmp_path, mistake)
     lesson = int(mistake.module[1:3])
-    result = engine.grade_lesson(
+    result = backends.grade_lesson(
         lesson, mistake.module, directory, only=[mistake.exercise], timeout=60, isolate=isolate
     )
     (er,) = result.exercises
@@ -77,7 +78,7 @@ def test_each_lesson_has_its_own_catalogue():
 def test_solution_copy_itself_passes(root, tmp_path):
     """The harness is sound: the unmodified copy passes, so failures come from the mistakes."""
     shutil.copy(root / "solutions" / "l02_collectives.py", tmp_path)
-    result = engine.grade_lesson(
+    result = backends.grade_lesson(
         2, "l02_collectives", tmp_path, only=["ring_reduce_scatter"], max_examples=0
     )
     assert result.exercises[0].status == Status.PASSED

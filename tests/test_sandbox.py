@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import engine
 from grader.repo import CODE
 from grader.results import Status
-from grader.sandbox import jail
+from grader.sandbox import backends, jail
 from tests.test_cli import course
 
 needs_sandbox = pytest.mark.skipif(not jail.on(), reason=f"no sandbox here: {jail.state()}")
@@ -81,7 +80,7 @@ def probed(tmp_path_factory):
     )
     (exercise / "l01_meshes.py").write_text(probe + source)
     try:
-        result = engine.grade_lesson(1, "l01_meshes", exercise, only=["shard_shape"],
+        result = backends.grade_lesson(1, "l01_meshes", exercise, only=["shard_shape"],
                                      timeout=120, isolate=True)  # fmt: skip
         try:
             listener.accept()
@@ -182,7 +181,7 @@ def test_what_it_starts_detached_or_not_ends_with_the_grading(tmp_path):
     source = (CODE / "solutions" / "l01_meshes.py").read_text()
     (tmp_path / "l01_meshes.py").write_text(DETACH.replace("TOKEN", token) + source)
     try:
-        result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"],
+        result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"],
                                      timeout=120, isolate=True)  # fmt: skip
         assert result.exercises[0].status == Status.PASSED, result.exercises[0].error
         assert (tmp_path / "child").exists() and (tmp_path / "detached").exists()  # they ran
@@ -202,7 +201,7 @@ def test_an_allocation_over_the_memory_limit_fails_at_once_and_says_so(tmp_path,
         "import numpy as np\n\nACTIVATIONS = np.ones((3 * 2**30,), np.uint8)\n"
     )
     started = time.monotonic()
-    result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"],
+    result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"],
                                  timeout=120, isolate=True)  # fmt: skip
     er = result.exercises[0]
     assert er.status == Status.ERROR
@@ -227,7 +226,7 @@ def sandbox_off(monkeypatch):
 
 def test_with_the_sandbox_off_grading_still_works_and_says_so(tmp_path, sandbox_off):
     (tmp_path / "l01_meshes.py").write_text((CODE / "solutions" / "l01_meshes.py").read_text())
-    result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"],
+    result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"],
                                  timeout=120, isolate=True)  # fmt: skip
     assert result.exercises[0].status == Status.PASSED
     assert result.sandbox == f"off: turned off ({jail.SWITCH}=off)"
@@ -241,7 +240,7 @@ def test_with_the_sandbox_off_grading_still_works_and_says_so(tmp_path, sandbox_
 
 
 def test_in_process_grading_says_the_sandbox_is_off(root):
-    result = engine.grade_lesson(1, "l01_meshes", root / "solutions", only=["shard_shape"])
+    result = backends.grade_lesson(1, "l01_meshes", root / "solutions", only=["shard_shape"])
     assert result.sandbox.startswith("off: ") and "grading process" in result.sandbox
 
 
@@ -409,7 +408,7 @@ def test_a_sandbox_that_cannot_be_made_is_the_graders_fault_not_the_students(tmp
     monkeypatch.setattr(jail, "SCRATCH", "lots")
     (tmp_path / "l01_meshes.py").write_text((CODE / "solutions" / "l01_meshes.py").read_text())
     started = time.monotonic()
-    result = engine.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
+    result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
                                  timeout=120, isolate=True)  # fmt: skip
     assert time.monotonic() - started < 100
     for er in result.exercises:

@@ -16,7 +16,7 @@ from dataclasses import replace
 import pytest
 
 from grader.results import Status
-from grader.sandbox import jail
+from grader.sandbox import backends, jail
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import Worker, grade
 
@@ -139,7 +139,7 @@ def test_each_request_to_a_serving_worker_gets_a_fresh_salt(monkeypatch):
     salts: list[int] = []
 
     class Recording:
-        def __init__(self, directory, module, *, salt, spares=None, programs=None):
+        def __init__(self, directory, module, *, salt, spares=None, programs=None, ahead=True):
             salts.append(salt)
 
     def fake_grade_lesson(lesson, module, directory, *, backend, **kwargs):
@@ -264,7 +264,6 @@ def test_a_regrade_of_unchanged_code_reads_each_compiled_program_once(root, tmp_
     keeps what the compiled HLO and the memory analysis said, by the inputs the
     program was lowered for: a re-grade of the same code reads none again and says
     the same; changed code is read anew, and its mistake is still named."""
-    from grader import engine
     from grader.measure import hlo
     from grader.sandbox import isolation
 
@@ -282,7 +281,7 @@ def test_a_regrade_of_unchanged_code_reads_each_compiled_program_once(root, tmp_
 
     def graded():
         read.clear()
-        (er,) = engine.grade_lesson(
+        (er,) = backends.grade_lesson(
             2, "l02_collectives", tmp_path, only=["ring_all_gather"], timeout=60,
             backend=lambda d, m: isolation.Isolated(d, m, salt=7, programs=programs),
         ).exercises  # fmt: skip

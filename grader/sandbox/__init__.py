@@ -16,8 +16,11 @@ Lesson 13 adds a fourth kind: a cluster of P student's processes joined by
 ``jax.distributed`` (:mod:`grader.sandbox.cluster`), all in one sandbox with
 its loopback up, each answering the student's process's questions in cluster mode.
 
-What both sides share sits below both: the wire codec (:mod:`grader.sandbox.wire`),
-the loader (:mod:`grader.sandbox.loader`), the events protocol
-(:mod:`grader.sandbox.protocol`) and :mod:`grader.sandbox.lifeline`. The student's
-process imports nothing of the worker, the runner or the isolation layer.
+The sandbox sits above the core (:mod:`grader.engine` and everything it uses),
+and runs it: :mod:`grader.sandbox.backends` makes the backends the engine is
+handed. What both the worker and the student's process share sits below both:
+the core's loader, faults and events (:mod:`grader.loader`, :mod:`grader.faults`,
+:mod:`grader.events`), and here the wire codec (:mod:`grader.sandbox.wire`), the
+events' codec (:mod:`grader.sandbox.protocol`) and :mod:`grader.sandbox.lifeline`.
+The student's process imports nothing of the worker, the runner or the isolation layer.
 """

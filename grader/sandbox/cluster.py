@@ -6,9 +6,12 @@ processes (the student's process of :mod:`grader.sandbox.student`, in cluster
 mode), each with D simulated CPU devices, joined by
 ``jax.distributed.initialize`` on a loopback port **before** the student's
 module is imported (CPU collectives: gloo). Each process then answers the same
-questions as a lone student's process, and one more, ``task``: run a lesson's
-process-side function (``grader/lessons/<module>/on_process.py``, its
-``TASKS``) on the student's function.
+questions as a lone student's process, and one more, ``task``: run a
+process-side function of the lesson's (one its spec declares,
+:attr:`grader.spec.ExerciseSpec.tasks`) on the student's function.
+:meth:`Cluster.run` is what a spec reaches (``rt.cluster(P, D).run(...)``):
+plain values back, decoded, or the student's error raised; the questions, the
+wire codec and the answers' forms stay here.
 
 Where they run. All P processes are children of one small launcher, this
 module run as a script (``python -m grader.sandbox.cluster``), which is the
@@ -47,7 +50,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox.loader import ExampleTimeout
+from grader.faults import ExampleTimeout, StudentFault, StudentProcessDied
 
 JOIN_LIMIT = 120.0
 """Seconds a cluster may take to start and join (the machine's time: a busy
@@ -273,10 +276,7 @@ def _fast_compile_flags() -> list[str]:
 
 def ClusterDied(message: str) -> Exception:  # noqa: N802 (raised like a class)
     """A process of the cluster ended; the whole cluster is stopped. The engine
-    reports it as the student's process stopping (``StudentProcessDied``, imported
-    here only when raised: the launcher script imports none of the worker)."""
-    from grader.sandbox.isolation import StudentProcessDied
-
+    reports it as the student's process stopping."""
     return StudentProcessDied(message)
 
 
@@ -333,6 +333,8 @@ class Cluster:
         """Started with others by one launcher: the pipe whose closing kills this
         cluster's processes there (:func:`start_together`)."""
         self._shared: _Launcher | None = None
+        self.tasks: frozenset[Any] = frozenset()
+        """The process-side functions the exercise's spec declares (:meth:`run`)."""
 
     # -------------------------------------------------------------- life
 
@@ -430,6 +432,57 @@ class Cluster:
         questions = question if isinstance(question, list) else [question] * self.processes
         return self._answers(self._send(questions, doing), doing, limit)
 
+    def run(self, exercise: str, task: Any, payloads: list[Any] | Any) -> list[Any]:
+        """Run the process-side function ``task`` (one the exercise's spec declares:
+        :attr:`grader.spec.ExerciseSpec.tasks`) on the student's ``exercise`` in
+        every process, with the same payload or the i-th of a list in process i:
+        each process's result as plain values, or the student's exception raised
+        here (from whichever process raised first; it says which)."""
+        from grader.faults import GraderFault, StudentReturnError
+        from grader.sandbox import wire
+        from grader.sandbox.isolation import raise_from
+
+        if task not in self.tasks:
+            raise GraderFault(f"{getattr(task, '__qualname__', task)!r} is not a task the spec declares")  # fmt: skip
+        self.load()
+        if self.load_error:
+            raise StudentReturnError(self.load_error)
+        if exercise not in self.functions:
+            raise StudentReturnError(f"your module defines no function {exercise}() in the cluster's processes")  # fmt: skip
+        name = f"{task.__module__}:{task.__qualname__}"
+
+        def question(p: Any) -> dict:
+            return {"op": "task", "exercise": exercise, "task": name, "payload": wire.encode(p)}
+
+        asked = (
+            [question(p) for p in payloads] if isinstance(payloads, list) else question(payloads)
+        )
+        answers = self.ask(asked, f"running {exercise}")
+        inside = [i for i, a in enumerate(answers) if a.get("still_inside")]
+        for i, answer in enumerate(answers):  # the student's error first, from whichever process
+            if "raised" in answer:
+                try:
+                    raise_from(answer)
+                except (NotImplementedError, StudentReturnError):
+                    raise
+                except Exception as exc:
+                    if hasattr(exc, "student_text"):
+                        also = (f"; process{'es' if len(inside) > 1 else ''} {', '.join(map(str, inside))} "
+                                "still inside, waiting for it" if inside else "")  # fmt: skip
+                        exc.student_text = f"(in process {i}{also})\n{exc.student_text}"  # type: ignore[attr-defined]
+                    raise
+        out = []
+        for i, answer in enumerate(answers):
+            if "ok" not in answer:
+                raise StudentProcessDied(
+                    f"process {i} answered with something that is not an answer"
+                )
+            try:
+                out.append(wire.decode(answer["result"]))
+            except wire.WireError as exc:
+                raise StudentProcessDied(f"process {i} sent back a value the grader cannot take ({exc})") from None  # fmt: skip
+        return out
+
     def _send(self, questions: list[dict], doing: str) -> int:
         """Write the i-th question to process i; the questions' number."""
         self._seq += 1
@@ -453,8 +506,6 @@ class Cluster:
         for i, a in enumerate(answers):
             if "fault" in a:
                 self.stop()
-                from grader.sandbox.isolation import StudentFault
-
                 raise StudentFault(f"process {i}: {a['fault']}")
         return answers
 
@@ -691,6 +742,10 @@ class ClusterPool:
         needed = tuple(spec.cluster(example))
         if needed:
             self.get(*needed[0], ahead=needed[1:])
+            for key in needed:
+                self._clusters[(int(key[0]), int(key[1]))].tasks = frozenset(
+                    getattr(spec, "tasks", ())
+                )
             for key in needed:  # all of them now, while no example's deadline runs
                 self._clusters[(int(key[0]), int(key[1]))].join()
             for key in needed:  # their imports run at once, each gathered at its first question

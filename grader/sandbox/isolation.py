@@ -7,11 +7,14 @@ imported only in the student's process (:mod:`grader.sandbox.student`), which ho
 none of that. For each example the grading process runs the spec as usual,
 with the student's function replaced by a :class:`RemoteFunction`:
 
-- when the spec compiles a program (``rt.compile_and_run``), the
-  :class:`Replaying` runtime asks the student's process to trace the same spec on
-  decoy data and export the program, checks what came back (its inputs are
-  the example's, it calls nothing outside the devices), then compiles and runs
-  it here on the real data;
+- when the spec compiles its first program (``rt.compile_and_run``), the
+  :class:`Replaying` runtime asks the student's process to run the same spec
+  once on decoy data: it sends every program the example calls, in order, as
+  it exports it (there each ``compile_and_run`` returns decoy outputs of the
+  traced shapes, dtypes and shardings, so a later program may take an earlier
+  one's output). The k-th ``compile_and_run`` here takes the k-th program,
+  checks it (its inputs are the example's, it calls nothing outside the
+  devices: :mod:`grader.exported`), then compiles and runs it on the real data;
 - when the spec calls the function directly (plain Python, eager placement),
   the call is made over there on copies of the arguments, and the result and
   the arguments as the function left them come back as plain values
@@ -41,26 +44,25 @@ from typing import Any
 
 from grader import phases
 from grader import runtime as runtimes
-from grader.engine import Backend
-from grader.runtime import SAID_UNCHECKED, Abandoned, GraderFault, Runtime, Turn
+from grader.backend import Backend
+from grader.engine import LESSONS, load_spec
+from grader.exported import check_exported, platform_here, read_program, theirs
+from grader.faults import (
+    Abandoned,
+    GraderFault,
+    HostCall,
+    LoadError,
+    NotStartedHere,
+    StudentFault,
+    StudentProcessDied,
+)
+from grader.runtime import SAID_UNCHECKED, Runtime, Turn
 from grader.sandbox import jail, processes, wire
-from grader.sandbox.loader import LoadError
 from grader.sandbox.processes import Spares
 from grader.spec import Example, Trial
 
-AHEAD = "COURSE_AHEAD"
-"""``0``: examples one after another, none prepared ahead (to measure what it saves)."""
 ANSWER_LIMIT = 256 * 1024 * 1024
 """Longest answer line read from the student's process."""
-
-
-class StudentProcessDied(Exception):
-    """The student's process ended while it was working on a question."""
-
-
-class NotStartedHere(StudentProcessDied):
-    """An example prepared in a thread found the student's process not running:
-    the engine runs that example again in its own thread, which may start it."""
 
 
 class SandboxFailed(GraderFault):
@@ -83,14 +85,6 @@ MOOT_LIMIT = 10.0
 for ended first) is waited for before the next exercise (:meth:`StudentProcess.settle`)."""
 
 
-class StudentFault(Exception):
-    """The student's process says it could not do what it was asked (a failure it
-    reports as its own side's, or a spec that failed there before the student's code
-    ran). That process runs the student's module, which can make it say anything:
-    the engine reports this as the student's error, never as the grader's (a
-    grader fault is an exception raised in the grading process itself)."""
-
-
 class StudentProcess:
     """The student's process, started on first use and again after it dies.
 
@@ -100,9 +94,11 @@ class StudentProcess:
 
     def __init__(
         self, directory: str, module: str, spares: Spares | None = None,
-        given: tuple[subprocess.Popen, Any, int] | None = None,
+        given: tuple[subprocess.Popen, Any, int] | None = None, lessons: str = LESSONS,
     ) -> None:  # fmt: skip
         self.directory, self.module = str(Path(directory)), module
+        self.lessons = lessons
+        """The package the lesson's spec is in (:func:`grader.engine.load_spec`)."""
         self.spares = spares
         self._given = given
         """A helper's process (:meth:`Spares.take_helpers`, asked to load already):
@@ -114,6 +110,10 @@ class StudentProcess:
         self._buffer = b""
         self._loaded = False
         self._loading: int | None = None
+        self._pending: set[int] = set()
+        self._stash: dict[int, dict] = {}
+        self._parts: dict[tuple[int, int], dict] = {}
+        self._moot: set[int] = set()
         self._lock = threading.RLock()
         self._cv = threading.Condition(self._lock)
         """Held for every change of state; waited on for the reader's turn."""
@@ -152,15 +152,32 @@ class StudentProcess:
             if spare is None:  # forked, where the spares have a fork server for the folder
                 starts = self.spares.start if self.spares else processes.spawn
                 spare = starts(self.directory, prepare=self.module)
-            self.proc, self._out, self._in = spare
-            self._buffer = b""
-            self._seq = 1 if asked else 0
-            self._pending: set[int] = {0, 1} if asked else {0}
-            self._stash: dict[int, dict] = {}
+            self.adopt(spare, pending=(0, 1) if asked else (0,))
             self._loading = 1 if asked else None
             """The load question asked and not yet answered."""
-            self._loaded = False
             self.receive(0)
+
+    def adopt(
+        self, channel: tuple[Any, Any, int], pending: tuple[int, ...] = (0,), *,
+        loaded: bool = False,
+    ) -> None:  # fmt: skip
+        """Talk to a started process from now on: ``channel`` is (the process, the
+        file its questions are written to, the descriptor its answers are read
+        from); ``pending``: the questions whose answers are awaited from it (0: its
+        "ready" line), the last one asked last; ``loaded``: it has imported the
+        module already. What :meth:`spawn` does with the process it starts; a test
+        hands over a pipe of its own."""
+        with self._cv:
+            self.proc, self._out, self._in = channel
+            self._buffer = b""
+            self._seq = max(pending)
+            self._pending = set(pending)
+            self._stash = {}
+            self._parts = {}
+            """Lines sent ahead of an answer (an export's programs), by (question, index)."""
+            self._moot = set()
+            """Questions whose answer and parts are dropped as they come (:meth:`forget`)."""
+            self._loaded = loaded
 
     def start(self) -> None:
         """:meth:`spawn`, then import the module in the process (the student's
@@ -206,16 +223,18 @@ class StudentProcess:
             self.stop()
 
     def _load(self) -> dict:
-        return {"op": "load", "directory": self.directory, "module": self.module}
+        question = {"op": "load", "directory": self.directory, "module": self.module}
+        return question if self.lessons == LESSONS else {**question, "lessons": self.lessons}
 
     # -------------------------------------------------------------- questions
 
-    def export(self, exercise: str, example: Example, index: int, simulated: bool) -> int:
-        """Ask for the ``index``-th program the spec builds for ``example``,
-        exported; the answer comes with :meth:`receive`."""
+    def export(self, exercise: str, example: Example, simulated: bool) -> int:
+        """Ask for every program the spec builds for ``example``, exported in one
+        run of the spec: program k comes with ``receive(seq, part=k)`` as soon as
+        it is exported, the end of the run (what it raised) as the answer."""
         return self.send({
             "op": "export", "exercise": exercise, "example": wire.encode(example),
-            "index": index, "simulated": simulated,
+            "simulated": simulated,
         })  # fmt: skip
 
     def call(self, exercise: str, args: tuple, simulated: bool) -> dict:
@@ -245,14 +264,16 @@ class StudentProcess:
                 raise
             return self._seq
 
-    def receive(self, seq: int, deadline: float | None = None) -> dict:
+    def receive(self, seq: int, deadline: float | None = None, part: int | None = None) -> dict:
         """The answer to question ``seq``; answers to other questions asked
         before it are kept for later (a moot one: :meth:`settle`).
         ``deadline`` (``time.monotonic()``): :class:`Overdue` after it (the
-        process is stopped)."""
+        process is stopped). ``part``: the ``part``-th of the lines the process
+        sends ahead of its answer (an export's programs, each sent as soon as it
+        is exported), or the answer itself where it ended with fewer."""
         with self._cv:
             proc = self.proc
-            while seq not in self._stash:
+            while seq not in self._stash and (part is None or (seq, part) not in self._parts):
                 if self.proc is not proc or proc is None:  # stopped by another thread
                     raise StudentProcessDied("it was stopped while the grader waited for it")
                 try:
@@ -274,21 +295,49 @@ class StudentProcess:
                     raise StudentProcessDied(
                         "something wrote on the grader's channel to it that is not the grader's answer"
                     )
-                self._pending.discard(got)
-                self._stash[got] = answer
+                k = answer.get("part")
+                ahead = isinstance(k, int) and not isinstance(k, bool)
+                if not ahead:
+                    self._pending.discard(got)
+                if got in self._moot:  # forgotten: nobody takes it
+                    if not ahead:
+                        self._moot.discard(got)
+                elif ahead:
+                    self._parts[(got, k)] = answer  # more lines follow for this question
+                else:
+                    self._stash[got] = answer
                 self._cv.notify_all()
-            answer = self._stash.pop(seq)
+            if part is not None and (seq, part) in self._parts:
+                answer = self._parts.pop((seq, part))
+            else:
+                answer = self._stash.pop(seq)
         if "fault" in answer:
             raise StudentFault(str(answer["fault"]))
         return answer
+
+    def forget(self, seq: int) -> None:
+        """Nobody takes question ``seq``'s answer or what it sent ahead of it (an
+        example's export pass once the example is over): dropped, now and as it comes."""
+        with self._cv:
+            if self.proc is None:
+                return
+            self._stash.pop(seq, None)
+            for key in [key for key in self._parts if key[0] == seq]:
+                del self._parts[key]
+            if seq in self._pending:
+                self._moot.add(seq)
 
     def settle(self, seq: int, limit: float = MOOT_LIMIT) -> None:
         """Wait up to ``limit`` seconds for the answer to question ``seq`` (asked
         ahead, moot now) and drop it. A process that ends meanwhile, or does not
         answer in time, is stopped (it is started afresh when next needed): what a
         moot question did to it is never charged to the next exercise."""
-        with contextlib.suppress(StudentProcessDied, StudentFault, Overdue):
-            self.receive(seq, deadline=time.monotonic() + limit)
+        with self._cv:
+            taken = self.proc is None or (seq not in self._pending and seq not in self._stash)
+        if not taken:
+            with contextlib.suppress(StudentProcessDied, StudentFault, Overdue):
+                self.receive(seq, deadline=time.monotonic() + limit)
+        self.forget(seq)  # what it sent ahead of its answer
 
     def _read_line_unlocked(self, proc: subprocess.Popen, deadline: float | None = None) -> bytes:
         """One line from ``proc``, read with the lock released (this thread is the
@@ -356,6 +405,10 @@ def _ended(code: int | None) -> str:
 # ------------------------------------------------------------------ the proxies
 
 
+Asked = tuple["StudentProcess", Any, int]
+"""A question asked: the student's process, its process then, the question's number."""
+
+
 class Session:
     """One lesson's grading against the student's process (and its helpers: more
     student's processes that trace and export examples asked for ahead, where a
@@ -363,19 +416,22 @@ class Session:
 
     def __init__(
         self, directory: str, module: str, spares: Spares | None = None,
-        programs: Programs | None = None,
+        programs: Programs | None = None, lessons: str = LESSONS,
     ) -> None:  # fmt: skip
-        self.process = StudentProcess(directory, module, spares)
+        self.process = StudentProcess(directory, module, spares, lessons=lessons)
         self.programs = programs or Programs()
         self.exercise = ""
         self.simulated = False
         self.ahead: dict[tuple[str, str], tuple[StudentProcess, Any, int]] = {}
         """Exports asked for ahead: (exercise, example) → (the student's process
         asked, its process then, the question)."""
+        self.runs: list[Asked] = []
+        """The export runs of this exercise's examples that the grader took programs
+        from: what they send after it is dropped once the exercise is over."""
         self.after: dict[str, Example | None] = {}
         """Each example of the exercise → the one after it (as the engine said)."""
         self.helpers = [
-            StudentProcess(directory, module, given=given)
+            StudentProcess(directory, module, given=given, lessons=lessons)
             for given in (spares.take_helpers(directory, module) if spares else [])
         ]
         self._usable: list[StudentProcess] = []
@@ -407,7 +463,9 @@ class Session:
         with self.process._cv:
             moot = []
             if exercise != self.exercise:  # what was asked ahead for the last exercise is moot
-                moot = [(sp, seq) for sp, proc, seq in self.ahead.values() if proc is sp.proc]
+                asked = [*self.ahead.values(), *self.runs]
+                moot = [(sp, seq) for sp, proc, seq in asked if proc is sp.proc]
+                self.runs = []
                 self.ahead.clear()
                 self.after.clear()
             self.exercise, self.simulated = exercise, simulated
@@ -416,40 +474,51 @@ class Session:
 
     def export(
         self, example: Example, index: int, following: Example | None = None,
-        turn: Turn | None = None,
-    ) -> dict:  # fmt: skip
-        """The exported ``index``-th program of ``example``, asked for now or taken
-        from what was asked ahead; after the first, the first of ``following`` is
-        asked for (the student's process traces it while this one compiles here),
-        and with helpers the example after it too, each of the two from a process
-        with fewer questions asked ahead. ``turn``: an example prepared ahead,
-        which asks nothing once abandoned."""
+        turn: Turn | None = None, asked: Asked | None = None,
+    ) -> tuple[dict, Asked]:  # fmt: skip
+        """The ``index``-th program of ``example``, exported: the student's process
+        runs the spec once per example and sends each program as it exports it
+        (:mod:`grader.sandbox.student`), so program 0 asks (or takes the run asked
+        ahead), and the later ones wait for that same run's next part. After the
+        first, the run of ``following`` is asked for (the student's process
+        traces it while this one compiles here), and with helpers the example
+        after it too, each of the two from a process with fewer questions asked
+        ahead. ``turn``: an example prepared ahead, which asks nothing once
+        abandoned; ``asked``: the example's run, for programs after the first.
+        The answer, ``{"ok", "blob", "said"}`` or what the run raised before it
+        reached that program, and the run it came from."""
         with self.process._cv:
             if turn is not None and turn.abandoned:
                 raise Abandoned()
             key = (self.exercise, _key(example))
-            asked = self.ahead.pop(key, None) if index == 0 else None
-            if asked is None or asked[1] is not asked[0].proc:
-                seq = self.process.export(self.exercise, example, index, self.simulated)
-                asked = (self.process, self.process.proc, seq)
+            if asked is None:
+                asked = self.ahead.pop(key, None)
+                if asked is None or asked[1] is not asked[0].proc:
+                    seq = self.process.export(self.exercise, example, self.simulated)
+                    asked = (self.process, self.process.proc, seq)
+                self.runs.append(asked)
+            elif asked[1] is not asked[0].proc:
+                raise StudentProcessDied("it was stopped while the grader waited for it")
             early = index == 0 and following is not None and self._helping()
             if early and not turn_abandoned(turn):  # the helpers are idle meanwhile
                 self._ask_ahead(following)
         with phases.phase("wait: student traces and exports"):
             try:
-                answer = asked[0].receive(asked[2])
+                answer = asked[0].receive(asked[2], part=index)
             except (StudentProcessDied, StudentFault):
                 raise
             except BaseException:  # a time limit: what another process was asked is moot too
                 self.stop()
                 raise
+        if "part" not in answer:  # the run ended before it reached this program
+            answer = _ended_before(answer, index)
         if self.process.spares is not None:
             self.process.spares.exporting.add(self.process.module)
         if index == 0 and following is not None and not early:
             with self.process._cv:
                 if not turn_abandoned(turn):
                     self._ask_ahead(following)
-        return answer
+        return answer, asked
 
     def _helping(self) -> list[StudentProcess]:
         """The helpers that can be asked now."""
@@ -468,7 +537,7 @@ class Session:
                 continue
             sp = min([self.process, *helpers], key=lambda p: len(p._pending))  # the least asked
             try:
-                seq = sp.export(self.exercise, ex, 0, self.simulated)
+                seq = sp.export(self.exercise, ex, self.simulated)
             except StudentProcessDied:
                 if sp is self.process:
                     raise
@@ -489,6 +558,20 @@ class Session:
         for helper in self.helpers:
             helper.close()
         self.process.close()
+
+
+def _ended_before(answer: dict, index: int) -> dict:
+    """The answer of an export run that ended before its ``index``-th program:
+    what it raised then, or (it raised nothing) that it built no such program."""
+    if isinstance(answer.get("raised"), dict):
+        return {"raised": answer["raised"]}
+    built = answer.get("programs")
+    return {"raised": {
+        "kind": "fault", "type": "RuntimeError", "called": 1,
+        "message": "the spec built no program for this example" if not index else
+        f"the spec built {built} programs for this example, where the grader's run of it "
+        f"asks for program {index + 1}",
+    }}  # fmt: skip
 
 
 def turn_abandoned(turn: Turn | None) -> bool:
@@ -622,6 +705,8 @@ class Replaying(Runtime):
     ):
         super().__init__(example, salt, functions=self._remote)
         self.session, self.index, self.following = session, 0, following
+        self.asked: Asked | None = None
+        """The student's process's run of this example's spec (its first program asked)."""
 
     def interrupt(self) -> None:
         self.session.stop()
@@ -638,7 +723,9 @@ class Replaying(Runtime):
         k, self.index = self.index, self.index + 1
         if k and self.turn is not None:  # only the first program is asked for ahead
             self.turn.wait()
-        answer = self.session.export(self.example, k, self.following, self.turn)
+        answer, self.asked = self.session.export(
+            self.example, k, self.following, self.turn, self.asked
+        )
         if "ok" not in answer:
             raise_from(answer)
         self.answered.set()  # exported: the next example is prepared (not after a failure)
@@ -677,73 +764,20 @@ class Replaying(Runtime):
                 turn=self.turn,
                 reads=known.reads,
                 read_as=_inputs_key(args, mesh, compiler_options),
-                memory_limit=_replay_limit(mesh),
+                memory_limit=replay_limit(mesh),
             )
 
 
-def replay(
-    blob: bytes, args: tuple, mesh: Any, example: Example,
-    compiler_options: dict[str, Any] | None, extra: dict[str, Any], salt: int,
-) -> Trial:  # fmt: skip
-    """An exported program from the student's side (a cluster's, lesson 13),
-    checked, read from its StableHLO, compiled and run here on ``args``."""
-    import jax
-
-    try:
-        exported = jax.export.deserialize(bytearray(blob))
-    except Exception as exc:
-        raise StudentProcessDied(
-            f"it handed back a program the grader cannot read ({exc})"
-        ) from None
-    check_exported(exported, args, mesh)
-    program = read_program(exported)
-    with theirs("lower"):
-        lowered = jax.jit(exported.call).trace(*args).lower()
-    with theirs("compile or run"):
-        return runtimes.run_compiled(
-            lowered, program, args, mesh, example, compiler_options, extra, salt,
-            memory_limit=_replay_limit(mesh),
-        )  # fmt: skip
-
-
-@contextlib.contextmanager
-def theirs(what: str) -> Any:
-    """What jax or XLA refuses in a student's handed-back program while the worker
-    lowers, compiles or runs it (a platform it was not made for, an operation XLA
-    has no kernel for here, memory the devices do not have) is the student's
-    error, said as such (:class:`NotGradable`); whatever else goes wrong stays the
-    grader's."""
-    import jax
-
-    refused: tuple[type[BaseException], ...] = (jax.errors.JaxRuntimeError,)
-    if what == "lower":  # jax's own refusals of the program it deserialised
-        refused += (ValueError, NotImplementedError)
-    try:
-        yield
-    except refused as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise NotGradable(
-            f"the grader could not {what} your program on this platform "
-            f"({_platform_here()}): {first}"
-        ) from None
-
-
-def _replay_limit(mesh: Any) -> int | None:
+def replay_limit(mesh: Any) -> int | None:
     """What a student's program may need on all its devices together, where they
     are the host's memory (simulated CPU devices): what the student's process may
     allocate (``COURSE_SANDBOX_MEMORY``). An accelerator's own memory is bounded
     by the accelerator (its refusal is the student's error, :func:`theirs`)."""
-    here = mesh.devices.flat[0].platform if mesh is not None else _platform_here()
+    here = mesh.devices.flat[0].platform if mesh is not None else platform_here()
     try:
         return jail.memory_limit() if here == "cpu" else None
     except ValueError:  # not a size: the sandbox is off and says why
         return None
-
-
-def _platform_here() -> str:
-    import jax
-
-    return jax.default_backend()
 
 
 class Known:
@@ -812,14 +846,15 @@ class Isolated(Backend):
     a process of its own (:class:`StudentProcess`), and every example runs with
     a :class:`Replaying` runtime on data from ``salt``."""
 
-    ahead = os.environ.get(AHEAD, "1") != "0"
-
     def __init__(
         self, directory: Path, module: str, *, salt: int, spares: Spares | None = None,
-        programs: Programs | None = None,
+        programs: Programs | None = None, lessons: str = LESSONS, ahead: bool = True,
     ) -> None:  # fmt: skip
-        self.session = Session(str(directory), module, spares, programs)
-        self.module, self.salt = module, salt
+        self.ahead = ahead
+        """Whether the engine prepares an exercise's next example while one runs
+        (the worker's ``COURSE_AHEAD=0`` turns it off, to measure what it saves)."""
+        self.session = Session(str(directory), module, spares, programs, lessons)
+        self.module, self.salt, self.lessons = module, salt, lessons
         self.sandbox = jail.state()
         self.clusters: Any = None
 
@@ -853,6 +888,7 @@ class Isolated(Backend):
         self.session.learn(example, following)
         self.session.process.start()  # after a hang or a crash: started again here, not in run
         rt = Replaying(self.session, example, self.salt, following)
+        rt.memory_limit = replay_limit
         if self.clusters is None:
             from grader.sandbox.cluster import ClusterPool
 
@@ -863,9 +899,7 @@ class Isolated(Backend):
                 str(Path(directory).resolve()), self.module, hidden=spares.hidden if spares else ()
             )
         rt.clusters = self.clusters
-        from grader.engine import load_spec
-
-        self.clusters.form(load_spec(self.module).exercise(exercise), example)
+        self.clusters.form(load_spec(self.module, self.lessons).exercise(exercise), example)
         return rt
 
     def close(self) -> None:
@@ -875,80 +909,3 @@ class Isolated(Backend):
             if spares is not None and self.clusters.keys():
                 spares.clustered[self.module] = self.clusters.keys()
             self.clusters.close()
-
-
-ALLOWED_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape",
-                           "shard_map_body", "annotate_device_placement", "cu_threefry2x32",
-                           "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape",
-                           "xla.sdy.FuncResultSharding", "xla.sdy.ShardingGroup",
-                           "local_xla.sdy.ManualComputation"})  # fmt: skip
-"""Custom calls a handed-back program may hold: sharding annotations only."""
-
-
-def check_exported(exported: Any, args: tuple, mesh: Any, text: str | None = None) -> None:
-    """The program takes the example's inputs, fits the mesh, calls nothing else
-    (``text``: its StableHLO, if printed already)."""
-    import re
-
-    import jax
-
-    leaves = jax.tree.leaves(args)
-    want = [(tuple(x.shape), str(x.dtype)) for x in leaves]
-    got = [(tuple(a.shape), str(a.dtype)) for a in exported.in_avals]
-    if want != got or exported.in_tree != jax.tree.structure((tuple(args), {})):
-        raise StudentProcessDied(
-            "it handed back a program that does not take this example's inputs"
-        )
-    need = mesh.size if mesh is not None else 1
-    if exported.nr_devices != need:
-        raise StudentProcessDied(
-            f"it handed back a program for {exported.nr_devices} devices, not {need}"
-        )
-    here = mesh.devices.flat[0].platform if mesh is not None else _platform_here()
-    made_for = [str(p).lower() for p in getattr(exported, "platforms", None) or [here]]
-    if here not in made_for and not (here == "gpu" and {"cuda", "rocm"} & set(made_for)):
-        raise NotGradable(
-            f"your program was exported for {', '.join(made_for)}, and this grade runs on "
-            f"{here}: build it for the devices the grader's mesh gives you (do not name a "
-            "platform when you jit or export)"
-        )
-    text = exported.mlir_module() if text is None else text
-    targets = set(re.findall(r"custom_call\s*@([\w.$-]+)", text))
-    targets |= set(re.findall(r'call_target_name\s*=\s*"([^"]+)"', text))
-    unknown = sorted(t for t in targets if t not in ALLOWED_CALLS)
-    if unknown:
-        raise HostCall(
-            "your program calls out of the devices (" + ", ".join(unknown[:3]) + "); the grader "
-            "runs programs on the devices only: compute with jax operations, not host callbacks"
-        )
-
-
-def read_program(exported: Any, text: str | None = None) -> Any:
-    """What the checks read of the program (its loops, collectives, dtypes,
-    ``shard_map``), from the exported program's own StableHLO, as printed here:
-    never from what the student's process says about it. A form the reader does
-    not know is the grader's to fix (a newer jax), so it is a grader fault."""
-    from grader.measure import stablehlo
-
-    try:
-        return stablehlo.read(exported.mlir_module() if text is None else text)
-    except stablehlo.Unrecognised as exc:
-        if str(exc).startswith("an element type"):  # a dtype the course does not grade
-            raise NotGradable(
-                f"your program computes with {str(exc)[3:]}, a dtype the grader cannot grade: "
-                "use the example's dtype (float32 or bfloat16) for what you compute and send"
-            ) from None
-        raise GraderFault(
-            f"the grader cannot read your exported program's StableHLO: {exc}"
-        ) from None
-
-
-class HostCall(Exception):
-    """A handed-back program that calls out of the devices."""
-
-
-class NotGradable(HostCall):
-    """A handed-back program the worker cannot read, lower, compile or run on this
-    platform (a dtype the course does not grade, another platform, an operation XLA
-    refuses here): the student's program, so the student's error (a failed check
-    that says why, as for a host call), never a grader fault."""

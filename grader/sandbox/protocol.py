@@ -11,7 +11,9 @@ The request carries only what grading needs: which modules and exercises,
 which directory, and the run options. Titles, points and bonus flags stay
 with the course registry.
 
-This module does not import jax.
+The events themselves are :mod:`grader.events` (below the engine, which emits
+them); this module is their codec on the wire and the request's. It does not
+import jax.
 """
 
 from __future__ import annotations
@@ -19,10 +21,48 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass
 
-from grader.results import ExerciseResult, Status
+from grader.events import (
+    EVENTS,
+    REPORT,
+    STUCK_HINT,
+    Event,
+    ExampleStarted,
+    ExerciseGraded,
+    GraderFailed,
+    ImportStarted,
+    LessonFinished,
+    LessonStarted,
+    Rejected,
+    Served,
+    unfinished,
+)
+from grader.results import ExerciseResult
+
+__all__ = [  # the events are re-exported: this module is their codec
+    "EVENTS",
+    "REPORT",
+    "STUCK_HINT",
+    "Event",
+    "ExampleStarted",
+    "ExerciseGraded",
+    "GraderFailed",
+    "ImportStarted",
+    "LessonFinished",
+    "LessonStarted",
+    "Rejected",
+    "Served",
+    "unfinished",
+    "BadEvent",
+    "LessonJob",
+    "Request",
+    "decode_event",
+    "encode_event",
+    "sign",
+    "verify",
+    "DEFAULT_TIMEOUT",
+]
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds one example may run before it is reported as timed out."""
@@ -80,96 +120,6 @@ class Request:
         return cls(lessons=lessons, hidden=hidden, **d)
 
 
-# ---------------------------------------------------------------- events
-
-
-@dataclass(frozen=True)
-class LessonStarted:
-    lesson: int
-    devices: str
-    """The devices grading runs on, e.g. ``8 CPU devices (simulated)``."""
-    sandbox: str = ""
-    """``on``: the student's process runs in the OS sandbox; ``off: <why>``."""
-    type: str = field(default="lesson_start", init=False)
-
-
-@dataclass(frozen=True)
-class ImportStarted:
-    """The student's module is about to be imported: the time limit starts now
-    (a module that hangs at import is stopped like an example that hangs)."""
-
-    lesson: int
-    type: str = field(default="import", init=False)
-
-
-@dataclass(frozen=True)
-class Rejected:
-    """The request cannot be graded as asked (an ``--example`` the exercise
-    cannot take): a usage error, reported before anything is graded."""
-
-    message: str
-    lesson: int = 0
-    type: str = field(default="rejected", init=False)
-
-
-@dataclass(frozen=True)
-class GraderFailed:
-    """The grader's own code failed outside any exercise (a spec that will not
-    load, a bug in the engine): never the student's error."""
-
-    message: str
-    lesson: int = 0
-    type: str = field(default="grader_failed", init=False)
-
-
-@dataclass(frozen=True)
-class ExampleStarted:
-    """An example is about to run: the time limit starts now."""
-
-    lesson: int
-    exercise: str
-    index: int
-    example: str
-    """In ``--example`` form."""
-    type: str = field(default="example", init=False)
-
-
-@dataclass(frozen=True)
-class ExerciseGraded:
-    lesson: int
-    result: ExerciseResult
-    type: str = field(default="exercise", init=False)
-
-
-@dataclass(frozen=True)
-class LessonFinished:
-    lesson: int
-    duration: float
-    type: str = field(default="lesson_end", init=False)
-
-
-@dataclass(frozen=True)
-class Served:
-    """A serving worker (``--serve``) is done with the request and waits for the
-    next one: the last event of each request."""
-
-    lesson: int = 0
-    type: str = field(default="served", init=False)
-
-
-Event = (
-    LessonStarted | ImportStarted | ExampleStarted | ExerciseGraded | LessonFinished
-    | Rejected | GraderFailed | Served
-)  # fmt: skip
-_EVENTS: dict[str, Any] = {
-    c.type: c
-    for c in (
-        LessonStarted, ImportStarted, ExampleStarted, ExerciseGraded, LessonFinished, Rejected,
-        GraderFailed, Served,
-    )
-}  # fmt: skip
-
-
 class BadEvent(ValueError):
     """A line on the events channel that is not an event this protocol knows."""
 
@@ -187,7 +137,7 @@ def decode_event(line: str | bytes) -> Event:
     an unknown type, missing or extra fields, a field of the wrong type)."""
     try:
         d = json.loads(line)
-        cls = _EVENTS[d.pop("type")]
+        cls = EVENTS[d.pop("type")]
         if cls is ExerciseGraded:
             event = ExerciseGraded(d["lesson"], ExerciseResult.from_dict(d["result"]))
         else:
@@ -214,25 +164,3 @@ def verify(key: str, seq: int, signed: bytes) -> bytes | None:
 
 def _mac(key: str, seq: int, line: bytes) -> str:
     return hmac.new(key.encode(), b"%d\n" % seq + line, hashlib.sha256).hexdigest()
-
-
-# ---------------------------------------------------------------- results
-
-REPORT = "not your code's fault; please report it with the command you ran and this message"
-"""Said with every fault of the grader's own code."""
-
-STUCK_HINT = (
-    "Look for a loop that never ends: a while_loop whose condition stays true, or a "
-    "Python loop over a value that never changes."
-)
-
-
-def unfinished(
-    lesson: int, exercise: str, status: Status, error: str, *, example: str | None = None
-) -> ExerciseResult:
-    """The result of an exercise whose grading never finished: its module would
-    not import (``ERROR``), the worker crashed (``ERROR``) or was stopped after
-    the time limit (``TIMEOUT``, with a hint). ``example`` names the example
-    that was running, when one was."""
-    hint = STUCK_HINT if status == Status.TIMEOUT else None
-    return ExerciseResult(lesson, exercise, status, example=example, error=error, hint=hint)

@@ -6,18 +6,23 @@ events channel; the grading process (:mod:`grader.sandbox.isolation`) asks it, o
 JSON line at a time on fd R, and reads one answer per question on fd W:
 
 ``load``    import the module; answer which names in it are callable.
-``export``  run the exercise's spec on an example with data drawn from a
-            random salt of this process's own; when the spec reaches
-            ``rt.compile_and_run`` (the :class:`Exporting` runtime), trace the program and
-            answer it exported (:mod:`jax.export`, shardings included); the
-            grader reads the program itself, not anything said about it here.
-            Nothing is compiled or run here.
+``export``  run the exercise's spec once on an example, with data drawn from a
+            random salt of this process's own (decoy data); each program the
+            spec hands to ``rt.compile_and_run`` (the :class:`Exporting`
+            runtime) is traced and sent at once, exported (:mod:`jax.export`,
+            shardings included), one line per program (``"part": k``) ahead of
+            the answer; there ``compile_and_run`` returns decoy outputs of the
+            traced shapes, dtypes and shardings, so a later program may take
+            an earlier one's output. The answer says how many programs there
+            were and what the run raised. The grader reads the programs
+            itself, not anything said about them here, and replays them in
+            order on its own data. Nothing is compiled or run here.
 ``call``    call the student's function on the arguments sent (exercises
             that are plain Python, or that place arrays eagerly) and answer
             its result and its arguments as they are afterwards.
 ``task``    (cluster mode only) run one of the lesson's process-side functions
-            (``grader/lessons/<module>/on_process.py``, its ``TASKS``) on the
-            student's function and the payload sent; answer its plain result.
+            (``module:name``, one the exercise's spec declares: its ``tasks``)
+            on the student's function and the payload sent; answer its plain result.
 
 In cluster mode (``--cluster ADDRESS P I D``, started by
 :mod:`grader.sandbox.cluster`) the process is process I of P, with D CPU
@@ -42,39 +47,34 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+import numpy as np
+
 from grader.runtime import Runtime
 from grader.sandbox import wire
 from grader.sandbox.lifeline import watch_parent
-from grader.spec import Example, Trial
-
-
-class Exported(Exception):
-    """Raised through the spec's ``run`` once its program is exported."""
-
-    def __init__(self, blob: bytes, program: Any):
-        super().__init__("exported")
-        self.blob, self.program = blob, program
+from grader.spec import LESSONS, Example, Trial
 
 
 class Exporting(Runtime):
-    """The runtime in the student's process: trace and export the ``index``-th
-    program the spec builds for the example, never compile or run it. The data
-    comes from this process's own random salt (decoy data)."""
+    """The runtime in the student's process: the spec's ``run`` runs once for
+    the example, and every program it hands to ``rt.compile_and_run`` is traced
+    and exported (``send(program)``, in order), never compiled or run. Each call
+    returns a decoy :class:`~grader.spec.Trial` whose output has the traced
+    shapes, dtypes and shardings (:func:`decoys`), so a later program may take an
+    earlier one's output. The data comes from this process's own random salt
+    (decoy data)."""
 
-    def __init__(self, example: Example, salt: int, index: int):
+    def __init__(self, example: Example, salt: int, send: Any):
         super().__init__(example, salt)
-        self.index, self.seen = index, 0
+        self.send, self.exported = send, 0
 
     def student_program(self, program, args, mesh, compiler_options, extra) -> Trial:
         import jax
 
-        k, self.seen = self.seen, self.seen + 1
-        if k < self.index:  # an earlier program of this example: already handed over
-            return Trial(self.example, mesh=mesh, extra=extra)
-        jitted = program if hasattr(program, "lower") else jax.jit(program)
-        traced = jitted.trace(*args)  # the student's own errors surface here, as theirs
         from grader.measure import jaxpr
 
+        jitted = program if hasattr(program, "lower") else jax.jit(program)
+        traced = jitted.trace(*args)  # the student's own errors surface here, as theirs
         said = {"unchecked_shard_maps": int(jaxpr.read(traced.jaxpr).counts[jaxpr.UNCHECKED])}
         platform = _platform(args, mesh)
         try:
@@ -82,7 +82,58 @@ class Exporting(Runtime):
             blob = exported.serialize()
         except Exception as exc:
             raise NotExportable(_why_not_exportable(exc)) from None
-        raise Exported(bytes(blob), said)
+        self.send(bytes(blob), said)
+        self.exported += 1
+        rng = np.random.default_rng([self.salt, self.exported])
+        shapes = getattr(traced, "out_info", None) or jax.eval_shape(jitted, *args)
+        return Trial(self.example, output=decoys(shapes, args, mesh, rng), mesh=mesh,
+                     extra=extra, salt=self.salt)  # fmt: skip
+
+
+def decoys(out_info: Any, args: Any, mesh: Any, rng: np.random.Generator) -> Any:
+    """Arrays shaped, typed and placed as a traced program's outputs, holding
+    random values: what its ``compile_and_run`` returns in the student's process,
+    where nothing runs (a later program traced on them is traced as the worker
+    will call it, on the real outputs)."""
+    import jax
+    from jax.sharding import NamedSharding, Sharding
+
+    def placed(info: Any) -> Any:
+        sharding = getattr(info, "sharding", None)
+        if isinstance(sharding, NamedSharding) and not isinstance(sharding.mesh, jax.sharding.Mesh):
+            concrete = mesh if mesh is not None else _mesh_of(args)
+            sharding = NamedSharding(concrete, sharding.spec) if concrete is not None else None
+        if not isinstance(sharding, Sharding):
+            concrete = mesh if mesh is not None else _mesh_of(args)
+            sharding = NamedSharding(concrete, jax.sharding.PartitionSpec()) if concrete else None
+        try:
+            dtype = np.dtype(info.dtype)
+            if np.issubdtype(dtype, np.floating):
+                value = rng.standard_normal(info.shape).astype(dtype)
+            elif np.issubdtype(dtype, np.integer):
+                value = rng.integers(0, 4, size=info.shape).astype(dtype)
+            else:
+                value = np.zeros(info.shape, dtype)
+            return jax.device_put(value, sharding)
+        except Exception:  # a dtype numpy lacks (a PRNG key's): zeros of it, else its shape
+            try:
+                return jax.numpy.zeros(info.shape, info.dtype, device=sharding)
+            except Exception:
+                return info
+
+    return jax.tree.map(placed, out_info)
+
+
+def _mesh_of(args: Any) -> Any:
+    """The mesh an argument is placed on, if any."""
+    import jax
+    from jax.sharding import NamedSharding
+
+    for leaf in jax.tree.leaves(args):
+        sharding = getattr(leaf, "sharding", None)
+        if isinstance(sharding, NamedSharding) and isinstance(sharding.mesh, jax.sharding.Mesh):
+            return sharding.mesh
+    return None
 
 
 class NotExportable(Exception):
@@ -131,12 +182,13 @@ class _Session:
         self.spec: Any = None
         self.module_name = ""
 
-    def handle(self, req: dict) -> dict:
+    def handle(self, req: dict, part: Any = None) -> dict:
+        """The answer to ``req``; ``part(k, line)`` sends a line ahead of it."""
         op = req.get("op")
         if op == "load":
             return self.load(req)
         if op == "export":
-            return self.export(req)
+            return self.export(req, part)
         if op == "call":
             return self.call(req)
         if op == "task":
@@ -144,11 +196,13 @@ class _Session:
         return {"fault": f"unknown request {op!r}"}
 
     def load(self, req: dict) -> dict:
-        from grader.engine import load_spec
-        from grader.sandbox.loader import LoadError, load_module
+        from grader.loader import LoadError, load_module
+        from grader.spec import load_spec
 
         self.directory = Path(req["directory"])
-        self.spec = None if self.cluster else load_spec(req["module"])
+        self.spec = (
+            None if self.cluster else load_spec(req["module"], str(req.get("lessons", LESSONS)))
+        )
         self.module_name = str(req["module"])
         _silence_debug_callbacks()
         try:
@@ -165,26 +219,30 @@ class _Session:
             raise LookupError(name)
         return fn
 
-    def export(self, req: dict) -> dict:
+    def export(self, req: dict, part: Any = None) -> dict:
+        """Run the exercise's spec once on the example: each program it builds
+        goes out as it is exported (``part(k, line)``), before the answer, which
+        says how many there were and what the run raised, if anything."""
         from grader.measure import devices
 
         ex_spec = self.spec.exercise(req["exercise"])
         example = wire.decode(req["example"])
         called = _Counted(self._function(req["exercise"]))
-        rt = Exporting(example, self.salt, int(req["index"]))
+        sent: list[int] = []
+
+        def send(blob: bytes, said: dict) -> None:
+            line = {"ok": True, "blob": base64.b64encode(blob).decode("ascii"), "said": said}
+            if part is not None:
+                part(len(sent), line)
+            sent.append(len(blob))
+
+        rt = Exporting(example, self.salt, send)
         try:
             with devices.simulated() if req.get("simulated") else contextlib.nullcontext():
                 ex_spec.run(rt, called, example)
-        except Exported as done:
-            return {
-                "ok": True,
-                "blob": base64.b64encode(done.blob).decode("ascii"),
-                "said": done.program,
-            }
         except BaseException as exc:
-            return {"raised": self.raised(exc, called.count)}
-        return {"raised": {"kind": "fault", "type": "RuntimeError", "called": called.count,
-                           "message": "the spec built no program for this example"}}  # fmt: skip
+            return {"programs": len(sent), "raised": self.raised(exc, called.count)}
+        return {"programs": len(sent)}
 
     def call(self, req: dict) -> dict:
         from grader.measure import devices
@@ -199,12 +257,15 @@ class _Session:
             return {"ok": True, "result": wire.encode(result), "args": wire.encode(args)}
 
     def task(self, req: dict) -> dict:
-        """A lesson's process-side function (cluster mode): only those its
-        ``on_process.TASKS`` names can be asked for."""
+        """A lesson's process-side function (cluster mode), named by the worker as
+        ``module:name`` from what the exercise's spec declares
+        (:attr:`grader.spec.ExerciseSpec.tasks`): a function of a lesson's module only."""
         import importlib
 
-        tasks = importlib.import_module(f"grader.lessons.{self.module_name}.on_process").TASKS
-        task = tasks[str(req["task"])]
+        module, _, name = str(req["task"]).partition(":")
+        if not module.startswith(f"{LESSONS}.") or not name.isidentifier():
+            return {"fault": f"not a lesson's task: {req['task']!r}"}
+        task = getattr(importlib.import_module(module), name)
         called = _Counted(self._function(req["exercise"]))
         payload = wire.decode(req["payload"])
         try:
@@ -214,8 +275,8 @@ class _Session:
         return {"ok": True, "result": wire.encode(result)}
 
     def raised(self, exc: BaseException, called: int) -> dict:
+        from grader.loader import format_student_error
         from grader.runtime import StudentReturnError
-        from grader.sandbox.loader import format_student_error
 
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             kind = "exit"
@@ -288,7 +349,15 @@ def main(argv: list[str] | None = None) -> NoReturn:
         try:
             question = json.loads(line)
             seq = question.get("seq")
-            answer = session.handle(question)
+
+            def part(k: int, line: dict, seq: Any = seq) -> None:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                answers.write(json.dumps({**line, "seq": seq, "part": k},
+                                         separators=(",", ":")).encode() + b"\n")  # fmt: skip
+                answers.flush()
+
+            answer = session.handle(question, part)
         except BaseException as exc:  # the grader's side of this process failed
             answer = {"fault": f"{type(exc).__name__}: {exc}"[:4000]}
         answer["seq"] = seq

@@ -173,6 +173,15 @@ class Warm:
             self.spares.clusters_ahead(request.directory, job.module)
 
 
+AHEAD = "COURSE_AHEAD"
+"""``0``: examples one after another, none prepared ahead (to measure what it saves)."""
+
+
+def ahead() -> bool:
+    """Whether the engine prepares each exercise's next example while one runs."""
+    return os.environ.get(AHEAD, "1") != "0"
+
+
 HELPERS = "COURSE_HELPERS"
 """How many helpers a serving worker starts with each student's process started
 ahead (:class:`grader.sandbox.processes.Spares`); ``0``: none (to measure what
@@ -235,6 +244,7 @@ def _grade(request: Request, emit: Callable[[Event], None], state: Warm, first_r
             for name in job.exercises:
                 if why := engine.example_problem(job.module, name, example):
                     raise _Rejected(f"--example {request.example!r}: {why}")
+    preparing = ahead()  # read once per request, at the worker's edge
     for job in request.lessons:
         try:
             result = engine.grade_lesson(
@@ -248,7 +258,12 @@ def _grade(request: Request, emit: Callable[[Event], None], state: Warm, first_r
                 timeout=request.timeout,
                 on_event=emit,
                 backend=lambda directory, module: isolation.Isolated(
-                    directory, module, salt=salt, spares=spares, programs=state.programs
+                    directory,
+                    module,
+                    salt=salt,
+                    spares=spares,
+                    programs=state.programs,
+                    ahead=preparing,
                 ),
             )
         except engine.BadExample as exc:

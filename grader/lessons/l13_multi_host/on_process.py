@@ -3,7 +3,8 @@
 Imported only in the student's processes, after ``jax.distributed.initialize``:
 every process of the cluster runs the same task at the same time, each with
 its own devices. A task is ``task(fn, payload, salt) -> plain data`` (what
-:mod:`grader.sandbox.wire` carries); ``fn`` is the student's function. Nothing
+crosses between processes as plain values); ``fn`` is the student's function.
+The spec declares which tasks each exercise runs (its ``tasks``). Nothing
 here holds an expected value or a check: the grading worker judges what comes
 back, and the compiled programs it measures it runs itself (``export``).
 
@@ -288,13 +289,3 @@ def train(fn: Any, payload: dict, salt: int) -> dict:
     jax.block_until_ready((new, loss))
     return {"params": {str(k): shards_of(v) for k, v in new.items()}, "loss": shards_of(loss),
             **programs}  # fmt: skip
-
-
-TASKS = {
-    "slices": slices,
-    "batch": batch,
-    "allreduce_export": allreduce_export,
-    "allreduce_run": allreduce_run,
-    "train": train,
-}
-"""The tasks a cluster may be asked to run (no other name is callable through it)."""

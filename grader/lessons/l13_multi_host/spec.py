@@ -2,7 +2,8 @@
 
 The student's functions run in a **cluster** of P student's processes with D
 CPU devices each, joined by ``jax.distributed`` before the module is imported
-(:mod:`grader.sandbox.cluster`, reached with ``rt.cluster(P, D)``); every
+(the backend's, reached with ``rt.cluster(P, D)``, whose ``run`` runs a task
+declared in the exercise's ``tasks`` and gives plain values back); every
 process runs the same function at the same time. Meshes are ``('host',
 'local')`` of shape (P, D), row i holding process i's devices.
 
@@ -30,7 +31,6 @@ process runs the same function at the same time. Meshes are ``('host',
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,11 +40,11 @@ from hypothesis import strategies as st
 from grader.checks.groups import parse_groups, show_groups, spanned_axes
 from grader.checks.scalar import Scalar
 from grader.evidence import Evidence, Table
+from grader.exported import HandedOver
 from grader.lessons.l13_multi_host import on_process
 from grader.reference import training
 from grader.results import CheckResult
 from grader.runtime import GraderFault, StudentReturnError, call_pure
-from grader.sandbox import wire
 from grader.spec import FAST_COMPILE, Check, Context, Example, ExerciseSpec, LessonSpec, Trial
 
 HOST, LOCAL = on_process.HOST, on_process.LOCAL
@@ -73,45 +73,11 @@ def clusters_of(ex: Example) -> tuple[tuple[int, int], ...]:
     return (own, *(_ahead(*own) if AHEAD else ()))
 
 
-def _task(rt: Any, ex: Example, exercise: str, task: str, payloads: list[dict] | dict) -> list[Any]:
-    """Run a process-side task in every process of the example's cluster;
-    each process's result, or the student's exception re-raised here."""
-    from grader.sandbox.isolation import StudentProcessDied, raise_from
-
-    cluster = _cluster(rt, ex)
-    cluster.load()
-    if cluster.load_error:
-        raise StudentReturnError(cluster.load_error)
-    if exercise not in cluster.functions:
-        raise StudentReturnError(f"your module defines no function {exercise}() in the cluster's processes")  # fmt: skip
-
-    def question(p: dict) -> dict:
-        return {"op": "task", "exercise": exercise, "task": task, "payload": wire.encode(p)}
-
-    asked = [question(p) for p in payloads] if isinstance(payloads, list) else question(payloads)
-    answers = cluster.ask(asked, f"running {exercise}")
-    inside = [i for i, a in enumerate(answers) if a.get("still_inside")]
-    for i, answer in enumerate(answers):  # the student's error first, from whichever process
-        if "raised" in answer:
-            try:
-                raise_from(answer)
-            except (NotImplementedError, StudentReturnError):
-                raise
-            except Exception as exc:
-                if hasattr(exc, "student_text"):
-                    also = (f"; process{'es' if len(inside) > 1 else ''} {', '.join(map(str, inside))} "
-                            "still inside, waiting for it" if inside else "")  # fmt: skip
-                    exc.student_text = f"(in process {i}{also})\n{exc.student_text}"  # type: ignore[attr-defined]
-                raise
-    out = []
-    for i, answer in enumerate(answers):
-        if "ok" not in answer:
-            raise StudentProcessDied(f"process {i} answered with something that is not an answer")
-        try:
-            out.append(wire.decode(answer["result"]))
-        except wire.WireError as exc:
-            raise StudentProcessDied(f"process {i} sent back a value the grader cannot take ({exc})") from None  # fmt: skip
-    return out
+def _task(rt: Any, ex: Example, exercise: str, task: Any, payloads: list[dict] | dict) -> list[Any]:
+    """Run a process-side task (:mod:`on_process`, declared in the exercise's
+    ``tasks``) in every process of the example's cluster; each process's result,
+    or the student's exception re-raised here."""
+    return _cluster(rt, ex).run(exercise, task, payloads)
 
 
 def _mesh(rt: Any, ex: Example) -> Any:
@@ -201,7 +167,7 @@ def run_slices(rt: Any, fn: Any, ex: Example) -> Trial:
     shape = (p * d * ex["rows"], p * d * ex["cols"])
     spec = _pspec(ex["spec"])
     want = process_blocks(_mesh(rt, ex), spec, shape)
-    said = _task(rt, ex, "host_local_slices", "slices", {"shape": shape, "spec": spec})
+    said = _task(rt, ex, "host_local_slices", on_process.slices, {"shape": shape, "spec": spec})
     for i, s in enumerate(said):  # the grader's model of the cluster: mesh row i = process i
         theirs = {_box(ix, shape) for ix in s["addressable"]}
         if want[i] is not None and not all(_inside(b, want[i]) for b in theirs):
@@ -278,7 +244,7 @@ def run_batch(rt: Any, fn: Any, ex: Example) -> Trial:
     rng = rt.rng()
     data = rng.integers(-99, 100, size=(p * d * n, ex["cols"])).astype(ex["dtype"])
     parts = np.split(data, p)
-    said = _task(rt, ex, "global_batch", "batch", [{"rows": part} for part in parts])
+    said = _task(rt, ex, "global_batch", on_process.batch, [{"rows": part} for part in parts])
     return Trial(ex, output=said, expected=data)
 
 
@@ -459,9 +425,10 @@ def run_allreduce(rt: Any, fn: Any, ex: Example) -> Trial:
     p, d = ex["hosts"], ex["local"]
     n = p * d * ex["rows"]  # per device: divisible by D (scatter within) and P (the wrong order)
     payload = {"shape": (n, ex["cols"]), "dtype": ex["dtype"]}
-    blobs = [r["blob"] for r in _task(rt, ex, "hierarchical_all_reduce", "allreduce_export", payload)]  # fmt: skip
-    first = _program_text(blobs[0])  # the others read only where their bytes differ from it
-    differ = [i for i, b in enumerate(blobs) if b != blobs[0] and _program_text(b) != first]
+    blobs = [r["blob"] for r in _task(rt, ex, "hierarchical_all_reduce", on_process.allreduce_export, payload)]  # fmt: skip
+    first = HandedOver.read(blobs[0])  # read once: checked, compiled and run below as read here
+    differ = [i for i, b in enumerate(blobs)
+              if b != blobs[0] and HandedOver.read(b).text != first.text]  # fmt: skip
     if differ:
         raise StudentReturnError(
             f"the processes traced different programs (process {differ[0]}'s is not process 0's): "
@@ -469,7 +436,9 @@ def run_allreduce(rt: Any, fn: Any, ex: Example) -> Trial:
             hint="Every process must run the same collectives in the same order: look for code "
             "that depends on jax.process_index() (a branch, a loop count, a shape).",
         )  # fmt: skip
-    _task(rt, ex, "hierarchical_all_reduce", "allreduce_run", payload)  # it comes back everywhere
+    _task(
+        rt, ex, "hierarchical_all_reduce", on_process.allreduce_run, payload
+    )  # it comes back everywhere
     mesh = _mesh(rt, ex)
     rng = rt.rng()
     data = rng.integers(-8, 9, size=(p * d * n, ex["cols"])).astype(ex["dtype"])
@@ -479,22 +448,11 @@ def run_allreduce(rt: Any, fn: Any, ex: Example) -> Trial:
                       in_specs=P((HOST, LOCAL)), out_specs=P((HOST, LOCAL))),
         (x,), mesh, ours=True,
     )  # fmt: skip
-    trial = rt.run_exported(base64.b64decode(blobs[0]), (x,), mesh, xla_psum=flat.comms)
+    trial = rt.run_exported(first, (x,), mesh, xla_psum=flat.comms)
     blocks = data.astype(np.float64).reshape(p, d, n, ex["cols"])
     trial.expected = blocks.sum(axis=(0, 1))
     trial.extra["host_sums"] = blocks.sum(axis=1)
     return trial
-
-
-def _program_text(blob: str) -> str:
-    import jax
-
-    try:
-        return jax.export.deserialize(bytearray(base64.b64decode(blob))).mlir_module()
-    except Exception as exc:
-        from grader.sandbox.isolation import StudentProcessDied
-
-        raise StudentProcessDied(f"it handed back a program the grader cannot read ({exc})") from None  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -664,7 +622,7 @@ def run_train(rt: Any, fn: Any, ex: Example) -> Trial:
     x, y = training.draw_batch(rng, p * d * ex["rows"], ex["d"])
     payloads = [{"params": params, "x": xs, "y": ys, "lr": LR, "export": i == 0}
                 for i, (xs, ys) in enumerate(zip(np.split(x, p), np.split(y, p)))]  # fmt: skip
-    said = _task(rt, ex, "multihost_train_step", "train", payloads)
+    said = _task(rt, ex, "multihost_train_step", on_process.train, payloads)
     want, loss = training.sgd_step(params, x, y, LR)
     sizes = training.Sizes(ex["layers"], p * d * ex["rows"], ex["d"], ex["f"])
     extra = {"tol": training.tolerance(sizes), "params": params}
@@ -684,26 +642,15 @@ def _replay_steps(rt: Any, ex: Example, said: dict, params: dict, rng: Any) -> d
     mesh = _mesh(rt, ex)
     runs = []
     for blob in said.get("programs", [])[: on_process.MAX_PROGRAMS]:
-        raw = base64.b64decode(blob)
-        args, mapped = _replay_inputs(_program(raw), mesh, (params, x, y), rng)
-        trial = rt.run_exported(raw, args, mesh)
+        program = HandedOver.read(blob)  # read once: its inputs below, then replayed
+        args, mapped = _replay_inputs(program.exported, mesh, (params, x, y), rng)
+        trial = rt.run_exported(program, args, mesh)
         crossing = [(c, g) for c, g, a in cross_process(trial.comms, (p, d), 4) if HOST in a]
         # this call's outputs are what the step returned: its values are the step's
         returned = said.get("returned_by") == len(runs)
         runs.append({"trial": trial, "mapped": mapped and returned, "crossing": crossing})
     ref = training.sgd_step(params, x, y, LR) if runs else None
     return {"runs": runs, "calls": said.get("calls", 0), "notes": said.get("notes", []), "reference": ref}  # fmt: skip
-
-
-def _program(raw: bytes) -> Any:
-    import jax
-
-    try:
-        return jax.export.deserialize(bytearray(raw))
-    except Exception as exc:
-        from grader.sandbox.isolation import StudentProcessDied
-
-        raise StudentProcessDied(f"it handed back a program the grader cannot read ({exc})") from None  # fmt: skip
 
 
 def _replay_inputs(exported: Any, mesh: Any, ours: tuple, rng: Any) -> tuple[tuple, bool]:
@@ -1051,6 +998,7 @@ SPEC = LessonSpec(
             ),
             run=run_slices,
             cluster=clusters_of,
+            tasks=(on_process.slices,),
             checks=(Blocks(),),
             max_examples=4,
             diagnose_error=_error_hint,
@@ -1066,6 +1014,7 @@ SPEC = LessonSpec(
             explicit=lambda ctx: _fitting(ctx, _explicit_clusters(rows=2, cols=3, dtype="float32")),
             run=run_batch,
             cluster=clusters_of,
+            tasks=(on_process.batch,),
             checks=(Returned(), HoldsItsBlock()),
             max_examples=3,
             diagnose_error=_error_hint,
@@ -1095,6 +1044,7 @@ SPEC = LessonSpec(
             ),
             run=run_allreduce,
             cluster=clusters_of,
+            tasks=(on_process.allreduce_export, on_process.allreduce_run),
             checks=(SumEverywhere(), Hierarchy(), CrossBytes()),
             max_examples=2,
             diagnose_error=_error_hint,
@@ -1111,6 +1061,7 @@ SPEC = LessonSpec(
             explicit=lambda ctx: _fitting(ctx, _explicit_clusters(layers=1, rows=2, d=8, f=16)),
             run=run_train,
             cluster=clusters_of,
+            tasks=(on_process.train,),
             checks=(SameEverywhere(), StepValues(), HierarchicalStep()),
             max_examples=1,
             diagnose_error=_error_hint,

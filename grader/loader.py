@@ -20,13 +20,7 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
-
-class ExampleTimeout(Exception):
-    """Raised inside the student's code (or its module's import) when it runs past its limit."""
-
-
-class LoadError(Exception):
-    """The module could not be imported; ``str()`` is the student-facing message."""
+from grader.faults import ExampleTimeout, LoadError
 
 
 class SourceOnlyLoader(importlib.machinery.SourceFileLoader):

@@ -1,0 +1,162 @@
+"""A program handed over exported (:mod:`jax.export`): checked, read and run here.
+
+The student's program reaches the grading process only as an exported program
+(from the student's process, or from a lesson-13 cluster). Before anything is
+measured, :func:`check_exported` holds it to the example (it takes the
+example's inputs, fits the mesh, calls nothing off the devices), and
+:func:`read_program` reads what the checks read of it from its own StableHLO;
+:func:`replay` compiles and runs it on the grader's data. Nothing here talks to
+a process: the core's, used by the sandbox's replaying runtime and by
+``Runtime.run_exported``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from grader import runtime as runtimes
+from grader.faults import GraderFault, HostCall, NotGradable, StudentProcessDied
+from grader.spec import Example, Trial
+
+
+class HandedOver:
+    """A program handed over exported, read once: deserialised, its StableHLO
+    printed (:meth:`read`). What a lesson reads of a cluster's program (its text)
+    and what ``Runtime.run_exported`` replays are the same reading."""
+
+    def __init__(self, exported: Any):
+        self.exported = exported
+        self.text: str = exported.mlir_module()
+
+    @classmethod
+    def read(cls, blob: bytes | str) -> HandedOver:
+        """The program in ``blob`` (its bytes, or as base64 text: what crosses as
+        plain data); unreadable, the process that sent it is at fault."""
+        import base64
+
+        import jax
+
+        try:
+            raw = base64.b64decode(blob) if isinstance(blob, str) else blob
+            return cls(jax.export.deserialize(bytearray(raw)))
+        except Exception as exc:
+            raise StudentProcessDied(
+                f"it handed back a program the grader cannot read ({exc})"
+            ) from None
+
+
+def replay(
+    program: HandedOver | bytes | str, args: tuple, mesh: Any, example: Example,
+    compiler_options: dict[str, Any] | None, extra: dict[str, Any], salt: int,
+    memory_limit: int | None = None,
+) -> Trial:  # fmt: skip
+    """An exported program from the student's side (a cluster's, lesson 13),
+    checked, read from its StableHLO, compiled and run here on ``args``
+    (``memory_limit``: :func:`grader.runtime.run_compiled`'s)."""
+    import jax
+
+    handed = program if isinstance(program, HandedOver) else HandedOver.read(program)
+    check_exported(handed.exported, args, mesh, handed.text)
+    read = read_program(handed.exported, handed.text)
+    with theirs("lower"):
+        lowered = jax.jit(handed.exported.call).trace(*args).lower()
+    with theirs("compile or run"):
+        return runtimes.run_compiled(
+            lowered, read, args, mesh, example, compiler_options, extra, salt,
+            memory_limit=memory_limit,
+        )  # fmt: skip
+
+
+@contextlib.contextmanager
+def theirs(what: str) -> Any:
+    """What jax or XLA refuses in a student's handed-back program while the worker
+    lowers, compiles or runs it (a platform it was not made for, an operation XLA
+    has no kernel for here, memory the devices do not have) is the student's
+    error, said as such (:class:`NotGradable`); whatever else goes wrong stays the
+    grader's."""
+    import jax
+
+    refused: tuple[type[BaseException], ...] = (jax.errors.JaxRuntimeError,)
+    if what == "lower":  # jax's own refusals of the program it deserialised
+        refused += (ValueError, NotImplementedError)
+    try:
+        yield
+    except refused as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise NotGradable(
+            f"the grader could not {what} your program on this platform "
+            f"({platform_here()}): {first}"
+        ) from None
+
+
+def platform_here() -> str:
+    import jax
+
+    return jax.default_backend()
+
+
+ALLOWED_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape",
+                           "shard_map_body", "annotate_device_placement", "cu_threefry2x32",
+                           "xla.sdy.GlobalToLocalShape", "xla.sdy.LocalToGlobalShape",
+                           "xla.sdy.FuncResultSharding", "xla.sdy.ShardingGroup",
+                           "local_xla.sdy.ManualComputation"})  # fmt: skip
+"""Custom calls a handed-back program may hold: sharding annotations only."""
+
+
+def check_exported(exported: Any, args: tuple, mesh: Any, text: str | None = None) -> None:
+    """The program takes the example's inputs, fits the mesh, calls nothing else
+    (``text``: its StableHLO, if printed already)."""
+    import re
+
+    import jax
+
+    leaves = jax.tree.leaves(args)
+    want = [(tuple(x.shape), str(x.dtype)) for x in leaves]
+    got = [(tuple(a.shape), str(a.dtype)) for a in exported.in_avals]
+    if want != got or exported.in_tree != jax.tree.structure((tuple(args), {})):
+        raise StudentProcessDied(
+            "it handed back a program that does not take this example's inputs"
+        )
+    need = mesh.size if mesh is not None else 1
+    if exported.nr_devices != need:
+        raise StudentProcessDied(
+            f"it handed back a program for {exported.nr_devices} devices, not {need}"
+        )
+    here = mesh.devices.flat[0].platform if mesh is not None else platform_here()
+    made_for = [str(p).lower() for p in getattr(exported, "platforms", None) or [here]]
+    if here not in made_for and not (here == "gpu" and {"cuda", "rocm"} & set(made_for)):
+        raise NotGradable(
+            f"your program was exported for {', '.join(made_for)}, and this grade runs on "
+            f"{here}: build it for the devices the grader's mesh gives you (do not name a "
+            "platform when you jit or export)"
+        )
+    text = exported.mlir_module() if text is None else text
+    targets = set(re.findall(r"custom_call\s*@([\w.$-]+)", text))
+    targets |= set(re.findall(r'call_target_name\s*=\s*"([^"]+)"', text))
+    unknown = sorted(t for t in targets if t not in ALLOWED_CALLS)
+    if unknown:
+        raise HostCall(
+            "your program calls out of the devices (" + ", ".join(unknown[:3]) + "); the grader "
+            "runs programs on the devices only: compute with jax operations, not host callbacks"
+        )
+
+
+def read_program(exported: Any, text: str | None = None) -> Any:
+    """What the checks read of the program (its loops, collectives, dtypes,
+    ``shard_map``), from the exported program's own StableHLO, as printed here:
+    never from what the student's process says about it. A form the reader does
+    not know is the grader's to fix (a newer jax), so it is a grader fault."""
+    from grader.measure import stablehlo
+
+    try:
+        return stablehlo.read(exported.mlir_module() if text is None else text)
+    except stablehlo.Unrecognised as exc:
+        if str(exc).startswith("an element type"):  # a dtype the course does not grade
+            raise NotGradable(
+                f"your program computes with {str(exc)[3:]}, a dtype the grader cannot grade: "
+                "use the example's dtype (float32 or bfloat16) for what you compute and send"
+            ) from None
+        raise GraderFault(
+            f"the grader cannot read your exported program's StableHLO: {exc}"
+        ) from None
