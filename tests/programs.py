@@ -93,6 +93,7 @@ def gather(lessons: set[int] | None = None, mistakes: bool = True) -> list[Recor
     which the solution's cover)."""
     from course import registry
     from grader import engine
+    from grader.sandbox import backends
     from tests.mistakes import collect
 
     found: list[Recorded] = []
@@ -103,7 +104,8 @@ def gather(lessons: set[int] | None = None, mistakes: bool = True) -> list[Recor
     def grade(number: int, module: str, directory: Path, exercise: Any, every: bool) -> None:
         examples = exercise.explicit(ctx)
         for example in examples if every else examples[:1]:  # alone: a failed one stops none
-            engine.grade_lesson(number, module, directory, only=[exercise.name], example=example)
+            # the sandbox's in-process backend: lesson 13's clusters are real processes
+            backends.grade_lesson(number, module, directory, only=[exercise.name], example=example)
 
     with _recording(found, label):
         for lesson in registry.load().lessons:
