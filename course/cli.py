@@ -382,6 +382,15 @@ def dev_new(
     sys.exit(new(ctx.find_object(App), number, slug, title, exercises, after, root))
 
 
+@dev.command("notebooks")
+@click.pass_context
+def dev_notebooks(ctx: click.Context) -> None:
+    """Draw the lesson figures and write notebooks/ from the lesson texts and stubs."""
+    from course.commands.dev import notebooks_command
+
+    sys.exit(notebooks_command(ctx.find_object(App)))
+
+
 def main() -> None:
     cli(prog_name="course")
 

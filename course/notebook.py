@@ -1,4 +1,13 @@
-"""Grade from a notebook cell: ``from course.notebook import grade; grade(2)``.
+"""The course from a notebook: ``from course import notebook as course``.
+
+``course.init()`` picks the workspace for this kernel (a clone's ``workspace/``, the
+``course init`` folder it runs in, else ``~/scaling-course``; ``init(DIR)`` or
+``home=DIR`` on any call makes DIR one) and defines the ``%%exercise N`` cell magic,
+which writes a cell into the lesson's exercise file. Then ``show(N)``, ``grade(N)``,
+``hint(N)``, ``status()`` and ``solution(N)`` answer as the commands do, each as a
+display: text/plain without escape codes, and HTML in colours made for the notebook's
+light or dark theme (:mod:`course.palette`). A mistake (no lesson 99, no workspace) is
+a :class:`CourseError`, which IPython shows in one line.
 
 Grading still runs in a worker process, so a kernel that has already
 imported jax (with whatever devices it has) does not matter. ``grade``
@@ -12,25 +21,364 @@ no page, no background.
 
 from __future__ import annotations
 
+import contextlib
 import io
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from course import scoring
 from course.commands.grade import INTERRUPTED, as_command, rerun_command
 from course.scoring import Scorecard, Verdict
 from grader.results import ExerciseResult, LessonResult
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from course.commands.common import App
+
 REPORT_WIDTH = 100
 """Columns the report is laid out for in a notebook (cells have no terminal width)."""
-HTML_FRAGMENT = (
-    "<pre style=\"font-family:Menlo,'DejaVu Sans Mono',consolas,'Courier New',monospace;"
-    'line-height:1.25;white-space:pre;margin:0"><code style="font-family:inherit">{code}</code></pre>'
+DEFAULT_HOME = "~/scaling-course"
+"""The workspace :func:`init` makes where no rule finds one (an installed course, Colab)."""
+NO_WORKSPACE = (
+    "no workspace yet: run course.notebook.init() to make one in "
+    + DEFAULT_HOME
+    + " (or init('DIR') for another folder), or pass home='DIR'"
 )
-"""The report as an HTML fragment: no document, no ``body`` colours or page background,
-so text without a colour of its own takes the notebook theme's (dark or light)."""
+
+
+class CourseError(Exception):
+    """A mistake in a call (no such lesson, a bad option) or a missing workspace.
+    IPython shows it in one line, without a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"CourseError: {self}"]
+
+
+@dataclass
+class Session:
+    """What this kernel chose: the workspace of every call that names none."""
+
+    home: Path | None = None
+
+
+_session = Session()
+
+
+@contextlib.contextmanager
+def _one_line() -> Iterator[None]:
+    """The commands' own errors (click's, a missing lesson) as one :class:`CourseError`."""
+    import click
+
+    try:
+        yield
+    except click.BadParameter as exc:  # without click's "Invalid value for LESSON:"
+        raise CourseError(exc.message) from None
+    except click.ClickException as exc:
+        raise CourseError(exc.format_message()) from None
+    except KeyError as exc:  # the registry's "there is no lesson N"
+        raise CourseError(str(exc.args[0]) if exc.args else str(exc)) from None
+
+
+def _make_workspace(home: Path) -> list[Path]:
+    """Make ``home`` a workspace as ``course init`` does (its marker, every stub it lacks);
+    return the exercise files copied."""
+    from course import registry
+    from course.paths import MARKER, Workspace, inside_installed_package
+
+    if inside_installed_package(home):
+        raise CourseError(f"{home} is inside the installed course; choose a folder of your own")
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        marker = home / MARKER
+        if not marker.exists():
+            marker.write_text(
+                "A scaling-course workspace: `course` run in here (or below) uses it.\n"
+            )
+        modules = [lesson.module for lesson in registry.load().lessons]
+        return Workspace(home, home / "progress.db").ensure(modules)
+    except OSError as exc:
+        raise CourseError(f"cannot make the workspace {home}: {exc.strerror or exc}") from None
+
+
+def _app(home: str | Path | None, *, need_workspace: bool = True) -> App:
+    """The commands' state for one call: the workspace ``home`` (made if new), else the
+    kernel's (:func:`init`), else the one the command line would find."""
+    from course.commands.common import make_app
+
+    if home is not None:
+        chosen: Path | None = Path(home).expanduser().resolve()
+        copied = _make_workspace(chosen)
+        if copied:
+            _say(
+                f"Set up your workspace: {len(copied)} exercise file(s) copied to {chosen / 'exercises'}"
+            )
+    else:
+        chosen = _session.home
+    with _one_line():
+        app = make_app(str(chosen) if chosen else None, None)
+    if need_workspace and app.workspace is None:
+        raise CourseError(NO_WORKSPACE)
+    if need_workspace:
+        _ensure(app)
+    return app
+
+
+def _ensure(app: App) -> None:
+    """Copy missing stubs now, saying so before anything else the call shows (the
+    command's own notice goes to stderr, where a notebook shows it after the report)."""
+    try:
+        copied = app.ws.ensure([lesson.module for lesson in app.course.lessons])
+    except OSError as exc:
+        _say(
+            f"Could not set up your workspace ({exc.strerror or exc}); missing exercise files were not copied."
+        )
+        return
+    if copied:
+        _say(f"Set up your workspace: {len(copied)} exercise file(s) copied to {app.ws.exercises}")
+
+
+def _say(line: str) -> None:
+    """One line of plain text in the running cell (printed outside IPython)."""
+    cell = _cell()
+    if cell is None:
+        print(line)
+    else:
+        cell.display({"text/plain": line})
+
+
+def _recording() -> Console:
+    """A console whose output :mod:`course.palette` turns into the cell's text and HTML."""
+    from rich.console import Console
+
+    return Console(
+        file=io.StringIO(), width=REPORT_WIDTH, color_system="standard", force_terminal=False,
+        force_jupyter=False, force_interactive=False, highlight=False, emoji=False,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Page:
+    """Text a call shows: plain, and HTML or Markdown for the notebook."""
+
+    plain: str
+    html: str | None = None
+    markdown: str | None = None
+
+    @classmethod
+    def from_ansi(cls, ansi: str) -> Page:
+        from course import palette
+
+        return cls(palette.to_plain(ansi), html=palette.to_html(ansi))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        bundle = {"text/plain": self.plain}
+        if self.html is not None:
+            bundle["text/html"] = self.html
+        if self.markdown is not None:
+            bundle["text/markdown"] = self.markdown
+        return bundle
+
+    def __repr__(self) -> str:
+        return self.plain
+
+    def __str__(self) -> str:
+        return self.plain
+
+
+def _captured(app: App, run: Callable[[App], Any], words: dict[str, str] | None = None) -> Page:
+    """What a command prints, as a :class:`Page` (``words``: its terminal wording → the
+    notebook's)."""
+    console = _recording()
+    app.console = console
+    with _one_line():
+        run(app)
+    ansi = console.file.getvalue()
+    for said, meant in (words or {}).items():
+        ansi = ansi.replace(said, meant)
+    return Page.from_ansi(ansi)
+
+
+def _number(lesson: int | str | None) -> int | None:
+    if lesson is None:
+        return None
+    text = str(lesson)
+    if not re.fullmatch(r"[0-9]{1,6}", text):
+        raise CourseError(f"{lesson!r}: give a lesson number, e.g. 2")
+    return int(text)
+
+
+def init(home: str | Path | None = None) -> Page:
+    """Choose this kernel's workspace and define the ``%%exercise N`` cell magic.
+
+    ``home``: the folder (made a workspace like ``course init`` does; on Colab a folder
+    on your mounted Drive keeps your work between sessions). Without it: the workspace
+    ``course`` would use here (a clone's ``workspace/``, the ``course init`` folder you
+    are in, ``COURSE_HOME``), else ``~/scaling-course``.
+    """
+    from course.paths import workspace
+
+    if home is None:
+        _session.home = None
+        found = workspace()
+        chosen = found.home if found is not None else Path(DEFAULT_HOME).expanduser().resolve()
+    else:
+        chosen = Path(home).expanduser().resolve()
+    copied = _make_workspace(chosen)
+    _session.home = chosen
+    _register_magic()
+    note = f" ({len(copied)} exercise file(s) copied)" if copied else ""
+    return Page(
+        f"Workspace: {chosen}{note}\nYour code goes in {chosen / 'exercises'}; "
+        "an %%exercise N cell writes the lesson's file there."
+    )
+
+
+def show(lesson: int | None = None, *, home: str | Path | None = None) -> Page:
+    """Lesson ``lesson``'s text (default: the current lesson), with its figures."""
+    from course import figure_links
+    from course.commands.show import _chosen
+    from grader.repo import shipped
+
+    app = _app(home)
+    with _one_line():
+        chosen = _chosen(app, _number(lesson))
+    text = (shipped().lessons / chosen.text_name).read_text()
+    exercises = "\n".join(
+        f"- `{e.name}` ({e.points} pt{', bonus' if e.bonus else ''}): {e.summary}"
+        for e in chosen.exercises
+    )
+    footer = (
+        f"\n\n## Lesson {chosen.number} exercises\n\n{exercises}\n\nWrite your code in an "
+        f"`%%exercise {chosen.number}` cell (or in `{app.ws.exercise_file(chosen.module)}`), "
+        f"then grade it: `grade({chosen.number})`.\n"
+    )
+    return Page(
+        figure_links.plain(text + footer),
+        markdown=figure_links.inline(text, shipped().lessons) + footer,
+    )
+
+
+def hint(lesson: int | None = None, *, home: str | Path | None = None) -> Page:
+    """The next hint for ``lesson`` (default: the current one); run again for the next."""
+    from course.commands.show import hint as run
+
+    app = _app(home)
+    n = _number(lesson)
+    with _one_line():
+        shown = n if n is not None else _chosen_number(app)
+    again = {f"course hint {shown}": f"hint({shown})"}
+    return _captured(app, lambda a: run(a, n), again)
+
+
+def _chosen_number(app: App) -> int:
+    from course.commands.grade import current_lesson
+
+    return current_lesson(app).number
+
+
+def status(*, home: str | Path | None = None) -> Page:
+    """Your progress and what to do next."""
+    from course.commands.status import status as run
+
+    return _captured(_app(home), run)
+
+
+def solution(
+    lesson: int | None = None, *, force: bool = False, home: str | Path | None = None
+) -> Page:
+    """The reference solution of ``lesson``, once every exercise of it has passed
+    (``force=True`` to look anyway): whole, as Python."""
+    from course.commands.show import _chosen
+    from grader.repo import shipped
+    from grader.results import Status
+
+    app = _app(home)
+    with _one_line():
+        chosen = _chosen(app, _number(lesson))
+    states = app.states()
+    ever = {
+        e.name: Status.PASSED
+        for e in chosen.exercises
+        if (s := states.get((chosen.number, e.name))) and s.ever_passed
+    }
+    if not chosen.scorecard(ever).passed and not force:
+        return Page(
+            f"Lesson {chosen.number}'s solution unlocks once every exercise of it has passed "
+            f"(grade({chosen.number})). To look anyway: solution({chosen.number}, force=True)"
+        )
+    source = (shipped().solutions / f"{chosen.module}.py").read_text()
+    return Page(source, markdown=f"```python\n{source}```\n")
+
+
+def save(lesson: int, code: str, *, home: str | Path | None = None) -> Page:
+    """Write ``code`` as lesson ``lesson``'s exercise file (what an ``%%exercise N`` cell does).
+
+    Your own edits are never lost: a file changed since this kernel last wrote it (in an
+    editor, say) is kept as ``lNN_….py.N.bak`` before it is replaced, and an untouched
+    stub never replaces a file that holds more than the stub."""
+    from course.commands.show import next_backup
+    from grader.repo import shipped
+
+    app = _app(home)
+    with _one_line():
+        chosen = app.lesson(_number(lesson))
+    target = app.ws.exercise_file(chosen.module)
+    stub = (shipped().stubs / f"{chosen.module}.py").read_text()
+    code = code if code.endswith("\n") else code + "\n"
+    current = target.read_text() if target.exists() else None
+    if current == code:
+        _written[target] = code
+        return Page(f"{target} already holds this cell: unchanged")
+    theirs = (
+        current is not None and current.strip() != stub.strip() and _written.get(target) != current
+    )
+    """The file holds code this kernel did not write (an editor's, an earlier session's)."""
+    if theirs and code.strip() == stub.strip():
+        return Page(
+            f"{target} already holds your code, not the stub: kept. To work on it here, paste "
+            f"it into this cell; to start over from the stub: course reset {chosen.number}."
+        )
+    backup = None
+    if theirs:
+        backup = next_backup(target)
+        backup.write_text(current)
+    target.write_text(code)
+    _written[target] = code
+    kept = f" (what it held is kept in {backup.name})" if backup else ""
+    return Page(f"Wrote {target}{kept}")
+
+
+_written: dict[Path, str] = {}
+"""The text this kernel last wrote to each exercise file: a file that still holds it
+was changed by nothing else, and is replaced without a backup."""
+
+
+def _exercise_magic(line: str, cell: str) -> Page:
+    """``%%exercise N``: the cell is lesson N's exercise file."""
+    parts = line.split()
+    if len(parts) != 1:
+        raise CourseError("%%exercise takes a lesson number: %%exercise 2")
+    return save(_number(parts[0]), cell)  # type: ignore[arg-type]
+
+
+def _register_magic() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.register_magic_function(_exercise_magic, "cell", "exercise")
+
+
+def load_ipython_extension(shell: Any) -> None:
+    """``%load_ext course.notebook``: the ``%%exercise`` magic without :func:`init`."""
+    shell.register_magic_function(_exercise_magic, "cell", "exercise")
 
 
 @dataclass
@@ -79,20 +427,13 @@ class Grading:
         step = [self.next_step] if self.next_step is not None else []
         return Group(*scoring.terminal(self.verdict, self.rerun), *step)
 
-    def _render(self, html: bool) -> str:
-        from rich.console import Console
-
-        console = Console(
-            record=True, width=REPORT_WIDTH, file=io.StringIO(), force_jupyter=False, emoji=False,
-            force_terminal=html, color_system="truecolor" if html else None,
-        )  # fmt: skip
+    def _render(self) -> Page:
+        console = _recording()
         console.print(self, crop=False)  # re-run lines whole
-        if not html:
-            return console.export_text()
-        return console.export_html(inline_styles=True, code_format=HTML_FRAGMENT)
+        return Page.from_ansi(console.file.getvalue())
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        return {"text/plain": self._render(html=False), "text/html": self._render(html=True)}
+        return self._render()._repr_mimebundle_()
 
     def _ipython_display_(self) -> None:
         """IPython's display (a cell's last expression, ``display(r)``): the report, unless
@@ -111,29 +452,38 @@ class Grading:
         return f"<Grading {self.command!r}: {verdict}>"
 
 
-def grade(target: str | int | None = None, *, as_json: bool = False, **options: Any) -> Any:
+def grade(
+    target: str | int | None = None,
+    *,
+    as_json: bool = False,
+    home: str | Path | None = None,
+    **options: Any,
+) -> Any:
     """Grade like ``course grade TARGET``, show the report, and return a :class:`Grading`
     (or, with ``as_json=True``, the data ``course grade --json`` prints).
 
     Options are those of the command: ``all_lessons``, ``solutions``, ``path``,
     ``seed``, ``example``, ``timeout``, ``devices``, ``cpu``, ``max_examples``.
     """
-    from course.commands.common import make_app
     from course.commands.grade import grade as run
     from course.commands.grade import next_lesson, parse_target
 
     target = None if target is None else str(target)
-    app = make_app(None, None)
-    parse_target(app, target, bool(options.get("all_lessons")))  # a wrong target: nothing shown
+    own_code = not options.get("solutions") and not options.get("path")
+    app = _app(home, need_workspace=own_code)
+    with _one_line():  # a wrong target: one line, nothing shown
+        parse_target(app, target, bool(options.get("all_lessons")))
     collected: list[Verdict] = []
     cell = _cell()
     line = None if cell is None else cell.line
     if line is not None:
         line("starting the grader …")
     try:
-        code = run(
-            app, target, progress_line=line, deliver=collected.append, worker=_worker(), **options
-        )
+        with _one_line():
+            code = run(
+                app, target, progress_line=line, deliver=collected.append, worker=_worker(),
+                **options,
+            )  # fmt: skip
     except BaseException:
         if cell is not None:
             cell.clear()  # no "grading …" left on screen above the error

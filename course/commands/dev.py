@@ -38,7 +38,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from course import paths, registry
+from course import notebooks, paths, registry
 from course.commands.common import App
 from course.registry import Course, Lesson, RegistryError
 from grader.repo import CODE, shipped
@@ -339,6 +339,7 @@ def check(
                         problems.append(
                             f"{folder}: {er.lesson}.{er.exercise} is {er.status}, expected {want}: {why}"
                         )
+    problems += notebooks.problems(course, root)  # figures and notebooks/ up to date
     if rows:
         table = Table(title="course dev check", title_justify="left")
         table.add_column("graded")
@@ -565,4 +566,19 @@ def new(
         f"Every {MARKER} is yours to write; `course dev check` names what is left "
         "(README.md's lesson table too)."
     )
+    return 0
+
+
+def notebooks_command(app: App) -> int:
+    """``course dev notebooks``: figures and notebooks written from the texts and stubs."""
+    if not shipped().checkout:
+        raise click.ClickException("course dev notebooks writes into a clone of the repository")
+    try:
+        import nbformat  # noqa: F401
+    except ImportError:
+        raise click.ClickException("nbformat is not installed: pip install -e '.[test]'") from None
+    changed = notebooks.write(app.course, paths.root())
+    for f in changed:
+        app.console.print(f"wrote {f.relative_to(paths.root())}")
+    app.console.print(f"{len(changed)} file(s) changed")
     return 0

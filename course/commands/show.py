@@ -13,6 +13,7 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
+from course import figure_links
 from course.commands.common import App, page
 from grader.repo import shipped
 from grader.results import Status
@@ -46,12 +47,8 @@ def show(app: App, number: int | None) -> int:
         f"Write your code in\n  [bold]{app.ws.exercise_file(lesson.module)}[/bold]\n"
         f"then grade it:\n  [cyan]course grade {number}[/cyan]"
     )
-    page(
-        app.console,
-        LessonText(text_file.read_text(), code_theme="ansi_dark"),
-        exercises,
-        footer=footer,
-    )
+    text = figure_links.plain(text_file.read_text())  # a figure: one line; the diagrams stay
+    page(app.console, LessonText(text, code_theme="ansi_dark"), exercises, footer=footer)
     return 0
 
 

@@ -1,0 +1,559 @@
+"""The lesson texts' figures, drawn as SVG from the data the grader uses.
+
+Each figure is one function returning SVG text, drawn from the grader's own
+pieces where they exist (lesson 4's cases from :mod:`grader.reference.matmul`,
+lesson 9's schedules from its simulator, lesson 10's ring from its checks,
+lesson 14's plans from its cost model, lesson 7's bytes from the same constants)
+and from the lesson's formula otherwise (lesson 1's owners, lesson 2's ring,
+lesson 13's groups; ``tests/test_figures.py`` holds those against the
+reference solutions). The SVG is written here, with no dependency: a few
+rectangles, lines and labels on a white card of its own, so it reads the same on a
+light or dark page, on GitHub and in a notebook.
+
+``course dev notebooks`` writes them to ``course/lessons/figures/``; ``course dev
+check`` names a figure that differs from what this module draws now.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+INK = "#1a1a1a"
+"""Text and lines: 17:1 on the white card."""
+MUTED = "#595959"
+"""Secondary labels: 7:1 on white."""
+CARD = "#ffffff"
+DEVICE_FILLS = (
+    "#cfe2ff", "#ffd6a5", "#caffbf", "#ffadad", "#e0c3fc", "#fdffb6", "#9bf6ff", "#ffc6ff",
+)  # fmt: skip
+"""One light fill per device (labels in :data:`INK` read at 12:1 or more on each)."""
+OP_FILLS = {"F": "#9fdfb0", "B": "#a9cdf5", "W": "#d9c2f0"}
+USE_FILLS = {
+    "whole": "#9fdfb0",
+    "diagonal": "#fde68a",
+    "masked": "#f4a3a3",
+    "first key chunk": "#a9cdf5",
+    "second query chunk": "#a9cdf5",
+}
+TERM_FILLS = {
+    "compute": "#9fdfb0", "bubble": "#d9d9d9", "tp": "#a9cdf5", "fsdp": "#d9c2f0",
+    "dp": "#ffd6a5", "pp": "#f4a3a3",
+}  # fmt: skip
+
+
+class Svg:
+    """An SVG document built from a few shapes; the same calls give the same bytes."""
+
+    def __init__(self, width: float, height: float):
+        self.width, self.height = width, height
+        self.parts: list[str] = [
+            f'<rect x="0" y="0" width="{width:g}" height="{height:g}" fill="{CARD}"/>'
+        ]
+
+    def rect(self, x: float, y: float, w: float, h: float, fill: str, stroke: str = INK) -> None:
+        self.parts.append(
+            f'<rect x="{x:g}" y="{y:g}" width="{w:g}" height="{h:g}" fill="{fill}" '
+            f'stroke="{stroke}" stroke-width="1"/>'
+        )
+
+    def text(
+        self, x: float, y: float, s: str, *, size: int = 12, anchor: str = "middle",
+        bold: bool = False, colour: str = INK,
+    ) -> None:  # fmt: skip
+        weight = ' font-weight="bold"' if bold else ""
+        self.parts.append(
+            f'<text x="{x:g}" y="{y:g}" font-size="{size}" text-anchor="{anchor}" '
+            f'fill="{colour}"{weight}>{html.escape(s)}</text>'
+        )
+
+    def line(self, x1: float, y1: float, x2: float, y2: float, *, arrow: bool = False) -> None:
+        head = ' marker-end="url(#arrow)"' if arrow else ""
+        self.parts.append(
+            f'<line x1="{x1:g}" y1="{y1:g}" x2="{x2:g}" y2="{y2:g}" stroke="{INK}" '
+            f'stroke-width="1.2"{head}/>'
+        )
+
+    def render(self, title: str) -> str:
+        return (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.width:g}" '
+            f'height="{self.height:g}" viewBox="0 0 {self.width:g} {self.height:g}" '
+            'font-family="Helvetica, Arial, sans-serif" role="img">\n'
+            f"<title>{html.escape(title)}</title>\n"
+            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+            f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+            f'fill="{INK}"/></marker></defs>\n' + "\n".join(self.parts) + "\n</svg>\n"
+        )
+
+
+@dataclass(frozen=True)
+class Figure:
+    lesson: int
+    name: str
+    """The file name in ``course/lessons/figures/``."""
+    alt: str
+    """What it shows: the Markdown's alt text, the terminal's ``(figure: …)`` line."""
+    draw: Callable[[], str]
+
+
+# ------------------------------------------------------------------ lesson 1
+
+
+MESH_1 = {"x": 2, "y": 4}
+SPECS_1 = (("x", "y"), ("x", None), (None, "y"), (("x", "y"), None), (("y", "x"), None))
+
+
+def owners(shape: tuple[int, ...], mesh: dict[str, int], spec: tuple) -> dict[int, tuple]:
+    """Device id (row-major over the mesh) → the block it holds, one (start, stop) per
+    dim: a dim split over axes (a, b) has block index c_a·size(b) + c_b (the first
+    axis major), lesson 1's rule."""
+    names = list(mesh)
+    out = {}
+    for device in range(_prod(mesh.values())):
+        coord, rest = {}, device
+        for name in reversed(names):
+            coord[name] = rest % mesh[name]
+            rest //= mesh[name]
+        block = []
+        for d, size in enumerate(shape):
+            entry = spec[d] if d < len(spec) else None
+            axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
+            index, parts = 0, 1
+            for a in axes:
+                index, parts = index * mesh[a] + coord[a], parts * mesh[a]
+            step = size // parts
+            block.append((index * step, (index + 1) * step))
+        out[device] = tuple(block)
+    return out
+
+
+def _prod(values) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def _spec_text(spec: tuple) -> str:
+    def one(e) -> str:
+        if e is None:
+            return "None"
+        return repr(e) if isinstance(e, str) else "(" + ", ".join(map(repr, e)) + ")"
+
+    return "P(" + ", ".join(one(e) for e in spec) + ")"
+
+
+def mesh_layouts() -> str:
+    cell, gap = 20, 40
+    panel = 8 * cell
+    svg = Svg(5 * panel + 6 * gap - 20, panel + 96)
+    svg.text(20, 22, "An 8×8 array on the mesh {'x': 2, 'y': 4}: which device holds which block",
+             anchor="start", bold=True, size=13)  # fmt: skip
+    for p, spec in enumerate(SPECS_1):
+        x0, y0 = 20 + p * (panel + gap), 58
+        svg.text(x0 + panel / 2, y0 - 10, _spec_text(spec), size=12, bold=True)
+        held: dict[tuple, list[int]] = {}
+        for device, block in owners((8, 8), MESH_1, spec).items():
+            held.setdefault(block, []).append(device)
+        for ((r0, r1), (c0, c1)), devices in sorted(held.items()):
+            svg.rect(x0 + c0 * cell, y0 + r0 * cell, (c1 - c0) * cell, (r1 - r0) * cell,
+                     DEVICE_FILLS[devices[0]])  # fmt: skip
+            label = ",".join(f"d{d}" for d in devices)
+            size = 11 if (c1 - c0) * cell >= 7 * len(label) else 9
+            if (c1 - c0) * cell < 6 * len(label):  # narrow: one device a line
+                for k, d in enumerate(devices):
+                    svg.text(x0 + (c0 + c1) / 2 * cell, y0 + (r0 + r1) / 2 * cell + 4
+                             + (k - (len(devices) - 1) / 2) * 12, f"d{d}", size=size)  # fmt: skip
+            else:
+                svg.text(x0 + (c0 + c1) / 2 * cell, y0 + (r0 + r1) / 2 * cell + 4, label,
+                         size=size)  # fmt: skip
+        copies = 8 // len(held)
+        svg.text(x0 + panel / 2, y0 + panel + 18,
+                 f"{len(held)} blocks, {copies} cop{'y' if copies == 1 else 'ies'} of each",
+                 size=11, colour=MUTED)  # fmt: skip
+    return svg.render("Lesson 1: the blocks of an 8×8 array under five PartitionSpecs")
+
+
+# ------------------------------------------------------------------ lesson 2
+
+
+def ring_all_gather_steps(n: int) -> list[list[list[int | None]]]:
+    """``out[s][i]``: device i's slots after step s of a ring all-gather sending to
+    i + 1 (step 0: its own block only); in step s it receives block (i − s) mod N."""
+    slots: list[list[int | None]] = [[i if j == i else None for j in range(n)] for i in range(n)]
+    out = [[row[:] for row in slots]]
+    for s in range(1, n):
+        for i in range(n):
+            b = (i - s) % n
+            slots[i][b] = b
+        out.append([row[:] for row in slots])
+    return out
+
+
+def ring_all_gather() -> str:
+    n, cell = 4, 26
+    steps = ring_all_gather_steps(n)
+    col = n * cell + 70
+    svg = Svg(60 + n * col, 110 + n * (cell + 10))
+    svg.text(20, 22, "Ring all-gather on 4 devices: each step, every device passes on the block "
+             "it received last", anchor="start", bold=True, size=13)  # fmt: skip
+    for s, state in enumerate(steps):
+        x0 = 60 + s * col
+        svg.text(x0 + n * cell / 2, 54, "start" if s == 0 else f"after step {s}", bold=True)
+        for i in range(n):
+            y = 68 + i * (cell + 10)
+            if s == 0:
+                svg.text(40, y + cell / 2 + 4, f"d{i}", bold=True)
+            for j, b in enumerate(state[i]):
+                fill = DEVICE_FILLS[b] if b is not None else CARD
+                svg.rect(x0 + j * cell, y, cell, cell, fill, stroke=MUTED)
+                if b is not None:
+                    new = s > 0 and b == (i - s) % n
+                    svg.text(x0 + j * cell + cell / 2, y + cell / 2 + 4, f"B{b}", size=11,
+                             bold=new)  # fmt: skip
+            if s > 0:  # what arrived this step, from the left neighbour
+                svg.line(x0 - 44, y + cell / 2, x0 - 6, y + cell / 2, arrow=True)
+                svg.text(x0 - 26, y + cell / 2 - 4, f"B{(i - s) % n}", size=10, colour=MUTED)
+    svg.text(60, 68 + n * (cell + 10) + 18,
+             "Bold: the block that arrived in that step, from device i − 1 (block (i − s) mod N). "
+             "N − 1 steps, one block each.", anchor="start", size=11, colour=MUTED)  # fmt: skip
+    return svg.render("Lesson 2: a ring all-gather's steps on four devices")
+
+
+# ------------------------------------------------------------------ lesson 4
+
+
+def matmul_cases() -> str:
+    from grader.reference.matmul import ALL_GATHER, ALL_REDUCE, CASES, REDUCE_SCATTER
+
+    n, unit = 4, 64
+    names = ("local", "allgather", "allreduce", "reducescatter")
+    row_h = unit + 64
+    svg = Svg(900, 40 + len(names) * row_h)
+    svg.text(20, 22, "The four cases of A[I, J] · B[J, K] on N = 4 devices (colour: device; "
+             "grey: every device holds it all)", anchor="start", bold=True, size=13)  # fmt: skip
+
+    def matrix(x: float, y: float, spec: tuple, label: str, partial: bool = False) -> None:
+        split = next((d for d, e in enumerate(spec) if e == "x"), None)
+        for k in range(n if split is not None or partial else 1):
+            if split == 0:
+                svg.rect(x, y + k * unit / n, unit, unit / n, DEVICE_FILLS[k])
+            elif split == 1:
+                svg.rect(x + k * unit / n, y, unit / n, unit, DEVICE_FILLS[k])
+            elif partial:  # N partial sums, one per device, stacked
+                svg.rect(x + k * 4, y - k * 4, unit, unit, DEVICE_FILLS[n - 1 - k])
+            else:
+                svg.rect(x, y, unit, unit, "#e6e6e6")
+        svg.text(x + unit / 2, y + unit + 16, label, size=11)
+
+    for r, name in enumerate(names):
+        case = CASES[name]
+        y = 48 + r * row_h
+        svg.text(20, y + 4, f"{name}: A[{_dims(case.a, 'IJ')}] · B[{_dims(case.b, 'JK')}] → "
+                 f"C[{_dims(case.c, 'IK')}]", anchor="start", bold=True)  # fmt: skip
+        top, x = y + 18, 20.0
+        what = ", ".join(sorted(case.allowed))
+
+        def collective(x: float, what: str = what, top: float = top) -> float:
+            svg.line(x + 8, top + unit / 2, x + 112, top + unit / 2, arrow=True)
+            svg.text(x + 60, top + unit / 2 - 8, what, size=11, bold=True)
+            return x + 124
+
+        matrix(x, top, case.a, "A")
+        x += unit
+        if ALL_GATHER in case.allowed and case.a[1] == "x":  # gather A first, then multiply
+            x = collective(x)
+            matrix(x, top, (None, None), "A, gathered")
+            x += unit
+        svg.text(x + 14, top + unit / 2 + 4, "·", size=16)
+        matrix(x + 28, top, case.b, "B")
+        x += 28 + unit
+        svg.text(x + 14, top + unit / 2 + 4, "=", size=16)
+        x += 32
+        if case.allowed & {ALL_REDUCE, REDUCE_SCATTER}:  # N partial sums, then the collective
+            matrix(x, top + 12, (None, None), "partial C, one per device", partial=True)
+            x = collective(x + unit + 12)
+        matrix(x, top, case.c, "C")
+        svg.text(x + unit + 20, top + unit / 2 + 4, f"bytes sent per device: {case.formula}",
+                 anchor="start", size=11, colour=MUTED)  # fmt: skip
+    return svg.render("Lesson 4: the four cases of a sharded matmul")
+
+
+def _dims(spec: tuple, letters: str) -> str:
+    return ", ".join(f"{d}_X" if e == "x" else d for d, e in zip(letters, spec))
+
+
+# ------------------------------------------------------------------ lesson 7
+
+
+def memory_per_device() -> str:
+    from grader.lessons.l14_planning.cost import ADAM, BF16
+
+    n = 8
+    stages = {
+        "DP": (BF16, BF16, ADAM),
+        "ZeRO-1": (BF16, BF16, ADAM / n),
+        "ZeRO-2": (BF16, BF16 / n, ADAM / n),
+        "ZeRO-3 (FSDP)": (BF16 / n, BF16 / n, ADAM / n),
+    }
+    fills = ("#a9cdf5", "#9fdfb0", "#ffd6a5")
+    scale, bar = 30, 26
+    svg = Svg(900, 80 + len(stages) * (bar + 16) + 20)
+    svg.text(20, 22, f"Bytes per parameter on each of N = {n} devices (Adam, mixed precision)",
+             anchor="start", bold=True, size=13)  # fmt: skip
+    for r, (stage, parts) in enumerate(stages.items()):
+        y = 48 + r * (bar + 16)
+        svg.text(130, y + bar / 2 + 4, stage, anchor="end", bold=True)
+        x = 140.0
+        for part, fill in zip(parts, fills):
+            svg.rect(x, y, part * scale, bar, fill)
+            x += part * scale
+        total = sum(parts)
+        gb = total * 7e9 / 1e9
+        svg.text(x + 8, y + bar / 2 + 4, f"{total:g} B  ({gb:g} GB for 7·10⁹ parameters)",
+                 anchor="start", size=11)  # fmt: skip
+    y = 48 + len(stages) * (bar + 16) + 8
+    for k, (label, fill) in enumerate(zip(("bf16 weight (2)", "bf16 gradient (2)",
+                                            "fp32 master + Adam m, v (12)"), fills)):  # fmt: skip
+        svg.rect(140 + k * 190, y, 14, 14, fill)
+        svg.text(160 + k * 190, y + 11, label, anchor="start", size=11)
+    return svg.render("Lesson 7: memory per device under DP and the ZeRO stages")
+
+
+# ------------------------------------------------------------------ lesson 9
+
+
+def pipeline_schedules() -> str:
+    from grader.lessons.l09_pipeline.schedules import gpipe, one_f_one_b, simulate
+
+    p, m, cell = 4, 8, 20
+    runs = (("GPipe", gpipe(p, m)), ("1F1B", one_f_one_b(p, m)))
+    ticks = max(len(s) for _, s in runs)
+    svg = Svg(max(120 + ticks * cell + 20, 720), 60 + len(runs) * (p * cell + 56) + 10)
+    svg.text(20, 22, f"Pipeline schedules, p = {p} stages, m = {m} micro-batches: "
+             "one op per stage per tick", anchor="start", bold=True, size=13)  # fmt: skip
+    for r, (name, schedule) in enumerate(runs):
+        sim = simulate(schedule, p, m)
+        y0 = 56 + r * (p * cell + 56)
+        idle = sum(op is None for row in schedule for op in row) / (len(schedule) * p)
+        svg.text(20, y0 - 8, f"{name}: {len(schedule)} ticks, {idle:.0%} idle", anchor="start",
+                 bold=True)  # fmt: skip
+        for s in range(p):
+            svg.text(100, y0 + s * cell + cell / 2 + 4, f"stage {s}", anchor="end", size=11)
+            for t, row in enumerate(schedule):
+                op = row[s]
+                x = 110 + t * cell
+                svg.rect(x, y0 + s * cell, cell, cell, OP_FILLS[op[0]] if op else CARD,
+                         stroke="#bfbfbf")  # fmt: skip
+                if op:
+                    svg.text(x + cell / 2, y0 + s * cell + cell / 2 + 4, f"{op[0]}{op[1]}",
+                             size=9)  # fmt: skip
+        assert not sim.violations, f"{name}: {sim.violations}"
+    y = 56 + len(runs) * (p * cell + 56) - 30
+    for k, (kind, label) in enumerate((("F", "forward of micro-batch i: Fi"),
+                                       ("B", "backward: Bi"))):  # fmt: skip
+        svg.rect(110 + k * 220, y, 14, 14, OP_FILLS[kind])
+        svg.text(130 + k * 220, y + 11, label, anchor="start", size=11)
+    svg.rect(110 + 2 * 220, y, 14, 14, CARD, stroke="#bfbfbf")
+    svg.text(130 + 2 * 220, y + 11, "idle (the bubble)", anchor="start", size=11)
+    return svg.render("Lesson 9: GPipe and 1F1B schedules, tick by tick")
+
+
+# ------------------------------------------------------------------ lesson 10
+
+
+def ring_attention() -> str:
+    from grader.evidence import RING_USE
+    from grader.lessons.l10_context_parallel.checks import ring_steps
+
+    n, cell = 4, 44
+    layouts = (("contiguous layout", False), ("zigzag layout", True))
+    svg = Svg(980, 110 + n * cell + 50)
+    svg.text(20, 22, f"Causal ring attention on N = {n} devices: what each step's K/V block is "
+             "worth", anchor="start", bold=True, size=13)  # fmt: skip
+    short = {"whole": "1", "diagonal": "½ ◣", "masked": "0",
+             "first key chunk": "½", "second query chunk": "½"}  # fmt: skip
+    for k, (title, zigzag) in enumerate(layouts):
+        steps = ring_steps(n, n - 1, 1, True, zigzag)
+        x0, y0 = 80 + k * (n * cell + 190), 72
+        svg.text(x0 + n * cell / 2, 50, title, bold=True)
+        for s in range(n):
+            svg.text(x0 + s * cell + cell / 2, y0 - 6, f"step {s}", size=10, colour=MUTED)
+        for i in range(n):
+            svg.text(x0 - 8, y0 + i * cell + cell / 2 + 4, f"d{i}", anchor="end", bold=True)
+            for s in range(n):
+                use = steps.use[s][i]
+                svg.rect(x0 + s * cell, y0 + i * cell, cell, cell, USE_FILLS[use])
+                svg.text(x0 + s * cell + cell / 2, y0 + i * cell + cell / 2 - 2,
+                         f"K{steps.held[s][i]}", size=10)  # fmt: skip
+                svg.text(x0 + s * cell + cell / 2, y0 + i * cell + cell / 2 + 12, short[use],
+                         size=10)  # fmt: skip
+            work = steps.work()[i]
+            svg.text(x0 + n * cell + 8, y0 + i * cell + cell / 2 + 4,
+                     f"work {work:g}", anchor="start", size=11)  # fmt: skip
+        wasted = sum(RING_USE[u] == 0 for row in steps.use for u in row)
+        svg.text(x0 + n * cell / 2, y0 + n * cell + 20,
+                 f"{wasted} of {n * n} blocks fully masked; slowest device {max(steps.work()):g}",
+                 size=11, colour=MUTED)  # fmt: skip
+    y = y0 + n * cell + 44
+    for k, (use, label) in enumerate((("whole", "whole block (1)"),
+                                      ("diagonal", "causal triangle (½)"),
+                                      ("masked", "masked: computed for nothing (0)"),
+                                      ("first key chunk", "zigzag half block (½)"))):  # fmt: skip
+        svg.rect(40 + k * 235, y, 14, 14, USE_FILLS[use])
+        svg.text(60 + k * 235, y + 11, label, anchor="start", size=11)
+    return svg.render("Lesson 10: ring attention's blocks and the causal waste")
+
+
+# ------------------------------------------------------------------ lesson 13
+
+
+def hierarchical_groups(p: int, d: int) -> dict[str, list[list[int]]]:
+    """The replica groups of the three collectives on a (host, local) mesh of P × D
+    devices, device id = host·D + local: within a host, then one device of each host."""
+    within = [[h * d + j for j in range(d)] for h in range(p)]
+    across = [[h * d + j for h in range(p)] for j in range(d)]
+    return {"reduce-scatter": within, "all-reduce": across, "all-gather": within}
+
+
+def hierarchical_all_reduce() -> str:
+    p, d, cell = 2, 4, 34
+    groups = hierarchical_groups(p, d)
+    col = d * cell + 60
+    svg = Svg(80 + 3 * (col + 50), 80 + p * (cell + 40) + 20)
+    svg.text(20, 22, f"Hierarchical all-reduce on {p} hosts × {d} devices: 1/D of the data "
+             "crosses hosts", anchor="start", bold=True, size=13)  # fmt: skip
+    titles = {
+        "reduce-scatter": "1. reduce-scatter within each host",
+        "all-reduce": "2. all-reduce of 1/D across hosts",
+        "all-gather": "3. all-gather within each host",
+    }
+    for k, (kind, gs) in enumerate(groups.items()):
+        x0 = 80 + k * (col + 50)
+        svg.text(x0 + d * cell / 2 + 10, 50, titles[kind], size=11, bold=True)
+        for h in range(p):
+            y = 70 + h * (cell + 40)
+            svg.rect(x0 - 6, y - 6, d * cell + 12, cell + 12, "#f2f2f2", stroke=MUTED)
+            svg.text(x0 - 10, y + cell / 2 + 4, f"host {h}", anchor="end", size=10)
+            for j in range(d):
+                device = h * d + j
+                group = next(g for g in gs if device in g)
+                fill = DEVICE_FILLS[gs.index(group)]
+                svg.rect(x0 + j * cell + 3, y + 3, cell - 6, cell - 6, fill)
+                svg.text(x0 + j * cell + cell / 2, y + cell / 2 + 4, f"d{device}", size=10)
+        if kind == "all-reduce":
+            for j in range(d):
+                x = x0 + j * cell + cell / 2
+                svg.line(x, 70 + cell - 3, x, 70 + cell + 37, arrow=True)
+        label = " ".join("{" + ",".join(map(str, g)) + "}" for g in gs)
+        svg.text(x0 + d * cell / 2, 70 + p * (cell + 40) + 4, f"groups {label}", size=10,
+                 colour=MUTED)  # fmt: skip
+    return svg.render("Lesson 13: the hierarchical all-reduce's three steps and their groups")
+
+
+# ------------------------------------------------------------------ lesson 14
+
+
+PLANS_14 = ((1, 1, 8, 8, 64, "none"), (2, 1, 4, 8, 32, "block"), (1, 1, 4, 16, 64, "block"),
+            (2, 2, 4, 4, 16, "block"), (1, 2, 4, 8, 32, "block"), (2, 1, 8, 4, 32, "block"))  # fmt: skip
+"""Lesson 14's worked example: the six fastest plans for LLaMA-3-70B on 64 H100s."""
+
+
+def time_breakdown() -> str:
+    from grader.lessons.l14_planning import cost
+    from grader.lessons.l14_planning.records import HARDWARE, MODELS, Plan
+
+    model = MODELS["llama-3-70b"]
+    hw = dataclasses.replace(HARDWARE["h100-sxm"], chips=64)
+    terms = ("compute", "bubble", "tp", "fsdp", "dp", "pp")
+    scale, bar = 62, 24
+    svg = Svg(900, 70 + len(PLANS_14) * (bar + 12) + 30)
+    svg.text(20, 22, "LLaMA-3-70B on 64 H100s, 64 × 8192 tokens: one step's time by term, "
+             "the six fastest plans that fit", anchor="start", bold=True, size=13)  # fmt: skip
+    for r, plan in enumerate(PLANS_14):
+        t = cost.step_time(model, hw, Plan(*plan), 64)
+        y = 44 + r * (bar + 12)
+        dp, fsdp, tp, pp, micro, remat = plan
+        svg.text(200, y + bar / 2 + 4, f"dp{dp} fsdp{fsdp} tp{tp} pp{pp} m{micro} {remat}",
+                 anchor="end", size=11)  # fmt: skip
+        x = 210.0
+        for term in terms:
+            w = t[term] * scale
+            if w > 0:
+                svg.rect(x, y, w, bar, TERM_FILLS[term])
+                if w > 30:
+                    svg.text(x + w / 2, y + bar / 2 + 4, f"{t[term]:.2f}", size=10)
+            x += w
+        svg.text(x + 8, y + bar / 2 + 4, f"{t['total']:.2f} s · MFU {t['mfu']:.1%}",
+                 anchor="start", size=11)  # fmt: skip
+    y = 44 + len(PLANS_14) * (bar + 12) + 10
+    for k, term in enumerate(terms):
+        svg.rect(210 + k * 95, y, 14, 14, TERM_FILLS[term])
+        svg.text(230 + k * 95, y + 11, term, anchor="start", size=11)
+    return svg.render("Lesson 14: a plan's step time, term by term")
+
+
+FIGURES = (
+    Figure(1, "01_mesh_layouts.svg", "which device holds which block of an 8×8 array, for five specs on the 2×4 mesh", mesh_layouts),
+    Figure(2, "02_ring_all_gather.svg", "a ring all-gather on four devices, step by step", ring_all_gather),
+    Figure(4, "04_matmul_cases.svg", "the four cases of a sharded matmul and the collective each needs", matmul_cases),
+    Figure(7, "07_memory_per_device.svg", "bytes per parameter on each device under DP and ZeRO-1, 2, 3", memory_per_device),
+    Figure(9, "09_pipeline_schedules.svg", "GPipe and 1F1B, tick by tick, with the bubble", pipeline_schedules),
+    Figure(10, "10_ring_attention.svg", "ring attention's blocks per step, contiguous and zigzag, and the causal waste", ring_attention),
+    Figure(13, "13_hierarchical_all_reduce.svg", "the hierarchical all-reduce's three steps and their replica groups", hierarchical_all_reduce),
+    Figure(14, "14_time_breakdown.svg", "the step time of lesson 14's six best plans, term by term", time_breakdown),
+)  # fmt: skip
+"""Every figure, in lesson order."""
+
+
+def reference(figure: Figure) -> str:
+    """The Markdown line that shows ``figure`` in its lesson's text."""
+    return f"![{figure.alt}](figures/{figure.name})"
+
+
+def write(folder: Path) -> list[Path]:
+    """Draw every figure into ``folder``; return the files that changed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    changed = []
+    for f in FIGURES:
+        target = folder / f.name
+        svg = f.draw()
+        if not target.exists() or target.read_text() != svg:
+            target.write_text(svg)
+            changed.append(target)
+    return changed
+
+
+def problems(lessons: Path) -> list[str]:
+    """What is out of date: a figure that differs from what this module draws, one the
+    texts do not show, a file no figure draws, a reference to a missing file."""
+    folder = lessons / "figures"
+    out = []
+    drawn = {f.name for f in FIGURES}
+    for f in FIGURES:
+        target = folder / f.name
+        if not target.exists():
+            out.append(f"course/lessons/figures/{f.name} is missing: run course dev notebooks")
+        elif target.read_text() != f.draw():
+            out.append(f"course/lessons/figures/{f.name} is out of date: run course dev notebooks")
+    texts = {p.name: p.read_text() for p in sorted(lessons.glob("*.md"))}
+    shown = {name for text in texts.values() for name in _linked(text)}
+    for f in FIGURES:
+        if f.name not in shown:
+            out.append(f"no lesson text shows figures/{f.name} (add: {reference(f)})")
+    for name in sorted(shown - drawn):
+        out.append(f"a lesson text shows figures/{name}, which no figure draws")
+    if folder.is_dir():
+        for p in sorted(folder.glob("*.svg")):
+            if p.name not in drawn:
+                out.append(f"course/lessons/figures/{p.name} is drawn by no figure")
+    return out
+
+
+def _linked(text: str) -> list[str]:
+    from course.figure_links import names
+
+    return names(text)
