@@ -105,7 +105,7 @@ def _make_workspace(home: Path) -> list[Path]:
         raise CourseError(f"cannot make the workspace {home}: {exc.strerror or exc}") from None
 
 
-def _app(home: str | Path | None, *, need_workspace: bool = True) -> App:
+def _app(home: str | Path | None, *, need_workspace: bool = True, ensure: bool = True) -> App:
     """The commands' state for one call: the workspace ``home`` (made if new), else the
     kernel's (:func:`init`), else the one the command line would find."""
     from course.commands.common import make_app
@@ -123,7 +123,7 @@ def _app(home: str | Path | None, *, need_workspace: bool = True) -> App:
         app = make_app(str(chosen) if chosen else None, None)
     if need_workspace and app.workspace is None:
         raise CourseError(NO_WORKSPACE)
-    if need_workspace:
+    if need_workspace and ensure:
         _ensure(app)
     return app
 
@@ -244,9 +244,10 @@ def show(lesson: int | None = None, *, home: str | Path | None = None) -> Page:
     from course.commands.show import _chosen
     from grader.repo import shipped
 
-    app = _app(home)
+    app = _app(home, ensure=False)
     with _one_line():
         chosen = _chosen(app, _number(lesson))
+    _ensure(app)
     text = (shipped().lessons / chosen.text_name).read_text()
     exercises = "\n".join(
         f"- `{e.name}` ({e.points} pt{', bonus' if e.bonus else ''}): {e.summary}"
@@ -267,10 +268,11 @@ def hint(lesson: int | None = None, *, home: str | Path | None = None) -> Page:
     """The next hint for ``lesson`` (default: the current one); run again for the next."""
     from course.commands.show import hint as run
 
-    app = _app(home)
+    app = _app(home, ensure=False)
     n = _number(lesson)
     with _one_line():
-        shown = n if n is not None else _chosen_number(app)
+        shown = app.lesson(n).number if n is not None else _chosen_number(app)
+    _ensure(app)
     again = {f"course hint {shown}": f"hint({shown})"}
     return _captured(app, lambda a: run(a, n), again)
 
@@ -297,7 +299,7 @@ def solution(
     from grader.repo import shipped
     from grader.results import Status
 
-    app = _app(home)
+    app = _app(home, ensure=False)
     with _one_line():
         chosen = _chosen(app, _number(lesson))
     states = app.states()
@@ -324,9 +326,10 @@ def save(lesson: int, code: str, *, home: str | Path | None = None) -> Page:
     from course.commands.show import next_backup
     from grader.repo import shipped
 
-    app = _app(home)
+    app = _app(home, ensure=False)
     with _one_line():
         chosen = app.lesson(_number(lesson))
+    _ensure(app)
     target = app.ws.exercise_file(chosen.module)
     stub = (shipped().stubs / f"{chosen.module}.py").read_text()
     code = code if code.endswith("\n") else code + "\n"
@@ -470,9 +473,11 @@ def grade(
 
     target = None if target is None else str(target)
     own_code = not options.get("solutions") and not options.get("path")
-    app = _app(home, need_workspace=own_code)
+    app = _app(home, need_workspace=own_code, ensure=False)
     with _one_line():  # a wrong target: one line, nothing shown
         parse_target(app, target, bool(options.get("all_lessons")))
+    if own_code:
+        _ensure(app)  # "Set up your workspace …" before the report, not after it
     collected: list[Verdict] = []
     cell = _cell()
     line = None if cell is None else cell.line

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
-from course import notebook
-from course.commands.common import UsageProblem
+from course import notebook, palette
 from course.progress import Progress
 from tests.mistakes import MISTAKES
 
@@ -68,25 +74,31 @@ def test_grade_shows_the_report_in_its_cell_and_not_twice(home, screen):
     screen.count = 8  # `r` in a later cell shows it again
     g._ipython_display_()
     assert len(screen.outputs) == 2 and "Score 5/5" in screen.outputs[1]["text/plain"]
-    # the HTML is a fragment: a dark theme is not painted white
+    # the HTML is a fragment: a dark theme is not painted white; its one stylesheet
+    # touches only the fragment (tests/test_palette.py: every colour's contrast)
     html = g._repr_mimebundle_()["text/html"]
-    assert html.startswith("<pre") and html.rstrip().endswith("</pre>")
-    for page in ("<html", "<body", "<head", "<style", "background"):
+    assert html.startswith("<style>") and html.rstrip().endswith("</pre>")
+    for page in ("<html", "<body", "<head", "background"):
         assert page not in html.lower(), page
-    assert "Score 5/5" in html and "color: #" in html  # its own colours, inline
+    scoped = tuple(f" .sc-{name}" for name in palette.PALETTE)
+    assert all(r.endswith(scoped) for r in re.findall(r"([^{}>]+)\{", html.split("</style>")[0]))
+    assert "Score 5/5" in html and 'class="sc-green" style="color:#' in html
+    assert "\x1b" not in g._repr_mimebundle_()["text/plain"]
 
 
 def test_a_wrong_target_raises_before_anything_is_shown(home, screen):
-    with pytest.raises(UsageProblem, match="no lesson 99"):
+    with pytest.raises(notebook.CourseError, match="no lesson 99"):
         notebook.grade(99)
     assert screen.outputs == []
 
 
 def test_an_error_while_starting_clears_the_progress_line(home, screen):
-    with pytest.raises(UsageProblem, match="--timeout"):
+    with pytest.raises(notebook.CourseError, match="--timeout"):
         notebook.grade(1, timeout=-1)
-    assert screen.updates[0]["text/plain"] == "starting the grader …"
-    assert screen.outputs == [{"text/plain": ""}]
+    setup, starting, *_ = (u["text/plain"] for u in screen.updates)
+    assert setup.startswith("Set up your workspace: 14 exercise file(s)")  # first, as it happens
+    assert starting == "starting the grader …"
+    assert screen.outputs[1:] == [{"text/plain": ""}]
 
 
 def test_a_passed_lesson_points_to_the_next_one(home, screen, root):
@@ -97,7 +109,7 @@ def test_a_passed_lesson_points_to_the_next_one(home, screen, root):
     assert (
         g
         and "Next: lesson 2 · Collectives from first principles"
-        in (screen.outputs[0]["text/plain"])
+        in (screen.outputs[-1]["text/plain"])
     )
 
 
@@ -125,3 +137,134 @@ def test_attempt_records_a_command_a_person_can_run(home):
         ((attempt, *_rest, command, _state),) = p.attempts()
         assert command == "course grade 1 --max-examples 0"
         assert set(p.versions(attempt)) >= {"python", "jax", "jaxlib", "hypothesis"}
+
+
+def test_errors_are_one_line_in_a_real_ipython_shell(home, capsys):
+    """IPython shows a CourseError as its one line, not a 20-line traceback."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        for call, said in (
+            ("show(99)", "there is no lesson 99 (lessons: 1, 2"),
+            ("hint('two')", "'two': give a lesson number, e.g. 2"),
+            ("grade(99)", "there is no lesson 99"),
+            ("grade('1.nope')", "lesson 1 has no exercise 'nope'"),
+        ):
+            shell.run_cell(f"from course import notebook\nnotebook.{call}")
+            out = capsys.readouterr()
+            lines = [line for line in (out.out + out.err).splitlines() if line.strip()]
+            assert lines == [f"CourseError: {lines[0].split(': ', 1)[1]}"], lines
+            assert said in lines[0], lines
+    finally:
+        InteractiveShell.clear_instance()
+
+
+@pytest.fixture
+def no_workspace(tmp_path, monkeypatch):
+    """An installed course (a wheel, Colab): no rule finds a workspace."""
+    monkeypatch.delenv("COURSE_HOME", raising=False)
+    monkeypatch.setenv("COURSE_PLATFORM", "cpu")
+    monkeypatch.setattr("course.commands.common.workspace", lambda home, db: (
+        None if home is None else __import__("course.paths").paths.workspace(home, db)
+    ))  # fmt: skip
+    monkeypatch.setattr(notebook, "_session", notebook.Session())
+    return tmp_path
+
+
+def test_without_a_workspace_grade_says_how_to_make_one(no_workspace, screen):
+    for call in (lambda: notebook.grade(1), notebook.status, lambda: notebook.hint(1)):
+        with pytest.raises(
+            notebook.CourseError, match=r"no workspace yet: run course\.notebook\.init\(\)"
+        ):
+            call()
+    assert screen.outputs == []
+
+
+def test_home_makes_the_workspace_and_says_so_before_the_report(no_workspace, screen):
+    home = no_workspace / "drive" / "scaling-course"
+    g = notebook.grade(1, home=home, max_examples=0)
+    assert (home / ".course-workspace").is_file() and (
+        home / "exercises" / "l01_meshes.py"
+    ).is_file()
+    first, *rest = screen.outputs
+    assert first["text/plain"].startswith("Set up your workspace: 14 exercise file(s) copied to")
+    assert "not started" in rest[-1]["text/plain"] and not g
+    assert all("\x1b" not in o["text/plain"] for o in screen.outputs)
+    with Progress(home / "progress.db") as p:  # recorded in that workspace
+        assert len(p.attempts()) == 1
+
+
+def test_init_chooses_the_kernels_workspace(no_workspace, screen):
+    home = no_workspace / "ws"
+    page = notebook.init(home)
+    assert f"Workspace: {home.resolve()} (14 exercise file(s) copied)" in page.plain
+    assert "hint 1 of 5" in notebook.hint(1).plain  # no home= needed any more
+    assert "Your progress" in notebook.status().plain
+
+
+def test_show_inlines_the_figures_and_plain_text_names_them(home):
+    page = notebook.show(1)
+    bundle = page._repr_mimebundle_()
+    assert "![which device holds which block" in bundle["text/markdown"]
+    assert "(data:image/svg+xml;base64," in bundle["text/markdown"]
+    assert "(figure: which device holds which block" in bundle["text/plain"]
+    assert "![" not in bundle["text/plain"] and "grade(1)" in bundle["text/plain"]
+
+
+def test_hints_advance_and_speak_of_the_notebook(home):
+    first, second = notebook.hint(2).plain, notebook.hint(2).plain
+    assert "Lesson 2 · hint 1 of 5" in first and "Lesson 2 · hint 2 of 5" in second
+    assert "Run hint(2) again for the next one." in first and "course hint" not in first
+    assert "\x1b" not in first
+    html = notebook.hint(2)._repr_mimebundle_()["text/html"]
+    assert 'class="sc-yellow"' in html  # the panel's border, in the themed colour
+
+
+def test_solution_is_locked_then_whole_python(home):
+    assert "unlocks once every exercise of it has passed" in notebook.solution(1).plain
+    source = notebook.solution(1, force=True).plain
+    ast.parse(source)
+    assert source == (Path(__file__).parent.parent / "solutions" / "l01_meshes.py").read_text()
+
+
+def test_an_exercise_cell_never_loses_code_written_elsewhere(home):
+    stub = (Path(__file__).parent.parent / "exercises" / "l01_meshes.py").read_text()
+    target = home / "exercises" / "l01_meshes.py"
+    notebook.init(home)
+    assert "already holds this cell" in notebook.save(1, stub).plain
+    target.write_text(stub + "# mine, from my editor\n")
+    kept = notebook.save(1, stub)  # the untouched stub cell, run again: the file stays
+    assert "already holds your code, not the stub: kept" in kept.plain
+    assert target.read_text().endswith("# mine, from my editor\n")
+    notebook.save(1, stub + "# from the cell\n")  # edited cell: written, the file backed up
+    assert target.read_text().endswith("# from the cell\n")
+    assert (
+        (home / "exercises" / "l01_meshes.py.1.bak")
+        .read_text()
+        .endswith("# mine, from my editor\n")
+    )
+    notebook.save(1, stub + "# from the cell, again\n")  # this kernel's own text: no new backup
+    assert not (home / "exercises" / "l01_meshes.py.2.bak").exists()
+
+
+def test_the_exercise_magic_writes_the_file(home):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell(f"from course import notebook\nnotebook.init({str(home)!r})")
+        result = shell.run_cell("%%exercise 2\nX = 1\n")
+        assert result.success and "Wrote" in repr(result.result)
+        assert (home / "exercises" / "l02_collectives.py").read_text() == "X = 1\n"
+    finally:
+        InteractiveShell.clear_instance()
+
+
+def test_python_m_course_is_the_command(tmp_path, root):
+    env = {**os.environ, "COURSE_HOME": str(tmp_path), "COLUMNS": "100"}
+    run = [sys.executable, "-m", "course"]
+    ok = subprocess.run([*run, "hint", "1"], cwd=root, env=env, capture_output=True, text=True)
+    assert ok.returncode == 0 and "hint 1 of 5" in ok.stdout, ok.stderr
+    bad = subprocess.run([*run, "show", "99"], cwd=root, env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0, bad.stderr

@@ -1,0 +1,122 @@
+"""notebooks/: one per lesson, in sync with the texts and stubs, and lessons 1-2's run top
+to bottom in a real kernel without raising."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+
+import pytest
+
+from course import notebooks, registry
+
+nbformat = pytest.importorskip("nbformat")
+
+
+def test_every_lesson_has_its_notebook_in_sync(root):
+    assert notebooks.problems(registry.load(), root) == []
+    names = sorted(p.name for p in (root / "notebooks").glob("*.ipynb"))
+    assert names == [f"{x.number:02d}_{x.slug}.ipynb" for x in registry.load().lessons]
+
+
+def test_a_notebook_behind_its_text_or_stub_is_named(root, tmp_path):
+    for folder in ("course/lessons", "exercises", "notebooks"):
+        shutil.copytree(root / folder, tmp_path / folder)
+    stub = tmp_path / "exercises" / "l02_collectives.py"
+    stub.write_text(stub.read_text().replace("TODO", "TODO (changed)", 1))
+    text = tmp_path / "course" / "lessons" / "03_cost_model.md"
+    text.write_text(text.read_text() + "\nOne more line.\n")
+    (tmp_path / "notebooks" / "05_collective_matmul.ipynb").unlink()
+    (tmp_path / "notebooks" / "99_old.ipynb").write_text("{}")
+    assert notebooks.problems(registry.load(), tmp_path) == [
+        "notebooks/02_collectives.ipynb is out of sync with its lesson: run course dev notebooks",
+        "notebooks/03_cost_model.ipynb is out of sync with its lesson: run course dev notebooks",
+        "notebooks/05_collective_matmul.ipynb is missing: run course dev notebooks",
+        "notebooks/99_old.ipynb belongs to no lesson in course.toml",
+    ]
+    changed = notebooks.write(registry.load(), tmp_path)
+    assert sorted(p.name for p in changed) == [
+        "02_collectives.ipynb", "03_cost_model.ipynb", "05_collective_matmul.ipynb",
+    ]  # fmt: skip
+    assert notebooks.problems(registry.load(), tmp_path) == [
+        "notebooks/99_old.ipynb belongs to no lesson in course.toml"
+    ]
+
+
+def test_a_notebook_holds_the_text_figures_exercise_grade_and_hint(root):
+    nb = nbformat.read(root / "notebooks" / "01_meshes.ipynb", as_version=4)
+    nbformat.validate(nb)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "google.colab" in code[0] and "0, 10, 2" in code[0]  # Colab's own JAX kept from 0.10.2
+    assert "drive.mount" in code[1] and "course.init(home)" in code[1]
+    stub = (root / "exercises" / "l01_meshes.py").read_text()
+    assert code[2] == "%%exercise 1\n" + stub.rstrip("\n")
+    assert code[3:] == ["course.grade(1)", "course.hint(1)"]
+    assert "## The arithmetic" in markdown and "data:image/svg+xml;base64," in markdown
+    assert "(figures/" not in markdown  # inlined: Colab has no files beside the notebook
+
+
+@pytest.fixture
+def kernel(tmp_path, monkeypatch):
+    """A kernel spec for this Python (the one the tests run in), and a fresh workspace."""
+    spec = tmp_path / "jupyter" / "kernels" / "course-test"
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "language": "python",
+                                                  "display_name": "course test"}))  # fmt: skip
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("COURSE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COURSE_PLATFORM", "cpu")
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", ["01_meshes", "02_collectives"])
+def test_the_notebook_runs_top_to_bottom_in_a_real_kernel(root, kernel, name):
+    """Lesson 1: about 8 s here (2 busy cores), lesson 2 about 10 s: most of it the grade."""
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(root / "notebooks" / f"{name}.ipynb", as_version=4)
+    start = time.monotonic()
+    NotebookClient(
+        nb, timeout=600, kernel_name="course-test", resources={"metadata": {"path": str(kernel)}}
+    ).execute()  # raises CellExecutionError on any error
+    print(f"{name}: {time.monotonic() - start:.1f} s")
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    texts = [o.get("data", {}).get("text/plain", "") for o in outputs]
+    number = int(name[:2])
+    module = next(x.module for x in registry.load().lessons if x.number == number)
+    written = kernel / "home" / "exercises" / f"{module}.py"
+    assert written.read_text() == (root / "exercises" / f"{module}.py").read_text()
+    report = next(t for t in texts if f"Lesson {number} ·" in t and "status" in t)
+    assert "not started" in report and "passed" not in report and "Traceback" not in report
+    assert any(f"Lesson {number} · hint 1 of" in t for t in texts)
+    assert all("\x1b" not in t for t in texts)
+
+
+def test_course_dev_check_names_a_stale_notebook_and_figure(root, tmp_path):
+    import os
+    import subprocess
+
+    tree = tmp_path / "tree"
+    folders = ("exercises", "solutions", "grader/lessons", "course/lessons", "tests/mistakes")
+    for folder in (*folders, "notebooks"):
+        shutil.copytree(root / folder, tree / folder)
+    shutil.copy(root / "README.md", tree / "README.md")
+    stub = tree / "exercises" / "l01_meshes.py"
+    stub.write_text(stub.read_text() + "\n# TODO: one more line\n")
+    (tree / "course" / "lessons" / "figures" / "13_hierarchical_all_reduce.svg").write_text(
+        "<svg/>"
+    )
+    env = {**os.environ, "COURSE_ROOT": str(tree), "COURSE_HOME": str(tmp_path / "home")}
+    r = subprocess.run([sys.executable, "-m", "course", "dev", "check", "--static"], cwd=root,
+                       env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    said = " ".join(r.stdout.split())
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "notebooks/01_meshes.ipynb is out of sync with its lesson" in said
+    assert "figures/13_hierarchical_all_reduce.svg is out of date" in said
