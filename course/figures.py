@@ -70,8 +70,12 @@ class Svg:
             f'fill="{colour}"{weight}>{html.escape(s)}</text>'
         )
 
-    def line(self, x1: float, y1: float, x2: float, y2: float, *, arrow: bool = False) -> None:
-        head = ' marker-end="url(#arrow)"' if arrow else ""
+    def line(
+        self, x1: float, y1: float, x2: float, y2: float, *, arrow: bool = False,
+        both: bool = False,
+    ) -> None:  # fmt: skip
+        head = ' marker-end="url(#arrow)"' if arrow or both else ""
+        head += ' marker-start="url(#arrow)"' if both else ""
         self.parts.append(
             f'<line x1="{x1:g}" y1="{y1:g}" x2="{x2:g}" y2="{y2:g}" stroke="{INK}" '
             f'stroke-width="1.2"{head}/>'
@@ -447,7 +451,7 @@ def hierarchical_all_reduce() -> str:
         if kind == "all-reduce":
             for j in range(d):
                 x = x0 + j * cell + cell / 2
-                svg.line(x, 70 + cell - 3, x, 70 + cell + 37, arrow=True)
+                svg.line(x, 70 + cell - 1, x, 70 + cell + 39, both=True)  # both ways
         label = " ".join("{" + ",".join(map(str, g)) + "}" for g in gs)
         svg.text(x0 + d * cell / 2, 70 + p * (cell + 40) + 4, f"groups {label}", size=10,
                  colour=MUTED)  # fmt: skip
