@@ -53,6 +53,32 @@ def test_the_ring_passes_on_what_it_received():
     assert all(row == list(range(n)) for row in steps[-1])
 
 
+def test_the_collective_matmul_passes_left_and_meets_every_block():
+    """Step s + 1 on device i holds what device i + 1 held at step s (sent left), and down
+    a column every device multiplies each block once (a right-sending figure fails)."""
+    for n in (2, 3, 4, 5):
+        held = figures.held_blocks(n)
+        assert held[0] == list(range(n))  # each starts with its own block
+        for s in range(n - 1):
+            assert [held[s + 1][i] for i in range(n)] == [held[s][(i + 1) % n] for i in range(n)]
+        assert all(sorted(held[s][i] for s in range(n)) == list(range(n)) for i in range(n))
+
+
+def test_lesson_3s_and_11s_figures_draw_the_texts_numbers(root):
+    roof = figures.roofline()
+    for chip, critical in (
+        ("tpu-v5e", 241),
+        ("tpu-v5p", 166),
+        ("h100-sxm", 295),
+        ("h200-sxm", 206),
+    ):
+        assert f"{chip}: C/H = {critical}" in roof  # lesson 3's table, from the grader's CHIPS
+    moe = figures.expert_capacity()
+    text = (root / "course" / "lessons" / "11_expert_parallel.md").read_text()
+    assert "tokens routed per expert: [95, 18, 18, 25, 32, 22, 23, 23]" in text
+    assert "95 routed, 55 dropped" in moe and "capacity C = 40" in moe  # the grader's router
+
+
 def test_lesson_13s_groups_span_the_axes_the_grader_expects():
     from grader.checks.groups import spanned_axes
 
@@ -80,7 +106,7 @@ def test_every_figure_is_valid_svg_with_its_own_white_card():
 
 def test_the_real_figures_are_up_to_date_and_shown(root):
     assert figures.problems(root / "course" / "lessons") == []
-    assert {f.lesson for f in figures.FIGURES} >= {1, 2, 4, 7, 9, 10, 13, 14}
+    assert {f.lesson for f in figures.FIGURES} >= {1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 13, 14}
 
 
 def test_a_stale_missing_unshown_or_stray_figure_is_named(root, tmp_path):
