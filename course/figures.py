@@ -227,6 +227,60 @@ def ring_all_gather() -> str:
     return svg.render("Lesson 2: a ring all-gather's steps on four devices")
 
 
+# ------------------------------------------------------------------ lesson 3
+
+
+def roofline() -> str:
+    import math
+
+    from grader.lessons.l03_cost_model.spec import CHIPS
+
+    chips = [c for name, c in CHIPS.items() if not name.startswith("toy")]
+    x0, y0, w, h = 80, 50, 560, 300  # plot area
+    lo_i, hi_i, lo_f, hi_f = 0.0, 4.0, 11.0, 15.5  # log10 of FLOPs/byte and FLOP/s
+
+    def px(i: float) -> float:
+        return x0 + (math.log10(i) - lo_i) / (hi_i - lo_i) * w
+
+    def py(f: float) -> float:
+        return y0 + h - (math.log10(f) - lo_f) / (hi_f - lo_f) * h
+
+    svg = Svg(900, y0 + h + 60)
+    svg.text(20, 22, "The roofline: attainable FLOP/s = min(C, intensity · H), log-log",
+             anchor="start", bold=True, size=13)  # fmt: skip
+    svg.rect(x0, y0, w, h, CARD, stroke=MUTED)
+    for e in range(int(lo_i), int(hi_i) + 1):
+        svg.text(px(10**e), y0 + h + 16, f"{10**e:g}", size=10, colour=MUTED)
+    for e in range(12, 16):
+        svg.text(x0 - 6, py(10**e) + 4, f"{10**e / 1e12:g} T", anchor="end", size=10,
+                 colour=MUTED)  # fmt: skip
+    svg.text(x0 + w / 2, y0 + h + 34, "arithmetic intensity (FLOPs per byte)", size=11)
+    svg.text(x0 - 6, y0 - 8, "FLOP/s", anchor="end", size=11)
+    colours = ("#0b5cad", "#1a7f37", "#c5221f", "#a3319c")
+    for k, (chip, colour) in enumerate(zip(chips, colours)):
+        knee = chip.peak_flops / chip.hbm_bandwidth
+        pts = [(10**lo_i, chip.hbm_bandwidth * 10**lo_i), (knee, chip.peak_flops),
+               (10**hi_i, chip.peak_flops)]  # fmt: skip
+        path = " ".join(f"{px(i):.1f},{py(f):.1f}" for i, f in pts)
+        svg.parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
+                         'stroke-width="2"/>')  # fmt: skip
+        svg.parts.append(f'<circle cx="{px(knee):.1f}" cy="{py(chip.peak_flops):.1f}" r="3.5" '
+                         f'fill="{colour}"/>')  # fmt: skip
+        svg.text(x0 + w + 10, y0 + 20 + 18 * k, f"{chip.name}: C/H = {knee:.0f}",
+                 anchor="start", size=11, colour=colour)  # fmt: skip
+    h100 = CHIPS["h100-sxm"]
+    d = 8192
+    for b in (1, 128, 319, 1024, 4096):  # lesson 3's worked example: [B, d]·[d, d] in bf16
+        intensity = b * d / (2 * b + d)
+        attained = min(h100.peak_flops, intensity * h100.hbm_bandwidth)
+        svg.parts.append(f'<circle cx="{px(intensity):.1f}" cy="{py(attained):.1f}" r="4" '
+                         f'fill="{CARD}" stroke="{INK}" stroke-width="1.2"/>')  # fmt: skip
+        svg.text(px(intensity) + 6, py(attained) + 16, f"B={b}", anchor="start", size=10)
+    svg.text(x0 + w + 10, y0 + 20 + 18 * len(chips) + 10, "○ H100, [B, 8192]·[8192, 8192]",
+             anchor="start", size=11)  # fmt: skip
+    return svg.render("Lesson 3: the roofline of four chips")
+
+
 # ------------------------------------------------------------------ lesson 4
 
 
@@ -290,6 +344,42 @@ def _dims(spec: tuple, letters: str) -> str:
     return ", ".join(f"{d}_X" if e == "x" else d for d, e in zip(letters, spec))
 
 
+# ------------------------------------------------------------------ lesson 5
+
+
+def held_blocks(n: int) -> list[list[int]]:
+    """``held[s][i]``: the W block device i multiplies at step s of the all-gather matmul
+    that sends left: block (i + s) mod N."""
+    return [[(i + s) % n for i in range(n)] for s in range(n)]
+
+
+def collective_matmul() -> str:
+    n, cell = 4, 58
+    held = held_blocks(n)
+    svg = Svg(140 + n * (cell + 40) + 180, 90 + n * (cell + 16))
+    svg.text(20, 22, "allgather_matmul on 4 devices: each step multiplies the W block it holds "
+             "and passes it left", anchor="start", bold=True, size=13)  # fmt: skip
+    for i in range(n):
+        svg.text(110 + i * (cell + 40) + cell / 2, 54, f"device {i}", bold=True)
+    for s in range(n):
+        y = 66 + s * (cell + 16)
+        svg.text(50, y + cell / 2 + 4, f"step {s}", anchor="end", bold=True)
+        for i in range(n):
+            x = 110 + i * (cell + 40)
+            b = held[s][i]
+            svg.rect(x, y, cell, cell, DEVICE_FILLS[b])
+            svg.text(x + cell / 2, y + cell / 2 - 4, f"W{b}", size=12, bold=True)
+            svg.text(x + cell / 2, y + cell / 2 + 12, f"× X[:, {b}]", size=10)
+            if s < n - 1:  # the send to device i − 1 (the last step sends nothing)
+                svg.line(x - 2, y + cell / 2, x - (38 if i else 26), y + cell / 2, arrow=True)
+                if i == 0:  # device 0 sends round the ring, to the last device
+                    svg.text(x - 30, y + cell / 2 + 4, f"d{n - 1}", anchor="end", size=10)
+    svg.text(110, 66 + n * (cell + 16) + 4, "Colour: which W block. Down a column a device "
+             "meets every block once; N products, N − 1 sends.", anchor="start", size=11,
+             colour=MUTED)  # fmt: skip
+    return svg.render("Lesson 5: the all-gather matmul's steps")
+
+
 # ------------------------------------------------------------------ lesson 7
 
 
@@ -325,6 +415,49 @@ def memory_per_device() -> str:
         svg.rect(140 + k * 190, y, 14, 14, fill)
         svg.text(160 + k * 190, y + 11, label, anchor="start", size=11)
     return svg.render("Lesson 7: memory per device under DP and the ZeRO stages")
+
+
+# ------------------------------------------------------------------ lesson 8
+
+
+def tensor_parallel_mlp() -> str:
+    n, unit = 4, 80
+    svg = Svg(900, 250)
+    svg.text(20, 22, "A Megatron MLP on N = 4 devices: w_in split by columns, w_out by rows, "
+             "one all-reduce", anchor="start", bold=True, size=13)  # fmt: skip
+    top = 60
+
+    def block(x: float, w: float, h: float, split: str | None, label: str) -> None:
+        for k in range(n if split else 1):
+            if split == "cols":
+                svg.rect(x + k * w / n, top, w / n, h, DEVICE_FILLS[k])
+            elif split == "rows":
+                svg.rect(x, top + k * h / n, w, h / n, DEVICE_FILLS[k])
+            else:
+                svg.rect(x, top, w, h, "#e6e6e6")
+        svg.text(x + w / 2, top + h + 16, label, size=11)
+
+    block(20, 50, unit, None, "x [B, D]")
+    svg.text(84, top + unit / 2 + 4, "·", size=16)
+    block(96, unit, unit, "cols", "w_in [D, F_model]")
+    svg.text(190, top + unit / 2 + 4, "=", size=16)
+    block(204, unit, unit / 1.6, "cols", "tanh(h) [B, F_model]")
+    svg.text(298, top + unit / 2 + 4, "·", size=16)
+    block(310, 50, unit * 1.2, "rows", "w_out [F_model, D]")
+    svg.text(374, top + unit / 2 + 4, "=", size=16)
+    for k in range(n):  # N partial sums
+        svg.rect(392 + k * 4, top + 8 - k * 4, 50, unit / 1.6, DEVICE_FILLS[n - 1 - k])
+    svg.text(430, top + unit + 16, "y_i, partial [B, D]", size=11)
+    svg.line(470, top + unit / 3, 600, top + unit / 3, arrow=True)
+    svg.text(535, top + unit / 3 - 8, "all-reduce (psum)", size=11, bold=True)
+    block(614, 50, unit / 1.6, None, "y [B, D]")
+    svg.text(20, top + unit + 60, "Column-parallel: x · w_in[:, i] needs no communication; "
+             "tanh acts on each column. Row-parallel: t_i · w_out[i, :] is a partial sum over F.",
+             anchor="start", size=11, colour=MUTED)  # fmt: skip
+    svg.text(20, top + unit + 78, "Bytes per device: one all-reduce of [B, D], "
+             "2(N−1)/N · B·D · bytes per element.", anchor="start", size=11,
+             colour=MUTED)  # fmt: skip
+    return svg.render("Lesson 8: a tensor-parallel MLP")
 
 
 # ------------------------------------------------------------------ lesson 9
@@ -410,6 +543,45 @@ def ring_attention() -> str:
         svg.rect(40 + k * 235, y, 14, 14, USE_FILLS[use])
         svg.text(60 + k * 235, y + 11, label, anchor="start", size=11)
     return svg.render("Lesson 10: ring attention's blocks and the causal waste")
+
+
+# ------------------------------------------------------------------ lesson 11
+
+
+def expert_capacity() -> str:
+    import math
+
+    import numpy as np
+
+    from grader.lessons.l11_expert_parallel import routing
+
+    t, e = 256, 8  # lesson 11's measurement: 256 tokens, 8 experts, expert 0 favoured by one
+    skewed = np.random.default_rng(0).standard_normal((t, e)) + np.eye(e)[0]
+    capacity = math.ceil(1.25 * t / e)
+    load = routing.route(skewed, capacity).load()
+    scale, bar = 3.2, 22
+    svg = Svg(720, 70 + e * (bar + 8) + 40)
+    svg.text(20, 22, f"Tokens per expert, {t} tokens, capacity C = {capacity} (cf = 1.25), the "
+             "router favouring expert 0", anchor="start", bold=True, size=13)  # fmt: skip
+    x0 = 100
+    for k, (routed, kept) in enumerate(load):
+        y = 44 + k * (bar + 8)
+        svg.text(x0 - 10, y + bar / 2 + 4, f"expert {k}", anchor="end", size=11)
+        svg.rect(x0, y, kept * scale, bar, USE_FILLS["whole"])
+        if routed > kept:
+            svg.rect(x0 + kept * scale, y, (routed - kept) * scale, bar, USE_FILLS["masked"])
+        svg.text(x0 + routed * scale + 8, y + bar / 2 + 4,
+                 f"{routed} routed" + (f", {routed - kept} dropped" if routed > kept else ""),
+                 anchor="start", size=11)  # fmt: skip
+    cap_x = x0 + capacity * scale
+    svg.line(cap_x, 38, cap_x, 44 + e * (bar + 8))
+    svg.text(cap_x, 44 + e * (bar + 8) + 14, f"C = {capacity} slots", size=11, bold=True)
+    y = 44 + e * (bar + 8) + 24
+    svg.rect(x0, y, 14, 14, USE_FILLS["whole"])
+    svg.text(x0 + 20, y + 11, "kept", anchor="start", size=11)
+    svg.rect(x0 + 80, y, 14, 14, USE_FILLS["masked"])
+    svg.text(x0 + 100, y + 11, "dropped (over capacity)", anchor="start", size=11)
+    return svg.render("Lesson 11: tokens per expert against the capacity")
 
 
 # ------------------------------------------------------------------ lesson 13
@@ -503,10 +675,14 @@ def time_breakdown() -> str:
 FIGURES = (
     Figure(1, "01_mesh_layouts.svg", "which device holds which block of an 8×8 array, for five specs on the 2×4 mesh", mesh_layouts),
     Figure(2, "02_ring_all_gather.svg", "a ring all-gather on four devices, step by step", ring_all_gather),
+    Figure(3, "03_roofline.svg", "the roofline of four chips, with lesson 3's worked example on the H100", roofline),
     Figure(4, "04_matmul_cases.svg", "the four cases of a sharded matmul and the collective each needs", matmul_cases),
+    Figure(5, "05_collective_matmul.svg", "the all-gather matmul's steps: which W block each device multiplies", collective_matmul),
     Figure(7, "07_memory_per_device.svg", "bytes per parameter on each device under DP and ZeRO-1, 2, 3", memory_per_device),
+    Figure(8, "08_tensor_parallel_mlp.svg", "a Megatron MLP: w_in split by columns, w_out by rows, one all-reduce", tensor_parallel_mlp),
     Figure(9, "09_pipeline_schedules.svg", "GPipe and 1F1B, tick by tick, with the bubble", pipeline_schedules),
     Figure(10, "10_ring_attention.svg", "ring attention's blocks per step, contiguous and zigzag, and the causal waste", ring_attention),
+    Figure(11, "11_expert_capacity.svg", "tokens per expert against the capacity: kept and dropped", expert_capacity),
     Figure(13, "13_hierarchical_all_reduce.svg", "the hierarchical all-reduce's three steps and their replica groups", hierarchical_all_reduce),
     Figure(14, "14_time_breakdown.svg", "the step time of lesson 14's six best plans, term by term", time_breakdown),
 )  # fmt: skip
