@@ -380,6 +380,44 @@ def collective_matmul() -> str:
     return svg.render("Lesson 5: the all-gather matmul's steps")
 
 
+# ------------------------------------------------------------------ lesson 6
+
+
+def data_parallel_step() -> str:
+    n, w, h = 4, 120, 30
+    svg = Svg(40 + 110 + n * (w + 16) + 120, 330)
+    svg.text(20, 22, "One data-parallel step on N = 4 devices: the batch is split, the gradient "
+             "all-reduced", anchor="start", bold=True, size=13)  # fmt: skip
+    batch = ("x[0 : B/4]", "x[B/4 : B/2]", "x[B/2 : 3B/4]", "x[3B/4 : B]")
+    rows = (("params", ["θ"] * n, False, "P()"), ("batch rows", batch, True, "P('data', None)"),
+            ("local grad", [f"∇ℓ_{i}" for i in range(n)], True, "local"),
+            ("gradient", ["∇L"] * n, False, "P()"))  # fmt: skip
+    x0 = 150
+    for i in range(n):
+        svg.text(x0 + i * (w + 16) + w / 2, 52, f"device {i}", bold=True)
+    top = []
+    for r, (label, cells, own, spec) in enumerate(rows):
+        y = 64 + r * (h + 22) + (40 if r == 3 else 0)
+        top.append(y)
+        svg.text(x0 - 12, y + h / 2 + 4, label, anchor="end", size=11)
+        for i in range(n):
+            x = x0 + i * (w + 16)
+            svg.rect(x, y, w, h, DEVICE_FILLS[i] if own else "#e6e6e6")
+            svg.text(x + w / 2, y + h / 2 + 4, cells[i], size=11)
+        svg.text(x0 + n * (w + 16) + 4, y + h / 2 + 4, spec, anchor="start", size=11,
+                 colour=MUTED)  # fmt: skip
+    join = top[2] + h + 20
+    svg.line(x0 + w / 2, join, x0 + (n - 1) * (w + 16) + w / 2, join)
+    for i in range(n):
+        x = x0 + i * (w + 16) + w / 2
+        svg.line(x, top[2] + h, x, join)
+        svg.line(x, join, x, top[3] - 2, arrow=True)
+    svg.text(x0 + (n * (w + 16) - 16) / 2, top[3] + h + 22, "all-reduce over 'data', ÷ N "
+             "(lax.pmean): 2(N − 1)/N · |params| bytes per device, whatever the batch", size=11,
+             bold=True)  # fmt: skip
+    return svg.render("Lesson 6: a data-parallel step")
+
+
 # ------------------------------------------------------------------ lesson 7
 
 
@@ -584,6 +622,35 @@ def expert_capacity() -> str:
     return svg.render("Lesson 11: tokens per expert against the capacity")
 
 
+# ------------------------------------------------------------------ lesson 12
+
+
+def who_holds_what() -> str:
+    data, model, d, f, heads = 4, 2, 32, 64, 6  # lesson 12's example mesh and sizes
+    w, h = 230, 52
+    svg = Svg(120 + model * (w + 16) + 80, 80 + data * (h + 10) + 30)
+    svg.text(20, 22, f"Who holds what on the ('data', 'model') = ({data}, {model}) mesh: "
+             "each weight split twice", anchor="start", bold=True, size=13)  # fmt: skip
+    for m in range(model):
+        x = 120 + m * (w + 16)
+        hs = heads // model
+        svg.text(x + w / 2, 50, f"'model' {m}: heads {m * hs}–{(m + 1) * hs - 1}, "
+                 f"F cols {m * f // model}–{(m + 1) * f // model - 1}", size=11, bold=True)  # fmt: skip
+    for r in range(data):
+        y = 62 + r * (h + 10)
+        svg.text(110, y + h / 2 + 4, f"'data' {r}", anchor="end", bold=True)
+        for m in range(model):
+            x = 120 + m * (w + 16)
+            svg.rect(x, y, w, h, DEVICE_FILLS[r * model + m])
+            svg.text(x + w / 2, y + 20, f"device ({r}, {m}): x rows {r}", size=11)
+            svg.text(x + w / 2, y + 38, f"D rows {r * d // data}–{(r + 1) * d // data - 1} "
+                     "of its heads / F cols", size=11)  # fmt: skip
+    svg.text(120, 62 + data * (h + 10) + 14, "A row of devices holds the same activations; each "
+             "device holds |params| / (data · model).", anchor="start", size=11,
+             colour=MUTED)  # fmt: skip
+    return svg.render("Lesson 12: who holds what on a two-axis mesh")
+
+
 # ------------------------------------------------------------------ lesson 13
 
 
@@ -678,11 +745,13 @@ FIGURES = (
     Figure(3, "03_roofline.svg", "the roofline of four chips, with lesson 3's worked example on the H100", roofline),
     Figure(4, "04_matmul_cases.svg", "the four cases of a sharded matmul and the collective each needs", matmul_cases),
     Figure(5, "05_collective_matmul.svg", "the all-gather matmul's steps: which W block each device multiplies", collective_matmul),
+    Figure(6, "06_data_parallel_step.svg", "a data-parallel step: the batch split, the gradient all-reduced", data_parallel_step),
     Figure(7, "07_memory_per_device.svg", "bytes per parameter on each device under DP and ZeRO-1, 2, 3", memory_per_device),
     Figure(8, "08_tensor_parallel_mlp.svg", "a Megatron MLP: w_in split by columns, w_out by rows, one all-reduce", tensor_parallel_mlp),
     Figure(9, "09_pipeline_schedules.svg", "GPipe and 1F1B, tick by tick, with the bubble", pipeline_schedules),
     Figure(10, "10_ring_attention.svg", "ring attention's blocks per step, contiguous and zigzag, and the causal waste", ring_attention),
     Figure(11, "11_expert_capacity.svg", "tokens per expert against the capacity: kept and dropped", expert_capacity),
+    Figure(12, "12_who_holds_what.svg", "who holds what on the ('data', 'model') mesh: each weight split twice", who_holds_what),
     Figure(13, "13_hierarchical_all_reduce.svg", "the hierarchical all-reduce's three steps and their replica groups", hierarchical_all_reduce),
     Figure(14, "14_time_breakdown.svg", "the step time of lesson 14's six best plans, term by term", time_breakdown),
 )  # fmt: skip
