@@ -118,7 +118,7 @@ def test_every_figure_is_valid_svg_with_its_own_white_card():
 
 def test_the_real_figures_are_up_to_date_and_shown(root):
     assert figures.problems(root / "course" / "lessons") == []
-    assert {f.lesson for f in figures.FIGURES} == set(range(1, 15))  # every lesson draws one
+    assert {f.lesson for f in figures.FIGURES} >= set(range(1, 15))  # every lesson draws one
 
 
 def test_a_stale_missing_unshown_or_stray_figure_is_named(root, tmp_path):
