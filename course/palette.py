@@ -5,7 +5,7 @@ compromise reaches about 4:1 on both, below WCAG's 4.5:1 for text), so every
 coloured span carries a class and a compromise colour inline, and a stylesheet
 gives each class the colour made for the theme the notebook shows: JupyterLab
 marks its theme on ``body[data-jp-theme-light]``, VS Code's notebook output on
-``body.vscode-light`` / ``body.vscode-dark``. Where that stylesheet is not applied
+``body.vscode-light`` / ``body.vscode-dark``, Colab its dark theme on ``html[theme=dark]``. Where that stylesheet is not applied
 (a renderer that drops ``<style>``, an unknown theme), the inline colour still
 reads at 3.5:1 or more. ``tests/test_palette.py`` computes every contrast.
 
@@ -41,7 +41,7 @@ PALETTE: dict[str, Colour] = {
     "blue": Colour("#0b5cad", "#6cb6ff", "#3d86d6"),
     "magenta": Colour("#a3319c", "#e08ee0", "#c25ac0"),
     "cyan": Colour("#0a6f7a", "#39c5cf", "#1e959f"),
-    "grey": Colour("#666666", "#a0a0a0", "#858585"),
+    "grey": Colour("#666666", "#a6a6a6", "#858585"),
 }
 """Foreground colours by name; rich's sixteen standard colours map onto them."""
 
@@ -62,7 +62,9 @@ _STANDARD = {1: "red", 2: "green", 3: "yellow", 4: "blue", 5: "magenta", 6: "cya
 white (0, 7, 15) as text take the theme's own colour."""
 
 LIGHT_THEMES = ('body[data-jp-theme-light="true"]', "body.vscode-light")
-DARK_THEMES = ('body[data-jp-theme-light="false"]', "body.vscode-dark")
+DARK_THEMES = ('body[data-jp-theme-light="false"]', "body.vscode-dark", "html[theme=dark]")
+"""JupyterLab's and VS Code's markers, and Colab's (``html[theme=dark]``, which Colab's team
+gave for outputs' CSS: googlecolab/colabtools#1214)."""
 ROOT = "sc-out"
 """The class of the fragment's ``<pre>``: the stylesheet touches nothing outside it."""
 

@@ -19,6 +19,7 @@ DARK = {
     "VS Code Dark Modern": "#1f1f1f",
 }
 """The page colours a notebook's output sits on in each theme."""
+COLAB_DARK = {"a lighter dark page than those (margin for Colab's dark theme)": "#383838"}
 
 
 def luminance(colour: str) -> float:
@@ -69,10 +70,11 @@ def test_every_colour_of_the_html_reads_on_its_themes():
                 pages, light = LIGHT, light + 1
             else:
                 assert selector.startswith(palette.DARK_THEMES), selector
-                pages, dark = DARK, dark + 1
+                pages, dark = {**DARK, **COLAB_DARK}, dark + 1
             for page, background in pages.items():
                 assert contrast(colour, background) >= 4.5, (selector, colour, page)
-    assert light == dark == 2 * len(palette.PALETTE)  # every class, both themes, both apps
+    assert light == 2 * len(palette.PALETTE)  # every class: JupyterLab's and VS Code's light
+    assert dark == 3 * len(palette.PALETTE)  # and their dark themes, and Colab's
     body = html.split("</style>", 1)[1]
     spans = re.findall(r'<span( class="sc-(\w+)")? style="([^"]*)"', body)
     assert spans
