@@ -80,7 +80,8 @@ def test_every_package_is_in_the_wheel():
     mapped = {name for name, folder in config["package-dir"].items() if (ROOT / folder).is_dir()}
     # folders of data only (no __init__.py) are packages too, or setuptools warns at build
     data = {name for name in config["package-data"] if name not in found | mapped}
-    assert data == {"course.lessons", "course.autograder"}  # texts; the autograder's scripts
+    # the texts, their figures, the autograder's scripts
+    assert data == {"course.lessons", "course.lessons.figures", "course.autograder"}
     for name in data:  # each pattern finds its files
         folder = ROOT / name.replace(".", "/")
         assert all(list(folder.glob(pattern)) for pattern in config["package-data"][name])
