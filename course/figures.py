@@ -502,16 +502,18 @@ def tensor_parallel_mlp() -> str:
 
 
 def pipeline_schedules() -> str:
-    from grader.lessons.l09_pipeline.schedules import gpipe, one_f_one_b, simulate
+    from grader.lessons.l09_pipeline.schedules import gpipe, one_f_one_b, simulate, zero_bubble
 
     p, m, cell = 4, 8, 20
-    runs = (("GPipe", gpipe(p, m)), ("1F1B", one_f_one_b(p, m)))
-    ticks = max(len(s) for _, s in runs)
-    svg = Svg(max(120 + ticks * cell + 20, 720), 60 + len(runs) * (p * cell + 56) + 10)
+    runs = (("GPipe", gpipe(p, m), False), ("1F1B", one_f_one_b(p, m), False),
+            ("Zero bubble (ZB-H1): B split into B and W", zero_bubble(p, m), True))  # fmt: skip
+    ticks = max(len(s) for _, s, _ in runs)
+    svg = Svg(max(120 + ticks * cell + 20, 780), 60 + len(runs) * (p * cell + 56) + 10)
     svg.text(20, 22, f"Pipeline schedules, p = {p} stages, m = {m} micro-batches: "
              "one op per stage per tick", anchor="start", bold=True, size=13)  # fmt: skip
-    for r, (name, schedule) in enumerate(runs):
-        sim = simulate(schedule, p, m)
+    for r, (name, schedule, split_w) in enumerate(runs):
+        sim = simulate(schedule, p, m, split_w=split_w)
+        assert not sim.violations, f"{name}: {sim.violations}"
         y0 = 56 + r * (p * cell + 56)
         idle = sum(op is None for row in schedule for op in row) / (len(schedule) * p)
         svg.text(20, y0 - 8, f"{name}: {len(schedule)} ticks, {idle:.0%} idle", anchor="start",
@@ -526,15 +528,15 @@ def pipeline_schedules() -> str:
                 if op:
                     svg.text(x + cell / 2, y0 + s * cell + cell / 2 + 4, f"{op[0]}{op[1]}",
                              size=9)  # fmt: skip
-        assert not sim.violations, f"{name}: {sim.violations}"
     y = 56 + len(runs) * (p * cell + 56) - 30
-    for k, (kind, label) in enumerate((("F", "forward of micro-batch i: Fi"),
-                                       ("B", "backward: Bi"))):  # fmt: skip
-        svg.rect(110 + k * 220, y, 14, 14, OP_FILLS[kind])
-        svg.text(130 + k * 220, y + 11, label, anchor="start", size=11)
-    svg.rect(110 + 2 * 220, y, 14, 14, CARD, stroke="#bfbfbf")
-    svg.text(130 + 2 * 220, y + 11, "idle (the bubble)", anchor="start", size=11)
-    return svg.render("Lesson 9: GPipe and 1F1B schedules, tick by tick")
+    legend = (("F", "forward of micro-batch i: Fi"), ("B", "backward: Bi"),
+              ("W", "weight gradient: Wi"))  # fmt: skip
+    for k, (kind, label) in enumerate(legend):
+        svg.rect(110 + k * 190, y, 14, 14, OP_FILLS[kind])
+        svg.text(130 + k * 190, y + 11, label, anchor="start", size=11)
+    svg.rect(110 + 3 * 190, y, 14, 14, CARD, stroke="#bfbfbf")
+    svg.text(130 + 3 * 190, y + 11, "idle", anchor="start", size=11)
+    return svg.render("Lesson 9: GPipe, 1F1B and zero-bubble schedules, tick by tick")
 
 
 # ------------------------------------------------------------------ lesson 10
@@ -748,7 +750,7 @@ FIGURES = (
     Figure(6, "06_data_parallel_step.svg", "a data-parallel step: the batch split, the gradient all-reduced", data_parallel_step),
     Figure(7, "07_memory_per_device.svg", "bytes per parameter on each device under DP and ZeRO-1, 2, 3", memory_per_device),
     Figure(8, "08_tensor_parallel_mlp.svg", "a Megatron MLP: w_in split by columns, w_out by rows, one all-reduce", tensor_parallel_mlp),
-    Figure(9, "09_pipeline_schedules.svg", "GPipe and 1F1B, tick by tick, with the bubble", pipeline_schedules),
+    Figure(9, "09_pipeline_schedules.svg", "GPipe, 1F1B and zero bubble, tick by tick, with the bubble", pipeline_schedules),
     Figure(10, "10_ring_attention.svg", "ring attention's blocks per step, contiguous and zigzag, and the causal waste", ring_attention),
     Figure(11, "11_expert_capacity.svg", "tokens per expert against the capacity: kept and dropped", expert_capacity),
     Figure(12, "12_who_holds_what.svg", "who holds what on the ('data', 'model') mesh: each weight split twice", who_holds_what),
