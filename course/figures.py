@@ -795,6 +795,8 @@ def problems(lessons: Path) -> list[str]:
     for f in FIGURES:
         if f.name not in shown:
             out.append(f"no lesson text shows figures/{f.name} (add: {reference(f)})")
+        elif not any(reference(f) in text for text in texts.values()):
+            out.append(f"figures/{f.name} is shown with other words than its own: {reference(f)}")
     for name in sorted(shown - drawn):
         out.append(f"a lesson text shows figures/{name}, which no figure draws")
     if folder.is_dir():

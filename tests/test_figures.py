@@ -129,12 +129,15 @@ def test_a_stale_missing_unshown_or_stray_figure_is_named(root, tmp_path):
     (lessons / "figures" / "99_old.svg").write_text("<svg/>")
     text = lessons / "04_sharded_matmul.md"
     text.write_text(text.read_text().replace("(figures/04_matmul_cases.svg)", "(x.png)"))
+    text = lessons / "07_fsdp.md"
+    text.write_text(text.read_text().replace("![bytes per parameter", "![Bytes per parameter"))
     problems = figures.problems(lessons)
     assert any("09_pipeline_schedules.svg is out of date" in p for p in problems)
     assert any("02_ring_all_gather.svg is missing" in p for p in problems)
     assert any("99_old.svg is drawn by no figure" in p for p in problems)
     assert any("no lesson text shows figures/04_matmul_cases.svg" in p for p in problems)
-    assert len(problems) == 4, problems
+    assert any("07_memory_per_device.svg is shown with other words" in p for p in problems)
+    assert len(problems) == 5, problems
 
 
 def test_the_wheel_ships_every_figure(root):
