@@ -88,6 +88,7 @@ def test_the_notebook_runs_top_to_bottom_in_a_real_kernel(root, kernel, name):
     print(f"{name}: {time.monotonic() - start:.1f} s")
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
+    assert not [o for o in outputs if o.output_type == "stream" and o.name == "stderr"]
     texts = [o.get("data", {}).get("text/plain", "") for o in outputs]
     number = int(name[:2])
     module = next(x.module for x in registry.load().lessons if x.number == number)
