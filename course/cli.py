@@ -385,7 +385,11 @@ def dev_new(
 @dev.command("notebooks")
 @click.pass_context
 def dev_notebooks(ctx: click.Context) -> None:
-    """Draw the lesson figures and write notebooks/ from the lesson texts and stubs."""
+    """Write the figures and notebooks/ anew.
+
+    The lesson figures (course/lessons/figures/*.svg) are drawn from the grader's data, and
+    one notebook per lesson is written from its text and stub; course dev check names any
+    that differ from what this writes."""
     from course.commands.dev import notebooks_command
 
     sys.exit(notebooks_command(ctx.find_object(App)))
