@@ -83,8 +83,12 @@ def test_the_notebook_runs_top_to_bottom_in_a_real_kernel(root, kernel, name):
     nb = nbformat.read(root / "notebooks" / f"{name}.ipynb", as_version=4)
     start = time.monotonic()
     NotebookClient(
-        nb, timeout=600, kernel_name="course-test", resources={"metadata": {"path": str(kernel)}}
-    ).execute()  # raises CellExecutionError on any error
+        nb,
+        timeout=600,
+        startup_timeout=300,
+        kernel_name="course-test",
+        resources={"metadata": {"path": str(kernel)}},
+    ).execute()  # raises CellExecutionError on any error; generous limits: a busy machine
     print(f"{name}: {time.monotonic() - start:.1f} s")
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
