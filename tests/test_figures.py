@@ -101,10 +101,20 @@ def test_lesson_13s_groups_span_the_axes_the_grader_expects():
         assert sorted(x for grp in g["all-gather"] for x in grp) == list(range(p * d))
 
 
-def test_lesson_14s_figure_draws_the_texts_worked_example():
+def test_lesson_14s_figure_draws_the_texts_worked_example(root):
+    """The six plans of lesson 14's table, each with the step and MFU the text prints
+    (computed by the grader's cost model)."""
+    import re
+
+    text = (root / "course" / "lessons" / "14_planning.md").read_text()
+    rows = re.findall(
+        r"^\| [1-6]  \| (\d+) +\| (\d+) +\| (\d+) +\| (\d+) +\| (\d+) +\| (\w+) +\| [\d.]+ GB \| "
+        r"([\d.]+ s) \| ([\d.]+%) \|$", text, flags=re.M,
+    )  # fmt: skip
+    assert [(*map(int, r[:5]), r[5]) for r in rows] == [tuple(p) for p in figures.PLANS_14]
     svg = figures.time_breakdown()
-    # lesson 14's table: 6.20 s at 65.2 %, 8.21 s at 49.2 % (from the grader's cost model)
-    assert "6.20 s · MFU 65.2%" in svg and "8.21 s · MFU 49.2%" in svg
+    for *_, step, mfu in rows:
+        assert f"{step} · MFU {mfu}" in svg, (step, mfu)
 
 
 def test_every_figure_is_valid_svg_with_its_own_white_card():
