@@ -741,6 +741,45 @@ def time_breakdown() -> str:
     return svg.render("Lesson 14: a plan's step time, term by term")
 
 
+# ------------------------------------------------------------------ lesson 15
+
+
+def zero_stages() -> str:
+    from grader.lessons.l15_optimizer.byte_table import THIS_LESSON, per_device
+
+    psi, n, hbm = 7e9, 64, 80  # lesson 15's worked example: 7B parameters on 64 GPUs of 80 GB
+    mix = THIS_LESSON
+    names = ("no sharding", "ZeRO-1", "ZeRO-2", "ZeRO-3")
+    fills = ("#a9cdf5", "#9fdfb0", "#ffd6a5")
+    scale, bar, x0 = 6.0, 26, 140
+    svg = Svg(900, 70 + len(names) * (bar + 16) + 50)
+    svg.text(20, 22, f"A 7B model on {n} GPUs of {hbm} GB: the state each device keeps, by "
+             "ZeRO stage", anchor="start", bold=True, size=13)  # fmt: skip
+    for stage, name in enumerate(names):
+        y = 48 + stage * (bar + 16)
+        parts = (mix.params / (n if stage >= 3 else 1), mix.grads / (n if stage >= 2 else 1),
+                 mix.optimizer / (n if stage >= 1 else 1))  # fmt: skip
+        total = per_device(mix, stage, n)  # the grader's formula
+        assert abs(sum(parts) - total) < 1e-9, (stage, parts, total)
+        svg.text(x0 - 10, y + bar / 2 + 4, name, anchor="end", bold=True)
+        x = float(x0)
+        for part, fill in zip(parts, fills):
+            svg.rect(x, y, part * psi / 1e9 * scale, bar, fill)
+            x += part * psi / 1e9 * scale
+        gb = total * psi / 1e9
+        svg.text(x + 8, y + bar / 2 + 4, f"{gb:.3g} GB", anchor="start", size=11)
+    line_x = x0 + hbm * scale
+    svg.line(line_x, 40, line_x, 48 + len(names) * (bar + 16) - 8)
+    svg.text(line_x + 4, 44 + len(names) * (bar + 16) + 6, f"{hbm} GB: one GPU", anchor="start",
+             size=11, bold=True)  # fmt: skip
+    y = 48 + len(names) * (bar + 16) + 20
+    labels = ("bf16 params (2 B)", "bf16 gradients (2 B)", "fp32 master, m, v (12 B)")
+    for k, (label, fill) in enumerate(zip(labels, fills)):
+        svg.rect(x0 + k * 200, y, 14, 14, fill)
+        svg.text(x0 + 20 + k * 200, y + 11, label, anchor="start", size=11)
+    return svg.render("Lesson 15: the state per device under each ZeRO stage")
+
+
 FIGURES = (
     Figure(1, "01_mesh_layouts.svg", "which device holds which block of an 8×8 array, for five specs on the 2×4 mesh", mesh_layouts),
     Figure(2, "02_ring_all_gather.svg", "a ring all-gather on four devices, step by step", ring_all_gather),
@@ -756,6 +795,7 @@ FIGURES = (
     Figure(12, "12_who_holds_what.svg", "who holds what on the ('data', 'model') mesh: each weight split twice", who_holds_what),
     Figure(13, "13_hierarchical_all_reduce.svg", "the hierarchical all-reduce's three steps and their replica groups", hierarchical_all_reduce),
     Figure(14, "14_time_breakdown.svg", "the step time of lesson 14's six best plans, term by term", time_breakdown),
+    Figure(15, "15_zero_stages.svg", "a 7B model's state per device on 64 GPUs, by ZeRO stage, against 80 GB", zero_stages),
 )  # fmt: skip
 """Every figure, in lesson order."""
 

@@ -91,6 +91,13 @@ def test_lesson_12s_figure_agrees_with_the_texts_table(root):
         assert label in svg and label in text, label
 
 
+def test_lesson_15s_figure_draws_the_texts_worked_example(root):
+    text = (root / "course" / "lessons" / "15_optimizer.md").read_text()
+    svg = figures.zero_stages()  # from the grader's byte table
+    for gb in ("112 GB", "29.3 GB", "15.5 GB", "1.75 GB"):
+        assert f">{gb}<" in svg and gb in text, gb
+
+
 def test_lesson_13s_groups_span_the_axes_the_grader_expects():
     from grader.checks.groups import spanned_axes
 
