@@ -11,9 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from course import notebook, palette
+from course import notebook, palette, registry
 from course.progress import Progress
 from tests.mistakes import MISTAKES
+
+LESSONS = len(registry.load().lessons)
+"""Exercise files a new workspace gets: one per lesson."""
 
 
 @pytest.fixture
@@ -96,7 +99,9 @@ def test_an_error_while_starting_clears_the_progress_line(home, screen):
     with pytest.raises(notebook.CourseError, match="--timeout"):
         notebook.grade(1, timeout=-1)
     setup, starting, *_ = (u["text/plain"] for u in screen.updates)
-    assert setup.startswith("Set up your workspace: 14 exercise file(s)")  # first, as it happens
+    assert setup.startswith(
+        f"Set up your workspace: {LESSONS} exercise file(s)"
+    )  # first, as it happens
     assert starting == "starting the grader …"
     assert screen.outputs[1:] == [{"text/plain": ""}]
 
@@ -188,7 +193,9 @@ def test_home_makes_the_workspace_and_says_so_before_the_report(no_workspace, sc
         home / "exercises" / "l01_meshes.py"
     ).is_file()
     first, *rest = screen.outputs
-    assert first["text/plain"].startswith("Set up your workspace: 14 exercise file(s) copied to")
+    assert first["text/plain"].startswith(
+        f"Set up your workspace: {LESSONS} exercise file(s) copied to"
+    )
     assert "not started" in rest[-1]["text/plain"] and not g
     assert all("\x1b" not in o["text/plain"] for o in screen.outputs)
     with Progress(home / "progress.db") as p:  # recorded in that workspace
@@ -198,7 +205,7 @@ def test_home_makes_the_workspace_and_says_so_before_the_report(no_workspace, sc
 def test_init_chooses_the_kernels_workspace(no_workspace, screen):
     home = no_workspace / "ws"
     page = notebook.init(home)
-    assert f"Workspace: {home.resolve()} (14 exercise file(s) copied)" in page.plain
+    assert f"Workspace: {home.resolve()} ({LESSONS} exercise file(s) copied)" in page.plain
     assert re.search(r"Lesson 1 · hint 1 of \d+", notebook.hint(1).plain)  # no home= needed
     assert "Your progress" in notebook.status().plain
 
