@@ -75,7 +75,8 @@ def kernel(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["01_meshes", "02_collectives"])
 def test_the_notebook_runs_top_to_bottom_in_a_real_kernel(root, kernel, name):
-    """Lesson 1: about 8 s here (2 busy cores), lesson 2 about 10 s: most of it the grade."""
+    """About 2.4 s (lesson 1) and 2.2 s (lesson 2) here on main of 00:04 UTC, 8-10 s on two
+    busy cores: the kernel start, then mostly the grade."""
     pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     from nbclient import NotebookClient
