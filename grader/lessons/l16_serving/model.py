@@ -1,0 +1,113 @@
+"""Lesson 16's tiny language model in numpy float64: inputs and the reference.
+
+The blocks of lesson 12's transformer (:mod:`grader.lessons.l12_parallel_transformer.transformer`),
+with a token embedding ``embed [V, D]``, learned positions ``pos [S_max, D]`` added at
+the input, and an untied head ``unembed [D, V]``. The reference never caches: the
+logits at every position come from the whole sequence recomputed, so a cache that
+holds the wrong thing cannot agree with it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.lessons.l12_parallel_transformer import transformer as blocks
+from grader.reference.training import _normal
+
+Params = dict[str, np.ndarray]
+BLOCKS = blocks.NAMES
+NAMES = ("embed", "pos", "unembed", *BLOCKS)
+
+
+def draw_params(rng: np.random.Generator, n_layers: int, d: int, hdh: int, f: int, vocab: int,
+                max_len: int) -> Params:  # fmt: skip
+    """float32: the blocks as lesson 12 draws them; embeddings unit normal; the head
+    scaled so the logits spread over a few units (greedy choices are clear-cut)."""
+    p = blocks.draw_params(rng, n_layers, d, hdh, f)
+    p["embed"] = _normal(rng, (vocab, d), 1)
+    p["pos"] = _normal(rng, (max_len, d), 1)
+    p["unembed"] = _normal(rng, (d, vocab), d / 4)
+    return {k: p[k] for k in NAMES}
+
+
+def hidden(params: Params, tokens: np.ndarray, n_heads: int, first: int = 0) -> np.ndarray:
+    """The last block's output [B, T, D] for ``tokens [B, T]`` at positions first … first+T−1
+    (with ``first`` > 0 the earlier positions are absent: a mistake's model)."""
+    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    t = tokens.shape[1]
+    x = p["embed"][tokens] + p["pos"][first : first + t]
+    return blocks.forward({k: p[k] for k in BLOCKS}, x, n_heads)
+
+
+def logits(params: Params, tokens: np.ndarray, n_heads: int) -> np.ndarray:
+    """Next-token logits [B, T, V] at every position, float64, recomputed from scratch."""
+    return hidden(params, tokens, n_heads) @ np.asarray(params["unembed"], np.float64)
+
+
+def kv(params: Params, tokens: np.ndarray, n_heads: int) -> np.ndarray:
+    """The keys and values every layer computes for ``tokens``: [L, 2, B, T, H, Dh]."""
+    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    b, t = tokens.shape
+    h = p["embed"][tokens] + p["pos"][:t]
+    out = []
+    for i in range(p["wq"].shape[0]):
+        w = {k: p[k][i] for k in BLOCKS}
+        dh = w["wq"].shape[1] // n_heads
+        out.append([(h @ w[n]).reshape(b, t, n_heads, dh) for n in ("wk", "wv")])
+        h = h + blocks._attn_forward(h, w, n_heads)[0]
+        h = h + np.tanh(h @ w["w_in"]) @ w["w_out"]
+    return np.asarray(out)
+
+
+def greedy(params: Params, prompt: np.ndarray, n_heads: int, steps: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(tokens [B, steps + 1], logits [steps + 1, B, V]): the greedy continuation of the
+    prompts, each step's logits recomputed over the whole sequence so far."""
+    seq, out = np.asarray(prompt), []
+    for _ in range(steps + 1):
+        last = logits(params, seq, n_heads)[:, -1]
+        out.append(last)
+        seq = np.concatenate([seq, last.argmax(-1)[:, None]], axis=1)
+    return seq[:, prompt.shape[1] :], np.asarray(out)
+
+
+EXACT, MASK_BEFORE, MASK_AFTER, POSITION_ZERO = (
+    "exact",
+    "mask-before",
+    "mask-after",
+    "position-zero",
+)
+"""How :func:`decode` reads the cache: as it must; the new token not seeing itself
+(keys < pos); seeing one empty slot more (keys ≤ pos + 1); embedded at position 0."""
+
+
+def decode(params: Params, prompt: np.ndarray, fed: np.ndarray, n_heads: int, max_len: int,
+           how: str = EXACT) -> np.ndarray:  # fmt: skip
+    """Logits [steps, B, V] of decoding ``fed [B, steps]`` one token a step after the
+    prompt, from a float64 cache of ``max_len`` slots (zeros where nothing was written),
+    read as ``how`` says: the right way equals :func:`logits` recomputed; the others
+    are what known mistakes compute."""
+    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    b, t0 = prompt.shape
+    n_layers = p["wq"].shape[0]
+    dh = p["wq"].shape[2] // n_heads
+    cache = np.zeros((n_layers, 2, b, max_len, n_heads, dh))
+    cache[:, :, :, :t0] = kv(params, prompt, n_heads)
+    out = []
+    for step in range(fed.shape[1]):
+        pos = t0 + step
+        where = 0 if how == POSITION_ZERO else pos
+        h = p["embed"][fed[:, step]] + p["pos"][where]  # [B, D]
+        last = {MASK_BEFORE: pos - 1, MASK_AFTER: pos + 1}.get(how, pos)
+        for i in range(n_layers):
+            w = {k: p[k][i] for k in BLOCKS}
+            q, k, v = ((h @ w[n]).reshape(b, n_heads, dh) for n in ("wq", "wk", "wv"))
+            cache[i, 0, :, pos], cache[i, 1, :, pos] = k, v
+            keys, values = cache[i, 0, :, : last + 1], cache[i, 1, :, : last + 1]
+            s = np.einsum("bhd,bshd->bhs", q, keys) / np.sqrt(dh)
+            a = np.exp(s - s.max(-1, keepdims=True))
+            a /= a.sum(-1, keepdims=True)
+            o = np.einsum("bhs,bshd->bhd", a, values).reshape(b, n_heads * dh)
+            h = h + o @ w["wo"]
+            h = h + np.tanh(h @ w["w_in"]) @ w["w_out"]
+        out.append(h @ p["unembed"])
+    return np.asarray(out)
