@@ -174,6 +174,7 @@ def run_decode(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         pos = _place(mesh, np.int32(s.prompt + step), ())
         trial = rt.compile_and_run(program, (placed, cache, fed, pos), mesh)
         out, cache = _pair(trial.output, "decode_step")
+        _fed_on(cache, s, step)
         logits.append(out)
         first = first or trial
     assert first is not None
@@ -182,6 +183,20 @@ def run_decode(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     first.extra.update(sizes=s, what="decode", params=params, prompt=prompt,
                        fed=tokens[:, :STEPS], positions=[s.prompt + k for k in range(STEPS)])  # fmt: skip
     return first
+
+
+def _fed_on(cache: Any, s: Sizes, step: int) -> None:
+    """The cache a decode step returns is the next step's input: of the kind it came."""
+    shape, dtype = tuple(getattr(cache, "shape", ())), str(getattr(cache, "dtype", ""))
+    if shape != s.cache_shape or dtype != "float32":
+        said = f"{dtype}{list(shape)}" if dtype else type(cache).__name__
+        raise StudentReturnError(
+            f"decode step {step + 1} returned the cache as {said}; expected float32"
+            f"{list(s.cache_shape)} as it came (the next step is fed it, and the caller "
+            "donated the old one to it)",
+            hint="Return the cache with the shape, dtype and sharding it came with: the "
+            "server donates it and writes the next token into the same buffer.",
+        )
 
 
 # ------------------------------------------------------------------ checks
