@@ -1,7 +1,7 @@
 """Lesson 16's tiny language model in numpy float64: inputs and the reference.
 
-The blocks of lesson 12's transformer (:mod:`grader.lessons.l12_parallel_transformer.transformer`),
-with a token embedding ``embed [V, D]``, learned positions ``pos [S_max, D]`` added at
+The blocks of lesson 12's transformer (``h + attn(h)``, then ``h + tanh(h @ w_in) @ w_out``,
+causal multi-head attention, no norms), with a token embedding ``embed [V, D]``, learned positions ``pos [S_max, D]`` added at
 the input, and an untied head ``unembed [D, V]``. The reference never caches: the
 logits at every position come from the whole sequence recomputed, so a cache that
 holds the wrong thing cannot agree with it.
@@ -11,19 +11,51 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.lessons.l12_parallel_transformer import transformer as blocks
 from grader.reference.training import _normal
 
 Params = dict[str, np.ndarray]
-BLOCKS = blocks.NAMES
+BLOCKS = ("wq", "wk", "wv", "wo", "w_in", "w_out")
 NAMES = ("embed", "pos", "unembed", *BLOCKS)
+RESIDUAL = ("wo", "w_out")
+
+
+def _block_params(rng: np.random.Generator, n_layers: int, d: int, hdh: int, f: int) -> Params:
+    """Normal, scaled by 1/√fan-in; the residual projections by 1/√(2L) more (as lesson 12)."""
+    shapes = {
+        "wq": (n_layers, d, hdh), "wk": (n_layers, d, hdh), "wv": (n_layers, d, hdh),
+        "wo": (n_layers, hdh, d), "w_in": (n_layers, d, f), "w_out": (n_layers, f, d),
+    }  # fmt: skip
+    return {
+        k: _normal(rng, s, s[1] * (2 * n_layers if k in RESIDUAL else 1)) for k, s in shapes.items()
+    }
+
+
+def _attention(h: np.ndarray, w: Params, n_heads: int) -> np.ndarray:
+    """Causal multi-head attention of h [B, T, D], projected by wo."""
+    b, t, _ = h.shape
+    dh = w["wq"].shape[1] // n_heads
+    q, k, v = ((h @ w[n]).reshape(b, t, n_heads, dh) for n in ("wq", "wk", "wv"))
+    scores = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(dh)
+    scores = np.where(np.tril(np.ones((t, t), bool)), scores, -np.inf)
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return np.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, t, n_heads * dh) @ w["wo"]
+
+
+def _blocks(p: Params, x: np.ndarray, n_heads: int) -> np.ndarray:
+    h = x
+    for i in range(p["wq"].shape[0]):
+        w = {k: p[k][i] for k in BLOCKS}
+        h = h + _attention(h, w, n_heads)
+        h = h + np.tanh(h @ w["w_in"]) @ w["w_out"]
+    return h
 
 
 def draw_params(rng: np.random.Generator, n_layers: int, d: int, hdh: int, f: int, vocab: int,
                 max_len: int) -> Params:  # fmt: skip
     """float32: the blocks as lesson 12 draws them; embeddings unit normal; the head
     scaled so the logits spread over a few units (greedy choices are clear-cut)."""
-    p = blocks.draw_params(rng, n_layers, d, hdh, f)
+    p = _block_params(rng, n_layers, d, hdh, f)
     p["embed"] = _normal(rng, (vocab, d), 1)
     p["pos"] = _normal(rng, (max_len, d), 1)
     p["unembed"] = _normal(rng, (d, vocab), d / 4)
@@ -36,7 +68,7 @@ def hidden(params: Params, tokens: np.ndarray, n_heads: int, first: int = 0) -> 
     p = {k: np.asarray(v, np.float64) for k, v in params.items()}
     t = tokens.shape[1]
     x = p["embed"][tokens] + p["pos"][first : first + t]
-    return blocks.forward({k: p[k] for k in BLOCKS}, x, n_heads)
+    return _blocks(p, x, n_heads)
 
 
 def logits(params: Params, tokens: np.ndarray, n_heads: int) -> np.ndarray:
@@ -54,7 +86,7 @@ def kv(params: Params, tokens: np.ndarray, n_heads: int) -> np.ndarray:
         w = {k: p[k][i] for k in BLOCKS}
         dh = w["wq"].shape[1] // n_heads
         out.append([(h @ w[n]).reshape(b, t, n_heads, dh) for n in ("wk", "wv")])
-        h = h + blocks._attn_forward(h, w, n_heads)[0]
+        h = h + _attention(h, w, n_heads)
         h = h + np.tanh(h @ w["w_in"]) @ w["w_out"]
     return np.asarray(out)
 
