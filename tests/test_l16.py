@@ -124,3 +124,39 @@ def test_the_reference_passes_prefill_and_decode_in_process(root):
         assert "2 per layer" in said["collectives"]
     decode = next(er for er in result.exercises if er.exercise == "decode_step")
     assert "in place" in {c.name for c in decode.checks}
+
+
+def test_the_worker_donates_what_the_exported_program_donates():
+    """The grading worker compiles an exported program with the donation it declares
+    (``tf.aliasing_output``), so the cache aliases there as where it was traced; a
+    program that donates nothing is compiled without."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from grader.exported import donated_argnums
+
+    ex = serve.EXPLICIT[0]
+    s, p, _ = serve.draw(ex, np.random.default_rng(0))
+    mesh = jax.make_mesh(ex["mesh"], ("data", "model"))
+    put = lambda x, spec: jax.device_put(x, NamedSharding(mesh, P(*spec)))  # noqa: E731
+    args = (
+        {k: put(v, serve.LAYOUT[k]) for k, v in p.items()},
+        put(np.zeros(s.cache_shape, np.float32), serve.CACHE_SPEC),
+        put(np.zeros(s.batch, np.int32), ("data",)),
+        put(np.int32(s.prompt), ()),
+    )
+
+    def step(*a):
+        return SOLUTION.decode_step(*a, mesh, s.heads)
+
+    for donate, want in (((1,), (1,)), ((), ())):
+        blob = jax.export.export(jax.jit(step, donate_argnums=donate), platforms=["cpu"])(*args)
+        exported = jax.export.deserialize(blob.serialize())
+        assert donated_argnums(exported) == want
+    compiled = jax.jit(exported.call).trace(*args).lower().compile()
+    assert compiled.memory_analysis().alias_size_in_bytes == 0
+    blob = jax.export.export(jax.jit(step, donate_argnums=(1,)), platforms=["cpu"])(*args)
+    exported = jax.export.deserialize(blob.serialize())
+    compiled = jax.jit(exported.call, donate_argnums=(1,)).trace(*args).lower().compile()
+    assert compiled.memory_analysis().alias_size_in_bytes == s.device_cache_bytes
