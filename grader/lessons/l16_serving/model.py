@@ -19,10 +19,12 @@ NAMES = ("embed", "pos", "unembed", *BLOCKS)
 RESIDUAL = ("wo", "w_out")
 
 
-def _block_params(rng: np.random.Generator, n_layers: int, d: int, hdh: int, f: int) -> Params:
-    """Normal, scaled by 1/√fan-in; the residual projections by 1/√(2L) more (as lesson 12)."""
+def _block_params(rng: np.random.Generator, n_layers: int, d: int, hdh: int, f: int,
+                  kdh: int) -> Params:  # fmt: skip
+    """Normal, scaled by 1/√fan-in; the residual projections by 1/√(2L) more (as lesson 12).
+    ``kdh`` = K·Dh, the key/value heads' columns (K < H: grouped-query attention)."""
     shapes = {
-        "wq": (n_layers, d, hdh), "wk": (n_layers, d, hdh), "wv": (n_layers, d, hdh),
+        "wq": (n_layers, d, hdh), "wk": (n_layers, d, kdh), "wv": (n_layers, d, kdh),
         "wo": (n_layers, hdh, d), "w_in": (n_layers, d, f), "w_out": (n_layers, f, d),
     }  # fmt: skip
     return {
@@ -34,12 +36,18 @@ def _attention(h: np.ndarray, w: Params, n_heads: int) -> np.ndarray:
     """Causal multi-head attention of h [B, T, D], projected by wo."""
     b, t, _ = h.shape
     dh = w["wq"].shape[1] // n_heads
-    q, k, v = ((h @ w[n]).reshape(b, t, n_heads, dh) for n in ("wq", "wk", "wv"))
+    q = (h @ w["wq"]).reshape(b, t, n_heads, dh)
+    k, v = (_shared((h @ w[n]).reshape(b, t, -1, dh), n_heads) for n in ("wk", "wv"))
     scores = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(dh)
     scores = np.where(np.tril(np.ones((t, t), bool)), scores, -np.inf)
     p = np.exp(scores - scores.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     return np.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, t, n_heads * dh) @ w["wo"]
+
+
+def _shared(kv: np.ndarray, n_heads: int) -> np.ndarray:
+    """[..., K, Dh] → [..., N, Dh]: key/value head j serves query heads j·N/K … (j+1)·N/K − 1."""
+    return np.repeat(kv, n_heads // kv.shape[-2], axis=-2)
 
 
 def _blocks(p: Params, x: np.ndarray, n_heads: int) -> np.ndarray:
@@ -52,10 +60,10 @@ def _blocks(p: Params, x: np.ndarray, n_heads: int) -> np.ndarray:
 
 
 def draw_params(rng: np.random.Generator, n_layers: int, d: int, hdh: int, f: int, vocab: int,
-                max_len: int) -> Params:  # fmt: skip
+                max_len: int, kdh: int | None = None) -> Params:  # fmt: skip
     """float32: the blocks as lesson 12 draws them; embeddings unit normal; the head
     scaled so the logits spread over a few units (greedy choices are clear-cut)."""
-    p = _block_params(rng, n_layers, d, hdh, f)
+    p = _block_params(rng, n_layers, d, hdh, f, hdh if kdh is None else kdh)
     p["embed"] = _normal(rng, (vocab, d), 1)
     p["pos"] = _normal(rng, (max_len, d), 1)
     p["unembed"] = _normal(rng, (d, vocab), d / 4)
@@ -85,7 +93,7 @@ def kv(params: Params, tokens: np.ndarray, n_heads: int) -> np.ndarray:
     for i in range(p["wq"].shape[0]):
         w = {k: p[k][i] for k in BLOCKS}
         dh = w["wq"].shape[1] // n_heads
-        out.append([(h @ w[n]).reshape(b, t, n_heads, dh) for n in ("wk", "wv")])
+        out.append([(h @ w[n]).reshape(b, t, -1, dh) for n in ("wk", "wv")])
         h = h + _attention(h, w, n_heads)
         h = h + np.tanh(h @ w["w_in"]) @ w["w_out"]
     return np.asarray(out)
@@ -122,7 +130,7 @@ def decode(params: Params, prompt: np.ndarray, fed: np.ndarray, n_heads: int, ma
     b, t0 = prompt.shape
     n_layers = p["wq"].shape[0]
     dh = p["wq"].shape[2] // n_heads
-    cache = np.zeros((n_layers, 2, b, max_len, n_heads, dh))
+    cache = np.zeros((n_layers, 2, b, max_len, p["wk"].shape[2] // dh, dh))
     cache[:, :, :, :t0] = kv(params, prompt, n_heads)
     out = []
     for step in range(fed.shape[1]):
@@ -132,9 +140,10 @@ def decode(params: Params, prompt: np.ndarray, fed: np.ndarray, n_heads: int, ma
         last = {MASK_BEFORE: pos - 1, MASK_AFTER: pos + 1}.get(how, pos)
         for i in range(n_layers):
             w = {k: p[k][i] for k in BLOCKS}
-            q, k, v = ((h @ w[n]).reshape(b, n_heads, dh) for n in ("wq", "wk", "wv"))
+            q = (h @ w["wq"]).reshape(b, n_heads, dh)
+            k, v = ((h @ w[n]).reshape(b, -1, dh) for n in ("wk", "wv"))
             cache[i, 0, :, pos], cache[i, 1, :, pos] = k, v
-            keys, values = cache[i, 0, :, : last + 1], cache[i, 1, :, : last + 1]
+            keys, values = (_shared(cache[i, j, :, : last + 1], n_heads) for j in (0, 1))
             s = np.einsum("bhd,bshd->bhs", q, keys) / np.sqrt(dh)
             a = np.exp(s - s.max(-1, keepdims=True))
             a /= a.sum(-1, keepdims=True)
