@@ -114,3 +114,27 @@ def decode_step(
     """
     # TODO: jax.shard_map over (PARAMS, CACHE, P('data'), P()) → (P('data', None), CACHE). In the body, embed the token and add pos_embedding[pos]; in each layer compute q, k, v for the one new token, write k and v at position pos of layer i with lax.dynamic_update_slice (in place), attend over that layer's cached keys ≤ pos, then psum as in prefill.
     raise NotImplementedError("decode_step: TODO")
+
+
+CACHE_GQA = P(None, None, (DATA, MODEL), None, None, None)
+"""With fewer key/value heads than 'model' devices: the cache split by batch over both axes."""
+PARAMS_GQA = {**PARAMS, "wk": P(), "wv": P()}
+"""wk and wv replicated (K·Dh columns, small); the rest as PARAMS."""
+
+
+def decode_step_gqa(
+    params: dict, cache: jax.Array, tokens: jax.Array, pos: jax.Array, mesh: Mesh, n_heads: int
+) -> tuple[jax.Array, jax.Array]:
+    """``decode_step`` for grouped-query attention with fewer key/value heads than
+    'model' devices: ``wk, wv [L, D, K·Dh]`` replicated (``PARAMS_GQA``), the cache
+    ``[L, 2, B, S, K, Dh]`` split by batch over ('data', 'model') (``CACHE_GQA``).
+
+    Around attention, one all-to-all over 'model' turns each device's query heads for
+    its B/data rows into all heads for its own B/(data·model) rows, and one turns the
+    output back; key/value head j serves query heads j·N/K … (j+1)·N/K − 1.
+    """
+    # TODO: as decode_step, with in_specs (PARAMS_GQA, CACHE_GQA, P('data'), P()). In each
+    #       layer: q of your heads → lax.all_to_all(q, 'model', 0, 2, tiled=True); k, v of your
+    #       own rows only, written at pos; attention with each kv head repeated N/K times;
+    #       lax.all_to_all(o, 'model', 2, 0, tiled=True); then wo and the MLP as before.
+    raise NotImplementedError("decode_step_gqa: TODO")

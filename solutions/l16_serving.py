@@ -182,3 +182,53 @@ def decode_step(
     return jax.shard_map(
         body, mesh=mesh, in_specs=(PARAMS, CACHE, P(DATA), P()), out_specs=(P(DATA, None), CACHE)
     )(params, cache, tokens, pos)
+
+
+CACHE_GQA = P(None, None, (DATA, MODEL), None, None, None)
+"""With fewer key/value heads than 'model' devices: the cache split by batch over both axes."""
+PARAMS_GQA = {**PARAMS, "wk": P(), "wv": P()}
+"""wk and wv replicated (K·Dh columns, small); the rest as PARAMS."""
+
+
+def decode_step_gqa(
+    params: dict, cache: jax.Array, tokens: jax.Array, pos: jax.Array, mesh: Mesh, n_heads: int
+) -> tuple[jax.Array, jax.Array]:
+    """``decode_step`` for grouped-query attention with fewer key/value heads than
+    'model' devices: ``wk, wv [L, D, K·Dh]`` replicated (``PARAMS_GQA``), the cache
+    ``[L, 2, B, S, K, Dh]`` split by batch over ('data', 'model') (``CACHE_GQA``).
+
+    Around attention, one all-to-all over 'model' turns each device's query heads for
+    its B/data rows into all heads for its own B/(data·model) rows, and one turns the
+    output back; key/value head j serves query heads j·N/K … (j+1)·N/K − 1.
+    """
+    n_layers, _, hdh = params["wq"].shape
+    dh = hdh // n_heads
+
+    def body(p: dict, cache: jax.Array, tok: jax.Array, pos: jax.Array) -> tuple:
+        h = (p["embed"][tok] + p["pos"][pos])[:, None]  # [b, 1, D], b = B/data
+        rows = cache.shape[2]  # B/(data·model): this device's sequences
+        mine = lax.axis_index(MODEL) * rows
+        visible = (jnp.arange(cache.shape[3]) <= pos)[None]
+
+        def layer(i: jax.Array, carry: tuple) -> tuple:
+            h, cache = carry
+            w = _layer_weights(p, i)
+            q = _heads(h, w["wq"], dh)  # [b, 1, N/model, dh]: all rows, my heads
+            q = lax.all_to_all(q, MODEL, 0, 2, tiled=True)  # [b/model, 1, N, dh]: my rows
+            own = lax.dynamic_slice_in_dim(h, mine, rows, axis=0)
+            k, v = (_heads(own, w[n], dh) for n in ("wk", "wv"))  # [b/model, 1, K, dh]
+            cache = lax.dynamic_update_slice(cache, jnp.stack([k, v])[None], (i, 0, 0, pos, 0, 0))
+            kv = lax.dynamic_index_in_dim(cache, i, keepdims=False)  # [2, b/model, S, K, dh]
+            share = q.shape[2] // kv.shape[3]  # query heads per key/value head
+            keys, values = (jnp.repeat(kv[j], share, axis=2) for j in (0, 1))
+            o = _attend(q, keys, values, visible)  # [b/model, 1, N, dh]
+            o = lax.all_to_all(o, MODEL, 2, 0, tiled=True)  # [b, 1, N/model, dh]: my heads
+            return _block_out(h, o, w), cache
+
+        h, cache = lax.fori_loop(0, n_layers, layer, (h, cache))
+        return h[:, 0] @ p["unembed"], cache
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS_GQA, CACHE_GQA, P(DATA), P()),
+        out_specs=(P(DATA, None), CACHE_GQA),
+    )(params, cache, tokens, pos)  # fmt: skip

@@ -117,13 +117,15 @@ def test_examples_leave_an_empty_slot_and_a_cache_larger_than_an_activation():
 
 def test_the_reference_passes_prefill_and_decode_in_process(root):
     result = engine.grade_lesson(16, "l16_serving", root / "solutions",
-                                 only=["prefill", "decode_step"], timeout=120, isolate=False)  # fmt: skip
+                                 only=["prefill", "decode_step", "decode_step_gqa"], timeout=120, isolate=False)  # fmt: skip
     for er in result.exercises:
         assert er.status == Status.PASSED, (er.exercise, [c.to_dict() for c in er.checks])
         said = {c.name: c.message for c in er.checks}
         assert "2 per layer" in said["collectives"]
     decode = next(er for er in result.exercises if er.exercise == "decode_step")
     assert "in place" in {c.name for c in decode.checks}
+    gqa = next(er for er in result.exercises if er.exercise == "decode_step_gqa")
+    assert "all-to-alls" in {c.name: c.message for c in gqa.checks}["collectives"]
 
 
 def test_the_worker_donates_what_the_exported_program_donates():

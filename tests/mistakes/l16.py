@@ -22,7 +22,7 @@ def _edit(id: str, exercise: str, old: str, new: str, says: tuple[str, ...], che
 
 
 KV = "return 2 * m.layers * m.kv_heads * m.head_dim * tokens * itemsize"
-DECODE_VISIBLE = "visible = (jnp.arange(cache.shape[3]) <= pos)[None]"
+DECODE_VISIBLE = "visible = (jnp.arange(cache.shape[3]) <= pos)[None]  # [1, S]"
 DECODE_READ = "kv = lax.dynamic_index_in_dim(cache, i, keepdims=False)  # [2, b, S, h, dh]"
 
 GATHERED = """kv = lax.all_gather(lax.dynamic_index_in_dim(cache, i, keepdims=False), MODEL, axis=3, tiled=True)
@@ -50,6 +50,41 @@ def decode_step(params, cache, tokens, pos, mesh, n_heads):
 
     return jax.shard_map(
         body, mesh=mesh, in_specs=(PARAMS, CACHE, P(DATA), P()), out_specs=(P(DATA, None), CACHE)
+    )(params, cache, tokens, pos)
+'''
+
+GQA_GATHERED = '''
+def decode_step_gqa(params, cache, tokens, pos, mesh, n_heads):
+    """No all-to-alls: every device gathers the layer's batch-split cache over 'model' and
+    attends for all its B/data rows with its own query heads."""
+    n_layers, _, hdh = params["wq"].shape
+    dh = hdh // n_heads
+
+    def body(p, cache, tok, pos):
+        h = (p["embed"][tok] + p["pos"][pos])[:, None]
+        rows = cache.shape[2]
+        mine = lax.axis_index(MODEL) * rows
+        visible = (jnp.arange(cache.shape[3]) <= pos)[None]
+
+        def layer(i, carry):
+            h, cache = carry
+            w = _layer_weights(p, i)
+            q = _heads(h, w["wq"], dh)  # [b, 1, N/model, dh]
+            own = lax.dynamic_slice_in_dim(h, mine, rows, axis=0)
+            k, v = (_heads(own, w[n], dh) for n in ("wk", "wv"))
+            cache = lax.dynamic_update_slice(cache, jnp.stack([k, v])[None], (i, 0, 0, pos, 0, 0))
+            kv = lax.all_gather(lax.dynamic_index_in_dim(cache, i, keepdims=False), MODEL,
+                                axis=1, tiled=True)  # [2, b, S, K, dh]: every row
+            kv = jnp.repeat(kv, n_heads // kv.shape[3], axis=3)  # [2, b, S, N, dh]
+            kv = lax.dynamic_slice_in_dim(kv, lax.axis_index(MODEL) * q.shape[2], q.shape[2], axis=3)
+            return _block_out(h, _attend(q, kv[0], kv[1], visible), w), cache
+
+        h, cache = lax.fori_loop(0, n_layers, layer, (h, cache))
+        return h[:, 0] @ p["unembed"], cache
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS_GQA, CACHE_GQA, P(DATA), P()),
+        out_specs=(P(DATA, None), CACHE_GQA),
     )(params, cache, tokens, pos)
 '''
 
@@ -163,21 +198,21 @@ MISTAKES: list[Mistake] = [
         "l16-mask-misses-the-new-token",
         "decode_step",
         DECODE_VISIBLE,
-        "visible = (jnp.arange(cache.shape[3]) < pos)[None]",
+        "visible = (jnp.arange(cache.shape[3]) < pos)[None]  # [1, S]",
         ("does not attend to itself",),
     ),
     _edit(
         "l16-mask-sees-the-next-slot",
         "decode_step",
         DECODE_VISIBLE,
-        "visible = (jnp.arange(cache.shape[3]) <= pos + 1)[None]",
+        "visible = (jnp.arange(cache.shape[3]) <= pos + 1)[None]  # [1, S]",
         ("empty slot",),
     ),
     _edit(
         "l16-positions-not-advanced",
         "decode_step",
-        'h = (p["embed"][tok] + p["pos"][pos])[:, None]',
-        'h = (p["embed"][tok] + p["pos"][:1])[:, None]',
+        'h = (p["embed"][tok] + p["pos"][pos])[:, None]  # [b, 1, D]: this',
+        'h = (p["embed"][tok] + p["pos"][:1])[:, None]  # [b, 1, D]: this',
         ("embedded at position 0",),
     ),
     Mistake(
@@ -204,5 +239,21 @@ MISTAKES: list[Mistake] = [
         "kv = jnp.stack([v, k])[None]  # [1, 2, b, T, h, dh]",
         ("differ from the prompt's keys and values", "cache[i, 0"),
         check="cache",
+    ),
+    Mistake(
+        id="l16-gqa-cache-gathered-instead-of-queries-moved",
+        module=L16,
+        exercise="decode_step_gqa",
+        status="failed",
+        check="cache traffic",
+        says=("the cache (or a gathered copy of it) crosses devices",),
+        code=GQA_GATHERED,
+    ),
+    _edit(
+        "l16-gqa-kv-heads-tiled",
+        "decode_step_gqa",
+        "keys, values = (jnp.repeat(kv[j], share, axis=2) for j in (0, 1))",
+        "keys, values = (jnp.tile(kv[j], (1, 1, share, 1)) for j in (0, 1))",
+        ("logits differ",),
     ),
 ]

@@ -45,11 +45,14 @@ STEPS = 3
 ATOL = 2e-5
 """Logits within ATOL·max|reference| (module docstring)."""
 CACHE_SPEC = (None, None, DATA, None, MODEL, None)
+CACHE_GQA = (None, None, (DATA, MODEL), None, None, None)
 LAYOUT = {
     "embed": (), "pos": (), "unembed": (),
     "wq": (None, None, MODEL), "wk": (None, None, MODEL), "wv": (None, None, MODEL),
     "wo": (None, MODEL, None), "w_in": (None, None, MODEL), "w_out": (None, MODEL, None),
 }  # fmt: skip
+LAYOUT_GQA = {**LAYOUT, "wk": (), "wv": ()}
+"""With K < model key/value heads: wk and wv replicated (they are small)."""
 
 
 @dataclass(frozen=True)
@@ -61,10 +64,21 @@ class Sizes:
     heads: int
     prompt: int
     slots: int
+    kv_heads: int = 0
+    """Key/value heads (0: as many as query heads); fewer than 'model' devices in
+    ``decode_step_gqa``, whose cache is split by batch over both axes."""
+
+    @property
+    def kv(self) -> int:
+        return self.kv_heads or self.heads
+
+    @property
+    def gqa(self) -> bool:
+        return self.kv < self.heads
 
     @property
     def cache_shape(self) -> tuple[int, ...]:
-        return (self.layers, 2, self.batch, self.slots, self.heads, DH)
+        return (self.layers, 2, self.batch, self.slots, self.kv, DH)
 
     @property
     def cache_bytes(self) -> int:
@@ -76,12 +90,30 @@ class Sizes:
 
     @property
     def layer_kv_elements(self) -> int:
-        """One layer's keys (or values) on one device: [B/data, S, H/model, Dh]."""
-        return self.batch // self.data * self.slots * self.heads // self.model * DH
+        """One layer's keys (or values) on one device: [B/data, S, H/model, Dh], or
+        [B/(data·model), S, K, Dh] when split by batch."""
+        return self.device_cache_bytes // (4 * 2 * self.layers)
+
+    @property
+    def cache_spec(self) -> tuple:
+        return CACHE_GQA if self.gqa else CACHE_SPEC
+
+    @property
+    def layout(self) -> dict[str, tuple]:
+        return LAYOUT_GQA if self.gqa else LAYOUT
+
+    @property
+    def all_to_all_bytes(self) -> int:
+        """2·L all-to-alls over 'model' of [B/data, 1, N/model, Dh] each: (m−1)/m of it sent."""
+        each = self.batch // self.data * self.heads // self.model * DH * 4
+        return 2 * self.layers * ((self.model - 1) * each // self.model)
 
 
 def sizes(ex: Example) -> Sizes:
     data, m = ex["mesh"]
+    if "kv_heads" in ex:  # decode_step_gqa: rows per device, the batch over both axes
+        return Sizes(data, m, ex["layers"], data * m * ex["rows"], m * ex["heads_per"],
+                     ex["prompt"], ex["slots"], ex["kv_heads"])  # fmt: skip
     return Sizes(data, m, ex["layers"], data * ex["rows"], m * ex["heads_per"], ex["prompt"],
                  ex["slots"])  # fmt: skip
 
@@ -114,7 +146,8 @@ def explicit(ctx: Context) -> list[Example]:
 
 def draw(ex: Example, rng: np.random.Generator) -> tuple[Sizes, dict, np.ndarray]:
     s = sizes(ex)
-    params = model.draw_params(rng, s.layers, D, s.heads * DH, s.model * F_PER, VOCAB, s.slots)
+    params = model.draw_params(rng, s.layers, D, s.heads * DH, s.model * F_PER, VOCAB, s.slots,
+                               s.kv * DH)  # fmt: skip
     prompt = rng.integers(0, VOCAB, (s.batch, s.prompt)).astype(np.int32)
     return s, params, prompt
 
@@ -161,11 +194,11 @@ def run_decode(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
 
     mesh = rt.mesh(ex["mesh"], (DATA, MODEL))
     s, params, prompt = draw(ex, rt.rng())
-    placed = {k: _place(mesh, v, LAYOUT[k]) for k, v in params.items()}
+    placed = {k: _place(mesh, v, s.layout[k]) for k, v in params.items()}
     tokens, want = model.greedy(params, prompt, s.heads, STEPS)
     start = np.zeros(s.cache_shape, np.float32)
     start[:, :, :, : s.prompt] = model.kv(params, prompt, s.heads)
-    cache = _place(mesh, start, CACHE_SPEC)
+    cache = _place(mesh, start, s.cache_spec)
     heads = s.heads
     program = jax.jit(lambda p, c, t, pos: fn(p, c, t, pos, mesh, heads), donate_argnums=(1,))
     first, logits = None, []
@@ -320,14 +353,14 @@ class CacheLayout(Check):
                                f"float32{list(s.cache_shape)} [layers, 2, batch, seq, heads, head_dim]",
                                hint="Keep the layout [L, 2, B, S, K, Dh]: K and V stacked on "
                                "axis 1, the cache's full length S on axis 3.")  # fmt: skip
-        want = NamedSharding(trial.mesh, P(*CACHE_SPEC))
+        want = NamedSharding(trial.mesh, P(*s.cache_spec))
         held = max((sh.data.nbytes for sh in cache.addressable_shards), default=0)
         if not cache.sharding.is_equivalent_to(want, cache.ndim) or held != s.device_cache_bytes:
             spec = getattr(cache.sharding, "spec", cache.sharding)
             return CheckResult(
                 self.name, False,
                 f"the cache comes back sharded {spec}, {held:,} bytes on a device; expected "
-                f"P{CACHE_SPEC}: {s.cache_bytes:,}/(data·model) = {s.device_cache_bytes:,}",
+                f"P{s.cache_spec}: {s.cache_bytes:,}/(data·model) = {s.device_cache_bytes:,}",
                 hint="out_specs for the cache: P(None, None, 'data', None, 'model', None) — "
                 "each device keeps its own sequences' keys and values for its own heads.",
             )  # fmt: skip
@@ -344,7 +377,7 @@ class CacheLayout(Check):
                     "cache[i, 1, :, :T], computed from that layer's input h.",
                 )  # fmt: skip
         return CheckResult(self.name, True,
-                           f"[L, 2, B, S, H, Dh] sharded P{CACHE_SPEC}: {held:,} bytes per device")  # fmt: skip
+                           f"[L, 2, B, S, K, Dh] sharded P{s.cache_spec}: {held:,} bytes per device")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -363,16 +396,32 @@ class Collectives(Check):
         rows = [[c.kind, c.shape, str(c.count), "+".join(sorted(spanned_axes(g, shape, names)))]
                 for c, g in found]  # fmt: skip
         evidence = [Table(["kind", "shape", "times", "over"], rows)]
+        kinds = ("all-reduce", "all-to-all") if s.gqa else ("all-reduce",)
         for c, groups in found:
             axes = spanned_axes(groups, shape, names)
-            if c.kind != "all-reduce" or axes != {MODEL}:
+            if c.kind not in kinds or axes != {MODEL}:
                 over = " and ".join(f"'{a}'" for a in sorted(axes))
                 return CheckResult(
                     self.name, False,
                     f"{c.kind} of {c.shape} over {over} (groups {show_groups(groups)})",
                     evidence=evidence, hint=_kind_hint(c.kind, axes),
                 )  # fmt: skip
-        count = sum(c.count or 0 for c, _ in found)
+        if s.gqa:
+            swaps = sum(c.count or 0 for c, _ in found if c.kind == "all-to-all")
+            moved = sum(c.total() or 0 for c, _ in found if c.kind == "all-to-all")
+            if swaps != 2 * s.layers or moved != s.all_to_all_bytes:
+                return CheckResult(
+                    self.name, False,
+                    f"{swaps} all-to-alls over 'model' sending {moved:,} bytes per device; "
+                    f"expected 2·L = {2 * s.layers} sending {s.all_to_all_bytes:,}: one turns "
+                    "each layer's queries [B/data, 1, N/model, Dh] from head-split to "
+                    "batch-split, one turns the attention output back",
+                    evidence=evidence,
+                    hint="lax.all_to_all(q, 'model', 0, 2, tiled=True) before attention (split "
+                    "the rows, gather the heads) and lax.all_to_all(o, 'model', 2, 0, "
+                    "tiled=True) after it; the cache itself never moves.",
+                )  # fmt: skip
+        count = sum(c.count or 0 for c, _ in found if c.kind == "all-reduce")
         want = 2 * s.layers if s.model > 1 else 0
         if count != want:
             return CheckResult(
@@ -385,8 +434,10 @@ class Collectives(Check):
                 if count > want else "A row-parallel matmul's partial sum is never summed "
                 "over 'model': psum o @ wo and tanh(h @ w_in) @ w_out.",
             )  # fmt: skip
+        also = f" and {2 * s.layers} all-to-alls" if s.gqa else ""
         return CheckResult(self.name, True,
-                           f"{count} all-reduces over 'model' (2 per layer), nothing else", evidence=evidence)  # fmt: skip
+                           f"{count} all-reduces over 'model' (2 per layer){also}, nothing else",
+                           evidence=evidence)  # fmt: skip
 
 
 def _kind_hint(kind: str, axes: set[str]) -> str:
@@ -450,7 +501,7 @@ class Donated(Check):
                 "shape, dtype and sharding it came with (the same out_specs as in_specs), "
                 "updated with lax.dynamic_update_slice, and XLA writes into the same memory.",
             )  # fmt: skip
-        if temp >= want:
+        if temp >= want and not s.gqa:
             return CheckResult(
                 self.name, False,
                 f"{temp:,} temporary bytes per device, as much as the device's whole cache "
@@ -470,5 +521,40 @@ PREFILL = ExerciseSpec(
 )  # fmt: skip
 DECODE = ExerciseSpec(
     name="decode_step", strategy=strategy, explicit=explicit, run=run_decode,
+    checks=(Logits(), CacheLayout(), Collectives(), CacheStays(), Donated()), max_examples=1,
+)  # fmt: skip
+
+
+GQA_EXPLICIT = (
+    {"mesh": (2, 2), "layers": 2, "rows": 1, "heads_per": 2, "kv_heads": 1, "prompt": 5,
+     "slots": 48, "seed": 3},
+    {"mesh": (1, 4), "layers": 2, "rows": 2, "heads_per": 1, "kv_heads": 2, "prompt": 3,
+     "slots": 64, "seed": 4},
+    {"mesh": (2, 3), "layers": 2, "rows": 1, "heads_per": 2, "kv_heads": 2, "prompt": 4,
+     "slots": 48, "seed": 5},
+)  # fmt: skip
+"""K = 1 and 2 key/value heads on 2, 3 and 4 'model' devices (fewer heads than devices)."""
+
+
+def gqa_strategy(ctx: Context) -> Any:
+    meshes = [m for m in ((2, 2), (1, 4), (2, 3), (1, 2), (4, 2)) if m[0] * m[1] <= ctx.n_devices]
+    return st.sampled_from(meshes or [(1, 1)]).flatmap(
+        lambda mesh: st.fixed_dictionaries({
+            "mesh": st.just(mesh), "layers": st.sampled_from([2, 3]),
+            "rows": st.sampled_from([1, 2]), "heads_per": st.sampled_from([1, 2]),
+            "kv_heads": st.sampled_from([k for k in (1, 2) if k < mesh[1]] or [1]),
+            "prompt": st.sampled_from([3, 5]), "slots": st.sampled_from([48, 64]),
+            "seed": st.integers(0, 2**16),
+        })
+    )  # fmt: skip
+
+
+def gqa_explicit(ctx: Context) -> list[Example]:
+    fits = [e for e in GQA_EXPLICIT if e["mesh"][0] * e["mesh"][1] <= ctx.n_devices]
+    return fits or [{**GQA_EXPLICIT[0], "mesh": (1, 1)}]  # one device: K = 1 of N = 2
+
+
+DECODE_GQA = ExerciseSpec(
+    name="decode_step_gqa", strategy=gqa_strategy, explicit=gqa_explicit, run=run_decode,
     checks=(Logits(), CacheLayout(), Collectives(), CacheStays(), Donated()), max_examples=1,
 )  # fmt: skip

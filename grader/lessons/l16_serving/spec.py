@@ -301,6 +301,6 @@ CRITICAL = Scalar(
 SPEC = LessonSpec(
     exercises=(
         KV_BYTES.spec(), PREFILL_TIME.spec(), DECODE_TIME.spec(), MAX_BATCH.spec(),
-        THROUGHPUT.spec(), CRITICAL.spec(), serve.PREFILL, serve.DECODE,
+        THROUGHPUT.spec(), CRITICAL.spec(), serve.PREFILL, serve.DECODE, serve.DECODE_GQA,
     ),
 )  # fmt: skip
