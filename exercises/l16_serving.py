@@ -13,6 +13,7 @@ Read the lesson first: ``course show 16``. Grade with ``course grade 16``.
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
@@ -138,3 +139,25 @@ def decode_step_gqa(
     #       own rows only, written at pos; attention with each kv head repeated N/K times;
     #       lax.all_to_all(o, 'model', 2, 0, tiled=True); then wo and the MLP as before.
     raise NotImplementedError("decode_step_gqa: TODO")
+
+
+# ------------------------------------------------------------------ bonus: speculative sampling
+
+
+def verify_draft(p: np.ndarray, q: np.ndarray, token: int) -> tuple[float, np.ndarray]:
+    """The draft model proposed ``token`` from its distribution ``q``; the target's is ``p``
+    (both [V], summing to 1). Return the probability of keeping the token and the
+    distribution to draw from when it is rejected, so that the token emitted follows p
+    exactly: min(1, p[x]/q[x]), and max(p − q, 0) normalised (p itself where p = q).
+    """
+    # TODO: the acceptance probability, and the residual max(p − q, 0) / its sum.
+    raise NotImplementedError("verify_draft: TODO")
+
+
+def expected_tokens(alpha: float, gamma: int) -> float:
+    """Tokens one verification step emits on average when each of ``gamma`` drafted tokens
+    is accepted with probability ``alpha``, independently, until the first rejection:
+    1 + α + … + α^γ = (1 − α^(γ+1)) / (1 − α), and γ + 1 at α = 1.
+    """
+    # TODO: the geometric sum, with α = 1 apart.
+    raise NotImplementedError("expected_tokens: TODO")

@@ -13,6 +13,7 @@ Read the lesson first: ``course show 16``. Grade with ``course grade 16``.
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
@@ -232,3 +233,28 @@ def decode_step_gqa(
         body, mesh=mesh, in_specs=(PARAMS_GQA, CACHE_GQA, P(DATA), P()),
         out_specs=(P(DATA, None), CACHE_GQA),
     )(params, cache, tokens, pos)  # fmt: skip
+
+
+# ------------------------------------------------------------------ bonus: speculative sampling
+
+
+def verify_draft(p: np.ndarray, q: np.ndarray, token: int) -> tuple[float, np.ndarray]:
+    """The draft model proposed ``token`` from its distribution ``q``; the target's is ``p``
+    (both [V], summing to 1). Return the probability of keeping the token and the
+    distribution to draw from when it is rejected, so that the token emitted follows p
+    exactly: min(1, p[x]/q[x]), and max(p − q, 0) normalised (p itself where p = q).
+    """
+    accept = min(1.0, float(p[token] / q[token]))
+    residual = np.maximum(p - q, 0.0)
+    total = residual.sum()
+    return accept, (residual / total if total > 0 else p.copy())
+
+
+def expected_tokens(alpha: float, gamma: int) -> float:
+    """Tokens one verification step emits on average when each of ``gamma`` drafted tokens
+    is accepted with probability ``alpha``, independently, until the first rejection:
+    1 + α + … + α^γ = (1 − α^(γ+1)) / (1 − α), and γ + 1 at α = 1.
+    """
+    if alpha == 1:
+        return float(gamma + 1)
+    return (1 - alpha ** (gamma + 1)) / (1 - alpha)

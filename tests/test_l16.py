@@ -162,3 +162,27 @@ def test_the_worker_donates_what_the_exported_program_donates():
     exported = jax.export.deserialize(blob.serialize())
     compiled = jax.jit(exported.call, donate_argnums=(1,)).trace(*args).lower().compile()
     assert compiled.memory_analysis().alias_size_in_bytes == s.device_cache_bytes
+
+
+# ------------------------------------------------------------------ bonus: speculative sampling
+
+
+def test_the_reference_verification_emits_the_target_exactly():
+    """The text's worked example (p = (0.75, 0.25), q = (0.5, 0.5)) and every explicit one."""
+    from grader.lessons.l16_serving import speculative as spec
+
+    p, q = np.array([0.75, 0.25]), np.array([0.5, 0.5])
+    assert spec.verify(p, q, 1)[0] == 0.5
+    np.testing.assert_allclose(spec.emitted(q, [spec.verify(p, q, x) for x in (0, 1)]), p)
+    for ex in spec.EXPLICIT:
+        p, q = spec.distribution(ex["p"]), spec.distribution(ex["q"])
+        answers = [
+            spec.verify(p, q, x) if q[x] > 0 else (0.0, np.zeros_like(p)) for x in range(len(p))
+        ]
+        assert np.abs(spec.emitted(q, answers) - p).max() <= spec.TOL
+
+
+def test_expected_tokens_as_the_text_says():
+    assert SOLUTION.expected_tokens(0.8, 4) == pytest.approx(3.3616)
+    assert SOLUTION.expected_tokens(1.0, 3) == 4.0
+    assert SOLUTION.expected_tokens(0.0, 5) == 1.0

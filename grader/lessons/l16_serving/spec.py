@@ -22,7 +22,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from grader.checks.scalar import Scalar
-from grader.lessons.l16_serving import cost, serve
+from grader.lessons.l16_serving import cost, serve, speculative
 from grader.lessons.l16_serving.records import MODELS, SLICES, Model, Slice, param_count
 from grader.spec import Context, LessonSpec
 
@@ -302,5 +302,6 @@ SPEC = LessonSpec(
     exercises=(
         KV_BYTES.spec(), PREFILL_TIME.spec(), DECODE_TIME.spec(), MAX_BATCH.spec(),
         THROUGHPUT.spec(), CRITICAL.spec(), serve.PREFILL, serve.DECODE, serve.DECODE_GQA,
+        speculative.VERIFY, speculative.EXPECTED.spec(),
     ),
 )  # fmt: skip
