@@ -88,6 +88,36 @@ def decode_step_gqa(params, cache, tokens, pos, mesh, n_heads):
     )(params, cache, tokens, pos)
 '''
 
+TOKEN_BY_TOKEN = '''
+def prefill(params, tokens, mesh, n_heads, max_len):
+    """The prompt fed one token at a time, each a decode step against the cache so far."""
+    n_layers, _, hdh = params["wq"].shape
+    dh = hdh // n_heads
+
+    def body(p, tok):
+        b, t = tok.shape
+        cache = jnp.zeros((n_layers, 2, b, max_len, p["wq"].shape[2] // dh, dh), jnp.float32)
+        cache = lax.pcast(cache, (DATA, MODEL), to="varying")
+        for pos in range(t):
+            h = (p["embed"][tok[:, pos]] + p["pos"][pos])[:, None]
+            visible = (jnp.arange(max_len) <= pos)[None]
+
+            def layer(i, carry, pos=pos, visible=visible):
+                h, cache = carry
+                w = _layer_weights(p, i)
+                q, k, v = (_heads(h, w[n], dh) for n in ("wq", "wk", "wv"))
+                cache = lax.dynamic_update_slice(cache, jnp.stack([k, v])[None], (i, 0, 0, pos, 0, 0))
+                kv = lax.dynamic_index_in_dim(cache, i, keepdims=False)
+                return _block_out(h, _attend(q, kv[0], kv[1], visible), w), cache
+
+            h, cache = lax.fori_loop(0, n_layers, layer, (h, cache))
+        return h[:, 0] @ p["unembed"], cache
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS, P(DATA, None)), out_specs=(P(DATA, None), CACHE)
+    )(params, tokens)
+'''
+
 MISTAKES: list[Mistake] = [
     # ---------------------------------------------------------------- the cost model
     _edit(
@@ -294,5 +324,14 @@ MISTAKES: list[Mistake] = [
         "return (1 - alpha ** (gamma + 1)) / (1 - alpha)",
         "return (1 - alpha**gamma) / (1 - alpha)",
         ("A term short", "i = 0 … γ"),
+    ),
+    Mistake(
+        id="l16-prefill-token-by-token",
+        module=L16,
+        exercise="prefill",
+        status="failed",
+        check="collectives",
+        says=("one token at a time", "T·2·L"),
+        code=TOKEN_BY_TOKEN,
     ),
 ]

@@ -429,8 +429,7 @@ class Collectives(Check):
                 f"{count} all-reduces over 'model' per program; expected 2·L = {want}: one after "
                 "attention's wo and one after the MLP's w_out in each layer",
                 evidence=evidence,
-                hint="One psum over 'model' per row-parallel matmul, no more: the logits come "
-                "from h (already summed) and the replicated unembed, with no collective."
+                hint=_too_many(s, count, trial.extra["what"])
                 if count > want else "A row-parallel matmul's partial sum is never summed "
                 "over 'model': psum o @ wo and tanh(h @ w_in) @ w_out.",
             )  # fmt: skip
@@ -438,6 +437,20 @@ class Collectives(Check):
         return CheckResult(self.name, True,
                            f"{count} all-reduces over 'model' (2 per layer){also}, nothing else",
                            evidence=evidence)  # fmt: skip
+
+
+def _too_many(s: Sizes, count: int, what: str) -> str:
+    if what == "prefill" and s.prompt > 1 and count == s.prompt * 2 * s.layers:
+        return (
+            f"{count} = T·2·L: the prompt runs one token at a time, T = {s.prompt} sequential "
+            "decode steps, each with its own psums. Prefill takes all T positions in one pass "
+            "(a causal mask over [T, T]): T times fewer, T times larger collectives, and "
+            "matmuls of B·T rows that keep the chip busy."
+        )
+    return (
+        "One psum over 'model' per row-parallel matmul, no more: the logits come from h "
+        "(already summed) and the replicated unembed, with no collective."
+    )
 
 
 def _kind_hint(kind: str, axes: set[str]) -> str:
