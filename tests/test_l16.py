@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader import engine
 from grader.lessons.l16_serving import cost, model, serve
 from grader.lessons.l16_serving.records import MODELS, SLICES, Slice, param_count
+from grader.loader import load_module
 from grader.results import Status
-from grader.sandbox.loader import load_module
+from grader.sandbox import backends
 
 L13, GQA, V5E = MODELS["llama-2-13b"], MODELS["llama-2-13b-gqa"], SLICES["tpu-v5e-8"]
 
@@ -116,7 +116,7 @@ def test_examples_leave_an_empty_slot_and_a_cache_larger_than_an_activation():
 
 
 def test_the_reference_passes_prefill_and_decode_in_process(root):
-    result = engine.grade_lesson(16, "l16_serving", root / "solutions",
+    result = backends.grade_lesson(16, "l16_serving", root / "solutions",
                                  only=["prefill", "decode_step", "decode_step_gqa"], timeout=120, isolate=False)  # fmt: skip
     for er in result.exercises:
         assert er.status == Status.PASSED, (er.exercise, [c.to_dict() for c in er.checks])
