@@ -186,3 +186,24 @@ def test_expected_tokens_as_the_text_says():
     assert SOLUTION.expected_tokens(0.8, 4) == pytest.approx(3.3616)
     assert SOLUTION.expected_tokens(1.0, 3) == 4.0
     assert SOLUTION.expected_tokens(0.0, 5) == 1.0
+
+
+def test_every_drawn_gqa_example_has_k_dividing_the_query_heads_and_below_model():
+    """A drawn example the reference cannot compute is a grader fault: the strategy
+    must draw only K | N = model · heads_per with K < model (where model > 1)."""
+    from hypothesis import HealthCheck, given, settings
+
+    from grader.spec import FULL
+
+    seen = []
+
+    @settings(max_examples=200, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(serve.gqa_strategy(FULL))
+    def draw(ex):
+        s = serve.sizes(ex)
+        seen.append((s.model, s.heads, s.kv))
+        assert s.heads % s.kv == 0 and (s.kv < s.model or s.model == 1), ex
+
+    draw()
+    assert any(m == 3 for m, _, _ in seen) and any(kv == 2 for _, _, kv in seen)
