@@ -60,7 +60,11 @@ def replay(
     check_exported(handed.exported, args, mesh, handed.text)
     read = read_program(handed.exported, handed.text)
     with theirs("lower"):
-        lowered = jax.jit(handed.exported.call).trace(*args).lower()
+        lowered = (
+            jax.jit(handed.exported.call, donate_argnums=donated_argnums(handed.exported))
+            .trace(*args)
+            .lower()
+        )
     with theirs("compile or run"):
         return runtimes.run_compiled(
             lowered, read, args, mesh, example, compiler_options, extra, salt,
@@ -160,3 +164,23 @@ def read_program(exported: Any, text: str | None = None) -> Any:
         raise GraderFault(
             f"the grader cannot read your exported program's StableHLO: {exc}"
         ) from None
+
+
+def donated_argnums(exported: Any) -> tuple[int, ...]:
+    """The top-level arguments whose every leaf the exported program donates, read from
+    the program itself (:func:`grader.measure.stablehlo.donated_parameters`): the
+    grader's own ``jax.jit(..., donate_argnums=…)`` around the student's function,
+    traced in the student's process. Compiled with the same donation here, the program
+    aliases what it aliased where it was traced (lesson 16's cache)."""
+    from grader.measure import stablehlo
+
+    marked = stablehlo.donated_parameters(stablehlo.parse_exported(exported))
+    kept = list(exported.module_kept_var_idx)
+    donated_flat = {kept[k] for k in marked if k < len(kept)}
+    out, first = [], 0
+    for index, arg in enumerate(exported.in_tree.children()[0].children()):
+        leaves = set(range(first, first + arg.num_leaves)) & set(kept)
+        if leaves and leaves <= donated_flat:
+            out.append(index)
+        first += arg.num_leaves
+    return tuple(out)

@@ -373,6 +373,7 @@ def _read_memory(compiled: Any) -> dict[str, int] | None:
         "argument": int(stats.argument_size_in_bytes),
         "output": int(stats.output_size_in_bytes),
         "temp": int(stats.temp_size_in_bytes),
+        "alias": int(stats.alias_size_in_bytes),  # outputs written into donated inputs
     }
 
 

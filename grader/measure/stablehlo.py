@@ -179,6 +179,24 @@ def custom_calls(program: Any) -> set[str]:
     return found
 
 
+def donated_parameters(program: Any) -> set[int]:
+    """The parameters of the module's public ``main`` that it donates: marked
+    ``tf.aliasing_output`` (donated and aliased to an output) or ``jax.buffer_donor``."""
+    from jaxlib.mlir import ir
+
+    for op in _as_module(program).body.operations:
+        op = op.operation
+        if op.name == "func.func" and _function_name(op) == "main":
+            if "arg_attrs" not in op.attributes:
+                return set()
+            attrs = ir.ArrayAttr(op.attributes["arg_attrs"])
+            return {
+                i for i, a in enumerate(attrs)
+                if any(k in ir.DictAttr(a) for k in ("tf.aliasing_output", "jax.buffer_donor"))
+            }  # fmt: skip
+    return set()
+
+
 def _as_module(program: Any) -> Any:
     return parse(program) if isinstance(program, str | bytes) else program
 

@@ -46,7 +46,7 @@ from grader import phases
 from grader import runtime as runtimes
 from grader.backend import Backend
 from grader.engine import LESSONS, load_spec
-from grader.exported import check_exported, platform_here, read_program, theirs
+from grader.exported import check_exported, donated_argnums, platform_here, read_program, theirs
 from grader.faults import (
     Abandoned,
     GraderFault,
@@ -789,8 +789,10 @@ class Known:
         self.exported = exported
         self.text = self.exported.mlir_module()
         self.program = read_program(self.exported, self.text)
-        self.jitted = jax.jit(self.exported.call)
-        """Kept, so that tracing and lowering it again come from jax's own caches."""
+        self.jitted = jax.jit(self.exported.call, donate_argnums=donated_argnums(exported))
+        """Kept, so that tracing and lowering it again come from jax's own caches. It
+        donates what the program donates (lesson 16's cache), so that the program
+        compiled here aliases what it aliased where it was traced."""
         self.reads: dict[Any, Any] = {}
         """What reading its compiled HLO and memory gave, by the inputs it was
         lowered for (:func:`_inputs_key`): the same compiled program each time."""

@@ -1,0 +1,578 @@
+"""Lesson 16's sharded half: ``prefill`` and ``decode_step`` of the tiny language model
+(:mod:`grader.lessons.l16_serving.model`) on a ``('data', 'model')`` mesh.
+
+Params Megatron-split over 'model' (wq, wk, wv and w_in by columns, wo and w_out by
+rows), the embeddings replicated; the KV cache ``[L, 2, B, S, H, Dh]`` sharded
+``P(None, None, 'data', None, 'model', None)``: 1/(data·model) of it per device.
+
+Held against: the logits, against the float64 reference that recomputes the whole
+sequence (tolerance 2e-5·max|ref|: the reference solution is within 2e-7 of it, a
+bfloat16 cache 1e-3 off), and the greedy token wherever the reference's top two logits
+are further apart than that; the cache's values (prefill: positions < T against the
+reference's keys and values), shape, dtype and sharding; the collectives: only
+all-reduces over 'model', exactly 2·L per program (one after attention's wo, one after
+the MLP's w_out: the tiny model's two row-parallel matmuls per layer), none over
+'data', and none carrying a layer's keys or values; for ``decode_step`` also that the
+cache it returns is aliased to the donated one (``alias`` ≥ the device's cache bytes in
+the memory analysis) and that its temporaries stay below one device's cache.
+
+``decode_step`` is graded from the reference's own cache after the prompt, then its
+own cache step after step (3 steps, each fed the reference's greedy token: teacher
+forcing, so one wrong step does not hide the next): graded apart from ``prefill``.
+Examples: 2×2, 2×3 and 3×2 (3 and 6 devices), 1×4, 4×2, 1×1; two or three layers;
+the cache longer than prompt + steps, so an empty slot past the new position exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grader.checks.groups import grouped, show_groups, spanned_axes
+from grader.evidence import Table
+from grader.lessons.l16_serving import model
+from grader.results import CheckResult
+from grader.runtime import Runtime, StudentReturnError
+from grader.spec import Check, Context, Example, ExerciseSpec, Trial
+
+DATA, MODEL = "data", "model"
+D, DH, VOCAB, F_PER = 16, 4, 32, 8
+STEPS = 3
+ATOL = 2e-5
+"""Logits within ATOL·max|reference| (module docstring)."""
+CACHE_SPEC = (None, None, DATA, None, MODEL, None)
+CACHE_GQA = (None, None, (DATA, MODEL), None, None, None)
+LAYOUT = {
+    "embed": (), "pos": (), "unembed": (),
+    "wq": (None, None, MODEL), "wk": (None, None, MODEL), "wv": (None, None, MODEL),
+    "wo": (None, MODEL, None), "w_in": (None, None, MODEL), "w_out": (None, MODEL, None),
+}  # fmt: skip
+LAYOUT_GQA = {**LAYOUT, "wk": (), "wv": ()}
+"""With K < model key/value heads: wk and wv replicated (they are small)."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    data: int
+    model: int
+    layers: int
+    batch: int
+    heads: int
+    prompt: int
+    slots: int
+    kv_heads: int = 0
+    """Key/value heads (0: as many as query heads); fewer than 'model' devices in
+    ``decode_step_gqa``, whose cache is split by batch over both axes."""
+
+    @property
+    def kv(self) -> int:
+        return self.kv_heads or self.heads
+
+    @property
+    def gqa(self) -> bool:
+        return self.kv < self.heads
+
+    @property
+    def cache_shape(self) -> tuple[int, ...]:
+        return (self.layers, 2, self.batch, self.slots, self.kv, DH)
+
+    @property
+    def cache_bytes(self) -> int:
+        return int(np.prod(self.cache_shape)) * 4
+
+    @property
+    def device_cache_bytes(self) -> int:
+        return self.cache_bytes // (self.data * self.model)
+
+    @property
+    def layer_kv_elements(self) -> int:
+        """One layer's keys (or values) on one device: [B/data, S, H/model, Dh], or
+        [B/(data·model), S, K, Dh] when split by batch."""
+        return self.device_cache_bytes // (4 * 2 * self.layers)
+
+    @property
+    def cache_spec(self) -> tuple:
+        return CACHE_GQA if self.gqa else CACHE_SPEC
+
+    @property
+    def layout(self) -> dict[str, tuple]:
+        return LAYOUT_GQA if self.gqa else LAYOUT
+
+    @property
+    def all_to_all_bytes(self) -> int:
+        """2·L all-to-alls over 'model' of [B/data, 1, N/model, Dh] each: (m−1)/m of it sent."""
+        each = self.batch // self.data * self.heads // self.model * DH * 4
+        return 2 * self.layers * ((self.model - 1) * each // self.model)
+
+
+def sizes(ex: Example) -> Sizes:
+    data, m = ex["mesh"]
+    if "kv_heads" in ex:  # decode_step_gqa: rows per device, the batch over both axes
+        return Sizes(data, m, ex["layers"], data * m * ex["rows"], m * ex["heads_per"],
+                     ex["prompt"], ex["slots"], ex["kv_heads"])  # fmt: skip
+    return Sizes(data, m, ex["layers"], data * ex["rows"], m * ex["heads_per"], ex["prompt"],
+                 ex["slots"])  # fmt: skip
+
+
+MESHES = ((2, 2), (2, 3), (3, 2), (1, 4), (4, 2), (1, 1), (2, 1), (1, 2))
+
+
+def strategy(ctx: Context) -> Any:
+    meshes = [m for m in MESHES if m[0] * m[1] <= ctx.n_devices] or [(1, 1)]
+    return st.fixed_dictionaries({
+        "mesh": st.sampled_from(meshes), "layers": st.sampled_from([2, 3]),
+        "rows": st.sampled_from([1, 2]), "heads_per": st.sampled_from([1, 2]),
+        "prompt": st.sampled_from([3, 5]), "slots": st.sampled_from([48, 64]),
+        "seed": st.integers(0, 2**16),
+    })  # fmt: skip
+
+
+EXPLICIT = (
+    {"mesh": (2, 2), "layers": 3, "rows": 2, "heads_per": 1, "prompt": 5, "slots": 48, "seed": 0},
+    {"mesh": (2, 3), "layers": 2, "rows": 1, "heads_per": 2, "prompt": 3, "slots": 64, "seed": 1},
+    {"mesh": (3, 2), "layers": 2, "rows": 2, "heads_per": 2, "prompt": 4, "slots": 48, "seed": 2},
+)
+"""2×2; 2×3 and 3×2: meshes of 6, where a size hard-coded to a power of two shows."""
+
+
+def explicit(ctx: Context) -> list[Example]:
+    fits = [e for e in EXPLICIT if e["mesh"][0] * e["mesh"][1] <= ctx.n_devices]
+    return fits or [{**EXPLICIT[0], "mesh": (1, 1)}]
+
+
+def draw(ex: Example, rng: np.random.Generator) -> tuple[Sizes, dict, np.ndarray]:
+    s = sizes(ex)
+    params = model.draw_params(rng, s.layers, D, s.heads * DH, s.model * F_PER, VOCAB, s.slots,
+                               s.kv * DH)  # fmt: skip
+    prompt = rng.integers(0, VOCAB, (s.batch, s.prompt)).astype(np.int32)
+    return s, params, prompt
+
+
+def _place(mesh: Any, x: Any, spec: tuple) -> Any:
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    return jax.device_put(x, NamedSharding(mesh, P(*spec)))
+
+
+def _pair(out: Any, fname: str) -> tuple[Any, Any]:
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise StudentReturnError(
+            f"{fname} returned {type(out).__name__}; expected a pair (logits, cache)",
+            hint="Return both: `return logits, cache`.",
+        )
+    return out[0], out[1]
+
+
+# ------------------------------------------------------------------ running
+
+
+def run_prefill(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+    import jax
+
+    mesh = rt.mesh(ex["mesh"], (DATA, MODEL))
+    s, params, prompt = draw(ex, rt.rng())
+    placed = {k: _place(mesh, v, LAYOUT[k]) for k, v in params.items()}
+    heads, slots = s.heads, s.slots
+    program = jax.jit(lambda p, t: fn(p, t, mesh, heads, slots))
+    trial = rt.compile_and_run(program, (placed, _place(mesh, prompt, (DATA, None))), mesh)
+    logits, cache = _pair(trial.output, "prefill")
+    trial.output = {"logits": [logits], "cache": cache}
+    trial.expected = {"logits": [model.logits(params, prompt, heads)[:, -1]],
+                      "kv": model.kv(params, prompt, heads)}  # fmt: skip
+    trial.extra.update(sizes=s, tokens=[prompt.shape[1]], what="prefill")
+    return trial
+
+
+def run_decode(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+    import jax
+
+    mesh = rt.mesh(ex["mesh"], (DATA, MODEL))
+    s, params, prompt = draw(ex, rt.rng())
+    placed = {k: _place(mesh, v, s.layout[k]) for k, v in params.items()}
+    tokens, want = model.greedy(params, prompt, s.heads, STEPS)
+    start = np.zeros(s.cache_shape, np.float32)
+    start[:, :, :, : s.prompt] = model.kv(params, prompt, s.heads)
+    cache = _place(mesh, start, s.cache_spec)
+    heads = s.heads
+    program = jax.jit(lambda p, c, t, pos: fn(p, c, t, pos, mesh, heads), donate_argnums=(1,))
+    first, logits = None, []
+    for step in range(STEPS):
+        fed = _place(mesh, tokens[:, step].astype(np.int32), (DATA,))
+        pos = _place(mesh, np.int32(s.prompt + step), ())
+        trial = rt.compile_and_run(program, (placed, cache, fed, pos), mesh)
+        out, cache = _pair(trial.output, "decode_step")
+        _fed_on(cache, s, step)
+        logits.append(out)
+        first = first or trial
+    assert first is not None
+    first.output = {"logits": logits, "cache": cache}
+    first.expected = {"logits": list(want[1:]), "tokens": tokens[:, 1:]}
+    first.extra.update(sizes=s, what="decode", params=params, prompt=prompt,
+                       fed=tokens[:, :STEPS], positions=[s.prompt + k for k in range(STEPS)])  # fmt: skip
+    return first
+
+
+def _fed_on(cache: Any, s: Sizes, step: int) -> None:
+    """The cache a decode step returns is the next step's input: of the kind it came."""
+    shape, dtype = tuple(getattr(cache, "shape", ())), str(getattr(cache, "dtype", ""))
+    if shape != s.cache_shape or dtype != "float32":
+        said = f"{dtype}{list(shape)}" if dtype else type(cache).__name__
+        raise StudentReturnError(
+            f"decode step {step + 1} returned the cache as {said}; expected float32"
+            f"{list(s.cache_shape)} as it came (the next step is fed it, and the caller "
+            "donated the old one to it)",
+            hint="Return the cache with the shape, dtype and sharding it came with: the "
+            "server donates it and writes the next token into the same buffer.",
+        )
+
+
+# ------------------------------------------------------------------ checks
+
+
+def _host(x: Any) -> np.ndarray | None:
+    import jax
+
+    if not isinstance(x, jax.Array):
+        return None
+    return np.asarray(x, np.float64)
+
+
+def _step_name(trial: Trial, k: int) -> str:
+    if trial.extra["what"] == "prefill":
+        return "prefill (the prompt's last token)"
+    return f"decode step {k + 1} (position {trial.extra['positions'][k]})"
+
+
+VARIANTS = (
+    (model.MASK_BEFORE,
+     "Your logits are those of a new token that does not attend to itself: the mask keeps "
+     "keys < pos, but the token at pos is written into the cache first and must be seen "
+     "(keys ≤ pos, as the causal mask of prefill keeps the diagonal)."),
+    (model.MASK_AFTER,
+     "Your logits are those of a new token that also attends to the empty slot after it: "
+     "the mask keeps keys ≤ pos + 1, and that slot holds zeros (a score of 0 still takes "
+     "softmax weight). Keep keys ≤ pos."),
+    (model.POSITION_ZERO,
+     "Your logits are those of every new token embedded at position 0: decode adds "
+     "pos_embedding[pos] for the token at pos — the positions do not advance if you reuse "
+     "prefill's pos[:T] with T = 1."),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Logits(Check):
+    """Each program's logits against the float64 recomputation; the greedy tokens."""
+
+    name: str = "values"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        got_all, want_all = trial.output["logits"], trial.expected["logits"]
+        for k, (got, want) in enumerate(zip(got_all, want_all)):
+            where = _step_name(trial, k)
+            host = _host(got)
+            if host is None or host.shape != want.shape:
+                shape = getattr(got, "shape", type(got).__name__)
+                return CheckResult(self.name, False,
+                                   f"{where}: logits of shape {shape}; expected {want.shape} "
+                                   "[B, V] float32")  # fmt: skip
+            if str(got.dtype) != "float32":
+                return CheckResult(
+                    self.name, False, f"{where}: logits {got.dtype}; expected float32"
+                )
+            scale = float(np.abs(want).max())
+            allowed = ATOL * scale
+            err = np.abs(np.nan_to_num(host - want, nan=np.inf))
+            if err.max() > allowed:
+                rows = sorted({int(r) for r in np.nonzero(err.max(-1) > allowed)[0]})
+                table = Table(["row", "largest |error|", "allowed"],
+                              [[str(r), f"{err[r].max():.3g}", f"{allowed:.3g}"] for r in rows[:8]])  # fmt: skip
+                return CheckResult(
+                    self.name, False,
+                    f"{where}: logits differ from the reference (which recomputes the whole "
+                    f"sequence) by up to {err.max():.3g}, allowed {allowed:.3g}, in rows {rows}",
+                    evidence=[table], hint=self._hint(trial, k),
+                )  # fmt: skip
+            top = np.sort(want, -1)
+            clear = top[:, -1] - top[:, -2] > 2 * allowed
+            picked, right = host.argmax(-1), want.argmax(-1)
+            if np.any(clear & (picked != right)):
+                return CheckResult(self.name, False,
+                                   f"{where}: greedy tokens {picked.tolist()}; expected {right.tolist()}")  # fmt: skip
+        return CheckResult(self.name, True,
+                           f"logits of {len(want_all)} program(s) within {ATOL:g}·max|ref| of the "
+                           "float64 recomputation; greedy tokens agree")  # fmt: skip
+
+    @staticmethod
+    def _hint(trial: Trial, k: int) -> str | None:
+        if trial.extra["what"] != "decode":
+            return ("The prompt's logits differ: check the causal mask (keys ≤ query), the "
+                    "positions added at the input, and one psum over 'model' after each "
+                    "row-parallel matmul (o @ wo, tanh(h @ w_in) @ w_out).")  # fmt: skip
+        s = trial.extra["sizes"]
+        got = [_host(x) for x in trial.output["logits"][: k + 1]]
+        for how, hint in VARIANTS:
+            alt = model.decode(trial.extra["params"], trial.extra["prompt"], trial.extra["fed"],
+                               s.heads, s.slots, how)  # fmt: skip
+            if all(g is not None and np.abs(g - a).max() <= ATOL * np.abs(a).max()
+                   for g, a in zip(got, alt)):  # fmt: skip
+                return hint
+        if k > 0:
+            return ("The first steps agree and a later one does not: the cache you return is "
+                    "not the one the next step needs. Write the new keys and values at pos "
+                    "(lax.dynamic_update_slice), in every layer, and return the whole cache.")  # fmt: skip
+        return None
+
+
+@dataclass(frozen=True)
+class CacheLayout(Check):
+    """The returned cache: [L, 2, B, S, H, Dh] float32, sharded P(None, None, 'data',
+    None, 'model', None), each device holding 1/(data·model) of it; prefill's holds
+    the prompt's keys and values."""
+
+    name: str = "cache"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        import jax
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        s: Sizes = trial.extra["sizes"]
+        cache = trial.output["cache"]
+        if not isinstance(cache, jax.Array):
+            return CheckResult(self.name, False, f"the cache returned is {type(cache).__name__}; "
+                               "expected a jax.Array")  # fmt: skip
+        if tuple(cache.shape) != s.cache_shape or str(cache.dtype) != "float32":
+            return CheckResult(self.name, False,
+                               f"the cache is {cache.dtype}{list(cache.shape)}; expected "
+                               f"float32{list(s.cache_shape)} [layers, 2, batch, seq, heads, head_dim]",
+                               hint="Keep the layout [L, 2, B, S, K, Dh]: K and V stacked on "
+                               "axis 1, the cache's full length S on axis 3.")  # fmt: skip
+        want = NamedSharding(trial.mesh, P(*s.cache_spec))
+        held = max((sh.data.nbytes for sh in cache.addressable_shards), default=0)
+        if not cache.sharding.is_equivalent_to(want, cache.ndim) or held != s.device_cache_bytes:
+            spec = getattr(cache.sharding, "spec", cache.sharding)
+            return CheckResult(
+                self.name, False,
+                f"the cache comes back sharded {spec}, {held:,} bytes on a device; expected "
+                f"P{s.cache_spec}: {s.cache_bytes:,}/(data·model) = {s.device_cache_bytes:,}",
+                hint="out_specs for the cache: P(None, None, 'data', None, 'model', None) — "
+                "each device keeps its own sequences' keys and values for its own heads.",
+            )  # fmt: skip
+        kv = trial.expected.get("kv")
+        if kv is not None:
+            got = np.asarray(cache, np.float64)[:, :, :, : s.prompt]
+            err = float(np.abs(got - kv).max())
+            if err > ATOL * float(np.abs(kv).max()):
+                return CheckResult(
+                    self.name, False,
+                    f"the cache's positions 0…{s.prompt - 1} differ from the prompt's keys and "
+                    f"values by up to {err:.3g}",
+                    hint="Layer i's keys go to cache[i, 0, :, :T] and its values to "
+                    "cache[i, 1, :, :T], computed from that layer's input h.",
+                )  # fmt: skip
+        return CheckResult(self.name, True,
+                           f"[L, 2, B, S, K, Dh] sharded P{s.cache_spec}: {held:,} bytes per device")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Collectives(Check):
+    """Only all-reduces over 'model', 2·L of them, each of one activation."""
+
+    name: str = "collectives"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        s: Sizes = trial.extra["sizes"]
+        try:
+            found = grouped(trial)
+        except ValueError as exc:
+            return CheckResult(self.name, False, str(exc))
+        shape, names = tuple(trial.mesh.devices.shape), tuple(trial.mesh.axis_names)
+        rows = [[c.kind, c.shape, str(c.count), "+".join(sorted(spanned_axes(g, shape, names)))]
+                for c, g in found]  # fmt: skip
+        evidence = [Table(["kind", "shape", "times", "over"], rows)]
+        kinds = ("all-reduce", "all-to-all") if s.gqa else ("all-reduce",)
+        for c, groups in found:
+            axes = spanned_axes(groups, shape, names)
+            if c.kind not in kinds or axes != {MODEL}:
+                over = " and ".join(f"'{a}'" for a in sorted(axes))
+                return CheckResult(
+                    self.name, False,
+                    f"{c.kind} of {c.shape} over {over} (groups {show_groups(groups)})",
+                    evidence=evidence, hint=_kind_hint(c.kind, axes),
+                )  # fmt: skip
+        if s.gqa:
+            swaps = sum(c.count or 0 for c, _ in found if c.kind == "all-to-all")
+            moved = sum(c.total() or 0 for c, _ in found if c.kind == "all-to-all")
+            if swaps != 2 * s.layers or moved != s.all_to_all_bytes:
+                return CheckResult(
+                    self.name, False,
+                    f"{swaps} all-to-alls over 'model' sending {moved:,} bytes per device; "
+                    f"expected 2·L = {2 * s.layers} sending {s.all_to_all_bytes:,}: one turns "
+                    "each layer's queries [B/data, 1, N/model, Dh] from head-split to "
+                    "batch-split, one turns the attention output back",
+                    evidence=evidence,
+                    hint="lax.all_to_all(q, 'model', 0, 2, tiled=True) before attention (split "
+                    "the rows, gather the heads) and lax.all_to_all(o, 'model', 2, 0, "
+                    "tiled=True) after it; the cache itself never moves.",
+                )  # fmt: skip
+        count = sum(c.count or 0 for c, _ in found if c.kind == "all-reduce")
+        want = 2 * s.layers if s.model > 1 else 0
+        if count != want:
+            return CheckResult(
+                self.name, False,
+                f"{count} all-reduces over 'model' per program; expected 2·L = {want}: one after "
+                "attention's wo and one after the MLP's w_out in each layer",
+                evidence=evidence,
+                hint=_too_many(s, count, trial.extra["what"])
+                if count > want else "A row-parallel matmul's partial sum is never summed "
+                "over 'model': psum o @ wo and tanh(h @ w_in) @ w_out.",
+            )  # fmt: skip
+        also = f" and {2 * s.layers} all-to-alls" if s.gqa else ""
+        return CheckResult(self.name, True,
+                           f"{count} all-reduces over 'model' (2 per layer){also}, nothing else",
+                           evidence=evidence)  # fmt: skip
+
+
+def _too_many(s: Sizes, count: int, what: str) -> str:
+    if what == "prefill" and s.prompt > 1 and count == s.prompt * 2 * s.layers:
+        return (
+            f"{count} = T·2·L: the prompt runs one token at a time, T = {s.prompt} sequential "
+            "decode steps, each with its own psums. Prefill takes all T positions in one pass "
+            "(a causal mask over [T, T]): T times fewer, T times larger collectives, and "
+            "matmuls of B·T rows that keep the chip busy."
+        )
+    return (
+        "One psum over 'model' per row-parallel matmul, no more: the logits come from h "
+        "(already summed) and the replicated unembed, with no collective."
+    )
+
+
+def _kind_hint(kind: str, axes: set[str]) -> str:
+    if DATA in axes:
+        return ("Nothing crosses 'data' when serving: each device row holds its own "
+                "sequences and their caches, whole weights of its 'model' column.")  # fmt: skip
+    if kind == "all-gather":
+        return ("An all-gather over 'model': something split over heads (the cache, or q, k, v) "
+                "is gathered. Attention runs on each device's own heads; only the "
+                "row-parallel outputs are summed.")  # fmt: skip
+    return "Only psum over 'model' is needed: one after o @ wo, one after the MLP."
+
+
+@dataclass(frozen=True)
+class CacheStays(Check):
+    """No collective moves as much as one layer's keys (or values) on one device."""
+
+    name: str = "cache traffic"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        s: Sizes = trial.extra["sizes"]
+        limit = s.layer_kv_elements
+        for c in trial.comms.collectives:
+            if not (c.count and c.moves_data):
+                continue
+            from grader.measure.hlo import shape_elements
+
+            moved = max(c.operand_elements, shape_elements(c.shape))
+            if moved >= limit:
+                return CheckResult(
+                    self.name, False,
+                    f"a {c.kind} of {c.shape} ({moved:,} numbers) runs {c.count}×: as large as "
+                    f"one layer's keys on a device [B/data, S, H/model, Dh] = {limit:,}: the "
+                    "cache (or a gathered copy of it) crosses devices",
+                    hint="The cache never moves: every device attends over its own sequences' "
+                    "cached keys and values for its own heads; only activations [B/data, T, D] "
+                    "are summed over 'model'.",
+                )  # fmt: skip
+        return CheckResult(self.name, True, "no collective carries the cache")
+
+
+@dataclass(frozen=True)
+class Donated(Check):
+    """The returned cache reuses the donated one (the memory analysis's alias bytes)."""
+
+    name: str = "in place"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        s: Sizes = trial.extra["sizes"]
+        memory = trial.memory or {}
+        alias, temp = memory.get("alias"), memory.get("temp")
+        if alias is None or temp is None:
+            return CheckResult(self.name, True, "memory analysis unavailable on this backend")
+        want = s.device_cache_bytes
+        if alias < want:
+            return CheckResult(
+                self.name, False,
+                f"{alias:,} bytes of the outputs alias the inputs; the donated cache is "
+                f"{want:,} bytes per device: the cache you return is a new buffer",
+                hint="The caller donates the cache (donate_argnums): return it with the "
+                "shape, dtype and sharding it came with (the same out_specs as in_specs), "
+                "updated with lax.dynamic_update_slice, and XLA writes into the same memory.",
+            )  # fmt: skip
+        if temp >= want and not s.gqa:
+            return CheckResult(
+                self.name, False,
+                f"{temp:,} temporary bytes per device, as much as the device's whole cache "
+                f"({want:,}): a copy of the cache is made each step",
+                hint="Read one layer's keys and values at a time, and write only the new "
+                "position: a concatenate, a jnp.where over the whole cache or a cache carried "
+                "both ways through lax.scan (xs and ys) copies all of it.",
+            )  # fmt: skip
+        if s.gqa:  # the all-to-alls' buffers, not a copy of the cache, set the temporaries
+            return CheckResult(self.name, True,
+                               f"the cache is updated in place ({alias:,} bytes aliased)")  # fmt: skip
+        return CheckResult(self.name, True,
+                           f"the cache is updated in place ({alias:,} bytes aliased; {temp:,} "
+                           f"temporary < {want:,})")  # fmt: skip
+
+
+PREFILL = ExerciseSpec(
+    name="prefill", strategy=strategy, explicit=explicit, run=run_prefill,
+    checks=(Logits(), CacheLayout(), Collectives(), CacheStays()), max_examples=1,
+)  # fmt: skip
+DECODE = ExerciseSpec(
+    name="decode_step", strategy=strategy, explicit=explicit, run=run_decode,
+    checks=(Logits(), CacheLayout(), Collectives(), CacheStays(), Donated()), max_examples=1,
+)  # fmt: skip
+
+
+GQA_EXPLICIT = (
+    {"mesh": (2, 2), "layers": 2, "rows": 1, "heads_per": 2, "kv_heads": 1, "prompt": 5,
+     "slots": 48, "seed": 3},
+    {"mesh": (1, 4), "layers": 2, "rows": 2, "heads_per": 1, "kv_heads": 2, "prompt": 3,
+     "slots": 64, "seed": 4},
+    {"mesh": (2, 3), "layers": 2, "rows": 1, "heads_per": 2, "kv_heads": 2, "prompt": 4,
+     "slots": 48, "seed": 5},
+)  # fmt: skip
+"""K = 1 and 2 key/value heads on 2, 3 and 4 'model' devices (fewer heads than devices)."""
+
+
+def gqa_strategy(ctx: Context) -> Any:
+    meshes = [m for m in ((2, 2), (1, 4), (2, 3), (1, 2), (4, 2)) if m[0] * m[1] <= ctx.n_devices]
+    pairs = st.tuples(st.sampled_from(meshes or [(1, 1)]), st.sampled_from([1, 2]))
+    return pairs.flatmap(  # K divides the N = model · heads_per query heads, and K < model
+        lambda mh: st.fixed_dictionaries({
+            "mesh": st.just(mh[0]), "layers": st.sampled_from([2, 3]),
+            "rows": st.sampled_from([1, 2]), "heads_per": st.just(mh[1]),
+            "kv_heads": st.sampled_from(
+                [k for k in (1, 2) if k < mh[0][1] and mh[0][1] * mh[1] % k == 0] or [1]),
+            "prompt": st.sampled_from([3, 5]), "slots": st.sampled_from([48, 64]),
+            "seed": st.integers(0, 2**16),
+        })
+    )  # fmt: skip
+
+
+def gqa_explicit(ctx: Context) -> list[Example]:
+    fits = [e for e in GQA_EXPLICIT if e["mesh"][0] * e["mesh"][1] <= ctx.n_devices]
+    return fits or [{**GQA_EXPLICIT[0], "mesh": (1, 1)}]  # one device: K = 1 of N = 2
+
+
+DECODE_GQA = ExerciseSpec(
+    name="decode_step_gqa", strategy=gqa_strategy, explicit=gqa_explicit, run=run_decode,
+    checks=(Logits(), CacheLayout(), Collectives(), CacheStays(), Donated()), max_examples=1,
+)  # fmt: skip

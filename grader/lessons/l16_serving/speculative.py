@@ -1,0 +1,214 @@
+"""Lesson 16's bonus: speculative sampling (Leviathan et al. 2023; Chen et al. 2023).
+
+``verify_draft(p, q, token)`` is graded by enumeration: over every token the draft
+model can propose (probability q[x]), the token emitted is x with the acceptance
+probability a(x) and else a draw from the residual r(x); the emitted distribution
+Σ_x q[x]·(a(x)·δ_x + (1 − a(x))·r(x)) must equal the target's p exactly (1e-12),
+and a(x), r(x) must be the reference's, min(1, p[x]/q[x]) and max(p − q, 0)
+normalised, wherever they matter (r only where a < 1). Examples: small vocabularies
+with q zero where p is not (the residual must cover them), p = q, p one-hot.
+``expected_tokens(alpha, gamma)``: (1 − α^(γ+1))/(1 − α), γ + 1 at α = 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grader.checks.scalar import Scalar
+from grader.evidence import Table
+from grader.results import CheckResult
+from grader.runtime import Runtime, StudentReturnError, call_pure
+from grader.spec import Check, Context, Example, ExerciseSpec, Trial
+
+TOL = 1e-12
+
+
+def distribution(weights: tuple[int, ...]) -> np.ndarray:
+    w = np.asarray(weights, np.float64)
+    return w / w.sum()
+
+
+def verify(p: np.ndarray, q: np.ndarray, token: int) -> tuple[float, np.ndarray]:
+    """The reference: min(1, p[x]/q[x]) and the normalised max(p − q, 0) (p where p = q)."""
+    accept = min(1.0, p[token] / q[token])
+    residual = np.maximum(p - q, 0.0)
+    total = residual.sum()
+    return accept, (residual / total if total > 0 else p.copy())
+
+
+def emitted(q: np.ndarray, answers: list[tuple[float, np.ndarray]]) -> np.ndarray:
+    """The distribution of the emitted token, enumerated over the drafted token."""
+    out = np.zeros_like(q)
+    for x, (a, r) in enumerate(answers):
+        if q[x] > 0:
+            out[x] += q[x] * a
+            out += q[x] * (1 - a) * r
+    return out
+
+
+EXPLICIT = (
+    {"p": (1, 2, 3, 4), "q": (4, 3, 2, 1)},
+    {"p": (5, 1, 0, 2), "q": (1, 1, 1, 0)},  # q is 0 where p is not: only the residual emits it
+    {"p": (1, 1, 1), "q": (1, 1, 1)},  # p = q: every draft accepted
+    {"p": (0, 0, 1), "q": (2, 1, 1)},  # a one-hot target
+)
+
+
+def _weights(v: int) -> Any:
+    return st.tuples(*[st.integers(0, 6) for _ in range(v)]).filter(lambda w: sum(w) > 0)
+
+
+def _strategy(ctx: Context) -> Any:
+    return st.integers(2, 6).flatmap(
+        lambda v: st.fixed_dictionaries({"p": _weights(v), "q": _weights(v)})
+    )
+
+
+def _run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+    p, q = distribution(ex["p"]), distribution(ex["q"])
+    answers = []
+    for x in range(len(p)):
+        if q[x] == 0:
+            continue  # never drafted
+        out = call_pure(fn, (p.copy(), q.copy(), x), False)
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            raise StudentReturnError(
+                f"verify_draft returned {type(out).__name__}; expected (accept probability, residual)",
+                hint="Return a pair: the probability of keeping the drafted token and the "
+                "distribution to draw from when it is rejected.",
+            )
+        try:
+            a, r = float(out[0]), np.asarray(out[1], np.float64)
+        except (TypeError, ValueError) as exc:
+            raise StudentReturnError(f"verify_draft returned {out!r}: {exc}") from None
+        if r.shape != p.shape:
+            raise StudentReturnError(
+                f"verify_draft's residual has shape {r.shape}; expected {p.shape}"
+            )
+        answers.append((x, a, r))
+    return Trial(ex, output=answers, expected=[(x, *verify(p, q, x)) for x, _, _ in answers],
+                 extra={"p": p, "q": q})  # fmt: skip
+
+
+def _known(p: np.ndarray, q: np.ndarray, x: int) -> list[tuple[str, float, np.ndarray | None]]:
+    """(hint, acceptance, residual) of known mistakes; None: any residual."""
+    residual = np.maximum(p - q, 0.0)
+    return [
+        ("The acceptance probability is not clamped: p[x]/q[x] exceeds 1 where the target likes "
+         "x more than the draft does; keep it with probability min(1, p[x]/q[x]).",
+         p[x] / q[x], None),
+        ("The acceptance ratio is upside down: keep x with probability min(1, p[x]/q[x]), the "
+         "target's over the draft's.", min(1.0, q[x] / p[x]) if p[x] > 0 else 0.0, None),
+        ("On rejection you draw from p itself: the tokens the draft proposes then come out too "
+         "often. Draw from max(p − q, 0), normalised: only the target's mass the draft lacks.",
+         min(1.0, p[x] / q[x]), p),
+        ("The residual max(p − q, 0) is not normalised: divide it by its sum.",
+         min(1.0, p[x] / q[x]), residual),
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Emitted(Check):
+    """Enumerated over the drafted token, the emitted distribution is the target's."""
+
+    name: str = "distribution"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        p, q = trial.extra["p"], trial.extra["q"]
+        got = emitted(q, _by_token(trial.output, len(p)))
+        rows = [[str(t), f"{p[t]:.6g}", f"{got[t]:.6g}"] for t in range(len(p))]
+        evidence = [Table(["token", "target p", "what you emit"], rows)]
+        if np.abs(got - p).max() <= TOL:
+            return CheckResult(self.name, True, "the emitted tokens follow the target's distribution exactly",
+                               evidence=evidence)  # fmt: skip
+        return CheckResult(
+            self.name, False,
+            f"drafting from q = {np.round(q, 4).tolist()} and verifying with yours, the tokens "
+            f"come out with probabilities {np.round(got, 4).tolist()}; the target's are "
+            f"{np.round(p, 4).tolist()}",
+            evidence=evidence, hint=_diagnose(trial),
+        )  # fmt: skip
+
+
+def _by_token(answers: list, v: int) -> list[tuple[float, np.ndarray]]:
+    """(a, r) per token; tokens never drafted contribute nothing (a = 0, r = 0)."""
+    out = [(0.0, np.zeros(v)) for _ in range(v)]
+    for x, a, r in answers:
+        out[x] = (a, r)
+    return out
+
+
+def _diagnose(trial: Trial) -> str | None:
+    p, q = trial.extra["p"], trial.extra["q"]
+    for index in range(4):
+        if all(_matches(a, r, *_known(p, q, x)[index][1:]) for x, a, r in trial.output):
+            return _known(p, q, trial.output[0][0])[index][0] if trial.output else None
+    return None
+
+
+def _matches(a: float, r: np.ndarray, want_a: float, want_r: np.ndarray | None) -> bool:
+    return abs(a - want_a) <= 1e-9 and (
+        want_r is None or a >= 1 or np.abs(r - want_r).max() <= 1e-9
+    )
+
+
+@dataclass(frozen=True)
+class PerToken(Check):
+    """a(x) = min(1, p[x]/q[x]); r(x) = max(p − q, 0) normalised, wherever a(x) < 1."""
+
+    name: str = "values"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        for (x, a, r), (_, want_a, want_r) in zip(trial.output, trial.expected):
+            if abs(a - want_a) > 1e-9:
+                return CheckResult(self.name, False,
+                                   f"verify_draft(token={x}): accept probability {a:.6g}; expected "
+                                   f"min(1, p[x]/q[x]) = {want_a:.6g}", hint=_diagnose(trial))  # fmt: skip
+            if want_a < 1 and np.abs(r - want_r).max() > 1e-9:
+                return CheckResult(self.name, False,
+                                   f"verify_draft(token={x}): residual {np.round(r, 4).tolist()}; "
+                                   f"expected max(p − q, 0) normalised = {np.round(want_r, 4).tolist()}",
+                                   hint=_diagnose(trial))  # fmt: skip
+        return CheckResult(
+            self.name, True, "every drafted token's acceptance and residual as the reference's"
+        )
+
+
+VERIFY = ExerciseSpec(
+    name="verify_draft", strategy=_strategy, explicit=lambda ctx: list(EXPLICIT), run=_run,
+    checks=(Emitted(), PerToken()), max_examples=8,
+)  # fmt: skip
+
+
+def _expected(alpha_pct: int, gamma: int) -> float:
+    a = alpha_pct / 100
+    return float(gamma + 1) if alpha_pct == 100 else (1 - a ** (gamma + 1)) / (1 - a)
+
+
+EXPECTED = Scalar(
+    "expected_tokens", float,
+    lambda ctx: st.fixed_dictionaries({"alpha_pct": st.integers(0, 100), "gamma": st.integers(1, 8)}),
+    explicit=({"alpha_pct": 80, "gamma": 4}, {"alpha_pct": 100, "gamma": 3},
+              {"alpha_pct": 0, "gamma": 5}, {"alpha_pct": 50, "gamma": 1}),
+    answer=_expected,
+    args=lambda alpha_pct, gamma: (alpha_pct / 100, gamma),
+    call=lambda alpha_pct, gamma: f"expected_tokens(alpha={alpha_pct / 100}, gamma={gamma})",
+    formula=lambda alpha_pct, gamma: "(1 − α^(γ+1)) / (1 − α) (γ + 1 at α = 1)",
+    suspects=lambda alpha_pct, gamma: [
+        (_expected(alpha_pct, gamma) - (alpha_pct / 100) ** gamma,
+         "A term short: the sum runs over i = 0 … γ (γ + 1 terms), (1 − α^(γ+1)) / (1 − α): "
+         "after γ accepted drafts the target's logits give one token more."),
+        (_expected(alpha_pct, gamma) - 1,
+         "You count the accepted drafts only: every step also emits one token of the "
+         "target's own (the resampled one, or the one after γ accepted)."),
+        (alpha_pct / 100 * gamma,
+         "α·γ counts accepted drafts as independent: drafts stop at the first rejection, so the "
+         "i-th is reached with probability α^i."),
+    ],
+    max_examples=8,
+)  # fmt: skip

@@ -1,0 +1,337 @@
+"""Realistic wrong implementations for lesson 16 (see tests/mistakes/__init__.py).
+
+The cost model: N heads counted for K, K and V counted once, elements for bytes,
+prefill without attention or with compute and memory added, decode without the
+caches or with memory time only, the weights not subtracted from HBM or one
+chip's HBM, one token per step, the critical batch without itemsize. The sharded
+model: a psum forgotten, the cache gathered every step, the mask off by one at
+the new position either way, positions not advanced, the cache carried through
+lax.scan (copied each step), the cache returned in another dtype (not aliased).
+"""
+
+from __future__ import annotations
+
+from tests.mistakes import Mistake
+
+L16 = "l16_serving"
+
+
+def _edit(id: str, exercise: str, old: str, new: str, says: tuple[str, ...], check: str = "values") -> Mistake:  # fmt: skip
+    return Mistake(id=id, module=L16, exercise=exercise, status="failed", check=check,
+                   says=says, patch=((old, new),))  # fmt: skip
+
+
+KV = "return 2 * m.layers * m.kv_heads * m.head_dim * tokens * itemsize"
+DECODE_VISIBLE = "visible = (jnp.arange(cache.shape[3]) <= pos)[None]  # [1, S]"
+DECODE_READ = "kv = lax.dynamic_index_in_dim(cache, i, keepdims=False)  # [2, b, S, h, dh]"
+
+GATHERED = """kv = lax.all_gather(lax.dynamic_index_in_dim(cache, i, keepdims=False), MODEL, axis=3, tiled=True)
+            kv = lax.dynamic_slice_in_dim(kv, lax.axis_index(MODEL) * q.shape[2], q.shape[2], axis=3)"""
+
+SCANNED = '''
+def decode_step(params, cache, tokens, pos, mesh, n_heads):
+    """Layers as a lax.scan over (weights, cache): the cache comes back as the scan's ys."""
+    n_layers, _, hdh = params["wq"].shape
+    dh = hdh // n_heads
+    names = ("wq", "wk", "wv", "wo", "w_in", "w_out")
+
+    def body(p, cache, tok, pos):
+        h = (p["embed"][tok] + p["pos"][pos])[:, None]
+        visible = (jnp.arange(cache.shape[3]) <= pos)[None]
+
+        def layer(h, xs):
+            w, kv = xs
+            q, k, v = (_heads(h, w[n], dh) for n in ("wq", "wk", "wv"))
+            kv = lax.dynamic_update_slice(kv, jnp.stack([k, v]), (0, 0, pos, 0, 0))
+            return _block_out(h, _attend(q, kv[0], kv[1], visible), w), kv
+
+        h, cache = lax.scan(layer, h, ({n: p[n] for n in names}, cache))
+        return h[:, 0] @ p["unembed"], cache
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS, CACHE, P(DATA), P()), out_specs=(P(DATA, None), CACHE)
+    )(params, cache, tokens, pos)
+'''
+
+GQA_GATHERED = '''
+def decode_step_gqa(params, cache, tokens, pos, mesh, n_heads):
+    """No all-to-alls: every device gathers the layer's batch-split cache over 'model' and
+    attends for all its B/data rows with its own query heads."""
+    n_layers, _, hdh = params["wq"].shape
+    dh = hdh // n_heads
+
+    def body(p, cache, tok, pos):
+        h = (p["embed"][tok] + p["pos"][pos])[:, None]
+        rows = cache.shape[2]
+        mine = lax.axis_index(MODEL) * rows
+        visible = (jnp.arange(cache.shape[3]) <= pos)[None]
+
+        def layer(i, carry):
+            h, cache = carry
+            w = _layer_weights(p, i)
+            q = _heads(h, w["wq"], dh)  # [b, 1, N/model, dh]
+            own = lax.dynamic_slice_in_dim(h, mine, rows, axis=0)
+            k, v = (_heads(own, w[n], dh) for n in ("wk", "wv"))
+            cache = lax.dynamic_update_slice(cache, jnp.stack([k, v])[None], (i, 0, 0, pos, 0, 0))
+            kv = lax.all_gather(lax.dynamic_index_in_dim(cache, i, keepdims=False), MODEL,
+                                axis=1, tiled=True)  # [2, b, S, K, dh]: every row
+            kv = jnp.repeat(kv, n_heads // kv.shape[3], axis=3)  # [2, b, S, N, dh]
+            kv = lax.dynamic_slice_in_dim(kv, lax.axis_index(MODEL) * q.shape[2], q.shape[2], axis=3)
+            return _block_out(h, _attend(q, kv[0], kv[1], visible), w), cache
+
+        h, cache = lax.fori_loop(0, n_layers, layer, (h, cache))
+        return h[:, 0] @ p["unembed"], cache
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS_GQA, CACHE_GQA, P(DATA), P()),
+        out_specs=(P(DATA, None), CACHE_GQA),
+    )(params, cache, tokens, pos)
+'''
+
+TOKEN_BY_TOKEN = '''
+def prefill(params, tokens, mesh, n_heads, max_len):
+    """The prompt fed one token at a time, each a decode step against the cache so far."""
+    n_layers, _, hdh = params["wq"].shape
+    dh = hdh // n_heads
+
+    def body(p, tok):
+        b, t = tok.shape
+        cache = jnp.zeros((n_layers, 2, b, max_len, p["wq"].shape[2] // dh, dh), jnp.float32)
+        cache = lax.pcast(cache, (DATA, MODEL), to="varying")
+        for pos in range(t):
+            h = (p["embed"][tok[:, pos]] + p["pos"][pos])[:, None]
+            visible = (jnp.arange(max_len) <= pos)[None]
+
+            def layer(i, carry, pos=pos, visible=visible):
+                h, cache = carry
+                w = _layer_weights(p, i)
+                q, k, v = (_heads(h, w[n], dh) for n in ("wq", "wk", "wv"))
+                cache = lax.dynamic_update_slice(cache, jnp.stack([k, v])[None], (i, 0, 0, pos, 0, 0))
+                kv = lax.dynamic_index_in_dim(cache, i, keepdims=False)
+                return _block_out(h, _attend(q, kv[0], kv[1], visible), w), cache
+
+            h, cache = lax.fori_loop(0, n_layers, layer, (h, cache))
+        return h[:, 0] @ p["unembed"], cache
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS, P(DATA, None)), out_specs=(P(DATA, None), CACHE)
+    )(params, tokens)
+'''
+
+MISTAKES: list[Mistake] = [
+    # ---------------------------------------------------------------- the cost model
+    _edit(
+        "l16-kv-query-heads",
+        "kv_cache_bytes",
+        KV,
+        "return 2 * m.layers * m.heads * m.head_dim * tokens * itemsize",
+        ("K key/value heads",),
+    ),
+    _edit(
+        "l16-kv-once",
+        "kv_cache_bytes",
+        KV,
+        "return m.layers * m.kv_heads * m.head_dim * tokens * itemsize",
+        ("both K and V",),
+    ),
+    _edit(
+        "l16-kv-elements",
+        "kv_cache_bytes",
+        KV,
+        "return 2 * m.layers * m.kv_heads * m.head_dim * tokens",
+        ("Elements, not bytes",),
+    ),
+    _edit(
+        "l16-prefill-without-attention",
+        "prefill_time",
+        "flops += 2.0 * m.layers * m.heads * m.head_dim * batch * tokens**2",
+        "",
+        ("attention term is missing",),
+    ),
+    _edit(
+        "l16-prefill-compute-plus-memory",
+        "prefill_time",
+        "return max(flops / (s.chips * s.peak_flops), moved / (s.chips * s.hbm_bandwidth))",
+        "return flops / (s.chips * s.peak_flops) + moved / (s.chips * s.hbm_bandwidth)",
+        ("add compute and memory",),
+    ),
+    _edit(
+        "l16-decode-without-caches",
+        "decode_step_time",
+        "return caches + weights",
+        "return weights",
+        ("caches are missing",),
+    ),
+    _edit(
+        "l16-decode-memory-only",
+        "decode_step_time",
+        "weights = max(2.0 * batch * p / (s.chips * s.peak_flops), p * itemsize / bandwidth)",
+        "weights = p * itemsize / bandwidth",
+        ("Memory time only",),
+    ),
+    _edit(
+        "l16-max-batch-weights-kept",
+        "max_batch",
+        "free = s.chips * s.hbm_bytes - param_count(m) * itemsize",
+        "free = s.chips * s.hbm_bytes",
+        ("weights are not subtracted",),
+    ),
+    _edit(
+        "l16-max-batch-one-chip",
+        "max_batch",
+        "free = s.chips * s.hbm_bytes - param_count(m) * itemsize",
+        "free = s.hbm_bytes - param_count(m) * itemsize",
+        ("One chip's HBM",),
+    ),
+    _edit(
+        "l16-throughput-one-token-per-step",
+        "throughput",
+        "return batch / decode_step_time(m, s, batch, context, itemsize)",
+        "return 1 / decode_step_time(m, s, batch, context, itemsize)",
+        ("One token per step",),
+    ),
+    _edit(
+        "l16-critical-batch-without-itemsize",
+        "critical_batch",
+        "return s.peak_flops * itemsize / (2.0 * s.hbm_bandwidth)",
+        "return s.peak_flops / s.hbm_bandwidth",
+        ("Without itemsize",),
+    ),
+    # ---------------------------------------------------------------- the sharded model
+    Mistake(
+        id="l16-mlp-psum-forgotten-unchecked",
+        module=L16,
+        exercise="prefill",
+        status="failed",
+        check="collectives",
+        says=("never summed", "2·L"),
+        patch=(
+            (
+                'return h + lax.psum(jnp.tanh(h @ w["w_in"]) @ w["w_out"], MODEL)',
+                'return h + jnp.tanh(h @ w["w_in"]) @ w["w_out"]',
+            ),
+            (
+                "body, mesh=mesh, in_specs=(PARAMS, P(DATA, None)), out_specs=(P(DATA, None), CACHE)",
+                "body, mesh=mesh, in_specs=(PARAMS, P(DATA, None)), out_specs=(P(DATA, None), CACHE), check_vma=False",
+            ),
+        ),
+    ),
+    _edit(
+        "l16-cache-gathered-every-step",
+        "decode_step",
+        DECODE_READ,
+        GATHERED,
+        ("the cache (or a gathered copy of it) crosses devices", "never moves"),
+        check="cache traffic",
+    ),
+    _edit(
+        "l16-mask-misses-the-new-token",
+        "decode_step",
+        DECODE_VISIBLE,
+        "visible = (jnp.arange(cache.shape[3]) < pos)[None]  # [1, S]",
+        ("does not attend to itself",),
+    ),
+    _edit(
+        "l16-mask-sees-the-next-slot",
+        "decode_step",
+        DECODE_VISIBLE,
+        "visible = (jnp.arange(cache.shape[3]) <= pos + 1)[None]  # [1, S]",
+        ("empty slot",),
+    ),
+    _edit(
+        "l16-positions-not-advanced",
+        "decode_step",
+        'h = (p["embed"][tok] + p["pos"][pos])[:, None]  # [b, 1, D]: this',
+        'h = (p["embed"][tok] + p["pos"][:1])[:, None]  # [b, 1, D]: this',
+        ("embedded at position 0",),
+    ),
+    Mistake(
+        id="l16-cache-through-scan",
+        module=L16,
+        exercise="decode_step",
+        status="failed",
+        check="in place",
+        says=("a copy of the cache is made each step",),
+        code=SCANNED,
+    ),
+    _edit(
+        "l16-cache-returned-in-bfloat16",
+        "decode_step",
+        'return h[:, 0] @ p["unembed"], cache\n\n    return jax.shard_map(\n        body, mesh=mesh, in_specs=(PARAMS, CACHE, P(DATA), P())',
+        'return h[:, 0] @ p["unembed"], cache.astype(jnp.bfloat16)\n\n    return jax.shard_map(\n        body, mesh=mesh, in_specs=(PARAMS, CACHE, P(DATA), P())',
+        ("returned the cache as bfloat16", "expected float32"),
+        check="returns",
+    ),
+    _edit(
+        "l16-prefill-cache-k-and-v-swapped",
+        "prefill",
+        "kv = jnp.stack([k, v])[None]  # [1, 2, b, T, h, dh]",
+        "kv = jnp.stack([v, k])[None]  # [1, 2, b, T, h, dh]",
+        ("differ from the prompt's keys and values", "cache[i, 0"),
+        check="cache",
+    ),
+    Mistake(
+        id="l16-gqa-cache-gathered-instead-of-queries-moved",
+        module=L16,
+        exercise="decode_step_gqa",
+        status="failed",
+        check="cache traffic",
+        says=("the cache (or a gathered copy of it) crosses devices",),
+        code=GQA_GATHERED,
+    ),
+    _edit(
+        "l16-gqa-kv-heads-tiled",
+        "decode_step_gqa",
+        "keys, values = (jnp.repeat(kv[j], share, axis=2) for j in (0, 1))",
+        "keys, values = (jnp.tile(kv[j], (1, 1, share, 1)) for j in (0, 1))",
+        ("logits differ",),
+    ),
+    _edit(
+        "l16-speculative-accept-unclamped",
+        "verify_draft",
+        "accept = min(1.0, float(p[token] / q[token]))",
+        "accept = float(p[token] / q[token])",
+        ("not clamped",),
+        check="values",
+    ),
+    _edit(
+        "l16-speculative-ratio-upside-down",
+        "verify_draft",
+        "accept = min(1.0, float(p[token] / q[token]))",
+        "accept = min(1.0, float(q[token] / p[token])) if p[token] > 0 else 0.0",
+        ("upside down",),
+        check="distribution",
+    ),
+    _edit(
+        "l16-speculative-resample-from-p",
+        "verify_draft",
+        "residual = np.maximum(p - q, 0.0)\n    total = residual.sum()\n    return accept, (residual / total if total > 0 else p.copy())",
+        "return accept, p.copy()",
+        ("draw from p itself",),
+        check="distribution",
+    ),
+    _edit(
+        "l16-speculative-residual-not-normalised",
+        "verify_draft",
+        "return accept, (residual / total if total > 0 else p.copy())",
+        "return accept, residual",
+        ("not normalised",),
+        check="distribution",
+    ),
+    _edit(
+        "l16-speculative-expected-one-short",
+        "expected_tokens",
+        "return (1 - alpha ** (gamma + 1)) / (1 - alpha)",
+        "return (1 - alpha**gamma) / (1 - alpha)",
+        ("A term short", "i = 0 … γ"),
+    ),
+    Mistake(
+        id="l16-prefill-token-by-token",
+        module=L16,
+        exercise="prefill",
+        status="failed",
+        check="collectives",
+        says=("one token at a time", "T·2·L"),
+        code=TOKEN_BY_TOKEN,
+    ),
+]

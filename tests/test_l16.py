@@ -1,0 +1,209 @@
+"""Lesson 16: the cost model against the scaling book's published LLaMA-2-13B figures,
+the float64 reference and its mistake models, and the sharded programs graded in
+this process (the reference passes; the checks' diagnoses are in tests/mistakes/l16.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader.lessons.l16_serving import cost, model, serve
+from grader.lessons.l16_serving.records import MODELS, SLICES, Slice, param_count
+from grader.loader import load_module
+from grader.results import Status
+from grader.sandbox import backends
+
+L13, GQA, V5E = MODELS["llama-2-13b"], MODELS["llama-2-13b-gqa"], SLICES["tpu-v5e-8"]
+
+# "How to Scale Your Model" (Austin et al., 2025), "All About Transformer Inference",
+# the tables of "Modeling throughput and latency for LLaMA 2-13B": 8 TPU v5e, bf16,
+# 8,192-token caches. batch → (step time in ms, tokens/s).
+BOOK_MHA = {1: (4.98, 200.61), 8: (12.13, 659.30), 16: (20.30, 787.99), 32: (36.65, 873.21),
+            64: (69.33, 923.13), 240: (249.09, 963.53)}  # fmt: skip
+BOOK_GQA = {1: (4.17, 239.94), 8: (5.60, 1429.19), 16: (7.23, 2212.48), 32: (10.50, 3047.62),
+            64: (17.04, 3756.62), 240: (52.99, 4529.34)}  # fmt: skip
+SOLUTION = load_module(serve.__file__.rsplit("/grader/", 1)[0] + "/solutions", "l16_serving")
+
+
+def test_llama_2_13b_as_the_book_lists_it():
+    """L, D, N, K, H, V from the book's table; 13e9 parameters, 26 GB of bf16 weights."""
+    assert (L13.layers, L13.d_model, L13.heads, L13.kv_heads, L13.head_dim, L13.vocab) == (
+        40, 5120, 40, 40, 128, 32000)  # fmt: skip
+    assert abs(param_count(L13) / 13e9 - 1) < 0.002
+    assert (
+        abs(param_count(GQA) / param_count(L13) - 1) < 1e-4
+    )  # "the total number of params the same"
+
+
+@pytest.mark.parametrize("fns", [cost, SOLUTION], ids=["reference", "solution"])
+def test_kv_cache_of_one_8k_sequence_is_6_7_gb(fns):
+    """The book: 8192 · 40 · 128 · 40 · 2 · 2 = 6.7 GB (10⁹ B; 6.25 GiB), and 1.34 GB with 8 kv heads."""
+    assert fns.kv_cache_bytes(L13, 8192, 2) == 6_710_886_400
+    assert round(fns.kv_cache_bytes(L13, 8192, 2) / 2**30, 2) == 6.25
+    assert round(fns.kv_cache_bytes(GQA, 8192, 2) / 1e9, 2) == 1.34
+
+
+@pytest.mark.parametrize("fns", [cost, SOLUTION], ids=["reference", "solution"])
+@pytest.mark.parametrize("m, book", [(L13, BOOK_MHA), (GQA, BOOK_GQA)], ids=["mha", "gqa"])
+def test_step_time_and_throughput_within_a_quarter_percent_of_the_book(fns, m, book):
+    """The book rounds the cache to 6.7 (1.34) GB and the weights to 26 GB: 0.25 % covers it."""
+    for batch, (ms, tokens) in book.items():
+        assert abs(fns.decode_step_time(m, V5E, batch, 8192, 2) * 1e3 / ms - 1) < 0.0025, batch
+        assert abs(fns.throughput(m, V5E, batch, 8192, 2) / tokens - 1) < 0.0025, batch
+
+
+@pytest.mark.parametrize("fns", [cost, SOLUTION], ids=["reference", "solution"])
+def test_max_batch_and_critical_batch_as_the_book_says(fns):
+    """ "We OOM beyond batch size 16" (128 GiB of HBM); B* = 240 in bf16, 120 with int8 weights."""
+    assert fns.max_batch(L13, V5E, 8192, 2) == 16
+    assert round(fns.critical_batch(V5E, 2)) == 240
+    assert round(fns.critical_batch(V5E, 1)) == 120
+    assert fns.max_batch(L13, Slice("one-v5e", 1, 1.97e14, 16 * 2**30, 8.2e11), 8192, 2) == 0
+
+
+def test_prefill_is_compute_bound_and_decode_memory_bound():
+    """The text's worked figures: an 8k prefill takes 153 ms of compute against 5 ms of memory."""
+    t = cost.prefill_time(L13, V5E, 1, 8192, 2)
+    assert abs(t - 0.1527) < 5e-4
+    flops = 2 * param_count(L13) * 8192 + 2 * 40 * 40 * 128 * 8192**2
+    assert t == pytest.approx(flops / (8 * 1.97e14))
+    weights = 2 * param_count(L13) / (8 * 8.2e11)
+    assert cost.decode_step_time(L13, V5E, 1, 8192, 2) > weights  # memory: weights + cache
+
+
+# ------------------------------------------------------------------ the float64 model
+
+
+def _drawn(seed: int = 3):
+    rng = np.random.default_rng(seed)
+    p = model.draw_params(rng, 3, 16, 16, 32, 32, 12)
+    prompt = rng.integers(0, 32, (4, 5))
+    return p, prompt
+
+
+def test_incremental_decoding_equals_recomputing_everything():
+    p, prompt = _drawn()
+    tokens, want = model.greedy(p, prompt, 4, 3)
+    got = model.decode(p, prompt, tokens[:, :3], 4, 12, model.EXACT)
+    np.testing.assert_allclose(got, want[1:], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("how", [model.MASK_BEFORE, model.MASK_AFTER, model.POSITION_ZERO])
+def test_each_mistake_model_is_far_from_the_truth_and_from_the_others(how):
+    """So a diagnosis that matches one of them cannot match the right logits or another one."""
+    for ex in serve.EXPLICIT:
+        s, p, prompt = serve.draw(ex, np.random.default_rng(ex["seed"]))
+        tokens, want = model.greedy(p, prompt, s.heads, serve.STEPS)
+        fed = tokens[:, : serve.STEPS]
+        mine = model.decode(p, prompt, fed, s.heads, s.slots, how)
+        scale = np.abs(want).max()
+        assert np.abs(mine - want[1:]).max() > 100 * serve.ATOL * scale
+        for other in {model.MASK_BEFORE, model.MASK_AFTER, model.POSITION_ZERO} - {how}:
+            theirs = model.decode(p, prompt, fed, s.heads, s.slots, other)
+            assert np.abs(mine - theirs).max() > 100 * serve.ATOL * scale
+
+
+def test_examples_leave_an_empty_slot_and_a_cache_larger_than_an_activation():
+    """An empty slot after the last position (a mask ≤ pos + 1 shows); one layer's keys on a
+    device outweigh any activation [B/data, T, D] (a collective that carries them is told)."""
+    for ex in serve.EXPLICIT:
+        s = serve.sizes(ex)
+        assert s.slots > s.prompt + serve.STEPS
+        assert s.layer_kv_elements > s.batch // s.data * s.prompt * serve.D
+
+
+# ------------------------------------------------------------------ graded here
+
+
+def test_the_reference_passes_prefill_and_decode_in_process(root):
+    result = backends.grade_lesson(16, "l16_serving", root / "solutions",
+                                 only=["prefill", "decode_step", "decode_step_gqa"], timeout=120, isolate=False)  # fmt: skip
+    for er in result.exercises:
+        assert er.status == Status.PASSED, (er.exercise, [c.to_dict() for c in er.checks])
+        said = {c.name: c.message for c in er.checks}
+        assert "2 per layer" in said["collectives"]
+    decode = next(er for er in result.exercises if er.exercise == "decode_step")
+    assert "in place" in {c.name for c in decode.checks}
+    gqa = next(er for er in result.exercises if er.exercise == "decode_step_gqa")
+    assert "all-to-alls" in {c.name: c.message for c in gqa.checks}["collectives"]
+
+
+def test_the_worker_donates_what_the_exported_program_donates():
+    """The grading worker compiles an exported program with the donation it declares
+    (``tf.aliasing_output``), so the cache aliases there as where it was traced; a
+    program that donates nothing is compiled without."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from grader.exported import donated_argnums
+
+    ex = serve.EXPLICIT[0]
+    s, p, _ = serve.draw(ex, np.random.default_rng(0))
+    mesh = jax.make_mesh(ex["mesh"], ("data", "model"))
+    put = lambda x, spec: jax.device_put(x, NamedSharding(mesh, P(*spec)))  # noqa: E731
+    args = (
+        {k: put(v, serve.LAYOUT[k]) for k, v in p.items()},
+        put(np.zeros(s.cache_shape, np.float32), serve.CACHE_SPEC),
+        put(np.zeros(s.batch, np.int32), ("data",)),
+        put(np.int32(s.prompt), ()),
+    )
+
+    def step(*a):
+        return SOLUTION.decode_step(*a, mesh, s.heads)
+
+    for donate, want in (((1,), (1,)), ((), ())):
+        blob = jax.export.export(jax.jit(step, donate_argnums=donate), platforms=["cpu"])(*args)
+        exported = jax.export.deserialize(blob.serialize())
+        assert donated_argnums(exported) == want
+    compiled = jax.jit(exported.call).trace(*args).lower().compile()
+    assert compiled.memory_analysis().alias_size_in_bytes == 0
+    blob = jax.export.export(jax.jit(step, donate_argnums=(1,)), platforms=["cpu"])(*args)
+    exported = jax.export.deserialize(blob.serialize())
+    compiled = jax.jit(exported.call, donate_argnums=(1,)).trace(*args).lower().compile()
+    assert compiled.memory_analysis().alias_size_in_bytes == s.device_cache_bytes
+
+
+# ------------------------------------------------------------------ bonus: speculative sampling
+
+
+def test_the_reference_verification_emits_the_target_exactly():
+    """The text's worked example (p = (0.75, 0.25), q = (0.5, 0.5)) and every explicit one."""
+    from grader.lessons.l16_serving import speculative as spec
+
+    p, q = np.array([0.75, 0.25]), np.array([0.5, 0.5])
+    assert spec.verify(p, q, 1)[0] == 0.5
+    np.testing.assert_allclose(spec.emitted(q, [spec.verify(p, q, x) for x in (0, 1)]), p)
+    for ex in spec.EXPLICIT:
+        p, q = spec.distribution(ex["p"]), spec.distribution(ex["q"])
+        answers = [
+            spec.verify(p, q, x) if q[x] > 0 else (0.0, np.zeros_like(p)) for x in range(len(p))
+        ]
+        assert np.abs(spec.emitted(q, answers) - p).max() <= spec.TOL
+
+
+def test_expected_tokens_as_the_text_says():
+    assert SOLUTION.expected_tokens(0.8, 4) == pytest.approx(3.3616)
+    assert SOLUTION.expected_tokens(1.0, 3) == 4.0
+    assert SOLUTION.expected_tokens(0.0, 5) == 1.0
+
+
+def test_every_drawn_gqa_example_has_k_dividing_the_query_heads_and_below_model():
+    """A drawn example the reference cannot compute is a grader fault: the strategy
+    must draw only K | N = model · heads_per with K < model (where model > 1)."""
+    from hypothesis import HealthCheck, given, settings
+
+    from grader.spec import FULL
+
+    seen = []
+
+    @settings(max_examples=200, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(serve.gqa_strategy(FULL))
+    def draw(ex):
+        s = serve.sizes(ex)
+        seen.append((s.model, s.heads, s.kv))
+        assert s.heads % s.kv == 0 and (s.kv < s.model or s.model == 1), ex
+
+    draw()
+    assert any(m == 3 for m, _, _ in seen) and any(kv == 2 for _, _, kv in seen)
