@@ -103,17 +103,7 @@ def test_a_lesson_importing_the_sandbox_is_found(tree):
         "nothing of grader.sandbox (it reaches processes through its runtime)"
     ) in problems
     assert any(p.startswith("lesson 4: grader/lessons/l04_sharded_matmul/helper.py imports grader.sandbox;") for p in problems)  # fmt: skip
-    assert len(problems) == 2, problems  # lesson 13's imports are the pending exception
-
-
-def test_a_pending_exception_that_no_longer_imports_the_sandbox_is_named(tree, monkeypatch):
-    from course.commands import dev
-
-    monkeypatch.setattr(dev, "SANDBOX_PENDING", dev.SANDBOX_PENDING | {"l02_collectives"})
-    assert static_problems(registry.load(), tree) == [
-        "lesson 2: grader/lessons/l02_collectives/ imports nothing of grader.sandbox now; "
-        "remove it from course/commands/dev.py's SANDBOX_PENDING"
-    ]
+    assert len(problems) == 2, problems  # and no other lesson imports it
 
 
 def test_an_empty_catalogue_of_mistakes_is_found(tree):

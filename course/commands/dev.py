@@ -61,12 +61,6 @@ MARKER = "TODO(course dev new)"
 check`` names every file (and registry entry) that still holds it. (A stub's own
 ``# TODO`` lines are the student's, and stay.)"""
 
-SANDBOX_PENDING = frozenset({"l13_multi_host"})
-"""Lessons that still import ``grader.sandbox``, until issue 34's item 3 gives them the
-runtime's clusters instead: the check says so of any other lesson, and asks for an
-entry here to be removed once its lesson no longer imports the sandbox."""
-
-
 def static_problems(course: Course, root: Path) -> list[str]:
     """Everything about the files and the registry that is wrong, read with ast (no
     stub, solution or catalogue is imported; only each lesson's grading spec is)."""
@@ -243,7 +237,6 @@ def _lesson_folder_problems(number: int, module: str, root: Path, known: set[str
     nothing of ``grader.sandbox``: the core and every lesson sit below the sandbox."""
     folder = root / "grader" / "lessons" / module
     problems = []
-    sandboxed = False
     if not (folder / "__init__.py").exists():
         problems.append(f"lesson {number}: grader/lessons/{module}/ has no __init__.py")
     for f in sorted(folder.glob("*.py")):
@@ -262,18 +255,11 @@ def _lesson_folder_problems(number: int, module: str, root: Path, known: set[str
                         f"{other}; move what both use below the lessons"
                     )
                 if parts[:2] == ["grader", "sandbox"]:
-                    sandboxed = True
-                    if module not in SANDBOX_PENDING:
-                        problems.append(
-                            f"lesson {number}: grader/lessons/{module}/{f.name} imports "
-                            f"{'.'.join(parts[:3])}; a lesson imports nothing of grader.sandbox "
-                            "(it reaches processes through its runtime)"
-                        )
-    if module in SANDBOX_PENDING and not sandboxed:
-        problems.append(
-            f"lesson {number}: grader/lessons/{module}/ imports nothing of grader.sandbox "
-            "now; remove it from course/commands/dev.py's SANDBOX_PENDING"
-        )
+                    problems.append(
+                        f"lesson {number}: grader/lessons/{module}/{f.name} imports "
+                        f"{'.'.join(parts[:3])}; a lesson imports nothing of grader.sandbox "
+                        "(it reaches processes through its runtime)"
+                    )
     return sorted(set(problems))
 
 
