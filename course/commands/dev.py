@@ -61,6 +61,7 @@ MARKER = "TODO(course dev new)"
 check`` names every file (and registry entry) that still holds it. (A stub's own
 ``# TODO`` lines are the student's, and stay.)"""
 
+
 def static_problems(course: Course, root: Path) -> list[str]:
     """Everything about the files and the registry that is wrong, read with ast (no
     stub, solution or catalogue is imported; only each lesson's grading spec is)."""
