@@ -780,6 +780,210 @@ def zero_stages() -> str:
     return svg.render("Lesson 15: the state per device under each ZeRO stage")
 
 
+# ------------------------------------------------------------------ lesson 16
+
+
+SERVE_16 = ("llama-2-13b", "tpu-v5e-8", 8192, 2)
+"""Lesson 16's worked example: model, slice, context (tokens cached a sequence), itemsize."""
+BATCHES_16 = (1, 2, 4, 8, 16, 32, 64, 128, 240, 512, 1024)
+
+
+def decode_terms(model: str, batches: tuple[int, ...] = BATCHES_16) -> list[dict[str, float]]:
+    """Per batch, lesson 16's decode step in seconds and its parts, from the grader's cost
+    model: ``caches`` (read at bandwidth), the weights' ``read`` and ``flops`` (the step
+    takes the larger) and ``step``; ``tokens`` per second of the slice."""
+    from grader.lessons.l16_serving import cost
+    from grader.lessons.l16_serving.records import MODELS, SLICES, param_count
+
+    _, slice_name, context, itemsize = SERVE_16
+    m, s = MODELS[model], SLICES[slice_name]
+    out = []
+    for b in batches:
+        weights = cost.decode_step_time(m, s, b, 0, itemsize)  # no cache: the weights' max
+        step = cost.decode_step_time(m, s, b, context, itemsize)
+        out.append({
+            "batch": b,
+            "caches": step - weights,
+            "read": param_count(m) * itemsize / (s.chips * s.hbm_bandwidth),
+            "flops": 2.0 * b * param_count(m) / (s.chips * s.peak_flops),
+            "step": step,
+            "tokens": cost.throughput(m, s, b, context, itemsize),
+        })  # fmt: skip
+    return out
+
+
+def _serving_16(model: str) -> tuple[float, int, float]:
+    """The critical batch, max_batch and the throughput ceiling (bandwidth / cache bytes
+    of one sequence) of lesson 16's worked example for ``model``."""
+    from grader.lessons.l16_serving import cost
+    from grader.lessons.l16_serving.records import MODELS, SLICES
+
+    _, slice_name, context, itemsize = SERVE_16
+    m, s = MODELS[model], SLICES[slice_name]
+    ceiling = s.chips * s.hbm_bandwidth / cost.kv_cache_bytes(m, context, itemsize)
+    return cost.critical_batch(s, itemsize), cost.max_batch(m, s, context, itemsize), ceiling
+
+
+def decode_roofline() -> str:
+    import math
+
+    model = SERVE_16[0]
+    terms = decode_terms(model)
+    critical, fits, _ = _serving_16(model)
+    x0, y0, w, h = 80, 60, 560, 300
+    lo_b, hi_b, lo_t, hi_t = 0.0, math.log2(1024), -5.0, 0.2  # log2 batch, log10 seconds
+
+    def px(b: float) -> float:
+        return x0 + (math.log2(b) - lo_b) / (hi_b - lo_b) * w
+
+    def py(t: float) -> float:
+        return y0 + h - (math.log10(t) - lo_t) / (hi_t - lo_t) * h
+
+    svg = Svg(900, y0 + h + 70)
+    svg.text(20, 22, "LLaMA-2-13B on 8 TPU v5e, bf16, 8,192-token caches: one decode step "
+             "against the batch, log-log", anchor="start", bold=True, size=13)  # fmt: skip
+    svg.rect(x0, y0, px(critical) - x0, h, "#eef4fb", stroke=MUTED)
+    svg.rect(px(critical), y0, x0 + w - px(critical), h, "#fdf0e6", stroke=MUTED)
+    middle = (px(fits) + px(critical)) / 2
+    svg.text(middle, y0 + 16, "weights memory-bound:", size=11, bold=True)
+    svg.text(middle, y0 + 30, "step = caches + weights read", size=11)
+    svg.text((px(critical) + x0 + w) / 2, y0 + h - 70, "compute-bound:", size=11, bold=True)
+    svg.text((px(critical) + x0 + w) / 2, y0 + h - 56, "caches + FLOPs", size=11)
+    for b in (1, 4, 16, 64, 256, 1024):
+        svg.text(px(b), y0 + h + 16, f"{b}", size=10, colour=MUTED)
+    for e in range(-5, 1):
+        svg.text(x0 - 6, py(10**e) + 4, f"{10**e * 1e3:g} ms", anchor="end", size=10,
+                 colour=MUTED)  # fmt: skip
+    svg.text(x0 + w / 2, y0 + h + 34, "batch B (sequences decoding at once)", size=11)
+    svg.text(x0 - 6, y0 - 8, "time", anchor="end", size=11)
+    lines = (("step", "#1a1a1a", 3, "decode step: caches + max(read, FLOPs)"),
+             ("caches", "#0b5cad", 1.5, "caches read: B · cache bytes / bandwidth"),
+             ("read", "#1a7f37", 1.5, "weights read: P · itemsize / bandwidth"),
+             ("flops", "#c5221f", 1.5, "weights' FLOPs: 2 · B · P / peak"))  # fmt: skip
+    for k, (key, colour, width, label) in enumerate(lines):
+        path = " ".join(f"{px(t['batch']):.1f},{py(t[key]):.1f}" for t in terms)
+        svg.parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
+                         f'stroke-width="{width:g}"/>')  # fmt: skip
+        svg.text(x0 + w + 12, y0 + 60 + 34 * k, label.split(": ")[0], anchor="start",
+                 size=11, colour=colour, bold=True)  # fmt: skip
+        if ": " in label:
+            svg.text(x0 + w + 12, y0 + 74 + 34 * k, label.split(": ")[1], anchor="start",
+                     size=10, colour=colour)  # fmt: skip
+    svg.line(px(critical), y0, px(critical), y0 + h)
+    svg.text(px(critical) + 4, y0 + h - 28, f"B* = {critical:.0f}", anchor="start",
+             size=11, bold=True)  # fmt: skip
+    svg.text(px(critical) + 4, y0 + h - 14, "read = FLOPs", anchor="start", size=10)
+    svg.parts.append(f'<line x1="{px(fits):.1f}" y1="{y0}" x2="{px(fits):.1f}" y2="{y0 + h}" '
+                     f'stroke="{INK}" stroke-width="1.2" stroke-dasharray="5,4"/>')  # fmt: skip
+    svg.text(px(fits) - 4, y0 + 40, f"max_batch = {fits}", anchor="end", size=11, bold=True)
+    svg.text(px(fits) - 4, y0 + 54, "HBM full beyond", anchor="end", size=10)
+    svg.text(x0, y0 + h + 56, "The caches are read at every batch (intensity ≈ 1): only the "
+             "weights' term changes side at B*.", anchor="start", size=11,
+             colour=MUTED)  # fmt: skip
+    return svg.render("Lesson 16: a decode step's time against the batch")
+
+
+def latency_throughput() -> str:
+    import math
+
+    models = (("llama-2-13b", "#0b5cad", "K = 40 (LLaMA-2-13B)"),
+              ("llama-2-13b-gqa", "#c5221f", "K = 8 (GQA what-if)"))  # fmt: skip
+    batches = (1, 2, 4, 8, 16, 32, 64, 83, 128, 240)
+    x0, y0, w, h = 80, 50, 560, 300
+    lo_t, hi_t, top = 0.0, math.log10(300), 5000.0  # log10 ms, tokens/s
+
+    def px(ms: float) -> float:
+        return x0 + (math.log10(ms) - lo_t) / (hi_t - lo_t) * w
+
+    def py(tokens: float) -> float:
+        return y0 + h - tokens / top * h
+
+    svg = Svg(900, y0 + h + 70)
+    svg.text(20, 22, "Throughput against latency on 8 TPU v5e, 8,192-token caches: each "
+             "point a batch size", anchor="start", bold=True, size=13)  # fmt: skip
+    svg.rect(x0, y0, w, h, CARD, stroke=MUTED)
+    for ms in (1, 3, 10, 30, 100, 300):
+        svg.text(px(ms), y0 + h + 16, f"{ms:g}", size=10, colour=MUTED)
+    for tokens in range(0, 5001, 1000):
+        svg.text(x0 - 6, py(tokens) + 4, f"{tokens:,}", anchor="end", size=10, colour=MUTED)
+    svg.text(x0 + w / 2, y0 + h + 34, "decode step time = latency per token (ms, log)", size=11)
+    svg.text(20, y0 - 8, "tokens/s of the slice", anchor="start", size=11)
+    for k, (model, colour, label) in enumerate(models):
+        _, fits, ceiling = _serving_16(model)
+        svg.parts.append(f'<line x1="{x0}" y1="{py(ceiling):.1f}" x2="{x0 + w}" '
+                         f'y2="{py(ceiling):.1f}" stroke="{colour}" stroke-width="1" '
+                         'stroke-dasharray="5,4"/>')  # fmt: skip
+        svg.text(x0 + 6, py(ceiling) + (-5 if k == 0 else 14), f"ceiling {int(ceiling):,} tokens/s: bandwidth / "
+                 "cache bytes of a sequence", anchor="start", size=10, colour=colour)  # fmt: skip
+        terms = decode_terms(model, batches)
+        path = " ".join(f"{px(t['step'] * 1e3):.1f},{py(t['tokens']):.1f}" for t in terms)
+        svg.parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
+                         'stroke-width="1.5"/>')  # fmt: skip
+        for t in terms:
+            fill = colour if t["batch"] <= fits else CARD
+            svg.parts.append(f'<circle cx="{px(t["step"] * 1e3):.1f}" cy="{py(t["tokens"]):.1f}" '
+                             f'r="4" fill="{fill}" stroke="{colour}" stroke-width="1.5"/>')  # fmt: skip
+            if t["batch"] in {1, 16, 240, fits} | ({64} if k == 0 else set()):
+                svg.text(px(t["step"] * 1e3) + (6 if k == 0 else -6),
+                         py(t["tokens"]) + (14 if k == 0 else -8), f"B={t['batch']}",
+                         anchor="start" if k == 0 else "end", size=10)  # fmt: skip
+        svg.text(x0 + w + 12, y0 + 20 + 40 * k, label, anchor="start", size=11, colour=colour,
+                 bold=True)  # fmt: skip
+        svg.text(x0 + w + 12, y0 + 34 + 40 * k, f"max_batch = {fits}", anchor="start",
+                 size=10, colour=colour)  # fmt: skip
+    svg.text(x0, y0 + h + 56, "Filled: the caches fit in the slice's HBM (B ≤ max_batch); "
+             "hollow: they do not.", anchor="start", size=11, colour=MUTED)  # fmt: skip
+    return svg.render("Lesson 16: throughput against latency as the batch grows")
+
+
+def kv_cache_owners(spec: tuple, mesh: dict[str, int], batch: int, heads: int) -> list[list[int]]:
+    """``out[b][h]``: the device (row-major over ``mesh``) holding batch row b and head h
+    of a cache ``[L, 2, B, S, K, Dh]`` sharded by ``spec`` (lesson 1's owners, so a
+    replicated cell names its first holder)."""
+    shape = (1, 1, batch, 1, heads, 1)
+    grid = [[-1] * heads for _ in range(batch)]
+    for device, block in sorted(owners(shape, mesh, spec).items(), reverse=True):
+        (b0, b1), (h0, h1) = block[2], block[4]
+        for b in range(b0, b1):
+            for k in range(h0, h1):
+                grid[b][k] = device
+    return grid
+
+
+def kv_cache_sharding() -> str:
+    from grader.lessons.l16_serving.serve import CACHE_GQA, CACHE_SPEC, DATA, MODEL
+
+    mesh = {DATA: 2, MODEL: 2}
+    panels = ((CACHE_SPEC, 8, 4, "§5: K = 4 heads, split over 'model'"),
+              (CACHE_GQA, 8, 1, "§6: K = 1 head < model: the batch split twice"))  # fmt: skip
+    cell = 30
+    svg = Svg(900, 110 + 8 * cell + 60)
+    svg.text(20, 22, "The KV cache [L, 2, B, S, K, Dh] on the ('data', 'model') = (2, 2) mesh: "
+             "who holds which rows and heads", anchor="start", bold=True, size=13)  # fmt: skip
+    for p, (spec, batch, heads, title) in enumerate(panels):
+        x0, y0 = 110 + p * 520, 84
+        grid = kv_cache_owners(spec, mesh, batch, heads)
+        svg.text(x0 + heads * cell * 1.5, y0 - 40, title, size=12, bold=True)
+        svg.text(x0 + heads * cell * 1.5, y0 - 24, _spec_text(spec), size=11)
+        for k in range(heads):
+            svg.text(x0 + (k + 0.5) * cell * 3, y0 - 6, f"head {k}", size=10, colour=MUTED)
+        for b in range(batch):
+            svg.text(x0 - 8, y0 + (b + 0.5) * cell + 4, f"row {b}", anchor="end", size=10,
+                     colour=MUTED)  # fmt: skip
+            for k in range(heads):
+                d = grid[b][k]
+                svg.rect(x0 + k * cell * 3, y0 + b * cell, cell * 3, cell, DEVICE_FILLS[d])
+                svg.text(x0 + (k + 0.5) * cell * 3, y0 + (b + 0.5) * cell + 4,
+                         f"d{d} = ({d // mesh[MODEL]}, {d % mesh[MODEL]})", size=10)  # fmt: skip
+    svg.text(20, y0 + 8 * cell + 24, "d = (data, model) coordinate. Left: the device that "
+             "computes a row's keys and values for a head stores them — the cache never moves.",
+             anchor="start", size=11, colour=MUTED)  # fmt: skip
+    svg.text(20, y0 + 8 * cell + 42, "Right: each device keeps B/(data·model) whole rows; "
+             "two all-to-alls per layer move the queries to their rows instead.",
+             anchor="start", size=11, colour=MUTED)  # fmt: skip
+    return svg.render("Lesson 16: the KV cache's rows and heads on a (data, model) mesh")
+
+
 FIGURES = (
     Figure(1, "01_mesh_layouts.svg", "which device holds which block of an 8×8 array, for five specs on the 2×4 mesh", mesh_layouts),
     Figure(2, "02_ring_all_gather.svg", "a ring all-gather on four devices, step by step", ring_all_gather),
@@ -796,6 +1000,9 @@ FIGURES = (
     Figure(13, "13_hierarchical_all_reduce.svg", "the hierarchical all-reduce's three steps and their replica groups", hierarchical_all_reduce),
     Figure(14, "14_time_breakdown.svg", "the step time of lesson 14's six best plans, term by term", time_breakdown),
     Figure(15, "15_zero_stages.svg", "a 7B model's state per device on 64 GPUs, by ZeRO stage, against 80 GB", zero_stages),
+    Figure(16, "16_decode_roofline.svg", "a decode step's time against the batch: caches, weights read, weights' FLOPs, the critical batch", decode_roofline),
+    Figure(16, "16_latency_throughput.svg", "throughput against latency as the batch grows, 40 and 8 key/value heads", latency_throughput),
+    Figure(16, "16_kv_cache_sharding.svg", "which device holds which rows and heads of the KV cache on the (data, model) mesh", kv_cache_sharding),
 )  # fmt: skip
 """Every figure, in lesson order."""
 

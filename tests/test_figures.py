@@ -4,6 +4,7 @@ shipped in the wheel, and one line in the terminal."""
 from __future__ import annotations
 
 import fnmatch
+import html
 import importlib.util
 import shutil
 import subprocess
@@ -135,7 +136,7 @@ def test_every_figure_is_valid_svg_with_its_own_white_card():
 
 def test_the_real_figures_are_up_to_date_and_shown(root):
     assert figures.problems(root / "course" / "lessons") == []
-    assert {f.lesson for f in figures.FIGURES} >= set(range(1, 15))  # every lesson draws one
+    assert {f.lesson for f in figures.FIGURES} >= set(range(1, 17))  # every lesson draws one
 
 
 def test_a_stale_missing_unshown_or_stray_figure_is_named(root, tmp_path):
@@ -180,3 +181,98 @@ def test_the_terminal_shows_a_figure_as_one_line(root, tmp_path):
     assert "(figure: which device holds which block" in shown.stdout
     assert "![" not in shown.stdout and "figures/" not in shown.stdout and "svg" not in shown.stdout
     assert "rows 0:4  │   d0   │" in shown.stdout  # the text diagram stays
+
+
+def _serving_16(model_name: str):
+    from grader.lessons.l16_serving.records import MODELS, SLICES
+
+    name, slice_name, context, itemsize = figures.SERVE_16
+    assert name == "llama-2-13b"
+    return MODELS[model_name], SLICES[slice_name], context, itemsize
+
+
+def test_lesson_16s_decode_figure_is_the_graders_cost_model(root):
+    """The curves add up to the grader's decode_step_time, the weights' two terms cross at
+    cost.critical_batch (where the figure marks B*), max_batch is the grader's, and the
+    step times and throughputs are the text's worked example (a figure that drops the
+    caches, reads the weights per chip, or marks B* for int8 fails)."""
+    import re
+
+    from grader.lessons.l16_serving import cost
+    from grader.lessons.l16_serving.records import param_count
+
+    m, s, context, itemsize = _serving_16("llama-2-13b")
+    terms = figures.decode_terms("llama-2-13b")
+    critical = cost.critical_batch(s, itemsize)
+    for t in terms:
+        b = t["batch"]
+        assert t["step"] == pytest.approx(cost.decode_step_time(m, s, b, context, itemsize))
+        assert t["caches"] == pytest.approx(
+            b * cost.kv_cache_bytes(m, context, itemsize) / (s.chips * s.hbm_bandwidth)
+        )
+        assert t["read"] == pytest.approx(param_count(m) * itemsize / (s.chips * s.hbm_bandwidth))
+        assert t["step"] == pytest.approx(t["caches"] + max(t["read"], t["flops"]))
+        assert (t["read"] > t["flops"]) == (b < critical), b  # the regions meet at B*
+    assert min(t["batch"] for t in terms) < critical < max(t["batch"] for t in terms)
+    svg = figures.decode_roofline()
+    fits = cost.max_batch(m, s, context, itemsize)
+    assert f">B* = {critical:.0f}<" in svg and f">max_batch = {fits}<" in svg
+    text = (root / "course" / "lessons" / "16_serving.md").read_text()
+    assert f"**B* = {critical:.0f}**" in text
+    rows = re.findall(r"^\| (\d+) \| [\d,.]+ \| [\d.]+ \| ([\d.]+) \| ([\d,]+) \|", text, re.M)
+    by_batch = {t["batch"]: t for t in terms}
+    assert len(rows) == 6
+    for b, ms, tokens in rows:
+        t = by_batch[int(b)]
+        assert f"{t['step'] * 1e3:.2f}" == ms and f"{t['tokens']:,.0f}" == tokens, b
+
+
+def test_lesson_16s_latency_figure_fills_what_fits(root):
+    """One filled point per batch that fits beside the weights (cost.max_batch), hollow
+    past it, for both models, and the ceiling the text gives (bandwidth over one
+    sequence's cache bytes)."""
+    import re
+
+    from grader.lessons.l16_serving import cost
+
+    svg = figures.latency_throughput()
+    text = (root / "course" / "lessons" / "16_serving.md").read_text()
+    colours = {"llama-2-13b": "#0b5cad", "llama-2-13b-gqa": "#c5221f"}
+    for name, colour in colours.items():
+        m, s, context, itemsize = _serving_16(name)
+        points = re.findall(rf'<circle [^>]* r="4" fill="([^"]+)" stroke="{colour}"', svg)
+        batches = [int(b) for b in re.findall(r">B=(\d+)<", svg)]
+        fits = cost.max_batch(m, s, context, itemsize)
+        assert fits in batches
+        assert len(points) == 10
+        filled = sum(f == colour for f in points)
+        assert filled == sum(b <= fits for b in (1, 2, 4, 8, 16, 32, 64, 83, 128, 240)), name
+        assert f">max_batch = {fits}<" in svg
+    m, s, context, itemsize = _serving_16("llama-2-13b")
+    ceiling = s.chips * s.hbm_bandwidth / cost.kv_cache_bytes(m, context, itemsize)
+    assert f"ceiling {int(ceiling):,} tokens/s" in svg and f"≈ {int(ceiling)} tokens/s" in text
+
+
+@pytest.mark.parametrize("mesh", [{"data": 2, "model": 2}, {"data": 2, "model": 3},
+                                  {"data": 3, "model": 2}])  # fmt: skip
+def test_lesson_16s_cache_grid_is_the_graders_partition_spec(root, mesh):
+    """Each cell's owner is the device that holds that (row, head) of the cache under the
+    grader's CACHE_SPEC and CACHE_GQA, by lesson 1's reference device_slices (a grid with
+    the rows and heads swapped, or the ('data', 'model') tuple read minor-first, fails),
+    and the figure draws exactly those two specs."""
+    from grader.lessons.l16_serving.serve import CACHE_GQA, CACHE_SPEC
+
+    ref = _solution(root, "l01_meshes")
+    batch = 2 * mesh["data"] * mesh["model"]
+    for spec, heads in ((CACHE_SPEC, 2 * mesh["model"]), (CACHE_GQA, 1)):
+        shape = (1, 1, batch, 1, heads, 1)
+        grid = figures.kv_cache_owners(spec, mesh, batch, heads)
+        for (d, r), block in ref.device_slices(shape, mesh, spec).items():
+            for b in range(block[2].start, block[2].stop):
+                for k in range(block[4].start, block[4].stop):
+                    assert grid[b][k] == d * mesh["model"] + r, (spec, b, k)
+    svg = figures.kv_cache_sharding()
+    text = (root / "course" / "lessons" / "16_serving.md").read_text()
+    spec_text = figures._spec_text(CACHE_SPEC)
+    assert f">{html.escape(spec_text)}<" in svg and spec_text in text
+    assert f">{html.escape(figures._spec_text(CACHE_GQA))}<" in svg
