@@ -210,3 +210,36 @@ def test_bfloat16_gates_sit_well_inside_their_allowance():
 def test_dispatch_examples_include_bfloat16_logits():
     for name in ("top1_dispatch", "top2_dispatch"):
         assert {ex["dtype"] for ex in _examples(name, 0)} == {"float32", "bfloat16"}
+
+
+def test_combine_names_every_cause_that_gives_the_values_and_one_alone():
+    """Where capacity keeps one expert per token, combine renormalised over the kept
+    gates is all ones where dispatched, as a combine of ones is: the hint names both
+    causes. Where they differ (a token keeps both), each mistake gets its own alone."""
+    from grader.lessons.l11_expert_parallel.checks import Combine
+
+    # capacity 1: token 0 takes expert 0 and token 1 expert 1 as first choices, so each
+    # one's second choice is full; token 2 is dropped
+    logits = np.array([[3.0, 2.0, 0.0], [2.0, 3.0, 0.0], [3.0, 2.0, 0.0]], np.float32)
+    routing = moe_routing.route(logits, 1, k=2)
+    kept_per_token = routing.dispatch().sum(axis=(1, 2))
+    assert kept_per_token.max() == 1  # every kept token has one expert only
+    dispatch = routing.dispatch()
+    ones = dispatch.astype(np.float64)
+
+    def hint(combine):
+        trial = l11.Trial(example={"dtype": "float32"}, extra={"logits": logits})
+        trial.output, trial.expected = (dispatch, combine), routing
+        result = Combine()(trial)
+        assert not result.passed
+        return result.hint
+
+    both = hint(ones)
+    assert both.startswith("One of these") and "renormalised" in both and "is 1" in both
+    # two kept experts for a token: renormalised is no longer all ones
+    wide = moe_routing.route(logits, 3, k=2)
+    chosen = wide.combine() / wide.combine().sum(axis=(1, 2), keepdims=True)
+    trial = l11.Trial(example={"dtype": "float32"}, extra={"logits": logits})
+    trial.output, trial.expected = (wide.dispatch(), chosen), wide
+    alone = Combine()(trial).hint
+    assert "renormalised" in alone and not alone.startswith("One of these")

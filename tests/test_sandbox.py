@@ -279,7 +279,7 @@ def _says_in_every_output(out: Path, sandbox: str) -> None:
     import xml.etree.ElementTree as ET
 
     results = json.loads((out / "alice" / "results.json").read_text())
-    assert results["output"].endswith(f"sandbox: {sandbox}")
+    assert f"sandbox: {sandbox} · seed " in results["output"]  # the class's fresh seed after it
     with open(out / "summary.csv", newline="") as f:
         (row,) = csv.DictReader(f)
     assert row["sandbox"] == sandbox
@@ -287,14 +287,18 @@ def _says_in_every_output(out: Path, sandbox: str) -> None:
     assert [(p.get("name"), p.get("value")) for p in props] == [("sandbox", sandbox)]
 
 
-def test_classroom_without_the_sandbox_says_so_in_every_output(tmp_path, sandbox_off):
+def test_classroom_without_the_sandbox_refuses_where_the_references_are(tmp_path, sandbox_off):
+    """In a checkout (its solutions/ and .git readable) with no sandbox, a class is not
+    graded: a submission could read a reference and hand it back. What a reference-free
+    installation writes without the sandbox is held by tests/test_autograder.py."""
     subs = _one_submission(tmp_path)
     r = course(tmp_path / "home", "classroom", str(subs), "--out", str(tmp_path / "out"),
                "--lesson", "1")  # fmt: skip
-    assert r.returncode == 0, r.stdout + r.stderr
-    off = f"off: turned off ({jail.SWITCH}=off)"
-    assert f"sandbox: {off}" in " ".join(r.stdout.split())
-    _says_in_every_output(tmp_path / "out", off)
+    assert r.returncode == 2, r.stdout + r.stderr
+    said = " ".join(r.stderr.split())
+    assert f"no sandbox here (off: turned off ({jail.SWITCH}=off))" in said
+    assert "holds the reference solutions" in said and "course autograder" in said
+    assert not (tmp_path / "out" / "alice").exists()
 
 
 @needs_sandbox

@@ -249,7 +249,16 @@ class Combine(Check):
         def close(alt: np.ndarray) -> bool:
             return bool(np.all(np.abs(got - alt) <= atol))
 
-        hint = next((why for why, alt in combine_mistakes(trial) if close(alt)), None)
+        # every known cause that gives these values: where capacity kept one expert per
+        # token, "all ones" and "renormalised over the kept gates" are the same tensor,
+        # and naming one of them alone could name the wrong one
+        causes = list(dict.fromkeys(why for why, alt in combine_mistakes(trial) if close(alt)))
+        hint = (
+            causes[0] if len(causes) == 1
+            else "One of these (on this example they give the same values): "
+            + " ".join(f"({i}) {why}" for i, why in enumerate(causes, 1))
+            if causes else None
+        )  # fmt: skip
         yours = np.asarray(trial.output[0])
         if (
             hint is None
