@@ -274,3 +274,18 @@ def test_a_narrowed_runs_not_counted_stays_whole_beside_the_longest_name(width):
     for e in lesson.exercises:
         (i,) = [n for n, row in enumerate(rows) if row[:3] == [e.name, "✔", "passed"]]
         assert "· not counted" in lines[i] or "· not counted" in lines[i + 1]
+
+
+def test_trimmed_output_whose_stream_closed_first_flushes_quietly():
+    """IOBase's __del__ flushes at exit, after the stream under it may be closed (a
+    test runner's capture): that flush must not raise."""
+    import io
+
+    from course.commands.common import TrimmedLines
+
+    under = io.StringIO()
+    out = TrimmedLines(under)
+    out.write("a line   \nhalf")
+    assert under.getvalue() == "a line\n"
+    under.close()
+    out.flush()  # raised ValueError: I/O operation on closed file

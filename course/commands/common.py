@@ -113,6 +113,8 @@ class TrimmedLines(io.TextIOBase):
         return len(text)
 
     def flush(self) -> None:
+        if getattr(self.out, "closed", False):  # at exit (IOBase's __del__ flushes): gone
+            return
         self.out.write(self.pending)
         self.pending = ""
         self.out.flush()
