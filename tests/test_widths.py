@@ -279,10 +279,6 @@ def test_a_narrowed_runs_not_counted_stays_whole_beside_the_longest_name(width):
 def test_trimmed_output_whose_stream_closed_first_flushes_quietly():
     """IOBase's __del__ flushes at exit, after the stream under it may be closed (a
     test runner's capture): that flush must not raise."""
-    import io
-
-    from course.commands.common import TrimmedLines
-
     under = io.StringIO()
     out = TrimmedLines(under)
     out.write("a line   \nhalf")
