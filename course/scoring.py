@@ -374,17 +374,24 @@ def feedback(er: ExerciseResult, rerun: Rerun) -> str:
         return f"passed on {er.examples_run} example(s)"
     lines = [headline(er)]
     lines += [f"{c.name}: {c.message}" for c in er.checks if not c.passed]
-    if er.error:  # in full, less a first line the headline already says
+    return "\n".join(lines + feedback_tail(er, rerun, lines[0]))
+
+
+def feedback_tail(er: ExerciseResult, rerun: Rerun, said_first: str) -> list[str]:
+    """The end of a failed exercise's feedback: the error in full (less a first line
+    ``said_first`` already says), the example, what to run, a hint."""
+    lines: list[str] = []
+    if er.error:
         said, *rest = er.error.splitlines() or [""]
         first = said.strip().rstrip(":")
-        lines += rest if first and first in lines[0] else [said, *rest]
+        lines += rest if first and first in said_first else [said, *rest]
     if er.example:
         lines.append(f"example: {er.example}")
     if er.status != Status.NOT_STARTED:
         lines.append(f"re-run it: {rerun(er)}")
     if er.hint:
         lines.append(f"hint: {er.hint}")
-    return "\n".join(lines)
+    return lines
 
 
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b")

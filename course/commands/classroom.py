@@ -369,20 +369,7 @@ def feedback(er: ExerciseResult, rerun: Callable[[ExerciseResult], str]) -> str:
     pictures = evidence_text([x for c in failed for x in c.evidence] + list(er.explanation), er)
     if pictures:
         lines.append(pictures)
-    if er.error:  # in full, less a first line the headline already says
-        first, *rest = er.error.splitlines() or [""]
-        lines += (
-            rest
-            if first.strip().rstrip(":") and first.strip().rstrip(":") in lines[0]
-            else [first, *rest]
-        )
-    if er.example:
-        lines.append(f"example: {er.example}")
-    if er.status != Status.NOT_STARTED:
-        lines.append(f"re-run it: {rerun(er)}")
-    if er.hint:
-        lines.append(f"hint: {er.hint}")
-    return "\n".join(lines)
+    return "\n".join(lines + scoring.feedback_tail(er, rerun, lines[0]))
 
 
 TEXT_WIDTH = 100
