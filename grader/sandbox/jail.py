@@ -13,7 +13,10 @@ that starts it in a sandbox, when :func:`state` says one can be made here:
   (``setsid``) or not; it is killed when its parent (the small process this
   module runs as, which the worker started) ends, by ``PR_SET_PDEATHSIG``.
 - a **read-only view of the file system**, except a private ``/tmp`` and
-  ``/dev/shm`` (fresh tmpfs, bounded) and the submission's own directory.
+  ``/dev/shm`` (fresh tmpfs, bounded) and the submission's own directory; of
+  it, the system's folders (``SYSTEM``, ``SOFTWARE``) and, of every other
+  top-level folder (:func:`elsewhere`: ``/home``, ``/root``, ``/var``…), only
+  what it must read (Python, the course's code) or write.
   Paths it must read that lay under ``/tmp`` (the course's code or a
   submission in a temporary folder) are bound into the fresh ``/tmp``.
 - **hidden folders**: the course's ``solutions/``, a classroom's submissions
@@ -191,7 +194,10 @@ def _command(
         ),
         "writable": sorted({os.path.realpath(p) for p in writable if p and os.path.isdir(p)}),
         "hidden": sorted(
-            filter(_hideable, {os.path.realpath(p) for p in hidden if p and os.path.isdir(p)})
+            filter(
+                _hideable,
+                {os.path.realpath(p) for p in [*hidden, *elsewhere()] if p and os.path.isdir(p)},
+            )
         ),
         "memory": memory_limit(),
         "loopback": bool(loopback),
@@ -227,6 +233,26 @@ def _replaced() -> set[str]:
 
 SYSTEM = ("/bin", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/sbin", "/sys", "/usr")
 """Folders a process needs that are never named as readable: never hidden."""
+SOFTWARE = ("/opt", "/nix", "/gnu", "/snap")
+"""Folders of software installed beside the system's (a Python, a GPU's runtime, a
+Nix store), whose libraries a process loads without naming them: shown as ``SYSTEM``."""
+
+
+def elsewhere() -> list[str]:
+    """Every other folder at the top of the file system (``/home``, ``/root``,
+    ``/var``, ``/srv``, ``/mnt``, a checkout's ``/work``…): hidden whole, and what
+    the process must read or write inside one bound back over it — so that a copy
+    of the references the course does not know of (another clone beside the
+    checkout, a solved workspace, a classmate's folder) is not there to be read."""
+    try:
+        names = os.listdir("/")
+    except OSError:
+        return []
+    shown = {*SYSTEM, *SOFTWARE, *COVERED}
+    return sorted(
+        path for name in names
+        if (path := "/" + name) not in shown and os.path.isdir(path) and not os.path.islink(path)
+    )  # fmt: skip
 
 
 def _hideable(path: str) -> bool:
