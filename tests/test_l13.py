@@ -411,7 +411,21 @@ def test_an_error_in_one_process_is_reported_without_waiting_for_the_others(root
 # a 2×4 mesh, the course model with d=8, f=16, one layer: 256 float32 params, |g| = 1024 bytes.
 
 
-def _step_trial(collectives, *, mapped=False, output=None, runs=1):
+def _said(params, loss, processes=2):
+    """What each process of a 2-process cluster says it returned (``on_process.shards_of``):
+    one device each, every leaf whole on it."""
+
+    def leaf(v, i):
+        v = np.asarray(v, np.float32)
+        return {"type": "Array", "shape": v.shape, "dtype": "float32", "spec": (),
+                "shards": [(i, tuple(slice(None) for _ in v.shape), v)], "local_devices": [i],
+                "process": i}  # fmt: skip
+
+    return [{"params": {k: leaf(v, i) for k, v in params.items()}, "loss": leaf(loss, i)}
+            for i in range(processes)]  # fmt: skip
+
+
+def _step_trial(collectives, *, mapped=False, output=None, runs=1, said=None):
     from grader.lessons.l13_multi_host import spec
     from grader.measure.hlo import CommSummary
     from grader.reference import training
@@ -426,7 +440,8 @@ def _step_trial(collectives, *, mapped=False, output=None, runs=1):
     fake = Trial(ex, output=output, comms=comms)
     replayed = {"runs": [{"trial": fake, "mapped": mapped, "crossing": crossing}] * runs,
                 "calls": runs, "notes": [], "reference": training.sgd_step(params, x, y, 0.1)}  # fmt: skip
-    trial = Trial(ex, extra={"replayed": replayed, "params": params, "tol": 1e-5})
+    trial = Trial(ex, output=said, expected=replayed["reference"],
+                  extra={"replayed": replayed, "params": params, "tol": 1e-5})  # fmt: skip
     return spec.HierarchicalStep()(trial), params, x, y
 
 
@@ -447,12 +462,34 @@ HIER = [
 ]
 
 
-def test_the_budget_is_the_hierarchical_figure_rounded_to_elements_plus_the_loss():
+def test_the_budget_is_the_hierarchical_figure_padded_to_64_per_device_plus_the_loss():
     from grader.lessons.l13_multi_host.spec import grad_budget
 
     assert grad_budget(2, 4, 256) == 256 + 8  # 2·1/2·1024/4 bytes, the loss's 8
     assert grad_budget(3, 2, 256) == 171 * 4 + 8  # 4/3·128 = 170.7 elements, up to 171
-    assert grad_budget(2, 4, 257) == 65 * 4 + 8  # 257 over 4 devices: parts of 65
+    assert grad_budget(2, 4, 257) == 128 * 4 + 8  # 257 padded to 512 = 2·64·4: parts of 128
+    # Horovod pads its fusion buffer to 64·D elements: a 512-byte gradient (128 params) on 2×4
+    # sends 2·1/2·256·4/4 = 256 bytes and the loss's 4 = 260 (unpadded: 128 + 8 = 136 allowed
+    # before); the flat ring sends 2·7/8·512 = 896
+    assert 260 <= grad_budget(2, 4, 128) < 896
+
+
+def test_the_steps_examples_keep_the_padding_allowance_below_the_nearest_mistakes():
+    """On every example the step draws, the whole gradient all-reduced across hosts
+    (no scatter) and a flat ring each send well over the allowance; and the explicit
+    2×4 example's parameter count is not divisible by D = 4."""
+    from grader.lessons.l13_multi_host import spec
+
+    for p, d in spec.CLUSTERS:
+        for layers in (1, 2):
+            for dd in spec.TRAIN_D:
+                for f in spec.TRAIN_F:
+                    n = 2 * layers * dd * f
+                    allowed = spec.grad_budget(p, d, n) - spec.LOSS_ALLOWANCE
+                    assert 2 * (p - 1) / p * 4 * n > 1.9 * allowed, (p, d, n)
+                    assert spec.flat_ring(p, d, 4 * n) > 2.2 * allowed, (p, d, n)
+    ex = next(e for e in spec.TRAIN_EXPLICIT if e["local"] == 4)
+    assert (2 * ex["layers"] * ex["d"] * ex["f"]) % 4 != 0
 
 
 def test_the_hierarchical_step_passes_on_its_collectives():
@@ -495,12 +532,93 @@ def test_a_replayed_program_whose_values_are_not_the_step_fails():
         {k: jax.numpy.asarray(v, np.float32) for k, v in want.items()},
         jax.numpy.float32(loss),
     )
-    result, *_ = _step_trial(HIER, mapped=True, output=right)
+    own = _said(want, loss)  # the step's own result, as the processes returned it: right
+    result, *_ = _step_trial(HIER, mapped=True, output=right, said=own)
     assert result.passed, result.message
     wrong = ({k: v + 0.01 if k == "w_out" else v for k, v in right[0].items()}, right[1])
-    result, *_ = _step_trial(HIER, mapped=True, output=wrong)
+    result, *_ = _step_trial(HIER, mapped=True, output=wrong, said=own)
     assert not result.passed
     assert "w_out differs from the single-process step on the same batch" in result.message
+    assert "while the step's own result on its batch was right" in result.message
+    assert "it is not the step that ran" in result.message
+
+
+def test_an_honestly_wrong_step_is_not_told_it_is_not_the_step_that_ran():
+    """When the step's own result is wrong too (the values check says so), the
+    replayed program being wrong measures nothing more: the bytes are judged, and
+    "not the step that ran" is never said."""
+    import jax
+
+    from grader.reference import training
+
+    _, params, x, y = _step_trial(HIER)
+    want, loss = training.sgd_step(params, x, y, 0.1)
+    wrong_want = {k: v + 0.01 if k == "w_out" else v for k, v in want.items()}
+    replayed = ({k: jax.numpy.asarray(v, np.float32) for k, v in wrong_want.items()},
+                jax.numpy.float32(loss))  # fmt: skip
+    result, *_ = _step_trial(HIER, mapped=True, output=replayed, said=_said(wrong_want, loss))
+    assert result.passed, result.message  # its bytes are hierarchical; its values fail elsewhere
+    assert "not the step that ran" not in result.message
+
+
+FLAT_GRAD = _coll(
+    "all-reduce", "{{0,1,2,3,4,5,6,7}}", 448, 256
+)  # autodiff's psum of the whole gradient
+
+
+def test_a_gradient_summed_twice_is_named_and_a_flat_one_is_not():
+    """Autodiff's psum over every device (params left invariant) then the student's
+    hierarchical all-reduce: the double sum is named, with the pcast; a flat psum
+    alone, or the hierarchy alone, never gets those words."""
+    twice, *_ = _step_trial([*HIER, FLAT_GRAD])
+    assert not twice.passed
+    assert "the gradient is summed twice" in twice.message, twice.message
+    assert "to='varying'" in (twice.hint or "")
+    flat, *_ = _step_trial([HIER[0], FLAT_GRAD])
+    assert not flat.passed and "flat psum over both axes" in flat.message
+    assert "twice" not in flat.message + (flat.hint or "")
+    right, *_ = _step_trial(HIER)
+    assert right.passed and "twice" not in right.message
+
+
+def test_the_p_d_times_update_names_the_double_sum_only_when_the_program_shows_it():
+    from grader.lessons.l13_multi_host.spec import _train_hint
+    from grader.spec import Trial
+
+    start = {"w": np.array([1.0, 2.0, 3.0])}
+    ref = start["w"] - 0.1 * np.array([0.5, -1.0, 2.0])
+    summed = start["w"] - 8 * (start["w"] - ref)
+
+    def hint(collectives):
+        rep = {"runs": [{"crossing": [(c, g) for c, g, _ in _crossing(collectives)]}]}
+        params = {"w": start["w"], "rest": np.zeros(253)}  # 256 elements, as HIER's gradient
+        trial = Trial({"hosts": 2, "local": 4}, output=None, extra={"params": params, "replayed": rep})  # fmt: skip
+        return _train_hint("w", summed, ref, trial)
+
+    twice = hint([*HIER, FLAT_GRAD])
+    assert "sums the gradient twice" in twice and "to='varying'" in twice, twice
+    undivided = hint(HIER)  # the hierarchy only: the division is what is missing
+    assert "sums the gradient twice" not in undivided and "divides" in undivided, undivided
+
+
+def _crossing(collectives):
+    from grader.lessons.l13_multi_host import spec
+    from grader.measure.hlo import CommSummary
+
+    return [(c, g, a) for c, g, a in spec.cross_process(CommSummary(list(collectives)), (2, 4), 4)
+            if spec.HOST in a]  # fmt: skip
+
+
+def test_a_reshape_d_does_not_divide_is_named_and_others_are_not():
+    from grader.lessons.l13_multi_host.spec import _reshape_hint
+
+    ex = {"hosts": 2, "local": 4}
+    text = ("cannot reshape array of shape (2210,) (size 2210) into shape (4, -1) because the "
+            "product of specified axis sizes (4) does not evenly divide 2210")  # fmt: skip
+    assert "D = 4 (devices per host) does not divide 2210" in _reshape_hint(text, ex)
+    assert _reshape_hint(text.replace("2210", "2048"), ex) is None  # D divides: another cause
+    assert _reshape_hint(text.replace("(4, -1)", "(3, -1)"), ex) is None  # not D's parts
+    assert _reshape_hint("some other error", ex) is None
 
 
 MODULE_LEVEL_STEP = """
@@ -613,3 +731,72 @@ def test_the_train_steps_hint_names_a_factor_only_when_it_was_measured():
         "loss", np.array(8 * 0.7), np.array(0.7), trial
     )
     assert _train_hint("loss", np.array(0.9), np.array(0.7), trial) is None
+
+
+# ------------------------------------------------ correct public forms pass
+
+NUMPY_INT_SLICES = """
+def host_local_slices(global_shape, mesh, spec, process_index):
+    # t5x's way: mark the elements this process's devices hold, read each block's bounds
+    # with np.nonzero (numpy integers, not Python ints)
+    held = np.zeros(global_shape, dtype=bool)
+    for device, index in NamedSharding(mesh, spec).devices_indices_map(tuple(global_shape)).items():
+        if device.process_index == process_index:
+            held[index] = True
+    bounds = []
+    for dim in range(len(global_shape)):
+        where = np.nonzero(held.any(axis=tuple(k for k in range(held.ndim) if k != dim)))[0]
+        bounds.append(slice(where[0], where[-1] + 1))
+    if not held[tuple(bounds)].all() or held.sum() != held[tuple(bounds)].size:
+        raise ValueError("not one block")
+    return tuple(bounds)
+"""
+
+
+def test_slices_of_numpy_integers_pass(root, tmp_path):
+    """Slices whose bounds are numpy integers (np.nonzero's) travel over the wire as
+    whole numbers and pass; before, the decoder refused them and the hint blamed os._exit."""
+    assert wire.decode(wire.encode(slice(np.int64(2), np.int32(5)))) == slice(2, 5)
+    assert type(wire.decode(wire.encode(slice(np.int64(2), None))).start) is int
+    with pytest.raises(wire.WireError):
+        wire.decode(wire.encode(slice(np.float32(2), 5)))  # not a whole number: still refused
+    source = (root / "solutions" / f"{MODULE}.py").read_text() + NUMPY_INT_SLICES
+    (tmp_path / f"{MODULE}.py").write_text(source)
+    result = backends.grade_lesson(13, MODULE, tmp_path, only=["host_local_slices"], timeout=60)
+    (er,) = result.exercises
+    assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])
+
+
+HOROVOD_STEP = """
+def multihost_train_step(params, local_x, local_y, mesh, lr):
+    rows = NamedSharding(mesh, ROWS)
+    x = jax.make_array_from_process_local_data(rows, local_x)
+    y = jax.make_array_from_process_local_data(rows, local_y)
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    local = mesh.shape["local"]
+
+    def body(p, xr, yr):
+        pv = lax.pcast(p, ("host", "local"), to="varying")
+        loss, g = jax.value_and_grad(tinymodels.loss)(pv, xr, yr)
+        leaves, tree = jax.tree.flatten(g)
+        flat = jnp.concatenate([leaf.ravel() for leaf in leaves])
+        pad = (-flat.size) % (64 * local)  # Horovod pads its fusion buffer to 64·D elements
+        out = hierarchical_all_reduce(jnp.pad(flat, (0, pad)).reshape(local * 64, -1), "host", "local")
+        flat = out.reshape(-1)[: flat.size] / mesh.size
+        parts = jnp.split(flat, np.cumsum([leaf.size for leaf in leaves])[:-1])
+        g = jax.tree.unflatten(tree, [q.reshape(leaf.shape) for q, leaf in zip(parts, leaves)])
+        return jax.tree.map(lambda w, d: w - lr * d, p, g), lax.pmean(loss, ("host", "local"))
+
+    step = jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P()))
+    return jax.jit(step)(params, x, y)
+"""
+
+
+def test_a_step_padded_as_horovod_pads_passes(root, tmp_path):
+    """Padding the flat gradient to a multiple of 64·D elements (a constant) is
+    within the bound; the bytes it sends are more than the unpadded optimum."""
+    source = (root / "solutions" / f"{MODULE}.py").read_text() + HOROVOD_STEP
+    (tmp_path / f"{MODULE}.py").write_text(source)
+    result = backends.grade_lesson(13, MODULE, tmp_path, only=["multihost_train_step"], timeout=60)
+    (er,) = result.exercises
+    assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])

@@ -236,7 +236,8 @@ class _Decoder:
         if t == "opaque":
             return opaque(_str(r.get("type")), _str(v))
         if t == "slice":
-            start, stop, step = (self.go(x, depth + 1) for x in _list(v))
+            # numpy integers (np.nonzero's, np.arange's) are whole numbers too: as Python ints
+            start, stop, step = (_whole(self.go(x, depth + 1)) for x in _list(v))
             if not all(x is None or isinstance(x, int) for x in (start, stop, step)):
                 raise WireError("a slice of something other than whole numbers")
             return slice(start, stop, step)
@@ -349,6 +350,11 @@ def _dtype(name: Any) -> np.dtype:
     if dt.kind not in "biufc":
         raise WireError(f"dtype {name!r} not carried")
     return dt
+
+
+def _whole(x: Any) -> Any:
+    """A numpy integer scalar as the Python int it is (not a bool); anything else as is."""
+    return int(x) if isinstance(x, np.integer) else x
 
 
 def _str(v: Any) -> str:

@@ -25,6 +25,31 @@ def _code(id: str, exercise: str, code: str, says: tuple[str, ...], check: str |
                    says=says, code=code)  # fmt: skip
 
 
+STEP_HEAD = """
+def _flatten(g):
+    leaves, tree = jax.tree.flatten(g)
+    sizes = [leaf.size for leaf in leaves]
+
+    def unravel(flat):
+        parts = jnp.split(flat, np.cumsum(sizes)[:-1])
+        return jax.tree.unflatten(tree, [q.reshape(leaf.shape) for q, leaf in zip(parts, leaves)])
+
+    return jnp.concatenate([leaf.ravel() for leaf in leaves]), unravel
+
+
+def _hier(flat, local):  # the solution's padded hierarchical all-reduce of a flat vector
+    pad = (-flat.size) % local
+    out = hierarchical_all_reduce(jnp.pad(flat, (0, pad))[:, None], "host", "local")
+    return out[: out.shape[0] - pad, 0]
+
+
+def multihost_train_step(params, local_x, local_y, mesh, lr):
+    rows = NamedSharding(mesh, ROWS)
+    x = jax.make_array_from_process_local_data(rows, local_x)
+    y = jax.make_array_from_process_local_data(rows, local_y)
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    local = mesh.shape["local"]
+"""
 RS = "part = lax.psum_scatter(x, local_axis, scatter_dimension=0, tiled=True)"
 
 MISTAKES: list[Mistake] = [
@@ -68,6 +93,17 @@ def global_batch(local_rows, mesh):
     return out
 """,
         ("read a global array whole", "addressable_shards"),
+        check=None,
+        status="error",
+    ),
+    _code(
+        "l13-batch-device-put-local-rows",
+        "global_batch",
+        """
+def global_batch(local_rows, mesh):
+    return jax.device_put(local_rows, NamedSharding(mesh, ROWS))  # this process's rows as the whole
+""",
+        ("make_array_from_process_local_data", "local rows"),
         check=None,
         status="error",
     ),
@@ -202,6 +238,67 @@ def multihost_train_step(params, local_x, local_y, mesh, lr):
 """,
         ("ran no jitted program on global arrays", "cannot be measured"),
         check="hierarchical",
+    ),
+    _code(
+        "l13-train-branch-on-process",
+        "multihost_train_step",
+        STEP_HEAD
+        + """
+    def body(p, xr, yr):
+        pv = lax.pcast(p, ("host", "local"), to="varying")
+        loss, g = jax.value_and_grad(tinymodels.loss)(pv, xr, yr)
+        flat, unravel = _flatten(g)
+        if jax.process_index() == 0:  # only process 0 traces the reduction: the others never meet it
+            flat = _hier(flat, local)
+        return jax.tree.map(lambda w, d: w - lr * d, p, unravel(flat / mesh.size)), lax.pmean(loss, ("host", "local"))
+
+    step = jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P()),
+                         check_vma=False)
+    return jax.jit(step)(params, x, y)
+""",
+        ("traced different programs", "jax.process_index()"),
+        check=None,
+        status="error",
+    ),
+    _code(
+        "l13-train-params-never-varying",
+        "multihost_train_step",
+        STEP_HEAD
+        + """
+    def body(p, xr, yr):  # p stays invariant: autodiff sums its gradient over every device already
+        loss, g = jax.value_and_grad(tinymodels.loss)(p, xr, yr)
+        flat, unravel = _flatten(g)
+        flat = _hier(flat, local) / mesh.size  # ...and this sums it again
+        return jax.tree.map(lambda w, d: w - lr * d, p, unravel(flat)), lax.pmean(loss, ("host", "local"))
+
+    step = jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P()))
+    return jax.jit(step)(params, x, y)
+""",
+        ("sums the gradient twice", "to='varying'"),
+        check="values",
+    ),
+    _code(
+        "l13-train-reshape-without-padding",
+        "multihost_train_step",
+        STEP_HEAD
+        + """
+    def body(p, xr, yr):
+        pv = lax.pcast(p, ("host", "local"), to="varying")
+        loss, g = jax.value_and_grad(tinymodels.loss)(pv, xr, yr)
+        leaves, tree = jax.tree.flatten(g)
+        flat = jnp.concatenate([leaf.ravel() for leaf in leaves])
+        flat = hierarchical_all_reduce(flat.reshape(local, -1), "host", "local").ravel()  # D | n?
+        flat = flat / mesh.size
+        parts = jnp.split(flat, np.cumsum([leaf.size for leaf in leaves])[:-1])
+        g = jax.tree.unflatten(tree, [q.reshape(leaf.shape) for q, leaf in zip(parts, leaves)])
+        return jax.tree.map(lambda w, d: w - lr * d, p, g), lax.pmean(loss, ("host", "local"))
+
+    step = jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P()))
+    return jax.jit(step)(params, x, y)
+""",
+        ("D = 4 (devices per host) does not divide", "Pad it to a multiple of D"),
+        check=None,
+        status="error",
     ),
     # ---------------------------------------------------------------- allreduce_time
     _edit(

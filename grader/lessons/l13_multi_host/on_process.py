@@ -142,6 +142,12 @@ def _global(x: Any) -> bool:
             and not x.is_fully_addressable)  # fmt: skip
 
 
+def _global_call(args: tuple, kwargs: dict) -> bool:
+    import jax
+
+    return any(_global(v) for v in jax.tree.leaves((args, kwargs)))
+
+
 def _jax_own(fun: Any) -> bool:
     module = str(getattr(fun, "__module__", None) or "")
     return module.split(".")[0] in ("jax", "jaxlib")
@@ -166,11 +172,15 @@ class _Recorder:
         """For each exported program, the ids of the arrays that call returned."""
         self.closed = False
         """Set when the call is over (a wrapper the student kept records nothing later)."""
+        self.round: int | None = None
+        """The task's number, the same in every process: each global call's program is
+        compared across processes before it runs (:func:`_agree`); None: not compared."""
+        self.compared = 0
 
     def record(self, jitted: Any, args: tuple, kwargs: dict, out: Any = None) -> None:
         import jax
 
-        if self.closed or not any(_global(v) for v in jax.tree.leaves((args, kwargs))):
+        if self.closed or not _global_call(args, kwargs):
             return
         self.calls += 1
         if kwargs:
@@ -213,6 +223,56 @@ class _Recorder:
         return shard_map
 
 
+class DivergentPrograms(RuntimeError):
+    """The processes traced different programs for the same call: run, they would
+    wait for each other's collectives until the collectives' deadline."""
+
+
+AGREE_WAIT_MS = 30_000
+"""How long a process waits for the others' fingerprints of a call before it
+runs the call unchecked (a process that never makes the call is not named here:
+the cluster's own limit names it)."""
+
+_rounds = iter(range(1 << 62))
+"""Each ``train`` task's number, the same in every process (every process runs
+every task, in the same order): the fingerprints' keys of one call never meet another's."""
+
+
+def _agree(jitted: Any, args: tuple, kwargs: dict, key: str) -> None:
+    """Raise :class:`DivergentPrograms` when this call's program, as traced here,
+    is not every other process's (compared through the coordination service's
+    key-value store by a hash of the lowered StableHLO, before anything runs:
+    the branch on ``jax.process_index()`` inside a step is named at once instead
+    of after the collectives' deadline). Says nothing when it cannot compare."""
+    import hashlib
+
+    import jax
+
+    try:
+        from jax._src import distributed
+
+        client = distributed.global_state.client
+        text = jitted.lower(*args, **kwargs).as_text()
+    except Exception:  # not lowerable here (the call itself will say why), or no client
+        return
+    if client is None:
+        return
+    mine = hashlib.sha256(text.encode()).hexdigest()
+    me, count = jax.process_index(), jax.process_count()
+    try:
+        client.key_value_set(f"{key}/{me}", mine)
+        theirs = [client.blocking_key_value_get(f"{key}/{q}", AGREE_WAIT_MS) for q in range(count)]
+    except Exception:  # a process that never makes the call: run it unchecked
+        return
+    differ = [q for q, h in enumerate(theirs) if h != theirs[0]]
+    if differ:
+        raise DivergentPrograms(
+            f"the processes traced different programs for this jitted call (process "
+            f"{differ[0]}'s is not process 0's): run, each would wait for ever for collectives "
+            "the other never starts, so it was not run"
+        )
+
+
 class _Wrapped:
     """A jitted (or shard_mapped) function that records its global calls."""
 
@@ -221,6 +281,10 @@ class _Wrapped:
         self._jitted = fn if jitted is None else jitted
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        recorder = self._recorder
+        if recorder.round is not None and not recorder.closed and _global_call(args, kwargs):
+            recorder.compared += 1
+            _agree(self._jitted, args, kwargs, f"course-l13/{recorder.round}/{recorder.compared}")
         out = self._fn(*args, **kwargs)  # first: the export after it reuses its trace (½ the time)
         try:
             self._recorder.record(self._jitted, args, kwargs, out)
@@ -275,6 +339,7 @@ def train(fn: Any, payload: dict, salt: int) -> dict:
 
     params = {k: np.asarray(v) for k, v in payload["params"].items()}
     recorder = _Recorder(exporting=bool(payload.get("export", True)))
+    recorder.round = next(_rounds)
     with _recording(fn, recorder):
         out = fn(params, payload["x"], payload["y"], cluster_mesh(), float(payload["lr"]))
     returned = {id(v) for v in jax.tree.leaves(out)}
