@@ -76,9 +76,31 @@ def shards_of(value: Any) -> dict:
     }
 
 
+DEVICE_PUT_DIFFERS = "passed to device_put is not the same on each process"
+"""JAX's assertion when processes device_put different values (each its own rows):
+its message prints both values whole, which :func:`_short_errors` leaves out."""
+
+
+class _short_errors:
+    """Re-raise JAX's device_put assertion with its values left out (the same
+    exception class and traceback; the values are this process's rows)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+        if isinstance(exc, AssertionError) and DEVICE_PUT_DIFFERS in str(exc):
+            head = str(exc).split(". Expected:")[0]
+            raise AssertionError(
+                f"{head} (the values, printed whole by JAX, are left out here)"
+            ).with_traceback(tb) from None
+        return False
+
+
 def batch(fn: Any, payload: dict, salt: int) -> dict:
     """``global_batch`` on this process's own rows (sent to it alone)."""
-    return shards_of(fn(payload["rows"], cluster_mesh()))
+    with _short_errors():
+        return shards_of(fn(payload["rows"], cluster_mesh()))
 
 
 def _allreduce_program(fn: Any, mesh: Any) -> Any:
@@ -340,7 +362,7 @@ def train(fn: Any, payload: dict, salt: int) -> dict:
     params = {k: np.asarray(v) for k, v in payload["params"].items()}
     recorder = _Recorder(exporting=bool(payload.get("export", True)))
     recorder.round = next(_rounds)
-    with _recording(fn, recorder):
+    with _recording(fn, recorder), _short_errors():
         out = fn(params, payload["x"], payload["y"], cluster_mesh(), float(payload["lr"]))
     returned = {id(v) for v in jax.tree.leaves(out)}
     by = [k for k, ids in enumerate(recorder.outputs) if returned and returned <= ids]
