@@ -800,3 +800,18 @@ def test_a_step_padded_as_horovod_pads_passes(root, tmp_path):
     result = backends.grade_lesson(13, MODULE, tmp_path, only=["multihost_train_step"], timeout=60)
     (er,) = result.exercises
     assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])
+
+
+def test_the_texts_padding_example_checks_out():
+    """Section 'What the grader checks': the step's allowance on 2×4 for n = 2210
+    params, worked out here from the formulas (and the grader's own budget)."""
+    from grader.lessons.l13_multi_host.spec import grad_budget
+
+    n, p, d = 2210, 2, 4
+    part, padded = math.ceil(n / d), math.ceil(n / (64 * d)) * 64
+    says(f"⌈{n}/{d}⌉ = {part} elements and 2·½·{part}·4 = {2 * (p - 1) / p * part * 4:.0f} bytes")
+    says(
+        f"⌈{n}/{64 * d}⌉·64 = {padded} elements, 2·½·{padded}·4 + 8 = {grad_budget(p, d, n)} bytes"
+    )
+    says(f"sends {4 * n}, a flat `psum` over both axes 2·7/8·{4 * n} = {2 * 7 / 8 * 4 * n:.0f}")
+    assert n % d and n == 2 * 17 * 65  # the explicit 2×4 example's count
