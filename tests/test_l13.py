@@ -815,3 +815,37 @@ def test_the_texts_padding_example_checks_out():
     )
     says(f"sends {4 * n}, a flat `psum` over both axes 2·7/8·{4 * n} = {2 * 7 / 8 * 4 * n:.0f}")
     assert n % d and n == 2 * 17 * 65  # the explicit 2×4 example's count
+
+
+def test_the_values_hints_of_the_all_reduce_name_only_what_was_measured():
+    """An untiled all-gather (the sum, stacked as D parts) and a mean where the sum
+    belongs are named; other shapes and other values get no hint."""
+    from grader.lessons.l13_multi_host.spec import _shape_hint, _sum_hint
+    from grader.spec import Trial
+
+    trial = Trial({"hosts": 3, "local": 2}, output=None, extra={"host_sums": None})
+    want = np.arange(24.0).reshape(6, 4)
+    assert "tiled=True" in _shape_hint(want.reshape(2, 3, 4), want, trial)
+    assert _shape_hint(want.reshape(3, 2, 4), want, trial) is None  # P parts, not D's
+    assert _shape_hint(want[:3], want, trial) is None
+    assert "divided by P = 3" in _sum_hint(want / 3, want, trial, 0)
+    assert "divided by D = 2" in _sum_hint(want / 2, want, trial, 0)
+    assert _sum_hint(want + 1, want, trial, 0) is None
+
+
+def test_the_loaders_messages_name_the_stride_and_the_modulo_only_when_measured():
+    from grader.lessons.l13_multi_host.spec import _loader_message
+
+    p, b, step, size = 2, 8, 7, 50
+    want = (step * b + np.arange(b)) % size
+
+    def message(rows):
+        return _loader_message(np.split(np.asarray(rows), p), want, p, b, "call", step, size)
+
+    assert "past the dataset's 50" in message(step * b + np.arange(b))
+    assert "moves on by the global batch" in message((step * b // p + np.arange(b)) % size)
+    other = message((want + 1) % size)
+    assert "past the dataset" not in other and "moves on" not in other
+    assert "past the dataset" not in _loader_message(
+        np.split(np.arange(8), 2), np.arange(8) % 64, 2, 8, "call", 0, 64
+    )

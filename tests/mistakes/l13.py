@@ -136,6 +136,22 @@ def global_batch(local_rows, mesh):
         ("not in process order",),
         check="rows",
     ),
+    _edit(
+        "l13-loader-stride-of-one-process",
+        "loader_indices",
+        "start = step * global_batch + process_index * per",
+        "start = step * per + process_index * per",
+        ("each step moves on by the global batch",),
+        check="rows",
+    ),
+    _edit(
+        "l13-loader-no-modulo",
+        "loader_indices",
+        "return (start + np.arange(per)) % dataset_size",
+        "return start + np.arange(per)",
+        ("past the dataset's", "wraps around"),
+        check="rows",
+    ),
     # ---------------------------------------------------------------- hierarchical_all_reduce
     _code(
         "l13-allreduce-flat-psum",
@@ -181,6 +197,20 @@ def hierarchical_all_reduce(x, host_axis, local_axis):
 """,
         ("this host's devices only",),
         check="values",
+    ),
+    _edit(
+        "l13-allreduce-untiled-gather",
+        "hierarchical_all_reduce",
+        'return lax.all_gather(part, local_axis, axis=0, tiled=True, to="invarying")',
+        'return lax.all_gather(part, local_axis, axis=0, to="invarying")',
+        ("stacked as", "tiled=True"),
+    ),
+    _edit(
+        "l13-allreduce-pmean-across-hosts",
+        "hierarchical_all_reduce",
+        "part = lax.psum(part, host_axis)",
+        "part = lax.pmean(part, host_axis)",
+        ("the sum divided by P", "lax.pmean over host_axis"),
     ),
     # ---------------------------------------------------------------- multihost_train_step
     _code(
@@ -304,6 +334,25 @@ def multihost_train_step(params, local_x, local_y, mesh, lr):
         check=None,
         status="error",
     ),
+    _code(
+        "l13-train-loss-not-reduced",
+        "multihost_train_step",
+        STEP_HEAD
+        + """
+    def body(p, xr, yr):
+        pv = lax.pcast(p, ("host", "local"), to="varying")
+        loss, g = jax.value_and_grad(tinymodels.loss)(pv, xr, yr)
+        flat, unravel = _flatten(g)
+        new = jax.tree.map(lambda w, d: w - lr * d, p, unravel(_hier(flat, local) / mesh.size))
+        return new, loss  # each device's own rows' loss
+
+    step = jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P()),
+                         check_vma=False)
+    return jax.jit(step)(params, x, y)
+""",
+        ("the params agree everywhere", "lax.pmean(loss"),
+        check="same everywhere",
+    ),
     # ---------------------------------------------------------------- allreduce_time
     _edit(
         "l13-time-across-on-all-bytes",
@@ -318,5 +367,19 @@ def multihost_train_step(params, local_x, local_y, mesh, lr):
         "return 2 * (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)",
         "return 2 * (n - 1) / n * nbytes / ici",
         ("slowest link",),
+    ),
+    _edit(
+        "l13-time-flat-one-phase",
+        "allreduce_time",
+        "return 2 * (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)",
+        "return (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)",
+        ("a reduce-scatter then an all-gather", "2(N−1)/N in all"),
+    ),
+    _edit(
+        "l13-time-within-one-phase",
+        "allreduce_time",
+        "within = 2 * (local - 1) / local * nbytes / ici",
+        "within = (local - 1) / local * nbytes / ici",
+        ("2(local−1)/local in all",),
     ),
 ]

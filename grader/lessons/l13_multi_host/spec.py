@@ -385,7 +385,7 @@ class LoaderRows(Check):
             np.array_equal(a, want[i * (b // p) : (i + 1) * (b // p)]) for i, a in enumerate(parts)
         ):
             return CheckResult(self.name, True, "the processes' rows, in process order, are the single-process batch")  # fmt: skip
-        return CheckResult(self.name, False, _loader_message(parts, want, p, b, call),
+        return CheckResult(self.name, False, _loader_message(parts, want, p, b, call, ex["step"], ex["dataset"]),
                            evidence=(Table(["process", "rows it loads"],
                                            [[str(i), _show_rows(a)] for i, a in enumerate(parts)]),))  # fmt: skip
 
@@ -394,15 +394,23 @@ def _show_rows(a: np.ndarray) -> str:
     return " ".join(map(str, a[:8].tolist())) + (" …" if a.size > 8 else "")
 
 
-def _loader_message(parts: list[np.ndarray], want: np.ndarray, p: int, b: int, call: str) -> str:
+def _loader_message(parts: list[np.ndarray], want: np.ndarray, p: int, b: int, call: str, step: int = 0, size: int = 0) -> str:  # fmt: skip
     single = "the single-process batch is " + _show_rows(want)
+    joined = np.concatenate(parts)
+    if size and joined.size == b and np.array_equal(joined, step * b + np.arange(b)) and joined.max() >= size:  # fmt: skip
+        return (f"the processes load rows up to {int(joined.max())}, past the dataset's {size}: "
+                f"the loader wraps around, (s·B + k) mod {size}; {single}")  # fmt: skip
+    stride = (step * (b // p) + np.arange(b)) % size if size else None
+    if stride is not None and step and np.array_equal(joined, stride):
+        return (f"at step {step} the processes load rows from {step}·B/P = {step * (b // p)} on: "
+                f"each step moves on by the global batch, B = {b} rows, so process i starts at "
+                f"s·B + i·B/P; {single}")  # fmt: skip
     if all(a.size == b and np.array_equal(a, want) for a in parts):
         return (f"every process loads the whole global batch ({b} rows each): process i must load "
                 f"only its B/P = {b // p} rows; {single}")  # fmt: skip
     if all(np.array_equal(a, parts[0]) for a in parts[1:]):
         return (f"every process loads the same rows ({_show_rows(parts[0])}): the process index "
                 f"must choose which part of the batch; {single}")  # fmt: skip
-    joined = np.concatenate(parts)
     if joined.size == b and np.array_equal(np.sort(joined), np.sort(want)):
         return f"the processes together load the batch's rows, but not in process order; {single}"
     for i in range(p):
@@ -465,7 +473,11 @@ class SumEverywhere(Check):
         want = trial.expected
         for shard in trial.output.addressable_shards:
             got = np.asarray(shard.data, dtype=np.float64)
-            if got.shape != want.shape or not np.array_equal(got, want):
+            if got.shape != want.shape:
+                pos = _position(trial.mesh, shard.device)
+                msg = f"device {pos} holds a block of shape {got.shape}; the sum's block is {want.shape}"  # fmt: skip
+                return CheckResult(self.name, False, msg, hint=_shape_hint(got, want, trial))
+            if not np.array_equal(got, want):
                 pos = _position(trial.mesh, shard.device)
                 msg = f"device {pos} holds a block that is not the sum over all {trial.mesh.size} devices"  # fmt: skip
                 return CheckResult(self.name, False, msg, hint=_sum_hint(got, want, trial, pos[0]))
@@ -477,11 +489,29 @@ def _position(mesh: Any, device: Any) -> tuple[int, int]:
     return tuple(int(v) for v in where[0]) if len(where) else (-1, -1)
 
 
+def _shape_hint(got: np.ndarray, want: np.ndarray, trial: Trial) -> str | None:
+    """Measured: the parts stacked on a new leading axis of D (an untiled all-gather)."""
+    d = trial.example["local"]
+    if got.shape == (d, want.shape[0] // d, *want.shape[1:]) and np.array_equal(got.reshape(want.shape), want):  # fmt: skip
+        return (f"The values are the sum, stacked as {d} parts on a new leading axis: "
+                "lax.all_gather without tiled=True adds that axis; tiled=True joins the parts "
+                "along dimension 0.")  # fmt: skip
+    return None
+
+
 def _sum_hint(got: np.ndarray, want: np.ndarray, trial: Trial, host: int) -> str | None:
     sums = trial.extra.get("host_sums")
     if sums is not None and got.shape == sums[host].shape and np.array_equal(got, sums[host]):
         return ("That is the sum over this host's devices only: the all-reduce across hosts "
                 "(over host_axis) is missing.")  # fmt: skip
+    p, scale = trial.example["hosts"], float(np.max(np.abs(want))) or 1.0
+    for k, name, hint in (
+        (p, "P", "a mean across hosts (lax.pmean over host_axis, or a division by P) where the sum (lax.psum) belongs."),
+        (trial.example["local"], "D", "a mean within the host (lax.pmean over local_axis, or a division by D) where the sum belongs."),
+        (p * trial.example["local"], "P·D", "a mean over every device where the sum belongs."),
+    ):  # fmt: skip
+        if k > 1 and np.allclose(got * k, want, rtol=1e-2, atol=1e-2 * scale):
+            return f"Every value is the sum divided by {name} = {k}: {hint}"
     return None
 
 
@@ -709,21 +739,31 @@ class SameEverywhere(Check):
                 return CheckResult(self.name, False, f"in process {i} it returned {got['returned']}; expected (params, loss)")  # fmt: skip
             if sorted(got["params"]) != sorted(want):
                 return CheckResult(self.name, False, f"in process {i} params have keys {sorted(got['params'])}; expected {sorted(want)}")  # fmt: skip
-            for key, leaf in [*got["params"].items(), ("loss", got["loss"])]:
-                shape = () if key == "loss" else want[key].shape
-                copies = _replicated(leaf, shape)
-                if isinstance(copies, str):
-                    return CheckResult(self.name, False, f"process {i} returned {key} as {copies}",
-                                       hint="Return params and loss replicated: out_specs P().")  # fmt: skip
-                for c in copies:
-                    ref = first.setdefault(key, c)
-                    if not np.array_equal(c, ref):
-                        return CheckResult(
-                            self.name, False,
-                            f"process {i} holds other {key} than process 0: the processes did not end the step alike",
-                            hint="Each process's gradient must be reduced across hosts too: the "
-                            "all-reduce over the host axis makes it the global batch's gradient everywhere.",
-                        )  # fmt: skip
+        leaves = [(i, k, v) for i, got in enumerate(trial.output) for k, v in got["params"].items()]
+        leaves += [(i, "loss", got["loss"]) for i, got in enumerate(trial.output)]  # params first
+        for i, key, leaf in leaves:
+            shape = () if key == "loss" else want[key].shape
+            copies = _replicated(leaf, shape)
+            if isinstance(copies, str):
+                return CheckResult(self.name, False, f"process {i} returned {key} as {copies}",
+                                   hint="Return params and loss replicated: out_specs P().")  # fmt: skip
+            for c in copies:
+                ref = first.setdefault(key, c)
+                if not np.array_equal(c, ref) and key == "loss":  # every params leaf agreed
+                    return CheckResult(
+                        self.name, False,
+                        f"process {i} holds another loss than process 0's first device, while "
+                        "the params agree everywhere: the loss returned is each device's own",
+                        hint="The params are reduced, the loss is not: return the mean of the "
+                        "devices' losses, lax.pmean(loss, ('host', 'local')).",
+                    )  # fmt: skip
+                if not np.array_equal(c, ref):
+                    return CheckResult(
+                        self.name, False,
+                        f"process {i} holds other {key} than process 0: the processes did not end the step alike",
+                        hint="Each process's gradient must be reduced across hosts too: the "
+                        "all-reduce over the host axis makes it the global batch's gradient everywhere.",
+                    )  # fmt: skip
         return CheckResult(self.name, True, "every device of every process holds the same params and loss")  # fmt: skip
 
 
@@ -987,16 +1027,34 @@ def ring_time(nbytes: float, hosts: int, local: int, ici: float, dcn: float, hie
 GB = 10**9
 
 
+TWO_PHASES = ("An all-reduce is a reduce-scatter then an all-gather, each moving (N−1)/N of "
+              "the bytes per device: 2(N−1)/N in all, not (N−1)/N.")  # fmt: skip
+OWN_PART = ("Each device already holds its own 1/N of the data: a ring all-reduce moves "
+            "2(N−1)/N·nbytes per device, not 2·nbytes.")  # fmt: skip
+
+
 def _time_suspects(nbytes: float, hosts: int, local: int, ici: float, dcn: float, hier: bool) -> list:  # fmt: skip
     if not hier:
         n = hosts * local
-        return [(2 * (n - 1) / n * nbytes / ici,
-                 "A flat ring across hosts runs at its slowest link: dcn, not ici.")] if hosts > 1 and n > 1 else []  # fmt: skip
+        if n == 1:
+            return []
+        link = dcn if hosts > 1 else ici
+        out = [((n - 1) / n * nbytes / link, TWO_PHASES), (2 * nbytes / link, OWN_PART)]
+        if hosts > 1:
+            out.append((2 * (n - 1) / n * nbytes / ici,
+                        "A flat ring across hosts runs at its slowest link: dcn, not ici."))  # fmt: skip
+        return out
+    within = 2 * (local - 1) / local * nbytes / ici
+    across = 2 * (hosts - 1) / hosts * nbytes / local / dcn
     return [
-        (2 * (local - 1) / local * nbytes / ici + 2 * (hosts - 1) / hosts * nbytes / dcn,
+        (within + 2 * (hosts - 1) / hosts * nbytes / dcn,
          "The all-reduce across hosts moves only nbytes/local: each device sends its 1/local part."),
-        (2 * (local - 1) / local * nbytes / ici + 2 * (hosts - 1) / hosts * nbytes / local / ici,
+        (within + 2 * (hosts - 1) / hosts * nbytes / local / ici,
          "The step across hosts runs over dcn."),
+        (within / 2 + across, "Within hosts a reduce-scatter and an all-gather run, each "
+         "(local−1)/local·nbytes over ici: 2(local−1)/local in all."),
+        (within + across / 2, "The all-reduce across hosts is a reduce-scatter and an all-gather "
+         "of nbytes/local, each (hosts−1)/hosts of it: 2(hosts−1)/hosts·nbytes/local over dcn."),
     ]  # fmt: skip
 
 
