@@ -849,3 +849,31 @@ def test_the_loaders_messages_name_the_stride_and_the_modulo_only_when_measured(
     assert "past the dataset" not in _loader_message(
         np.split(np.arange(8), 2), np.arange(8) % 64, 2, 8, "call", 0, 64
     )
+
+
+@pytest.mark.parametrize(
+    "mistake,old,new",
+    [
+        (  # the double sum's hint: cast the params to varying before jax.grad
+            "l13-train-params-never-varying",
+            "jax.value_and_grad(tinymodels.loss)(p, xr, yr)",
+            'jax.value_and_grad(tinymodels.loss)(lax.pcast(p, ("host", "local"), to="varying"), xr, yr)',
+        ),
+        (  # the unreduced loss's hint: return lax.pmean(loss, ('host', 'local'))
+            "l13-train-loss-not-reduced",
+            "return new, loss",
+            'return new, lax.pmean(loss, ("host", "local"))',
+        ),
+    ],
+)
+def test_a_fix_hint_applied_to_its_mistake_passes(root, tmp_path, mistake, old, new):
+    """Issue 37, item 1: a hint never proposes a change that leaves the code wrong."""
+    from tests.mistakes import MISTAKES
+
+    m = next(x for x in MISTAKES if x.id == mistake)
+    source = m.source((root / "solutions" / f"{MODULE}.py").read_text())
+    assert source.count(old) == 1
+    (tmp_path / f"{MODULE}.py").write_text(source.replace(old, new))
+    result = backends.grade_lesson(13, MODULE, tmp_path, only=[m.exercise], timeout=60)
+    (er,) = result.exercises
+    assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])
