@@ -877,3 +877,42 @@ def test_a_fix_hint_applied_to_its_mistake_passes(root, tmp_path, mistake, old, 
     result = backends.grade_lesson(13, MODULE, tmp_path, only=[m.exercise], timeout=60)
     (er,) = result.exercises
     assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])
+
+
+class _FakeClient:
+    """The coordination service's key-value store for two processes, the other
+    process's hash given (``theirs``: None = the same as this one's)."""
+
+    def __init__(self, theirs=None):
+        self.store, self.sets, self.theirs = {}, 0, theirs
+
+    def key_value_set(self, key, value):
+        self.sets += 1
+        self.store[key] = value
+        other = key.rsplit("/", 1)[0] + "/1"
+        self.store[other] = value if self.theirs is None else self.theirs
+
+    def blocking_key_value_get(self, key, timeout_in_ms):
+        return self.store[key]
+
+
+def test_programs_are_compared_across_processes_once_and_a_difference_raises(monkeypatch):
+    """Each process hashes the program it traced; a hash not every process's raises
+    before anything runs; a program found alike is not compared again (a repeated
+    call sends nothing between processes, where lesson 13 measures the step's bytes)."""
+    import jax
+    from jax._src import distributed
+
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(on_process, "_AGREED", set())
+    fn = jax.jit(lambda x: x * 2 + 1)
+    args = (jax.numpy.ones(3),)
+    same = _FakeClient()
+    monkeypatch.setattr(distributed.global_state, "client", same)
+    on_process._agree(fn, args, {}, "k/1/1")
+    on_process._agree(fn, args, {}, "k/1/2")
+    assert same.sets == 1, "compared again"
+    other = _FakeClient(theirs="another program's hash")
+    monkeypatch.setattr(distributed.global_state, "client", other)
+    with pytest.raises(on_process.DivergentPrograms, match="traced different programs"):
+        on_process._agree(jax.jit(lambda x: x * 3), args, {}, "k/2/1")
