@@ -599,6 +599,11 @@ def test_the_p_d_times_update_names_the_double_sum_only_when_the_program_shows_i
     assert "sums the gradient twice" in twice and "to='varying'" in twice, twice
     undivided = hint(HIER)  # the hierarchy only: the division is what is missing
     assert "sums the gradient twice" not in undivided and "divides" in undivided, undivided
+    assert "to='varying'" not in undivided
+    # a flat all-reduce of the whole gradient only: autodiff's or by hand, divided or not
+    either = hint([HIER[0], FLAT_GRAD])
+    assert "One of these" in either and "not divided by P·D = 8" in either, either
+    assert "summed twice" in either and "to='varying'" in either
 
 
 def _crossing(collectives):

@@ -931,20 +931,19 @@ DOUBLE_SUM_HINT = (
 )
 
 
+def _flat_elements(rep: dict, p: int, d: int) -> int:
+    """Elements all-reduced over every device (scalars such as the loss left out)."""
+    return sum(c.operand_elements * c.count for run in rep["runs"] for c, groups in run["crossing"]
+               if c.kind == "all-reduce" and c.operand_elements > 1 and len(groups[0]) == p * d)  # fmt: skip
+
+
 def _double_sum(rep: dict, p: int, d: int, n: int) -> bool:
     """Measured: the step's programs all-reduce at least the whole gradient (n
     elements) over every device *and* all-reduce across hosts with one device of
     each process (the hierarchical step's middle): the gradient summed twice."""
-    flat = across = 0
-    for run in rep["runs"]:
-        for c, groups in run["crossing"]:
-            if c.kind != "all-reduce" or c.operand_elements <= 1:
-                continue
-            if len(groups[0]) == p * d:
-                flat += c.operand_elements * c.count
-            elif len(groups[0]) == p:
-                across += 1
-    return flat >= n and across > 0
+    across = any(c.kind == "all-reduce" and c.operand_elements > 1 and len(groups[0]) == p
+                 for run in rep["runs"] for c, groups in run["crossing"])  # fmt: skip
+    return across and _flat_elements(rep, p, d) >= n
 
 
 def _own_values_right(trial: Trial) -> bool:
@@ -993,13 +992,21 @@ def _train_hint(key: str, value: np.ndarray, ref: np.ndarray, trial: Trial) -> s
         what = f"update of {key}"
     if not np.any(want):
         return None
-    replayed = trial.extra.get("replayed")
+    replayed = trial.extra.get("replayed") or {"runs": []}
     n = sum(int(np.size(v)) for v in trial.extra["params"].values())
-    if key != "loss" and replayed and np.allclose(got, p * d * want, rtol=1e-3, atol=1e-9 * float(np.max(np.abs(want)))) \
-            and _double_sum(replayed, p, d, n):  # fmt: skip
-        return (f"Your {what} is exactly P·D = {p * d} times the single-process step's, and the "
-                "step's program sums the gradient twice (measured: an all-reduce of the whole "
-                "gradient over every device, then one across hosts). " + DOUBLE_SUM_HINT)  # fmt: skip
+    atol = 1e-9 * float(np.max(np.abs(want)))
+    if key != "loss" and p * d > 1 and np.allclose(got, p * d * want, rtol=1e-3, atol=atol):
+        times = f"Your {what} is exactly P·D = {p * d} times the single-process step's"
+        if _double_sum(replayed, p, d, n):
+            return (f"{times}, and the step's program sums the gradient twice (measured: an "
+                    "all-reduce of the whole gradient over every device, then one across hosts). "
+                    + DOUBLE_SUM_HINT)  # fmt: skip
+        if not replayed["runs"] or _flat_elements(replayed, p, d) >= n:
+            # a flat all-reduce of the gradient: autodiff's (params left invariant) or one by
+            # hand; the programs cannot tell which, nor whether a division follows
+            return (f"{times}. One of these: the devices' summed gradients are not divided by "
+                    f"P·D = {p * d} (the mean over all B rows needs it); or the gradient is summed "
+                    f"twice. {DOUBLE_SUM_HINT}")  # fmt: skip
     named = {p * d: "P·D", d: "D", p: "P"}  # P = D: one name for both
     for k, name in named.items():
         for factor, times in ((k, f"{name} = {k} times the single-process step's"),
