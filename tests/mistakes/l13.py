@@ -353,6 +353,31 @@ def multihost_train_step(params, local_x, local_y, mesh, lr):
         ("the params agree everywhere", "lax.pmean(loss"),
         check="same everywhere",
     ),
+    _code(
+        "l13-train-pmean-across-hosts",
+        "multihost_train_step",
+        STEP_HEAD
+        + """
+    def body(p, xr, yr):
+        pv = lax.pcast(p, ("host", "local"), to="varying")
+        loss, g = jax.value_and_grad(tinymodels.loss)(pv, xr, yr)
+        flat, unravel = _flatten(g)
+        pad = (-flat.size) % local
+        part = lax.psum_scatter(jnp.pad(flat, (0, pad))[:, None], "local", scatter_dimension=0, tiled=True)
+        part = lax.pmean(part, "host")  # a mean across hosts where the sum belongs
+        out = lax.all_gather(part, "local", axis=0, tiled=True, to="invarying")[: flat.size, 0]
+        new = jax.tree.map(lambda w, d: w - lr * d, p, unravel(out / mesh.size))
+        return new, lax.pmean(loss, ("host", "local"))
+
+    step = jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P()))
+    return jax.jit(step)(params, x, y)
+""",
+        (
+            "exactly 1/P = 1/2 of the single-process step's",
+            "a mean over 'host' where the sum belongs",
+        ),
+        check="values",
+    ),
     # ---------------------------------------------------------------- allreduce_time
     _edit(
         "l13-time-across-on-all-bytes",

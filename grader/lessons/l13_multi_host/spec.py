@@ -1007,16 +1007,17 @@ def _train_hint(key: str, value: np.ndarray, ref: np.ndarray, trial: Trial) -> s
             return (f"{times}. One of these: the devices' summed gradients are not divided by "
                     f"P·D = {p * d} (the mean over all B rows needs it); or the gradient is summed "
                     f"twice. {DOUBLE_SUM_HINT}")  # fmt: skip
-    named = {p * d: "P·D", d: "D", p: "P"}  # P = D: one name for both
-    for k, name in named.items():
+    named = {p * d: ("P·D", "both axes"), d: ("D", "'local'"), p: ("P", "'host'")}  # P = D: one
+    for k, (name, axis) in named.items():
         for factor, times in ((k, f"{name} = {k} times the single-process step's"),
                               (1 / k, f"1/{name} = 1/{k} of the single-process step's")):  # fmt: skip
-            if k > 1 and np.allclose(
-                got, factor * want, rtol=1e-3, atol=1e-9 * float(np.max(np.abs(want)))
-            ):
+            if k > 1 and np.allclose(got, factor * want, rtol=1e-3, atol=atol):
+                small = "" if factor > 1 or key == "loss" else (
+                    f" Yours is divided by {name} = {k} once more than that (a mean over {axis} "
+                    "where the sum belongs, before the division by P·D, does this).")  # fmt: skip
                 return (f"Your {what} is exactly {times}. The mean over all B rows divides the "
                         f"devices' summed {'losses' if key == 'loss' else 'gradients'} by every "
-                        f"device, P·D = {p * d}.")  # fmt: skip
+                        f"device, P·D = {p * d}.{small}")  # fmt: skip
     return None
 
 
