@@ -78,10 +78,10 @@ def shards_of(value: Any) -> dict:
 
 DEVICE_PUT_DIFFERS = "passed to device_put is not the same on each process"
 """JAX's assertion when processes device_put different values (each its own rows):
-its message prints both values whole, which :func:`_short_errors` leaves out."""
+its message prints both values whole, which :func:`_ShortErrors` leaves out."""
 
 
-class _short_errors:
+class _ShortErrors:
     """Re-raise JAX's device_put assertion with its values left out (the same
     exception class and traceback; the values are this process's rows)."""
 
@@ -99,7 +99,7 @@ class _short_errors:
 
 def batch(fn: Any, payload: dict, salt: int) -> dict:
     """``global_batch`` on this process's own rows (sent to it alone)."""
-    with _short_errors():
+    with _ShortErrors():
         return shards_of(fn(payload["rows"], cluster_mesh()))
 
 
@@ -375,7 +375,7 @@ def train(fn: Any, payload: dict, salt: int) -> dict:
     params = {k: np.asarray(v) for k, v in payload["params"].items()}
     recorder = _Recorder(exporting=bool(payload.get("export", True)))
     recorder.round = next(_rounds)
-    with _recording(fn, recorder), _short_errors():
+    with _recording(fn, recorder), _ShortErrors():
         out = fn(params, payload["x"], payload["y"], cluster_mesh(), float(payload["lr"]))
     returned = {id(v) for v in jax.tree.leaves(out)}
     by = [k for k, ids in enumerate(recorder.outputs) if returned and returned <= ids]
