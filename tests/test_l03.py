@@ -100,7 +100,7 @@ def test_dp_explicit_batches_visit_the_threshold_steps():
     """The explicit batches, written out in the spec (the threshold is the grader's side),
     are round(r·T) of h100-sxm on nvlink4 for each step r the diagnoses rely on."""
     t = formulas.dp_threshold(spec.CHIPS["h100-sxm"], spec.LINKS["nvlink4"])
-    assert spec.DP_STEP_BATCHES == tuple(round(r * t) for r in spec._DP_STEPS)
+    assert tuple(round(r * t) for r in spec._DP_STEPS) == spec.DP_STEP_BATCHES
 
 
 def test_dp_draws_stay_away_from_the_threshold():

@@ -11,7 +11,8 @@ import pytest
 
 from grader import engine
 from grader.checks.scalar import RAISES, close
-from grader.lessons.l14_planning import cost, spec, suspects
+from grader.expected.l14_planning import cost, suspects
+from grader.lessons.l14_planning import spec
 from grader.lessons.l14_planning.records import HARDWARE, MODELS, Model, Plan
 from grader.loader import load_module
 from grader.runtime import InProcess
