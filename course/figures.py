@@ -502,7 +502,7 @@ def tensor_parallel_mlp() -> str:
 
 
 def pipeline_schedules() -> str:
-    from grader.lessons.l09_pipeline.schedules import gpipe, one_f_one_b, simulate, zero_bubble
+    from grader.expected.l09_pipeline.schedules import gpipe, one_f_one_b, simulate, zero_bubble
 
     p, m, cell = 4, 8, 20
     runs = (("GPipe", gpipe(p, m), False), ("1F1B", one_f_one_b(p, m), False),
