@@ -1,6 +1,7 @@
 """Checks for pipeline parallelism (lesson 9).
 
-Schedules are simulated (:mod:`grader.lessons.l09_pipeline.schedules`): a schedule trial carries
+Schedules are simulated (:mod:`grader.expected.l09_pipeline.schedules`, hidden from
+the student's process): a schedule trial carries
 ``extra["sim"]`` (the student's schedule replayed) and ``extra["reference"]``
 (the expected one, for the picture); each check reports the first violation
 of its own kind and hands the report a chart of both schedules with that
