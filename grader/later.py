@@ -27,12 +27,13 @@ class Expected:
     def _module(self) -> ModuleType:
         try:
             return importlib.import_module(self._name)
-        except ImportError as exc:  # in the student's process: a spec used it there
+        except ImportError as exc:  # hidden (the student's process), or broken
             from grader.faults import GraderFault
 
             raise GraderFault(
-                f"{self._name} is the grader's side and cannot be imported here ({exc}): "
-                "a spec used it where the student's process runs"
+                f"{self._name} is the grader's side and could not be imported ({exc}): "
+                "hidden from the student's process, it must be used only where the worker "
+                "runs (a check, or the run of an exercise that hands over no program)"
             ) from exc
 
     def __getattr__(self, attr: str) -> Any:
