@@ -422,7 +422,7 @@ def data_parallel_step() -> str:
 
 
 def memory_per_device() -> str:
-    from grader.lessons.l14_planning.cost import ADAM, BF16
+    from grader.expected.l14_planning.cost import ADAM, BF16
 
     n = 8
     stages = {
@@ -502,7 +502,7 @@ def tensor_parallel_mlp() -> str:
 
 
 def pipeline_schedules() -> str:
-    from grader.lessons.l09_pipeline.schedules import gpipe, one_f_one_b, simulate, zero_bubble
+    from grader.expected.l09_pipeline.schedules import gpipe, one_f_one_b, simulate, zero_bubble
 
     p, m, cell = 4, 8, 20
     runs = (("GPipe", gpipe(p, m), False), ("1F1B", one_f_one_b(p, m), False),
@@ -708,7 +708,7 @@ PLANS_14 = ((1, 1, 8, 8, 64, "none"), (2, 1, 4, 8, 32, "block"), (1, 1, 4, 16, 6
 
 
 def time_breakdown() -> str:
-    from grader.lessons.l14_planning import cost
+    from grader.expected.l14_planning import cost
     from grader.lessons.l14_planning.records import HARDWARE, MODELS, Plan
 
     model = MODELS["llama-3-70b"]
@@ -792,7 +792,7 @@ def decode_terms(model: str, batches: tuple[int, ...] = BATCHES_16) -> list[dict
     """Per batch, lesson 16's decode step in seconds and its parts, from the grader's cost
     model: ``caches`` (read at bandwidth), the weights' ``read`` and ``flops`` (the step
     takes the larger) and ``step``; ``tokens`` per second of the slice."""
-    from grader.lessons.l16_serving import cost
+    from grader.expected.l16_serving import cost
     from grader.lessons.l16_serving.records import MODELS, SLICES, param_count
 
     _, slice_name, context, itemsize = SERVE_16
@@ -815,7 +815,7 @@ def decode_terms(model: str, batches: tuple[int, ...] = BATCHES_16) -> list[dict
 def _serving_16(model: str) -> tuple[float, int, float]:
     """The critical batch, max_batch and the throughput ceiling (bandwidth / cache bytes
     of one sequence) of lesson 16's worked example for ``model``."""
-    from grader.lessons.l16_serving import cost
+    from grader.expected.l16_serving import cost
     from grader.lessons.l16_serving.records import MODELS, SLICES
 
     _, slice_name, context, itemsize = SERVE_16

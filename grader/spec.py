@@ -135,7 +135,13 @@ class ExerciseSpec:
     (wasted there, never trusted). ``fn`` called outside a program (plain
     Python, eager placement) runs in the student's process, on copies of its
     arguments. ``rt.compile_and_run(..., ours=True)`` (the grader's own program)
-    and ``rt.cluster`` (lesson 13) run where ``run`` runs."""
+    and ``rt.cluster`` (lesson 13) run where ``run`` runs.
+
+    The student's process imports the spec, so a spec holds no answer there: its
+    formulas, known mistakes and the grader's own programs (:mod:`grader.expected`,
+    hidden from that process) are reached through :func:`grader.later.expected`,
+    only from the checks and from the ``run`` of an exercise that hands over no
+    program (which never runs in the student's process)."""
     checks: Sequence[Check]
     max_examples: int = 6
     """Drawn examples on top of the explicit ones."""

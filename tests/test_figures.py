@@ -198,7 +198,7 @@ def test_lesson_16s_decode_figure_is_the_graders_cost_model(root):
     caches, reads the weights per chip, or marks B* for int8 fails)."""
     import re
 
-    from grader.lessons.l16_serving import cost
+    from grader.expected.l16_serving import cost
     from grader.lessons.l16_serving.records import param_count
 
     m, s, context, itemsize = _serving_16("llama-2-13b")
@@ -233,7 +233,7 @@ def test_lesson_16s_latency_figure_fills_what_fits(root):
     sequence's cache bytes)."""
     import re
 
-    from grader.lessons.l16_serving import cost
+    from grader.expected.l16_serving import cost
 
     svg = figures.latency_throughput()
     text = (root / "course" / "lessons" / "16_serving.md").read_text()

@@ -7,6 +7,8 @@ import dataclasses
 import pytest
 
 from grader.checks.scalar import RAISES, Agrees, close
+from grader.expected import l03_cost_model as formulas
+from grader.expected import matmul as costs
 from grader.lessons.l03_cost_model import spec as spec
 from grader.loader import load_module
 from grader.reference import matmul
@@ -41,18 +43,18 @@ def test_lesson_figures():
     }
     d = 8192
     first = next(
-        b for b in range(1, d) if spec.flops(b, d, d) / spec.traffic(b, d, d, 2) >= 295.2238
+        b for b in range(1, d) if formulas.flops(b, d, d) / formulas.traffic(b, d, d, 2) >= 295.2238
     )
     assert first == 319
-    assert round(spec.dp_threshold(h100, nvlink)) == 1465
-    assert round(spec.dp_threshold(h100, ib)) == 13187
-    assert round(spec.dp_threshold(spec.CHIPS["tpu-v5e"], spec.LINKS["tpu-v5e-ici"])) == 2919
-    assert spec.dp_threshold(spec.CHIPS["tpu-v5p"], spec.LINKS["tpu-v5p-ici"]) == pytest.approx(
+    assert round(formulas.dp_threshold(h100, nvlink)) == 1465
+    assert round(formulas.dp_threshold(h100, ib)) == 13187
+    assert round(formulas.dp_threshold(spec.CHIPS["tpu-v5e"], spec.LINKS["tpu-v5e-ici"])) == 2919
+    assert formulas.dp_threshold(spec.CHIPS["tpu-v5p"], spec.LINKS["tpu-v5p-ici"]) == pytest.approx(
         3400
     )
-    assert spec.ring_time("all_reduce", 2**28, 8, nvlink) == pytest.approx(1.0579e-3, rel=1e-4)
+    assert formulas.ring_time("all_reduce", 2**28, 8, nvlink) == pytest.approx(1.0579e-3, rel=1e-4)
     shapes = (4096, 8192, 2048)
-    got = {c: spec.case_bytes(c, shapes, (2, 4) if c == "2d" else 8, 2) for c in matmul.CASES}
+    got = {c: formulas.case_bytes(c, shapes, (2, 4) if c == "2d" else 8, 2) for c in matmul.CASES}
     assert got == {
         "local": 0, "allgather": 58_720_256, "allreduce": 29_360_128,
         "reducescatter": 14_680_064, "conflict": 29_360_128, "2d": 12_582_912,
@@ -61,7 +63,7 @@ def test_lesson_figures():
 
 def test_one_device_costs_nothing_and_unknown_kinds_raise():
     link = spec.LINKS["nvlink4"]
-    assert all(spec.ring_time(k, 2**20, 1, link) == 0.0 for k in spec.KINDS)
+    assert all(formulas.ring_time(k, 2**20, 1, link) == 0.0 for k in spec.KINDS)
     gather = {"kind": "gather", "nbytes": 1, "n": 2, "link": "nvlink4"}
     assert spec.COLLECTIVE_TIME.want(gather) == RAISES
 
@@ -94,12 +96,19 @@ def test_dp_mistakes_are_each_diagnosed_alone():
         assert diagnose(value, dp.want(failing), Trial(failing)) == hint
 
 
+def test_dp_explicit_batches_visit_the_threshold_steps():
+    """The explicit batches, written out in the spec (the threshold is the grader's side),
+    are round(r·T) of h100-sxm on nvlink4 for each step r the diagnoses rely on."""
+    t = formulas.dp_threshold(spec.CHIPS["h100-sxm"], spec.LINKS["nvlink4"])
+    assert tuple(round(r * t) for r in spec._DP_STEPS) == spec.DP_STEP_BATCHES
+
+
 def test_dp_draws_stay_away_from_the_threshold():
     from grader.spec import Context, draw_examples
 
     ctx = Context(n_devices=8, mesh_sizes=(1, 2, 3, 4, 6, 8))
     for ex in draw_examples(spec.DP_IS_COMPUTE_BOUND.draw(ctx), 50, seed=1):
-        comp, comm = spec.dp_times(
+        comp, comm = formulas.dp_times(
             ex["batch"], ex["d_model"], ex["d_ff"], spec.CHIPS[ex["chip"]], spec.LINKS[ex["link"]]
         )
         assert abs(comp - comm) > 1e-6 * max(comp, comm)
@@ -146,11 +155,11 @@ def test_unknown_names_must_raise():
 
 
 def test_the_graders_own_programs_move_the_optimum(root):
-    """Lesson 3's measurement compiles grader.reference.matmul's programs, not solutions/."""
+    """Lesson 3's measurement compiles grader.expected.matmul's programs, not solutions/."""
     for case in matmul.CASES.values():
         mesh = (2, 3) if case.two_d else (3,)
         shapes = (12, 18, 6) if case.two_d else (6, 9, 12)
-        assert matmul.measure(case, shapes, mesh, "float32") == case.bytes(shapes, mesh, 4)
+        assert costs.measure(case, shapes, mesh, "float32") == case.bytes(shapes, mesh, 4)
 
 
 def test_a_fault_in_the_graders_measurement_is_not_the_students(root):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from grader.engine import context
-from grader.lessons.l09_pipeline import schedules
+from grader.expected.l09_pipeline import schedules
 from grader.lessons.l09_pipeline import spec as l09
 from grader.spec import draw_examples
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.lessons.l16_serving import cost, model, serve
+from grader.expected.l16_serving import cost
+from grader.lessons.l16_serving import model, serve
 from grader.lessons.l16_serving.records import MODELS, SLICES, Slice, param_count
 from grader.loader import load_module
 from grader.results import Status
@@ -169,15 +170,17 @@ def test_the_worker_donates_what_the_exported_program_donates():
 
 def test_the_reference_verification_emits_the_target_exactly():
     """The text's worked example (p = (0.75, 0.25), q = (0.5, 0.5)) and every explicit one."""
+    from grader.expected.l16_serving import speculative as grader_side
     from grader.lessons.l16_serving import speculative as spec
 
     p, q = np.array([0.75, 0.25]), np.array([0.5, 0.5])
-    assert spec.verify(p, q, 1)[0] == 0.5
-    np.testing.assert_allclose(spec.emitted(q, [spec.verify(p, q, x) for x in (0, 1)]), p)
+    assert grader_side.verify(p, q, 1)[0] == 0.5
+    np.testing.assert_allclose(spec.emitted(q, [grader_side.verify(p, q, x) for x in (0, 1)]), p)
     for ex in spec.EXPLICIT:
         p, q = spec.distribution(ex["p"]), spec.distribution(ex["q"])
         answers = [
-            spec.verify(p, q, x) if q[x] > 0 else (0.0, np.zeros_like(p)) for x in range(len(p))
+            grader_side.verify(p, q, x) if q[x] > 0 else (0.0, np.zeros_like(p))
+            for x in range(len(p))
         ]
         assert np.abs(spec.emitted(q, answers) - p).max() <= spec.TOL
 

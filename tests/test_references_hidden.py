@@ -3,7 +3,9 @@
 A probe module, graded through the real ``course grade`` in the sandbox, walks
 every folder it can read, reads every file it can (up to 16 MiB; not shared
 libraries, images or fonts), and looks for distinctive lines of every
-reference (``solutions/lNN_*.py``): in the bytes as they are, inside zlib
+reference (``solutions/lNN_*.py``, and the grader's side of the lessons,
+``grader/expected/**.py``: formulas and the grader's own programs that answer
+exercises): in the bytes as they are, inside zlib
 streams (git's loose objects), gzip files (an sdist) and zip files (a wheel).
 It lists every git repository it sees; the test then asks git, outside, whether
 one holds a reference's blob (a pack's objects are compressed by offsets the
@@ -38,11 +40,16 @@ SKIPPED_TREES = {".git", ".venv", "solutions", "build", "dist", "workspace", "__
                  ".hypothesis", ".pytest_cache", ".ruff_cache", ".cache"}  # fmt: skip
 
 
+GRADER_SIDE = ROOT / "grader" / "expected"
+"""The grader's side of the lessons (:mod:`grader.expected`): references too."""
+
+
 def _course_text() -> str:
     """Every text file of the course but the references (and what is not the course's)."""
     parts = []
     for folder, dirs, files in os.walk(ROOT):
-        dirs[:] = [d for d in dirs if d not in SKIPPED_TREES and not d.startswith(".venv")]
+        dirs[:] = [d for d in dirs if d not in SKIPPED_TREES and not d.startswith(".venv")
+                   and Path(folder, d) != GRADER_SIDE]  # fmt: skip
         for name in files:
             if name.endswith((".py", ".md", ".toml", ".txt", ".json", ".yml", ".yaml", ".sh")):
                 parts.append(Path(folder, name).read_text(errors="replace"))
@@ -54,10 +61,11 @@ def markers() -> dict[str, list[str]]:
     found in no other file of the course."""
     others = _course_text()
     found = {}
-    for ref in sorted((ROOT / "solutions").glob("l[0-9][0-9]_*.py")):
+    grader_side = [p for p in sorted(GRADER_SIDE.rglob("*.py")) if p.name != "__init__.py"]
+    for ref in [*sorted((ROOT / "solutions").glob("l[0-9][0-9]_*.py")), *grader_side]:
         lines = sorted({s.strip() for s in ref.read_text().splitlines()}, key=len, reverse=True)
         own = [line for line in lines if len(line) >= 30 and line not in others]
-        found[ref.name] = own[:3]
+        found[ref.relative_to(ROOT).as_posix() if ref in grader_side else ref.name] = own[:3]
     return found
 
 

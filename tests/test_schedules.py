@@ -1,4 +1,4 @@
-"""grader/lessons/l09_pipeline/schedules.py: the simulator names each violation; the reference schedules meet the bounds."""
+"""grader/expected/l09_pipeline/schedules.py: the simulator names each violation; the reference schedules meet the bounds."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 import pytest
 from rich.console import Console
 
-from grader.lessons.l09_pipeline import schedules as S
+from grader.expected.l09_pipeline import schedules as S
 from grader.schedule_chart import ChartView
 
 ALL_PM = [(p, m) for p in range(1, 9) for m in range(1, 17)]
@@ -102,7 +102,7 @@ def test_random_schedules_are_valid_and_vary():
 
 def test_random_schedules_are_the_same_in_every_process(root):
     """Drawn examples must re-run exactly: no dependence on set order (string hashing)."""
-    code = "from grader.lessons.l09_pipeline import schedules as S; print(S.random_schedule(5, 6, 3, True))"
+    code = "from grader.expected.l09_pipeline import schedules as S; print(S.random_schedule(5, 6, 3, True))"
     outs = {
         subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
                        env={**os.environ, "PYTHONHASHSEED": str(h)}, check=True).stdout

@@ -2,22 +2,23 @@
 
 A :class:`Case` is one way of laying A[I, J] and B[J, K] out on a mesh
 (``('x',)``, or ``('x', 'y')`` for the 2-D case): the specs of A, B and C,
-the one collective kind it needs, the bytes one device must send (the
-optimum, lesson 3's ``predict_bytes``), and where its plan is the cheapest.
-The grader also owns a reference program per case (:func:`reference`), so
-lesson 3 measures bytes in a compiled program of its own, never in
-``solutions/``.
+the one collective kind it needs and the optimum's formula in words.
+What each case costs (the optimum, the rival plan's bytes, where each is the
+cheapest) and the grader's own optimal program per case, whose compiled bytes
+lesson 3 measures, are the grader's side: :mod:`grader.expected.matmul`, hidden
+from the student's process (lesson 4's answers are those programs).
 
 This module does not import jax at import time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from grader.later import expected
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2}
 """Bytes per element of the dtypes the matmul lessons draw."""
@@ -30,7 +31,9 @@ Spec = tuple[str | None, ...]
 
 @dataclass(frozen=True)
 class Case:
-    """One layout: specs as tuples of axis names (None = not split)."""
+    """One layout: specs as tuples of axis names (None = not split). What it costs
+    is the grader's side (:mod:`grader.expected.matmul`, hidden from the student's
+    process): :meth:`bytes` and :meth:`contrasted` import it when first called."""
 
     name: str
     a: Spec
@@ -38,76 +41,47 @@ class Case:
     c: Spec
     allowed: frozenset[str]
     """The collective kinds its optimal plan uses (none for the local case)."""
-    optimum: Callable[[int, int, int, tuple[int, ...], int], int]
-    """(I, J, K, mesh shape, itemsize) → bytes one device must send."""
-    cheapest: Callable[[int, int, int, tuple[int, ...]], bool]
-    """True where this plan moves no more than the alternatives named in the lesson."""
     formula: str
-    """The optimum as lesson 3 writes it."""
-    rival: Callable[[int, int, int, tuple[int, ...], int], int] | None = None
-    """Bytes one device sends in the wrong plan lesson 4 contrasts with this one,
-    built from the same collective kinds where it can be (so only bytes tell them
-    apart); None where no plan moves anything."""
+    """The optimum as lesson 3 writes it (its text says so too)."""
 
     def contrasted(self, shapes: tuple[int, int, int], mesh: tuple[int, ...]) -> bool:
-        """This plan is the cheapest at ``shapes`` and the rival costs strictly more:
-        a program built the rival's way fails on bytes, not by a tie."""
-        i, j, k = shapes
-        if not self.cheapest(i, j, k, tuple(mesh)):
-            return False
-        rival = self.rival(i, j, k, tuple(mesh), 1) if self.rival else 0
-        return rival == 0 or rival > self.bytes(shapes, mesh, 1)  # 0: nothing moves at all
+        """This plan is the cheapest at ``shapes`` and the rival plan lesson 4 contrasts
+        with it costs strictly more: a program built the rival's way fails on bytes,
+        not by a tie."""
+        return _COSTS.contrasted(self.name, tuple(shapes), tuple(mesh))
 
     @property
     def two_d(self) -> bool:
         return self.name == "2d"
 
     def bytes(self, shapes: tuple[int, int, int], mesh: tuple[int, ...], itemsize: int) -> int:
-        """The optimum for global ``shapes`` (I, J, K) on a mesh of shape ``mesh``."""
-        return self.optimum(*shapes, tuple(mesh), itemsize)
+        """The optimum for global ``shapes`` (I, J, K) on a mesh of shape ``mesh``:
+        the bytes one device must send (lesson 3's ``predict_bytes``)."""
+        return _COSTS.optimum(self.name, tuple(shapes), tuple(mesh), itemsize)
 
 
-def _ring(n: int, size: int) -> int:
-    """(N − 1)/N of ``size`` bytes, exact for sizes that divide."""
-    return (n - 1) * size // n
-
+_COSTS = expected("matmul")
+"""The cases' optimal and rival bytes, and the grader's own program per case."""
 
 CASES = {
     c.name: c
     for c in (
-        Case(
-            "local",
-            ("x", None),
-            (None, None),
-            ("x", None),
-            frozenset(),
-            lambda i, j, k, m, b: 0,
-            lambda i, j, k, m: True,
-            "0 (nothing moves)",
-        ),
-        # gathering A moves (N−1)/N·IJ; all-reducing partial C would move 2(N−1)/N·IK
+        Case("local", ("x", None), (None, None), ("x", None), frozenset(), "0 (nothing moves)"),
         Case(
             "allgather",
             (None, "x"),
             (None, None),
             (None, None),
             frozenset({ALL_GATHER}),
-            lambda i, j, k, m, b: _ring(m[0], i * j * b),
-            lambda i, j, k, m: j <= 2 * k,
             "all-gather A: (N−1)·(I·J/N)·b",
-            lambda i, j, k, m, b: 2 * _ring(m[0], i * k * b),  # all-reduce partial C
         ),
-        # all-reducing C moves 2(N−1)/N·IK; gathering both operands (N−1)/N·(IJ + JK)
         Case(
             "allreduce",
             (None, "x"),
             ("x", None),
             (None, None),
             frozenset({ALL_REDUCE}),
-            lambda i, j, k, m, b: 2 * _ring(m[0], i * k * b),
-            lambda i, j, k, m: 2 * i * k <= i * j + j * k,
             "all-reduce C: 2·(N−1)/N·I·K·b",
-            lambda i, j, k, m, b: _ring(m[0], i * j * b) + _ring(m[0], j * k * b),  # gather both
         ),
         Case(
             "reducescatter",
@@ -115,37 +89,23 @@ CASES = {
             ("x", None),
             (None, "x"),
             frozenset({REDUCE_SCATTER}),
-            lambda i, j, k, m, b: _ring(m[0], i * k * b),
-            lambda i, j, k, m: i * k <= i * j + j * k,
             "reduce-scatter C: (N−1)/N·I·K·b",
-            lambda i, j, k, m, b: _ring(m[0], i * j * b) + _ring(m[0], j * k * b),  # gather both
         ),
-        # gathering B moves (N−1)/N·JK; gathering A and re-splitting C: (N−1)/N·(IJ + IK/N)
         Case(
             "conflict",
             ("x", None),
             (None, "x"),
             ("x", None),
             frozenset({ALL_GATHER}),
-            lambda i, j, k, m, b: _ring(m[0], j * k * b),
-            lambda i, j, k, m: j * k * m[0] <= i * j * m[0] + i * k,
             "all-gather B: (N−1)·(J·K/N)·b",
-            # gather A, multiply, gather C's columns and keep your rows: all-gathers only
-            lambda i, j, k, m, b: _ring(m[0], i * j * b) + _ring(m[0], i * k * b),
         ),
-        # all-reduce over 'y' of the [I/X, K] partial: 2(Y−1)/Y·IK/X; gathering both over 'y':
-        # (Y−1)/Y·(IJ/X + JK)
         Case(
             "2d",
             ("x", "y"),
             ("y", None),
             ("x", None),
             frozenset({ALL_REDUCE}),
-            lambda i, j, k, m, b: 2 * _ring(m[1], i // m[0] * k * b),
-            lambda i, j, k, m: 2 * i * k <= i * j + j * k * m[0],
             "all-reduce over y of the [I/X, K] partial: 2·(Y−1)/Y·(I/X)·K·b",
-            # gather both operands over y
-            lambda i, j, k, m, b: _ring(m[1], i // m[0] * j * b) + _ring(m[1], j * k * b),
         ),
     )  # fmt: skip
 }
@@ -198,44 +158,6 @@ def place(
         "out": NamedSharding(mesh, P(*case.c)),
         "expected": (a.astype(np.float64) @ b.astype(np.float64)).astype(dtype),
     }
-
-
-def reference(case: Case, mesh: Any) -> Callable[[Any, Any], Any]:
-    """The grader's own optimal program for ``case``: one shard_map, one collective."""
-    import jax
-    from jax import lax
-    from jax.sharding import PartitionSpec as P
-
-    bodies = {
-        "local": lambda a, b: a @ b,
-        "allgather": lambda a, b: lax.all_gather(a, "x", axis=1, tiled=True, to="invarying") @ b,
-        "allreduce": lambda a, b: lax.psum(a @ b, "x"),
-        "reducescatter": lambda a, b: lax.psum_scatter(a @ b, "x", scatter_dimension=1, tiled=True),
-        "conflict": lambda a, b: a @ lax.all_gather(b, "x", axis=1, tiled=True),
-        "2d": lambda a, b: lax.psum(a @ b, "y"),
-    }
-    return jax.shard_map(
-        bodies[case.name], mesh=mesh, in_specs=(P(*case.a), P(*case.b)), out_specs=P(*case.c)
-    )
-
-
-def measure(case: Case, shapes: tuple[int, int, int], mesh: tuple[int, ...], dtype: str) -> int:
-    """Bytes per device the compiled :func:`reference` sends for ``case``
-    (counted at ``dtype``'s width), on a mesh of shape ``mesh``."""
-    import jax
-
-    from grader.runtime import compile_here, example_rng
-
-    key = "mesh" if case.two_d else "n"
-    ex = {key: tuple(mesh) if case.two_d else mesh[0], "shape": tuple(shapes), "dtype": dtype,
-          "seed": 0}  # fmt: skip
-    placed = place(case, ex, example_rng(ex))
-    program = jax.jit(reference(case, placed["mesh"]))
-    trial = compile_here(program, placed["args"], placed["mesh"], ex, None, {})
-    got = trial.comms.bytes(None, ITEMSIZE[dtype])
-    if got is None:
-        raise RuntimeError(f"the reference for {case.name!r} has a loop of unknown length")
-    return got
 
 
 def xla_bytes(

@@ -25,8 +25,9 @@ from grader.sandbox import jail
 def hidden_folders(hidden: list[str] | tuple[str, ...] = ()) -> list[str]:
     """``hidden`` (a :class:`Spares`' folders: a classroom's submissions and
     results, the workspace with the progress file, the compile cache), and every
-    copy of the references this course knows of (``solutions/``, the checkout's
-    git repository and its other worktrees: :mod:`grader.sandbox.references`):
+    copy of the references this course knows of (``solutions/``, the grader's
+    side ``grader/expected/``, the checkout's git repository and its other
+    worktrees: :mod:`grader.sandbox.references`):
     what a student's process must not see."""
     from grader.repo import root, shipped
     from grader.sandbox import references

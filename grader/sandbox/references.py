@@ -3,6 +3,10 @@ the sandbox hides from the student's process besides the workspace.
 
 - ``solutions/`` of the course's code and of the repository it grades
   (``COURSE_ROOT``), and ``course/solutions`` of an installed wheel;
+- the grader's side of the lessons, ``grader/expected/`` (:mod:`grader.expected`:
+  the formulas, known mistakes and the grader's own programs that a lesson's
+  answers are held against), in a checkout and in an installed wheel alike: the
+  student's process imports the lessons' specs, never that folder;
 - in a checkout, its git repository whole: ``.git`` (objects, packs, refs), the
   common folder of a linked worktree, the folders its ``alternates`` borrow
   objects from, and every other worktree of the same repository (each holds a
@@ -20,8 +24,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-BESIDE = ("solutions", "course/solutions", "tests", "build", "dist", ".git")
-"""Folders of a checkout (or a worktree of it) that may hold a reference."""
+BESIDE = ("solutions", "course/solutions", "grader/expected", "tests", "build", "dist", ".git")
+"""Folders of a checkout (or a worktree of it) that may hold a reference; the first
+three are also where an installed wheel keeps one (``course/solutions``,
+``grader/expected`` under site-packages, the course's ``CODE``)."""
 
 
 def folders(code: Path, root: Path | None = None) -> list[str]:

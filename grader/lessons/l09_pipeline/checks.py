@@ -1,6 +1,7 @@
 """Checks for pipeline parallelism (lesson 9).
 
-Schedules are simulated (:mod:`grader.lessons.l09_pipeline.schedules`): a schedule trial carries
+Schedules are simulated (:mod:`grader.expected.l09_pipeline.schedules`, hidden from
+the student's process): a schedule trial carries
 ``extra["sim"]`` (the student's schedule replayed) and ``extra["reference"]``
 (the expected one, for the picture); each check reports the first violation
 of its own kind and hands the report a chart of both schedules with that
@@ -14,14 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.checks.comms import communication
 from grader.evidence import CountExpectation, ScheduleChart
-from grader.lessons.l09_pipeline import schedules
-from grader.lessons.l09_pipeline.schedules import Simulation, Violation
+from grader.later import expected
 from grader.results import CheckResult
 from grader.spec import Check, Example, Trial
+
+if TYPE_CHECKING:  # annotations only: the module is the grader's side
+    from grader.expected.l09_pipeline.schedules import Simulation, Violation
+
+schedules = expected("l09_pipeline.schedules")
+"""The simulator and the reference schedules (the grader's side, hidden from the
+student's process, which imports this module): imported when first used, in the worker."""
 
 PERMUTE = "collective-permute"
 
@@ -147,7 +154,9 @@ class Makespan(Check):
         )
         if sim.ticks <= bound:
             return CheckResult(self.name, True, f"{sim.ticks} ticks ≤ {formula} = {bound}")
-        v = Violation("makespan", f"{sim.ticks} ticks; {formula} = {bound}", *_last_op(sim))
+        v = schedules.Violation(
+            "makespan", f"{sim.ticks} ticks; {formula} = {bound}", *_last_op(sim)
+        )
         return CheckResult(
             self.name, False, f"{sim.ticks} ticks; {formula} = {bound} is enough",
             evidence=[_chart(trial, v)], hint=_makespan_hint(sim, bound),
@@ -219,7 +228,7 @@ class ActivationMemory(Check):
                     )
                 else:
                     text = f"stage {s} keeps at most {got} alive; {self.who} keeps {self.formula} = {want}"
-                v = Violation("memory", text, tick=tick, stage=s)
+                v = schedules.Violation("memory", text, tick=tick, stage=s)
                 return CheckResult(
                     self.name, False, text, evidence=[_chart(trial, v)],
                     hint=self.hint or None,

@@ -1,6 +1,7 @@
 """Grading spec for lesson 9: pipeline schedules and their execution.
 
-Schedules are pure Python, graded by simulation (:mod:`grader.lessons.l09_pipeline.schedules`),
+Schedules are pure Python, graded by simulation (:mod:`grader.expected.l09_pipeline.schedules`,
+the grader's side: hidden from the student's process, like the reference schedules there),
 not against one expected grid: any schedule that runs every op once, one op
 per stage per tick, each after the ops it needs, within the optimal makespan
 and the schedule's activation memory passes. Explicit edge cases (p = 1,
@@ -35,7 +36,6 @@ from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, Valu
 from grader.checks.hinted import Hinted
 from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
-from grader.lessons.l09_pipeline import schedules
 from grader.lessons.l09_pipeline.checks import (
     PERMUTE,
     ActivationMemory,
@@ -47,6 +47,7 @@ from grader.lessons.l09_pipeline.checks import (
     ScheduleOps,
     Ticks,
     WeightsStay,
+    schedules,
 )
 from grader.reference import training
 from grader.results import CheckResult
@@ -60,9 +61,9 @@ MAX_STAGES, MAX_MICRO = 8, 16
 EDGES = ((1, 1), (1, 4), (4, 1), (4, 2), (4, 4), (3, 7), (8, 16))
 """(p, m): one stage, one micro-batch, m < p, m = p, m > p, the largest."""
 BUILDERS: dict[str, Callable[[int, int], schedules.Schedule]] = {
-    "gpipe": schedules.gpipe,
-    "1f1b": schedules.one_f_one_b,
-    "zb": schedules.zero_bubble,
+    "gpipe": schedules.fn("gpipe"),
+    "1f1b": schedules.fn("one_f_one_b"),
+    "zb": schedules.fn("zero_bubble"),
 }
 WITH_W = ("zb", "random_w")
 
@@ -135,7 +136,7 @@ GPIPE_MEMORY = ActivationMemory(
     "m alive; interleaving forwards and backwards is 1F1B, the next exercise.",
 )
 ONE_F_ONE_B_MEMORY = ActivationMemory(
-    bound=schedules.one_f_one_b_peak,
+    bound=schedules.fn("one_f_one_b_peak"),
     formula="min(p − s, m)",
     who="1F1B",
     hint="Too many forwards before the first backward: stage s has p − 1 − s warm-up "

@@ -23,7 +23,8 @@ all-reduces are each sub-block's psum over 'model' and its transpose in the
 backward, plus 2(data−1)/data·4 bytes of the scalar loss over 'data'.
 Measured = this formula, byte for byte, at every mesh of the examples
 (``tests/test_l12.py``), with each all-reduce's 2(m−1)/m rounded down per op as
-the measurement counts it (:func:`reference_bytes`; the report's "reference"
+the measurement counts it (``reference_bytes`` of
+:mod:`grader.expected.l12_parallel_transformer`, the grader's side; the report's "reference"
 column). A program passes with all-gather and reduce-scatter
 within 10% of these and all-reduce at most 1.3× the Megatron optimum: a
 correct program that casts h to 'model'-varying before each matmul instead
@@ -57,6 +58,7 @@ from grader.checks.groups import grouped, replica_groups, show_groups, spanned_a
 from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
 from grader.evidence import KindBytes, KindBytesRow, Table
+from grader.later import expected
 from grader.lessons.l12_parallel_transformer import transformer as model
 from grader.measure import jaxpr
 from grader.reference import training
@@ -70,6 +72,11 @@ KINDS = (ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE)
 ITEMSIZE = 4
 LR = 0.5
 NAMES = model.NAMES
+
+F = expected("l12_parallel_transformer")
+"""The grader's side (``reference_bytes``: what the reference step sends per kind,
+``predict_step_bytes``'s answer; the predictions' known slips), hidden from the
+student's process, which imports this module: imported when first used, in the worker."""
 BACKWARD = tuple(reversed(NAMES))
 """The order the backward pass produces a block's gradients."""
 MEMORY_FROM = 4
@@ -169,31 +176,6 @@ def sizes(ex: Example) -> Sizes:
     data, m = ex["mesh"]
     return Sizes(data, m, ex["layers"], data * ex["rows"], ex["seq"], data * ex["dblock"],
                  ex["heads"], ex["dh"], m * ex["fcols"])  # fmt: skip
-
-
-def reference_bytes(shapes: dict[str, tuple], data: int, m: int, itemsize: int) -> dict[str, int]:
-    """What the compiled reference train_step sends per device per kind (module
-    docstring), counted per collective as :mod:`grader.measure.hlo` counts it: an
-    all-reduce of n bytes over G devices sends ⌊2(G−1)·n/G⌋ each time, so the 4·L
-    psums over 'model' round one by one (on a 2×3 mesh of the lesson's example 32 ×
-    1,365 + 4 = 43,684 B where the closed formula :func:`megatron` gives 43,694).
-    The gathers and reduce-scatters divide exactly."""
-    column = sum(int(np.prod(shapes[k])) for k in NAMES) * itemsize // m
-    b, s, d = shapes["x"]
-    act = b // data * s * d * itemsize
-    out = {
-        ALL_GATHER: 2 * (data - 1) * column // data,
-        REDUCE_SCATTER: (data - 1) * column // data,
-        ALL_REDUCE: 4 * shapes["wq"][0] * (2 * (m - 1) * act // m)
-        + 2 * (data - 1) * itemsize // data,
-    }
-    return {k: v for k, v in out.items() if v}
-
-
-def megatron(shapes: dict[str, tuple], data: int, m: int, itemsize: int) -> int:
-    """4·L·2(m−1)/m·|[B/data, S, D]|: two psums per block forward, two backward."""
-    b, s, d = shapes["x"]
-    return 4 * shapes["wq"][0] * 2 * (m - 1) * (b // data * s * d * itemsize) // m
 
 
 # ------------------------------------------------------------------ running
@@ -636,13 +618,13 @@ class StepBytes(Check):
 
     def __call__(self, trial: Trial) -> CheckResult:
         s = sizes(trial.example)
-        ref = reference_bytes(s.shapes(), s.data, s.model, ITEMSIZE)
+        ref = F.reference_bytes(s.shapes(), s.data, s.model, ITEMSIZE)
         got = _measured(trial)
         evidence = [kind_bytes(trial)]
         if any(v is None for v in got.values()):
             return CheckResult(self.name, False, "bytes unknown: a loop of unknown trip count",
                                evidence=evidence, hint="Loop over the layers with lax.scan.")  # fmt: skip
-        cap = ALL_REDUCE_CAP * megatron(s.shapes(), s.data, s.model, ITEMSIZE) + TINY
+        cap = ALL_REDUCE_CAP * F.megatron(s.shapes(), s.data, s.model, ITEMSIZE) + TINY
         for kind in (ALL_GATHER, REDUCE_SCATTER):
             want, have = ref.get(kind, 0), got[kind] or 0
             if abs(have - want) > SLACK * want:
@@ -738,7 +720,7 @@ def kind_bytes(trial: Trial) -> KindBytes:
     """Report evidence: per kind, the student's prediction, what was measured, the reference."""
     s = sizes(trial.example)
     shapes = s.shapes()
-    ref = reference_bytes(shapes, s.data, s.model, ITEMSIZE)
+    ref = F.reference_bytes(shapes, s.data, s.model, ITEMSIZE)
     got = _measured(trial)
     predicted = _try_predict(trial.extra.get("predict"), shapes, s)
     rows = [KindBytesRow(k, None if predicted is None else predicted.get(k, 0), got[k],
@@ -791,7 +773,7 @@ def _memory_hint(trial: Trial) -> str:
             "you differentiate, all layers at once). Gather each layer inside the checkpointed "
             "block: the gradients then come back reduce-scattered, 1/data each."
         )
-    ref = reference_bytes(s.shapes(), s.data, s.model, ITEMSIZE).get(ALL_GATHER, 0)
+    ref = F.reference_bytes(s.shapes(), s.data, s.model, ITEMSIZE).get(ALL_GATHER, 0)
     if (trial.comms.bytes(ALL_GATHER) or 0) < ref:
         remat = trial.program.counts
         if remat["remat2"] or remat["checkpoint"]:
@@ -874,7 +856,7 @@ def _run_predict(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
             "values (use // for the (G−1)/G factors).",
         )
     return Trial(example=ex, output={str(k): int(v) for k, v in out.items()},
-                 expected=reference_bytes(shapes, data, m, ITEMSIZE))  # fmt: skip
+                 expected=F.reference_bytes(shapes, data, m, ITEMSIZE))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -883,7 +865,7 @@ class Prediction(Check):
 
     The 10% is bounded by the nearest known slip, the ring factor (G−1)/G left out: on the
     meshes drawn (G ≤ 4 per axis) it makes a prediction G/(G−1) ≥ 4/3 of the step's, 33%
-    off; every other slip of :func:`prediction_factors` is a factor of 2 or more."""
+    off; every other slip of ``F.prediction_factors`` is a factor of 2 or more."""
 
     name: str = "prediction"
 
@@ -910,62 +892,10 @@ def _kind_order(kind: str) -> int:
     return KINDS.index(kind) if kind in KINDS else len(KINDS)
 
 
-def prediction_factors(kind: str, ex: Example) -> list[tuple[float, str]]:
-    """(what a prediction with one known factor wrong gives, that factor in words), for one
-    kind on a predict example. Each is the reference's formula with one piece changed, so a
-    prediction 2× or 4× off is named by the piece(s) that give exactly its value; where two
-    pieces give the same value on an example (a forward-only all-reduce and the all-reduce's
-    2 both halve it), both are said."""
-    data, m = ex["mesh"]
-    shapes = _predict_shapes(ex)
-    column = sum(int(np.prod(shapes[k])) for k in NAMES) * ITEMSIZE / m
-    b, seq, d = shapes["x"]
-    act = b / data * seq * d * ITEMSIZE
-    layers = shapes["wq"][0]
-    ring = (data - 1) / data
-    out: list[tuple[float, str]] = [(
-        reference_bytes(shapes, data, m, 1).get(kind, 0),
-        "Counted in elements, not bytes: multiply by the item size (float32: 4).",
-    )]  # fmt: skip
-    if kind == ALL_GATHER:
-        out += [
-            (ring * column, "Half the all-gather: you count the forward's gathers only. With "
-             "remat the backward gathers every layer again, so the weights cross 'data' twice "
-             "per step: 2·(data−1)/data·|params|/m."),
-            (2 * ring * column * m, "The gathers move one 'model' column of the weights, "
-             "|params|/m: each device gathers only its own heads' and F columns' shards."),
-            (2 * column, "The ring factor (data−1)/data is missing: a device already holds "
-             "its own shard and receives the other data−1."),
-        ]  # fmt: skip
-    elif kind == REDUCE_SCATTER:
-        out += [
-            (ring * column * m, "The reduce-scatter moves one 'model' column of the gradients, "
-             "|params|/m, not all of them."),
-            (column, "The ring factor (data−1)/data is missing from the reduce-scatter."),
-            (2 * ring * column, "A reduce-scatter sends (data−1)/data·n, once: 2·(data−1)/data "
-             "is an all-reduce's."),
-        ]  # fmt: skip
-    elif kind == ALL_REDUCE:
-        per = 2 * (m - 1) / m * act
-        out += [
-            (2 * layers * per, "The all-reduce is half: each sub-block's psum over 'model' in "
-             "the forward has a transpose in the backward (the pcast of h becomes a psum of "
-             "dh), 4 per block, not 2."),
-            (4 * layers * (m - 1) / m * act, "The all-reduce is half: an all-reduce of n bytes "
-             "over G devices sends 2·(G−1)/G·n (a reduce-scatter and an all-gather), not "
-             "(G−1)/G·n."),
-            (4 * layers * per * data, "The activations are those of one 'data' row of the "
-             "mesh: [B/data, S, D], not the whole batch [B, S, D]."),
-            (4 * per, "Once per block: the 4 all-reduces run in each of the L blocks, "
-             "4·L·2(m−1)/m·|[B/data, S, D]|."),
-        ]  # fmt: skip
-    return out
-
-
 def _prediction_hint(kind: str, mine: int, ref: int, ex: Example) -> str:
     if not ref:
         return f"This step sends no {kind} on a {ex['mesh'][0]}×{ex['mesh'][1]} mesh (a group of one moves nothing)."
-    named = [why for value, why in prediction_factors(kind, ex)
+    named = [why for value, why in F.prediction_factors(kind, ex)
              if abs(mine - value) <= SLACK * max(value, 1) and abs(value - ref) > SLACK * ref]  # fmt: skip
     if named:
         named = list(dict.fromkeys(named))

@@ -3,8 +3,10 @@
 ``records``  the Model, Hardware and Plan dataclasses the student's functions take
              (and the presets): the exercise imports them, so they cross between
              the grading process and the student's as themselves (``grader.sandbox.wire``);
-``cost``     the reference cost model, written here (lesson 3's ring model re-stated);
-``suspects`` what each known mistake gives on an example, for the diagnoses;
-``explain``  the report's pictures: memory bars, plans side by side, plans ranked;
-``spec``     ``SPEC``.
+``spec``     ``SPEC``: the student's side (draws, calls, arguments), which the
+             student's process imports too.
+
+The grader's side — the reference cost model, the known mistakes' values and the
+report's pictures — is :mod:`grader.expected.l14_planning`, hidden from the
+student's process; the spec reaches it through :func:`grader.later.expected`.
 """

@@ -91,3 +91,8 @@ HARDWARE = {
     "h100-sxm": Hardware("h100-sxm", 8, 8, 989e12, 80e9, 450e9, 1e-6, 50e9, 5e-6),
     "tpu-v5p": Hardware("tpu-v5p", 8960, 8960, 459e12, 95e9, 90e9, 1e-6, 90e9, 1e-6),
 }
+
+MEMORY_KEYS = ("params", "grads", "optimizer", "activations", "total")
+"""The keys of ``memory_per_chip``'s answer, in the order the report shows them."""
+TIME_KEYS = ("compute", "bubble", "tp", "fsdp", "dp", "pp", "total", "mfu")
+"""The keys of ``step_time``'s answer, in the order the report shows them."""

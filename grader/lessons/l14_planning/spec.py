@@ -1,19 +1,20 @@
 """Grading spec for lesson 14: planning a training run at scale.
 
 Graded like lesson 3: every function is pure, so the grader holds each answer
-against its own formula (:mod:`.cost`, never solutions/) on explicit and
+against its own formula (:mod:`grader.expected.l14_planning.cost`, never
+solutions/; hidden from the student's process) on explicit and
 hypothesis-drawn models and clusters, awkward ones included (heads not
 divisible by 8, prime layer counts, a single node, a partial node). Integers
 exactly, floats within 1e-9 relative; a dict of terms term by term.
 
 ``best_plan`` is held against an exhaustive search under the reference cost
-model (:func:`.cost.ranked`), ties broken by :func:`.cost.tie_key`. A wrong
+model (``cost.ranked``), ties broken by ``cost.tie_key``. A wrong
 plan is named by the rule it breaks (tp across nodes, n_micro < pp …), or by
 its memory (more than HBM), or shown beside the best one with every term of
 both, and the term that decided.
 
 A wrong answer is held against the values known mistakes give on the same
-example (:mod:`.suspects`); a match names the mistake, otherwise the message
+example (``grader.expected.l14_planning.suspects``); a match names the mistake, otherwise the message
 says what was measured. Examples are plain fields, so ``--example`` repeats
 one: ``model`` = L×D×F×N×K×H×V×S, ``chip`` a preset (``toy`` has round
 figures the student's presets lack), ``chips``, ``node`` (chips per node),
@@ -32,12 +33,14 @@ from hypothesis import strategies as st
 
 from grader.checks.scalar import RAISES, Scalar, close, fmt
 from grader.evidence import Note, Table
-from grader.lessons.l14_planning import cost, explain, suspects
+from grader.later import expected
 from grader.lessons.l14_planning.records import (
     GRADS,
     HARDWARE,
+    MEMORY_KEYS,
     MODELS,
     REMAT,
+    TIME_KEYS,
     Hardware,
     Model,
     Plan,
@@ -45,6 +48,10 @@ from grader.lessons.l14_planning.records import (
 from grader.results import CheckResult
 from grader.runtime import Runtime, call_pure
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
+
+cost, suspects, explain = (expected(f"l14_planning.{n}") for n in ("cost", "suspects", "explain"))
+"""The grader's side (``grader/expected/l14_planning/``, hidden from the student's
+process, which imports this module): imported when first used, in the worker."""
 
 CHIPS = {
     **HARDWARE,
@@ -486,7 +493,7 @@ class BestPlan(Check):
         evidence = [explain.side_by_side(best, mine, hw.hbm_bytes)]
         known = suspects.search_matches(m, hw, batch, got, want)
         if mine[1]["total"] > hw.hbm_bytes:
-            worst = max(cost.MEMORY_KEYS[:-1], key=lambda k: mine[1][k])
+            worst = max(MEMORY_KEYS[:-1], key=lambda k: mine[1][k])
             unfit = cost.ranked(m, hw, batch, fit=False)
             if unfit and unfit[0][0] == got:
                 known.insert(0, "The fastest plan must also fit: keep only plans whose "
@@ -625,7 +632,7 @@ MEMORY = ExerciseSpec(
     explicit=lambda ctx: list(MEMORY_EXPLICIT),
     run=_run_memory,
     checks=(
-        Terms(cost.MEMORY_KEYS, _memory_formulas, lambda ex: suspects.memory(*_memory_args(ex))),
+        Terms(MEMORY_KEYS, _memory_formulas, lambda ex: suspects.memory(*_memory_args(ex))),
     ),  # fmt: skip
     max_examples=12,
     explain=_explain_memory,
@@ -635,7 +642,7 @@ TIME = ExerciseSpec(
     strategy=_time_examples,
     explicit=lambda ctx: list(TIME_EXPLICIT),
     run=_run_time,
-    checks=(Terms(cost.TIME_KEYS, _time_formulas, lambda ex: suspects.time(*_time_args(ex))),),
+    checks=(Terms(TIME_KEYS, _time_formulas, lambda ex: suspects.time(*_time_args(ex))),),
     max_examples=12,
 )
 

@@ -1,7 +1,8 @@
 """Grading spec for lesson 16: serving, sharded inference.
 
 **The cost model** (plain Python, :class:`grader.checks.scalar.Scalar`): each function
-against :mod:`grader.lessons.l16_serving.cost` within 1e-9, on LLaMA-2-13B and its
+against :mod:`grader.expected.l16_serving.cost` (the grader's side, hidden from
+the student's process) within 1e-9, on LLaMA-2-13B and its
 8-kv-head variant on 8 TPU v5e (the scaling book's worked example; ``tests/test_l16.py``
 holds the formulas to the book's published table) and on drawn models and slices,
 drawn on both sides of the critical batch (where the max in the roofline switches) and
@@ -22,9 +23,14 @@ from typing import Any
 from hypothesis import strategies as st
 
 from grader.checks.scalar import Scalar
-from grader.lessons.l16_serving import cost, serve, speculative
-from grader.lessons.l16_serving.records import MODELS, SLICES, Model, Slice, param_count
+from grader.later import expected
+from grader.lessons.l16_serving import serve, speculative
+from grader.lessons.l16_serving.records import MODELS, SLICES, Model, Slice
 from grader.spec import Context, LessonSpec
+
+cost, suspects = expected("l16_serving.cost"), expected("l16_serving.suspects")
+"""The grader's side (``grader/expected/l16_serving/``, hidden from the student's
+process, which imports this module): imported when first used, in the worker."""
 
 L13 = "llama-2-13b"
 GQA = "llama-2-13b-gqa"
@@ -85,19 +91,6 @@ ITEMSIZES = st.sampled_from([1, 2])
 # ------------------------------------------------------------------ kv_cache_bytes
 
 
-def _kv_suspects(model: Any, tokens: int, itemsize: int) -> list[tuple[Any, str]]:
-    m = model_of(model)
-    right = cost.kv_cache_bytes(m, tokens, itemsize)
-    return [
-        (right * m.heads // m.kv_heads,
-         "You count N query heads; the cache holds the K key/value heads only "
-         "(grouped-query attention shares each among N/K query heads)."),
-        (right // 2, "Half: the cache holds both K and V, two tensors per layer (the 2 in 2·L·K·H)."),
-        (right // itemsize, "Elements, not bytes: multiply by itemsize."),
-        (right // m.layers, "One layer only: every layer keeps its own keys and values (× L)."),
-    ]  # fmt: skip
-
-
 KV_BYTES = Scalar(
     "kv_cache_bytes", int,
     lambda ctx: st.fixed_dictionaries(
@@ -110,32 +103,12 @@ KV_BYTES = Scalar(
     call=lambda model, tokens, itemsize: f"kv_cache_bytes({show_model(model_of(model))}, tokens={tokens}, itemsize={itemsize})",
     formula=lambda model, tokens, itemsize: "2·L·K·H·tokens·itemsize = 2·{}·{}·{}·{}·{}".format(
         *(getattr(model_of(model), a) for a in ("layers", "kv_heads", "head_dim")), tokens, itemsize),
-    suspects=_kv_suspects,
+    suspects=suspects.fn("kv"),
     max_examples=8,
 )  # fmt: skip
 
 
 # ------------------------------------------------------------------ prefill_time
-
-
-def _prefill_suspects(model: Any, slice: Any, batch: int, tokens: int, itemsize: int) -> list:
-    m, s = model_of(model), slice_of(slice)
-    p = param_count(m)
-    flops = 2.0 * p * batch * tokens
-    moved = p * itemsize + batch * cost.kv_cache_bytes(m, tokens, itemsize)
-    chips_flops, chips_bw = s.chips * s.peak_flops, s.chips * s.hbm_bandwidth
-    full = cost.prefill_flops(m, batch, tokens) / chips_flops
-    return [
-        (max(flops / chips_flops, moved / chips_bw),
-         "The attention term is missing: causal Q·Kᵀ and P·V add 2·L·N·H·T² FLOPs per sequence, "
-         "which no weight counts."),
-        (full + moved / chips_bw,
-         "You add compute and memory time; on the roofline they overlap: take the larger."),
-        (max(full, p * itemsize / chips_bw),
-         "The caches written are missing from the bytes: prefill writes B·kv_cache_bytes(T)."),
-        (max(cost.prefill_flops(m, batch, tokens) / s.peak_flops, moved / s.hbm_bandwidth),
-         "One chip's FLOP/s and bandwidth: the slice has chips of them (tensor parallel)."),
-    ]  # fmt: skip
 
 
 def _time_args(model: Any, slice: Any, batch: int, tokens: int, itemsize: int) -> tuple:
@@ -167,32 +140,12 @@ PREFILL_TIME = Scalar(
     call=_time_call("prefill_time", "tokens"),
     formula=lambda **ex: "max((2·P·B·T + 2·L·N·H·B·T²) / (chips·peak), "
     "(P·itemsize + B·kv_cache_bytes(T)) / (chips·bandwidth))",
-    suspects=_prefill_suspects,
+    suspects=suspects.fn("prefill"),
     max_examples=8,
 )  # fmt: skip
 
 
 # ------------------------------------------------------------------ decode_step_time
-
-
-def _decode_suspects(model: Any, slice: Any, batch: int, tokens: int, itemsize: int) -> list:
-    m, s = model_of(model), slice_of(slice)
-    p = param_count(m)
-    bw, fl = s.chips * s.hbm_bandwidth, s.chips * s.peak_flops
-    caches = batch * cost.kv_cache_bytes(m, tokens, itemsize) / bw
-    return [
-        (max(2.0 * batch * p / fl, p * itemsize / bw),
-         "The caches are missing: every step reads each sequence's whole KV cache from HBM "
-         "(B·kv_cache_bytes(context) bytes), whatever the batch."),
-        (caches + p * itemsize / bw,
-         "Memory time only: above the critical batch the weights' FLOPs (2·B·P) take longer "
-         "than reading them, so take max(2·B·P / FLOP/s, P·itemsize / bandwidth)."),
-        (caches + 2.0 * batch * p / fl + p * itemsize / bw,
-         "You add the weights' FLOP time and their read time; they overlap: take the larger."),
-        (max(caches + p * itemsize / bw, 2.0 * batch * p / fl),
-         "The roofline's max wraps the caches too; attention over the cache is always "
-         "memory-bound: caches + max(weights' FLOPs, weights' bytes)."),
-    ]  # fmt: skip
 
 
 DECODE_TIME = Scalar(
@@ -205,26 +158,12 @@ DECODE_TIME = Scalar(
     call=_time_call("decode_step_time", "context"),
     formula=lambda **ex: "B·kv_cache_bytes(context) / (chips·bandwidth) + "
     "max(2·B·P / (chips·peak), P·itemsize / (chips·bandwidth))",
-    suspects=_decode_suspects,
+    suspects=suspects.fn("decode"),
     max_examples=8,
 )  # fmt: skip
 
 
 # ------------------------------------------------------------------ max_batch
-
-
-def _max_suspects(model: Any, slice: Any, context: int, itemsize: int) -> list:
-    m, s = model_of(model), slice_of(slice)
-    kv = cost.kv_cache_bytes(m, context, itemsize)
-    free = s.chips * s.hbm_bytes - param_count(m) * itemsize
-    return [
-        (int(s.chips * s.hbm_bytes // kv),
-         "The weights are not subtracted: one copy of them (P·itemsize) shares the HBM."),
-        (max(0, int((s.hbm_bytes - param_count(m) * itemsize) // kv)),
-         "One chip's HBM: the slice holds chips × hbm_bytes."),
-        (max(0, round(free / kv)), "Rounded: a partial cache does not fit; round down."),
-        (int(free // kv), "Negative: when the weights alone do not fit, no sequence does: 0."),
-    ]  # fmt: skip
 
 
 MAX_BATCH = Scalar(
@@ -239,22 +178,12 @@ MAX_BATCH = Scalar(
     args=lambda model, slice, context, itemsize: (model_of(model), slice_of(slice), context, itemsize),
     call=lambda model, slice, context, itemsize: f"max_batch({show_model(model_of(model))}, {show_slice(slice_of(slice))}, context={context}, itemsize={itemsize})",
     formula=lambda **ex: "max(0, ⌊(chips·hbm_bytes − P·itemsize) / kv_cache_bytes(context)⌋)",
-    suspects=_max_suspects,
+    suspects=suspects.fn("max_batch"),
     max_examples=8,
 )  # fmt: skip
 
 
 # ------------------------------------------------------------------ throughput
-
-
-def _throughput_suspects(model: Any, slice: Any, batch: int, tokens: int, itemsize: int) -> list:
-    args = _time_args(model, slice, batch, tokens, itemsize)
-    step = cost.decode_step_time(*args)
-    return [
-        (1.0 / step, "One token per step: each step gives every one of the batch's sequences a token."),
-        (batch / step / slice_of(slice).chips,
-         "Per chip: the function returns the whole slice's tokens per second."),
-    ]  # fmt: skip
 
 
 THROUGHPUT = Scalar(
@@ -265,23 +194,12 @@ THROUGHPUT = Scalar(
     args=_time_args,
     call=_time_call("throughput", "context"),
     formula=lambda **ex: "batch / decode_step_time(...)",
-    suspects=_throughput_suspects,
+    suspects=suspects.fn("throughput"),
     max_examples=6,
 )  # fmt: skip
 
 
 # ------------------------------------------------------------------ critical_batch
-
-
-def _critical_suspects(slice: Any, itemsize: int) -> list:
-    s = slice_of(slice)
-    return [
-        (s.peak_flops / s.hbm_bandwidth,
-         "Without itemsize: each parameter costs 2 FLOPs per token and itemsize bytes per step, "
-         "so B* = peak·itemsize / (2·bandwidth) (240 for bf16 on v5e, 120 for int8 weights)."),
-        (s.peak_flops * itemsize / s.hbm_bandwidth,
-         "Twice too large: a token costs 2 FLOPs per parameter (multiply and add)."),
-    ]  # fmt: skip
 
 
 CRITICAL = Scalar(
@@ -293,7 +211,7 @@ CRITICAL = Scalar(
     args=lambda slice, itemsize: (slice_of(slice), itemsize),
     call=lambda slice, itemsize: f"critical_batch({show_slice(slice_of(slice))}, itemsize={itemsize})",
     formula=lambda **ex: "peak · itemsize / (2 · bandwidth)",
-    suspects=_critical_suspects,
+    suspects=suspects.fn("critical"),
     max_examples=4,
 )  # fmt: skip
 

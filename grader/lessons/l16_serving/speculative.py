@@ -21,24 +21,22 @@ from hypothesis import strategies as st
 
 from grader.checks.scalar import Scalar
 from grader.evidence import Table
+from grader.later import expected
 from grader.results import CheckResult
 from grader.runtime import Runtime, StudentReturnError, call_pure
 from grader.spec import Check, Context, Example, ExerciseSpec, Trial
 
 TOL = 1e-12
 
+F = expected("l16_serving.speculative")
+"""The grader's side: the reference verification, the known mistakes and
+``expected_tokens``'s formula (hidden from the student's process, which imports this
+module), imported when first used: in the worker."""
+
 
 def distribution(weights: tuple[int, ...]) -> np.ndarray:
     w = np.asarray(weights, np.float64)
     return w / w.sum()
-
-
-def verify(p: np.ndarray, q: np.ndarray, token: int) -> tuple[float, np.ndarray]:
-    """The reference: min(1, p[x]/q[x]) and the normalised max(p − q, 0) (p where p = q)."""
-    accept = min(1.0, p[token] / q[token])
-    residual = np.maximum(p - q, 0.0)
-    total = residual.sum()
-    return accept, (residual / total if total > 0 else p.copy())
 
 
 def emitted(q: np.ndarray, answers: list[tuple[float, np.ndarray]]) -> np.ndarray:
@@ -91,25 +89,8 @@ def _run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
                 f"verify_draft's residual has shape {r.shape}; expected {p.shape}"
             )
         answers.append((x, a, r))
-    return Trial(ex, output=answers, expected=[(x, *verify(p, q, x)) for x, _, _ in answers],
+    return Trial(ex, output=answers, expected=[(x, *F.verify(p, q, x)) for x, _, _ in answers],
                  extra={"p": p, "q": q})  # fmt: skip
-
-
-def _known(p: np.ndarray, q: np.ndarray, x: int) -> list[tuple[str, float, np.ndarray | None]]:
-    """(hint, acceptance, residual) of known mistakes; None: any residual."""
-    residual = np.maximum(p - q, 0.0)
-    return [
-        ("The acceptance probability is not clamped: p[x]/q[x] exceeds 1 where the target likes "
-         "x more than the draft does; keep it with probability min(1, p[x]/q[x]).",
-         p[x] / q[x], None),
-        ("The acceptance ratio is upside down: keep x with probability min(1, p[x]/q[x]), the "
-         "target's over the draft's.", min(1.0, q[x] / p[x]) if p[x] > 0 else 0.0, None),
-        ("On rejection you draw from p itself: the tokens the draft proposes then come out too "
-         "often. Draw from max(p − q, 0), normalised: only the target's mass the draft lacks.",
-         min(1.0, p[x] / q[x]), p),
-        ("The residual max(p − q, 0) is not normalised: divide it by its sum.",
-         min(1.0, p[x] / q[x]), residual),
-    ]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -146,8 +127,8 @@ def _by_token(answers: list, v: int) -> list[tuple[float, np.ndarray]]:
 def _diagnose(trial: Trial) -> str | None:
     p, q = trial.extra["p"], trial.extra["q"]
     for index in range(4):
-        if all(_matches(a, r, *_known(p, q, x)[index][1:]) for x, a, r in trial.output):
-            return _known(p, q, trial.output[0][0])[index][0] if trial.output else None
+        if all(_matches(a, r, *F.known(p, q, x)[index][1:]) for x, a, r in trial.output):
+            return F.known(p, q, trial.output[0][0])[index][0] if trial.output else None
     return None
 
 
@@ -185,30 +166,15 @@ VERIFY = ExerciseSpec(
 )  # fmt: skip
 
 
-def _expected(alpha_pct: int, gamma: int) -> float:
-    a = alpha_pct / 100
-    return float(gamma + 1) if alpha_pct == 100 else (1 - a ** (gamma + 1)) / (1 - a)
-
-
 EXPECTED = Scalar(
     "expected_tokens", float,
     lambda ctx: st.fixed_dictionaries({"alpha_pct": st.integers(0, 100), "gamma": st.integers(1, 8)}),
     explicit=({"alpha_pct": 80, "gamma": 4}, {"alpha_pct": 100, "gamma": 3},
               {"alpha_pct": 0, "gamma": 5}, {"alpha_pct": 50, "gamma": 1}),
-    answer=_expected,
+    answer=F.fn("expected_tokens"),
     args=lambda alpha_pct, gamma: (alpha_pct / 100, gamma),
     call=lambda alpha_pct, gamma: f"expected_tokens(alpha={alpha_pct / 100}, gamma={gamma})",
     formula=lambda alpha_pct, gamma: "(1 − α^(γ+1)) / (1 − α) (γ + 1 at α = 1)",
-    suspects=lambda alpha_pct, gamma: [
-        (_expected(alpha_pct, gamma) - (alpha_pct / 100) ** gamma,
-         "A term short: the sum runs over i = 0 … γ (γ + 1 terms), (1 − α^(γ+1)) / (1 − α): "
-         "after γ accepted drafts the target's logits give one token more."),
-        (_expected(alpha_pct, gamma) - 1,
-         "You count the accepted drafts only: every step also emits one token of the "
-         "target's own (the resampled one, or the one after γ accepted)."),
-        (alpha_pct / 100 * gamma,
-         "α·γ counts accepted drafts as independent: drafts stop at the first rejection, so the "
-         "i-th is reached with probability α^i."),
-    ],
+    suspects=F.fn("expected_tokens_suspects"),
     max_examples=8,
 )  # fmt: skip

@@ -1,4 +1,5 @@
-"""Lesson 16's reference cost model of serving (the grader's own formulas).
+"""Lesson 16's reference cost model of serving (the grader's own formulas; hidden from
+the student's process: :mod:`grader.expected`).
 
 Every time is a roofline: the larger of the FLOPs at peak and the bytes at HBM
 bandwidth, over all the slice's chips (tensor parallel, communication ignored).

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from grader.checks.scalar import close
-from grader.lessons.l14_planning import cost
+from grader.expected.l14_planning import cost
 from grader.lessons.l14_planning.records import GRADS, Hardware, Model, Plan
 
 # ------------------------------------------------------------------ param_count

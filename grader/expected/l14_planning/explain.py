@@ -5,7 +5,7 @@ the plans ranked."""
 from __future__ import annotations
 
 from grader.evidence import Bar, MemoryBars, Note, Table
-from grader.lessons.l14_planning import cost
+from grader.expected.l14_planning import cost
 from grader.lessons.l14_planning.records import Plan
 
 GB = 1e9

@@ -1,4 +1,5 @@
-"""Lesson 14's reference cost model, written here (never imported from solutions/).
+"""Lesson 14's reference cost model, the grader's own (never imported from solutions/;
+hidden from the student's process: :mod:`grader.expected`).
 
 Every term of ``course/lessons/14_planning.md`` is one function, so the
 grader's suspects (:mod:`.suspects`) can rebuild what a known mistake gives
@@ -23,7 +24,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grader.lessons.l14_planning.records import GRADS, REMAT, Hardware, Model, Plan
+from grader.lessons.l14_planning.records import (
+    GRADS,
+    MEMORY_KEYS,
+    REMAT,
+    TIME_KEYS,
+    Hardware,
+    Model,
+    Plan,
+)
+
+__all__ = ["MEMORY_KEYS", "TIME_KEYS"]  # the keys, the student's side: re-exported
 
 BF16 = 2
 """Bytes of a bf16 weight, gradient or activation."""
@@ -31,8 +42,6 @@ ADAM = 12
 """Bytes of optimizer state per parameter: float32 m and v, and the float32 master copy."""
 TIE = 1e-9
 """Step times within this relative distance of the fastest are a tie."""
-MEMORY_KEYS = ("params", "grads", "optimizer", "activations", "total")
-TIME_KEYS = ("compute", "bubble", "tp", "fsdp", "dp", "pp", "total", "mfu")
 
 
 @dataclass(frozen=True)
