@@ -157,14 +157,16 @@ def mesh_shape(ex: dict[str, Any]) -> tuple[int, ...]:
 
 
 def place(
-    case: Case, ex: dict[str, Any], rng: np.random.Generator, *, auto: bool = False
-) -> dict[str, Any]:
+    case: Case, ex: dict[str, Any], rng: np.random.Generator, *, auto: bool = False,
+    simulated: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     """The example's mesh, inputs (numpy and placed) and expected C.
 
     ``ex`` has ``shape`` (I, J, K), ``dtype``, ``seed`` and a mesh
     (:func:`mesh_shape`). Inputs are small integers, so float32 results are
     exact, or floats with ``values=float`` (:func:`grader.runtime.example_values`). ``auto`` builds an Auto mesh, on which XLA's partitioner chooses
-    the collectives.
+    the collectives. ``simulated``: the mesh of simulated CPU devices (the
+    runtime's ``simulated``).
     """
     import jax
     import jax.numpy as jnp
@@ -179,10 +181,10 @@ def place(
     if auto:
         mesh = jax.make_mesh(
             shape, names, axis_types=(AxisType.Auto,) * len(shape),
-            devices=devices.devices()[: int(np.prod(shape))],
+            devices=devices.devices(simulated)[: int(np.prod(shape))],
         )  # fmt: skip
     else:
-        mesh = devices.make_mesh(shape, names)
+        mesh = devices.make_mesh(shape, names, simulated)
     i, j, k = ex["shape"]
     dtype = jnp.dtype(ex["dtype"])
     a = example_values(rng, (i, j), ex, 4).astype(dtype)
@@ -219,9 +221,13 @@ def reference(case: Case, mesh: Any) -> Callable[[Any, Any], Any]:
     )
 
 
-def measure(case: Case, shapes: tuple[int, int, int], mesh: tuple[int, ...], dtype: str) -> int:
+def measure(
+    case: Case, shapes: tuple[int, int, int], mesh: tuple[int, ...], dtype: str,
+    simulated: bool = False,
+) -> int:  # fmt: skip
     """Bytes per device the compiled :func:`reference` sends for ``case``
-    (counted at ``dtype``'s width), on a mesh of shape ``mesh``."""
+    (counted at ``dtype``'s width), on a mesh of shape ``mesh`` (``simulated``:
+    of the simulated CPU devices)."""
     import jax
 
     from grader.runtime import compile_here, example_rng
@@ -229,7 +235,7 @@ def measure(case: Case, shapes: tuple[int, int, int], mesh: tuple[int, ...], dty
     key = "mesh" if case.two_d else "n"
     ex = {key: tuple(mesh) if case.two_d else mesh[0], "shape": tuple(shapes), "dtype": dtype,
           "seed": 0}  # fmt: skip
-    placed = place(case, ex, example_rng(ex))
+    placed = place(case, ex, example_rng(ex), simulated=simulated)
     program = jax.jit(reference(case, placed["mesh"]))
     trial = compile_here(program, placed["args"], placed["mesh"], ex, None, {})
     got = trial.comms.bytes(None, ITEMSIZE[dtype])
@@ -239,8 +245,9 @@ def measure(case: Case, shapes: tuple[int, int, int], mesh: tuple[int, ...], dty
 
 
 def xla_bytes(
-    case: Case, ex: dict[str, Any], compiler_options: dict[str, Any] | None = None
-) -> tuple[int | None, list[str]]:
+    case: Case, ex: dict[str, Any], compiler_options: dict[str, Any] | None = None,
+    simulated: bool = False,
+) -> tuple[int | None, list[str]]:  # fmt: skip
     """What XLA's partitioner moves for the case's layouts: (bytes per device, kinds).
     ``compiler_options``: for code generation only (the partitioner, which places
     the collectives, runs whatever they say; a test holds the figures equal). Only
@@ -251,7 +258,9 @@ def xla_bytes(
     from grader.measure import hlo
     from grader.runtime import example_rng, known_options
 
-    placed = place(case, ex, example_rng(ex), auto=True)  # bytes depend on shapes, not values
+    placed = place(
+        case, ex, example_rng(ex), auto=True, simulated=simulated
+    )  # bytes depend on shapes, not values
     lowered = jax.jit(lambda a, b: a @ b, out_shardings=placed["out"]).lower(*placed["args"])
     compiled = lowered.compile(compiler_options=known_options(compiler_options))
     comms = hlo.summarize(compiled.as_text(), num_devices=placed["mesh"].size)

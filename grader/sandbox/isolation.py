@@ -883,10 +883,10 @@ class Isolated(Backend):
             **{n: self.session.function(n) for n in self.session.process.functions}
         )
 
-    def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
-        from grader.measure import devices
-
-        self.session.begin(exercise, devices.simulating())
+    def runtime(
+        self, exercise: str, example: Example, following: Example | None, simulated: bool = False
+    ) -> Runtime:
+        self.session.begin(exercise, simulated)
         self.session.learn(example, following)
         self.session.process.start()  # after a hang or a crash: started again here, not in run
         rt = Replaying(self.session, example, self.salt, following)

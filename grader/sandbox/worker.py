@@ -110,6 +110,9 @@ class Warm:
         self._programs: Any = None
         self.configured: tuple | None = None
         self.cached = False
+        self.drawn: dict[str, list] = {}
+        """The examples drawn so far, by what each draw depends on
+        (:attr:`grader.spec.Draws.memo`: each drawn once for all grades)."""
 
     @property
     def programs(self) -> Any:
@@ -233,10 +236,11 @@ def _grade(request: Request, emit: Callable[[Event], None], state: Warm, first_r
 
         if first_request:
             warm_up_replay()  # while the student's process starts, imports and traces
-    from grader import spec
-    from grader.spec import parse_example
+    from grader.config import GradeConfig
+    from grader.spec import Draws, parse_example
 
-    spec.KEPT[:] = [Path(request.examples_dir)] if request.examples_dir else []
+    kept = (Path(request.examples_dir),) if request.examples_dir else ()
+    config = GradeConfig(draws=Draws(kept=kept, memo=state.drawn))
 
     example = parse_example(request.example) if request.example else None
     if example is not None:
@@ -265,6 +269,7 @@ def _grade(request: Request, emit: Callable[[Event], None], state: Warm, first_r
                     programs=state.programs,
                     ahead=preparing,
                 ),
+                config=config,
             )
         except engine.BadExample as exc:
             raise _Rejected(f"--example {request.example!r}: {exc}") from None

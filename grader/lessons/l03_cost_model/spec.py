@@ -597,8 +597,8 @@ PREDICT_BYTES = Scalar(
     formula=lambda **ex: f"{matmul.CASES[ex['case']].formula} = {_want_bytes(**ex)}",
     suspects=_suspects_bytes,
     fallback=_fallback_bytes,
-    measure=lambda case, shapes, mesh, dtype: matmul.measure(
-        matmul.CASES[case], tuple(shapes), _mesh_shape(case, mesh), dtype
+    measure=lambda case, shapes, mesh, dtype, simulated: matmul.measure(
+        matmul.CASES[case], tuple(shapes), _mesh_shape(case, mesh), dtype, simulated
     ),
     max_examples=2,
 )  # fmt: skip
