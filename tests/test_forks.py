@@ -100,7 +100,6 @@ def test_what_a_lesson_starts_detached_or_not_ends_with_it(tmp_path, monkeypatch
 
     if sandbox == "off":
         monkeypatch.setenv(jail.SWITCH, "off")
-        monkeypatch.setattr(jail, "_state", None)  # decided afresh, then restored
     elif not jail.on():
         pytest.skip(f"no sandbox here: {jail.state()}")
     token = f"forked-stray-{secrets.token_hex(6)}"

@@ -303,7 +303,6 @@ def test_the_launcher_waits_for_process_0_to_listen_and_no_longer():
 
 def test_with_the_sandbox_off_the_cluster_takes_a_free_port_and_still_forms(tmp_path, monkeypatch):
     monkeypatch.setenv(jail.SWITCH, "off")
-    monkeypatch.setattr(jail, "_state", None)
     c = cluster(tmp_path, BATCH + "def global_batch(rows, mesh):\n    return rows\n")
     pids = students(c)
     assert [wire.decode(a["result"]) for a in c.ask(batch_question(c), "running global_batch")] == [{"type": "ndarray"}] * 2  # fmt: skip
