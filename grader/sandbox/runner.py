@@ -257,7 +257,7 @@ class WorkerSession:
             else "it wrote unexpected events" if self.warned
             else "it had exited" if live.proc.poll() is not None
             else "a process it started outlived the grade"
-            if _outlived(self.marker, keep=live.proc.pid) else None
+            if outlived(self.marker, keep=live.proc.pid) else None
         )  # fmt: skip
         if self.warm is not None:
             self.warm.unkept = why
@@ -515,6 +515,11 @@ class Worker:
         """The kept worker's process id (None when none is kept)."""
         return self._live.proc.pid if self._live is not None else None
 
+    @property
+    def live(self) -> Live | None:
+        """The kept worker: its process and events channel (None when none is kept)."""
+        return self._live
+
     def take(self, request: Request) -> Live | None:
         """The kept worker, if it is alive and can grade ``request``; else None
         (and any kept one is stopped)."""
@@ -597,10 +602,10 @@ def _adopt_orphans() -> None:
 
 DYING = 1.0
 """Seconds a process of a worker's may take to end on its own once found
-outside it (:func:`_outlived`)."""
+outside it (:func:`outlived`)."""
 
 
-def _outlived(session: str, keep: int | None = None, grace: float = DYING) -> bool:
+def outlived(session: str, keep: int | None = None, grace: float = DYING) -> bool:
     """Whether a process ``session``'s worker started outlived its grade: one
     that is our child now (adopted: its parent ended) and still there after
     ``grace`` seconds; those are killed. One its parent had just killed when we

@@ -171,7 +171,10 @@ def _platform(args: Any, mesh: Any) -> str:
 # ------------------------------------------------------------------ the loop
 
 
-class _Session:
+class Session:
+    """What the student's process answers the worker's questions with (``load``,
+    ``export``, ``call``, ``task``: the module docstring), one at a time."""
+
     def __init__(self, salt: int, cluster: bool = False) -> None:
         self.salt = salt
         self.cluster = cluster
@@ -335,10 +338,10 @@ def main(argv: list[str] | None = None) -> NoReturn:
         _join(args.cluster[0], *map(int, args.cluster[1:]))
     # ahead of the first question: it is started before it is needed
     _warm_up(args.prepare, cluster=bool(args.cluster))
-    traced = args.ahead and (_warm_up_cluster() if args.cluster else _warm_up_tracing())
+    traced = args.ahead and (warm_up_cluster() if args.cluster else _warm_up_tracing())
     answers.write(b'{"seq":0,"ready":true}\n')  # jax is imported: what follows is the student's
     answers.flush()
-    session = _Session(salt=secrets.randbits(62) | 1, cluster=bool(args.cluster))
+    session = Session(salt=secrets.randbits(62) | 1, cluster=bool(args.cluster))
     for line in requests:
         seq = None
         try:
@@ -398,7 +401,7 @@ def _warm_up(lesson: str = "", cluster: bool = False) -> None:
             grader.engine.load_spec(lesson)
 
 
-def _warm_up_cluster() -> bool:
+def warm_up_cluster() -> bool:
     """Trace, lower, compile, run and export one small program of the kind a
     cluster's tasks run (a jitted shard_map taking a gradient, the three
     collectives of the hierarchical all-reduce, an array from process-local
