@@ -248,6 +248,24 @@ def test_too_few_accelerators_grade_the_lesson_on_simulated_cpus(monkeypatch):
         devices.make_mesh((8,), ("x",))  # the accelerators: too few
 
 
+def test_a_lesson_graded_on_simulated_cpus_builds_every_mesh_of_them(root, monkeypatch):
+    """The engine's choice reaches every mesh a spec builds (``rt.mesh``) through the
+    config it hands down: lesson 2's explicit examples (N = 3, 4, 6) run, not fail
+    to find their devices, and the report names the simulated ones."""
+    from grader.measure import devices
+
+    cpus = devices.devices()
+    monkeypatch.setattr(devices, "on_accelerators", lambda: True)
+    monkeypatch.setattr(devices, "devices", lambda simulated=False: cpus if simulated else cpus[:2])
+    result = backends.grade_lesson(
+        2, "l02_collectives", root / "solutions", only=["ring_all_gather"], max_examples=0
+    )
+    assert result.devices == "8 CPU devices (simulated)"
+    (graded,) = result.exercises
+    assert graded.status == Status.PASSED, (graded.status, graded.error)
+    assert graded.examples_run == 4
+
+
 # ------------------------------------------------------------------ a passed check's line
 
 
