@@ -112,6 +112,9 @@ class Options:
     where the machine has two cores or more)."""
     warm_up: bool = True
     """:func:`warm_up_replay` runs (``COURSE_WORKER_WARM_UP=0``: it does not)."""
+    fork_server: bool = True
+    """A grade of several lessons may fork their student's processes from one
+    server (:mod:`grader.sandbox.forks`; ``COURSE_FORK_SERVER=0``: never)."""
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Options:
@@ -123,8 +126,9 @@ class Options:
         else:
             helpers = 1 if (os.cpu_count() or 1) >= 2 else 0
         return cls(
-            ahead=env.get(AHEAD, "1") != "0", helpers=helpers, warm_up=env.get(WARM_UP, "1") != "0"
-        )
+            ahead=env.get(AHEAD, "1") != "0", helpers=helpers,
+            warm_up=env.get(WARM_UP, "1") != "0", fork_server=env.get(forks.SWITCH, "1") != "0",
+        )  # fmt: skip
 
 
 class Warm:
@@ -229,7 +233,7 @@ def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = 
     salt = secrets.randbits(62) | 1  # the data is drawn here, from a secret of this grade's
     spares = state.spares
     spares.hide(*request.hidden, request.cache_dir)  # the student's process never needs them
-    if request.directory and forks.wanted(len(request.lessons)):
+    if request.directory and forks.wanted(len(request.lessons), state.options.fork_server):
         spares.fork_from(request.directory)  # each lesson's process forked: jax imported once
     try:
         _grade(request, emit, state, first_request, salt)
