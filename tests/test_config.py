@@ -73,7 +73,7 @@ def test_every_course_variable_the_code_names_is_in_the_readme_table():
 
 def test_no_module_assigns_its_globals_from_a_function():
     """What a grade depends on is passed down, never set in a module global (as
-    ``spec.KEPT``, ``devices._simulating`` and ``jail._state`` were)."""
+    the kept draws' folder, the simulated devices and the sandbox's verdict were)."""
     found = [
         f"{_relative(path)}:{node.lineno} global {', '.join(node.names)}"
         for path in SOURCES
