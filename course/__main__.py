@@ -5,8 +5,9 @@ import sys
 
 from grader.sandbox import launch
 
-launch.early(sys.argv)  # `python -m course grade`: its worker starts while the rest is imported
+# `python -m course grade`: its worker starts while the rest is imported
+early = launch.early(sys.argv)
 
 from course.cli import main  # noqa: E402
 
-main()
+main(early)

@@ -7,8 +7,12 @@ from pathlib import Path
 
 from grader.sandbox import launch
 
+# The worker `course grade` starts while the rest is imported (the command line's
+# edge), handed to the command's App (`python -m course` hands its own to main()).
 if __name__ == "__main__" or sys.argv[0].endswith("course"):  # run as the command
-    launch.early(sys.argv)  # `course grade`: its worker starts while the rest is imported
+    EARLY = launch.early(sys.argv)
+else:
+    EARLY = None
 
 import click
 
@@ -85,7 +89,8 @@ def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
     (or course watch) → course hint N when stuck. Without a command: your
     status, then this help.
     """
-    ctx.obj = make_app(home, db)
+    early = ctx.obj if isinstance(ctx.obj, launch.Early) else None  # main()'s
+    ctx.obj = make_app(home, db, early)
     if ctx.invoked_subcommand is None:
         from course.commands.status import status as run
 
@@ -395,8 +400,10 @@ def dev_notebooks(ctx: click.Context) -> None:
     sys.exit(notebooks_command(ctx.find_object(App)))
 
 
-def main() -> None:
-    cli(prog_name="course")
+def main(early: launch.Early | None = None) -> None:
+    """The command; ``early``: the worker it started as it started (:data:`EARLY`
+    by default)."""
+    cli(prog_name="course", obj=early or EARLY)
 
 
 if __name__ == "__main__":

@@ -67,8 +67,12 @@ class Backend:
         :class:`~grader.faults.LoadError`."""
         raise NotImplementedError
 
-    def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
-        """The runtime for ``example`` of ``exercise``; ``following`` comes after it."""
+    def runtime(
+        self, exercise: str, example: Example, following: Example | None, simulated: bool = False
+    ) -> Runtime:
+        """The runtime for ``example`` of ``exercise``; ``following`` comes after it;
+        ``simulated``: the lesson is graded on the simulated CPU devices
+        (:attr:`grader.config.GradeConfig.simulated`)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -104,7 +108,9 @@ class Here(Backend):
         self.loaded = load_module(self.directory, self.module)
         return self.loaded
 
-    def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
+    def runtime(
+        self, exercise: str, example: Example, following: Example | None, simulated: bool = False
+    ) -> Runtime:
         from grader.runtime import InProcess
 
         loaded = self.loaded

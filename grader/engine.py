@@ -23,6 +23,7 @@ from typing import Any
 
 from grader import phases
 from grader.backend import Backend, BackendFactory, Here
+from grader.config import GradeConfig
 from grader.events import (
     REPORT,
     Event,
@@ -52,6 +53,7 @@ from grader.spec import (
     MESH_SIZES,
     POOL,
     Context,
+    Draws,
     Example,
     ExerciseSpec,
     LessonSpec,
@@ -73,23 +75,26 @@ class BadExample(Exception):
     """An example given with ``--example`` that the exercise cannot be set up for."""
 
 
-def context() -> Context:
-    """The devices at hand; with as many as the largest mesh, the full context."""
+def context(simulated: bool = False) -> Context:
+    """The devices at hand (``simulated``: the simulated CPU devices); with as
+    many as the largest mesh, the full context."""
     from grader.measure import devices
 
-    n = len(devices.devices())
+    n = len(devices.devices(simulated))
     if n >= FULL.n_devices:
         return FULL
     return Context(n_devices=n, mesh_sizes=tuple(s for s in MESH_SIZES if s <= n))
 
 
 def examples_for(
-    spec: ExerciseSpec, ctx: Context, seed: int, n: int | None = None
+    spec: ExerciseSpec, ctx: Context, seed: int, n: int | None = None, draws: Draws | None = None
 ) -> list[Example]:
-    """The explicit examples, then ``n`` drawn ones (the spec's number by default)."""
+    """The explicit examples, then ``n`` drawn ones (the spec's number by default),
+    kept by ``draws`` (:func:`grader.spec.draw_examples`)."""
     n = spec.max_examples if n is None else n
     explicit = spec.explicit(ctx)
-    drawn = draw_examples(spec.strategy(ctx), n, seed, explicit, _kept_as(spec, ctx)) if n else []
+    kept_as = _kept_as(spec, ctx)
+    drawn = draw_examples(spec.strategy(ctx), n, seed, explicit, kept_as, draws) if n else []
     return explicit + drawn
 
 
@@ -110,13 +115,14 @@ def plan(
     seed: int = 0,
     example: Example | None = None,
     max_examples: int | None = None,
+    draws: Draws | None = None,
 ) -> tuple[list[Example], str | None]:
     """The examples to run, and why they do not count (None when they are the
     full set: every example a grade on :data:`FULL` runs, for this seed)."""
     if example is not None:
         return [example], "one example (--example), not the full set"
     wanted = spec.max_examples if max_examples is None else max_examples
-    examples = examples_for(spec, ctx, seed, min(wanted, spec.max_examples))
+    examples = examples_for(spec, ctx, seed, min(wanted, spec.max_examples), draws)
     if wanted > spec.max_examples:  # the full set, and more on top
         examples += draw_examples(
             spec.strategy(ctx), wanted - spec.max_examples, seed, exclude=examples
@@ -126,7 +132,7 @@ def plan(
             f"{wanted} drawn example{'s' if wanted != 1 else ''} (--max-examples) "
             f"where a grade draws {spec.max_examples}"
         )
-    missing = devices_missing(spec, ctx, seed, examples)
+    missing = devices_missing(spec, ctx, seed, examples, draws)
     if missing:
         return examples, (
             f"{ctx.n_devices} device{'s' if ctx.n_devices != 1 else ''} here; {len(missing)} "
@@ -137,13 +143,14 @@ def plan(
 
 
 def devices_missing(
-    spec: ExerciseSpec, ctx: Context, seed: int, examples: list[Example] | None = None
-) -> list[Example]:
+    spec: ExerciseSpec, ctx: Context, seed: int, examples: list[Example] | None = None,
+    draws: Draws | None = None,
+) -> list[Example]:  # fmt: skip
     """Examples of the full set that ``ctx`` cannot run (it has too few devices)."""
     if ctx == FULL:
         return []
-    have = examples if examples is not None else examples_for(spec, ctx, seed)
-    return [e for e in examples_for(spec, FULL, seed) if e not in have]
+    have = examples if examples is not None else examples_for(spec, ctx, seed, draws=draws)
+    return [e for e in examples_for(spec, FULL, seed, draws=draws) if e not in have]
 
 
 @contextmanager
@@ -183,31 +190,28 @@ def grade_lesson(
     on_event: Listener | None = None,
     backend: BackendFactory | None = None,
     lessons: str = LESSONS,
+    config: GradeConfig | None = None,
 ) -> LessonResult:
     """Grade the exercises of one lesson found in ``directory``.
 
     ``backend`` says where the student's code runs (:class:`~grader.backend.Backend`):
     by default in this process, without clusters (the sandbox hands the others:
     :mod:`grader.sandbox.backends`). ``lessons``: the package the lesson's folder
-    is in (a test's own lesson)."""
-    from grader.measure import devices
-
+    is in (a test's own lesson). ``config``: what else the grade depends on (a
+    fresh :class:`~grader.config.GradeConfig` by default)."""
     emit = on_event or (lambda e: None)
     start = time.perf_counter()
+    config = config or GradeConfig()
     with phases.phase("spec import"):
         spec = load_spec(module, lessons)
     names = only or [e.name for e in spec.exercises]
-    if example is None and _needs_simulation(spec, names, seed):
-        with devices.simulated():
-            return grade_lesson(
-                lesson, module, directory, only=only, seed=seed, max_examples=max_examples,
-                timeout=timeout, on_event=on_event, backend=backend, lessons=lessons,
-            )  # fmt: skip
+    if example is None and _needs_simulation(spec, names, seed, config):
+        config = replace(config, simulated=True)
     factory = backend or (lambda directory, module: Here(directory, module, lessons=lessons))
     chosen = factory(Path(directory), module)
     try:
         return _grade_lesson(lesson, module, spec, names, directory, seed, example,
-                             max_examples, timeout, emit, start, chosen)  # fmt: skip
+                             max_examples, timeout, emit, start, chosen, config)  # fmt: skip
     finally:
         chosen.close()
 
@@ -215,11 +219,11 @@ def grade_lesson(
 def _grade_lesson(
     lesson: int, module: str, spec: LessonSpec, names: list[str], directory: Path, seed: int,
     example: dict | None, max_examples: int | None, timeout: float | None, emit: Listener,
-    start: float, backend: Backend,
+    start: float, backend: Backend, config: GradeConfig,
 ) -> LessonResult:  # fmt: skip
     from grader.measure import devices
 
-    described = devices.describe()
+    described = devices.describe(config.simulated)
     graded: list[ExerciseResult] = []
     emit(LessonStarted(lesson, described, backend.sandbox))
 
@@ -254,7 +258,7 @@ def _grade_lesson(
                 unfinished(lesson, name, Status.FAULT, f"internal grader error: {exc} — {REPORT}")
             )
         return done()
-    ctx = context()
+    ctx = context(config.simulated)
     for name in names:
         fn = getattr(mod, name, None)
         ex_spec = spec.exercise(name)
@@ -265,31 +269,37 @@ def _grade_lesson(
         record(grade_exercise(
             lesson, ex_spec, fn, ctx, directory=Path(directory),
             seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
-            runtime=functools.partial(_runtime, backend, name, spec.compiler_options),
-            ahead=backend.ahead and ex_spec.cluster is None,
+            runtime=functools.partial(_runtime, backend, name, spec.compiler_options, config),
+            ahead=backend.ahead and ex_spec.cluster is None, config=config,
         ))  # fmt: skip
     return done()
 
 
 def _runtime(
-    backend: Backend, name: str, options: dict[str, Any] | None, example: Example,
-    following: Example | None,
+    backend: Backend, name: str, options: dict[str, Any] | None, config: GradeConfig,
+    example: Example, following: Example | None,
 ) -> Runtime:  # fmt: skip
-    """The backend's runtime for ``example``, with the lesson's compiler options."""
-    rt = backend.runtime(name, example, following)
+    """The backend's runtime for ``example``, with the lesson's compiler options
+    and its devices (simulated or not)."""
+    rt = backend.runtime(name, example, following, simulated=config.simulated)
     rt.compiler_options = options
+    rt.simulated = config.simulated
     return rt
 
 
-def _needs_simulation(spec: LessonSpec, names: list[str], seed: int) -> bool:
+def _needs_simulation(spec: LessonSpec, names: list[str], seed: int, config: GradeConfig) -> bool:
     """On fewer accelerators than the lesson's full example set needs, grade it on
     simulated CPU devices instead, when there are enough of those."""
     from grader.measure import devices
 
+    if config.simulated:
+        return False  # simulated already
     if not devices.on_accelerators() or devices.cpu_device_count() < FULL.n_devices:
         return False
     ctx = context()
-    return any(devices_missing(spec.exercise(name), ctx, seed) for name in names)
+    return any(
+        devices_missing(spec.exercise(name), ctx, seed, draws=config.draws) for name in names
+    )
 
 
 def grade_exercise(
@@ -306,19 +316,29 @@ def grade_exercise(
     emit: Listener = lambda e: None,
     runtime: Callable[[Example, Example | None], Runtime] | None = None,
     ahead: bool = False,
+    config: GradeConfig | None = None,
 ) -> ExerciseResult:
     """Grade one exercise: ``runtime(example, following)`` gives each example's
     runtime (in this process, on salt 0, by default). ``ahead``: each example
     after the first is prepared in a thread while the one before it runs
     (:class:`_Prepared`); verdicts, events and the questions the student's
-    process is asked are the same as one after another."""
+    process is asked are the same as one after another. ``config``: where the
+    draws are kept, and the devices (a fresh :class:`~grader.config.GradeConfig`
+    by default)."""
     from grader.runtime import InProcess
+
+    config = config or GradeConfig()
+
+    def here(ex: Example, following: Example | None) -> Runtime:
+        rt = InProcess(ex)
+        rt.simulated = config.simulated
+        return rt
 
     pending: list[_Prepared] = []
     try:
         return _grade_exercise(
             lesson, spec, fn, ctx, directory, seed, example, max_examples, timeout, emit,
-            runtime or (lambda ex, following: InProcess(ex)), ahead and example is None, pending,
+            runtime or here, ahead and example is None, pending, config.draws,
         )  # fmt: skip
     finally:
         for p in pending:  # the example before it failed: not wanted
@@ -329,11 +349,13 @@ def _grade_exercise(
     lesson: int, spec: ExerciseSpec, fn: Callable[..., Any], ctx: Context, directory: Path,
     seed: int, example: dict | None, max_examples: int | None, timeout: float | None,
     emit: Listener, runtime: Callable[[Example, Example | None], Runtime], ahead: bool,
-    pending: list[_Prepared],
+    pending: list[_Prepared], draws: Draws,
 ) -> ExerciseResult:  # fmt: skip
     start = time.perf_counter()
     with phases.phase("draw examples"):
-        examples, narrowed = plan(spec, ctx, seed=seed, example=example, max_examples=max_examples)
+        examples, narrowed = plan(
+            spec, ctx, seed=seed, example=example, max_examples=max_examples, draws=draws
+        )
     trials: list[Any] = []
     """Trials of the examples passed so far."""
     totals: list[float] = [0.0] * len(spec.checks)

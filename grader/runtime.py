@@ -130,6 +130,10 @@ class Runtime:
     """XLA options for a program whose spec asks for none (the lesson's own,
     :attr:`grader.spec.LessonSpec.compiler_options`; the engine sets it)."""
 
+    simulated: bool = False
+    """Meshes from the simulated CPU devices, the accelerators ignored
+    (:attr:`grader.config.GradeConfig.simulated`; the engine sets it)."""
+
     clusters: Any = None
     """The lesson's clusters (:class:`grader.backend.Clusters`), set by the backend
     that made this runtime (None: no cluster can be reached from it)."""
@@ -207,7 +211,7 @@ class Runtime:
         is graded on simulated CPU devices)."""
         from grader.measure import devices
 
-        return devices.make_mesh(shape, names)
+        return devices.make_mesh(shape, names, simulated=self.simulated)
 
     def compile_and_run(
         self,

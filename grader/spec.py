@@ -280,10 +280,19 @@ def fresh_seed() -> int:
     return FRESH_SEEDS.start + secrets.randbelow(len(FRESH_SEEDS))
 
 
-KEPT: list[Path] = []
-"""Where drawn examples are kept between processes (the worker sets it: next to
-the compilation cache); empty: kept in this process only."""
-_drawn: dict[str, list[Example]] = {}
+@dataclass(frozen=True)
+class Draws:
+    """Where drawn examples are kept, handed to whatever draws them (the engine,
+    from its :class:`grader.config.GradeConfig`): nothing about it is a global.
+
+    ``kept``: folders where draws are kept between processes (the worker names
+    one, next to the compilation cache; none: kept in ``memo`` only).
+    ``memo``: the draws made or read so far, keyed by everything a draw depends
+    on (:func:`draw_examples`), so one object shared by several grades (a serving
+    worker's) draws each once; a fresh one has none."""
+
+    kept: tuple[Path, ...] = ()
+    memo: dict[str, list[Example]] = field(default_factory=dict, compare=False, repr=False)
 
 
 def draw_examples(
@@ -292,33 +301,36 @@ def draw_examples(
     seed: int,
     exclude: Sequence[Example] = (),
     kept_as: str | None = None,
+    draws: Draws | None = None,
 ) -> list[Example]:
     """``n`` distinct examples from a hypothesis strategy, deterministic for a seed,
     none of them in ``exclude`` (the explicit examples, which run anyway).
 
     ``kept_as`` names what the strategy is for (lesson, exercise, context: a
     strategy's repr need not tell two apart): then the draw is made once and
-    kept (in this process, and in :data:`KEPT`), keyed by that name and
+    kept (in ``draws``' memo, and in its ``kept`` folders), keyed by that name and
     everything else the draw depends on: the strategy's repr, ``n``, ``seed``,
     ``exclude``, hypothesis's version and the grader's own code. A kept draw is
-    the list hypothesis draws (``tests/test_kept_draws.py``)."""
+    the list hypothesis draws (``tests/test_kept_draws.py``). Without ``draws``,
+    a fresh :class:`Draws` (kept nowhere but for this call)."""
+    draws = Draws() if draws is None else draws
     if seed in FRESH_SEEDS:  # seed 0's draw (kept), less what this seed draws itself
         fresh = min(FRESH_EXAMPLES, n)
-        known = draw_examples(strategy, n, 0, exclude, kept_as)[: n - fresh]
+        known = draw_examples(strategy, n, 0, exclude, kept_as, draws)[: n - fresh]
         key = _draw_key(kept_as or "", strategy, n, seed, exclude)
-        if key not in _drawn:  # one grade's draw: kept in this process, never on disk
-            _drawn[key] = hypothesis_draw(strategy, fresh, seed, [*exclude, *known])
-        return known + [dict(ex) for ex in _drawn[key]]
+        if key not in draws.memo:  # one grade's draw: kept in memory, never on disk
+            draws.memo[key] = hypothesis_draw(strategy, fresh, seed, [*exclude, *known])
+        return known + [dict(ex) for ex in draws.memo[key]]
     if kept_as is None:
         return hypothesis_draw(strategy, n, seed, exclude)
     key = _draw_key(kept_as, strategy, n, seed, exclude)
-    kept = _drawn.get(key)
+    kept = draws.memo.get(key)
     if kept is None:
-        kept = _read_kept(key)
+        kept = _read_kept(key, draws.kept)
     if kept is None:
         kept = hypothesis_draw(strategy, n, seed, exclude)
-        _write_kept(key, kept)
-    _drawn[key] = kept
+        _write_kept(key, kept, draws.kept)
+    draws.memo[key] = kept
     return [dict(ex) for ex in kept]
 
 
@@ -343,10 +355,10 @@ def _code_digest() -> str:
     return digest.hexdigest()
 
 
-def _read_kept(key: str) -> list[Example] | None:
+def _read_kept(key: str, folders: Sequence[Path]) -> list[Example] | None:
     import ast
 
-    for folder in KEPT:
+    for folder in folders:
         try:
             kept = ast.literal_eval((folder / f"{key}.txt").read_text())
         except (OSError, ValueError, SyntaxError, MemoryError, RecursionError):
@@ -356,7 +368,7 @@ def _read_kept(key: str) -> list[Example] | None:
     return None
 
 
-def _write_kept(key: str, examples: list[Example]) -> None:
+def _write_kept(key: str, examples: list[Example], folders: Sequence[Path]) -> None:
     """Keep ``examples`` where they read back equal (ints, words, shapes)."""
     import ast
     import contextlib
@@ -369,7 +381,7 @@ def _write_kept(key: str, examples: list[Example]) -> None:
         same = False
     if not same:
         return
-    for folder in KEPT:
+    for folder in folders:
         with contextlib.suppress(OSError):
             folder.mkdir(parents=True, exist_ok=True)
             staged = folder / f"{key}.{os.getpid()}.tmp"

@@ -91,9 +91,10 @@ def test_a_hang_while_tracing_a_later_example_is_charged_to_that_example(
 
 def test_preparing_ahead_is_on_in_the_worker_and_off_in_process(monkeypatch):
     assert Here.ahead is False
-    assert worker.ahead() is True
-    monkeypatch.setenv(worker.AHEAD, "0")  # read by the worker, passed to its backend
-    assert worker.ahead() is False
+    assert worker.Options.from_environment().ahead is True
+    monkeypatch.setenv(worker.AHEAD, "0")  # read by the worker's main, passed to its backend
+    assert worker.Options.from_environment().ahead is False
+    assert worker.Options.from_environment({worker.AHEAD: "0"}).ahead is False
     assert isolation.Isolated("/nowhere", "l02_collectives", salt=1, ahead=False).ahead is False
 
 

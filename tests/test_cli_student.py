@@ -150,23 +150,26 @@ def test_a_grade_draws_a_fresh_seed_says_it_and_a_chosen_seed_records_no_pass(ro
     assert json.loads(course(home, "status", "--json").stdout)["lessons"][0]["score"] == 5
 
 
-def test_a_fresh_seeds_draw_is_not_kept_on_disk(tmp_path, monkeypatch):
+def test_a_fresh_seeds_draw_is_not_kept_on_disk(tmp_path):
     from hypothesis import strategies as st
 
-    monkeypatch.setattr(grader_spec, "KEPT", [tmp_path])
+    draws = grader_spec.Draws(kept=(tmp_path,))
     strategy = st.fixed_dictionaries({"n": st.integers(1, 10**6)})
-    known = grader_spec.draw_examples(strategy, 6, 0, kept_as="t")
+    known = grader_spec.draw_examples(strategy, 6, 0, kept_as="t", draws=draws)
     assert len(list(tmp_path.glob("*.txt"))) == 1
     seed = grader_spec.fresh_seed()
     assert seed in grader_spec.FRESH_SEEDS and seed != grader_spec.fresh_seed()
-    drawn = grader_spec.draw_examples(strategy, 6, seed, kept_as="t")
-    assert drawn == grader_spec.draw_examples(strategy, 6, seed, kept_as="t")  # reproducible
+    drawn = grader_spec.draw_examples(strategy, 6, seed, kept_as="t", draws=draws)
+    again = grader_spec.draw_examples(strategy, 6, seed, kept_as="t", draws=grader_spec.Draws())
+    assert drawn == again  # reproducible (in a fresh process too)
     assert len(list(tmp_path.glob("*.txt"))) == 1  # one grade's draw: not written
     # seed 0's first four (compiled already), and two that no one knew
     fresh = grader_spec.FRESH_EXAMPLES
     assert drawn[: 6 - fresh] == known[: 6 - fresh] and len(drawn) == 6
     assert not any(ex in known for ex in drawn[6 - fresh :])
-    other = grader_spec.draw_examples(strategy, 6, grader_spec.fresh_seed(), kept_as="t")
+    other = grader_spec.draw_examples(
+        strategy, 6, grader_spec.fresh_seed(), kept_as="t", draws=draws
+    )
     assert other[6 - fresh :] != drawn[6 - fresh :]
 
 

@@ -141,12 +141,12 @@ def test_a_cluster_runs_only_the_tasks_its_exercise_declares():
     from grader.faults import GraderFault
     from grader.lessons.l13_multi_host import on_process
     from grader.sandbox.cluster import Cluster
-    from grader.sandbox.student import _Session
+    from grader.sandbox.student import Session
 
     cluster = Cluster("/nowhere", "l13_multi_host", 2, 1)  # never started: refused first
     with pytest.raises(GraderFault, match="not a task the spec declares"):
         cluster.run("global_batch", on_process.batch, {"rows": []})
-    refused = _Session(salt=1, cluster=True).task({"task": "os:system", "exercise": "x"})
+    refused = Session(salt=1, cluster=True).task({"task": "os:system", "exercise": "x"})
     assert refused == {"fault": "not a lesson's task: 'os:system'"}
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from course import registry
 from grader import engine
+from grader.config import GradeConfig
 from grader.results import Status
 from grader.sandbox import backends
 from grader.spec import FULL, Context, draw_examples, format_example, parse_example
@@ -229,16 +230,40 @@ def test_too_few_accelerators_grade_the_lesson_on_simulated_cpus(monkeypatch):
 
     cpus = devices.devices()
     two_accelerators = cpus[:2]
-    monkeypatch.setattr(devices, "on_accelerators", lambda: not devices._simulating)
+    monkeypatch.setattr(devices, "on_accelerators", lambda: True)
     monkeypatch.setattr(
-        devices, "devices", lambda: cpus if devices._simulating else two_accelerators
+        devices, "devices", lambda simulated=False: cpus if simulated else two_accelerators
     )
     l02, l03 = engine.load_spec("l02_collectives"), engine.load_spec("l03_cost_model")
-    assert engine._needs_simulation(l02, ["ring_all_gather"], seed=0)
-    assert not engine._needs_simulation(l03, ["matmul_flops"], seed=0)  # no mesh needed
-    with devices.simulated():
-        assert engine.context() == FULL
+    config = GradeConfig()
+    assert engine._needs_simulation(l02, ["ring_all_gather"], 0, config)
+    assert not engine._needs_simulation(l03, ["matmul_flops"], 0, config)  # no mesh needed
+    simulated = GradeConfig(simulated=True)
+    assert not engine._needs_simulation(l02, ["ring_all_gather"], 0, simulated)  # already
+    assert engine.context(simulated=True) == FULL
     assert engine.context().n_devices == 2
+    assert devices.describe(simulated=True) == "8 CPU devices (simulated)"
+    assert devices.make_mesh((8,), ("x",), simulated=True).devices.size == 8
+    with pytest.raises(ValueError, match="needs 8 devices; 2 available"):
+        devices.make_mesh((8,), ("x",))  # the accelerators: too few
+
+
+def test_a_lesson_graded_on_simulated_cpus_builds_every_mesh_of_them(root, monkeypatch):
+    """The engine's choice reaches every mesh a spec builds (``rt.mesh``) through the
+    config it hands down: lesson 2's explicit examples (N = 3, 4, 6) run, not fail
+    to find their devices, and the report names the simulated ones."""
+    from grader.measure import devices
+
+    cpus = devices.devices()
+    monkeypatch.setattr(devices, "on_accelerators", lambda: True)
+    monkeypatch.setattr(devices, "devices", lambda simulated=False: cpus if simulated else cpus[:2])
+    result = backends.grade_lesson(
+        2, "l02_collectives", root / "solutions", only=["ring_all_gather"], max_examples=0
+    )
+    assert result.devices == "8 CPU devices (simulated)"
+    (graded,) = result.exercises
+    assert graded.status == Status.PASSED, (graded.status, graded.error)
+    assert graded.examples_run == 4
 
 
 # ------------------------------------------------------------------ a passed check's line

@@ -14,7 +14,7 @@ import pytest
 
 from grader.repo import CODE
 from grader.results import Status
-from grader.sandbox import forks, jail
+from grader.sandbox import forks, jail, worker
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import grade
 from tests.test_sandbox import DETACH, TRY, _running
@@ -59,8 +59,9 @@ def test_it_serves_grades_of_several_lessons_on_the_cpu_only(monkeypatch):
     monkeypatch.setenv("COURSE_PLATFORM", "cpu")
     assert forks.wanted(2) == forks.wanted(14) == os.uname().sysname.startswith("Linux")
     assert not forks.wanted(1)  # one lesson: one process, nothing to share
-    monkeypatch.setenv(forks.SWITCH, "0")
-    assert not forks.wanted(14)
+    assert not forks.wanted(14, allowed=False)
+    monkeypatch.setenv(forks.SWITCH, "0")  # read by the worker's main, as its Options
+    assert not forks.wanted(14, worker.Options.from_environment().fork_server)
 
 
 @needs_sandbox
@@ -100,7 +101,6 @@ def test_what_a_lesson_starts_detached_or_not_ends_with_it(tmp_path, monkeypatch
 
     if sandbox == "off":
         monkeypatch.setenv(jail.SWITCH, "off")
-        monkeypatch.setattr(jail, "_state", None)  # decided afresh, then restored
     elif not jail.on():
         pytest.skip(f"no sandbox here: {jail.state()}")
     token = f"forked-stray-{secrets.token_hex(6)}"

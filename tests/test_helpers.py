@@ -7,8 +7,6 @@ to the example that hung or crashed."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from grader import engine
@@ -55,7 +53,7 @@ def spares(tmp_path):
     s = Spares(helpers=1)
     s.exporting.add(MODULE)
     s.prestart(str(tmp_path), MODULE, load=False)
-    assert len(s._helping[str(tmp_path)]) == 1
+    assert s.helping(str(tmp_path)) == 1
     yield s
     s.close()
 
@@ -90,7 +88,7 @@ def test_the_helper_exports_examples_and_the_lesson_still_passes(root, tmp_path,
         (e.exercise, e.status, e.error) for e in result.exercises
     ]
     assert asked.count(True) >= 3 and asked.count(False) >= 3, asked  # both traced examples
-    assert not spares._helping  # the helper was taken by the lesson (and closed with it)
+    assert spares.helping() == 0  # the helper was taken by the lesson (and closed with it)
 
 
 def test_a_wrong_later_example_is_named_though_a_helper_traced_it(root, tmp_path, spares):
@@ -143,7 +141,6 @@ def test_helpers_start_only_for_a_lesson_whose_grade_exported_programs(monkeypat
     s = Spares(helpers=1)
     s.prestart("/nowhere", "l01_meshes", load=False)
     assert started == ["l01_meshes"]  # the first process only: lesson 1 exported nothing
-    s._idle.clear()
     s.exporting.add("l02_collectives")
     s.prestart("/elsewhere", "l02_collectives", load=False)
     assert started == ["l01_meshes", "l02_collectives", "l02_collectives"]
@@ -153,34 +150,29 @@ def test_helpers_start_only_for_a_lesson_whose_grade_exported_programs(monkeypat
 class _Asked:
     """Stands for a student's process: counts the questions it was asked."""
 
-    def __init__(self, helper: bool, pending: int):
-        self.helper, self._pending, self.proc, self.closed = (
-            helper,
-            set(range(pending)),
-            self,
-            False,
-        )
+    def __init__(self, helper: bool, waiting: int):
+        self.helper, self.waiting, self.proc, self.closed = helper, waiting, self, False
         self.questions: list[str] = []
 
     def export(self, exercise, example, simulated):
         self.questions.append(example["n"])
-        self._pending.add(len(self._pending) + 100)
+        self.waiting += 1
         return len(self.questions)
 
 
 def test_examples_asked_ahead_go_to_the_process_with_fewest_questions_waiting():
     session = Session.__new__(Session)
-    first, helper = _Asked(False, pending=1), _Asked(True, pending=0)  # example 0 on the first
-    session.process, session._usable, session.helpers = first, [helper], [helper]
+    first, helper = _Asked(False, waiting=1), _Asked(True, waiting=0)  # example 0 on the first
+    session.process, session.usable, session.helpers = first, [helper], [helper]
     session.exercise, session.simulated, session.ahead = "e", False, {}
-    session._cv = threading.Condition()
-    session.after = {isolation._key({"n": 1}): {"n": 2}}
-    session._ask_ahead({"n": 1})
+    key = isolation.example_key
+    session.after = {key({"n": 1}): {"n": 2}}
+    session.ask_ahead({"n": 1})
     assert helper.questions == [1] and first.questions == [2]  # both cores busy
-    assert set(session.ahead) == {("e", isolation._key({"n": 1})), ("e", isolation._key({"n": 2}))}
-    session._ask_ahead({"n": 1})  # asked already: asked again of nobody
+    assert set(session.ahead) == {("e", key({"n": 1})), ("e", key({"n": 2}))}
+    session.ask_ahead({"n": 1})  # asked already: asked again of nobody
     assert helper.questions == [1] and first.questions == [2]
-    session._usable = []
+    session.usable = []
     session.ahead.clear()
-    session._ask_ahead({"n": 1})  # no helper: the following example only, of the first process
+    session.ask_ahead({"n": 1})  # no helper: the following example only, of the first process
     assert first.questions == [2, 1] and helper.questions == [1]

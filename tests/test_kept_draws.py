@@ -13,9 +13,7 @@ LESSONS = [(le.module, ex) for le in registry.load().lessons for ex in le.exerci
 
 
 @pytest.fixture
-def kept(tmp_path, monkeypatch):
-    monkeypatch.setattr(specs, "KEPT", [tmp_path])
-    monkeypatch.setattr(specs, "_drawn", {})
+def kept(tmp_path):
     return tmp_path
 
 
@@ -30,9 +28,10 @@ def test_kept_draws_equal_hypothesis_draws(kept, ctx, lessons):
             continue
         explicit = ex_spec.explicit(ctx)
         fresh = specs.hypothesis_draw(ex_spec.strategy(ctx), ex_spec.max_examples, 0, explicit)
-        first = examples_for(ex_spec, ctx, 0)  # drawn, kept on disk
-        specs._drawn.clear()  # a new process: read back from disk
-        again = examples_for(ex_spec, ctx, 0)
+        draws = specs.Draws(kept=(kept,))
+        first = examples_for(ex_spec, ctx, 0, draws=draws)  # drawn, kept on disk
+        assert examples_for(ex_spec, ctx, 0, draws=draws) == first  # the memo's
+        again = examples_for(ex_spec, ctx, 0, draws=specs.Draws(kept=(kept,)))  # read back
         assert first == again == explicit + fresh, (module, exercise.name)
         assert [list(e) for e in again] == [list(e) for e in explicit + fresh]  # key order too
     assert len(list(kept.glob("*.txt"))) >= len(lessons) // 2
@@ -41,19 +40,24 @@ def test_kept_draws_equal_hypothesis_draws(kept, ctx, lessons):
 def test_a_kept_draw_depends_on_the_seed_and_the_number(kept):
     ex_spec = load_spec("l01_meshes").exercise("shard_shape")
     strategy = ex_spec.strategy(FULL)
-    a = specs.draw_examples(strategy, 5, 0, kept_as="x")
-    b = specs.draw_examples(strategy, 5, 1, kept_as="x")
-    assert a != b and len(specs.draw_examples(strategy, 3, 0, kept_as="x")) == 3
+    draws = specs.Draws(kept=(kept,))
+    a = specs.draw_examples(strategy, 5, 0, kept_as="x", draws=draws)
+    b = specs.draw_examples(strategy, 5, 1, kept_as="x", draws=draws)
+    assert a != b and len(specs.draw_examples(strategy, 3, 0, kept_as="x", draws=draws)) == 3
     assert a == specs.hypothesis_draw(strategy, 5, 0)
     other = load_spec("l01_meshes").exercise("device_slices").strategy(FULL)
-    assert specs.draw_examples(other, 5, 0, kept_as="y") == specs.hypothesis_draw(other, 5, 0)
+    assert specs.draw_examples(other, 5, 0, kept_as="y", draws=draws) == specs.hypothesis_draw(
+        other, 5, 0
+    )
+    assert len(list(kept.glob("*.txt"))) == 4  # one file per draw
 
 
 def test_a_damaged_kept_file_is_drawn_again(kept):
     ex_spec = load_spec("l01_meshes").exercise("shard_shape")
     strategy = ex_spec.strategy(FULL)
-    want = specs.draw_examples(strategy, 4, 2, kept_as="x")
+    want = specs.draw_examples(strategy, 4, 2, kept_as="x", draws=specs.Draws(kept=(kept,)))
     (path,) = kept.glob("*.txt")
     path.write_text("[{'oops': ")  # cut short
-    specs._drawn.clear()
-    assert specs.draw_examples(strategy, 4, 2, kept_as="x") == want
+    again = specs.Draws(kept=(kept,))  # a new process: nothing drawn in memory
+    assert specs.draw_examples(strategy, 4, 2, kept_as="x", draws=again) == want
+    assert path.read_text() == repr(want)  # and kept again

@@ -19,11 +19,13 @@ from grader.sandbox.runner import grade
 L01 = LessonJob(1, "l01_meshes", ("shard_shape",))
 
 
-@pytest.fixture(autouse=True)
-def _none_left():
-    launch.drop()
-    yield
-    launch.drop()
+@pytest.fixture
+def started():
+    """The early workers a test starts, stopped after it (as at exit) unless taken."""
+    earlies: list[launch.Early] = []
+    yield earlies
+    for found in earlies:
+        found.drop()
 
 
 @pytest.mark.parametrize(
@@ -37,36 +39,41 @@ def _none_left():
     ],  # fmt: skip
 )
 def test_no_worker_is_started_early_but_for_a_grade(argv):
-    launch.early(argv)
-    assert launch._early == []
+    assert launch.early(argv) is None
 
 
-def test_a_grade_takes_the_worker_started_early(root):
-    launch.early(["course", "grade", "1"])
-    (found,) = launch._early
-    assert found.proc.poll() is None  # waiting for its request
-    (result,) = grade(Request((L01,), str(root / "solutions"), timeout=60.0, max_examples=2))
+def test_a_grade_takes_the_worker_started_early(root, started):
+    found = launch.early(["course", "grade", "1"])
+    started.append(found)
+    assert found is not None and found.proc.poll() is None  # waiting for its request
+    request = Request((L01,), str(root / "solutions"), timeout=60.0, max_examples=2)
+    (result,) = grade(request, early=found)
     assert [e.status for e in result.exercises] == [Status.PASSED]
-    assert launch._early == [] and found.proc.poll() is not None  # it graded, and is gone
+    assert found.taken and found.proc.poll() is not None  # it graded, and is gone
+    assert found.take() is None  # once only
 
 
-def test_a_changed_environment_stops_the_early_worker_and_starts_another(root, monkeypatch):
-    launch.early(["course", "grade", "1"])
-    (found,) = launch._early
+def test_a_changed_environment_stops_the_early_worker_and_starts_another(root, monkeypatch,
+                                                                         started):  # fmt: skip
+    found = launch.early(["course", "grade", "1"])
+    started.append(found)
     monkeypatch.setenv("COURSE_TEST_CHANGED", "1")  # a worker cannot take on a new environment
-    assert launch.take_early() is None
+    assert found.take() is None
     assert found.proc.wait(timeout=10) != 0  # stopped
-    launch.early(["course", "grade", "1"])
-    (result,) = grade(Request((L01,), str(root / "solutions"), timeout=60.0, max_examples=2))
+    again = launch.early(["course", "grade", "1"])
+    started.append(again)
+    (result,) = grade(Request((L01,), str(root / "solutions"), timeout=60.0, max_examples=2),
+                      early=again)  # fmt: skip
     assert [e.status for e in result.exercises] == [Status.PASSED]
+    assert again.taken
 
 
 def test_an_early_worker_nothing_took_is_stopped_at_exit(root):
     """``course grade 99`` (a usage error) exits without grading: its early worker
     is gone with it."""
     code = (
-        "import sys; from grader.sandbox import launch; launch.early(['course', 'grade', '99']);"
-        "print(launch._early[0].proc.pid, flush=True)"
+        "import sys; from grader.sandbox import launch;"
+        "print(launch.early(['course', 'grade', '99']).proc.pid, flush=True)"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
                           timeout=60, env={**os.environ, "PYTHONPATH": str(root)})  # fmt: skip

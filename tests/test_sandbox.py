@@ -221,7 +221,6 @@ def test_the_memory_limit_is_read_in_plain_words(monkeypatch):
 @pytest.fixture
 def sandbox_off(monkeypatch):
     monkeypatch.setenv(jail.SWITCH, "off")
-    monkeypatch.setattr(jail, "_state", None)  # decided afresh, then restored
 
 
 def test_with_the_sandbox_off_grading_still_works_and_says_so(tmp_path, sandbox_off):

@@ -2,7 +2,7 @@
 
 A student's module runs in the student's process and can rewrite that process
 on import: what the grader's side over there reads of the program
-(``grader.measure.jaxpr.read``), what it answers (``_Session.export``), the
+(``grader.measure.jaxpr.read``), what it answers (``Session.export``), the
 failures it reports. Each test here grades a realistic wrong program from the
 mistakes catalogue with such a forgery added, through the student's process,
 and holds that it gains nothing: the worker reads the program's structure from
@@ -38,7 +38,7 @@ def _forge():
         want = state["want"]
         {body}
 
-    real_export = S._Session.export
+    real_export = S.Session.export
     J.read = lambda jaxpr: fake()
 
     def export(self, req, part=None):
@@ -49,7 +49,7 @@ def _forge():
 
         return real_export(self, req, forged)
 
-    S._Session.export = export
+    S.Session.export = export
 
 
 _forge()
@@ -123,7 +123,7 @@ def _forge():
     def export(self, req, part=None):
         return {answer}
 
-    S._Session.export = export
+    S.Session.export = export
 
 
 _forge()

@@ -65,7 +65,7 @@ def test_two_grades_reuse_the_worker_each_in_a_fresh_students_process(root, tmp_
     with Worker() as worker:
         (first,) = grade(request, worker=worker)
         pid = worker.pid
-        held = {_pipe(worker._live.events), _pipe(worker._live.proc.stdin.fileno())}
+        held = {_pipe(worker.live.events), _pipe(worker.live.proc.stdin.fileno())}
         (second,) = grade(request, worker=worker)
         assert worker.pid == pid is not None and worker.started == 1
         assert all(e.passed for r in (first, second) for e in r.exercises)
@@ -116,12 +116,12 @@ def test_a_process_on_its_way_out_does_not_cost_the_kept_worker_but_one_that_sta
     marker = "0123abcd"
     env = {**os.environ, runner.MARK: marker}
     leaving = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"], env=env)
-    assert not runner._outlived(marker, grace=30.0)
+    assert not runner.outlived(marker, grace=30.0)
     assert leaving.wait(timeout=5) == 0  # it ended by itself, not killed
     staying = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env)
     try:
         start = time.monotonic()
-        assert runner._outlived(marker, grace=0.5)
+        assert runner.outlived(marker, grace=0.5)
         assert time.monotonic() - start < 20
         assert staying.poll() is not None, "the process that stayed was not stopped"
     finally:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
 from rich.console import Console, RenderableType
@@ -17,6 +17,9 @@ from rich.console import Console, RenderableType
 from course import registry
 from course.paths import Workspace, workspace
 from course.progress import Progress, ProgressError
+
+if TYPE_CHECKING:
+    from grader.sandbox.launch import Early
 
 NO_WORKSPACE = (
     "No workspace here. Make one with `course init DIR` (or `course init` for this folder) "
@@ -39,6 +42,9 @@ class App:
     """None when no rule of course.paths finds one."""
     console: Console
     course: registry.Course
+    early: Early | None = None
+    """The worker ``course grade`` started as it started
+    (:func:`grader.sandbox.launch.early`): its first one-off grade's."""
 
     @property
     def ws(self) -> Workspace:
@@ -130,12 +136,12 @@ def console() -> Console:
     return Console(highlight=False, emoji=False, file=TrimmedLines(sys.stdout))
 
 
-def make_app(home: str | None, db: str | None) -> App:
+def make_app(home: str | None, db: str | None, early: Early | None = None) -> App:
     try:
         course = registry.load()
     except registry.RegistryError as exc:
         raise click.ClickException(str(exc)) from None
-    return App(workspace(home, db), console(), course)
+    return App(workspace(home, db), console(), course, early)
 
 
 PAGER = "less -RFXS"

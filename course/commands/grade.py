@@ -256,7 +256,7 @@ def grade(
         try:
             if status is not None:
                 status.start()
-            results = run_grading(request, on_event, worker=worker)
+            results = run_grading(request, on_event, worker=worker, early=app.early)
         except RequestRejected as exc:
             raise UsageProblem(str(exc)) from None
         except GraderCrashed as exc:

@@ -244,7 +244,9 @@ class Scalar:
     fallback: Callable[..., str | None] = _no_fallback
     """The hint when no suspect matches."""
     measure: Callable[..., int] | None = None
-    """A second truth measured by the grader (bytes in a compiled program)."""
+    """A second truth measured by the grader (bytes in a compiled program): called
+    with the example's fields and ``simulated`` (the runtime's: the devices its
+    program is compiled for)."""
     max_examples: int = 20
     """Drawn examples on top of the explicit ones."""
 
@@ -282,7 +284,7 @@ class Scalar:
         extra = {"call": self.call(**ex), "formula": "" if want == RAISES else self.formula(**ex)}
         if self.measure is not None and want != RAISES:
             try:
-                extra["measured"] = self.measure(**ex)
+                extra["measured"] = self.measure(**ex, simulated=rt.simulated)
             except Exception as exc:  # the grader's own program: never the student's fault
                 raise GraderFault(f"measuring {extra['call']} failed: {exc!r}") from exc
         return Trial(ex, output=out, expected=want, extra=extra)

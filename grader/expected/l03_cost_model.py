@@ -334,6 +334,11 @@ def bytes_formula(**ex: Any) -> str:
     return f"{matmul.CASES[ex['case']].formula} = {want_bytes(**ex)}"
 
 
-def measure_bytes(case: str, shapes: tuple[int, int, int], mesh: Any, dtype: str) -> int:
-    """Bytes the compiled grader's program for ``case`` sends per device."""
-    return costs.measure(matmul.CASES[case], tuple(shapes), _mesh_shape(case, mesh), dtype)
+def measure_bytes(
+    case: str, shapes: tuple[int, int, int], mesh: Any, dtype: str, simulated: bool = False
+) -> int:
+    """Bytes the compiled grader's program for ``case`` sends per device (``simulated``:
+    on the simulated CPU devices)."""
+    return costs.measure(
+        matmul.CASES[case], tuple(shapes), _mesh_shape(case, mesh), dtype, simulated
+    )

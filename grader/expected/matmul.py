@@ -100,9 +100,13 @@ def reference(case: Case, mesh: Any) -> Callable[[Any, Any], Any]:
     )
 
 
-def measure(case: Case, shapes: tuple[int, int, int], mesh: tuple[int, ...], dtype: str) -> int:
+def measure(
+    case: Case, shapes: tuple[int, int, int], mesh: tuple[int, ...], dtype: str,
+    simulated: bool = False,
+) -> int:  # fmt: skip
     """Bytes per device the compiled :func:`reference` sends for ``case``
-    (counted at ``dtype``'s width), on a mesh of shape ``mesh``."""
+    (counted at ``dtype``'s width), on a mesh of shape ``mesh`` (``simulated``:
+    of the simulated CPU devices)."""
     import jax
 
     from grader.runtime import compile_here, example_rng
@@ -110,7 +114,7 @@ def measure(case: Case, shapes: tuple[int, int, int], mesh: tuple[int, ...], dty
     key = "mesh" if case.two_d else "n"
     ex = {key: tuple(mesh) if case.two_d else mesh[0], "shape": tuple(shapes), "dtype": dtype,
           "seed": 0}  # fmt: skip
-    placed = place(case, ex, example_rng(ex))
+    placed = place(case, ex, example_rng(ex), simulated=simulated)
     program = jax.jit(reference(case, placed["mesh"]))
     trial = compile_here(program, placed["args"], placed["mesh"], ex, None, {})
     got = trial.comms.bytes(None, ITEMSIZE[dtype])

@@ -11,7 +11,9 @@ Environment variables (flags of ``course grade`` set them too):
                      two, else CPU) or ``cpu`` (always simulate)
 
 A lesson whose examples need more accelerators than the host has is graded on
-the simulated CPU devices instead (:func:`simulated`, used by the engine).
+the simulated CPU devices instead: the engine says so to whatever builds meshes
+(``simulated=True``, from :attr:`grader.config.GradeConfig.simulated`; a spec's
+``rt.mesh`` passes its runtime's).
 """
 
 from __future__ import annotations
@@ -61,57 +63,39 @@ def platform_choice() -> str:
     return choice
 
 
-_simulating = False
-"""Set by :func:`simulated`: the accelerators are ignored for now."""
-
-
-@contextlib.contextmanager
-def simulated():
-    """Build meshes from the simulated CPU devices while inside (one lesson)."""
-    global _simulating
-    before, _simulating = _simulating, True
-    try:
-        yield
-    finally:
-        _simulating = before
-
-
-def simulating() -> bool:
-    """Inside :func:`simulated`."""
-    return _simulating
-
-
 def on_accelerators() -> bool:
     """Meshes are built from real accelerators (not simulated CPUs)."""
     return devices()[0].platform != "cpu"
 
 
-def devices() -> list[Any]:
-    """The devices meshes are built from, in a fixed order."""
+def devices(simulated: bool = False) -> list[Any]:
+    """The devices meshes are built from, in a fixed order (``simulated``: the
+    simulated CPU devices, whatever the host has)."""
     import jax
 
-    if platform_choice() == "auto" and not _simulating:
+    if platform_choice() == "auto" and not simulated:
         accelerators = [d for d in jax.devices() if d.platform != "cpu"]
         if len(accelerators) >= 2:
             return accelerators
     return list(jax.devices("cpu"))
 
 
-def describe() -> str:
-    devs = devices()
+def describe(simulated: bool = False) -> str:
+    devs = devices(simulated)
     kind = devs[0].platform.upper() if devs else "?"
     if len(devs) == 1:
         return f"1 {kind} device"
-    simulated = " (simulated)" if kind == "CPU" else ""
-    return f"{len(devs)} {kind} devices{simulated}"
+    mark = " (simulated)" if kind == "CPU" else ""
+    return f"{len(devs)} {kind} devices{mark}"
 
 
-def make_mesh(shape: tuple[int, ...], names: tuple[str, ...]) -> Any:
-    """A mesh over the first prod(shape) devices, every axis Explicit."""
+def make_mesh(shape: tuple[int, ...], names: tuple[str, ...], simulated: bool = False) -> Any:
+    """A mesh over the first prod(shape) devices (``simulated``: of the simulated
+    CPU devices), every axis Explicit."""
     import jax
     from jax.sharding import AxisType
 
-    devs = devices()
+    devs = devices(simulated)
     need = math.prod(shape)
     if need > len(devs):
         raise ValueError(f"a mesh of shape {shape} needs {need} devices; {len(devs)} available")

@@ -117,14 +117,16 @@ def mesh_shape(ex: dict[str, Any]) -> tuple[int, ...]:
 
 
 def place(
-    case: Case, ex: dict[str, Any], rng: np.random.Generator, *, auto: bool = False
-) -> dict[str, Any]:
+    case: Case, ex: dict[str, Any], rng: np.random.Generator, *, auto: bool = False,
+    simulated: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     """The example's mesh, inputs (numpy and placed) and expected C.
 
     ``ex`` has ``shape`` (I, J, K), ``dtype``, ``seed`` and a mesh
     (:func:`mesh_shape`). Inputs are small integers, so float32 results are
     exact, or floats with ``values=float`` (:func:`grader.runtime.example_values`). ``auto`` builds an Auto mesh, on which XLA's partitioner chooses
-    the collectives.
+    the collectives. ``simulated``: the mesh of simulated CPU devices (the
+    runtime's ``simulated``).
     """
     import jax
     import jax.numpy as jnp
@@ -139,10 +141,10 @@ def place(
     if auto:
         mesh = jax.make_mesh(
             shape, names, axis_types=(AxisType.Auto,) * len(shape),
-            devices=devices.devices()[: int(np.prod(shape))],
+            devices=devices.devices(simulated)[: int(np.prod(shape))],
         )  # fmt: skip
     else:
-        mesh = devices.make_mesh(shape, names)
+        mesh = devices.make_mesh(shape, names, simulated)
     i, j, k = ex["shape"]
     dtype = jnp.dtype(ex["dtype"])
     a = example_values(rng, (i, j), ex, 4).astype(dtype)
@@ -161,8 +163,9 @@ def place(
 
 
 def xla_bytes(
-    case: Case, ex: dict[str, Any], compiler_options: dict[str, Any] | None = None
-) -> tuple[int | None, list[str]]:
+    case: Case, ex: dict[str, Any], compiler_options: dict[str, Any] | None = None,
+    simulated: bool = False,
+) -> tuple[int | None, list[str]]:  # fmt: skip
     """What XLA's partitioner moves for the case's layouts: (bytes per device, kinds).
     ``compiler_options``: for code generation only (the partitioner, which places
     the collectives, runs whatever they say; a test holds the figures equal). Only
@@ -173,7 +176,9 @@ def xla_bytes(
     from grader.measure import hlo
     from grader.runtime import example_rng, known_options
 
-    placed = place(case, ex, example_rng(ex), auto=True)  # bytes depend on shapes, not values
+    placed = place(
+        case, ex, example_rng(ex), auto=True, simulated=simulated
+    )  # bytes depend on shapes, not values
     lowered = jax.jit(lambda a, b: a @ b, out_shardings=placed["out"]).lower(*placed["args"])
     compiled = lowered.compile(compiler_options=known_options(compiler_options))
     comms = hlo.summarize(compiled.as_text(), num_devices=placed["mesh"].size)

@@ -178,7 +178,7 @@ def _fork(index: int, r: int, w: int, address: str, processes: int, devices: int
           close: list[int], ahead: bool = False) -> tuple[int, int, int]:  # fmt: skip
     """Fork process ``index`` of a cluster on channel (r, w): (pid, its stdout's
     and its stderr's read ends). The child keeps only its channel and output;
-    ``ahead``: it warms up once joined (:func:`grader.sandbox.student._warm_up_cluster`)."""
+    ``ahead``: it warms up once joined (:func:`grader.sandbox.student.warm_up_cluster`)."""
     import grader.sandbox.student as student
 
     out_r, out_w = os.pipe()

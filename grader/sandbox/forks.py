@@ -70,9 +70,11 @@ SWEEP = 0.25
 """Seconds between two sweeps of the server for ended and orphaned processes."""
 
 
-def wanted(lessons: int) -> bool:
-    """Whether a grade of ``lessons`` lessons forks its student's processes."""
-    if lessons < 2 or os.environ.get(SWITCH, "1") == "0" or not sys.platform.startswith("linux"):
+def wanted(lessons: int, allowed: bool = True) -> bool:
+    """Whether a grade of ``lessons`` lessons forks its student's processes;
+    ``allowed``: the worker's switch (``COURSE_FORK_SERVER``, read at its edge:
+    :class:`grader.sandbox.worker.Options`)."""
+    if lessons < 2 or not allowed or not sys.platform.startswith("linux"):
         return False
     return _cpu_only()
 

@@ -127,6 +127,11 @@ class StudentProcess:
         from another thread would be killed when that thread ends (the sandbox's
         ``PR_SET_PDEATHSIG`` follows the thread that started it)."""
 
+    @property
+    def waiting(self) -> int:
+        """Questions asked and not answered yet."""
+        return len(self._pending)
+
     # -------------------------------------------------------------- life
 
     def spawn(self) -> None:
@@ -434,7 +439,7 @@ class Session:
             StudentProcess(directory, module, given=given, lessons=lessons)
             for given in (spares.take_helpers(directory, module) if spares else [])
         ]
-        self._usable: list[StudentProcess] = []
+        self.usable: list[StudentProcess] = []
         """The helpers that have imported the student's module (as the first
         process did): asked for exports from then on."""
         for helper in self.helpers:
@@ -451,12 +456,12 @@ class Session:
             return
         with self.process._cv:
             if helper.load_error is None and not helper.closed:
-                self._usable.append(helper)
+                self.usable.append(helper)
 
     def learn(self, example: Example, following: Example | None) -> None:
         """``following`` comes after ``example`` (asked ahead with it)."""
         with self.process._cv:
-            self.after[_key(example)] = following
+            self.after[example_key(example)] = following
 
     def begin(self, exercise: str, simulated: bool) -> None:
         """The examples of ``exercise`` are next."""
@@ -490,7 +495,7 @@ class Session:
         with self.process._cv:
             if turn is not None and turn.abandoned:
                 raise Abandoned()
-            key = (self.exercise, _key(example))
+            key = (self.exercise, example_key(example))
             if asked is None:
                 asked = self.ahead.pop(key, None)
                 if asked is None or asked[1] is not asked[0].proc:
@@ -501,7 +506,7 @@ class Session:
                 raise StudentProcessDied("it was stopped while the grader waited for it")
             early = index == 0 and following is not None and self._helping()
             if early and not turn_abandoned(turn):  # the helpers are idle meanwhile
-                self._ask_ahead(following)
+                self.ask_ahead(following)
         with phases.phase("wait: student traces and exports"):
             try:
                 answer = asked[0].receive(asked[2], part=index)
@@ -517,25 +522,25 @@ class Session:
         if index == 0 and following is not None and not early:
             with self.process._cv:
                 if not turn_abandoned(turn):
-                    self._ask_ahead(following)
+                    self.ask_ahead(following)
         return answer, asked
 
     def _helping(self) -> list[StudentProcess]:
         """The helpers that can be asked now."""
-        return [h for h in self._usable if h.proc is not None and not h.closed]
+        return [h for h in self.usable if h.proc is not None and not h.closed]
 
-    def _ask_ahead(self, following: Example) -> None:
+    def ask_ahead(self, following: Example) -> None:
         """Ask for ``following`` (and, with helpers, the example after it) ahead;
         called with the lock held."""
         wanted = [following]
         helpers = self._helping()
-        if helpers and (after := self.after.get(_key(following))) is not None:
+        if helpers and (after := self.after.get(example_key(following))) is not None:
             wanted.append(after)
         for ex in wanted:
-            nxt = (self.exercise, _key(ex))
+            nxt = (self.exercise, example_key(ex))
             if nxt in self.ahead:
                 continue
-            sp = min([self.process, *helpers], key=lambda p: len(p._pending))  # the least asked
+            sp = min([self.process, *helpers], key=lambda p: p.waiting)  # the least asked
             try:
                 seq = sp.export(self.exercise, ex, self.simulated)
             except StudentProcessDied:
@@ -578,7 +583,8 @@ def turn_abandoned(turn: Turn | None) -> bool:
     return turn is not None and turn.abandoned
 
 
-def _key(example: Example) -> str:
+def example_key(example: Example) -> str:
+    """An example as a key (of what was asked for it ahead, of the one after it)."""
     return json.dumps(wire.encode(example), sort_keys=True)
 
 
@@ -883,10 +889,10 @@ class Isolated(Backend):
             **{n: self.session.function(n) for n in self.session.process.functions}
         )
 
-    def runtime(self, exercise: str, example: Example, following: Example | None) -> Runtime:
-        from grader.measure import devices
-
-        self.session.begin(exercise, devices.simulating())
+    def runtime(
+        self, exercise: str, example: Example, following: Example | None, simulated: bool = False
+    ) -> Runtime:
+        self.session.begin(exercise, simulated)
         self.session.learn(example, following)
         self.session.process.start()  # after a hang or a crash: started again here, not in run
         rt = Replaying(self.session, example, self.salt, following)

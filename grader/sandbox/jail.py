@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import resource
@@ -98,25 +99,35 @@ PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1
 O_PATH = getattr(os, "O_PATH", 0o10000000)
 
-_state: str | None = None
+
+def settings() -> tuple[str, str]:
+    """What the sandbox is told by the environment of the process that makes it
+    (the worker's, as ``course`` started it): ``(COURSE_SANDBOX,
+    COURSE_SANDBOX_MEMORY)``, each as set ("" when unset)."""
+    return os.environ.get(SWITCH, ""), os.environ.get(MEMORY_VARIABLE, "")
 
 
 def state() -> str:
-    """``on``, or ``off: <why>``: decided once per process (a probe that makes a
-    sandbox and runs ``python -c pass`` in it), then kept."""
-    global _state
-    if _state is None:
-        _state = _probe()
-    return _state
+    """``on``, or ``off: <why>``, for this process's :func:`settings`: decided once
+    for each (a probe that makes a sandbox and runs ``python -c pass`` in it)."""
+    return _decided(*settings())
+
+
+@functools.cache
+def _decided(switch: str, memory: str) -> str:
+    """The probe's verdict for these settings: a function of them (and of the
+    host), computed once for each."""
+    return _probe(switch, memory)
 
 
 def on() -> bool:
     return state() == "on"
 
 
-def memory_limit() -> int:
-    """Bytes the student's process may allocate (``COURSE_SANDBOX_MEMORY``)."""
-    text = os.environ.get(MEMORY_VARIABLE, "").strip().upper()
+def memory_limit(text: str | None = None) -> int:
+    """Bytes the student's process may allocate (``COURSE_SANDBOX_MEMORY``, or
+    ``text`` in its form)."""
+    text = (settings()[1] if text is None else text).strip().upper()
     if not text:
         return MEMORY
     scale = {"K": 1 << 10, "M": MiB, "G": GiB}.get(text[-1:], 1)
@@ -271,13 +282,13 @@ def python_paths() -> list[str]:
             *(p for p in sys.path if p and os.path.realpath(p) != here)]  # fmt: skip
 
 
-def _probe() -> str:
-    if os.environ.get(SWITCH, "").strip().lower() in ("off", "0", "no", "false"):
-        return f"off: turned off ({SWITCH}={os.environ[SWITCH]})"
+def _probe(switch: str, memory: str) -> str:
+    if switch.strip().lower() in ("off", "0", "no", "false"):
+        return f"off: turned off ({SWITCH}={switch})"
     if not sys.platform.startswith("linux"):
         return f"off: no sandbox on {sys.platform} (Linux only)"
     try:
-        memory_limit()
+        memory_limit(memory)
     except ValueError as exc:
         return f"off: {exc}"
     probe = [sys.executable, "-I", "-S", "-c", "pass"]

@@ -6,11 +6,13 @@ anything else (:func:`early`); what only a start needs (``subprocess``,
 A worker's own start (Python, then the grader's modules, before it reads its
 request) takes about a third of a second; the ``course`` command's own imports
 take about as long. Started as the command starts, the worker has them behind
-it when the request comes: :mod:`grader.sandbox.runner` takes the early worker
-for the command's first one-off grade (:func:`take_early`), where the
-environment is still the one it was started with; otherwise it is stopped, as it
-is at exit if nothing took it. It has read nothing until then, and runs nothing
-of the student's: it waits for its request on stdin like any one-off worker.
+it when the request comes: :func:`early` hands it to the command (``course.cli``
+keeps it for the command's :class:`course.commands.common.App`), whose first
+one-off grade gives it to :func:`grader.sandbox.runner.grade` (:meth:`Early.take`),
+where the environment is still the one it was started with; otherwise it is
+stopped, as it is at exit if nothing took it. It has read nothing until then, and
+runs nothing of the student's: it waits for its request on stdin like any one-off
+worker. No module keeps it: it is passed, like any other configuration.
 """
 
 from __future__ import annotations
@@ -68,13 +70,31 @@ def spawn(marker: str, serve: dict[str, Any] | None = None) -> tuple[subprocess.
 
 
 class Early:
-    """A one-off worker started before its request was known."""
+    """A one-off worker started before its request was known (:func:`early`)."""
 
     def __init__(self, proc: subprocess.Popen, events: int, marker: str, environ: tuple):
         self.proc, self.events, self.marker, self.environ = proc, events, marker, environ
+        self.taken = False
+        """Handed to a grade (:meth:`take`): that grade stops it."""
+        self.dropped = False
 
+    def take(self) -> Early | None:
+        """This worker, for a grade, if it is alive and the environment is the one
+        it was started with (once only); else None (and it is stopped)."""
+        if self.taken or self.dropped:
+            return None
+        if self.proc.poll() is None and self.environ == environment():
+            self.taken = True
+            return self
+        self.drop()
+        return None
 
-_early: list[Early] = []
+    def drop(self) -> None:
+        """Stop it, unless a grade took it (at exit, or when it cannot grade)."""
+        if not self.taken and not self.dropped:
+            self.dropped = True
+            stop(self.proc)
+            close_ends(self.proc, self.events)
 
 
 def environment() -> tuple:
@@ -82,40 +102,25 @@ def environment() -> tuple:
     return tuple(sorted(os.environ.items()))
 
 
-def early(argv: list[str]) -> None:
-    """``course grade …`` (not its ``--help``): start its one-off worker now."""
+def early(argv: list[str]) -> Early | None:
+    """``course grade …`` (not its ``--help``): start its one-off worker now, and
+    hand it back (stopped at exit unless a grade takes it); None for any other
+    command, with ``COURSE_EARLY_WORKER=0``, or when it could not start."""
     words = argv[1:]
     if not words or words[0] != "grade" or {"-h", "--help"} & set(words):
-        return
-    if _early or os.environ.get(EARLY, "1") == "0":
-        return
+        return None
+    if os.environ.get(EARLY, "1") == "0":  # read here: the command line's edge
+        return None
     import secrets
 
     marker = secrets.token_hex(8)
     try:
         proc, events = spawn(marker)
     except OSError:  # the grade starts one itself, and says why if it cannot
-        return
-    _early.append(Early(proc, events, marker, environment()))
-    atexit.register(drop)
-
-
-def take_early() -> Early | None:
-    """The worker :func:`early` started, if it is alive and the environment is
-    the one it was started with; else None (and it is stopped)."""
-    if not _early:
         return None
-    found = _early.pop()
-    if found.proc.poll() is None and found.environ == environment():
-        return found
-    _stop(found)
-    return None
-
-
-def drop() -> None:
-    """Stop the early worker nothing took (at exit)."""
-    while _early:
-        _stop(_early.pop())
+    found = Early(proc, events, marker, environment())
+    atexit.register(found.drop)
+    return found
 
 
 def stop(proc: subprocess.Popen) -> int:
@@ -136,8 +141,3 @@ def close_ends(proc: subprocess.Popen, events: int) -> None:
         with contextlib.suppress(OSError, ValueError):
             if f is not None:
                 f.close()
-
-
-def _stop(found: Early) -> None:
-    stop(found.proc)
-    close_ends(found.proc, found.events)

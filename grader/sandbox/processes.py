@@ -173,6 +173,12 @@ class Spares:
             return None  # it ended meanwhile: the lesson starts one of its own
         return spare
 
+    def helping(self, directory: str | None = None) -> int:
+        """Helpers started ahead and not taken yet (for ``directory``, else for any)."""
+        if directory is not None:
+            return len(self._helping.get(str(Path(directory)), []))
+        return sum(len(h) for h in self._helping.values())
+
     def take_helpers(self, directory: str, module: str) -> list[tuple[subprocess.Popen, Any, int]]:
         """The helpers started ahead for ``directory`` that are still alive, each
         asked now to import ``module`` (question 1); none are started here."""

@@ -90,6 +90,7 @@ def grade(
     *,
     grace: float = GRACE,
     worker: Worker | None = None,
+    early: launch.Early | None = None,
 ) -> list[LessonResult]:
     """Grade every lesson of ``request`` in worker processes; one result per lesson.
 
@@ -111,6 +112,10 @@ def grade(
     ``worker``: a :class:`Worker` kept between calls (``course watch``, the
     notebook): its process grades when it can, and is kept for the next call
     when nothing went wrong (else a fresh one grades, and is kept).
+
+    ``early``: the one-off worker ``course grade`` started as it started
+    (:func:`grader.sandbox.launch.early`): the first worker, if it can grade
+    ``request``.
     """
     emit = on_event or (lambda e: None)
     undumpable()  # the events key lives here too
@@ -138,7 +143,8 @@ def grade(
             for job in request.lessons
             if todo[job.lesson]
         )
-        WorkerSession(replace(request, lessons=jobs), grace, worker).run(handle)
+        WorkerSession(replace(request, lessons=jobs), grace, worker, early).run(handle)
+        early = None  # taken, or stopped: a fresh worker grades what is left
     return [
         LessonResult(
             job.lesson,
@@ -168,11 +174,13 @@ class WorkerSession:
     asked, an unknown lesson) are dropped with a warning.
     """
 
-    def __init__(self, request: Request, grace: float = GRACE, warm: Worker | None = None):
+    def __init__(self, request: Request, grace: float = GRACE, warm: Worker | None = None,
+                 early: launch.Early | None = None):  # fmt: skip
         self.request = replace(request, key=secrets.token_hex(16))
         self.marker = secrets.token_hex(8)
         """Marks every process this grade starts (see _stop_strays); no part of the key."""
         self.warm = warm
+        self.early = early
         self.served = False
         """The (serving) worker said it is done with the request."""
         self.sandboxes: set[str] = set()
@@ -201,7 +209,9 @@ class WorkerSession:
         if self.warm is not None:
             live = self.warm.take(self.request) or self.warm.launch(self.request, self.marker)
         else:
-            live = _take_early(self.request) or _launch(self.request, self.marker, serve=False)
+            live = _take_early(self.request, self.early) or _launch(
+                self.request, self.marker, serve=False
+            )
         self.marker = live.marker
         proc, read_fd = live.proc, live.events
         try:
@@ -247,7 +257,7 @@ class WorkerSession:
             else "it wrote unexpected events" if self.warned
             else "it had exited" if live.proc.poll() is not None
             else "a process it started outlived the grade"
-            if _outlived(self.marker, keep=live.proc.pid) else None
+            if outlived(self.marker, keep=live.proc.pid) else None
         )  # fmt: skip
         if self.warm is not None:
             self.warm.unkept = why
@@ -463,10 +473,10 @@ def _launch(request: Request, marker: str, *, serve: bool) -> Live:
     return Live(proc, read_fd, marker, _fits(request))
 
 
-def _take_early(request: Request) -> Live | None:
+def _take_early(request: Request, early: launch.Early | None) -> Live | None:
     """The one-off worker ``course grade`` started as it started
     (:func:`grader.sandbox.launch.early`), if it can grade ``request``."""
-    found = launch.take_early()
+    found = early.take() if early is not None else None
     if found is None:
         return None
     _adopt_orphans()  # before it starts anything
@@ -504,6 +514,11 @@ class Worker:
     def pid(self) -> int | None:
         """The kept worker's process id (None when none is kept)."""
         return self._live.proc.pid if self._live is not None else None
+
+    @property
+    def live(self) -> Live | None:
+        """The kept worker: its process and events channel (None when none is kept)."""
+        return self._live
 
     def take(self, request: Request) -> Live | None:
         """The kept worker, if it is alive and can grade ``request``; else None
@@ -587,10 +602,10 @@ def _adopt_orphans() -> None:
 
 DYING = 1.0
 """Seconds a process of a worker's may take to end on its own once found
-outside it (:func:`_outlived`)."""
+outside it (:func:`outlived`)."""
 
 
-def _outlived(session: str, keep: int | None = None, grace: float = DYING) -> bool:
+def outlived(session: str, keep: int | None = None, grace: float = DYING) -> bool:
     """Whether a process ``session``'s worker started outlived its grade: one
     that is our child now (adopted: its parent ended) and still there after
     ``grace`` seconds; those are killed. One its parent had just killed when we

@@ -171,7 +171,10 @@ def _platform(args: Any, mesh: Any) -> str:
 # ------------------------------------------------------------------ the loop
 
 
-class _Session:
+class Session:
+    """What the student's process answers the worker's questions with (``load``,
+    ``export``, ``call``, ``task``: the module docstring), one at a time."""
+
     def __init__(self, salt: int, cluster: bool = False) -> None:
         self.salt = salt
         self.cluster = cluster
@@ -223,8 +226,6 @@ class _Session:
         """Run the exercise's spec once on the example: each program it builds
         goes out as it is exported (``part(k, line)``), before the answer, which
         says how many there were and what the run raised, if anything."""
-        from grader.measure import devices
-
         ex_spec = self.spec.exercise(req["exercise"])
         example = wire.decode(req["example"])
         called = _Counted(self._function(req["exercise"]))
@@ -237,24 +238,21 @@ class _Session:
             sent.append(len(blob))
 
         rt = Exporting(example, self.salt, send)
+        rt.simulated = bool(req.get("simulated"))  # the worker's, sent with the question
         try:
-            with devices.simulated() if req.get("simulated") else contextlib.nullcontext():
-                ex_spec.run(rt, called, example)
+            ex_spec.run(rt, called, example)
         except BaseException as exc:
             return {"programs": len(sent), "raised": self.raised(exc, called.count)}
         return {"programs": len(sent)}
 
     def call(self, req: dict) -> dict:
-        from grader.measure import devices
-
         fn = self._function(req["exercise"])
-        with devices.simulated() if req.get("simulated") else contextlib.nullcontext():
-            args = wire.decode(req["args"])
-            try:
-                result = fn(*args)
-            except BaseException as exc:
-                return {"raised": self.raised(exc, 1)}
-            return {"ok": True, "result": wire.encode(result), "args": wire.encode(args)}
+        args = wire.decode(req["args"])  # meshes by their devices' ids: simulated or not
+        try:
+            result = fn(*args)
+        except BaseException as exc:
+            return {"raised": self.raised(exc, 1)}
+        return {"ok": True, "result": wire.encode(result), "args": wire.encode(args)}
 
     def task(self, req: dict) -> dict:
         """A lesson's process-side function (cluster mode), named by the worker as
@@ -340,10 +338,10 @@ def main(argv: list[str] | None = None) -> NoReturn:
         _join(args.cluster[0], *map(int, args.cluster[1:]))
     # ahead of the first question: it is started before it is needed
     _warm_up(args.prepare, cluster=bool(args.cluster))
-    traced = args.ahead and (_warm_up_cluster() if args.cluster else _warm_up_tracing())
+    traced = args.ahead and (warm_up_cluster() if args.cluster else _warm_up_tracing())
     answers.write(b'{"seq":0,"ready":true}\n')  # jax is imported: what follows is the student's
     answers.flush()
-    session = _Session(salt=secrets.randbits(62) | 1, cluster=bool(args.cluster))
+    session = Session(salt=secrets.randbits(62) | 1, cluster=bool(args.cluster))
     for line in requests:
         seq = None
         try:
@@ -403,7 +401,7 @@ def _warm_up(lesson: str = "", cluster: bool = False) -> None:
             grader.engine.load_spec(lesson)
 
 
-def _warm_up_cluster() -> bool:
+def warm_up_cluster() -> bool:
     """Trace, lower, compile, run and export one small program of the kind a
     cluster's tasks run (a jitted shard_map taking a gradient, the three
     collectives of the hierarchical all-reduce, an array from process-local

@@ -18,8 +18,8 @@ import os
 import secrets
 import sys
 import traceback
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     watch_parent()
     from grader import phases
 
-    state = Warm()
+    state = Warm(Options.from_environment())  # the worker's edge: its switches read once
     if args.serve:
         state.start(json.loads(args.serve))
     lines = iter(sys.stdin.readline, "") if args.serve else iter([sys.stdin.read()])
@@ -98,18 +98,56 @@ class Signer:
         self.sent += 1
 
 
+@dataclass(frozen=True)
+class Options:
+    """The worker's switches (to measure what a speed mechanism saves), read from
+    its environment once, in :func:`main`, and handed down from there."""
+
+    ahead: bool = True
+    """The engine prepares each exercise's next example while one runs
+    (``COURSE_AHEAD=0``: examples one after another)."""
+    helpers: int = 0
+    """Helpers a serving worker starts with each student's process it starts ahead
+    (:class:`grader.sandbox.processes.Spares`; ``COURSE_HELPERS``, by default one
+    where the machine has two cores or more)."""
+    warm_up: bool = True
+    """:func:`warm_up_replay` runs (``COURSE_WORKER_WARM_UP=0``: it does not)."""
+    fork_server: bool = True
+    """A grade of several lessons may fork their student's processes from one
+    server (:mod:`grader.sandbox.forks`; ``COURSE_FORK_SERVER=0``: never)."""
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Options:
+        """The options ``environ`` (this process's environment by default) sets."""
+        env = os.environ if environ is None else environ
+        wanted = env.get(HELPERS, "")
+        if wanted.strip().isdigit():
+            helpers = min(int(wanted), 3)
+        else:
+            helpers = 1 if (os.cpu_count() or 1) >= 2 else 0
+        return cls(
+            ahead=env.get(AHEAD, "1") != "0", helpers=helpers,
+            warm_up=env.get(WARM_UP, "1") != "0", fork_server=env.get(forks.SWITCH, "1") != "0",
+        )  # fmt: skip
+
+
 class Warm:
     """What a serving worker keeps between requests: its devices (configured
-    once), the compilation cache, and the student's processes started ahead."""
+    once), the compilation cache, and the student's processes started ahead;
+    ``options``: its switches."""
 
-    def __init__(self) -> None:
+    def __init__(self, options: Options | None = None) -> None:
         from grader.sandbox import processes
 
+        self.options = options or Options()
         self.spares = processes.Spares()
         """The student's processes started ahead, and the folders they must not see."""
         self._programs: Any = None
         self.configured: tuple | None = None
         self.cached = False
+        self.drawn: dict[str, list] = {}
+        """The examples drawn so far, by what each draw depends on
+        (:attr:`grader.spec.Draws.memo`: each drawn once for all grades)."""
 
     @property
     def programs(self) -> Any:
@@ -151,7 +189,7 @@ class Warm:
         self.spares.hide(*config.get("hidden", ()), request.cache_dir)
         if request.directory and config.get("module"):
             self.spares.prestart(request.directory, str(config["module"]), load=False)
-        self.spares.helpers = helpers()  # from the second grade on: the first is not slowed
+        self.spares.helpers = self.options.helpers  # from the second grade on: not the first
         self.open_cache()
         import jax
 
@@ -161,7 +199,8 @@ class Warm:
         if config.get("module"):
             with contextlib.suppress(Exception):
                 grader.engine.load_spec(str(config["module"]))
-        warm_up_replay()
+        if self.options.warm_up:
+            warm_up_replay()
 
     def ahead(self, request: Request) -> None:
         """Start the student's process for a grade like ``request`` (jax imported,
@@ -175,24 +214,12 @@ class Warm:
 
 AHEAD = "COURSE_AHEAD"
 """``0``: examples one after another, none prepared ahead (to measure what it saves)."""
-
-
-def ahead() -> bool:
-    """Whether the engine prepares each exercise's next example while one runs."""
-    return os.environ.get(AHEAD, "1") != "0"
-
-
 HELPERS = "COURSE_HELPERS"
 """How many helpers a serving worker starts with each student's process started
 ahead (:class:`grader.sandbox.processes.Spares`); ``0``: none (to measure what
 they save). By default one, where the machine has two cores or more."""
-
-
-def helpers() -> int:
-    wanted = os.environ.get(HELPERS, "")
-    if wanted.strip().isdigit():
-        return min(int(wanted), 3)
-    return 1 if (os.cpu_count() or 1) >= 2 else 0
+WARM_UP = "COURSE_WORKER_WARM_UP"
+"""``0`` skips :func:`warm_up_replay` (to measure what it saves)."""
 
 
 class _Rejected(Exception):
@@ -206,7 +233,7 @@ def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = 
     salt = secrets.randbits(62) | 1  # the data is drawn here, from a secret of this grade's
     spares = state.spares
     spares.hide(*request.hidden, request.cache_dir)  # the student's process never needs them
-    if request.directory and forks.wanted(len(request.lessons)):
+    if request.directory and forks.wanted(len(request.lessons), state.options.fork_server):
         spares.fork_from(request.directory)  # each lesson's process forked: jax imported once
     try:
         _grade(request, emit, state, first_request, salt)
@@ -231,12 +258,13 @@ def _grade(request: Request, emit: Callable[[Event], None], state: Warm, first_r
 
         from grader import engine
 
-        if first_request:
+        if first_request and state.options.warm_up:
             warm_up_replay()  # while the student's process starts, imports and traces
-    from grader import spec
-    from grader.spec import parse_example
+    from grader.config import GradeConfig
+    from grader.spec import Draws, parse_example
 
-    spec.KEPT[:] = [Path(request.examples_dir)] if request.examples_dir else []
+    kept = (Path(request.examples_dir),) if request.examples_dir else ()
+    config = GradeConfig(draws=Draws(kept=kept, memo=state.drawn))
 
     example = parse_example(request.example) if request.example else None
     if example is not None:
@@ -244,7 +272,7 @@ def _grade(request: Request, emit: Callable[[Event], None], state: Warm, first_r
             for name in job.exercises:
                 if why := engine.example_problem(job.module, name, example):
                     raise _Rejected(f"--example {request.example!r}: {why}")
-    preparing = ahead()  # read once per request, at the worker's edge
+    preparing = state.options.ahead
     for job in request.lessons:
         try:
             result = engine.grade_lesson(
@@ -265,15 +293,12 @@ def _grade(request: Request, emit: Callable[[Event], None], state: Warm, first_r
                     programs=state.programs,
                     ahead=preparing,
                 ),
+                config=config,
             )
         except engine.BadExample as exc:
             raise _Rejected(f"--example {request.example!r}: {exc}") from None
         emit(LessonFinished(job.lesson, result.duration))
     spares.close(loaded_only=True)  # a process started ahead for a lesson that was not graded
-
-
-WARM_UP = "COURSE_WORKER_WARM_UP"
-"""``0`` skips :func:`warm_up_replay` (to measure what it saves)."""
 
 
 def warm_up_replay() -> None:
@@ -282,8 +307,6 @@ def warm_up_replay() -> None:
     that the first exercise does not pay for jax's first export, lowering and
     compile here (about a second): done while this process would wait for the
     student's process to start, import the module and trace the first example."""
-    if os.environ.get(WARM_UP, "1") == "0":
-        return
     import jax
     import jax.numpy as jnp
     from jax.sharding import NamedSharding

@@ -131,14 +131,12 @@ def _explicit(indivisible: bool, extra: dict) -> Callable[[Context], list[Exampl
     return explicit
 
 
-def _reference(ex: Example):
+def _reference(rt: Runtime, ex: Example):
     """(mesh, NamedSharding, shape, spec tuple, mesh_shape dict) for an example."""
     from jax.sharding import NamedSharding, PartitionSpec
 
-    from grader.measure import devices
-
     mesh_dims = _tuple(ex["mesh"])
-    mesh = devices.make_mesh(mesh_dims, AXES[: len(mesh_dims)])
+    mesh = rt.mesh(mesh_dims, AXES[: len(mesh_dims)])
     spec = decode_spec(ex["spec"])
     return (
         mesh,
@@ -268,7 +266,7 @@ def _explain_slices(got: dict, want: dict, trial: Trial) -> str | None:
 
 
 def _run_shard_shape(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
-    _, sharding, shape, spec, sizes = _reference(ex)
+    _, sharding, shape, spec, sizes = _reference(rt, ex)
     want = _expected(lambda: tuple(sharding.shard_shape(shape)))
     return Trial(
         ex, output=call_pure(fn, (shape, dict(sizes), spec), want == RAISES), expected=want
@@ -278,7 +276,7 @@ def _run_shard_shape(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
 def _run_device_slices(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     from grader.checks.values import device_coords
 
-    mesh, sharding, shape, spec, sizes = _reference(ex)
+    mesh, sharding, shape, spec, sizes = _reference(rt, ex)
 
     def jax_answer() -> dict:
         sharding.shard_shape(shape)  # raises on indivisible layouts
@@ -297,7 +295,7 @@ def _run_device_slices(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Tria
 def _run_bytes(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     import jax.numpy as jnp
 
-    _, sharding, shape, spec, sizes = _reference(ex)
+    _, sharding, shape, spec, sizes = _reference(rt, ex)
     dtype = jnp.dtype(ex["dtype"])
     want = _expected(lambda: math.prod(sharding.shard_shape(shape)) * dtype.itemsize)
     return Trial(
@@ -309,7 +307,7 @@ def _run_place(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     import jax.numpy as jnp
     from jax.sharding import PartitionSpec
 
-    mesh, sharding, shape, spec, _ = _reference(ex)
+    mesh, sharding, shape, spec, _ = _reference(rt, ex)
     rng = rt.rng()
     x = rng.standard_normal(shape).astype(jnp.dtype(ex["dtype"]))
     copy = np.array(x)

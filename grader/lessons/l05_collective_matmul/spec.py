@@ -160,9 +160,7 @@ def _run(kind: str) -> Run:
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
-        from grader.measure import devices
-
-        mesh = devices.make_mesh((ex["n"],), ("x",))
+        mesh = rt.mesh((ex["n"],), ("x",))
         lay = layout(kind, ex)
         x, w = inputs(kind, ex, rt.rng())
         args = (

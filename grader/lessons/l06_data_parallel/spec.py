@@ -163,9 +163,7 @@ def _run(kind: str) -> Run:
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
-        from grader.measure import devices
-
-        mesh = devices.make_mesh((ex["n"],), (AXIS,))
+        mesh = rt.mesh((ex["n"],), (AXIS,))
         params, x, y = inputs(ex, rt.rng())
         rows = NamedSharding(mesh, P(AXIS, None))
         args = (

@@ -169,9 +169,7 @@ def make_run(kind: str) -> Run:
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
-        from grader.measure import devices
-
-        mesh = devices.make_mesh((ex["n"],), (AXIS,))
+        mesh = rt.mesh((ex["n"],), (AXIS,))
         s = sizes(ex)
         rng = rt.rng()
         params = training.draw_params(rng, s.n_layers, s.d, s.f)

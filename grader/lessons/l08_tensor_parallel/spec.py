@@ -145,13 +145,16 @@ def _f64(*xs: np.ndarray) -> list[np.ndarray]:
     return [a.astype(np.float64) for a in xs]
 
 
-def setup_example(name: str, ex: Example, rng: np.random.Generator) -> Setup:
+def setup_example(
+    name: str, ex: Example, rng: np.random.Generator, simulated: bool = False
+) -> Setup:
+    """``simulated``: the mesh of simulated CPU devices (the runtime's ``simulated``)."""
     from grader.measure import devices
 
     if name == "dp_tp_mlp":
-        mesh = devices.make_mesh(tuple(ex["mesh"]), ("data", "model"))
+        mesh = devices.make_mesh(tuple(ex["mesh"]), ("data", "model"), simulated)
     else:
-        mesh = devices.make_mesh((ex["n"],), ("model",))
+        mesh = devices.make_mesh((ex["n"],), ("model",), simulated)
     if name == "tp_attention":
         inputs = attention_inputs(ex, rng)
         expected = attention(*_f64(*inputs), ex["heads"])
@@ -264,7 +267,7 @@ def _run(name: str) -> Run:
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
-        setup = setup_example(name, ex, rt.rng())
+        setup = setup_example(name, ex, rt.rng(), rt.simulated)
         mesh = setup.mesh
         args = tuple(
             jax.device_put(a, NamedSharding(mesh, P(*lay)))

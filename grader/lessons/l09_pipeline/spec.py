@@ -349,9 +349,7 @@ def run_exec(grads: bool) -> Run:
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
-        from grader.measure import devices
-
-        mesh = devices.make_mesh((ex["p"],), (AXIS,))
+        mesh = rt.mesh((ex["p"],), (AXIS,))
         sizes = _sizes(ex)
         rng = rt.rng()
         params = training.draw_params(rng, sizes.n_layers, sizes.d, sizes.f)

@@ -206,9 +206,7 @@ def _run_ring(zigzag: bool) -> Run:
         from jax.sharding import NamedSharding
         from jax.sharding import PartitionSpec as P
 
-        from grader.measure import devices
-
-        mesh = devices.make_mesh((ex["n"],), (AXIS,))
+        mesh = rt.mesh((ex["n"],), (AXIS,))
         q, k, v = qkv(ex, rt.rng())
         s = q.shape[0]
         order = attention.zigzag_order(s, ex["n"]) if zigzag else np.arange(s)

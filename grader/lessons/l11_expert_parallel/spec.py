@@ -262,9 +262,7 @@ def _layer_run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from grader.measure import devices
-
-    mesh = devices.make_mesh((ex["n"],), (AXIS,))
+    mesh = rt.mesh((ex["n"],), (AXIS,))
     inputs = layer_inputs(ex, rt.rng())
     specs = {"x": P(AXIS, None), "router_w": P(), "w_in": P(AXIS, None, None)}
     specs["w_out"] = specs["w_in"]

@@ -196,9 +196,7 @@ def draw(ex: Example, rng: np.random.Generator) -> tuple[Sizes, dict, np.ndarray
 
 
 def _run_shard(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
-    from grader.measure import devices
-
-    mesh = devices.make_mesh(ex["mesh"], (DATA, MODEL))
+    mesh = rt.mesh(ex["mesh"], (DATA, MODEL))
     _, params, _, _ = draw(ex, rt.rng())
     out = fn({k: v.copy() for k, v in params.items()}, mesh)
     _check_dict(out, "shard_params", "the placed params")
@@ -211,9 +209,7 @@ def run_train(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    from grader.measure import devices
-
-    mesh = devices.make_mesh(ex["mesh"], (DATA, MODEL))
+    mesh = rt.mesh(ex["mesh"], (DATA, MODEL))
     s, params, x, y = draw(ex, rt.rng())
     placed = {k: jax.device_put(params[k], _sharding(mesh, k)) for k in NAMES}
     batch = _sharding(mesh, "x")

@@ -1,0 +1,28 @@
+"""What a grade depends on besides its request's words, in one frozen object.
+
+Whoever starts the engine (the worker, from its request; a test or ``course dev``,
+by default) builds a :class:`GradeConfig` and hands it down: the engine, the
+runtimes and the draws read it, and no module keeps any of it in a global.
+Environment variables are read at the command line's edge only (``course``'s
+commands, the worker's and the student's process's ``main``), and what crosses a
+process boundary travels in the request, not in the environment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from grader.spec import Draws
+
+
+@dataclass(frozen=True)
+class GradeConfig:
+    """One grade's configuration (see the module docstring)."""
+
+    draws: Draws = field(default_factory=Draws)
+    """Where drawn examples are kept (a serving worker shares one between grades)."""
+    simulated: bool = False
+    """Meshes are built from the simulated CPU devices, the accelerators ignored:
+    set by the engine for a lesson whose examples need more accelerators than the
+    host has (:func:`grader.engine.grade_lesson`), and sent to the student's process
+    with each question."""

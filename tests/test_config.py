@@ -1,0 +1,103 @@
+"""No hidden state (issue 34 §5): what a grade depends on is handed down in a
+configuration object (:class:`grader.config.GradeConfig`, the worker's
+:class:`grader.sandbox.worker.Options`, the early worker ``course grade`` started),
+environment variables are read where a process starts, and every one is in the
+README's table."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from grader.sandbox import worker
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted([*(ROOT / "grader").rglob("*.py"), *(ROOT / "course").rglob("*.py")])
+
+READERS = {
+    # the command line's edge: a command's options, a process's main
+    "course/commands/autograder.py": "AUTOGRADER_ROOT, in the autograder's own main",
+    "course/commands/common.py": "PAGER, where a command pages",
+    "course/paths.py": "the workspace a command uses (COURSE_HOME, COURSE_DB, the cache)",
+    "grader/sandbox/worker.py": "the worker's Options, read once in its main",
+    "grader/sandbox/launch.py": "the early worker's switch, and the environment a worker inherits",
+    # still read where they are used (README: 'Still read where they are used')
+    "grader/repo.py": "COURSE_ROOT",
+    "grader/phases.py": "COURSE_PHASES, in every process it times",
+    "grader/measure/devices.py": "the devices, which the student's processes inherit",
+    "grader/sandbox/jail.py": "the sandbox's settings; its own script sets TMPDIR",
+    "grader/sandbox/processes.py": "the student's process's environment, COURSE_ROOT",
+    "grader/sandbox/forks.py": "JAX_PLATFORMS",
+    "grader/sandbox/references.py": "the package caches' folders",
+    "grader/sandbox/runner.py": "COURSE_DEBUG",
+}
+"""Every file that reads the environment, and what it reads: a new one reads it at
+the edge and hands it down, or is added here and to the README's table."""
+
+
+def _relative(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def test_the_environment_is_read_only_where_listed():
+    reading = {
+        _relative(p)
+        for p in SOURCES
+        if re.search(r"os\.environ\b|os\.getenv\(", p.read_text()) and "/lessons/" not in str(p)
+    }
+    reading.discard("course/notebooks.py")  # a notebook's setup cell, as text
+    assert reading == set(READERS), (
+        f"read the environment where a process starts and hand it down; new: "
+        f"{sorted(reading - set(READERS))}, no longer: {sorted(set(READERS) - reading)}"
+    )
+
+
+def test_every_course_variable_the_code_names_is_in_the_readme_table():
+    named = set()
+    for path in SOURCES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                named |= set(re.findall(r"\bCOURSE_[A-Z][A-Z_]*[A-Z]\b", node.value))
+    named.discard("COURSE_PACKAGE")  # a notebook's variable, not the environment's
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("### Environment variables") :]
+    listed = set(re.findall(r"^\| `(COURSE_[A-Z_]+)`", table, re.M))
+    assert named <= listed, f"not in the README's table: {sorted(named - listed)}"
+    assert {"AUTOGRADER_ROOT", "PAGER", "XLA_FLAGS", "JAX_PLATFORMS"} <= set(
+        re.findall(r"^\| `([A-Z_]+)`", table, re.M)
+    )
+
+
+def test_no_module_assigns_its_globals_from_a_function():
+    """What a grade depends on is passed down, never set in a module global (as
+    the kept draws' folder, the simulated devices and the sandbox's verdict were)."""
+    found = [
+        f"{_relative(path)}:{node.lineno} global {', '.join(node.names)}"
+        for path in SOURCES
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Global)
+    ]
+    assert not found, found
+
+
+@pytest.mark.parametrize(
+    ("environ", "options"),
+    [
+        ({}, worker.Options(ahead=True, warm_up=True, fork_server=True)),
+        ({worker.AHEAD: "0"}, worker.Options(ahead=False)),
+        ({worker.WARM_UP: "0"}, worker.Options(warm_up=False)),
+        ({"COURSE_FORK_SERVER": "0"}, worker.Options(fork_server=False)),
+        ({worker.HELPERS: "0"}, worker.Options(helpers=0)),
+        ({worker.HELPERS: "2"}, worker.Options(helpers=2)),
+        ({worker.HELPERS: "9"}, worker.Options(helpers=3)),  # at most three
+    ],
+)  # fmt: skip
+def test_the_workers_switches_are_read_from_the_environment_it_is_given(environ, options):
+    got = worker.Options.from_environment(environ)
+    want = {k: getattr(options, k) for k in ("ahead", "warm_up", "fork_server")}
+    assert {k: getattr(got, k) for k in want} == want
+    if worker.HELPERS in environ:
+        assert got.helpers == options.helpers
