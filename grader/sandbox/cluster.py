@@ -335,6 +335,18 @@ class Cluster:
         self._shared: _Launcher | None = None
         self.tasks: frozenset[Any] = frozenset()
         """The process-side functions the exercise's spec declares (:meth:`run`)."""
+        self.traffic: dict[str, int] | None = None
+        """What the last :meth:`run` sent between the processes, measured by the
+        kernel (:mod:`grader.sandbox.traffic`): ``crossing`` (payload bytes between
+        two different processes, all of them together), ``within``, ``unaccounted``,
+        ``connections``; None where it cannot be measured (the sandbox off: no
+        network namespace of the cluster's own)."""
+        self.measured = False
+        """Whether the cluster runs in a network namespace of its own (set when started)."""
+        self._twin: Cluster | None = None
+        """The grader's own cluster of the same shape (:meth:`measure_alone`)."""
+        self._twin_of = False
+        """This is a twin: its processes import an empty module, never the student's."""
 
     # -------------------------------------------------------------- life
 
@@ -407,6 +419,12 @@ class Cluster:
         if control is not None:
             with contextlib.suppress(OSError):
                 os.close(control)  # the launcher kills this cluster's processes
+        twin, self._twin = self._twin, None
+        if twin is not None:
+            twin.stop()
+            import shutil
+
+            shutil.rmtree(twin.directory, ignore_errors=True)
         shared, self._shared = self._shared, None
         if shared is not None:
             shared.release()  # ended with the last of its clusters
@@ -416,6 +434,83 @@ class Cluster:
     @property
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    # -------------------------------------------------------------- measuring
+
+    def _pids(self) -> dict[int, int]:
+        """pid → process index of this cluster's processes and their children: a
+        process holds the read end of the channel the worker writes its questions
+        on (its pipe's inode)."""
+        if self.proc is None:
+            return {}
+        ours = {os.fstat(w.fileno()).st_ino: i for i, w in enumerate(self._writers)}
+        out = {}
+        for pid in _descendants(self.proc.pid):
+            with contextlib.suppress(OSError):
+                for fd in os.listdir(f"/proc/{pid}/fd"):
+                    with contextlib.suppress(OSError):
+                        link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                        if link.startswith("pipe:[") and int(link[6:-1]) in ours:
+                            out[pid] = ours[int(link[6:-1])]
+                            break
+        return out
+
+    def _counters(self) -> Any:
+        """The network namespace's counters now (None: not measured here)."""
+        from grader.sandbox import traffic
+
+        self.traffic = None
+        if not self.measured or self.proc is None:
+            return None
+        try:
+            return traffic.snapshot(self.proc.pid)
+        except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+            from grader.faults import GraderFault
+
+            raise GraderFault(f"the cluster's traffic could not be measured: {exc}") from None
+
+    def _measured(self, before: Any) -> dict[str, int] | None:
+        from grader.sandbox import traffic
+
+        if before is None or self.proc is None:
+            return None
+        after = self._counters()
+        holder = traffic.holders(self._pids())
+        return traffic.crossing(before, after, holder).to_dict()
+
+    def measure_alone(self, task: Any, payloads: list[Any]) -> list[int] | None:
+        """What each of ``payloads`` moves between processes when ``task`` runs it
+        in the grader's own cluster of the same P×D: processes started in a sandbox
+        of their own (their own network namespace: no student's process can reach
+        them or add to their counters) that never import the student's module (an
+        module of the grader's stands for it). Each payload is run twice and the second run
+        measured (connections and compiled programs made by the first: the same
+        state as a student's call measured after a first one). Payload bytes
+        crossing between processes, each; None where nothing can be measured (the
+        sandbox off)."""
+        if not self.measured:
+            return None
+        if self._twin is None or not self._twin.alive:
+            import tempfile
+
+            folder = tempfile.mkdtemp(prefix="course-twin-")
+            Path(folder, f"{self.module}.py").write_text(
+                '"""The grader\'s own cluster: no student\'s code."""\n\n\ndef twin(*args, **kwargs):\n    return None\n'
+            )
+            twin = Cluster(folder, self.module, self.processes, self.local, hidden=self.hidden)
+            twin._twin_of = True
+            twin.join_limit = self.join_limit
+            self._twin = twin
+        self._twin.tasks = frozenset([task])
+        out = []
+        for payload in payloads:
+            self._twin.run("twin", task, payload)
+            self._twin.run("twin", task, payload)
+            traffic = self._twin.traffic
+            if traffic is None:
+                return None
+            out.append(int(traffic["crossing"]))
+        return out
 
     # -------------------------------------------------------------- questions
 
@@ -446,8 +541,8 @@ class Cluster:
             raise GraderFault(f"{getattr(task, '__qualname__', task)!r} is not a task the spec declares")  # fmt: skip
         self.load()
         if self.load_error:
-            raise StudentReturnError(self.load_error)
-        if exercise not in self.functions:
+            raise (GraderFault if self._twin_of else StudentReturnError)(self.load_error)
+        if exercise not in self.functions and not self._twin_of:
             raise StudentReturnError(f"your module defines no function {exercise}() in the cluster's processes")  # fmt: skip
         name = f"{task.__module__}:{task.__qualname__}"
 
@@ -457,7 +552,9 @@ class Cluster:
         asked = (
             [question(p) for p in payloads] if isinstance(payloads, list) else question(payloads)
         )
+        before = self._counters()
         answers = self.ask(asked, f"running {exercise}")
+        self.traffic = self._measured(before)
         inside = [i for i, a in enumerate(answers) if a.get("still_inside")]
         for i, answer in enumerate(answers):  # the student's error first, from whichever process
             if "raised" in answer:
@@ -594,6 +691,20 @@ class Cluster:
                 f"(all {self.processes} still inside)", None)  # fmt: skip
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` now (from each task's ``children``)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{p}/task"):
+                with contextlib.suppress(OSError):
+                    kids = [int(k) for k in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
+                    out.extend(kids)
+                    todo.extend(kids)
+    return out
+
+
 def _names(indices: list[int]) -> str:
     if len(indices) <= 1:
         return "".join(map(str, indices))
@@ -717,6 +828,7 @@ def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
         c._seq = 0
         c._joined, c.loaded, c._loading = False, False, None
         c.started_at = now
+        c.measured = jail.on()  # a network namespace of the cluster's own: its counters
 
 
 class ClusterPool:

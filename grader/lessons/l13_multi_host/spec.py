@@ -245,7 +245,8 @@ def run_batch(rt: Any, fn: Any, ex: Example) -> Trial:
     data = rng.integers(-99, 100, size=(p * d * n, ex["cols"])).astype(ex["dtype"])
     parts = np.split(data, p)
     said = _task(rt, ex, "global_batch", on_process.batch, [{"rows": part} for part in parts])
-    return Trial(ex, output=said, expected=data)
+    traffic = _cluster(rt, ex).traffic
+    return Trial(ex, output=said, expected=data, extra={"traffic": traffic})
 
 
 @dataclass(frozen=True)
@@ -652,11 +653,19 @@ def run_train(rt: Any, fn: Any, ex: Example) -> Trial:
     x, y = training.draw_batch(rng, p * d * ex["rows"], ex["d"])
     payloads = [{"params": params, "x": xs, "y": ys, "lr": LR, "export": i == 0}
                 for i, (xs, ys) in enumerate(zip(np.split(x, p), np.split(y, p)))]  # fmt: skip
+    # a first call, not measured: what any first call makes (compiled programs, the
+    # collectives' connections) is made, as it is when the grader replays them
+    _task(rt, ex, "multihost_train_step", on_process.train,
+          [{**q, "export": False} for q in payloads])  # fmt: skip
     said = _task(rt, ex, "multihost_train_step", on_process.train, payloads)
+    cluster = _cluster(rt, ex)
+    measured = cluster.traffic
+    shown = cluster.measure_alone(on_process.replay, [{"blob": b} for b in said[0].get("programs", [])[: on_process.MAX_PROGRAMS]])  # fmt: skip
     want, loss = training.sgd_step(params, x, y, LR)
     sizes = training.Sizes(ex["layers"], p * d * ex["rows"], ex["d"], ex["f"])
     extra = {"tol": training.tolerance(sizes), "params": params}
     extra["replayed"] = _replay_steps(rt, ex, said[0], params, rng)
+    extra["traffic"] = None if measured is None or shown is None else {**measured, "shown": shown}
     return Trial(ex, output=said, expected=(want, loss), extra=extra)
 
 
@@ -1021,6 +1030,99 @@ def _train_hint(key: str, value: np.ndarray, ref: np.ndarray, trial: Trial) -> s
     return None
 
 
+# ------------------------------------------------------------ measured between processes
+
+EXCHANGE_MARGIN = 1024
+"""Payload bytes between processes a call may move beyond what it must, as the
+kernel counts them on the cluster's own loopback (``Cluster.traffic``). What
+honest calls vary by (measured: 0–64 bytes, a coordination heartbeat in the
+call) fits many times; the nearest exchange it must catch does not: one
+process_allgather of the smallest example's rows (P = 3, D = 2, 6 rows of 4
+float32 each) moves several kilobytes over gloo, its framing included."""
+
+
+@dataclass(frozen=True)
+class RowsStay(Check):
+    """Nothing crosses between processes while the global batch is built: each
+    process's rows stay on its own devices (measured, ``Cluster.traffic``)."""
+
+    name: str = "rows stay"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        traffic = trial.extra.get("traffic")
+        if traffic is None:
+            return CheckResult(self.name, True, "not measured: the sandbox is off here (no network of the cluster's own)")  # fmt: skip
+        got = int(traffic["crossing"])
+        if got > EXCHANGE_MARGIN:
+            return CheckResult(
+                self.name, False,
+                f"{got} bytes crossed between the processes while global_batch ran (measured on "
+                f"the cluster's network): rows were sent to other processes; building the global "
+                f"array from each process's own rows moves none",
+            )  # fmt: skip
+        return CheckResult(self.name, True, f"{got} bytes crossed between the processes: each kept its own rows")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class MeasuredStep(Check):
+    """What crossed between the processes during the step is what its programs move.
+
+    The kernel counts the bytes on the cluster's own loopback between two different
+    processes during the step's call (after a first call, so connections and
+    compiled programs exist already); the programs the step ran on global arrays
+    (as process 0 recorded them) are run again, twice, in the grader's own cluster
+    of the same shape — processes in a sandbox of their own that never import the
+    student's module — and the second run measured. More crossed during the call
+    than those programs move, beyond :data:`EXCHANGE_MARGIN`: something else sent
+    bytes between processes (a jitted function made where the recorder does not
+    see it, beside a program that does not reduce the gradient; process_allgather
+    of rows). And the programs' own collectives across processes (the worker's
+    compile) must carry the gradient: at least half of 2(P−1)/P·|g|/D per device
+    (half: the smallest a gradient sent in bfloat16 would carry; a 4-byte psum
+    beside rows exchanged another way carries nothing of it)."""
+
+    name: str = "measured"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        ex, rep, traffic = trial.example, trial.extra["replayed"], trial.extra.get("traffic")
+        p, d = ex["hosts"], ex["local"]
+        n = sum(int(v.size) for v in trial.extra["params"].values())
+        least = optimum(p, d, 4 * n) / 2
+        carried = sum(c.count * c.elements_each * 4 for run in rep["runs"] for c, _ in run["crossing"])
+        if rep["runs"] and carried < least:
+            return CheckResult(
+                self.name, False,
+                f"the programs the step ran on global arrays move {carried} bytes per device across "
+                f"processes; the gradient's all-reduce across hosts moves 2(P−1)/P·|g|/D = "
+                f"{2 * least:.0f} (|g| = {4 * n} bytes, P = {p}, D = {d}): the gradient is not "
+                f"reduced across processes in them",
+            )  # fmt: skip
+        if traffic is None:
+            return CheckResult(self.name, True, "not measured: the sandbox is off here (no network of the cluster's own)")  # fmt: skip
+        got, shown = int(traffic["crossing"]), [int(v) for v in traffic["shown"]]
+        rows = [[f"program {k}, run alone", str(v)] for k, v in enumerate(shown)]
+        rows.append(["the step's call", str(got)])
+        evidence: tuple[Evidence, ...] = (Table(["measured between processes", "bytes"], rows),)
+        extra = got - sum(shown)
+        if extra > EXCHANGE_MARGIN:
+            unseen = rep["calls"] - len(shown)
+            return CheckResult(
+                self.name, False,
+                f"{got} bytes crossed between the processes during the step (measured on the "
+                f"cluster's network); the {len(shown)} program(s) it ran on global arrays move "
+                f"{sum(shown)} when the grader runs them alone: {extra} bytes crossed by other "
+                f"means — a program the grader was not shown (a jitted function made where "
+                f"the step's calls are not seen), process_allgather, or rows sent another way"
+                + (f" ({unseen} call(s) of a jitted function with a global array not exported)" if unseen > 0 else ""),
+                evidence=evidence,
+            )  # fmt: skip
+        return CheckResult(
+            self.name, True,
+            f"{got} bytes crossed between the processes during the step: what its program(s) move run alone ({sum(shown)})",
+            evidence=evidence,
+        )  # fmt: skip
+
+
 # ------------------------------------------------------------ allreduce_time
 
 
@@ -1190,7 +1292,7 @@ SPEC = LessonSpec(
             run=run_batch,
             cluster=clusters_of,
             tasks=(on_process.batch,),
-            checks=(Returned(), HoldsItsBlock()),
+            checks=(Returned(), HoldsItsBlock(), RowsStay()),
             max_examples=3,
             diagnose_error=_error_hint,
         ),
@@ -1236,8 +1338,8 @@ SPEC = LessonSpec(
             explicit=lambda ctx: _fitting(ctx, TRAIN_EXPLICIT),
             run=run_train,
             cluster=clusters_of,
-            tasks=(on_process.train,),
-            checks=(SameEverywhere(), StepValues(), HierarchicalStep()),
+            tasks=(on_process.train, on_process.replay),
+            checks=(SameEverywhere(), StepValues(), HierarchicalStep(), MeasuredStep()),
             max_examples=1,
             diagnose_error=_error_hint,
         ),
