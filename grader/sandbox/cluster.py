@@ -96,6 +96,8 @@ def launch(argv: list[str]) -> None:
     parser.add_argument("--cluster", type=int, nargs="+", action="append", required=True,
                         metavar="D CONTROL FD")  # fmt: skip
     parser.add_argument("--absent", type=int, nargs="*", default=[])
+    parser.add_argument("--apart", metavar="FOLDER", default=None,
+                        help="in the sandbox: each process apart (jail.apart), FOLDER read-only")  # fmt: skip
     parser.add_argument(
         "--ahead",
         action="store_true",
@@ -141,7 +143,7 @@ def launch(argv: list[str]) -> None:
         address = f"127.0.0.1:{ports[k]}"
         others = [fd for group in kids for kid in group for fd in kid[1:]]
         kids[k].append(_fork(index, r, w, address, len(pairs), devices, [*ours, *others],
-                             ahead=args.ahead))  # fmt: skip
+                             ahead=args.ahead, apart=args.apart))  # fmt: skip
 
     # every process 0 first (their services start at once), then each cluster's
     # others once its service listens; forked from one line: a program's text
@@ -175,10 +177,13 @@ def launch(argv: list[str]) -> None:
 
 
 def _fork(index: int, r: int, w: int, address: str, processes: int, devices: int,
-          close: list[int], ahead: bool = False) -> tuple[int, int, int]:  # fmt: skip
+          close: list[int], ahead: bool = False, apart: str | None = None) -> tuple[int, int, int]:  # fmt: skip
     """Fork process ``index`` of a cluster on channel (r, w): (pid, its stdout's
     and its stderr's read ends). The child keeps only its channel and output;
-    ``ahead``: it warms up once joined (:func:`grader.sandbox.student.warm_up_cluster`)."""
+    ``ahead``: it warms up once joined (:func:`grader.sandbox.student.warm_up_cluster`);
+    ``apart`` (in the sandbox): it is set apart from the others, the folder
+    ``apart`` read-only (:func:`grader.sandbox.jail.apart`): no folder, memory or
+    IPC shared, so what one sends another crosses the network the grader measures."""
     import grader.sandbox.student as student
 
     out_r, out_w = os.pipe()
@@ -198,6 +203,14 @@ def _fork(index: int, r: int, w: int, address: str, processes: int, devices: int
                         os.close(fd)
             sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
             sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+            if apart is not None:
+                from grader.sandbox import jail
+
+                try:
+                    jail.apart([apart])
+                except (OSError, jail.SetupError) as exc:
+                    print(f"sandbox: cannot set process {index} apart: {exc}", file=sys.stderr, flush=True)  # fmt: skip
+                    raise
             student.main(["--fds", str(r), str(w), "--cluster", address, str(processes),
                           str(index), str(devices), *(["--ahead"] if ahead else [])])  # fmt: skip
         finally:
@@ -791,6 +804,8 @@ def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
             command += ["--absent", *map(str, first.absent)]
         if ahead:
             command.append("--ahead")
+        if jail.on():
+            command += ["--apart", first.directory]
         env, readable = environment()  # a student's process's, but for its devices
         env["JAX_PLATFORMS"] = "cpu"
         env["XLA_FLAGS"] = " ".join(

@@ -60,11 +60,14 @@ import ctypes
 import functools
 import json
 import os
+import re
 import resource
 import signal
+import struct
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 SWITCH = "COURSE_SANDBOX"
 """``off`` runs the student's process without a sandbox."""
@@ -614,6 +617,56 @@ def _listdir(path: str) -> list[str]:
 
 def _alive(pid: str) -> bool:
     return pid.isdigit() and os.path.exists(f"/proc/{pid}")
+
+
+PR_SET_DUMPABLE, CAPABILITY_V3 = 4, 0x20080522
+
+
+def apart(read_only: Sequence[str] = ()) -> None:
+    """Set one process of a cluster (inside the sandbox, already forked, no thread
+    running) apart from the others, which share its sandbox: a private ``/tmp`` and
+    ``/dev/shm`` of its own (a user, mount and IPC namespace of its own, fresh
+    tmpfs; what was mounted under them — the course's code, the submission — bound
+    back read-only), ``read_only`` (the submission's folder) read-only, no System V
+    IPC shared, no capability kept, and not dumpable (no other process of the same
+    user may trace it or read its memory). What crosses between the processes then
+    goes over the network, where the grader counts it (:mod:`grader.sandbox.traffic`)."""
+    libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+        if point not in points and any(_under(point, c) and point != c for c in COVERED):
+            points.append(point)
+    _check(libc.unshare(ctypes.c_int(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC)), "unshare")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):  # fmt: skip
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
+    keep = []  # held open in this namespace's copy of the mounts, across the covers
+    for point in points:
+        with contextlib.suppress(OSError):
+            keep.append((point, os.open(point, O_PATH | os.O_CLOEXEC)))
+    for folder in COVERED:
+        if os.path.isdir(folder):
+            _mount(libc, "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={SCRATCH},mode=1777")
+    bound: list[str] = []
+    for point, fd in keep:
+        if not any(_under(point, b) for b in bound):  # a parent's bind brought it along
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(point, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(point), exist_ok=True)
+                open(point, "a").close()
+            _mount(libc, f"/proc/self/fd/{fd}", point, None, MS_BIND | MS_REC)
+            bound.append(point)
+        os.close(fd)
+    for point in [p for p, _ in keep] + [p for p in read_only if os.path.ismount(p)]:
+        with contextlib.suppress(SetupError, OSError):
+            _mount(libc, None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags(point))
+    header = struct.pack("=Ii", CAPABILITY_V3, 0)
+    _check(libc.capset(ctypes.c_char_p(header), ctypes.c_char_p(bytes(24))), "capset")
+    _check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
 
 
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
