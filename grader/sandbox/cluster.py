@@ -712,7 +712,9 @@ def _descendants(pid: int) -> list[int]:
         with contextlib.suppress(OSError):
             for task in os.listdir(f"/proc/{p}/task"):
                 with contextlib.suppress(OSError):
-                    kids = [int(k) for k in Path(f"/proc/{p}/task/{task}/children").read_text().split()]
+                    kids = [
+                        int(k) for k in Path(f"/proc/{p}/task/{task}/children").read_text().split()
+                    ]
                     out.extend(kids)
                     todo.extend(kids)
     return out

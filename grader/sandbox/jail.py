@@ -649,7 +649,9 @@ def apart(read_only: Sequence[str] = ()) -> None:
             keep.append((point, os.open(point, O_PATH | os.O_CLOEXEC)))
     for folder in COVERED:
         if os.path.isdir(folder):
-            _mount(libc, "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={SCRATCH},mode=1777")
+            _mount(
+                libc, "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={SCRATCH},mode=1777"
+            )
     bound: list[str] = []
     for point, fd in keep:
         if not any(_under(point, b) for b in bound):  # a parent's bind brought it along

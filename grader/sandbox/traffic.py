@@ -94,7 +94,9 @@ def _dump(family: int) -> list[dict]:
                     if alen < 4:
                         break
                     if akind == INET_DIAG_INFO and alen - 4 >= TCPI_BYTES_RECEIVED + 8:
-                        sent, received = struct.unpack_from("=QQ", data, attr + 4 + TCPI_BYTES_ACKED)
+                        sent, received = struct.unpack_from(
+                            "=QQ", data, attr + 4 + TCPI_BYTES_ACKED
+                        )
                     attr += (alen + 3) & ~3
                 out.append({"inode": inode, "sport": sport, "dport": dport, "sent": sent,
                             "received": received, "family": family})  # fmt: skip

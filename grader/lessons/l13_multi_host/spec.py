@@ -1088,7 +1088,9 @@ class MeasuredStep(Check):
         p, d = ex["hosts"], ex["local"]
         n = sum(int(v.size) for v in trial.extra["params"].values())
         least = optimum(p, d, 4 * n) / 2
-        carried = sum(c.count * c.elements_each * 4 for run in rep["runs"] for c, _ in run["crossing"])
+        carried = sum(
+            c.count * c.elements_each * 4 for run in rep["runs"] for c, _ in run["crossing"]
+        )
         if rep["runs"] and carried < least:
             return CheckResult(
                 self.name, False,
