@@ -924,3 +924,219 @@ def test_programs_are_compared_across_processes_once_and_a_difference_raises(mon
     monkeypatch.setattr(distributed.global_state, "client", other)
     with pytest.raises(on_process.DivergentPrograms, match="traced different programs"):
         on_process._agree(jax.jit(lambda x: x * 3), args, {}, "k/2/1")
+
+
+# ------------------------------------------------- measured between processes (issue 39)
+
+
+def _trial_with(collectives, traffic):
+    from grader.lessons.l13_multi_host import spec
+    from grader.measure.hlo import CommSummary
+    from grader.reference import training
+    from grader.spec import Trial
+
+    ex = {"hosts": 2, "local": 4, "layers": 1, "rows": 2, "d": 8, "f": 16}
+    params = training.draw_params(np.random.default_rng(0), 1, 8, 16)
+    comms = CommSummary(list(collectives))
+    crossing = [(c, g) for c, g, a in spec.cross_process(comms, (2, 4), 4) if spec.HOST in a]
+    runs = [{"trial": Trial(ex, comms=comms), "mapped": False, "crossing": crossing}]
+    replayed = {"runs": runs, "calls": 1, "notes": [], "reference": None}
+    trial = Trial(ex, extra={"replayed": replayed, "params": params, "traffic": traffic})
+    return spec.MeasuredStep()(trial)
+
+
+def test_the_measured_step_holds_the_call_to_its_programs_and_to_the_gradients_bytes():
+    """Figures measured on the solution and on a flat psum hidden behind a decoy
+    (P = 2, D = 4, |g| = 1 KiB, second call): 7100 bytes between processes, its
+    program alone 7100; 22524 with a decoy's 2368 shown."""
+    from grader.lessons.l13_multi_host import spec
+
+    ok = _trial_with(HIER, {"crossing": 7100, "shown": [7100]})
+    assert ok.passed, ok.message
+    hidden = _trial_with(HIER, {"crossing": 22524, "shown": [2368]})
+    assert not hidden.passed
+    assert "20156 bytes crossed by other means" in hidden.message
+    within = _trial_with(HIER, {"crossing": 2368 + spec.EXCHANGE_MARGIN, "shown": [2368]})
+    assert within.passed  # the margin itself: honest calls vary by a heartbeat
+    # a 4-byte psum beside rows exchanged another way carries nothing of the gradient
+    tiny = _trial_with([_coll("all-reduce", "{{0,1,2,3,4,5,6,7}}", 1, 1)], {"crossing": 444, "shown": [444]})  # fmt: skip
+    assert not tiny.passed
+    assert "the gradient is not reduced across processes in them" in tiny.message
+    off = _trial_with(HIER, None)
+    assert off.passed and "not measured" in off.message
+
+
+def test_traffic_counts_bytes_between_two_processes_not_within_one_and_keeps_what_no_socket_shows():
+    from grader.sandbox.traffic import SLACK_BYTES, Snapshot, crossing
+
+    def sock(inode, sport, dport, sent):
+        return {"inode": inode, "sport": sport, "dport": dport, "sent": sent, "received": 0, "family": 2}  # fmt: skip
+
+    before = Snapshot({1: sock(1, 100, 200, 10), 2: sock(2, 200, 100, 0)}, 0, 0)
+    after = Snapshot(
+        {1: sock(1, 100, 200, 1010), 2: sock(2, 200, 100, 500),  # process 0 ↔ process 1
+         3: sock(3, 300, 301, 700), 4: sock(4, 301, 300, 0),  # both ends in process 1
+         5: sock(5, 400, 401, 900), 6: sock(6, 401, 400, 0)},  # another cluster's
+        0, 0,
+    )  # fmt: skip
+    holder = {1: 0, 2: 1, 3: 1, 4: 1}
+    packets = 20
+    lo = 1000 + 500 + 700 + 900 + 66 * packets
+    t = crossing(before, Snapshot(after.sockets, lo, packets), holder)
+    assert (t.crossing, t.within, t.unaccounted) == (1500, 700, 0)
+    # 5000 bytes more on the loopback than any socket still open shows: a closed one's
+    t = crossing(before, Snapshot(after.sockets, lo + 5000 + 66 * 4, packets + 4), holder)
+    # counted as crossing, less what header sizes (IPv4 or IPv6: 20 bytes a packet) may hide
+    assert t.unaccounted == 5000 - 20 * 24 - SLACK_BYTES and t.crossing == 1500 + t.unaccounted
+
+
+DECOY_STEP = """
+
+def _flat_step(params, x, y, mesh, lr):
+    def body(p, xr, yr):
+        pv = lax.pcast(p, ("host", "local"), to="varying")
+        loss, g = jax.value_and_grad(tinymodels.loss)(pv, xr, yr)
+        g = jax.tree.map(lambda v: lax.psum(v, ("host", "local")) / mesh.size, g)
+        return jax.tree.map(lambda w, d: w - lr * d, p, g), lax.pmean(loss, ("host", "local"))
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P()))(params, x, y)
+
+
+_STEPS = {"flat": jax.jit(_flat_step, static_argnums=(3, 4))}  # made at import
+
+
+def multihost_train_step(params, local_x, local_y, mesh, lr):
+    rows = NamedSharding(mesh, ROWS)
+    x = jax.make_array_from_process_local_data(rows, local_x)
+    y = jax.make_array_from_process_local_data(rows, local_y)
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    out = _STEPS["flat"](params, x, y, mesh, lr)
+    n = sum(v.size for v in params.values())
+    n += (-n) % mesh.shape["local"]
+    zeros = jax.device_put(jnp.zeros((mesh.size * n, 1)), NamedSharding(mesh, ROWS))
+    jax.jit(jax.shard_map(lambda v: hierarchical_all_reduce(v, "host", "local"), mesh=mesh,
+                          in_specs=ROWS, out_specs=P()))(zeros)  # a decoy the size of the gradient
+    return out
+"""
+
+GATHERED_STEP = """
+
+def multihost_train_step(params, local_x, local_y, mesh, lr):
+    from jax.experimental import multihost_utils
+
+    x = np.asarray(multihost_utils.process_allgather(local_x, tiled=True))  # every process's rows
+    y = np.asarray(multihost_utils.process_allgather(local_y, tiled=True))
+    p = {k: jnp.asarray(v) for k, v in params.items()}
+    loss, g = jax.value_and_grad(tinymodels.loss)(p, x, y)
+    rep = NamedSharding(mesh, P())
+    put = lambda v: jax.make_array_from_process_local_data(rep, np.asarray(v))
+    return {k: put(w - lr * d) for (k, w), d in zip(p.items(), g.values())}, put(loss)
+"""
+
+GATHERED_BATCH = """
+
+def global_batch(local_rows, mesh):
+    from jax.experimental import multihost_utils
+
+    everything = np.asarray(multihost_utils.process_allgather(local_rows, tiled=True))
+    return jax.make_array_from_callback(everything.shape, NamedSharding(mesh, ROWS),
+                                        lambda index: everything[index])
+"""
+
+FILES_STEP = """
+
+def multihost_train_step(params, local_x, local_y, mesh, lr):  # rows through /tmp, a 4-byte psum
+    i, n = jax.process_index(), jax.process_count()
+    np.save(f"/tmp/rows_{i}.npy", np.concatenate([local_x, local_y], axis=1))
+    ones = jax.make_array_from_process_local_data(
+        NamedSharding(mesh, ROWS), np.ones((mesh.shape["local"], 1), np.float32))
+    jax.block_until_ready(jax.jit(jax.shard_map(lambda v: lax.psum(v, ("host", "local")),
+                                                mesh=mesh, in_specs=ROWS, out_specs=P()))(ones))
+    rows = np.concatenate([np.load(f"/tmp/rows_{q}.npy") for q in range(n)])
+    p = {k: jnp.asarray(v) for k, v in params.items()}
+    d = local_x.shape[1]
+    loss, g = jax.value_and_grad(tinymodels.loss)(p, rows[:, :d], rows[:, d:])
+    rep = NamedSharding(mesh, P())
+    put = lambda v: jax.make_array_from_process_local_data(rep, np.asarray(v))
+    return {k: put(w - lr * dd) for (k, w), dd in zip(p.items(), g.values())}, put(loss)
+"""
+
+CACHED_STEP = """
+import functools
+
+
+@functools.lru_cache(maxsize=None)
+def _step_for(mesh, lr):  # made once per mesh, reused by every later call
+    local = mesh.shape["local"]
+
+    def body(p, xr, yr):
+        pv = lax.pcast(p, ("host", "local"), to="varying")
+        loss, g = jax.value_and_grad(tinymodels.loss)(pv, xr, yr)
+        leaves, tree = jax.tree.flatten(g)
+        flat = jnp.concatenate([leaf.ravel() for leaf in leaves])
+        pad = (-flat.size) % local
+        flat = hierarchical_all_reduce(jnp.pad(flat, (0, pad))[:, None], "host", "local")
+        flat = flat[: flat.shape[0] - pad, 0] / mesh.size
+        parts = jnp.split(flat, np.cumsum([leaf.size for leaf in leaves])[:-1])
+        g = jax.tree.unflatten(tree, [q.reshape(leaf.shape) for q, leaf in zip(parts, leaves)])
+        return jax.tree.map(lambda w, d: w - lr * d, p, g), lax.pmean(loss, ("host", "local"))
+
+    return jax.jit(jax.shard_map(body, mesh=mesh, in_specs=(P(), ROWS, ROWS), out_specs=(P(), P())))
+
+
+def multihost_train_step(params, local_x, local_y, mesh, lr):
+    rows = NamedSharding(mesh, ROWS)
+    x = jax.make_array_from_process_local_data(rows, local_x)
+    y = jax.make_array_from_process_local_data(rows, local_y)
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    return _step_for(mesh, lr)(params, x, y)
+"""
+
+
+def _graded(root, tmp_path, extra: str, exercise: str):
+    source = (root / "solutions" / f"{MODULE}.py").read_text() + extra
+    (tmp_path / f"{MODULE}.py").write_text(source)
+    result = backends.grade_lesson(13, MODULE, tmp_path, only=[exercise], timeout=60)
+    (er,) = result.exercises
+    return er, {c.name: c for c in er.checks}
+
+
+needs_sandbox = pytest.mark.skipif(not jail.on(), reason="measured on the cluster's own network: the sandbox")  # fmt: skip
+
+
+@needs_sandbox
+@pytest.mark.parametrize("extra", [DECOY_STEP, GATHERED_STEP], ids=["decoy", "process_allgather"])
+def test_bytes_crossing_by_other_means_than_the_steps_programs_fail_the_step(root, tmp_path, extra):
+    """A flat psum in a jitted function made at import, beside a hierarchical decoy
+    on zeros the gradient's size (measured 22524 bytes between processes, 2368 from
+    the decoy run alone); every process's rows gathered (8704 bytes, no program)."""
+    er, checks = _graded(root, tmp_path, extra, "multihost_train_step")
+    assert er.status.value == "failed", (er.error, [c.to_dict() for c in er.checks])
+    assert not checks["measured"].passed
+    assert "crossed by other means" in checks["measured"].message
+    assert "measured on the cluster's network" in checks["measured"].message
+
+
+@needs_sandbox
+def test_rows_gathered_with_process_allgather_fail_global_batch(root, tmp_path):
+    er, checks = _graded(root, tmp_path, GATHERED_BATCH, "global_batch")
+    assert er.status.value == "failed", (er.error, [c.to_dict() for c in er.checks])
+    assert checks["placement"].passed  # the array itself is right: only the bytes tell
+    assert not checks["rows stay"].passed
+    assert "rows were sent to other processes" in checks["rows stay"].message
+
+
+@needs_sandbox
+def test_rows_exchanged_through_tmp_do_not_reach_the_other_processes(root, tmp_path):
+    """Each process has a /tmp of its own: process 0 does not find process 1's file."""
+    er, _ = _graded(root, tmp_path, FILES_STEP, "multihost_train_step")
+    assert er.status.value == "error", (er.error, [c.to_dict() for c in er.checks])
+    assert "FileNotFoundError" in str(er.error) and "rows_1.npy" in str(er.error)
+
+
+def test_a_jitted_step_made_once_and_reused_is_recorded_and_measured_and_passes(root, tmp_path):
+    er, checks = _graded(root, tmp_path, CACHED_STEP, "multihost_train_step")
+    assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])
+    assert "within the" in checks["hierarchical"].message
+    if jail.on():
+        assert "what its program(s) move run alone" in checks["measured"].message
