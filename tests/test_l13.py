@@ -229,23 +229,26 @@ def test_clusters_started_ahead_warm_up_and_those_started_for_a_grade_do_not(tmp
         now.close()
 
 
-def test_forming_a_grades_clusters_starts_their_imports_at_once(tmp_path):
+def test_forming_a_grades_clusters_starts_their_imports_at_once(tmp_path, capfd):
     """Each cluster the example needs is asked to import the module as soon as it
     has joined, before any is asked a question (the imports overlap); the answers
-    are gathered at each cluster's first question, as before."""
+    are gathered at each cluster's first question, as before. (Each import says
+    so on its output: the submission's folder is read-only to a cluster's processes.)"""
     from types import SimpleNamespace
 
     (tmp_path / f"{MODULE}.py").write_text(
-        BATCH + "open(f'{os.path.dirname(__file__)}/imported-{os.getpid()}', 'w').close()\n"
+        BATCH + "print(f'imported-{os.getpid()}-{jax.process_index()}', flush=True)\n"
         "def global_batch(rows, mesh):\n    return int(jax.process_index())\n"
     )
     pool = ClusterPool(str(tmp_path), MODULE)
     try:
         pool.form(SimpleNamespace(cluster=lambda ex: ((2, 1), (3, 1))), {})
         deadline = time.monotonic() + 30.0
-        while len(list(tmp_path.glob("imported-*"))) < 5 and time.monotonic() < deadline:
+        said = ""
+        while said.count("imported-") < 5 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(list(tmp_path.glob("imported-*"))) == 5, "not every process imported it"
+            said += capfd.readouterr().out
+        assert said.count("imported-") == 5, f"not every process imported it: {said!r}"
         three = pool.get(3, 1)
         answers = three.ask(batch_question(three), "running global_batch")
         assert [wire.decode(a["result"]) for a in answers] == [{"type": "int"}] * 3

@@ -98,26 +98,40 @@ class _ShortErrors:
 
 
 def _unchecked() -> Any:
-    """For the call: jax's check that a value put on devices of every process is
-    the same in every process (``multihost_utils.assert_equal``, which
-    ``jax.device_put`` of a host value runs) does nothing. It gathers the value
-    from every process, bytes the grader measures between processes (the step's
-    params: about P times their size); the grader sends every process the same
-    params, so the check has nothing to find. Undone after."""
+    """For the call: jax's check that a host value ``jax.device_put`` places on
+    devices of every process is the same in every process (``multihost_utils.
+    assert_equal`` called from jax's own device_put) does nothing. It gathers the
+    value from every process, bytes the grader measures between processes (the
+    step's params: about P times their size, 12.8 KB of 19.9 KB measured for the
+    solution's step at P = 2, D = 4); the grader sends every process the same
+    params, so the check has nothing to find. Called from anywhere else (the
+    student's own ``assert_equal``, ``sync_global_devices``), it runs. Undone after."""
     import contextlib
+    import sys
 
     @contextlib.contextmanager
     def patched() -> Any:
         from jax.experimental import multihost_utils
 
         saved = multihost_utils.assert_equal
-        multihost_utils.assert_equal = lambda *a, **k: None
+
+        def assert_equal(*args: Any, **kwargs: Any) -> Any:
+            caller = sys._getframe(1)
+            if "device_put" in caller.f_code.co_name and _jax_own_frame(caller):
+                return None
+            return saved(*args, **kwargs)
+
+        multihost_utils.assert_equal = assert_equal
         try:
             yield
         finally:
             multihost_utils.assert_equal = saved
 
     return patched()
+
+
+def _jax_own_frame(frame: Any) -> bool:
+    return str(frame.f_globals.get("__name__", "")).split(".")[0] in ("jax", "jaxlib")
 
 
 def batch(fn: Any, payload: dict, salt: int) -> dict:
