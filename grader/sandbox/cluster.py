@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.faults import ExampleTimeout, StudentFault, StudentProcessDied
+from grader.sandbox import jail
 
 JOIN_LIMIT = 120.0
 """Seconds a cluster may take to start and join (the machine's time: a busy
@@ -356,8 +357,12 @@ class Cluster:
         network namespace of the cluster's own)."""
         self.measured = False
         """Whether the cluster runs in a network namespace of its own (set when started)."""
-        self._twin: Cluster | None = None
-        """The grader's own cluster of the same shape (:meth:`measure_alone`)."""
+        self._twins: Twins | None = None
+        """Where the grader's own clusters come from (:meth:`measure_alone`): its
+        pool's, or one of its own (``_twins_own``: stopped with it)."""
+        self._twins_own = False
+        self._twin_keys: tuple[tuple[int, int], ...] = ()
+        """The shapes of the grader's own clusters to start with this one's (its pool's)."""
         self._twin_of = False
         """This is a twin: its processes import an empty module, never the student's."""
 
@@ -432,12 +437,9 @@ class Cluster:
         if control is not None:
             with contextlib.suppress(OSError):
                 os.close(control)  # the launcher kills this cluster's processes
-        twin, self._twin = self._twin, None
-        if twin is not None:
-            twin.stop()
-            import shutil
-
-            shutil.rmtree(twin.directory, ignore_errors=True)
+        twins, self._twins = self._twins, None
+        if twins is not None and self._twins_own:
+            twins.close()
         shared, self._shared = self._shared, None
         if shared is not None:
             shared.release()  # ended with the last of its clusters
@@ -503,23 +505,15 @@ class Cluster:
         sandbox off)."""
         if not self.measured:
             return None
-        if self._twin is None or not self._twin.alive:
-            import tempfile
-
-            folder = tempfile.mkdtemp(prefix="course-twin-")
-            Path(folder, f"{self.module}.py").write_text(
-                '"""The grader\'s own cluster: no student\'s code."""\n\n\ndef twin(*args, **kwargs):\n    return None\n'
-            )
-            twin = Cluster(folder, self.module, self.processes, self.local, hidden=self.hidden)
-            twin._twin_of = True
-            twin.join_limit = self.join_limit
-            self._twin = twin
-        self._twin.tasks = frozenset([task])
+        if self._twins is None:
+            self._twins, self._twins_own = Twins(self.module, self.hidden), True
+        twin = self._twins.get(self.processes, self.local, self._twin_keys)
+        twin.tasks = frozenset([task])
         out = []
         for payload in payloads:
-            self._twin.run("twin", task, payload)
-            self._twin.run("twin", task, payload)
-            traffic = self._twin.traffic
+            twin.run("twin", task, payload)
+            twin.run("twin", task, payload, measure=True)
+            traffic = twin.traffic
             if traffic is None:
                 return None
             out.append(int(traffic["crossing"]))
@@ -540,12 +534,15 @@ class Cluster:
         questions = question if isinstance(question, list) else [question] * self.processes
         return self._answers(self._send(questions, doing), doing, limit)
 
-    def run(self, exercise: str, task: Any, payloads: list[Any] | Any) -> list[Any]:
+    def run(
+        self, exercise: str, task: Any, payloads: list[Any] | Any, *, measure: bool = False
+    ) -> list[Any]:
         """Run the process-side function ``task`` (one the exercise's spec declares:
         :attr:`grader.spec.ExerciseSpec.tasks`) on the student's ``exercise`` in
         every process, with the same payload or the i-th of a list in process i:
         each process's result as plain values, or the student's exception raised
-        here (from whichever process raised first; it says which)."""
+        here (from whichever process raised first; it says which). ``measure``:
+        what the call sent between the processes is measured (:attr:`traffic`)."""
         from grader.faults import GraderFault, StudentReturnError
         from grader.sandbox import wire
         from grader.sandbox.isolation import raise_from
@@ -565,7 +562,8 @@ class Cluster:
         asked = (
             [question(p) for p in payloads] if isinstance(payloads, list) else question(payloads)
         )
-        before = self._counters()
+        before = self._counters() if measure else None
+        self.traffic = None
         answers = self.ask(asked, f"running {exercise}")
         self.traffic = self._measured(before)
         inside = [i for i, a in enumerate(answers) if a.get("still_inside")]
@@ -848,6 +846,34 @@ def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
         c.measured = jail.on()  # a network namespace of the cluster's own: its counters
 
 
+class Twins:
+    """The grader's own clusters (:meth:`Cluster.measure_alone`), one per shape,
+    started together under one launcher, in one sandbox of their own; their
+    processes import a module of the grader's (a function ``twin`` that does
+    nothing), never the student's."""
+
+    def __init__(self, module: str, hidden: list[str] | tuple[str, ...] = ()) -> None:
+        import tempfile
+
+        self.folder = tempfile.mkdtemp(prefix="course-twin-")
+        Path(self.folder, f"{module}.py").write_text(
+            '"""The grader\'s own cluster: no student\'s code."""\n\n\ndef twin(*args, **kwargs):\n    return None\n'
+        )
+        self.pool = ClusterPool(self.folder, module, hidden)
+        self.pool.twins = True
+
+    def get(self, processes: int, local: int, also: tuple[tuple[int, int], ...]) -> Cluster:
+        """The (P, D) cluster; the ``also`` shapes started with it, when it starts."""
+        ahead = tuple(k for k in also if tuple(k) != (processes, local))
+        return self.pool.get(processes, local, ahead=ahead)
+
+    def close(self) -> None:
+        import shutil
+
+        self.pool.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 class ClusterPool:
     """The clusters of one lesson's grade, by (P, D): each started once, on first
     need (or ahead), reused across its exercises and examples, stopped at the end."""
@@ -857,6 +883,10 @@ class ClusterPool:
     ) -> None:
         self.directory, self.module, self.hidden = str(directory), module, list(hidden)
         self._clusters: dict[tuple[int, int], Cluster] = {}
+        self._twins: Twins | None = None
+        """The grader's own clusters, for what its clusters measure (made on first need)."""
+        self.twins = False
+        """The grader's own clusters' pool (:class:`Twins`): no student's code."""
 
     def get(self, processes: int, local: int, ahead: tuple[tuple[int, int], ...] = ()) -> Cluster:
         """The (P, D) cluster, its module imported; ``ahead``: clusters to start now
@@ -875,6 +905,8 @@ class ClusterPool:
                 self._clusters[(int(key[0]), int(key[1]))].tasks = frozenset(
                     getattr(spec, "tasks", ())
                 )
+            if any(getattr(t, "measures_alone", False) for t in getattr(spec, "tasks", ())):
+                self._twins_ahead()
             for key in needed:  # all of them now, while no example's deadline runs
                 self._clusters[(int(key[0]), int(key[1]))].join()
             for key in needed:  # their imports run at once, each gathered at its first question
@@ -893,10 +925,25 @@ class ClusterPool:
                 cluster = self._clusters[key] = Cluster(
                     self.directory, self.module, *key, hidden=self.hidden
                 )
+                cluster._twin_of = self.twins
             if cluster.proc is None and cluster not in fresh:
                 fresh.append(cluster)
+        for cluster in self._clusters.values() if not self.twins else ():
+            if self._twins is None:  # theirs: every shape this pool runs, started at once
+                self._twins = Twins(self.module, self.hidden)
+            cluster._twins, cluster._twins_own = self._twins, False
+            cluster._twin_keys = tuple(self._clusters)
         start_together(fresh, ahead)
         return [self._clusters[(int(p), int(d))] for p, d in keys]
+
+    def _twins_ahead(self) -> None:
+        """Start the grader's own clusters of every shape this pool runs now, not
+        waiting for them (a task of the exercise measures programs alone:
+        ``measures_alone``): their start overlaps the student's clusters' work."""
+        if self._twins is None or not jail.on() or not self._clusters:
+            return
+        keys = tuple(self._clusters)
+        self._twins.pool._start(keys)
 
     def keys(self) -> tuple[tuple[int, int], ...]:
         """The (P, D) of the clusters it started."""
@@ -912,6 +959,9 @@ class ClusterPool:
         for cluster in self._clusters.values():
             cluster.stop()
         self._clusters.clear()
+        twins, self._twins = self._twins, None
+        if twins is not None:
+            twins.close()
 
 
 if __name__ == "__main__":

@@ -73,11 +73,13 @@ def clusters_of(ex: Example) -> tuple[tuple[int, int], ...]:
     return (own, *(_ahead(*own) if AHEAD else ()))
 
 
-def _task(rt: Any, ex: Example, exercise: str, task: Any, payloads: list[dict] | dict) -> list[Any]:
+def _task(rt: Any, ex: Example, exercise: str, task: Any, payloads: list[dict] | dict,
+          measure: bool = False) -> list[Any]:  # fmt: skip
     """Run a process-side task (:mod:`on_process`, declared in the exercise's
     ``tasks``) in every process of the example's cluster; each process's result,
-    or the student's exception re-raised here."""
-    return _cluster(rt, ex).run(exercise, task, payloads)
+    or the student's exception re-raised here. ``measure``: what crossed between
+    the processes during the call is measured (the cluster's ``traffic``)."""
+    return _cluster(rt, ex).run(exercise, task, payloads, measure=measure)
 
 
 def _mesh(rt: Any, ex: Example) -> Any:
@@ -244,7 +246,7 @@ def run_batch(rt: Any, fn: Any, ex: Example) -> Trial:
     rng = rt.rng()
     data = rng.integers(-99, 100, size=(p * d * n, ex["cols"])).astype(ex["dtype"])
     parts = np.split(data, p)
-    said = _task(rt, ex, "global_batch", on_process.batch, [{"rows": part} for part in parts])
+    said = _task(rt, ex, "global_batch", on_process.batch, [{"rows": part} for part in parts], measure=True)  # fmt: skip
     traffic = _cluster(rt, ex).traffic
     return Trial(ex, output=said, expected=data, extra={"traffic": traffic})
 
@@ -657,7 +659,7 @@ def run_train(rt: Any, fn: Any, ex: Example) -> Trial:
     # collectives' connections) is made, as it is when the grader replays them
     _task(rt, ex, "multihost_train_step", on_process.train,
           [{**q, "export": False} for q in payloads])  # fmt: skip
-    said = _task(rt, ex, "multihost_train_step", on_process.train, payloads)
+    said = _task(rt, ex, "multihost_train_step", on_process.train, payloads, measure=True)
     cluster = _cluster(rt, ex)
     measured = cluster.traffic
     shown = cluster.measure_alone(on_process.replay, [{"blob": b} for b in said[0].get("programs", [])[: on_process.MAX_PROGRAMS]])  # fmt: skip
