@@ -1143,3 +1143,41 @@ def test_a_jitted_step_made_once_and_reused_is_recorded_and_measured_and_passes(
     assert "within the" in checks["hierarchical"].message
     if jail.on():
         assert "what its program(s) move run alone" in checks["measured"].message
+
+
+APART = (
+    BATCH
+    + """
+import errno, pathlib, time
+
+def global_batch(rows, mesh):
+    i = jax.process_index()
+    for folder in ("/tmp", "/dev/shm"):
+        pathlib.Path(folder, f"mine-{i}").write_text("rows")
+    try:
+        pathlib.Path(__file__).with_name(f"mine-{i}").write_text("rows")
+        folder = "writable"
+    except OSError as exc:
+        folder = errno.errorcode[exc.errno]
+    time.sleep(0.5)  # the other process has written its files by now
+    seen = sorted(p.name for f in ("/tmp", "/dev/shm") for p in pathlib.Path(f).glob("mine-*"))
+    print(f"process {i} sees {seen}, its folder {folder}", flush=True)
+    return rows
+"""
+)
+
+
+@needs_sandbox
+def test_a_clusters_processes_share_no_writable_folder(tmp_path, capfd):
+    """Each has a /tmp and a /dev/shm of its own; the submission's folder is read-only."""
+    c = cluster(tmp_path, APART)
+    try:
+        c.join()
+        c.ask(batch_question(c), "running global_batch")
+        time.sleep(0.3)
+        out = capfd.readouterr().out
+    finally:
+        c.stop()
+    for i in range(2):
+        assert f"process {i} sees ['mine-{i}', 'mine-{i}'], its folder EROFS" in out, out
+    assert not list(tmp_path.glob("mine-*"))
