@@ -1159,9 +1159,15 @@ def global_batch(rows, mesh):
         folder = "writable"
     except OSError as exc:
         folder = errno.errorcode[exc.errno]
+    import socket
+    try:
+        socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).bind("\\0rows")
+        unix = "open"
+    except OSError as exc:
+        unix = errno.errorcode[exc.errno]
     time.sleep(0.5)  # the other process has written its files by now
     seen = sorted(p.name for f in ("/tmp", "/dev/shm") for p in pathlib.Path(f).glob("mine-*"))
-    print(f"process {i} sees {seen}, its folder {folder}", flush=True)
+    print(f"process {i} sees {seen}, its folder {folder}, a Unix socket {unix}", flush=True)
     return rows
 """
 )
@@ -1169,7 +1175,9 @@ def global_batch(rows, mesh):
 
 @needs_sandbox
 def test_a_clusters_processes_share_no_writable_folder(tmp_path, capfd):
-    """Each has a /tmp and a /dev/shm of its own; the submission's folder is read-only."""
+    """Each has a /tmp and a /dev/shm of its own; the submission's folder is read-only;
+    no Unix socket (an abstract one is shared by the network namespace, and no
+    counter sees what it carries)."""
     c = cluster(tmp_path, APART)
     try:
         c.join()
@@ -1179,5 +1187,5 @@ def test_a_clusters_processes_share_no_writable_folder(tmp_path, capfd):
     finally:
         c.stop()
     for i in range(2):
-        assert f"process {i} sees ['mine-{i}', 'mine-{i}'], its folder EROFS" in out, out
+        assert f"process {i} sees ['mine-{i}', 'mine-{i}'], its folder EROFS, a Unix socket EPERM" in out, out
     assert not list(tmp_path.glob("mine-*"))

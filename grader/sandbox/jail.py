@@ -669,6 +669,41 @@ def apart(read_only: Sequence[str] = ()) -> None:
     header = struct.pack("=Ii", CAPABILITY_V3, 0)
     _check(libc.capset(ctypes.c_char_p(header), ctypes.c_char_p(bytes(24))), "capset")
     _check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+    _no_local_sockets(libc)
+
+
+SECCOMP_SET_MODE_FILTER, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 22, 2
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+SOCKET_CALLS = {"x86_64": (0xC000003E, 41, 53), "aarch64": (0xC00000B7, 198, 199)}
+"""Per machine: the audit architecture, ``socket`` and ``socketpair``'s numbers."""
+
+
+def _no_local_sockets(libc) -> None:
+    """From now on ``socket(AF_UNIX, …)`` and ``socketpair(AF_UNIX, …)`` fail
+    (EPERM), in this process and what it starts (a seccomp filter, which
+    ``no_new_privs`` allows). A Unix socket, abstract ones included, is shared by
+    a whole network namespace and carries bytes no loopback counter sees; the
+    cluster's own connections are TCP. On a machine not listed here, nothing is
+    filtered (the byte counts still bound what TCP carries). Calls of another ABI
+    (32-bit ``socketcall``, x32) are refused whole."""
+    import platform
+
+    arch = SOCKET_CALLS.get(platform.machine())
+    if arch is None:
+        return
+    audit, socket_nr, pair_nr = arch
+    deny = SECCOMP_RET_ERRNO | 1  # EPERM
+    bpf = [  # (code, jt, jf, k)
+        (0x20, 0, 0, 4), (0x15, 1, 0, audit), (0x06, 0, 0, deny),  # another ABI's calls: refused
+        (0x20, 0, 0, 0), (0x35, 5, 0, 0x40000000),  # x32's numbers: refused
+        (0x15, 2, 0, socket_nr), (0x15, 1, 0, pair_nr), (0x06, 0, 0, SECCOMP_RET_ALLOW),
+        (0x20, 0, 0, 16), (0x15, 0, 1, 1),  # args[0] (its low half) == AF_UNIX
+        (0x06, 0, 0, deny), (0x06, 0, 0, SECCOMP_RET_ALLOW),
+    ]  # fmt: skip
+    code = b"".join(struct.pack("=HBBI", *op) for op in bpf)
+    buffer = ctypes.create_string_buffer(code)
+    prog = struct.pack("=HxxxxxxQ", len(bpf), ctypes.addressof(buffer))
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.c_char_p(prog), 0, 0), "seccomp")
 
 
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
