@@ -1187,5 +1187,8 @@ def test_a_clusters_processes_share_no_writable_folder(tmp_path, capfd):
     finally:
         c.stop()
     for i in range(2):
-        assert f"process {i} sees ['mine-{i}', 'mine-{i}'], its folder EROFS, a Unix socket EPERM" in out, out
+        assert (
+            f"process {i} sees ['mine-{i}', 'mine-{i}'], its folder EROFS, a Unix socket EPERM"
+            in out
+        ), out
     assert not list(tmp_path.glob("mine-*"))

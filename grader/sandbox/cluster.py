@@ -109,6 +109,10 @@ def launch(argv: list[str]) -> None:
     if any(len(g) < 4 or len(g) % 2 for g in args.cluster):
         parser.error("--cluster D CONTROL R0 W0 …: a device count, a control fd, fd pairs")
     _die_with_parent()
+    if args.apart is not None:  # in the sandbox: no process of the cluster may trace this one
+        from grader.sandbox.jail import PR_SET_DUMPABLE, _libc
+
+        _libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     from grader.sandbox.lifeline import watch_parent
 
     kids: list[list[tuple[int, int, int]]] = [[] for _ in groups]
@@ -207,11 +211,10 @@ def _fork(index: int, r: int, w: int, address: str, processes: int, devices: int
             if apart is not None:
                 from grader.sandbox import jail
 
-                try:
-                    jail.apart([apart])
-                except (OSError, jail.SetupError) as exc:
-                    print(f"sandbox: cannot set process {index} apart: {exc}", file=sys.stderr, flush=True)  # fmt: skip
-                    raise
+                problem = jail.apart([apart])
+                if problem:
+                    print(f"sandbox: process {index} shares /tmp with the others ({problem})",
+                          file=sys.stderr, flush=True)  # fmt: skip
             student.main(["--fds", str(r), str(w), "--cluster", address, str(processes),
                           str(index), str(devices), *(["--ahead"] if ahead else [])])  # fmt: skip
         finally:
@@ -703,18 +706,21 @@ class Cluster:
 
 
 def _descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` now (from each task's ``children``)."""
+    """Every process below ``pid`` now, from each process's parent in ``/proc/*/stat``
+    (readable for processes that are not dumpable too)."""
+    parent: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{entry}/stat", "rb") as f:  # fmt: skip
+                parent[int(entry)] = int(f.read().rpartition(b")")[2].split()[1])
+    children: dict[int, list[int]] = {}
+    for child, ppid in parent.items():
+        children.setdefault(ppid, []).append(child)
     out, todo = [], [pid]
     while todo:
-        p = todo.pop()
-        with contextlib.suppress(OSError):
-            for task in os.listdir(f"/proc/{p}/task"):
-                with contextlib.suppress(OSError):
-                    kids = [
-                        int(k) for k in Path(f"/proc/{p}/task/{task}/children").read_text().split()
-                    ]
-                    out.extend(kids)
-                    todo.extend(kids)
+        kids = children.get(todo.pop(), [])
+        out.extend(kids)
+        todo.extend(kids)
     return out
 
 

@@ -619,19 +619,41 @@ def _alive(pid: str) -> bool:
     return pid.isdigit() and os.path.exists(f"/proc/{pid}")
 
 
-PR_SET_DUMPABLE, CAPABILITY_V3 = 4, 0x20080522
+PR_SET_DUMPABLE, PR_CAPBSET_DROP, CAPABILITY_V3 = 4, 24, 0x20080522
 
 
-def apart(read_only: Sequence[str] = ()) -> None:
+def apart(read_only: Sequence[str] = ()) -> str | None:
     """Set one process of a cluster (inside the sandbox, already forked, no thread
     running) apart from the others, which share its sandbox: a private ``/tmp`` and
     ``/dev/shm`` of its own (a user, mount and IPC namespace of its own, fresh
     tmpfs; what was mounted under them — the course's code, the submission — bound
     back read-only), ``read_only`` (the submission's folder) read-only, no System V
-    IPC shared, no capability kept, and not dumpable (no other process of the same
-    user may trace it or read its memory). What crosses between the processes then
-    goes over the network, where the grader counts it (:mod:`grader.sandbox.traffic`)."""
+    IPC shared, no capability kept (nor any an exec could regain), not dumpable (no
+    other process of the same user may trace it or read its memory), no Unix socket.
+    What crosses between the processes then goes over the network, where the grader
+    counts it (:mod:`grader.sandbox.traffic`).
+    Where the kernel refuses a nested namespace, the folders stay shared and why is
+    returned (the rest holds: no capability, not dumpable, no Unix socket)."""
     libc = _libc()
+    try:
+        _own_folders(libc, read_only)
+        problem = None
+    except (SetupError, OSError) as exc:
+        problem = str(exc)
+    last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    for cap in range(last + 1):  # the bounding set emptied: an exec as root gains nothing
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            break  # no namespace of its own: it has no capability to drop
+    header = struct.pack("=Ii", CAPABILITY_V3, 0)
+    _check(libc.capset(ctypes.c_char_p(header), ctypes.c_char_p(bytes(24))), "capset")
+    _check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+    _no_local_sockets(libc)
+    return problem
+
+
+def _own_folders(libc, read_only: Sequence[str]) -> None:
+    """A user, mount and IPC namespace of this process's own, with a fresh ``/tmp``
+    and ``/dev/shm`` (see :func:`apart`)."""
     uid, gid = os.getuid(), os.getgid()
     points = []
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
@@ -639,7 +661,9 @@ def apart(read_only: Sequence[str] = ()) -> None:
         if point not in points and any(_under(point, c) and point != c for c in COVERED):
             points.append(point)
     _check(libc.unshare(ctypes.c_int(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC)), "unshare")
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):  # fmt: skip
+    # root of its own namespace, its own user outside: not dumpable, its /proc stays
+    # its user's (the worker reads its sockets there); no capability survives below
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):  # fmt: skip
         with open(f"/proc/self/{name}", "w") as f:
             f.write(text)
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
@@ -666,10 +690,6 @@ def apart(read_only: Sequence[str] = ()) -> None:
     for point in [p for p, _ in keep] + [p for p in read_only if os.path.ismount(p)]:
         with contextlib.suppress(SetupError, OSError):
             _mount(libc, None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags(point))
-    header = struct.pack("=Ii", CAPABILITY_V3, 0)
-    _check(libc.capset(ctypes.c_char_p(header), ctypes.c_char_p(bytes(24))), "capset")
-    _check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
-    _no_local_sockets(libc)
 
 
 SECCOMP_SET_MODE_FILTER, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 1, 22, 2
