@@ -4,7 +4,9 @@ The processes of a cluster (:mod:`grader.sandbox.cluster`) share one network
 namespace of their own, made by the OS sandbox, with its loopback only: every
 byte one process sends another on a TCP connection is counted by the kernel on
 that connection's socket (``tcp_info``: ``bytes_acked``, ``bytes_received``),
-and every packet on the namespace's ``lo`` in its interface counters. Neither
+and every packet on the namespace's ``lo`` in its interface counters. Bytes are
+counted where they arrive (``bytes_received``), never where they leave (an
+acknowledgement may come after the call). Neither
 can be written by the student's code; the worker reads both from outside.
 
 :func:`snapshot` runs this module as a script, ``python -I -S traffic.py PID``
@@ -191,13 +193,16 @@ reduction carries in the lesson's examples (:mod:`grader.lessons.l13_multi_host.
 
 def crossing(before: Snapshot, after: Snapshot, holder: dict[int, int]) -> Traffic:
     """What the call sent between the processes of ``holder`` (socket inode → process
-    index), from two snapshots: each connection's bytes counted once, at its sending
-    end; a connection between two sockets neither of which they hold (another
-    cluster's, in the same namespace) is not theirs."""
+    index), from two snapshots: each connection's bytes counted once, at its
+    receiving end (``bytes_received``: up to date once the receiver has the data,
+    which a collective's call waits for; the sender's ``bytes_acked`` may lag by a
+    delayed acknowledgement, measured: ±3.5 KB between two calls of the same step);
+    a connection between two sockets neither of which they hold (another cluster's,
+    in the same namespace) is not theirs."""
     peers = {(s["sport"], s["dport"], s["family"]): inode for inode, s in after.sockets.items()}
     cross = within = foreign = connections = 0
     for inode, s in after.sockets.items():
-        sent = s["sent"] - before.sockets.get(inode, {"sent": 0})["sent"]
+        sent = s["received"] - before.sockets.get(inode, {"received": 0})["received"]
         if sent <= 0:
             continue
         mine = holder.get(inode)

@@ -1036,11 +1036,22 @@ def _train_hint(key: str, value: np.ndarray, ref: np.ndarray, trial: Trial) -> s
 
 EXCHANGE_MARGIN = 1024
 """Payload bytes between processes a call may move beyond what it must, as the
-kernel counts them on the cluster's own loopback (``Cluster.traffic``). What
-honest calls vary by (measured: 0–64 bytes, a coordination heartbeat in the
-call) fits many times; the nearest exchange it must catch does not: one
-process_allgather of the smallest example's rows (P = 3, D = 2, 6 rows of 4
-float32 each) moves several kilobytes over gloo, its framing included."""
+kernel counts them on the cluster's own loopback (``Cluster.traffic``), plus
+:data:`HEARTBEAT` per process. Honest calls vary by the coordination service's
+own messages that fall inside the call: measured, the solution's step at P = 3,
+D = 2 (d = 16, f = 64) moved 39696, 40420, 41144 or 42600 bytes, steps of about
+724 bytes, its programs alone the same set. The nearest exchange it must catch
+does not fit: one process_allgather of the smallest example's rows (P = 3,
+D = 2, one row per device) moves 7680 bytes over gloo, its framing included;
+a flat psum hidden behind a decoy, 20 KB more than the decoy alone."""
+HEARTBEAT = 1024
+"""Bytes allowed per process for the coordination service's messages in a call
+(one exchange measured 724–728 bytes)."""
+
+
+def exchange_margin(processes: int) -> int:
+    """What a call may move beyond what it must (see :data:`EXCHANGE_MARGIN`)."""
+    return EXCHANGE_MARGIN + HEARTBEAT * processes
 
 
 @dataclass(frozen=True)
@@ -1055,7 +1066,7 @@ class RowsStay(Check):
         if traffic is None:
             return CheckResult(self.name, True, "not measured: the sandbox is off here (no network of the cluster's own)")  # fmt: skip
         got = int(traffic["crossing"])
-        if got > EXCHANGE_MARGIN:
+        if got > exchange_margin(trial.example["hosts"]):
             return CheckResult(
                 self.name, False,
                 f"{got} bytes crossed between the processes while global_batch ran (measured on "
@@ -1075,7 +1086,7 @@ class MeasuredStep(Check):
     (as process 0 recorded them) are run again, twice, in the grader's own cluster
     of the same shape — processes in a sandbox of their own that never import the
     student's module — and the second run measured. More crossed during the call
-    than those programs move, beyond :data:`EXCHANGE_MARGIN`: something else sent
+    than those programs move, beyond :func:`exchange_margin`: something else sent
     bytes between processes (a jitted function made where the recorder does not
     see it, beside a program that does not reduce the gradient; process_allgather
     of rows). And the programs' own collectives across processes (the worker's
@@ -1108,7 +1119,7 @@ class MeasuredStep(Check):
         rows.append(["the step's call", str(got)])
         evidence: tuple[Evidence, ...] = (Table(["measured between processes", "bytes"], rows),)
         extra = got - sum(shown)
-        if extra > EXCHANGE_MARGIN:
+        if extra > exchange_margin(p):
             unseen = rep["calls"] - len(shown)
             return CheckResult(
                 self.name, False,
