@@ -12,6 +12,7 @@ nothing there is written either.
 
 from __future__ import annotations
 
+import errno
 import importlib.machinery
 import importlib.util
 import os
@@ -126,7 +127,57 @@ def format_student_error(exc: BaseException, directory: Path) -> str:
     lines.append(message if cut < 0 else message[:cut])
     if isinstance(exc, MemoryError) and (note := memory_note()):
         lines.append(note)
+    if isinstance(exc, OSError) and (note := space_note() if exc.errno == errno.ENOSPC
+                                     else read_only_note() if exc.errno == errno.EROFS
+                                     else ""):  # fmt: skip
+        lines.append(note)
     return "\n".join(line.rstrip("\n") for line in lines)
+
+
+def _scratch_cap() -> int:
+    """The bytes each of the sandbox's ``/tmp`` and ``/dev/shm`` may hold, as the
+    sandbox set it (``COURSE_SANDBOX_WRITES``, :mod:`grader.sandbox.jail`); 0
+    outside the sandbox."""
+    cap = os.environ.get("COURSE_SANDBOX_WRITES", "")
+    return int(cap) if cap.isdigit() else 0
+
+
+def read_only_note() -> str:
+    """What "read-only file system" means in the sandbox: the process may write
+    only its private ``/tmp`` and ``/dev/shm``; its folder (the host's, so that
+    a save is seen at once) and everything else are read-only. "" outside it."""
+    cap = _scratch_cap()
+    if not cap:
+        return ""
+    return (
+        f"Your folder is read-only while it is graded (the grader's sandbox lets the "
+        f"process your code runs in write only to /tmp and /dev/shm): write scratch "
+        f"files to /tmp (at most {cap / 2**20:.0f} MiB), or keep them in memory."
+    )
+
+
+def space_note() -> str:
+    """What "no space left" means in the sandbox: its ``/tmp`` and ``/dev/shm``
+    are tmpfs with a cap each (``COURSE_SANDBOX_WRITES`` bytes); the one found
+    full is named, with its cap and what it holds. "" outside the sandbox, or
+    where neither is full."""
+    if not _scratch_cap():
+        return ""
+    for where in ("/tmp", "/dev/shm"):
+        try:
+            st = os.statvfs(where)
+        except OSError:
+            continue
+        if st.f_bavail * st.f_frsize >= 1 << 20:
+            continue  # room left: not the one that filled
+        size = st.f_blocks * st.f_frsize
+        held = (st.f_blocks - st.f_bfree) * st.f_frsize
+        return (
+            f"The grader's sandbox lets the process your code runs in write at most "
+            f"{size / 2**20:.0f} MiB to {where}, kept in memory and discarded when it "
+            f"ends; it holds {held / 2**20:.0f} MiB now and this write did not fit."
+        )
+    return ""
 
 
 def memory_note() -> str:

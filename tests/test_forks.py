@@ -17,6 +17,7 @@ from grader.results import Status
 from grader.sandbox import forks, jail, worker
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import grade
+from tests import reports
 from tests.test_sandbox import DETACH, TRY, _running
 
 needs_sandbox = pytest.mark.skipif(not jail.on(), reason=f"no sandbox here: {jail.state()}")
@@ -43,8 +44,8 @@ _seen["read_server_environ"] = _try(lambda: open(f"/proc/{_os.getppid()}/environ
 for _sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGKILL):  # at the fork server, if any
     if _os.getpid() != 1:
         _try(lambda: _os.kill(_os.getppid(), _sig))
-(_pathlib.Path(__file__).parent / "seen.json").write_text(_json.dumps(_seen))
 """
+    + reports.emit("_seen")
 )
 
 
@@ -68,10 +69,11 @@ def test_it_serves_grades_of_several_lessons_on_the_cpu_only(monkeypatch):
 @needs_forks
 def test_a_lessons_process_is_forked_sees_only_its_sandbox_and_cannot_touch_the_server(tmp_path):
     directory = _submission(tmp_path, LOOK)
-    first, then = grade(Request((L01, L03), directory, timeout=120.0, max_examples=2))
+    with reports.relayed() as relayed:
+        first, then = grade(Request((L01, L03), directory, timeout=120.0, max_examples=2))
     assert first.exercises[0].status == Status.PASSED, first.exercises[0].error
     assert then.exercises[0].status == Status.PASSED, then.exercises[0].error  # the server lived on
-    seen = json.loads((tmp_path / "seen.json").read_text())
+    seen = reports.read(relayed.getvalue())
     assert seen["ppid"] == 1 and seen["pid"] != 1  # the fork server is the sandbox's init
     assert seen["procs"][0] == 1 and seen["pid"] in seen["procs"]
     assert len(seen["procs"]) <= 3  # the server, this one and the next lesson's: no worker
@@ -86,9 +88,10 @@ def test_a_lessons_process_is_forked_sees_only_its_sandbox_and_cannot_touch_the_
 def test_without_the_fork_server_each_lesson_is_started_afresh(tmp_path, monkeypatch):
     monkeypatch.setenv(forks.SWITCH, "0")
     directory = _submission(tmp_path, LOOK)
-    first, _ = grade(Request((L01, L03), directory, timeout=120.0, max_examples=2))
+    with reports.relayed() as relayed:
+        first, _ = grade(Request((L01, L03), directory, timeout=120.0, max_examples=2))
     assert first.exercises[0].status == Status.PASSED, first.exercises[0].error
-    seen = json.loads((tmp_path / "seen.json").read_text())
+    seen = reports.read(relayed.getvalue())
     assert seen["pid"] == 1 and seen["procs"] == [1]
 
 
@@ -118,11 +121,14 @@ def test_what_a_lesson_starts_detached_or_not_ends_with_it(tmp_path, monkeypatch
         first, then = grade(Request((L01, L03), directory, timeout=120.0, max_examples=2), on_event)
         assert first.exercises[0].status == Status.PASSED, first.exercises[0].error
         assert then.exercises[0].status == Status.PASSED, then.exercises[0].error
-        assert (tmp_path / "child").exists() and (tmp_path / "detached").exists()  # they ran
+        if sandbox == "off":  # on: they wrote in the sandbox's /tmp (the module waits for it)
+            assert all((Path("/tmp") / f"{token}-{how}").exists() for how in ("child", "detached"))
         assert left == [[]]
     finally:
         for pid in _running(token):
             os.kill(pid, 9)
+        for how in ("child", "detached"):
+            (Path("/tmp") / f"{token}-{how}").unlink(missing_ok=True)
 
 
 @needs_forks

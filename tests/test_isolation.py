@@ -18,6 +18,7 @@ from grader.results import Status
 from grader.runtime import example_rng
 from grader.sandbox import backends, wire
 from grader.sandbox.isolation import HostCall, StudentProcessDied, check_exported
+from tests import reports
 from tests.mistakes import MISTAKES
 from tests.test_mistakes import assert_caught
 
@@ -78,23 +79,41 @@ def test_a_python_hang_times_out_and_a_fresh_process_grades_the_rest(root, tmp_p
 def test_starting_the_process_again_is_not_charged_to_the_next_exercise(root, tmp_path):
     """Issue 19: after a hang, the fresh process's start (here an import that takes
     twice the time limit, as importing jax can on a busy machine) is not the next
-    exercise's time: it still passes."""
+    exercise's time: it still passes. The test marks the hang in the folder as it
+    sees it begin (the module says so on its stdout): its folder is read-only in
+    the sandbox, so the module cannot leave the mark for the next process itself."""
+    import threading
+
     source = (root / "solutions" / "l01_meshes.py").read_text()
     slow_again = (
-        "import pathlib as _pathlib, time as _time\n"
-        "_seen = _pathlib.Path(__file__).with_suffix('.imported')\n"
-        "if _seen.exists():\n    _time.sleep(4)\n"
-        "_seen.touch()\n"
+        "import os as _os, time as _time\n"
+        "if _os.path.exists(_os.path.join(_os.path.dirname(__file__), 'hung')):\n"
+        "    _time.sleep(4)\n"
     )
     (tmp_path / "l01_meshes.py").write_text(
-        slow_again
-        + source
-        + "\n\ndef shard_shape(global_shape, mesh_sizes, spec):\n    while True:\n        pass\n"
+        slow_again + source + "\n\ndef shard_shape(global_shape, mesh_sizes, spec):\n"
+        "    print('course-test: hanging now', flush=True)\n    while True:\n        pass\n"
     )
-    result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
-                                 timeout=2, isolate=True)  # fmt: skip
+    done = threading.Event()
+
+    def mark(relayed: reports.Kept) -> None:
+        while not done.wait(0.01):
+            if "course-test: hanging now" in relayed.getvalue():
+                (tmp_path / "hung").touch()
+                return
+
+    with reports.relayed() as relayed:
+        marker = threading.Thread(target=mark, args=(relayed,))
+        marker.start()
+        try:
+            result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape", "place"],
+                                         timeout=2, isolate=True)  # fmt: skip
+        finally:
+            done.set()
+            marker.join()
     hung, placed = result.exercises
     assert hung.status == Status.TIMEOUT
+    assert (tmp_path / "hung").exists()  # so the fresh process's import took 4 s
     assert placed.status == Status.PASSED, (placed.status, placed.error)
 
 
@@ -131,16 +150,16 @@ def test_no_part_of_the_events_key_reaches_the_students_process(root, tmp_path, 
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "sekrit-of-the-teachers")
     source = (root / "solutions" / "l01_meshes.py").read_text()
     (tmp_path / "l01_meshes.py").write_text(
-        "import os as _os, pathlib as _pathlib\n"
-        "_here = _pathlib.Path(__file__).parent\n"
-        "(_here / 'environ').write_bytes(_pathlib.Path('/proc/self/environ').read_bytes())\n"
-        "(_here / 'cmdline').write_bytes(_pathlib.Path('/proc/self/cmdline').read_bytes())\n"
-        + source
+        "import pathlib as _pathlib\n"
+        "_own = {name: _pathlib.Path(f'/proc/self/{name}').read_bytes().hex()\n"
+        "        for name in ('environ', 'cmdline')}\n" + reports.emit("_own") + source
     )
     job = LessonJob(1, "l01_meshes", ("shard_shape",))
-    (result,) = runner.grade(Request((job,), str(tmp_path), timeout=120))
+    with reports.relayed() as relayed:
+        (result,) = runner.grade(Request((job,), str(tmp_path), timeout=120))
     assert result.exercises[0].status == Status.PASSED
-    seen = (tmp_path / "environ").read_bytes() + (tmp_path / "cmdline").read_bytes()
+    own = reports.read(relayed.getvalue())
+    seen = bytes.fromhex(own["environ"]) + bytes.fromhex(own["cmdline"])
     assert b"cdcdcdcd" in seen  # the marker is there: the probe read the right process
     assert b"abab" not in seen
     assert b"sekrit-of-the-teachers" not in seen and b"AWS_SECRET" not in seen

@@ -32,6 +32,7 @@ from pathlib import Path
 import pytest
 
 from grader.sandbox import jail
+from tests import reports
 from tests.test_faults import ROOT, leftovers
 
 needs_sandbox = pytest.mark.skipif(not jail.on(), reason=f"no sandbox here: {jail.state()}")
@@ -147,7 +148,7 @@ def walk(top):
         if folder == "/":
             dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
         if folder == here:
-            continue  # the probe itself, and its report
+            continue  # the probe itself
         if "HEAD" in files and "objects" in dirs:
             report["git"].append(folder)
         for name in files:
@@ -169,9 +170,8 @@ for top in __ROOTS__:
 else:
     report["complete"] = True
 report["seconds"] = round(time.monotonic() - deadline + __SECONDS__, 1)
-with open(os.path.join(here, "references-seen.json"), "w") as f:
-    json.dump(report, f)
-'''
+report["found"] = report["found"][:50]  # the relay is bounded: enough to name the copies
+''' + reports.emit("report")
 
 
 def _blobs() -> list[str]:
@@ -226,7 +226,7 @@ def test_no_reference_is_readable_from_the_students_process(outside_tmp):
     assert not leftovers(home)
     (lesson,) = json.loads(r.stdout)["lessons"]
     assert lesson["sandbox"] == "on"
-    seen = json.loads((home / "exercises" / "references-seen.json").read_text())
+    seen = reports.read(r.stderr)  # what the probe printed (its folder is read-only)
     assert seen["complete"], seen  # it walked everything it could see, in time
     assert seen["files"] > 100, seen  # Python's files and the course's code, at least
     own = str(home / "exercises" / "notes" / "l02_collectives.py")

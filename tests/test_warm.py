@@ -19,6 +19,7 @@ from grader.results import Status
 from grader.sandbox import backends, jail
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import Worker, grade
+from tests import reports
 
 L01 = LessonJob(1, "l01_meshes", ("shard_shape", "place"))
 
@@ -35,10 +36,9 @@ def _fds():
             pass
     return out
 
-with open(_P(__file__).with_name("imports.jsonl"), "a") as _f:  # the submission's own folder
-    _f.write(_j.dumps({"reused": hasattr(_b, "_course_seen"), "fds": _fds()}) + "\\n")
+_import = {"reused": hasattr(_b, "_course_seen"), "fds": _fds()}
 _b._course_seen = True
-"""
+""" + reports.emit("_import")
 
 
 def _submission(root, tmp_path, extra: str = "") -> str:
@@ -47,9 +47,9 @@ def _submission(root, tmp_path, extra: str = "") -> str:
     return str(tmp_path)
 
 
-def _imports(tmp_path) -> list[dict]:
-    path = tmp_path / "imports.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+def _imports(relayed: reports.Kept) -> list[dict]:
+    """What each import of the spy reported (on its stdout: its folder is read-only)."""
+    return [r for r in relayed.reports() if "reused" in r]
 
 
 def _pipe(fd: int) -> str:
@@ -62,14 +62,14 @@ sandboxed = pytest.mark.skipif(not jail.on(), reason=f"sandbox {jail.state()}")
 @sandboxed
 def test_two_grades_reuse_the_worker_each_in_a_fresh_students_process(root, tmp_path):
     request = Request((L01,), _submission(root, tmp_path), timeout=60.0, max_examples=2)
-    with Worker() as worker:
+    with reports.relayed() as relayed, Worker() as worker:
         (first,) = grade(request, worker=worker)
         pid = worker.pid
         held = {_pipe(worker.live.events), _pipe(worker.live.proc.stdin.fileno())}
         (second,) = grade(request, worker=worker)
         assert worker.pid == pid is not None and worker.started == 1
         assert all(e.passed for r in (first, second) for e in r.exercises)
-    imports = _imports(tmp_path)
+    imports = _imports(relayed)
     assert len(imports) == 2 and not any(i["reused"] for i in imports)  # a fresh process each
     # the student's process holds neither the events channel nor the request pipe (the key)
     for i in imports:
@@ -304,7 +304,6 @@ def test_a_regrade_of_unchanged_code_reads_each_compiled_program_once(root, tmp_
 
 AGE = """
 import json as _j2, os as _o2, time as _t2
-from pathlib import Path as _P2
 
 def _started(pid) -> float:
     \"\"\"When process ``pid`` started (seconds since the epoch), from the kernel's clock.\"\"\"
@@ -315,13 +314,8 @@ def _started(pid) -> float:
 # a cluster's processes are forked by its launcher (their parent, started with them):
 # when that started; a lone student's process is its sandbox's first process
 _who = _o2.getppid() if _o2.getppid() > 0 else "self"
-_row = _j2.dumps({"started": _started(_who), "imported": _t2.time()})
-try:
-    with open(_P2(__file__).with_name("clusters.jsonl"), "a") as _f2:
-        _f2.write(_row + "\\n")
-except OSError:  # a cluster's process: the submission's folder is read-only to it
-    import sys as _s2
-    print(f"AGE {_row}", file=_s2.stdout, flush=True)
+_row = _j2.dumps({"started": _started(_who), "imported": _t2.time(), "lone": _who == "self"})
+print(f"AGE {_row}", flush=True)  # on its output: its folder is read-only to it
 """
 
 
@@ -339,21 +333,19 @@ def test_a_serving_worker_starts_the_clusters_of_lesson_13_ahead_and_each_grade_
     (tmp_path / "l13_multi_host.py").write_text(text + "\n" + AGE)
     job = LessonJob(13, "l13_multi_host", ("global_batch",))
     request = Request((job,), str(tmp_path), timeout=120.0, max_examples=0)
-    records = tmp_path / "clusters.jsonl"
-    with Worker() as worker:
+    with reports.relayed() as relayed, Worker() as worker:
         began = time.time()
         (first,) = grade(request, worker=worker)
-        written = len(records.read_text().splitlines())  # the lone student's process
-        said = _ages(capfd.readouterr().err)  # a cluster's processes
+        lone = _ages(relayed.getvalue())  # the lone student's process's (relayed)
+        said = lone + _ages(capfd.readouterr().err)  # and its clusters' (on the worker's stderr)
         time.sleep(1.0)
         again = time.time()
         (second,) = grade(request, worker=worker)
-        said_again = _ages(capfd.readouterr().err)
+        said_again = _ages(relayed.getvalue())[len(lone) :] + _ages(capfd.readouterr().err)
     assert all(e.passed for r in (first, second) for e in r.exercises), (first, second)
-    lines = records.read_text().splitlines()
-    first_rows = [json.loads(line) for line in lines[:written] + said]
-    second_rows = [json.loads(line) for line in lines[written:] + said_again]
-    assert said and len(said_again) == len(said), (said, said_again)  # the clusters' too
+    first_rows = [json.loads(line) for line in said]
+    second_rows = [json.loads(line) for line in said_again]
+    assert any(r["lone"] for r in first_rows) and any(not r["lone"] for r in first_rows), said
     assert first_rows and len(second_rows) == len(first_rows)
     assert all(r["started"] >= began for r in first_rows)
     # the second grade's processes (its lone student's process and its clusters') were

@@ -13,10 +13,14 @@ that starts it in a sandbox, when :func:`state` says one can be made here:
   (``setsid``) or not; it is killed when its parent (the small process this
   module runs as, which the worker started) ends, by ``PR_SET_PDEATHSIG``.
 - a **read-only view of the file system**, except a private ``/tmp`` and
-  ``/dev/shm`` (fresh tmpfs, bounded) and the submission's own directory; of
+  ``/dev/shm`` (fresh tmpfs of ``SCRATCH`` each, counted in the cgroup's memory
+  where there is one): all it may write, bounded in total (issue 39). The
+  submission's own directory is read-only too, the host's folder itself (a bind,
+  not a copy: a file the student's editor replaces, by rename or in place, is
+  seen at once by a process kept running); of
   it, the system's folders (``SYSTEM``, ``SOFTWARE``) and, of every other
   top-level folder (:func:`elsewhere`: ``/home``, ``/root``, ``/var``…), only
-  what it must read (Python, the course's code) or write.
+  what it must read (Python, the course's code, the submission).
   Paths it must read that lay under ``/tmp`` (the course's code or a
   submission in a temporary folder) are bound into the fresh ``/tmp``.
 - **hidden folders**: the course's ``solutions/``, a classroom's submissions
@@ -85,6 +89,10 @@ FILE_SIZE = 1 * GiB
 CPU_SECONDS = 3600
 SCRATCH = "512m"
 """Size of the private ``/tmp`` (and of ``/dev/shm``)."""
+WRITES_VARIABLE = "COURSE_SANDBOX_WRITES"
+"""Set by the sandbox for the student's process: the bytes each of ``/tmp`` and
+``/dev/shm`` may hold, the only places it may write (:func:`grader.loader.space_note`
+and :func:`grader.loader.read_only_note` word a failed write with it)."""
 COVERED = ("/tmp", "/dev/shm")
 """Folders the sandbox replaces with a fresh tmpfs of its own."""
 SETUP_FAILED = 125
@@ -156,8 +164,10 @@ def environment(env: dict[str, str]) -> dict[str, str]:
     """The environment the student's processes start with: only what Python, JAX
     and the course read (an allow-list), so that a teacher's or a CI's secrets
     (tokens, keys, passwords in the environment) never reach them. Applied
-    whether or not the sandbox is on."""
-    return {k: v for k, v in env.items() if k in KEPT_VARIABLES or k.startswith(KEPT_PREFIXES)}
+    whether or not the sandbox is on. ``COURSE_SANDBOX_WRITES`` is the sandbox's
+    to set, never inherited."""
+    return {k: v for k, v in env.items()
+            if (k in KEPT_VARIABLES or k.startswith(KEPT_PREFIXES)) and k != WRITES_VARIABLE}  # fmt: skip
 
 
 def wrap(
@@ -166,10 +176,11 @@ def wrap(
 ) -> list[str]:  # fmt: skip
     """``command`` run in the sandbox (unchanged where it is off). ``readable``:
     paths it must read (the course's code, Python, the submission); ``writable``:
-    the submission's own folder; ``hidden``: folders it must not see (empty
-    there), but for what ``readable`` and ``writable`` name inside them.
-    Everything else is visible read-only, but for a private ``/tmp`` and
-    ``/dev/shm``. ``status``: a descriptor the caller passes to the process
+    the submission's own folder, which it sees **read-only** like ``readable``
+    (the callers' name for it; nothing of the host is writable in the sandbox);
+    ``hidden``: folders it must not see (empty there), but for what ``readable``
+    and ``writable`` name inside them. Everything else is visible read-only,
+    but for a private ``/tmp`` and ``/dev/shm``. ``status``: a descriptor the caller passes to the process
     (``pass_fds``), on which the sandbox says ``ok`` or ``failed: <why>`` (see
     :func:`setup_failure`). ``loopback``: the namespace's loopback is brought up
     (a cluster of processes that talk to each other on it; still no network
@@ -204,9 +215,9 @@ def _command(
     config = {
         "parent": os.getpid(),
         "readable": sorted(
-            {os.path.realpath(p) for p in readable if p and os.path.exists(p)} - _replaced()
+            {os.path.realpath(p) for p in [*readable, *writable] if p and os.path.exists(p)}
+            - _replaced()
         ),
-        "writable": sorted({os.path.realpath(p) for p in writable if p and os.path.isdir(p)}),
         "hidden": sorted(
             filter(
                 _hideable,
@@ -379,17 +390,17 @@ def _under(path: str, folder: str) -> bool:
 
 def _uncover(libc, keep: list, covers: list[str], hidden: list[str]) -> None:
     """Hide each ``hidden`` folder under an empty tmpfs, and bind back what is
-    kept (``keep``: path, writable, descriptor) where a cover hides it. Parents
+    kept (``keep``: path, descriptor), read-only, where a cover hides it. Parents
     first (the shortest path first; at one path, the cover before the keep), so
     that a hidden folder inside a kept one is hidden, and a kept folder inside
     a hidden one is bound back over it."""
-    kept = {p for p, _, _ in keep}  # a folder both hidden and kept is kept (it is not covered:
+    kept = {p for p, _ in keep}  # a folder both hidden and kept is kept (it is not covered:
     # a bind of it would carry the cover along)
-    ops = [(p, 0, False, None) for p in hidden if p not in kept]
-    ops += [(p, 1, w, fd) for p, w, fd in keep]
+    ops = [(p, 0, None) for p in hidden if p not in kept]
+    ops += [(p, 1, fd) for p, fd in keep]
     shown: list[str] = []
     hid: list[str] = []
-    for path, kind, writable, fd in sorted(ops, key=lambda o: (len(o[0]), o[1], o[2])):
+    for path, kind, fd in sorted(ops, key=lambda o: (len(o[0]), o[1])):
         if kind == 0:
             if os.path.isdir(path) and not os.path.islink(path):  # else: not reachable here
                 _mount(libc, "tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
@@ -399,7 +410,7 @@ def _uncover(libc, keep: list, covers: list[str], hidden: list[str]) -> None:
             continue
         covered = _depth(path, covers) > _depth(path, shown)  # the nearest above it is a cover
         shown.append(path)
-        if not covered and not writable:
+        if not covered:
             os.close(fd)
             continue  # visible already, read-only
         if covered:
@@ -409,8 +420,7 @@ def _uncover(libc, keep: list, covers: list[str], hidden: list[str]) -> None:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
                 open(path, "a").close()
         _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-        if writable:
-            _mount(libc, None, path, None, MS_REMOUNT | MS_BIND | _kept_flags(path) & ~MS_RDONLY)
+        _mount(libc, None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags(path))
         os.close(fd)
     for path in hid:  # empty, and read-only: nothing can be planted there
         _mount(libc, None, path, None,
@@ -435,10 +445,9 @@ def _inside(config: dict, lifeline: int) -> None:
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
     # what must stay visible under the folders covered below, held open across the cover
     keep = []
-    for path, writable in [*((p, False) for p in config["readable"]),
-                           *((p, True) for p in config["writable"])]:  # fmt: skip
+    for path in config["readable"]:
         try:
-            keep.append((path, writable, os.open(path, O_PATH | os.O_CLOEXEC)))
+            keep.append((path, os.open(path, O_PATH | os.O_CLOEXEC)))
         except OSError:
             continue
     _all_read_only(libc)
@@ -451,6 +460,7 @@ def _inside(config: dict, lifeline: int) -> None:
                    f"size={config.get('scratch') or SCRATCH},mode=1777")  # fmt: skip
             covers.append(folder)
     _uncover(libc, keep, covers, config.get("hidden") or [])
+    os.environ[WRITES_VARIABLE] = str(_bytes(config.get("scratch") or SCRATCH))
     memory = int(config["memory"])
     for limit, value in ((resource.RLIMIT_DATA, memory), (resource.RLIMIT_NPROC, PROCESSES),
                          (resource.RLIMIT_FSIZE, FILE_SIZE), (resource.RLIMIT_CORE, 0)):  # fmt: skip

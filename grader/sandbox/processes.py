@@ -253,8 +253,9 @@ def start_jailed(
 ) -> subprocess.Popen:
     """``python -m module args…`` as the student's processes run, in the OS sandbox
     where one can be made (:mod:`grader.sandbox.jail`): it may write only to its
-    scratch and to ``directory``, the submission's own folder, and sees nothing of
-    :func:`hidden_folders` (with ``hidden``) but that folder; it holds ``pass_fds``.
+    scratch (``/tmp``, ``/dev/shm``), reads ``directory``, the submission's own
+    folder, read-only, and sees nothing of :func:`hidden_folders` (with ``hidden``)
+    but that folder; it holds ``pass_fds``.
     The sandbox says whether it was made on a pipe of its own (:func:`setup_failure`)."""
     status_r, status_w = os.pipe() if jail.on() else (None, None)
     env, readable = environment()
