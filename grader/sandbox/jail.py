@@ -413,18 +413,23 @@ def _uncover(libc, keep: list, covers: list[str], hidden: list[str]) -> None:
         if not covered:
             os.close(fd)
             continue  # visible already, read-only
-        if covered:
-            if os.path.isdir(f"/proc/self/fd/{fd}"):
-                os.makedirs(path, exist_ok=True)
-            else:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                open(path, "a").close()
-        _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+        _bind_back(libc, fd, path)
         _mount(libc, None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _kept_flags(path))
         os.close(fd)
     for path in hid:  # empty, and read-only: nothing can be planted there
         _mount(libc, None, path, None,
                MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)  # fmt: skip
+
+
+def _bind_back(libc, fd: int, path: str) -> None:
+    """Bind what ``fd`` (``O_PATH``, opened before the covers) names at ``path``,
+    making the mount point (a folder, or an empty file) in the cover first."""
+    if os.path.isdir(f"/proc/self/fd/{fd}"):
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "a").close()
+    _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
 
 
 def _depth(path: str, folders: list[str]) -> int:
@@ -689,12 +694,7 @@ def _own_folders(libc, read_only: Sequence[str]) -> None:
     bound: list[str] = []
     for point, fd in keep:
         if not any(_under(point, b) for b in bound):  # a parent's bind brought it along
-            if os.path.isdir(f"/proc/self/fd/{fd}"):
-                os.makedirs(point, exist_ok=True)
-            else:
-                os.makedirs(os.path.dirname(point), exist_ok=True)
-                open(point, "a").close()
-            _mount(libc, f"/proc/self/fd/{fd}", point, None, MS_BIND | MS_REC)
+            _bind_back(libc, fd, point)
             bound.append(point)
         os.close(fd)
     for point in [p for p, _ in keep] + [p for p in read_only if os.path.ismount(p)]:
