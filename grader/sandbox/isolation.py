@@ -33,8 +33,6 @@ import base64
 import contextlib
 import hashlib
 import json
-import os
-import select
 import signal
 import subprocess
 import threading
@@ -58,10 +56,18 @@ from grader.faults import (
 )
 from grader.runtime import SAID_UNCHECKED, Runtime, Turn
 from grader.sandbox import jail, processes, wire
+from grader.sandbox.channel import (
+    LINE_LIMIT,
+    Channel,
+    ChannelEnded,
+    LineTooLong,
+    Overdue,
+    Stopped,
+)
 from grader.sandbox.processes import Spares
 from grader.spec import Example, Trial
 
-ANSWER_LIMIT = 256 * 1024 * 1024
+ANSWER_LIMIT = LINE_LIMIT
 """Longest answer line read from the student's process."""
 
 
@@ -74,10 +80,6 @@ class SandboxFailed(GraderFault):
         super().__init__(
             f"the sandbox for the process that runs your code could not be made: {why}"
         )
-
-
-class Overdue(Exception):
-    """A question's answer did not come by the deadline it was waited for with."""
 
 
 MOOT_LIMIT = 10.0
@@ -107,7 +109,8 @@ class StudentProcess:
         self.proc: subprocess.Popen | None = None
         self.functions: set[str] = set()
         self.load_error: str | None = None
-        self._buffer = b""
+        self.channel: Channel | None = None
+        """Its questions and answers, one line each (:mod:`grader.sandbox.channel`)."""
         self._loaded = False
         self._loading: int | None = None
         self._pending: set[int] = set()
@@ -173,8 +176,8 @@ class StudentProcess:
         module already. What :meth:`spawn` does with the process it starts; a test
         hands over a pipe of its own."""
         with self._cv:
-            self.proc, self._out, self._in = channel
-            self._buffer = b""
+            self.proc = channel[0]
+            self.channel = Channel(channel[1], channel[2], ANSWER_LIMIT)
             self._seq = max(pending)
             self._pending = set(pending)
             self._stash = {}
@@ -205,12 +208,12 @@ class StudentProcess:
             proc, self.proc = self.proc, None
             if proc is None:
                 return
-            for f in (self._out,):
+            assert self.channel is not None
+            if self._reading is not proc:
+                self.channel.close()
+            else:  # its reader closes the side it reads when it sees the stop
                 with contextlib.suppress(OSError):
-                    f.close()
-            if self._reading is not proc:  # else its reader closes it when it sees the stop
-                with contextlib.suppress(OSError):
-                    os.close(self._in)
+                    self.channel.out.close()  # type: ignore[union-attr]
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -258,8 +261,8 @@ class StudentProcess:
             self._seq += 1
             self._pending.add(self._seq)
             try:
-                self._out.write(json.dumps({**question, "seq": self._seq}, separators=(",", ":")).encode() + b"\n")  # fmt: skip
-                self._out.flush()
+                assert self.channel is not None
+                self.channel.send({**question, "seq": self._seq})
             except OSError:  # it ended
                 code = self.proc.poll()
                 self.stop()
@@ -347,7 +350,9 @@ class StudentProcess:
     def _read_line_unlocked(self, proc: subprocess.Popen, deadline: float | None = None) -> bytes:
         """One line from ``proc``, read with the lock released (this thread is the
         reader meanwhile); called with the lock held."""
-        self._reading, fd = proc, self._in
+        channel = self.channel
+        assert channel is not None
+        self._reading = proc
         held = 0  # every level this thread holds (start → spawn → receive nest): all released
         while True:
             try:
@@ -356,44 +361,34 @@ class StudentProcess:
                 break
             held += 1
         try:
-            return self._read_line(proc, fd, deadline)
+            return self._read_line(proc, channel, deadline)
         finally:
             for _ in range(held):
                 self._lock.acquire()
             self._reading = None
-            if self.proc is not proc:  # stopped meanwhile: its descriptor is ours to close
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            if self.proc is not proc:  # stopped meanwhile: the side it read is ours to close
+                channel.close()
             self._cv.notify_all()
 
-    def _read_line(self, proc: subprocess.Popen, fd: int, deadline: float | None = None) -> bytes:
-        while b"\n" not in self._buffer:
-            if self.proc is not proc:
-                raise StudentProcessDied("it was stopped while the grader waited for it")
-            wait = 1.0 if deadline is None else min(1.0, deadline - time.monotonic())
-            if wait <= 0:
-                raise Overdue()
-            ready, _, _ = select.select([fd], [], [], wait)
-            if not ready:
-                continue
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                code = proc.wait()
-                with self._cv:
-                    why = processes.setup_failure(proc)
-                    if self.proc is proc:
-                        self.stop()
-                if why is not None:
-                    raise SandboxFailed(why)
-                raise StudentProcessDied(_ended(code))
-            self._buffer += chunk
-            if len(self._buffer) > ANSWER_LIMIT:
-                with self._cv:
-                    if self.proc is proc:
-                        self.stop()
-                raise StudentProcessDied("it sent an answer larger than the grader takes")
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line
+    def _read_line(self, proc: subprocess.Popen, channel: Channel, deadline: float | None) -> bytes:
+        try:
+            return channel.read_line(deadline, stopped=lambda: self.proc is not proc)
+        except Stopped:
+            raise StudentProcessDied("it was stopped while the grader waited for it") from None
+        except ChannelEnded:
+            code = proc.wait()
+            with self._cv:
+                why = processes.setup_failure(proc)
+                if self.proc is proc:
+                    self.stop()
+            if why is not None:
+                raise SandboxFailed(why) from None
+            raise StudentProcessDied(_ended(code)) from None
+        except LineTooLong:
+            with self._cv:
+                if self.proc is proc:
+                    self.stop()
+            raise StudentProcessDied("it sent an answer larger than the grader takes") from None
 
 
 def _ended(code: int | None) -> str:

@@ -11,7 +11,6 @@ process, needs them), so that the two import at the same time.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 
 from grader.repo import CODE
 from grader.sandbox import jail
+from grader.sandbox.channel import Channel
 
 
 def hidden_folders(hidden: list[str] | tuple[str, ...] = ()) -> list[str]:
@@ -211,8 +211,7 @@ def _asked_to_load(spare: tuple[subprocess.Popen, Any, int], directory: str, mod
     (and it is closed) when it cannot be asked: it has ended."""
     question = {"op": "load", "directory": str(Path(directory)), "module": module, "seq": 1}
     try:
-        spare[1].write(json.dumps(question).encode() + b"\n")
-        spare[1].flush()
+        Channel(spare[1]).send(question)
     except OSError:
         close(spare)
         return False
