@@ -64,7 +64,7 @@ from grader.sandbox.channel import (
     Overdue,
     Stopped,
 )
-from grader.sandbox.processes import Spares
+from grader.sandbox.processes import Ahead, Ready, Started
 from grader.spec import Example, Trial
 
 ANSWER_LIMIT = LINE_LIMIT
@@ -95,15 +95,17 @@ class StudentProcess:
     reads the answers and keeps the others' for them."""
 
     def __init__(
-        self, directory: str, module: str, spares: Spares | None = None,
-        given: tuple[subprocess.Popen, Any, int] | None = None, lessons: str = LESSONS,
+        self, directory: str, module: str, spares: Ahead | None = None,
+        given: Started | None = None, lessons: str = LESSONS,
     ) -> None:  # fmt: skip
         self.directory, self.module = str(Path(directory)), module
         self.lessons = lessons
         """The package the lesson's spec is in (:func:`grader.engine.load_spec`)."""
-        self.spares = spares
+        self.spares = spares or Ahead()
+        """Whatever was started ahead for it (:class:`grader.sandbox.processes.Ahead`):
+        where its process comes from."""
         self._given = given
-        """A helper's process (:meth:`Spares.take_helpers`, asked to load already):
+        """A helper's process (:meth:`Ahead.take_helpers`, asked to load already):
         the only one it ever runs; gone, it is not started again."""
         self.helper = given is not None
         self.proc: subprocess.Popen | None = None
@@ -153,14 +155,12 @@ class StudentProcess:
             while self._reading is not None:  # a thread still reading the one stopped
                 self._cv.wait()
             if self.helper:  # started by the grading thread already: taken from any thread
-                spare, self._given = self._given, None
+                assert self._given is not None
+                ready, self._given = Ready(self._given, asked=True), None
             else:
-                spare = self.spares.take(self.directory, self.module) if self.spares else None
-            asked = spare is not None  # a spare was asked to load this module when it started
-            if spare is None:  # forked, where the spares have a fork server for the folder
-                starts = self.spares.start if self.spares else processes.spawn
-                spare = starts(self.directory, prepare=self.module)
-            self.adopt(spare, pending=(0, 1) if asked else (0,))
+                ready = self.spares.ready(self.directory, self.module)
+            asked = ready.asked  # asked to load this module when it started
+            self.adopt(ready.started, pending=(0, 1) if asked else (0,))
             self._loading = 1 if asked else None
             """The load question asked and not yet answered."""
             self.receive(0)
@@ -412,13 +412,14 @@ Asked = tuple["StudentProcess", Any, int]
 class Session:
     """One lesson's grading against the student's process (and its helpers: more
     student's processes that trace and export examples asked for ahead, where a
-    :class:`Spares` has them)."""
+    :class:`~grader.sandbox.processes.Ahead` has them)."""
 
     def __init__(
-        self, directory: str, module: str, spares: Spares | None = None,
+        self, directory: str, module: str, spares: Ahead | None = None,
         programs: Programs | None = None, lessons: str = LESSONS,
     ) -> None:  # fmt: skip
         self.process = StudentProcess(directory, module, spares, lessons=lessons)
+        spares = self.process.spares
         self.programs = programs or Programs()
         self.exercise = ""
         self.simulated = False
@@ -432,7 +433,7 @@ class Session:
         """Each example of the exercise → the one after it (as the engine said)."""
         self.helpers = [
             StudentProcess(directory, module, given=given, lessons=lessons)
-            for given in (spares.take_helpers(directory, module) if spares else [])
+            for given in spares.take_helpers(directory, module)
         ]
         self.usable: list[StudentProcess] = []
         """The helpers that have imported the student's module (as the first
@@ -512,8 +513,7 @@ class Session:
                 raise
         if "part" not in answer:  # the run ended before it reached this program
             answer = _ended_before(answer, index)
-        if self.process.spares is not None:
-            self.process.spares.exporting.add(self.process.module)
+        self.process.spares.exported(self.process.module)
         if index == 0 and following is not None and not early:
             with self.process._cv:
                 if not turn_abandoned(turn):
@@ -850,7 +850,7 @@ class Isolated(Backend):
     a :class:`Replaying` runtime on data from ``salt``."""
 
     def __init__(
-        self, directory: Path, module: str, *, salt: int, spares: Spares | None = None,
+        self, directory: Path, module: str, *, salt: int, spares: Ahead | None = None,
         programs: Programs | None = None, lessons: str = LESSONS, ahead: bool = True,
     ) -> None:  # fmt: skip
         self.ahead = ahead
@@ -893,14 +893,8 @@ class Isolated(Backend):
         rt = Replaying(self.session, example, self.salt, following)
         rt.memory_limit = replay_limit
         if self.clusters is None:
-            from grader.sandbox.cluster import ClusterPool
-
-            spares = self.session.process.spares
-            directory = self.session.process.directory
-            ahead = spares.take_clusters(directory, self.module) if spares else None
-            self.clusters = ahead or ClusterPool(
-                str(Path(directory).resolve()), self.module, hidden=spares.hidden if spares else ()
-            )
+            process = self.session.process
+            self.clusters = process.spares.clusters(process.directory, self.module)
         rt.clusters = self.clusters
         self.clusters.form(load_spec(self.module, self.lessons).exercise(exercise), example)
         return rt
@@ -908,7 +902,6 @@ class Isolated(Backend):
     def close(self) -> None:
         self.session.close()
         if self.clusters is not None:
-            spares = self.session.process.spares
-            if spares is not None and self.clusters.keys():
-                spares.clustered[self.module] = self.clusters.keys()
+            if self.clusters.keys():
+                self.session.process.spares.clustered(self.module, self.clusters.keys())
             self.clusters.close()
