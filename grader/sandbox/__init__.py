@@ -21,6 +21,10 @@ and runs it: :mod:`grader.sandbox.backends` makes the backends the engine is
 handed. What both the worker and the student's process share sits below both:
 the core's loader, faults and events (:mod:`grader.loader`, :mod:`grader.faults`,
 :mod:`grader.events`), and here the wire codec (:mod:`grader.sandbox.wire`), the
-events' codec (:mod:`grader.sandbox.protocol`) and :mod:`grader.sandbox.lifeline`.
+events' codec (:mod:`grader.sandbox.protocol`), the one class every line-framed
+conversation between these processes is framed with (:mod:`grader.sandbox.channel`)
+and :mod:`grader.sandbox.lifeline`. Whatever is started ahead of need (processes
+that import jax early, helpers, the fork server, lesson 13's clusters) is handed
+to a lesson's backend through one interface, :class:`grader.sandbox.processes.Ahead`.
 The student's process imports nothing of the worker, the runner or the isolation layer.
 """

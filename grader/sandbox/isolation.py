@@ -33,8 +33,6 @@ import base64
 import contextlib
 import hashlib
 import json
-import os
-import select
 import signal
 import subprocess
 import threading
@@ -58,10 +56,18 @@ from grader.faults import (
 )
 from grader.runtime import SAID_UNCHECKED, Runtime, Turn
 from grader.sandbox import jail, processes, wire
-from grader.sandbox.processes import Spares
+from grader.sandbox.channel import (
+    LINE_LIMIT,
+    Channel,
+    ChannelEnded,
+    LineTooLong,
+    Overdue,
+    Stopped,
+)
+from grader.sandbox.processes import Ahead, Ready, Started
 from grader.spec import Example, Trial
 
-ANSWER_LIMIT = 256 * 1024 * 1024
+ANSWER_LIMIT = LINE_LIMIT
 """Longest answer line read from the student's process."""
 
 
@@ -74,10 +80,6 @@ class SandboxFailed(GraderFault):
         super().__init__(
             f"the sandbox for the process that runs your code could not be made: {why}"
         )
-
-
-class Overdue(Exception):
-    """A question's answer did not come by the deadline it was waited for with."""
 
 
 MOOT_LIMIT = 10.0
@@ -93,21 +95,24 @@ class StudentProcess:
     reads the answers and keeps the others' for them."""
 
     def __init__(
-        self, directory: str, module: str, spares: Spares | None = None,
-        given: tuple[subprocess.Popen, Any, int] | None = None, lessons: str = LESSONS,
+        self, directory: str, module: str, spares: Ahead | None = None,
+        given: Started | None = None, lessons: str = LESSONS,
     ) -> None:  # fmt: skip
         self.directory, self.module = str(Path(directory)), module
         self.lessons = lessons
         """The package the lesson's spec is in (:func:`grader.engine.load_spec`)."""
-        self.spares = spares
+        self.spares = spares or Ahead()
+        """Whatever was started ahead for it (:class:`grader.sandbox.processes.Ahead`):
+        where its process comes from."""
         self._given = given
-        """A helper's process (:meth:`Spares.take_helpers`, asked to load already):
+        """A helper's process (:meth:`Ahead.take_helpers`, asked to load already):
         the only one it ever runs; gone, it is not started again."""
         self.helper = given is not None
         self.proc: subprocess.Popen | None = None
         self.functions: set[str] = set()
         self.load_error: str | None = None
-        self._buffer = b""
+        self.channel: Channel | None = None
+        """Its questions and answers, one line each (:mod:`grader.sandbox.channel`)."""
         self._loaded = False
         self._loading: int | None = None
         self._pending: set[int] = set()
@@ -150,14 +155,12 @@ class StudentProcess:
             while self._reading is not None:  # a thread still reading the one stopped
                 self._cv.wait()
             if self.helper:  # started by the grading thread already: taken from any thread
-                spare, self._given = self._given, None
+                assert self._given is not None
+                ready, self._given = Ready(self._given, asked=True), None
             else:
-                spare = self.spares.take(self.directory, self.module) if self.spares else None
-            asked = spare is not None  # a spare was asked to load this module when it started
-            if spare is None:  # forked, where the spares have a fork server for the folder
-                starts = self.spares.start if self.spares else processes.spawn
-                spare = starts(self.directory, prepare=self.module)
-            self.adopt(spare, pending=(0, 1) if asked else (0,))
+                ready = self.spares.ready(self.directory, self.module)
+            asked = ready.asked  # asked to load this module when it started
+            self.adopt(ready.started, pending=(0, 1) if asked else (0,))
             self._loading = 1 if asked else None
             """The load question asked and not yet answered."""
             self.receive(0)
@@ -173,8 +176,8 @@ class StudentProcess:
         module already. What :meth:`spawn` does with the process it starts; a test
         hands over a pipe of its own."""
         with self._cv:
-            self.proc, self._out, self._in = channel
-            self._buffer = b""
+            self.proc = channel[0]
+            self.channel = Channel(channel[1], channel[2], ANSWER_LIMIT)
             self._seq = max(pending)
             self._pending = set(pending)
             self._stash = {}
@@ -205,12 +208,12 @@ class StudentProcess:
             proc, self.proc = self.proc, None
             if proc is None:
                 return
-            for f in (self._out,):
+            assert self.channel is not None
+            if self._reading is not proc:
+                self.channel.close()
+            else:  # its reader closes the side it reads when it sees the stop
                 with contextlib.suppress(OSError):
-                    f.close()
-            if self._reading is not proc:  # else its reader closes it when it sees the stop
-                with contextlib.suppress(OSError):
-                    os.close(self._in)
+                    self.channel.out.close()  # type: ignore[union-attr]
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -258,8 +261,8 @@ class StudentProcess:
             self._seq += 1
             self._pending.add(self._seq)
             try:
-                self._out.write(json.dumps({**question, "seq": self._seq}, separators=(",", ":")).encode() + b"\n")  # fmt: skip
-                self._out.flush()
+                assert self.channel is not None
+                self.channel.send({**question, "seq": self._seq})
             except OSError:  # it ended
                 code = self.proc.poll()
                 self.stop()
@@ -347,7 +350,9 @@ class StudentProcess:
     def _read_line_unlocked(self, proc: subprocess.Popen, deadline: float | None = None) -> bytes:
         """One line from ``proc``, read with the lock released (this thread is the
         reader meanwhile); called with the lock held."""
-        self._reading, fd = proc, self._in
+        channel = self.channel
+        assert channel is not None
+        self._reading = proc
         held = 0  # every level this thread holds (start → spawn → receive nest): all released
         while True:
             try:
@@ -356,44 +361,34 @@ class StudentProcess:
                 break
             held += 1
         try:
-            return self._read_line(proc, fd, deadline)
+            return self._read_line(proc, channel, deadline)
         finally:
             for _ in range(held):
                 self._lock.acquire()
             self._reading = None
-            if self.proc is not proc:  # stopped meanwhile: its descriptor is ours to close
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            if self.proc is not proc:  # stopped meanwhile: the side it read is ours to close
+                channel.close()
             self._cv.notify_all()
 
-    def _read_line(self, proc: subprocess.Popen, fd: int, deadline: float | None = None) -> bytes:
-        while b"\n" not in self._buffer:
-            if self.proc is not proc:
-                raise StudentProcessDied("it was stopped while the grader waited for it")
-            wait = 1.0 if deadline is None else min(1.0, deadline - time.monotonic())
-            if wait <= 0:
-                raise Overdue()
-            ready, _, _ = select.select([fd], [], [], wait)
-            if not ready:
-                continue
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                code = proc.wait()
-                with self._cv:
-                    why = processes.setup_failure(proc)
-                    if self.proc is proc:
-                        self.stop()
-                if why is not None:
-                    raise SandboxFailed(why)
-                raise StudentProcessDied(_ended(code))
-            self._buffer += chunk
-            if len(self._buffer) > ANSWER_LIMIT:
-                with self._cv:
-                    if self.proc is proc:
-                        self.stop()
-                raise StudentProcessDied("it sent an answer larger than the grader takes")
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line
+    def _read_line(self, proc: subprocess.Popen, channel: Channel, deadline: float | None) -> bytes:
+        try:
+            return channel.read_line(deadline, stopped=lambda: self.proc is not proc)
+        except Stopped:
+            raise StudentProcessDied("it was stopped while the grader waited for it") from None
+        except ChannelEnded:
+            code = proc.wait()
+            with self._cv:
+                why = processes.setup_failure(proc)
+                if self.proc is proc:
+                    self.stop()
+            if why is not None:
+                raise SandboxFailed(why) from None
+            raise StudentProcessDied(_ended(code)) from None
+        except LineTooLong:
+            with self._cv:
+                if self.proc is proc:
+                    self.stop()
+            raise StudentProcessDied("it sent an answer larger than the grader takes") from None
 
 
 def _ended(code: int | None) -> str:
@@ -417,13 +412,14 @@ Asked = tuple["StudentProcess", Any, int]
 class Session:
     """One lesson's grading against the student's process (and its helpers: more
     student's processes that trace and export examples asked for ahead, where a
-    :class:`Spares` has them)."""
+    :class:`~grader.sandbox.processes.Ahead` has them)."""
 
     def __init__(
-        self, directory: str, module: str, spares: Spares | None = None,
+        self, directory: str, module: str, spares: Ahead | None = None,
         programs: Programs | None = None, lessons: str = LESSONS,
     ) -> None:  # fmt: skip
         self.process = StudentProcess(directory, module, spares, lessons=lessons)
+        spares = self.process.spares
         self.programs = programs or Programs()
         self.exercise = ""
         self.simulated = False
@@ -437,7 +433,7 @@ class Session:
         """Each example of the exercise → the one after it (as the engine said)."""
         self.helpers = [
             StudentProcess(directory, module, given=given, lessons=lessons)
-            for given in (spares.take_helpers(directory, module) if spares else [])
+            for given in spares.take_helpers(directory, module)
         ]
         self.usable: list[StudentProcess] = []
         """The helpers that have imported the student's module (as the first
@@ -517,8 +513,7 @@ class Session:
                 raise
         if "part" not in answer:  # the run ended before it reached this program
             answer = _ended_before(answer, index)
-        if self.process.spares is not None:
-            self.process.spares.exporting.add(self.process.module)
+        self.process.spares.exported(self.process.module)
         if index == 0 and following is not None and not early:
             with self.process._cv:
                 if not turn_abandoned(turn):
@@ -855,7 +850,7 @@ class Isolated(Backend):
     a :class:`Replaying` runtime on data from ``salt``."""
 
     def __init__(
-        self, directory: Path, module: str, *, salt: int, spares: Spares | None = None,
+        self, directory: Path, module: str, *, salt: int, spares: Ahead | None = None,
         programs: Programs | None = None, lessons: str = LESSONS, ahead: bool = True,
     ) -> None:  # fmt: skip
         self.ahead = ahead
@@ -898,14 +893,8 @@ class Isolated(Backend):
         rt = Replaying(self.session, example, self.salt, following)
         rt.memory_limit = replay_limit
         if self.clusters is None:
-            from grader.sandbox.cluster import ClusterPool
-
-            spares = self.session.process.spares
-            directory = self.session.process.directory
-            ahead = spares.take_clusters(directory, self.module) if spares else None
-            self.clusters = ahead or ClusterPool(
-                str(Path(directory).resolve()), self.module, hidden=spares.hidden if spares else ()
-            )
+            process = self.session.process
+            self.clusters = process.spares.clusters(process.directory, self.module)
         rt.clusters = self.clusters
         self.clusters.form(load_spec(self.module, self.lessons).exercise(exercise), example)
         return rt
@@ -913,7 +902,6 @@ class Isolated(Backend):
     def close(self) -> None:
         self.session.close()
         if self.clusters is not None:
-            spares = self.session.process.spares
-            if spares is not None and self.clusters.keys():
-                spares.clustered[self.module] = self.clusters.keys()
+            if self.clusters.keys():
+                self.session.process.spares.clustered(self.module, self.clusters.keys())
             self.clusters.close()

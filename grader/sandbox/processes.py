@@ -1,6 +1,10 @@
-"""The student's processes a grade starts ahead of need (:class:`Spares`), and
-how one is started (:func:`spawn`): in the OS sandbox where one can be made
-(:mod:`grader.sandbox.jail`).
+"""The student's processes a grade starts ahead of need, behind one interface
+(:class:`Ahead`: a lesson's backend asks it for a ready channel to a student's
+process, for the helpers, for lesson 13's clusters; :class:`Spares` hands over
+what it started ahead, forked from a fork server where it has one), and how one
+is started (:func:`spawn`): in the OS sandbox where one can be made
+(:mod:`grader.sandbox.jail`). Nothing else of the sandbox starts a student's
+process ahead, and nothing below it (the engine, the runtimes) knows of any.
 
 The standard library only, with the sandbox: a grading worker starts its
 student's process as soon as it has read its request, before it imports
@@ -11,15 +15,16 @@ process, needs them), so that the two import at the same time.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from grader.repo import CODE
 from grader.sandbox import jail
+from grader.sandbox.channel import Channel
 
 
 def hidden_folders(hidden: list[str] | tuple[str, ...] = ()) -> list[str]:
@@ -35,7 +40,58 @@ def hidden_folders(hidden: list[str] | tuple[str, ...] = ()) -> list[str]:
     return [*hidden, str(shipped().solutions), *references.folders(CODE, root())]
 
 
-class Spares:
+Started = tuple[subprocess.Popen, Any, int]
+"""A student's process as started: the process, the file its questions are
+written to, the descriptor its answers are read from (a :class:`Channel`'s sides)."""
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A student's process handed over to the lesson that grades ``module``."""
+
+    started: Started
+    asked: bool
+    """It was asked to import the module when it was started (question 1 is
+    pending); else the lesson asks."""
+
+
+class Ahead:
+    """What a lesson's backend asks for whatever is started ahead of need: the
+    one interface to every such mechanism of the sandbox. This one starts
+    everything when it is asked for (nothing ahead); :class:`Spares` hands over
+    what it started ahead."""
+
+    hidden: list[str] | tuple[str, ...] = ()
+    """Folders the student's processes must not see, beyond the course's ``solutions/``."""
+
+    def start(self, directory: str, prepare: str = "", ahead: bool = False) -> Started:
+        """A student's process for ``directory``, started now (:func:`spawn`)."""
+        return spawn(directory, prepare=prepare, ahead=ahead, hidden=self.hidden)
+
+    def ready(self, directory: str, module: str) -> Ready:
+        """A student's process for the lesson that grades ``module`` from ``directory``."""
+        return Ready(self.start(directory, prepare=module), asked=False)
+
+    def take_helpers(self, directory: str, module: str) -> list[Started]:
+        """More student's processes for the same lesson, each asked to import
+        ``module`` already (question 1): none here."""
+        return []
+
+    def exported(self, module: str) -> None:
+        """The lesson ``module`` asked for exported programs (its next grades may
+        use helpers)."""
+
+    def clusters(self, directory: str, module: str) -> Any:
+        """Lesson 13's cluster pool for this lesson (:mod:`grader.sandbox.cluster`)."""
+        from grader.sandbox.cluster import ClusterPool
+
+        return ClusterPool(str(Path(directory).resolve()), module, hidden=self.hidden)
+
+    def clustered(self, module: str, keys: tuple[tuple[int, int], ...]) -> None:
+        """The (P, D) of the clusters the lesson ``module`` started (for its next grade)."""
+
+
+class Spares(Ahead):
     """Student's processes started ahead of need, by (directory, module): each
     imports jax, then the module, while the grader works on something else. The
     worker owns one for its whole request (a serving worker, for all of them); a
@@ -64,7 +120,7 @@ class Spares:
         only theirs get helpers (a lesson of plain Python calls has no use for one)."""
         self.upcoming: list[tuple[str, str]] = []
         """(directory, module) of the lessons after the current one, in order."""
-        self.clustered: dict[str, tuple[tuple[int, int], ...]] = {}
+        self._clustered: dict[str, tuple[tuple[int, int], ...]] = {}
         """The (P, D) of the clusters each lesson's last grade here started
         (:mod:`grader.sandbox.cluster`, lesson 13), by module."""
         self._pools: dict[tuple[str, str], Any] = {}
@@ -92,7 +148,7 @@ class Spares:
         if forks is not None:
             forks.close()
 
-    def start(self, directory: str, prepare: str = "", ahead: bool = False) -> tuple[Any, Any, int]:
+    def start(self, directory: str, prepare: str = "", ahead: bool = False) -> Started:
         """A student's process for ``directory`` (:func:`spawn`'s), forked where
         the fork server serves that directory and is alive."""
         forks = self.forks
@@ -102,11 +158,30 @@ class Spares:
                 return forked
         return spawn(directory, prepare=prepare, ahead=ahead, hidden=self.hidden)
 
+    def ready(self, directory: str, module: str) -> Ready:
+        """The process started ahead for this lesson (:meth:`take`), else one
+        started now (forked, where a fork server serves the folder)."""
+        spare = self.take(directory, module)
+        if spare is not None:
+            return Ready(spare, asked=True)
+        return Ready(self.start(directory, prepare=module), asked=False)
+
+    def exported(self, module: str) -> None:
+        self.exporting.add(module)
+
+    def clusters(self, directory: str, module: str) -> Any:
+        """The cluster pool started ahead for this lesson (:meth:`take_clusters`),
+        else a new one."""
+        return self.take_clusters(directory, module) or super().clusters(directory, module)
+
+    def clustered(self, module: str, keys: tuple[tuple[int, int], ...]) -> None:
+        self._clustered[module] = keys
+
     def clusters_ahead(self, directory: str, module: str) -> None:
         """Start, for the next grade of ``module``, the clusters its last grade here
         started: fresh processes that import jax and join, the student's module
         not yet (it is imported when that grade begins, as it is saved then)."""
-        keys = self.clustered.get(module)
+        keys = self._clustered.get(module)
         key = (str(Path(directory).resolve()), module)
         if not keys or key in self._pools:
             return
@@ -179,7 +254,7 @@ class Spares:
             return len(self._helping.get(str(Path(directory)), []))
         return sum(len(h) for h in self._helping.values())
 
-    def take_helpers(self, directory: str, module: str) -> list[tuple[subprocess.Popen, Any, int]]:
+    def take_helpers(self, directory: str, module: str) -> list[Started]:
         """The helpers started ahead for ``directory`` that are still alive, each
         asked now to import ``module`` (question 1); none are started here."""
         taken = []
@@ -211,8 +286,7 @@ def _asked_to_load(spare: tuple[subprocess.Popen, Any, int], directory: str, mod
     (and it is closed) when it cannot be asked: it has ended."""
     question = {"op": "load", "directory": str(Path(directory)), "module": module, "seq": 1}
     try:
-        spare[1].write(json.dumps(question).encode() + b"\n")
-        spare[1].flush()
+        Channel(spare[1]).send(question)
     except OSError:
         close(spare)
         return False

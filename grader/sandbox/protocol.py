@@ -111,7 +111,7 @@ class Request:
         return json.dumps(asdict(self))
 
     @classmethod
-    def decode(cls, text: str) -> Request:
+    def decode(cls, text: str | bytes) -> Request:
         d = json.loads(text)
         lessons = tuple(
             LessonJob(j["lesson"], j["module"], tuple(j["exercises"])) for j in d.pop("lessons")

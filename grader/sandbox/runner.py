@@ -34,6 +34,7 @@ from dataclasses import replace
 
 from grader.results import ExerciseResult, LessonResult, Status
 from grader.sandbox import launch
+from grader.sandbox.channel import Channel
 from grader.sandbox.lifeline import undumpable
 from grader.sandbox.protocol import (
     BadEvent,
@@ -215,8 +216,7 @@ class WorkerSession:
         self.marker = live.marker
         proc, read_fd = live.proc, live.events
         try:
-            proc.stdin.write(self.request.encode().encode() + b"\n")
-            proc.stdin.flush()
+            Channel(proc.stdin).send_line(self.request.encode().encode() + b"\n")
             if self.warm is None:
                 proc.stdin.close()  # a one-off worker: end-of-file ends its request
         except OSError:  # it died at once; its exit code tells the rest
@@ -271,7 +271,7 @@ class WorkerSession:
         forked may hold the channel open), or every exercise is graded and
         it does not exit on its own (a thread or an ``atexit`` that never ends).
         """
-        buffer = b""
+        events = Channel(limit=EVENT_LINE)
         exit_by: float | None = None
         while True:
             now = time.monotonic()
@@ -289,7 +289,10 @@ class WorkerSession:
                 elif key.data == "stderr":
                     self._keep_stderr(chunk)
                 elif chunk:
-                    buffer = self._events(buffer + chunk, emit)
+                    lines, cut = events.feed(chunk)
+                    self._events(lines, emit)
+                    if cut:
+                        self._warn(f"ignored an events line longer than {EVENT_LINE} bytes")
                 if not chunk:
                     sel.unregister(key.fileobj)
                     if key.data == "events" and exit_by is None:
@@ -300,9 +303,8 @@ class WorkerSession:
             if proc.poll() is not None and not _readable(sel):
                 return True
 
-    def _events(self, buffer: bytes, emit: Listener) -> bytes:
-        """Pass on every whole line of ``buffer``; return what is left."""
-        *lines, rest = buffer.split(b"\n")
+    def _events(self, lines: list[bytes], emit: Listener) -> None:
+        """Pass on the events of ``lines`` (signed, whole lines), up to :class:`Served`."""
         for signed in lines:
             line = verify(self.request.key, self.received, signed)
             if line is None:
@@ -316,13 +318,9 @@ class WorkerSession:
                 continue
             if isinstance(event, Served):
                 self.served = True
-                return b""  # nothing follows it
+                return  # nothing follows it
             if self._expected(event):
                 emit(self._note(event))
-        if len(rest) > EVENT_LINE:
-            self._warn(f"ignored an events line longer than {EVENT_LINE} bytes")
-            rest = b""
-        return rest
 
     def _unsigned(self, line: bytes) -> None:
         """A line the grader did not sign: garbage is ignored; an event (with or

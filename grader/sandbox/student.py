@@ -51,6 +51,7 @@ import numpy as np
 
 from grader.runtime import Runtime
 from grader.sandbox import wire
+from grader.sandbox.channel import Channel
 from grader.sandbox.lifeline import watch_parent
 from grader.spec import LESSONS, Example, Trial
 
@@ -331,18 +332,16 @@ def main(argv: list[str] | None = None) -> NoReturn:
         help="trace a first program ahead too (a cluster's: run one, locally)",
     )
     args = parser.parse_args(argv)
-    requests = os.fdopen(args.fds[0], "rb")
-    answers = os.fdopen(args.fds[1], "wb")
+    channel = Channel(os.fdopen(args.fds[1], "wb"), args.fds[0])
     watch_parent()
     if args.cluster:
         _join(args.cluster[0], *map(int, args.cluster[1:]))
     # ahead of the first question: it is started before it is needed
     _warm_up(args.prepare, cluster=bool(args.cluster))
     traced = args.ahead and (warm_up_cluster() if args.cluster else _warm_up_tracing())
-    answers.write(b'{"seq":0,"ready":true}\n')  # jax is imported: what follows is the student's
-    answers.flush()
+    channel.send({"seq": 0, "ready": True})  # jax is imported: what follows is the student's
     session = Session(salt=secrets.randbits(62) | 1, cluster=bool(args.cluster))
-    for line in requests:
+    for line in channel.lines():
         seq = None
         try:
             question = json.loads(line)
@@ -351,9 +350,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
             def part(k: int, line: dict, seq: Any = seq) -> None:
                 sys.stdout.flush()
                 sys.stderr.flush()
-                answers.write(json.dumps({**line, "seq": seq, "part": k},
-                                         separators=(",", ":")).encode() + b"\n")  # fmt: skip
-                answers.flush()
+                channel.send({**line, "seq": seq, "part": k})
 
             answer = session.handle(question, part)
         except BaseException as exc:  # the grader's side of this process failed
@@ -361,8 +358,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         answer["seq"] = seq
         sys.stdout.flush()
         sys.stderr.flush()
-        answers.write(json.dumps(answer, separators=(",", ":")).encode() + b"\n")
-        answers.flush()
+        channel.send(answer)
         if seq == 1 and not traced:
             traced = _warm_up_tracing()
     sys.stdout.flush()

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from grader.sandbox import forks
+from grader.sandbox.channel import Channel
 from grader.sandbox.lifeline import undumpable, watch_parent
 from grader.sandbox.protocol import (
     REPORT,
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     parser.add_argument("--serve", metavar="CONFIG", help="stay; JSON: devices, platform, …")
     args = parser.parse_args(argv)
     undumpable()  # the events key will be in this process's memory: before it is read
-    events = os.fdopen(args.events_fd, "w", buffering=1)
+    events = Channel(os.fdopen(args.events_fd, "wb"))
     owner = os.getpid()
     watch_parent()
     from grader import phases
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     state = Warm(Options.from_environment())  # the worker's edge: its switches read once
     if args.serve:
         state.start(json.loads(args.serve))
-    lines = iter(sys.stdin.readline, "") if args.serve else iter([sys.stdin.read()])
+    lines = Channel(fd=sys.stdin.fileno()).lines() if args.serve else iter([sys.stdin.read()])
     for line in lines:
         request = Request.decode(line)
         signer = Signer(events, request.key, owner)
@@ -93,8 +94,7 @@ class Signer:
     def emit(self, event: Event) -> None:
         if os.getpid() != self.owner:  # not ours to say (no code of the student's runs here)
             os._exit(0)
-        self.events.write(sign(self.key, self.sent, encode_event(event)) + "\n")
-        self.events.flush()
+        self.events.send_line(f"{sign(self.key, self.sent, encode_event(event))}\n".encode())
         self.sent += 1
 
 
