@@ -41,11 +41,15 @@ from grader.checks.groups import parse_groups, show_groups, spanned_axes
 from grader.checks.scalar import Scalar
 from grader.evidence import Evidence, Table
 from grader.exported import HandedOver
+from grader.later import expected
 from grader.lessons.l13_multi_host import on_process
 from grader.reference import training
 from grader.results import CheckResult
 from grader.runtime import GraderFault, StudentReturnError, call_pure
 from grader.spec import FAST_COMPILE, Check, Context, Example, ExerciseSpec, LessonSpec, Trial
+
+F = expected("l13_multi_host")
+"""The grader's side: ``allreduce_time``'s model, ``loader_indices``' rows."""
 
 HOST, LOCAL = on_process.HOST, on_process.LOCAL
 CLUSTERS = ((2, 4), (3, 2), (4, 2))
@@ -354,7 +358,7 @@ def run_loader(rt: Any, fn: Any, ex: Example) -> Trial:
     p, step, size = ex["processes"], ex["step"], ex["dataset"]
     batch = p * ex["per"] if ex["per"] else 10
     raises = batch % p != 0
-    want = None if raises else (step * batch + np.arange(batch)) % size
+    want = None if raises else F.loader_rows(step, batch, size)
     got = [call_pure(fn, (step, batch, size, i, p), raises) for i in range(p)]
     return Trial(ex, output=got, expected=want, extra={"batch": batch})
 
@@ -1141,46 +1145,7 @@ class MeasuredStep(Check):
 # ------------------------------------------------------------ allreduce_time
 
 
-def ring_time(nbytes: float, hosts: int, local: int, ici: float, dcn: float, hierarchical: str) -> float:  # fmt: skip
-    """The grader's own model (see the exercise's docstring)."""
-    n = hosts * local
-    if hierarchical == "no":
-        return 0.0 if n == 1 else 2 * (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)
-    return 2 * (local - 1) / local * nbytes / ici + 2 * (hosts - 1) / hosts * nbytes / local / dcn
-
-
 GB = 10**9
-
-
-TWO_PHASES = ("An all-reduce is a reduce-scatter then an all-gather, each moving (N−1)/N of "
-              "the bytes per device: 2(N−1)/N in all, not (N−1)/N.")  # fmt: skip
-OWN_PART = ("Each device already holds its own 1/N of the data: a ring all-reduce moves "
-            "2(N−1)/N·nbytes per device, not 2·nbytes.")  # fmt: skip
-
-
-def _time_suspects(nbytes: float, hosts: int, local: int, ici: float, dcn: float, hier: bool) -> list:  # fmt: skip
-    if not hier:
-        n = hosts * local
-        if n == 1:
-            return []
-        link = dcn if hosts > 1 else ici
-        out = [((n - 1) / n * nbytes / link, TWO_PHASES), (2 * nbytes / link, OWN_PART)]
-        if hosts > 1:
-            out.append((2 * (n - 1) / n * nbytes / ici,
-                        "A flat ring across hosts runs at its slowest link: dcn, not ici."))  # fmt: skip
-        return out
-    within = 2 * (local - 1) / local * nbytes / ici
-    across = 2 * (hosts - 1) / hosts * nbytes / local / dcn
-    return [
-        (within + 2 * (hosts - 1) / hosts * nbytes / dcn,
-         "The all-reduce across hosts moves only nbytes/local: each device sends its 1/local part."),
-        (within + 2 * (hosts - 1) / hosts * nbytes / local / ici,
-         "The step across hosts runs over dcn."),
-        (within / 2 + across, "Within hosts a reduce-scatter and an all-gather run, each "
-         "(local−1)/local·nbytes over ici: 2(local−1)/local in all."),
-        (within + across / 2, "The all-reduce across hosts is a reduce-scatter and an all-gather "
-         "of nbytes/local, each (hosts−1)/hosts of it: 2(hosts−1)/hosts·nbytes/local over dcn."),
-    ]  # fmt: skip
 
 
 ALLREDUCE_TIME = Scalar(
@@ -1196,13 +1161,13 @@ ALLREDUCE_TIME = Scalar(
         {"nbytes": 10**8, "hosts": 1, "local": 8, "ici": 450 * GB, "dcn": 50 * GB, "hierarchical": "no"},
         {"nbytes": 10**8, "hosts": 4, "local": 1, "ici": 450 * GB, "dcn": 25 * GB, "hierarchical": "yes"},
     ),
-    answer=ring_time,
+    answer=F.fn("ring_time"),
     args=lambda nbytes, hosts, local, ici, dcn, hierarchical: (nbytes, hosts, local, ici, dcn, hierarchical == "yes"),  # fmt: skip
     call=lambda nbytes, hosts, local, ici, dcn, hierarchical: (
         f"allreduce_time({nbytes}, {hosts}, {local}, ici={ici:g}, dcn={dcn:g}, hierarchical={hierarchical == 'yes'})"),  # fmt: skip
     formula=lambda nbytes, hosts, local, ici, dcn, hierarchical: (
         "2(L−1)/L·n/ici + 2(H−1)/H·(n/L)/dcn" if hierarchical == "yes" else "2(N−1)/N·n/(dcn, or ici on one host)"),  # fmt: skip
-    suspects=lambda nbytes, hosts, local, ici, dcn, hierarchical: _time_suspects(
+    suspects=lambda nbytes, hosts, local, ici, dcn, hierarchical: F.time_suspects(
         nbytes, hosts, local, ici, dcn, hierarchical == "yes"),
     max_examples=12,
 )  # fmt: skip
