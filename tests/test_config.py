@@ -33,6 +33,7 @@ READERS = {
     "grader/sandbox/forks.py": "JAX_PLATFORMS",
     "grader/sandbox/references.py": "the package caches' folders",
     "grader/sandbox/runner.py": "COURSE_DEBUG",
+    "grader/loader.py": "COURSE_SANDBOX_WRITES, which the sandbox sets for the student's process",
 }
 """Every file that reads the environment, and what it reads: a new one reads it at
 the edge and hands it down, or is added here and to the README's table."""
