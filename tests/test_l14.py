@@ -13,7 +13,7 @@ from grader import engine
 from grader.checks.scalar import RAISES, close
 from grader.expected.l14_planning import cost, suspects
 from grader.lessons.l14_planning import spec
-from grader.lessons.l14_planning.records import HARDWARE, MODELS, Model, Plan
+from grader.lessons.l14_planning.records import HARDWARE, MODELS, Hardware, Model, Plan
 from grader.loader import load_module
 from grader.runtime import InProcess
 
@@ -187,6 +187,103 @@ def test_the_megatron_1t_row_needs_its_recomputation():
     plan = Plan(6, 1, 8, 64, 512, "none")
     assert cost.memory_per_chip(m, plan, batch)["total"] > hw.hbm_bytes
     assert cost.memory_per_chip(m, dataclasses.replace(plan, remat="block"), batch)["total"] < 50e9
+
+
+# Chowdhery et al., "PaLM: Scaling Language Modeling with Pathways" (arXiv 2204.02311). Table 1 and its
+# caption: 118 layers, 48 heads of 256, d_model 18,432, d_ff = 4·d_model, 540.35B parameters, batch
+# 512 → 1024 → 2048 sequences. §2: SwiGLU, "parallel" attention and MLP, multi-query attention (one
+# key/value head), shared input and output embeddings, a 256k vocabulary. §4: two TPU v4 pods of 3,072
+# chips; in each pod every weight is split 12 ways (model) by 256 ways (fully sharded data), the pods are
+# two-way data parallel over the data-center network; weights are all-gathered over the data axis, one
+# activation is kept per layer and the rest rematerialized; the gradient exchange is a burst of 81 Tbps
+# across the 1,536 hosts. §4.1: 238.3K tokens/s at batch 2,048, MFU 45.7% without attention and 46.2%
+# with it, HFU 57.8%. §5: sequences of 2,048 tokens. TPU v4 (Cloud TPU docs): 275 TFLOP/s bf16 and
+# 32 GiB of HBM a chip. Our assumptions: 256k = 256,000 (which gives the 540.35B), ICI links of
+# 400 Gb/s each way (50 GB/s: the TPU v4 paper, Jouppi et al., ISCA 2023), a pod as one "node", the
+# DCN share of a chip the 81 Tbps burst over 6,144 chips, and no gradient accumulation (n_micro = 1).
+PALM_540B = Model("palm-540b", 118, 18432, 4 * 18432, 48, 1, 256, 256000, 2048)
+TPU_V4_PALM = Hardware("tpu-v4", 6144, 3072, 275e12, 32 * 2**30, 50e9, 1e-6, 81e12 / 8 / 6144, 5e-6)
+
+# Jiang et al., "MegaScale: Scaling Large Language Model Training to More Than 10,000 GPUs" (NSDI '24,
+# arXiv 2402.15627). Table 1: the 175B model has 128 heads, hidden size 12,288, 96 layers, TP 8, PP 8.
+# §6.1: sequence 2,048, vocabulary 64,000, interleaved pipeline with 6 stages a GPU, Ampere GPUs.
+# Table 2: batch 6,144 on 12,288 GPUs, 6.34 s an iteration, 1,984.0k tokens/s, MFU 55.2%. Our
+# assumptions: the lesson's A100-80GB record, one sequence per micro-batch, fsdp = 1.
+MEGASCALE_175B = Model("gpt-175b", 96, 12288, 8 * 12288 // 3, 128, 128, 96, 64000, 2048)
+
+# What the lesson text's table quotes for each row: the reference's terms (s), its step and MFU, the
+# published step, published/reference step, and memory a chip (GB).
+OTHER_RUNS = {
+    "palm": {"compute": 10.94, "bubble": 0.0, "tp": 7.86, "fsdp": 5.43, "dp": 0.22, "pp": 0.0,
+             "total": 24.44, "mfu": 0.336, "published": 17.6, "ratio": 0.72, "memory": 40.0},
+    "megascale": {"compute": 3.55, "bubble": 0.78, "tp": 0.47, "fsdp": 0.0, "dp": 0.44, "pp": 0.13,
+                  "total": 5.37, "mfu": 0.662, "published": 6.34, "ratio": 1.18, "memory": 70.5},
+}  # fmt: skip
+
+
+def rounded(t: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 3 if k == "mfu" else 2) for k, v in t.items()}
+
+
+def test_palm_540b_on_its_own_layout():
+    """PaLM's published figures are self-consistent in this lesson's terms, and the reference, on
+    PaLM's layout (dp 2 across pods, fsdp 256, tp 12, remat), is slower than the published step."""
+    m, hw, batch = PALM_540B, TPU_V4_PALM, 2048
+    # the paper's count ties the embeddings (V·D once); param_count counts them twice (+0.9%)
+    tied = cost.param_count(m) - m.vocab * m.d_model
+    assert round(tied / 1e9, 2) == 540.35
+    assert round(cost.param_count(m) / tied - 1, 3) == 0.009
+    # the published MFU is 6·P (and PaLM's attention term, this lesson's) at 238.3K tokens/s
+    tokens_per_s = 238.3e3
+    peak = hw.chips * hw.peak_flops
+    assert round(6 * tied * tokens_per_s / peak, 3) == 0.457
+    attention = cost.attention_flops(m, 1)
+    assert round((6 * tied + attention) * tokens_per_s / peak, 3) == 0.462
+    plan = Plan(2, 256, 12, 1, 1, "block")
+    assert cost.broken_rule(m, hw, plan, batch) is None
+    # tp stays in a pod (ICI), fsdp's 12·256 chips are one pod, dp crosses the DCN
+    assert [cost.within_node(hw, plan, a) for a in ("tp", "fsdp", "dp")] == [True, True, False]
+    t = cost.step_time(m, hw, plan, batch)
+    mem = cost.memory_per_chip(m, plan, batch)
+    published = batch * m.seq / tokens_per_s
+    row = {**rounded(t), "mfu": round(t["mfu"], 3), "published": round(published, 2),
+           "ratio": round(published / t["total"], 2), "memory": round(mem["total"] / 1e9, 1)}  # fmt: skip
+    assert row == OTHER_RUNS["palm"]
+    # the reference's memory is over the 32 GiB: it keeps each block's input whole on every tp chip,
+    # where PaLM keeps one fully sharded activation a layer
+    assert mem["total"] > hw.hbm_bytes
+    # the published step lies between the reference with all its communication and with none
+    assert t["compute"] + t["dp"] < published < t["total"]
+    assert (round(t["compute"] + t["dp"], 2), round(t["tp"] + t["fsdp"], 1)) == (11.16, 13.3)
+    # the DCN share of a chip: the paper's 81 Tb/s burst over 6,144 chips, 1.6 GB/s
+    assert round(hw.inter_bandwidth / 1e9, 1) == 1.6
+
+
+def test_megascale_175b_on_12288_gpus():
+    """MegaScale's 175B run at its published layout (TP 8, PP 8, DP 192): the reference with no
+    recompute (it fits in 80 GB) is faster than the published 6.34 s; with remat it is slower."""
+    m, hw, batch = MEGASCALE_175B, cluster(A100, 12288), 6144
+    assert round(cost.param_count(m) / 1e9) == 176 and m.heads * m.head_dim == m.d_model
+    # the published row is self-consistent: 6,144 sequences of 2,048 in 6.34 s are 1,984k tokens/s
+    assert abs(batch * m.seq / 6.34 / 1984.0e3 - 1) < 0.001
+    dp = hw.chips // (8 * 8)
+    assert dp == 192
+    plan = Plan(dp, 1, 8, 8, batch // dp, "none")
+    assert cost.broken_rule(m, hw, plan, batch) is None
+    t = cost.step_time(m, hw, plan, batch)
+    mem = cost.memory_per_chip(m, plan, batch)
+    row = {**rounded(t), "mfu": round(t["mfu"], 3), "published": 6.34,
+           "ratio": round(6.34 / t["total"], 2), "memory": round(mem["total"] / 1e9, 1)}  # fmt: skip
+    assert row == OTHER_RUNS["megascale"] and mem["total"] < hw.hbm_bytes
+    assert round(t["mfu"] / 0.552, 2) == 1.2
+    remat = cost.step_time(m, hw, dataclasses.replace(plan, remat="block"), batch)
+    assert (round(remat["total"], 2), round(remat["mfu"], 3)) == (7.05, 0.504)
+    assert round(6.34 / remat["total"], 2) == 0.9
+    # compute at peak is 56% of the published step; the collectives the reference adds, 1.04 s
+    assert round(t["compute"] / 6.34, 2) == 0.56
+    assert round(t["tp"] + t["dp"] + t["pp"], 2) == 1.04
+    # the bubble the reference charges, against MegaScale's 6 interleaved chunks a GPU
+    assert round(t["bubble"] * 5 / 6, 2) == 0.65
 
 
 def test_the_worked_example():
@@ -507,3 +604,17 @@ def test_a_wrong_param_count_changes_the_plan_and_is_named():
     r = _trial(spec.BEST, ex, wrong)
     assert not r.passed and "param_count's own grade names it" in r.hint
     assert "must also fit" not in r.hint
+
+
+def test_the_text_prints_the_other_runs_as_the_reference_computes_them(root):
+    """§8's table of PaLM and MegaScale holds the figures the two tests above compute."""
+    text = (root / "course" / "lessons" / "14_planning.md").read_text()
+    for run, label in (("palm", "PaLM 540B, 6,144 TPU v4"), ("megascale", "MegaScale 175B")):
+        line = next(x for x in text.splitlines() if x.startswith(f"| {label}"))
+        cells = [c.strip() for c in line.strip("|").split("|")][1:]
+        fig = OTHER_RUNS[run]
+        want = [f"{fig[k]:.2f}" for k in ("compute", "bubble", "tp", "fsdp", "dp", "pp")]
+        want += [f"{fig['total']:.2f} s", f"{fig['published']:.2f} s", f"{fig['ratio']:.2f}",
+                 f"{100 * fig['mfu']:.1f}%"]  # fmt: skip
+        assert cells[:10] == want, (run, cells)
+        assert cells[11] == f"{fig['memory']:.1f} GB"
