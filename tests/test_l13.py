@@ -742,6 +742,11 @@ def test_the_train_steps_hint_names_a_factor_only_when_it_was_measured():
         "loss", np.array(8 * 0.7), np.array(0.7), trial
     )
     assert _train_hint("loss", np.array(0.9), np.array(0.7), trial) is None
+    # P = D: an update 1/2 of the step's comes of a mean over either axis: both named
+    square = Trial({"hosts": 2, "local": 2}, output=None, extra={"params": start})
+    half = _train_hint("w", start["w"] - update / 2, ref, square)
+    assert "'host' or 'local'" in half, half
+    assert "'local'" not in _train_hint("w", start["w"] - update / 2, ref, trial)  # P = 2, D = 4
 
 
 # ------------------------------------------------ correct public forms pass
@@ -842,6 +847,13 @@ def test_the_values_hints_of_the_all_reduce_name_only_what_was_measured():
     assert "divided by P = 3" in _sum_hint(want / 3, want, trial, 0)
     assert "divided by D = 2" in _sum_hint(want / 2, want, trial, 0)
     assert _sum_hint(want + 1, want, trial, 0) is None
+    # P = D (the cluster a 4-device grade falls back to): a mean over either axis gives
+    # the same values, so both are named, and the mean over every device apart
+    square = Trial({"hosts": 2, "local": 2}, output=None, extra={"host_sums": None})
+    both = _sum_hint(want / 2, want, square, 0)
+    assert "divided by P = D = 2" in both and "host_axis" in both and "local_axis" in both, both
+    every = _sum_hint(want / 4, want, square, 0)
+    assert "P·D = 4" in every and "host_axis" not in every, every
 
 
 def test_the_loaders_messages_name_the_stride_and_the_modulo_only_when_measured():

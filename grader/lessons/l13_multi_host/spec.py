@@ -511,14 +511,23 @@ def _sum_hint(got: np.ndarray, want: np.ndarray, trial: Trial, host: int) -> str
     if sums is not None and got.shape == sums[host].shape and np.array_equal(got, sums[host]):
         return ("That is the sum over this host's devices only: the all-reduce across hosts "
                 "(over host_axis) is missing.")  # fmt: skip
-    p, scale = trial.example["hosts"], float(np.max(np.abs(want))) or 1.0
-    for k, name, hint in (
-        (p, "P", "a mean across hosts (lax.pmean over host_axis, or a division by P) where the sum (lax.psum) belongs."),
-        (trial.example["local"], "D", "a mean within the host (lax.pmean over local_axis, or a division by D) where the sum belongs."),
-        (p * trial.example["local"], "P·D", "a mean over every device where the sum belongs."),
+    p, d = trial.example["hosts"], trial.example["local"]
+    scale = float(np.max(np.abs(want))) or 1.0
+    causes: dict[int, list[tuple[str, str]]] = {}  # by factor: P = D gives one factor, two causes
+    for k, name, cause in (
+        (p, "P", "a mean across hosts (lax.pmean over host_axis, or a division by P) where the sum (lax.psum) belongs"),
+        (d, "D", "a mean within the host (lax.pmean over local_axis, or a division by D) where the sum belongs"),
+        (p * d, "P·D", "a mean over every device where the sum belongs"),
     ):  # fmt: skip
+        causes.setdefault(k, []).append((name, cause))
+    for k, named in causes.items():
         if k > 1 and np.allclose(got * k, want, rtol=1e-2, atol=1e-2 * scale):
-            return f"Every value is the sum divided by {name} = {k}: {hint}"
+            names = " = ".join(name for name, _ in named)
+            return (
+                f"Every value is the sum divided by {names} = {k}: "
+                + "; or ".join(c for _, c in named)
+                + "."
+            )
     return None
 
 
@@ -1022,7 +1031,9 @@ def _train_hint(key: str, value: np.ndarray, ref: np.ndarray, trial: Trial) -> s
             return (f"{times}. One of these: the devices' summed gradients are not divided by "
                     f"P·D = {p * d} (the mean over all B rows needs it); or the gradient is summed "
                     f"twice. {DOUBLE_SUM_HINT}")  # fmt: skip
-    named = {p * d: ("P·D", "both axes"), d: ("D", "'local'"), p: ("P", "'host'")}  # P = D: one
+    named = {p * d: ("P·D", "both axes"), d: ("D", "'local'"), p: ("P", "'host'")}
+    if p == d:  # one factor, and a mean over either axis gives it
+        named[p] = ("P", "'host' or 'local'")
     for k, (name, axis) in named.items():
         for factor, times in ((k, f"{name} = {k} times the single-process step's"),
                               (1 / k, f"1/{name} = 1/{k} of the single-process step's")):  # fmt: skip
