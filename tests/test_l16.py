@@ -23,6 +23,11 @@ BOOK_MHA = {1: (4.98, 200.61), 8: (12.13, 659.30), 16: (20.30, 787.99), 32: (36.
             64: (69.33, 923.13), 240: (249.09, 963.53)}  # fmt: skip
 BOOK_GQA = {1: (4.17, 239.94), 8: (5.60, 1429.19), 16: (7.23, 2212.48), 32: (10.50, 3047.62),
             64: (17.04, 3756.62), 240: (52.99, 4529.34)}  # fmt: skip
+BOOK_MEMORY = {1: (6.7, 32.7), 8: (53.6, 79.6), 16: (107.2, 133.2), 32: (214.4, 240.4),
+               64: (428.8, 454.8), 240: (1608, 1634)}  # fmt: skip
+BOOK_MEMORY_GQA = {1: (1.34, 27.34), 8: (10.72, 36.72), 16: (21.44, 47.44), 32: (42.88, 68.88),
+                   64: (85.76, 111.76), 240: (321.6, 347.6)}  # fmt: skip
+"""The same tables' memory rows, batch → (KV cache, total), both columns headed "GiB"."""
 SOLUTION = load_module(serve.__file__.rsplit("/grader/", 1)[0] + "/solutions", "l16_serving")
 
 
@@ -42,6 +47,24 @@ def test_kv_cache_of_one_8k_sequence_is_6_7_gb(fns):
     assert fns.kv_cache_bytes(L13, 8192, 2) == 6_710_886_400
     assert round(fns.kv_cache_bytes(L13, 8192, 2) / 2**30, 2) == 6.25
     assert round(fns.kv_cache_bytes(GQA, 8192, 2) / 1e9, 2) == 1.34
+
+
+@pytest.mark.parametrize("fns", [cost, SOLUTION], ids=["reference", "solution"])
+@pytest.mark.parametrize(
+    "m, book", [(L13, BOOK_MEMORY), (GQA, BOOK_MEMORY_GQA)], ids=["mha", "gqa"]
+)
+def test_the_books_memory_rows_headed_gib_are_in_10_9_bytes(fns, m, book):
+    """The book's "6.7 GB" per 8k sequence, and its memory rows (caches, and caches plus
+    26 GB of weights) within 0.3 % when read as 10⁹ B, 7 % off when read as 2³⁰ B: the
+    unit the text states. Its slice, "128GiB of HBM", is 2³⁰ B: 8 · 16 GiB."""
+    assert round(fns.kv_cache_bytes(L13, 8192, 2) / 1e9, 1) == 6.7
+    assert V5E.chips * V5E.hbm_bytes == 128 * 2**30
+    weights = param_count(m) * 2
+    for batch, (caches, total) in book.items():
+        ours = batch * fns.kv_cache_bytes(m, 8192, 2)
+        assert abs(ours / 1e9 / caches - 1) < 0.003, batch
+        assert abs((ours + weights) / 1e9 / total - 1) < 0.003, batch
+        assert abs(ours / 2**30 / caches - 1) > 0.06, batch
 
 
 @pytest.mark.parametrize("fns", [cost, SOLUTION], ids=["reference", "solution"])
@@ -111,6 +134,33 @@ def test_examples_leave_an_empty_slot_and_a_cache_larger_than_an_activation():
         s = serve.sizes(ex)
         assert s.slots > s.prompt + serve.STEPS
         assert s.layer_kv_elements > s.batch // s.data * s.prompt * serve.D
+
+
+def test_prefill_s_cache_feeds_decode_and_the_greedy_tokens_match_the_recomputation():
+    """The two programs chained as a server runs them: the solution's prefill, then its
+    decode_step on its own cache (donated) and its own greedy tokens, against the float64
+    model that recomputes the whole sequence for every token."""
+    import jax
+
+    ex = serve.EXPLICIT[0]
+    s, p, prompt = serve.draw(ex, np.random.default_rng(7))
+    mesh = jax.make_mesh(ex["mesh"], ("data", "model"))
+    put = lambda x, spec: jax.device_put(x, jax.NamedSharding(mesh, jax.P(*spec)))  # noqa: E731
+    params = {k: put(v, serve.LAYOUT[k]) for k, v in p.items()}
+    tokens, want = model.greedy(p, prompt, s.heads, serve.STEPS)
+    prefill = jax.jit(lambda q, t: SOLUTION.prefill(q, t, mesh, s.heads, s.slots))
+    step = jax.jit(lambda q, c, t, pos: SOLUTION.decode_step(q, c, t, pos, mesh, s.heads),
+                   donate_argnums=(1,))  # fmt: skip
+    logits, cache = prefill(params, put(prompt, ("data", None)))
+    got = []
+    for k in range(serve.STEPS + 1):
+        scale = np.abs(want[k]).max()
+        np.testing.assert_allclose(np.asarray(logits, np.float64), want[k], atol=serve.ATOL * scale)
+        got.append(np.asarray(logits).argmax(-1))
+        if k < serve.STEPS:
+            fed, pos = put(got[-1].astype(np.int32), ("data",)), put(np.int32(s.prompt + k), ())
+            logits, cache = step(params, cache, fed, pos)
+    np.testing.assert_array_equal(np.stack(got, 1), tokens)
 
 
 # ------------------------------------------------------------------ graded here
@@ -210,3 +260,48 @@ def test_every_drawn_gqa_example_has_k_dividing_the_query_heads_and_below_model(
 
     draw()
     assert any(m == 3 for m, _, _ in seen) and any(kv == 2 for _, _, kv in seen)
+
+
+# ------------------------------------------------------------------ the real grading path
+
+SALT = 0x16
+"""One salt for both ways: the same data, so the same words."""
+
+
+@pytest.mark.parametrize("mistake", ["l16-cache-through-scan", "l16-mask-misses-the-new-token"])
+def test_chained_decode_steps_grade_the_same_in_process_and_isolated(root, tmp_path, mistake):
+    """decode_step's programs are chained (each step is fed the cache the last one returned,
+    donated): through the student's process they are traced on decoys and replayed in the
+    worker. The verdict — status, example, every check's message and hint — is the
+    in-process one, for a copy made each step (the memory analysis with donation) and the
+    mask off by one (whose hint replays the steps so far); the solution passing that way
+    is tests/test_isolation.py's."""
+    from tests.mistakes.l16 import MISTAKES
+
+    (m,) = [m for m in MISTAKES if m.id == mistake]
+    source = m.source((root / "solutions" / "l16_serving.py").read_text())
+    verdicts = []
+    for name, chosen in (("here", backends.here(SALT)), ("isolated", backends.isolated(SALT))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "l16_serving.py").write_text(source)
+        (er,) = backends.grade_lesson(16, "l16_serving", tmp_path / name, backend=chosen,
+                                      only=["decode_step"], max_examples=0, timeout=120).exercises  # fmt: skip
+        verdicts.append((er.status, er.example, er.error, er.hint,
+                         [(c.name, c.passed, c.message, c.hint) for c in er.checks]))  # fmt: skip
+    here, isolated = verdicts
+    assert here[0] == Status.FAILED and m.check in {c[0] for c in here[4] if not c[1]}, here
+    assert isolated == here
+
+
+def test_the_head_split_hint_is_only_for_the_head_split_cache(root, tmp_path):
+    """decode_step_gqa with the cache's batch axes named the other way round, (model, data):
+    shard_map refuses it too, and the hint is shard_map's, not the heads' one."""
+    source = (root / "solutions" / "l16_serving.py").read_text()
+    old = "CACHE_GQA = P(None, None, (DATA, MODEL), None, None, None)"
+    (tmp_path / "l16_serving.py").write_text(
+        source.replace(old, old.replace("(DATA, MODEL)", "(MODEL, DATA)"))
+    )
+    (er,) = backends.grade_lesson(16, "l16_serving", tmp_path, only=["decode_step_gqa"],
+                                  max_examples=0, timeout=60).exercises  # fmt: skip
+    assert er.status == Status.ERROR, er
+    assert "cannot be split" not in (er.hint or "") and "in_specs" in (er.hint or ""), er.hint

@@ -6,7 +6,10 @@ caches or with memory time only, the weights not subtracted from HBM or one
 chip's HBM, one token per step, the critical batch without itemsize. The sharded
 model: a psum forgotten, the cache gathered every step, the mask off by one at
 the new position either way, positions not advanced, the cache carried through
-lax.scan (copied each step), the cache returned in another dtype (not aliased).
+lax.scan or rewritten whole with jnp.where (copied each step), the cache returned
+in another dtype (not aliased). Grouped-query attention: the cache gathered instead
+of the queries moved, the cache still split by heads with fewer key/value heads
+than 'model' devices, the key/value heads tiled instead of repeated.
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ def _edit(id: str, exercise: str, old: str, new: str, says: tuple[str, ...], che
 
 KV = "return 2 * m.layers * m.kv_heads * m.head_dim * tokens * itemsize"
 DECODE_VISIBLE = "visible = (jnp.arange(cache.shape[3]) <= pos)[None]  # [1, S]"
+DECODE_WRITE = "cache = lax.dynamic_update_slice(cache, new, (i, 0, 0, pos, 0, 0))  # in place"
+WHERE = """at = (jnp.arange(n_layers)[:, None, None, None, None, None] == i) & (
+                jnp.arange(cache.shape[3])[None, None, None, :, None, None] == pos)
+            cache = jnp.where(at, jnp.broadcast_to(new, cache.shape[:3] + (1,) + cache.shape[4:]), cache)"""
+GQA_SPECS = "body, mesh=mesh, in_specs=(PARAMS_GQA, CACHE_GQA, P(DATA), P()),\n        out_specs=(P(DATA, None), CACHE_GQA),"
 DECODE_READ = "kv = lax.dynamic_index_in_dim(cache, i, keepdims=False)  # [2, b, S, h, dh]"
 
 GATHERED = """kv = lax.all_gather(lax.dynamic_index_in_dim(cache, i, keepdims=False), MODEL, axis=3, tiled=True)
@@ -87,6 +95,18 @@ def decode_step_gqa(params, cache, tokens, pos, mesh, n_heads):
         out_specs=(P(DATA, None), CACHE_GQA),
     )(params, cache, tokens, pos)
 '''
+
+GQA_QUERIES_GATHERED = (
+    (
+        "q = lax.all_to_all(q, MODEL, 0, 2, tiled=True)  # [b/model, 1, N, dh]: my rows",
+        "q = lax.dynamic_slice_in_dim(lax.all_gather(q, MODEL, axis=2, tiled=True), mine, rows, axis=0)",
+    ),
+    (
+        "o = lax.all_to_all(o, MODEL, 2, 0, tiled=True)  # [b, 1, N/model, dh]: my heads",
+        "o = lax.dynamic_slice_in_dim(lax.all_gather(o, MODEL, axis=0, tiled=True), lax.axis_index(MODEL) * (q.shape[2] // lax.axis_size(MODEL)), q.shape[2] // lax.axis_size(MODEL), axis=2)",
+    ),
+)
+"""The queries and the output gathered whole, then sliced: right values, 'model' times the bytes."""
 
 TOKEN_BY_TOKEN = '''
 def prefill(params, tokens, mesh, n_heads, max_len):
@@ -255,6 +275,14 @@ MISTAKES: list[Mistake] = [
         code=SCANNED,
     ),
     _edit(
+        "l16-cache-rewritten-with-where",
+        "decode_step",
+        DECODE_WRITE,
+        WHERE,
+        ("a copy of the cache is made each step", "jnp.where over the whole cache"),
+        check="in place",
+    ),
+    _edit(
         "l16-cache-returned-in-bfloat16",
         "decode_step",
         'return h[:, 0] @ p["unembed"], cache\n\n    return jax.shard_map(\n        body, mesh=mesh, in_specs=(PARAMS, CACHE, P(DATA), P())',
@@ -278,6 +306,28 @@ MISTAKES: list[Mistake] = [
         check="cache traffic",
         says=("the cache (or a gathered copy of it) crosses devices",),
         code=GQA_GATHERED,
+    ),
+    Mistake(  # K < model: the head-split layout of decode_step cannot hold K heads
+        id="l16-gqa-cache-split-by-heads",
+        module=L16,
+        exercise="decode_step_gqa",
+        status="error",
+        check=None,
+        says=(
+            "the heads cannot be split",
+            "P(None, None, ('data', 'model'), None, None, None)",
+            "lax.all_to_all",
+        ),
+        patch=((GQA_SPECS, GQA_SPECS.replace("CACHE_GQA", "CACHE")),),
+    ),
+    Mistake(
+        id="l16-gqa-queries-gathered-not-swapped",
+        module=L16,
+        exercise="decode_step_gqa",
+        status="failed",
+        check="collectives",
+        says=("all-gather", "all of it, 'model' times", "all_to_all(q, 'model', 0, 2"),
+        patch=GQA_QUERIES_GATHERED,
     ),
     _edit(
         "l16-gqa-kv-heads-tiled",

@@ -408,7 +408,7 @@ class Collectives(Check):
                 return CheckResult(
                     self.name, False,
                     f"{c.kind} of {c.shape} over {over} (groups {show_groups(groups)})",
-                    evidence=evidence, hint=_kind_hint(c.kind, axes),
+                    evidence=evidence, hint=_kind_hint(c, axes, s),
                 )  # fmt: skip
         if s.gqa:
             swaps = sum(c.count or 0 for c, _ in found if c.kind == "all-to-all")
@@ -437,6 +437,9 @@ class Collectives(Check):
                 if count > want else "A row-parallel matmul's partial sum is never summed "
                 "over 'model': psum o @ wo and tanh(h @ w_in) @ w_out.",
             )  # fmt: skip
+        if s.model == 1:
+            return CheckResult(self.name, True, "no collective: one 'model' device, nothing to sum",
+                               evidence=evidence)  # fmt: skip
         also = f" and {2 * s.layers} all-to-alls" if s.gqa else ""
         return CheckResult(self.name, True,
                            f"{count} all-reduces over 'model' (2 per layer){also}, nothing else",
@@ -457,10 +460,23 @@ def _too_many(s: Sizes, count: int, what: str) -> str:
     )
 
 
-def _kind_hint(kind: str, axes: set[str]) -> str:
+def _kind_hint(c: Any, axes: set[str], s: Sizes) -> str:
+    from grader.measure.hlo import shape_elements
+
+    kind = c.kind
     if DATA in axes:
         return ("Nothing crosses 'data' when serving: each device row holds its own "
                 "sequences and their caches, whole weights of its 'model' column.")  # fmt: skip
+    small = max(c.operand_elements, shape_elements(c.shape)) < s.layer_kv_elements
+    if kind == "all-gather" and s.gqa and small:
+        return ("An all-gather over 'model' of an activation (the queries or attention's "
+                "output): every device receives all of it, 'model' times what it attends "
+                "for. lax.all_to_all hands each device only its own rows: all_to_all(q, "
+                "'model', 0, 2, tiled=True) before attention, all_to_all(o, 'model', 2, 0, "
+                "tiled=True) after it.")  # fmt: skip
+    if kind == "all-gather" and s.gqa:
+        return ("An all-gather over 'model' as large as the cache: the batch-split cache is "
+                "gathered. Move the queries to the rows instead (lax.all_to_all), and back.")  # fmt: skip
     if kind == "all-gather":
         return ("An all-gather over 'model': something split over heads (the cache, or q, k, v) "
                 "is gathered. Attention runs on each device's own heads; only the "
@@ -484,14 +500,18 @@ class CacheStays(Check):
 
             moved = max(c.operand_elements, shape_elements(c.shape))
             if moved >= limit:
+                keys = "[B/(data·model), S, K, Dh]" if s.gqa else "[B/data, S, H/model, Dh]"
+                mine = ("its own B/(data·model) sequences, all K key/value heads; only the "
+                        "queries and attention's output move (all_to_all over 'model') and "
+                        "activations [B/data, 1, D] are summed") if s.gqa else (
+                        "its own sequences' cached keys and values for its own heads; only "
+                        "activations [B/data, T, D] are summed over 'model'")  # fmt: skip
                 return CheckResult(
                     self.name, False,
                     f"a {c.kind} of {c.shape} ({moved:,} numbers) runs {c.count}×: as large as "
-                    f"one layer's keys on a device [B/data, S, H/model, Dh] = {limit:,}: the "
+                    f"one layer's keys on a device {keys} = {limit:,}: the "
                     "cache (or a gathered copy of it) crosses devices",
-                    hint="The cache never moves: every device attends over its own sequences' "
-                    "cached keys and values for its own heads; only activations [B/data, T, D] "
-                    "are summed over 'model'.",
+                    hint=f"The cache never moves: every device attends over {mine}.",
                 )  # fmt: skip
         return CheckResult(self.name, True, "no collective carries the cache")
 
@@ -576,6 +596,23 @@ def gqa_strategy(ctx: Context) -> Any:
     )  # fmt: skip
 
 
+def _gqa_error(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
+    """The cache given decode_step's head-split in_specs: with K < model key/value heads
+    shard_map refuses it (K heads do not divide over 'model', or the spec is not the
+    placement the cache arrives with)."""
+    head_split = "P(None, None, 'data', None, 'model', None)"
+    s = sizes(ex)
+    if head_split not in str(exc) or s.kv % s.model == 0:
+        return None  # on one 'model' device the heads do split: shard_map's own hint
+    return (
+        f"The cache is given decode_step's layout {head_split}, its key/value heads split "
+        f"over 'model'; here K = {s.kv} key/value heads and 'model' has {s.model} devices, so "
+        f"the heads cannot be split. The cache arrives split by batch over both axes, "
+        f"P{CACHE_GQA}: give that in in_specs and out_specs, and move the queries to the "
+        "rows with lax.all_to_all around attention instead."
+    )
+
+
 def gqa_explicit(ctx: Context) -> list[Example]:
     fits = [e for e in GQA_EXPLICIT if e["mesh"][0] * e["mesh"][1] <= ctx.n_devices]
     return fits or [{**GQA_EXPLICIT[0], "mesh": (1, 1)}]  # one device: K = 1 of N = 2
@@ -584,4 +621,5 @@ def gqa_explicit(ctx: Context) -> list[Example]:
 DECODE_GQA = ExerciseSpec(
     name="decode_step_gqa", strategy=gqa_strategy, explicit=gqa_explicit, run=run_decode,
     checks=(Logits(), CacheLayout(), Collectives(), CacheStays(), Donated()), max_examples=1,
+    diagnose_error=_gqa_error,
 )  # fmt: skip
