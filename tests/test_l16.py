@@ -305,3 +305,21 @@ def test_the_head_split_hint_is_only_for_the_head_split_cache(root, tmp_path):
                                   max_examples=0, timeout=60).exercises  # fmt: skip
     assert er.status == Status.ERROR, er
     assert "cannot be split" not in (er.hint or "") and "in_specs" in (er.hint or ""), er.hint
+
+
+@pytest.mark.parametrize(
+    "exercise, example",
+    [("decode_step_gqa", {**serve.GQA_EXPLICIT[0], "mesh": (1, 1)}),
+     ("decode_step_gqa", {**serve.GQA_EXPLICIT[0], "mesh": (2, 1)}),
+     ("decode_step", {**serve.EXPLICIT[0], "mesh": (2, 1)})],
+    ids=["gqa-1x1", "gqa-2x1", "mha-2x1"],
+)  # fmt: skip
+def test_one_model_device_has_nothing_to_sum_or_swap(root, exercise, example):
+    """On one 'model' device (the fallback of a grade on fewer than 4 devices) XLA drops the
+    all-reduces and all-to-alls over it: the reference passes with none. The all-to-all
+    count expected 2·L there, and the reference failed on 1 to 3 devices."""
+    (er,) = backends.grade_lesson(16, "l16_serving", root / "solutions", only=[exercise],
+                                  example=example, timeout=60).exercises  # fmt: skip
+    assert er.status == Status.PASSED, [c.to_dict() for c in er.checks]
+    said = {c.name: c.message for c in er.checks}
+    assert said["collectives"] == "no collective: one 'model' device, nothing to sum"
