@@ -5,7 +5,8 @@ prefill without attention or with compute and memory added, decode without the
 caches or with memory time only, the weights not subtracted from HBM or one
 chip's HBM, one token per step, the critical batch without itemsize. The sharded
 model: a psum forgotten, the cache gathered every step, the mask off by one at
-the new position either way, positions not advanced, the cache carried through
+the new position either way, positions not advanced, the cache replicated over
+'model' (every head's keys on every device), the cache carried through
 lax.scan or rewritten whole with jnp.where (copied each step), the cache returned
 in another dtype (not aliased). Grouped-query attention: the cache gathered instead
 of the queries moved, the cache still split by heads with fewer key/value heads
@@ -107,6 +108,23 @@ GQA_QUERIES_GATHERED = (
     ),
 )
 """The queries and the output gathered whole, then sliced: right values, 'model' times the bytes."""
+
+CACHE_REPLICATED = (
+    ('local_heads = p["wq"].shape[2] // dh', "local_heads = n_heads"),
+    (
+        'cache = lax.pcast(cache, (DATA, MODEL), to="varying")',
+        'cache = lax.pcast(cache, (DATA,), to="varying")',
+    ),
+    (
+        "kv = jnp.stack([k, v])[None]  # [1, 2, b, T, h, dh]",
+        'kv = lax.all_gather(jnp.stack([k, v])[None], MODEL, axis=4, tiled=True, to="invarying")',
+    ),
+    (
+        "body, mesh=mesh, in_specs=(PARAMS, P(DATA, None)), out_specs=(P(DATA, None), CACHE)",
+        "body, mesh=mesh, in_specs=(PARAMS, P(DATA, None)), out_specs=(P(DATA, None), P(None, None, DATA, None, None, None))",
+    ),
+)
+"""Every 'model' device keeps every head's keys and values: the cache replicated over 'model'."""
 
 TOKEN_BY_TOKEN = '''
 def prefill(params, tokens, mesh, n_heads, max_len):
@@ -289,6 +307,15 @@ MISTAKES: list[Mistake] = [
         'return h[:, 0] @ p["unembed"], cache.astype(jnp.bfloat16)\n\n    return jax.shard_map(\n        body, mesh=mesh, in_specs=(PARAMS, CACHE, P(DATA), P())',
         ("returned the cache as bfloat16", "expected float32"),
         check="returns",
+    ),
+    Mistake(
+        id="l16-prefill-cache-replicated-over-model",
+        module=L16,
+        exercise="prefill",
+        status="failed",
+        check="cache",
+        says=("comes back sharded P(None, None, 'data', None, None, None)", "/(data·model)"),
+        patch=CACHE_REPLICATED,
     ),
     _edit(
         "l16-prefill-cache-k-and-v-swapped",
