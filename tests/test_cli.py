@@ -189,7 +189,7 @@ def test_reset_never_overwrites_an_earlier_backup(root, fixture_course):
 
 def test_solution_unlocks_after_passing(fixture_course):
     locked = course(fixture_course, "solution", "1")
-    assert locked.returncode == 1 and "--force" in locked.stdout
+    assert locked.returncode == 1 and "--force" in locked.stderr and not locked.stdout
     assert course(fixture_course, "solution", "1", "--force").returncode == 0
     course(fixture_course, "grade", "1")
     shown = course(fixture_course, "solution", "1")
@@ -210,7 +210,7 @@ def test_a_narrowed_run_is_shown_but_never_counted(fixture_course):
     assert "not counted" in shown.stdout and "unlocks no solution" in shown.stdout
     assert "Fixed: 2.ring_all_gather now passes this example" in shown.stdout
     locked = course(fixture_course, "solution", "2")
-    assert locked.returncode == 1 and "--force" in locked.stdout
+    assert locked.returncode == 1 and "--force" in locked.stderr
     assert "2.ring_all_gather" not in course(fixture_course, "status").stdout.split("Fix:")[0]
     with sqlite3.connect(fixture_course / "progress.db") as db:
         counted = db.execute(

@@ -36,7 +36,7 @@ def test_hint_show_and_solution_default_to_the_current_lesson(home):
     assert "Lesson 1 · hint 1 of" in course(home, "hint").stdout
     assert "Lesson 1 exercises" in course(home, "show").stdout
     locked = course(home, "solution")
-    assert locked.returncode == 1 and "course solution 1 --force" in locked.stdout
+    assert locked.returncode == 1 and "course solution 1 --force" in locked.stderr
     assert "def shard_shape" in course(home, "solution", "--force").stdout
 
 

@@ -47,6 +47,15 @@ def test_a_piped_solution_is_the_reference_file_itself(home):
     assert r.stdout == (ROOT / "solutions" / L01).read_text()
 
 
+def test_a_locked_solution_piped_writes_nothing_to_the_file(home):
+    """`course solution 1 > ref.py` before lesson 1 passes: ref.py stays empty (no prose
+    in a .py file) and the refusal is on the terminal, via stderr."""
+    r = course(home, "solution", "1")
+    assert r.returncode == 1 and r.stdout == ""
+    assert "Lesson 1's solution unlocks once every exercise of it has passed" in r.stderr
+    assert "course solution 1 --force" in r.stderr
+
+
 def test_on_a_terminal_a_solution_is_paged_with_every_line_whole(tmp_path, monkeypatch):
     from course.commands.show import solution
 

@@ -132,10 +132,14 @@ def solution(app: App, number: int | None, force: bool) -> int:
         if (s := states.get((number, e.name))) and s.ever_passed
     }
     if not lesson.scorecard(ever).passed and not force:
-        app.console.print(
+        locked = (
             f"Lesson {number}'s solution unlocks once every exercise of it has passed "
             f"(course grade {number}). To look anyway: course solution {number} --force"
         )
+        if app.console.is_terminal:
+            app.console.print(locked)
+        else:  # piped or redirected (`> ref.py`): stdout stays Python, empty here
+            click.echo(locked, err=True)
         return 1
     source = shipped().solutions / f"{lesson.module}.py"
     if not source.is_file():
