@@ -91,6 +91,30 @@ def test_the_autograder_grades_a_folder_and_a_renamed_file_and_says_when_nothing
     }
 
 
+@pytest.mark.parametrize("python", ["missing", "crashes"])
+def test_a_course_that_cannot_start_still_gets_a_results_json(unzipped, tmp_path, python):
+    """setup.sh failed (no venv) or the installation is broken (Python exits before the
+    course writes anything): Gradescope still reads a results.json that says so, not
+    "autograder failed"; and a stale one from an earlier run is not taken for it."""
+    root = tmp_path / "root"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / L01).write_text("x = 1\n")
+    (root / "results").mkdir()
+    (root / "results" / "results.json").write_text('{"score": 5}')  # an earlier run's
+    fake = tmp_path / "python"
+    if python == "crashes":
+        fake.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named jax' >&2\nexit 1\n")
+        fake.chmod(0o755)
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "PYTHON": str(fake)}
+    r = subprocess.run(["bash", str(unzipped / "run_autograder")], env=env,
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert r.returncode != 0
+    doc = json.loads((root / "results" / "results.json").read_text())
+    assert doc["score"] == 0 and doc["tests"] == [] and doc["visibility"] == "visible"
+    assert doc["output"].startswith("The autograder itself failed before grading (exit status")
+    assert "not your code" in doc["output"]
+
+
 def test_the_zip_holds_the_scripts_and_a_wheel_without_any_reference(unzipped):
     names = sorted(p.name for p in unzipped.iterdir())
     assert names == ["run_autograder", "scaling_course-0.1.0-py3-none-any.whl", "setup.sh"]
@@ -199,3 +223,16 @@ def test_setup_finds_a_python_3_11_or_installs_one_from_deadsnakes(tmp_path):
         "apt-get update",
         "apt-get install -y --no-install-recommends python3.11 python3.11-venv",
     ]
+
+
+def test_setup_makes_the_venv_from_the_python_itself_not_a_link_to_it(tmp_path):
+    """A venv made through a link in a folder the sandbox hides (a symlink farm under /tmp,
+    ~/.local/bin) points its python there, and the sandbox cannot start it: setup.sh
+    resolves the link first."""
+    farm = tmp_path / "farm"
+    farm.mkdir()
+    (farm / "python3.11").symlink_to(sys.executable)
+    found = _bash(f"real_python {farm / 'python3.11'}", farm)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == os.path.realpath(sys.executable)
+    assert not found.stdout.strip().startswith(str(farm))

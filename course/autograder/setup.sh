@@ -28,6 +28,12 @@ find_python() {  # the path of the first Python new enough, or exit status 1
     return 1
 }
 
+real_python() {  # "$1" with every link resolved: the venv's python must not point through
+    # a folder the sandbox hides (/tmp, /root, /home: a symlink farm, ~/.local/bin), or the
+    # sandbox cannot start Python and grading goes on without it
+    "$1" -c 'import os, sys; print(os.path.realpath(sys.executable))'
+}
+
 install_python() {  # Python 3.11 and its venv module from the deadsnakes PPA (Ubuntu)
     export DEBIAN_FRONTEND=noninteractive
     apt-get update
@@ -47,6 +53,7 @@ main() {
             exit 1
         }
     fi
+    python="$(real_python "$python")"
     echo "setup.sh: $python, $("$python" --version 2>&1)"
     "$python" -m venv "$ROOT/venv"
     "$ROOT/venv/bin/python" -m pip install --quiet --upgrade pip
