@@ -32,7 +32,11 @@ import importlib.util
 import subprocess
 import sys
 
-COURSE_PACKAGE = "scaling-course"  # or the path or URL of a wheel you uploaded, or git+https://…
+# What pip installs on Colab. The course is not on PyPI: put here the wheel you uploaded to
+# this Colab session (built in a clone with `pip wheel --no-deps .`), e.g.
+# "/content/scaling_course-0.1.0-py3-none-any.whl", or the repository as
+# "git+https://github.com/OWNER/REPO" (your teacher may have set it already).
+COURSE_PACKAGE = "scaling-course"
 
 if "google.colab" in sys.modules and importlib.util.find_spec("course") is None:
     import os
@@ -54,7 +58,11 @@ if "google.colab" in sys.modules and importlib.util.find_spec("course") is None:
         elif shutil.which("nvidia-smi"):
             accelerator = "jax[cuda12]"
         subprocess.run([*pip, "-U", accelerator], check=True)
-    subprocess.run([*pip, COURSE_PACKAGE], check=True)  # pip keeps a JAX that satisfies it"""
+    if subprocess.run([*pip, COURSE_PACKAGE]).returncode != 0:  # keeps a JAX that satisfies it
+        raise RuntimeError(
+            f"pip could not install COURSE_PACKAGE = {{COURSE_PACKAGE!r}}: set it (above) to the "
+            "wheel you uploaded or to the repository's git+https:// URL, then run this cell again"
+        )"""
 
 WORKSPACE = """# Your workspace: your exercise files and progress. On Colab set DRIVE = True to keep it
 # on your Google Drive between sessions (otherwise it lasts as long as the runtime).

@@ -8,11 +8,14 @@ import shutil
 import sys
 import time
 
+import nbformat
 import pytest
 
 from course import notebooks, registry
 
-nbformat = pytest.importorskip("nbformat")
+# nbformat, nbclient and ipykernel come with the [test] extra (pyproject.toml), which the
+# README's test command installs on both of CI's legs: imported, never skipped, so that CI
+# cannot pass without running lessons 1-2's notebooks in a real kernel.
 
 
 def test_every_lesson_has_its_notebook_in_sync(root):
@@ -59,6 +62,57 @@ def test_a_notebook_holds_the_text_figures_exercise_grade_and_hint(root):
     assert "(figures/" not in markdown  # inlined: Colab has no files beside the notebook
 
 
+@pytest.mark.parametrize("colab_jax", ["0.10.2", "0.12.1", "0.4.33", None])
+def test_on_colab_the_setup_cell_keeps_colabs_jax_when_new_enough(root, monkeypatch, colab_jax):
+    """The setup cell run as on Colab (google.colab imported, no course installed), with
+    pip recorded: Colab's JAX from 0.10.2 on is kept (pip is asked for the course only);
+    an older one, or none, is upgraded first; a COURSE_PACKAGE pip cannot install is said
+    in one sentence that names it and what to put there."""
+    import importlib.metadata
+    import importlib.util
+    import shutil
+    import subprocess
+    import types
+
+    nb = nbformat.read(root / "notebooks" / "01_meshes.ipynb", as_version=4)
+    cell = next(c.source for c in nb.cells if c.cell_type == "code")
+    assert "not on PyPI" in cell and "COURSE_PACKAGE = " in cell
+
+    def version(name: str) -> str:
+        if name != "jax" or colab_jax is None:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return colab_jax
+
+    asked: list[list[str]] = []
+
+    def run(argv, **kwargs):
+        asked.append(argv[5:])  # after python -m pip install -q
+        ok = argv[-1] != "no-such-package"
+        return subprocess.CompletedProcess(argv, 0 if ok else 1)
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "course" else find_spec(name, *a))  # fmt: skip
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/nvidia-smi")  # a GPU runtime
+    monkeypatch.delenv("COLAB_TPU_ADDR", raising=False)
+    exec(compile(cell, "setup-cell", "exec"), {})
+    if colab_jax in ("0.10.2", "0.12.1"):
+        assert asked == [["scaling-course"]]  # Colab's own JAX kept
+    else:
+        assert asked == [["-U", "jax[cuda12]"], ["scaling-course"]]
+    if colab_jax == "0.10.2":
+        asked.clear()
+        with pytest.raises(RuntimeError) as raised:
+            exec(compile(cell.replace('"scaling-course"', '"no-such-package"'), "c", "exec"), {})
+        assert str(raised.value).startswith(
+            "pip could not install COURSE_PACKAGE = 'no-such-package': set it (above) to the "
+            "wheel you uploaded"
+        )
+
+
 @pytest.fixture
 def kernel(tmp_path, monkeypatch):
     """A kernel spec for this Python (the one the tests run in), and a fresh workspace."""
@@ -77,8 +131,7 @@ def kernel(tmp_path, monkeypatch):
 def test_the_notebook_runs_top_to_bottom_in_a_real_kernel(root, kernel, name):
     """About 2.4 s (lesson 1) and 2.2 s (lesson 2) here on main of 00:04 UTC, 8-10 s on two
     busy cores: the kernel start, then mostly the grade."""
-    pytest.importorskip("nbclient")
-    pytest.importorskip("ipykernel")
+    import ipykernel  # noqa: F401  (the kernel below runs it)
     from nbclient import NotebookClient
 
     nb = nbformat.read(root / "notebooks" / f"{name}.ipynb", as_version=4)
