@@ -225,3 +225,38 @@ def test_watch_stops_a_hung_grade_on_a_new_save_and_moves_on_once_it_passes(root
         f"{home / 'exercises' / (nxt.module + '.py')} to grade it" in " ".join(out.split())
     )
     assert proc.returncode == 0 and "Stopped watching" in out
+
+
+def test_lesson_1_teaches_the_example_notation_the_grader_writes(root):
+    """Lesson 1's "Reading the examples the grader prints": its example line is the one the
+    grader writes (and reads back) for that example, and every decoding it gives — spec,
+    mesh, shape — is the grader's own."""
+    from grader.lessons.l01_meshes.spec import AXES, _tuple, decode_spec, encode_spec
+
+    text = (root / "course" / "lessons" / "01_meshes.md").read_text()
+    section = text.split("## Reading the examples the grader prints", 1)[1].split("\n## ")[0]
+    flat = " ".join(section.split())
+    line = "mesh=2x4 shape=8x6 spec=x+y/- dtype=float32 seed=0"
+    example = {"mesh": (2, 4), "shape": (8, 6), "spec": "x+y/-", "dtype": "float32", "seed": 0}
+    assert grader_spec.format_example(example) == line
+    assert grader_spec.parse_example(line) == example
+    assert f"example  {line}" in section and f"--example '{line}'" in section
+
+    specs = re.findall(r"`spec=([^` ]*)` is `(P\([^`]*\))`", flat)
+    assert len(specs) >= 3, specs
+    for code, written in specs:
+        entries = eval(written, {"P": lambda *a: a})  # P(('x', 'y'), None) → its entries
+        assert decode_spec(code) == entries, code
+        assert encode_spec(list(entries)) == code, code
+    assert "`spec=` with nothing after it is `P()`" in flat and decode_spec("") == ()
+
+    meshes = re.findall(r"`mesh=([0-9x]+)` is `(\{[^`]*\})`", flat)
+    assert len(meshes) >= 3, meshes
+    for code, written in meshes:
+        sizes = _tuple(grader_spec.parse_example(f"mesh={code}")["mesh"])
+        assert dict(zip(AXES, sizes)) == eval(written), code
+
+    shapes = re.findall(r"`shape=([^`]*)` is (?:the global shape )?`([^`]*)`", flat)
+    assert len(shapes) >= 2, shapes
+    for code, written in shapes:
+        assert _tuple(grader_spec.parse_example(f"shape={code}")["shape"]) == eval(written)
