@@ -472,6 +472,7 @@ def grade(
     from course.commands.grade import next_lesson, parse_target
 
     target = None if target is None else str(target)
+    options = _options(options)
     own_code = not options.get("solutions") and not options.get("path")
     app = _app(home, need_workspace=own_code, ensure=False)
     with _one_line():  # a wrong target: one line, nothing shown
@@ -507,6 +508,32 @@ def grade(
         cell.show(grading._repr_mimebundle_())  # the report where the progress line was
         grading.shown_in = cell.count()
     return grading
+
+
+def _options(options: dict[str, Any]) -> dict[str, Any]:
+    """``grade``'s options checked as ``course grade`` checks them (its own option types,
+    ranges and callbacks: 1-64 devices, a time limit above 0, …), each mistake one line
+    before anything runs: an option the command does not have, or a value it refuses."""
+    import click
+
+    from course.cli import grade as command
+
+    params = {
+        p.name: p for p in command.params if isinstance(p, click.Option) and p.name != "as_json"
+    }
+    ctx = click.Context(command)
+    checked: dict[str, Any] = {}
+    for key, value in options.items():
+        param = params.get(key)
+        if param is None:
+            raise CourseError(f"grade() has no option {key!r} (options: {', '.join(params)})")
+        try:
+            checked[key] = None if value is None else param.process_value(ctx, value)
+        except click.ClickException as exc:  # "--devices 999: this host …" → its reason
+            said = exc.format_message() if isinstance(exc, click.BadParameter) else exc.message
+            reason = said.split(": ", 1)[1] if said.startswith(("--", "Invalid")) else said
+            raise CourseError(f"{key}={value!r}: {reason}") from None
+    return checked
 
 
 _kept: list[Any] = []

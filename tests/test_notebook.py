@@ -95,9 +95,31 @@ def test_a_wrong_target_raises_before_anything_is_shown(home, screen):
     assert screen.outputs == []
 
 
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"devices": 999}, "devices=999: this host simulates 1 to 64 devices"),
+        ({"devices": 0}, "devices=0: this host simulates 1 to 64 devices"),
+        ({"timeout": -1}, "timeout=-1: -1.0 is not in the range 0.1<=x<=86400.0"),
+        ({"max_examples": 101}, "max_examples=101: 101 is not in the range 0<=x<=100"),
+        ({"seed": -3}, "seed=-3: -3 is not in the range x>=0"),
+        ({"bogus": 1}, "grade() has no option 'bogus' (options: all_lessons, solutions, path"),
+    ],
+)
+def test_grade_checks_its_options_as_the_command_does(home, screen, options, said):
+    """``course grade --devices 999`` is a usage error; from a cell it was passed on, and
+    999 simulated devices crashed the student's process (each exercise an "error" blamed on
+    the student's code). Each option is checked by the command's own rules, in one line,
+    before anything is shown or started."""
+    with pytest.raises(notebook.CourseError) as raised:
+        notebook.grade(1, **options)
+    assert str(raised.value).startswith(said), str(raised.value)
+    assert screen.outputs == []  # not even "starting the grader …"
+
+
 def test_an_error_while_starting_clears_the_progress_line(home, screen):
-    with pytest.raises(notebook.CourseError, match="--timeout"):
-        notebook.grade(1, timeout=-1)
+    with pytest.raises(notebook.CourseError, match="--example needs one exercise"):
+        notebook.grade(1, example="mesh=2 shape=4 spec=x")
     setup, starting, *_ = (u["text/plain"] for u in screen.updates)
     assert setup.startswith(
         f"Set up your workspace: {LESSONS} exercise file(s)"
