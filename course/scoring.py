@@ -401,11 +401,13 @@ HEADLINE = 160
 """Characters a headline keeps (a CI screen's one line); the output below it has the rest."""
 
 
-def headline(er: ExerciseResult) -> str:
+def headline(er: ExerciseResult, *, whole: bool = False) -> str:
     """One sentence on an exercise that did not pass: what failed and why, in at most
-    :data:`HEADLINE` characters."""
+    :data:`HEADLINE` characters (``whole``: uncut)."""
     line = _headline(er)
-    return line if len(line) <= HEADLINE else line[: HEADLINE - 2].rsplit(" ", 1)[0] + " …"
+    if whole or len(line) <= HEADLINE:
+        return line
+    return line[: HEADLINE - 2].rsplit(" ", 1)[0] + " …"
 
 
 def _headline(er: ExerciseResult) -> str:

@@ -154,6 +154,28 @@ def test_results_carry_the_device_map_and_the_headline_once():
     assert "re-run it: course grade 2.ring_all_gather --example" in text
 
 
+def test_a_headline_cut_for_ci_goes_on_below_it_not_again():
+    """A values message longer than a CI screen's line (as most real ones are): the
+    headline keeps 160 characters, the next line says the rest, and the message is not
+    written out a second time below (it was, whole, as "values: …")."""
+    from dataclasses import replace
+
+    check = values_check([4], ["x"], {(0,), (1,), (2,), (3,)})
+    long = (
+        "4 of 4 devices hold wrong values (first at global index (1, 0): expected -4, got "
+        "-2); wrong along axis 0: 8 of 16 rows (1, 3–4, 6, 9, 11–12, 14)"
+    )
+    er = ExerciseResult(2, "ring_all_gather", Status.FAILED, checks=(replace(check, message=long),),
+                        example="n=4 rows=1 cols=2 dtype=float32 seed=1")  # fmt: skip
+    head, rest, *_ = feedback(er, rerun).splitlines()
+    assert len(head) <= 160 and head.startswith("Failed the values check: 4 of 4 devices hold")
+    assert head.endswith(" …") and rest.startswith("… ") and rest.endswith("11–12, 14)")
+    assert f"{head[:-2]} {rest[2:]}" == f"Failed the values check: {long}"
+    text = feedback(er, rerun)
+    assert text.count("devices hold wrong values") == 1 and "values: " not in text
+    assert "0 ✘" in text and "3 ✘" in text  # the device map still drawn
+
+
 @pytest.mark.skipif(not os.access("/var/tmp", os.W_OK), reason="needs a TMPDIR outside /tmp")
 def test_private_copies_stay_private_with_tmpdir_outside_tmp(tmp_path):
     """A submission that reads every file beside its own private copy sees none of a

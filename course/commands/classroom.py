@@ -358,10 +358,13 @@ def feedback(er: ExerciseResult, rerun: Callable[[ExerciseResult], str]) -> str:
     if er.passed:
         return scoring.feedback(er, rerun)
     lines = [scoring.headline(er)]
+    whole = scoring.headline(er, whole=True)
+    if whole != lines[0]:  # cut to a CI screen's one line: the rest of it follows, once
+        lines.append("… " + whole[len(lines[0]) - 2 :].strip())
     failed = [c for c in er.checks if not c.passed]
     for i, c in enumerate(failed):
         said = c.message.splitlines() or [""]
-        if i == 0 and said[0] and said[0] in lines[0]:
+        if i == 0 and said[0] and said[0] in whole:
             said = said[1:]  # the headline says it
         elif said:
             said[0] = f"{c.name}: {said[0]}"
@@ -369,7 +372,7 @@ def feedback(er: ExerciseResult, rerun: Callable[[ExerciseResult], str]) -> str:
     pictures = evidence_text([x for c in failed for x in c.evidence] + list(er.explanation), er)
     if pictures:
         lines.append(pictures)
-    return "\n".join(lines + scoring.feedback_tail(er, rerun, lines[0]))
+    return "\n".join(lines + scoring.feedback_tail(er, rerun, whole))
 
 
 TEXT_WIDTH = 100
