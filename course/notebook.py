@@ -313,7 +313,13 @@ def solution(
             f"Lesson {chosen.number}'s solution unlocks once every exercise of it has passed "
             f"(grade({chosen.number})). To look anyway: solution({chosen.number}, force=True)"
         )
-    source = (shipped().solutions / f"{chosen.module}.py").read_text()
+    found = shipped().solutions / f"{chosen.module}.py"
+    if not found.is_file():  # as `course solution` says it
+        raise CourseError(
+            f"this installation of the course holds no reference solutions ({found} is absent: "
+            "it was built without them, e.g. for an autograder)"
+        )
+    source = found.read_text()
     return Page(source, markdown=f"```python\n{source}```\n")
 
 

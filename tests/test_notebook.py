@@ -258,6 +258,17 @@ def test_solution_is_locked_then_whole_python(home):
     assert source == (Path(__file__).parent.parent / "solutions" / "l01_meshes.py").read_text()
 
 
+def test_solution_from_an_installation_without_references_is_one_line(home, monkeypatch):
+    """The autograder's wheel ships no solutions: a sentence, not a FileNotFoundError."""
+    from grader import repo
+
+    real = repo.shipped()
+    monkeypatch.setattr(repo, "shipped", lambda: repo.Shipped(
+        real.stubs, home / "no-solutions", real.lessons, False))  # fmt: skip
+    with pytest.raises(notebook.CourseError, match="holds no reference solutions"):
+        notebook.solution(1, force=True)
+
+
 def test_an_exercise_cell_never_loses_code_written_elsewhere(home):
     stub = (Path(__file__).parent.parent / "exercises" / "l01_meshes.py").read_text()
     target = home / "exercises" / "l01_meshes.py"
