@@ -115,6 +115,19 @@ def test_a_course_that_cannot_start_still_gets_a_results_json(unzipped, tmp_path
     assert "not your code" in doc["output"]
 
 
+def test_an_autograder_that_cannot_be_written_is_one_line(tmp_path):
+    """OUT.zip in a folder that cannot be made (under a file): a sentence naming it, exit 1,
+    no traceback and nothing left behind."""
+    (tmp_path / "afile").write_text("")
+    r = _course("autograder", str(tmp_path / "afile" / "hw.zip"), "--lesson", "1", cwd=ROOT)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip() == (
+        f"Error: cannot write {tmp_path / 'afile' / 'hw.zip'}: File exists "
+        f"({tmp_path / 'afile'}); nothing was written"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
 def test_the_zip_holds_the_scripts_and_a_wheel_without_any_reference(unzipped):
     names = sorted(p.name for p in unzipped.iterdir())
     assert names == ["run_autograder", "scaling_course-0.1.0-py3-none-any.whl", "setup.sh"]

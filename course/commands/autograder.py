@@ -31,6 +31,8 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
+
 from course import scoring
 from course import submissions as safe
 from course.commands.classroom import (
@@ -71,15 +73,23 @@ def autograder(
     if devices is not None:
         options += ["--devices", str(devices)]
     name, data = wheel()
-    target.parent.mkdir(parents=True, exist_ok=True)
     staged = target.with_name(f".{target.name}.tmp")
-    with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as z:
-        _add(z, "setup.sh", (TEMPLATES / "setup.sh").read_bytes(), executable=True)
-        script = (TEMPLATES / "run_autograder").read_text()
-        script = script.replace("@OPTIONS@", " ".join(shlex.quote(o) for o in options))
-        _add(z, "run_autograder", script.encode(), executable=True)
-        _add(z, name, data)
-    os.replace(staged, target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as z:
+            _add(z, "setup.sh", (TEMPLATES / "setup.sh").read_bytes(), executable=True)
+            script = (TEMPLATES / "run_autograder").read_text()
+            script = script.replace("@OPTIONS@", " ".join(shlex.quote(o) for o in options))
+            _add(z, "run_autograder", script.encode(), executable=True)
+            _add(z, name, data)
+        os.replace(staged, target)
+    except OSError as exc:  # a folder that cannot be made or written, a full disk: one line
+        if staged.parent.is_dir():
+            staged.unlink(missing_ok=True)
+        where = f" ({exc.filename})" if exc.filename not in (None, str(target), str(staged)) else ""
+        raise click.ClickException(
+            f"cannot write {out}: {exc.strerror or exc}{where}; nothing was written"
+        ) from None
     numbers = ", ".join(str(ls.number) for ls in chosen)
     app.console.print(
         f"Written {target}: setup.sh, run_autograder and {name} (the course without its "
