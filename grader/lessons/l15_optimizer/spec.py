@@ -198,10 +198,13 @@ def _adam_state(rng: np.random.Generator, size: int, step: int) -> dict[str, np.
     return {"master": master, "m": m, "v": v}
 
 
-def _bf16(a: np.ndarray) -> Any:
-    import jax.numpy as jnp
+def _bf16(a: np.ndarray) -> np.ndarray:
+    """``a`` rounded to bfloat16 in numpy (ml_dtypes: round to nearest even, as XLA's
+    convert), not with jnp: a jnp conversion compiles a program for every new shape,
+    nine per grade, in the worker and in the student's process alike."""
+    import ml_dtypes
 
-    return np.asarray(jnp.asarray(a, jnp.bfloat16))
+    return np.asarray(a).astype(ml_dtypes.bfloat16)
 
 
 def _put(mesh: Any, spec: Any) -> Callable[[Any], Any]:
