@@ -171,19 +171,36 @@ def test_the_right_answer_matches_no_known_mistake(root, kind):
 
 
 def test_the_report_sets_zero2_beside_the_other_stages(root):
-    """The reference's zero2 report: bytes kept by stage (16·Ψ, (4 + 12/N)·Ψ, (2 + 14/N)·Ψ,
-    16·Ψ/N) and elements sent (ZeRO-3 half as many again as ZeRO-2), then what it sent."""
+    """The reference's zero2 report on its largest example (N = 6, Ψ = 768, M = 3): bytes
+    kept by stage (16·Ψ, (4 + 12/N)·Ψ, (2 + 14/N)·Ψ, 16·Ψ/N) and elements sent per step in
+    units of (N−1)/N·Ψ = 640: 2 for none and ZeRO-1 (one reduction after the micro-batches),
+    M + 1 for ZeRO-2, 3·M for ZeRO-3 (lesson 7's: each micro-batch gathers the params for
+    its forward and its backward); then what the program ran, equal to ZeRO-2's row."""
     result = engine.grade_lesson(
         15, MODULE, root / "solutions", only=["zero2_step"], max_examples=0
     )
     (e,) = result.exercises
     note, table = e.explanation
-    ex = max(spec._zero_examples(FULL), key=lambda x: x["n"])  # n = 6, Ψ = 768, M = 3
-    assert "Ψ = 768" in note.text and "N = 6" in note.text
-    assert [r[1] for r in table.rows[:4]] == ["12,288", "4,608", "3,328", "2,048"]
-    assert [r[3] for r in table.rows[:4]] == ["1,280", "1,280", "1,280", "1,920"]
-    assert table.rows[4][0] == "yours, M = 3" and table.rows[4][3] == f"{4 * 640:,}"
-    assert ex["micro"] == 3
+    ex = max(spec._zero_examples(FULL), key=lambda x: x["n"])
+    assert (ex["n"], spec.psi(ex), ex["micro"]) == (6, 768, 3)
+    assert "Ψ = 768" in note.text and "N = 6" in note.text and "M = 3" in note.text
+    psi, n, unit = 768, 6, 5 * 768 // 6
+    kept = [16 * psi, 4 * psi + 12 * psi // n, 2 * psi + 14 * psi // n, 16 * psi // n]
+    assert [r[1] for r in table.rows[:4]] == [f"{b:,}" for b in kept]
+    assert [r[3] for r in table.rows[:4]] == [f"{k * unit:,}" for k in (2, 2, 4, 9)]
+    assert [r[2] for r in table.rows[2:4]] == [
+        "3 reduce-scatters + all-gather", "6 all-gathers + 3 reduce-scatters",
+    ]  # fmt: skip
+    assert table.rows[4][0] == "yours (ZeRO-2), M = 3"
+    assert table.rows[4][2] == "3 reduce-scatters + 1 all-gather"
+    assert table.rows[4][3] == table.rows[2][3] == f"{4 * 640:,}"
+
+
+def test_one_micro_batch_zero3_sends_half_as_much_again_as_zero2():
+    ex = {"n": 4, "chunk": 128, "micro": 1, "step": 1, "seed": 0}
+    rows = spec.stage_rows(ex, (384, 384), (1, 1))
+    assert [r[3] for r in rows] == ["768", "768", "768", "1,152", "768"]
+    assert rows[3][2] == "2 all-gathers + 1 reduce-scatter"
 
 
 def _solution(root, module: str):

@@ -972,19 +972,31 @@ SLACK = 256
 # ------------------------------------------------------------------ the report
 
 
+def _times(count: int, what: str) -> str:
+    return f"{count} {what}{'' if count == 1 else 's'}"
+
+
 def stage_rows(
-    ex: Example, measured: tuple[int | None, int | None] = (None, None)
+    ex: Example,
+    measured: tuple[int | None, int | None] = (None, None),
+    counts: tuple[int | None, int | None] = (None, None),
 ) -> list[list[str]]:
-    """Per ZeRO stage, for the example's Ψ and N in this lesson's mix: the bytes each
-    device keeps (the byte table) and the elements it sends per step (the ring model,
-    one micro-batch; ZeRO-3 re-gathering each layer in the backward as lesson 7 does).
-    ``measured``: (reduce-scatter, all-gather) elements of this exercise's program, whose
-    M micro-batches each add a reduce-scatter."""
-    n, size = ex["n"], psi(ex)
+    """Per ZeRO stage, for the example's Ψ, N and M micro-batches in this lesson's mix:
+    the bytes each device keeps (the byte table) and the elements it sends per step (the
+    ring model, in units of (N−1)/N·Ψ). None and ZeRO-1 reduce once, after the M
+    micro-batches are summed: 2 units. ZeRO-2 reduce-scatters each micro-batch: M + 1.
+    ZeRO-3 as lesson 7 builds it gathers the params for each micro-batch's forward and
+    again for its backward, and reduce-scatters each micro-batch's gradient: 3·M (for
+    M = 1, 3 against 2: what ``tests/test_l15.py`` measures on lesson 7's reference).
+    ``measured``: (reduce-scatter, all-gather) elements of this exercise's program;
+    ``counts``: how many of each it ran."""
+    n, size, micro = ex["n"], psi(ex), ex.get("micro", 1)
     unit = ring_elements(ex)
-    sends = {0: 2 * unit, 1: 2 * unit, 2: 2 * unit, 3: 3 * unit}
-    how = {0: "all-reduce", 1: "reduce-scatter + all-gather", 2: "reduce-scatter + all-gather",
-           3: "2 all-gathers + reduce-scatter"}  # fmt: skip
+    sends = {0: 2 * unit, 1: 2 * unit, 2: (micro + 1) * unit, 3: 3 * micro * unit}
+    once = "reduce-scatter + all-gather"
+    how = {0: "all-reduce", 1: once,
+           2: f"{_times(micro, 'reduce-scatter')} + all-gather",
+           3: f"{_times(2 * micro, 'all-gather')} + {_times(micro, 'reduce-scatter')}"}  # fmt: skip
     rows = [
         [f"ZeRO-{s}" if s else "none", f"{byte_table.per_device(byte_table.THIS_LESSON, s, n) * size:,.0f}",
          how[s], f"{sends[s]:,}"]
@@ -992,8 +1004,12 @@ def stage_rows(
     ]  # fmt: skip
     rs, ag = measured
     if rs is not None and ag is not None:
-        said = f"yours, M = {ex.get('micro', 1)}"
-        rows.append([said, "", "reduce-scatter + all-gather", f"{rs + ag:,}"])
+        rs_n, ag_n = counts
+        ran = (
+            once if rs_n is None or ag_n is None
+            else f"{_times(rs_n, 'reduce-scatter')} + {_times(ag_n, 'all-gather')}"
+        )  # fmt: skip
+        rows.append([f"yours (ZeRO-2), M = {micro}", "", ran, f"{rs + ag:,}"])
     return rows
 
 
@@ -1009,12 +1025,15 @@ def _explain_stages(trials: list[Trial]) -> list[Any]:
     measured = (
         (comms.bytes(REDUCE_SCATTER, 1), comms.bytes(ALL_GATHER, 1)) if comms else (None, None)
     )
+    counts = (comms.count(REDUCE_SCATTER), comms.count(ALL_GATHER)) if comms else (None, None)
     return [
         Note(
-            f"ZeRO by stage for Ψ = {psi(ex):,} parameters on N = {ex['n']} devices "
-            "(bf16 params and grads, fp32 master and moments: 16 bytes per parameter)"
+            f"ZeRO by stage for Ψ = {psi(ex):,} parameters on N = {ex['n']} devices, "
+            f"M = {ex.get('micro', 1)} micro-batches per step (bf16 params and grads, fp32 "
+            "master and moments: 16 bytes per parameter; ZeRO-3 as lesson 7 builds it, the "
+            "params gathered for each micro-batch's forward and again for its backward)"
         ),
-        Table(STAGE_COLUMNS, stage_rows(ex, measured)),
+        Table(STAGE_COLUMNS, stage_rows(ex, measured, counts)),
     ]
 
 
