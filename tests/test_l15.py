@@ -144,6 +144,49 @@ def test_an_adamw_mistake_gets_its_own_diagnosis_only(root, tmp_path, mistake_id
             assert words not in said, other
 
 
+VALUE_WORDS = {
+    "zero1_step": {
+        "l15-zero1-sum-not-mean": "you summed them",
+        None: ("you divided by M only", "you divided by N only", *spec.ADAMW_WORDS.values()),
+    },
+    "clip_by_global_norm": {
+        "l15-clip-by-local-norm": "clipped each device's slice by its own norm",
+        "l15-clip-psum-of-norms": "norms do not add",
+    },
+    "loss_scaled_step": {
+        "l15-scaled-loss-scale-not-undone": "loss scale is not undone",
+        "l15-scaled-unscaled-in-fp16": "unscaled in float16",
+        "l15-scaled-skip-still-advances-momentum": "skipped step still advanced the momentum",
+    },
+    "fp8_all_gather": {
+        "l15-fp8-amax-summed": "added the devices' amaxes",
+        "l15-fp8-scale-not-undone": "The scale is not undone",
+        "l15-fp8-amax-of-own-slice-check-vma-off": "scaled by its own slice's amax",
+    },
+}
+"""Per exercise, the words each value mistake is named by (``None``: words of mistakes
+not catalogued, which no catalogued one may get either)."""
+
+
+@pytest.mark.parametrize(
+    "exercise,mistake_id",
+    [(e, m) for e, words in VALUE_WORDS.items() for m in words if m is not None],
+)
+def test_a_value_mistake_gets_its_own_diagnosis_only(root, tmp_path, exercise, mistake_id):
+    """Clipping, loss scaling, fp8 and ZeRO's mean: each catalogued wrong value is named by
+    its own words and by none of the nearest mistakes' (the same exercise's)."""
+    (mistake,) = [m for m in catalogue.MISTAKES if m.id == mistake_id]
+    directory = write_variant(root, tmp_path, mistake)
+    result = engine.grade_lesson(15, MODULE, directory, only=[exercise], max_examples=0)
+    (er,) = result.exercises
+    said = " ".join(f"{c.message} {c.hint}" for c in er.checks if not c.passed) + f" {er.hint}"
+    assert VALUE_WORDS[exercise][mistake_id] in said
+    for other, words in VALUE_WORDS[exercise].items():
+        for w in (words,) if isinstance(words, str) else words:
+            if other != mistake_id:
+                assert w not in said, (other, w)
+
+
 @pytest.mark.parametrize("kind", ["adamw", "zero1", "zero2", "clip", "scaled", "fp8"])
 def test_the_right_answer_matches_no_known_mistake(root, kind):
     """No known mistake's result equals the right one on the explicit examples: a hint

@@ -97,6 +97,11 @@ SKIP_DECIDED_LOCALLY = (
     "skip = bad_here > 0",
 )
 
+OWN_AMAX = (
+    "amax = lax.pmax(jnp.max(jnp.abs(blk)), AXIS)",
+    "amax = jnp.max(jnp.abs(blk))  # this device's slice only",
+)
+
 MISTAKES: list[Mistake] = [
     Mistake(
         id="l15-adamw-moments-bf16",
@@ -405,6 +410,41 @@ MISTAKES: list[Mistake] = [
             (
                 "return whole.astype(jnp.float32) / scale",
                 "return whole.astype(jnp.float32)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-fp8-amax-of-own-slice",
+        module=L15,
+        exercise="fp8_all_gather",
+        status="error",
+        check=None,
+        says=("One of two things varies", "lax.pmax of every device's max"),
+        patch=(OWN_AMAX,),
+    ),
+    Mistake(
+        id="l15-fp8-amax-of-own-slice-check-vma-off",
+        module=L15,
+        exercise="fp8_all_gather",
+        status="failed",
+        check="values",
+        says=("scaled by its own slice's amax", "lax.pmax"),
+        patch=(
+            OWN_AMAX,
+            ("out_specs=P())(w)", "out_specs=P(), check_vma=False)(w)"),
+        ),
+    ),
+    Mistake(
+        id="l15-fp8-gathered-as-varying",
+        module=L15,
+        exercise="fp8_all_gather",
+        status="error",
+        check=None,
+        says=("One of two things varies", "without to='invarying'"),
+        patch=(
+            (
+                'whole = lax.all_gather(q, AXIS, tiled=True, to="invarying")',
+                "whole = lax.all_gather(q, AXIS, tiled=True)",
             ),
         ),
     ),

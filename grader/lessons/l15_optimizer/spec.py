@@ -571,7 +571,7 @@ def _scaled_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
 def _fp8_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
     w, n = trial.extra["w"], trial.example["n"]
     amax = float(np.max(np.abs(w)))
-    local = np.concatenate([reference.fp8_round_trip(b) for b in w.reshape(n, -1)])
+    local = _own_amax_seen_by_first_device(w, n)
     summed = reference.fp8_round_trip(w, float(np.abs(w).reshape(n, -1).max(axis=1).sum()))
     scale = np.float32(reference.E4M3_MAX) / np.float32(amax)
     kept = reference.fp8_round_trip(w) * scale
@@ -590,6 +590,19 @@ def _fp8_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
         ),
         ("The scale is not undone: divide the gathered float8 values by scale.", kept),
     ]
+
+
+def _own_amax_seen_by_first_device(w: np.ndarray, n: int) -> np.ndarray:
+    """Each device quantises its slice with 448 / its own amax and dequantises the
+    gathered blocks with that same scale of its own: what the first device returns (a
+    P() result is read from it). Only a program with check_vma=False gets this far:
+    with the check on, the varying scale is refused (see :func:`_diagnose`)."""
+    import ml_dtypes
+
+    blocks = np.asarray(w, np.float32).reshape(n, -1)
+    scales = np.float32(reference.E4M3_MAX) / np.abs(blocks).max(axis=1).astype(np.float32)
+    q = (blocks * scales[:, None]).astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    return (q / scales[0]).reshape(-1).astype(np.float64)
 
 
 def _alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
@@ -1052,6 +1065,14 @@ def _diagnose(kind: str) -> Callable[[BaseException, Example, list[Example]], st
                 "whether the gradient overflowed. One device's inf must skip the step "
                 "everywhere: all-reduce the flag (lax.psum of 1.0 where this slice has a "
                 "non-finite value) and decide from the total."
+            )
+        if kind == "fp8":
+            return (
+                "The gathered weights have out_specs P() but vary over 'data'. One of two "
+                "things varies: the scale, if amax is this device's own max |w| (the amax "
+                "must be the whole tensor's, the same on every device: lax.pmax of every "
+                "device's max over 'data'; a psum of them is too large), or the gathered "
+                "float8 values, if lax.all_gather was called without to='invarying'."
             )
         if kind in ("zero1", "zero2") and "[0]" in paths:
             return (
