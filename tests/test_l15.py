@@ -152,6 +152,7 @@ VALUE_WORDS = {
     "clip_by_global_norm": {
         "l15-clip-by-local-norm": "clipped each device's slice by its own norm",
         "l15-clip-psum-of-norms": "norms do not add",
+        "l15-clip-always-rescales": "although its norm is below it",
     },
     "loss_scaled_step": {
         "l15-scaled-loss-scale-not-undone": "loss scale is not undone",

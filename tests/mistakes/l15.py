@@ -301,6 +301,20 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
+        id="l15-clip-always-rescales",
+        module=L15,
+        exercise="clip_by_global_norm",
+        status="failed",
+        check="values",
+        says=("rescaled the gradient to norm max_norm although its norm is below it",),
+        patch=(
+            (
+                "return g * (limit / jnp.maximum(norm, limit))",
+                "return g * (limit / norm)  # every gradient scaled to norm max_norm",
+            ),
+        ),
+    ),
+    Mistake(
         id="l15-clip-gathers-the-gradient",
         module=L15,
         exercise="clip_by_global_norm",
