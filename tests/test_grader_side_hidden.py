@@ -170,14 +170,15 @@ def test_an_installed_wheel_ships_the_graders_side_and_hides_it(tmp_path):
 
 REFERENCES = {
     "grader.reference.training": ("forward", "loss", "grads", "sgd_step"),
+    "grader.lessons.l08_tensor_parallel.spec": ("mlp", "attention"),
     "grader.lessons.l10_context_parallel.attention": ("partial", "merge", "attention"),
     "grader.lessons.l11_expert_parallel.routing": ("route", "moe_layer", "expert"),
     "grader.lessons.l12_parallel_transformer.transformer": ("forward", "grads", "sgd_step"),
     "grader.lessons.l15_optimizer.reference": ("adamw", "clip", "loss_scaled", "fp8_round_trip"),
     "grader.lessons.l16_serving.model": ("hidden", "logits", "kv", "greedy", "decode"),
 }
-"""The float64 references the grader holds the training lessons' programs to (the
-course model's step, attention, MoE routing, the transformer's step, AdamW, the
+"""The float64 references the grader holds the JAX lessons' programs to (the
+course model's step, Megatron's MLP and attention, attention, MoE routing, the transformer's step, AdamW, the
 serving model), by the modules the specs reached them through: names a submission
 could import from its own process before they moved to :mod:`grader.expected`."""
 
