@@ -1,8 +1,8 @@
 """The grader's side of the lessons: every reference a verdict is measured against.
 
 What lives here: the float64 references the JAX lessons' programs are held to (the
-course model's step, attention, MoE routing, the transformer's step, AdamW, the serving
-model), the formulas and expected values of the lessons whose answers are plain Python
+course model's step, Megatron's MLP and attention, softmax attention and its partials,
+MoE routing, the transformer's step, AdamW, the serving model), the formulas and expected values of the lessons whose answers are plain Python
 (lessons 3, 14 and 16, and the matmul cases' optimal bytes that lessons 3 and 4 hold
 answers to), the grader's own programs and schedules that answer exercises (lessons 4
 and 9), and the values known mistakes give.
@@ -35,6 +35,7 @@ How a spec reaches it, only in the grading worker (:mod:`grader.later`):
 ``l03_cost_model``            lesson 3's formulas and known mistakes;
 ``matmul``                    the bytes each sharded matmul case sends, optimum and rival,
                               and the grader's own program per case (lessons 3, 4);
+``l08_tensor_parallel``       the unsharded MLP and attention, float64, and a stride mistake's;
 ``l09_pipeline``              the schedule simulator and the reference schedules;
 ``l10_context_parallel``      softmax attention and the merge of partials, float64;
 ``l11_expert_parallel``       routing, dispatch and the MoE layer, float64, with known mistakes;
