@@ -143,9 +143,13 @@ class ExerciseSpec:
 
     So: the programs, their number and their order depend on the example and
     the earlier programs' shapes only, never on values (the student's process
-    sees decoys); whatever ``run`` computes from outputs (references, ``expected``)
-    is computed in the worker for real and in the student's process on decoys
-    (wasted there, never trusted). ``fn`` called outside a program (plain
+    sees decoys); whatever ``run`` computes from outputs is computed in the worker
+    for real and in the student's process on decoys (wasted there, never trusted).
+    A reference is never computed in ``run`` itself: ``trial.expected =
+    later(reference, ...)`` (:func:`grader.later.later`) defers it to the first
+    read, by a check, in the worker; a program input the grader derives from a
+    reference has a same-shaped stand-in in the student's process
+    (:func:`grader.later.in_worker`). ``fn`` called outside a program (plain
     Python, eager placement) runs in the student's process, on copies of its
     arguments. ``rt.compile_and_run(..., ours=True)`` (the grader's own program)
     and ``rt.cluster`` (lesson 13) run where ``run`` runs.

@@ -40,7 +40,7 @@ How a spec reaches it, only in the grading worker (:mod:`grader.later`):
 ``l10_context_parallel``      softmax attention and the merge of partials, float64;
 ``l11_expert_parallel``       routing, dispatch and the MoE layer, float64, with known mistakes;
 ``l12_parallel_transformer``  ``reference_bytes``, Megatron's sends, the predictions' slips;
-                              ``.transformer``: the tiny transformer's float64 step;
+``l12_transformer``           the tiny transformer's float64 step (lesson 12);
 ``l13_multi_host``            ``allreduce_time``'s model and mistakes, the loader's rows;
 ``l14_planning``              lesson 14's cost model, known mistakes and the report's pictures;
 ``l15_optimizer``             AdamW, clipping, the loss-scaled step, float8's round trip,

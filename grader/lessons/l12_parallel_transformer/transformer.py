@@ -2,7 +2,7 @@
 float64 reference by name.
 
 The reference (:mod:`tinymodels.transformer` recomputed in numpy float64 by
-hand-written backpropagation: :mod:`grader.expected.l12_parallel_transformer.transformer`)
+hand-written backpropagation: :mod:`grader.expected.l12_transformer`)
 is the grader's side, hidden from the student's process, which imports the spec and so
 this module: :func:`forward`, :func:`grads` and :func:`sgd_step` here import it when
 called, which only the worker does (a check, or a ``run``'s :func:`grader.later.later`).
@@ -46,7 +46,7 @@ def draw_batch(rng: np.random.Generator, b: int, s: int, d: int) -> tuple[np.nda
     return _normal(rng, (b, s, d), 1), _normal(rng, (b, s, d), 1)
 
 
-_REFERENCE = expected("l12_parallel_transformer.transformer")
+_REFERENCE = expected("l12_transformer")
 forward = _REFERENCE.fn("forward")
 """The stack's output h [B, S, D] in float64, given ``n_heads``."""
 grads = _REFERENCE.fn("grads")
