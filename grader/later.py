@@ -1,9 +1,13 @@
-"""A lesson's grader side (:mod:`grader.expected`), imported when first used.
+"""The grader's side (:mod:`grader.expected`), reached only where the worker runs.
 
 A spec is imported by the student's process too (to run the exercise there), and
 :mod:`grader.expected` is hidden from that process: so a spec never imports it at
-import time, but names it here, and its functions are imported when a check (or the
-``run`` of an exercise that hands over no program) first calls one, in the worker.
+import time. It names a module there (:func:`expected`), whose functions are imported
+when a check (or the ``run`` of an exercise that hands over no program) first calls one,
+in the worker; a ``run`` that hands over programs defers its expected value
+(:func:`later`), which the worker computes when a check first reads it; and the rare
+program input derived from a reference has a same-shaped stand-in where the reference is
+hidden (:func:`in_worker`). :mod:`grader.expected`'s docstring says what lives there.
 """
 
 from __future__ import annotations
@@ -13,7 +17,15 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from grader.faults import GraderFault
+
 PACKAGE = "grader.expected"
+
+
+class Hidden(GraderFault):
+    """The grader's side could not be imported because it is not there: this is the
+    student's process (or an installation built without it). A grader fault wherever
+    a reference is needed; :func:`in_worker` turns it into a stand-in."""
 
 
 class Expected:
@@ -28,9 +40,8 @@ class Expected:
         try:
             return importlib.import_module(self._name)
         except ImportError as exc:  # hidden (the student's process), or broken
-            from grader.faults import GraderFault
-
-            raise GraderFault(
+            missing = isinstance(exc, ModuleNotFoundError) and str(exc.name).startswith(PACKAGE)
+            raise (Hidden if missing else GraderFault)(
                 f"{self._name} is the grader's side and could not be imported ({exc}): "
                 "hidden from the student's process, it must be used only where the worker "
                 "runs (a check, or the run of an exercise that hands over no program)"
@@ -58,3 +69,52 @@ def expected(name: str) -> Expected:
     """The grader's side ``grader.expected.<name>`` (``"l14_planning.cost"``), imported
     when first used."""
     return Expected(name)
+
+
+class Later:
+    """A value the grading worker computes when a check first reads it: a spec's
+    ``run`` sets ``trial.expected = later(reference, *args)`` (or puts one in
+    ``trial.extra``), so that the float64 reference (:mod:`grader.expected`) is
+    computed in the worker only. ``run`` also runs in the student's process
+    (:attr:`grader.spec.ExerciseSpec.run`), where the reference is hidden and its
+    trial is thrown away: there nothing reads it, so nothing is computed."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        self._call: tuple[Callable[..., Any], tuple, dict] | None = (fn, args, kwargs)
+        self._value: Any = None
+
+    def value(self) -> Any:
+        """The value, computed on the first call."""
+        if self._call is not None:
+            fn, args, kwargs = self._call
+            self._value, self._call = fn(*args, **kwargs), None
+        return self._value
+
+    def __repr__(self) -> str:
+        if self._call is None:
+            return f"later(= {self._value!r})"
+        return f"later({getattr(self._call[0], '__name__', self._call[0])!r}, …)"
+
+
+def later(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Later:
+    """``fn(*args, **kwargs)``, computed when first read (:class:`Later`)."""
+    return Later(fn, *args, **kwargs)
+
+
+def resolved(value: Any) -> Any:
+    """``value``, or what it stands for when it is a :class:`Later`."""
+    return value.value() if isinstance(value, Later) else value
+
+
+def in_worker(fn: Callable[..., Any], *args: Any, otherwise: Callable[[], Any]) -> Any:
+    """``fn(*args)`` where the grader's side can be imported (the worker, the tests),
+    else ``otherwise()``: for the rare *input* of a program that the grader derives from
+    a reference (lesson 16's decode step starts from the prompt's cache and is fed the
+    greedy tokens). The spec's ``run`` also runs in the student's process, where the
+    references are hidden and the data are decoys; what it hands over there is traced,
+    never run, so a stand-in of the same shape and dtype (``otherwise``) traces the same
+    program. Never for a value a verdict rests on: that is :func:`later`'s."""
+    try:
+        return fn(*args)
+    except Hidden:
+        return otherwise()

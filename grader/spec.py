@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.later import Later
+
 Example = dict[str, Any]
 """One drawn example: ordered named values (ints, strings, tuples of ints)."""
 
@@ -45,6 +47,8 @@ class Trial:
     example: Example
     output: Any = None
     expected: Any = None
+    """What the checks hold ``output`` to; ``run`` may set a :class:`grader.later.Later`,
+    computed when first read (in the worker: the references are hidden elsewhere)."""
     comms: Any = None
     """A :class:`grader.measure.hlo.CommSummary`, for exercises that compile a program."""
     memory: dict[str, int] | None = None
@@ -58,6 +62,15 @@ class Trial:
     extra: dict[str, Any] = field(default_factory=dict)
     salt: int = 0
     """The data salt the example's inputs were drawn with (see :class:`grader.runtime.Runtime`)."""
+
+    def __getattribute__(self, name: str) -> Any:
+        value = object.__getattribute__(self, name)
+        if name == "expected" and isinstance(value, Later):
+            # a reference ``run`` deferred (:func:`grader.later.later`): computed here,
+            # in the worker, on first read; the student's process never reads it
+            value = value.value()
+            object.__setattr__(self, name, value)
+        return value
 
     def rng(self) -> Any:
         """The random source the example's inputs were drawn from: report material
@@ -130,9 +143,13 @@ class ExerciseSpec:
 
     So: the programs, their number and their order depend on the example and
     the earlier programs' shapes only, never on values (the student's process
-    sees decoys); whatever ``run`` computes from outputs (references, ``expected``)
-    is computed in the worker for real and in the student's process on decoys
-    (wasted there, never trusted). ``fn`` called outside a program (plain
+    sees decoys); whatever ``run`` computes from outputs is computed in the worker
+    for real and in the student's process on decoys (wasted there, never trusted).
+    A reference is never computed in ``run`` itself: ``trial.expected =
+    later(reference, ...)`` (:func:`grader.later.later`) defers it to the first
+    read, by a check, in the worker; a program input the grader derives from a
+    reference has a same-shaped stand-in in the student's process
+    (:func:`grader.later.in_worker`). ``fn`` called outside a program (plain
     Python, eager placement) runs in the student's process, on copies of its
     arguments. ``rt.compile_and_run(..., ours=True)`` (the grader's own program)
     and ``rt.cluster`` (lesson 13) run where ``run`` runs.

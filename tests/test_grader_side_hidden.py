@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from grader.runtime import Runtime
 from grader.sandbox import jail, references
 from tests import reports
 from tests.test_faults import ROOT, as_json, attempts, course, states
@@ -164,3 +166,173 @@ def test_an_installed_wheel_ships_the_graders_side_and_hides_it(tmp_path):
     site = tmp_path / "site-packages"  # a wheel's layout: the course's code is site-packages
     assert str(site / "grader" / "expected") in references.folders(site)
     assert str(HIDDEN) in references.folders(ROOT)
+
+
+REFERENCES = {
+    "grader.reference.training": ("forward", "loss", "grads", "sgd_step"),
+    "grader.lessons.l08_tensor_parallel.spec": ("mlp", "attention"),
+    "grader.lessons.l10_context_parallel.attention": ("partial", "merge", "attention"),
+    "grader.lessons.l11_expert_parallel.routing": ("route", "moe_layer", "expert"),
+    "grader.lessons.l12_parallel_transformer.transformer": ("forward", "grads", "sgd_step"),
+    "grader.lessons.l15_optimizer.reference": ("adamw", "clip", "loss_scaled", "fp8_round_trip"),
+    "grader.lessons.l16_serving.model": ("hidden", "logits", "kv", "greedy", "decode"),
+}
+"""The float64 references the grader holds the JAX lessons' programs to (the
+course model's step, Megatron's MLP and attention, attention, MoE routing, the transformer's step, AdamW, the
+serving model), by the modules the specs reached them through: names a submission
+could import from its own process before they moved to :mod:`grader.expected`."""
+
+REFERENCE_PROBE = r"""
+import importlib, inspect
+_report = {"source": [], "called": [], "control": []}
+for _module, _names in __REFERENCES__.items():
+    try:
+        _mod = importlib.import_module(_module)
+    except Exception:
+        continue
+    for _name in _names:
+        _fn = getattr(_mod, _name, None)
+        if _fn is None:
+            continue
+        try:  # the reference's own code, reachable from here
+            _src = inspect.getsource(_fn)
+            if _src.lstrip().startswith(f"def {_name}("):
+                _report["source"].append(f"{_module}.{_name}")
+        except Exception:
+            pass
+for _module, _call in (
+    ("grader.reference.training", lambda t: t.grads(
+        {"w_in": __import__("numpy").ones((1, 2, 2), "float32"),
+         "w_out": __import__("numpy").ones((1, 2, 2), "float32")},
+        __import__("numpy").ones((2, 2), "float32"), __import__("numpy").zeros((2, 2), "float32"))),
+    ("grader.lessons.l10_context_parallel.attention", lambda a: a.attention(
+        *([__import__("numpy").ones((2, 1, 2))] * 3), True)),
+):
+    try:  # a submission returning the reference's answer
+        _call(importlib.import_module(_module))
+        _report["called"].append(_module)
+    except Exception:
+        pass
+# the control: what the student's process may read (the inputs' drawing) is there
+from grader.reference.training import draw_params, tolerance
+_report["control"].append(draw_params.__name__)
+""" + reports.emit("_report")
+
+
+@needs_sandbox
+def test_the_float64_references_cannot_be_reached_from_the_students_process(tmp_path):
+    """A submission (lesson 14's solution, so that it passes) that imports each
+    reference through the modules the specs import, reads its source and calls it
+    on small inputs: none may be reachable. Before the references moved to
+    :mod:`grader.expected` every one was, in source and by a call."""
+    probe = REFERENCE_PROBE.replace("__REFERENCES__", repr(REFERENCES))
+    home = tmp_path / "home"
+    _workspace(home, (ROOT / "solutions" / "l14_planning.py").read_text() + probe)
+    r = course(home, "grade", "14.param_count", "--max-examples", "1", "--json", timeout=300)
+    (lesson,) = as_json(r)["lessons"]
+    assert lesson["sandbox"] == "on", lesson
+    seen = reports.read(r.stderr.decode(errors="replace"))
+    assert seen["control"] == ["draw_params"], seen
+    assert seen["source"] == [], seen["source"]
+    assert seen["called"] == [], seen["called"]
+    # outside the sandbox the same names still serve the grader (in the worker)
+    import importlib
+
+    for module, names in REFERENCES.items():
+        mod = importlib.import_module(module)
+        assert all(callable(getattr(mod, n, None)) for n in names), module
+
+
+RUNS_WITHOUT = r"""
+import ast, importlib.abc, json, sys
+from pathlib import Path
+class Hidden(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.startswith("grader.expected."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Hidden())
+from grader.measure import devices
+devices.configure(8)
+import jax, numpy as np
+from grader.loader import load_module
+from grader.runtime import Runtime
+from grader.sandbox.student import decoys
+from grader.spec import Trial, load_spec
+
+class Tracing(Runtime):
+    # the student's process's runtime without the export: each program traced, decoys back
+    programs = 0
+    def student_program(self, program, args, mesh, compiler_options, extra):
+        jitted = program if hasattr(program, "lower") else jax.jit(program)
+        shapes = jax.eval_shape(jitted, *args)
+        self.programs += 1
+        rng = np.random.default_rng(self.programs)
+        return Trial(self.example, output=decoys(shapes, args, mesh, rng), mesh=mesh,
+                     extra=extra, salt=self.salt)
+
+out = {}
+examples = ast.literal_eval(sys.stdin.read())  # drawn by the worker, handed to this process
+for module, exercises in examples.items():
+    spec = load_spec(module)
+    solution = load_module(Path("solutions"), module)
+    for name, example in exercises.items():
+        ex_spec = spec.exercise(name)
+        rt = Tracing(example, salt=7)
+        try:
+            ex_spec.run(rt, getattr(solution, ex_spec.name), example)
+            raised = None
+        except Exception as exc:
+            raised = f"{type(exc).__name__}: {str(exc)[:300]}"
+        out[f"{module}.{ex_spec.name}"] = [rt.programs, raised]
+print(json.dumps(out))
+"""
+
+
+class _NoProgram(Exception):
+    pass
+
+
+class _Classify(Runtime):
+    """Whether ``run`` hands the student's process a program (it stops at the first)."""
+
+    def student_program(self, program, args, mesh, compiler_options, extra):
+        raise _NoProgram()
+
+
+def test_every_run_that_hands_over_programs_runs_without_the_graders_side():
+    """The ``run`` of an exercise that hands over programs runs in the student's process
+    too, where :mod:`grader.expected` is hidden: with it hidden, each such run (every
+    lesson's solution, its first explicit example, programs traced on decoys as there)
+    completes, computing no reference (its expected value is deferred: grader.later.later).
+    A run that computed its float64 reference there raised a grader fault before its
+    next program; one that fed a program a reference's output (lesson 16's decode step,
+    the greedy tokens and the prompt's cache) could not build its inputs. The runs that
+    fail there must be those that hand over no program at all (the worker runs them)."""
+    import json
+
+    from grader.loader import load_module
+    from grader.spec import FULL, load_spec
+
+    examples: dict[str, dict[str, dict]] = {}
+    for lesson in tomllib.loads((ROOT / "course" / "course.toml").read_text())["lessons"]:
+        module = f"l{lesson['number']:02d}_{lesson['slug']}"
+        for ex_spec in load_spec(module).exercises:
+            if ex_spec.cluster is None:  # lesson 13's run runs in the worker; its processes, tasks
+                examples.setdefault(module, {})[ex_spec.name] = ex_spec.explicit(FULL)[0]
+    r = subprocess.run([sys.executable, "-c", RUNS_WITHOUT], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600, input=repr(examples))  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    seen = json.loads(r.stdout.strip().splitlines()[-1])
+    failed = {name: raised for name, (_, raised) in seen.items() if raised}
+    handed = [name for name, (programs, _) in seen.items() if programs]
+    assert len(handed) >= 30, handed  # the JAX lessons' exercises are all there
+    for name, raised in failed.items():
+        module, _, exercise = name.rpartition(".")
+        ex_spec = load_spec(module).exercise(exercise)
+        solution = load_module(ROOT / "solutions", module)
+        example = examples[module][exercise]
+        try:  # here, where the grader's side is there, it stops at its first program
+            ex_spec.run(_Classify(example), getattr(solution, exercise), example)
+        except _NoProgram:
+            pytest.fail(f"{name} hands over a program, and its run failed without the "
+                        f"grader's side: {raised}")  # fmt: skip

@@ -46,6 +46,7 @@ from grader.checks import (
 from grader.checks.groups import GroupsWithin, grouped, replica_groups
 from grader.checks.hinted import Hinted
 from grader.evidence import DeviceMap, Evidence
+from grader.later import Later, expected, later
 from grader.lessons.l08_tensor_parallel.checks import Carries, WeightsStay, arrays
 from grader.measure.hlo import Collective
 from grader.reference import training
@@ -69,44 +70,15 @@ BATCH = ("data", None)
 
 # ------------------------------------------------------------------ references (float64)
 
-
-def mlp(x: np.ndarray, w_in: np.ndarray, w_out: np.ndarray) -> np.ndarray:
-    return np.tanh(x @ w_in) @ w_out
-
-
-def attention(
-    x: np.ndarray, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray, wo: np.ndarray, n_heads: int,
-    scale: float | None = None, softmax_axis: int = -1,
-) -> np.ndarray:  # fmt: skip
-    """Softmax attention, no mask; head h = columns h·Dh … (h+1)·Dh of wq/wk/wv.
-    Scores are scaled by ``scale``, 1/√Dh unless given (other scales are mistakes)."""
-    b, s, _ = x.shape
-    dh = wq.shape[1] // n_heads
-    scale = 1 / np.sqrt(dh) if scale is None else scale
-
-    def split(t: np.ndarray) -> np.ndarray:
-        return t.reshape(b, s, n_heads, dh)
-
-    q, k, v = split(x @ wq), split(x @ wk), split(x @ wv)
-    scores = np.einsum("bqhd,bkhd->bhqk", q, k) * scale
-    p = np.exp(scores - scores.max(softmax_axis, keepdims=True))
-    p /= p.sum(softmax_axis, keepdims=True)
-    return np.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, s, n_heads * dh) @ wo
-
-
-def _wrong_stride(
-    x, wq, wk, wv, wo, n_heads: int, n: int, split: bool = True, merge: bool = True
-) -> np.ndarray:  # fmt: skip
-    """y when every device reads its H/N·Dh columns at the head-fastest stride: as
-    [Dh, H/N] swapped to [H/N, Dh], "head h, dim c" is the true local column
-    c·H/N + h. ``split``: q, k, v are split so; ``merge``: the heads' outputs are
-    put back so before wo (both: the columns are only renumbered, each head still
-    meets its own rows of wo, but the heads mix columns)."""
-    heads, dh = n_heads // n, wq.shape[1] // n_heads
-    local = np.arange(heads * dh).reshape(dh, heads).T.reshape(-1)  # position h·Dh + c → c·H/N + h
-    perm = np.concatenate([i * heads * dh + local for i in range(n)])
-    qkv = [w[:, perm] if split else w for w in (wq, wk, wv)]
-    return attention(x, *qkv, wo[perm] if merge else wo, n_heads)
+_REFERENCE = expected("l08_tensor_parallel")
+"""The unsharded MLP and attention in float64 (:mod:`grader.expected.l08_tensor_parallel`),
+hidden from the student's process: imported when called, in the worker."""
+mlp = _REFERENCE.fn("mlp")
+"""tanh(x @ w_in) @ w_out, float64."""
+attention = _REFERENCE.fn("attention")
+"""Softmax attention, no mask, float64 (``scale`` and ``softmax_axis``: mistakes)."""
+_wrong_stride = _REFERENCE.fn("wrong_stride")
+"""y when every device reads its H/N·Dh columns at the head-fastest stride."""
 
 
 # ------------------------------------------------------------------ examples
@@ -120,7 +92,8 @@ class Setup:
     inputs: tuple[np.ndarray, ...]
     layouts: tuple[tuple, ...]
     out: tuple
-    expected: np.ndarray
+    expected: Later
+    """y in float64 (as float32), computed when a check first reads it: in the worker."""
     static: tuple = ()
     """Extra arguments after the mesh (``n_heads``)."""
 
@@ -157,11 +130,11 @@ def setup_example(
         mesh = devices.make_mesh((ex["n"],), ("model",), simulated)
     if name == "tp_attention":
         inputs = attention_inputs(ex, rng)
-        expected = attention(*_f64(*inputs), ex["heads"])
+        expected = later(lambda: attention(*_f64(*inputs), ex["heads"]).astype(np.float32))
         layouts = (REPLICATED, COLUMNS, COLUMNS, COLUMNS, ROWS)
-        return Setup(mesh, inputs, layouts, REPLICATED, expected.astype(np.float32), (ex["heads"],))
+        return Setup(mesh, inputs, layouts, REPLICATED, expected, (ex["heads"],))
     inputs = mlp_inputs(ex, rng)
-    expected = mlp(*_f64(*inputs)).astype(np.float32)
+    expected = later(lambda: mlp(*_f64(*inputs)).astype(np.float32))
     x_and_y = {"tp_mlp": REPLICATED, "sp_mlp": ROWS, "dp_tp_mlp": BATCH}[name]
     return Setup(mesh, inputs, (x_and_y, COLUMNS, ROWS), x_and_y, expected)
 

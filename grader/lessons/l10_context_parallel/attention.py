@@ -1,58 +1,38 @@
-"""Softmax attention in numpy float64: the grader's reference (lessons 10 and 12).
+"""Lesson 10's attention: the causal mask and the zigzag layout the inputs are placed
+in (the exercise's statement), and the float64 reference by name.
 
-No jax here: the reference must not share a bug (or a float32 rounding) with
-the program it judges. Shapes follow the course: ``q, k, v: [S, H, Dh]``,
-one softmax per head over the keys, scores scaled by 1/√Dh.
+The reference, softmax attention in numpy float64 and the merge of two partials
+(:mod:`grader.expected.l10_context_parallel`), is the grader's side, hidden from the
+student's process, which imports the spec and so this module: :func:`partial`,
+:func:`merge` and :func:`attention` here import it when called, which only the worker does
+(a check, or a ``run``'s :func:`grader.later.later`).
 
 A *partial* is attention over a subset of the keys, kept as ``(o, lse)``:
 ``o [S, H, Dh]`` normalised over that subset, ``lse [S, H]`` the log of its
-softmax denominator (−inf for a row that sees no key, whose o is 0). Two
-partials over disjoint key sets merge exactly (:func:`merge`); that identity
-is what ring attention is built on.
+softmax denominator (−inf for a row that sees no key, whose o is 0).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from grader.later import expected
+
 Partial = tuple[np.ndarray, np.ndarray]
 
-
-def partial(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None) -> Partial:
-    """(o, lse) of queries q [Sq, H, Dh] over keys k, v [Sk, H, Dh] in float64.
-
-    ``mask`` [Sq, Sk] is True where a query may see a key (None: all)."""
-    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
-    s = np.einsum("qhd,khd->qhk", q, k) / np.sqrt(q.shape[-1])
-    if mask is not None:
-        s = np.where(mask[:, None, :], s, -np.inf)
-    m = s.max(axis=-1, keepdims=True)
-    m = np.where(np.isneginf(m), 0.0, m)
-    p = np.exp(s - m)
-    denom = p.sum(axis=-1)
-    o = np.einsum("qhk,khd->qhd", p, v) / np.where(denom == 0, 1.0, denom)[..., None]
-    with np.errstate(divide="ignore"):  # log 0 = −inf: the row saw no key
-        return o, m[..., 0] + np.log(denom)
-
-
-def merge(a: Partial, b: Partial) -> Partial:
-    """The partial over the union of two disjoint key sets."""
-    (o1, lse1), (o2, lse2) = a, b
-    lse = np.logaddexp(lse1, lse2)
-    ref = np.where(np.isneginf(lse), 0.0, lse)
-    w1, w2 = np.exp(lse1 - ref)[..., None], np.exp(lse2 - ref)[..., None]
-    return w1 * o1 + w2 * o2, lse
+_REFERENCE = expected("l10_context_parallel")
+partial = _REFERENCE.fn("partial")
+"""(o, lse) of queries q [Sq, H, Dh] over keys k, v [Sk, H, Dh] in float64; ``mask``
+[Sq, Sk] is True where a query may see a key (None: all)."""
+merge = _REFERENCE.fn("merge")
+"""The partial over the union of two disjoint key sets."""
+attention = _REFERENCE.fn("attention")
+"""softmax(q·kᵀ/√Dh [+ causal mask]) · v, [S, H, Dh] float64."""
 
 
 def causal_mask(q_pos: np.ndarray, k_pos: np.ndarray) -> np.ndarray:
     """[Sq, Sk]: a query sees the keys at its own position and before."""
     return np.asarray(q_pos)[:, None] >= np.asarray(k_pos)[None, :]
-
-
-def attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
-    """softmax(q·kᵀ/√Dh [+ causal mask]) · v, [S, H, Dh] float64."""
-    s = np.arange(q.shape[0])
-    return partial(q, k, v, causal_mask(s, s) if causal else None)[0]
 
 
 def zigzag_order(s: int, n: int) -> np.ndarray:

@@ -46,6 +46,7 @@ from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputShardin
 from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
 from grader.evidence import Evidence, ExpertLoad
+from grader.later import later
 from grader.lessons.l11_expert_parallel import routing as moe_routing
 from grader.lessons.l11_expert_parallel.checks import AllToAllCount, Combine, Dispatch
 from grader.reference import training
@@ -142,7 +143,7 @@ def _dispatch_run(k: int) -> Run:
         _check_router_output(
             trial.output, (ex["t"], ex["e"], capacity), fn.__name__, ex.get("dtype", "float32")
         )
-        trial.expected = moe_routing.route(logits.astype(np.float64), capacity, k)
+        trial.expected = later(moe_routing.route, logits.astype(np.float64), capacity, k)
         return trial
 
     return run
@@ -273,7 +274,7 @@ def _layer_run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         jitted, args, mesh, compiler_options=FAST_COMPILE, inputs=inputs,
         dtype=ex["dtype"], sharding=NamedSharding(mesh, specs["x"]),
     )  # fmt: skip
-    trial.expected = reference(ex, inputs)
+    trial.expected = later(reference, ex, inputs)  # in the worker only
     return trial
 
 
@@ -464,7 +465,7 @@ def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> s
 # ------------------------------------------------------------------ report material
 
 
-def _load(ex: Example, routings: list[moe_routing.Routing]) -> ExpertLoad:
+def _load(ex: Example, routings: list[Any]) -> ExpertLoad:
     """Tokens routed and kept per expert, summed over the routing groups."""
     routed, kept = np.sum([r.load() for r in routings], axis=0).T
     return ExpertLoad(
@@ -479,7 +480,7 @@ def _explain_dispatch(trials: list[Trial]) -> list[Evidence]:
     return [_load(trial.example, [trial.expected])]
 
 
-def layer_routings(ex: Example, inputs: dict[str, np.ndarray]) -> list[moe_routing.Routing]:
+def layer_routings(ex: Example, inputs: dict[str, np.ndarray]) -> list[Any]:
     """Each device's routing of its own tokens (the reference's)."""
     logits = np.asarray(inputs["x"], np.float64) @ np.asarray(inputs["router_w"], np.float64)
     return [moe_routing.route(b, ex["capacity"]) for b in np.split(logits, ex["n"])]

@@ -58,7 +58,7 @@ from grader.checks.groups import grouped, replica_groups, show_groups, spanned_a
 from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
 from grader.evidence import KindBytes, KindBytesRow, Table
-from grader.later import expected
+from grader.later import expected, later, resolved
 from grader.lessons.l12_parallel_transformer import transformer as model
 from grader.measure import jaxpr
 from grader.reference import training
@@ -227,14 +227,20 @@ def run_train(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
             hint="Return both: `return new_params, loss`.",
         )
     _check_dict(out[0], "train_step", "the new params")
-    new, value = model.sgd_step(params, x, y, LR, heads)
-    trial.expected = (new, np.float64(value))
-    trial.extra["grads"] = model.grads(params, x, y, heads)[1]
+    # the float64 references, computed where a check reads them: in the worker only
+    trial.expected = later(_expected, params, x, y, heads)
+    trial.extra["grads"] = later(lambda: model.grads(params, x, y, heads)[1])
     trial.extra["batch"] = (x, y)
     # the student's predict_step_bytes from the same module, for the report's "predicted"
     # column only (its own exercise grades it)
     trial.extra["predict"] = rt.function("predict_step_bytes")
     return trial
+
+
+def _expected(params: dict, x: np.ndarray, y: np.ndarray, heads: int) -> tuple[dict, np.float64]:
+    """The float64 step: (new params, loss before it)."""
+    new, value = model.sgd_step(params, x, y, LR, heads)
+    return new, np.float64(value)
 
 
 def _check_dict(out: Any, fname: str, what: str) -> None:
@@ -401,7 +407,7 @@ class Divergence(Check):
     @staticmethod
     def _bisect(trial: Trial) -> tuple[Table, tuple[int, str] | None]:
         """Per layer and param: the gradient's error (implied by the step) over its allowance."""
-        new, before, g_ref = trial.output[0], trial.extra["before"], trial.extra["grads"]
+        new, before, g_ref = trial.output[0], trial.extra["before"], resolved(trial.extra["grads"])
         frac = _atol(trial)
         ratios = {}
         for name in NAMES:

@@ -59,6 +59,7 @@ from grader.checks.comms import communication
 from grader.checks.hinted import Hinted
 from grader.checks.trees import PerLeaf
 from grader.evidence import Note, Table
+from grader.later import Later, later, resolved
 from grader.lessons.l15_optimizer import byte_table, reference
 from grader.lessons.l15_optimizer.reference import HP, SCALER_HP, as64
 from grader.results import CheckResult
@@ -265,18 +266,24 @@ def _run_adam(kind: str) -> Callable[[Runtime, Callable[..., Any], Example], Tri
             jax.jit(program), args, mesh, kind=kind, shardings=shardings,
         )  # fmt: skip
         _pair(trial.output, fn_name(kind), "(new params, new state)")
-        master64 = as64(state["master"])
-        new, m, v, direction = reference.adamw(
-            master64, as64(state["m"]), as64(state["v"]), ex["step"], g64
-        )
-        trial.expected = (new, {"m": m, "master": new, "step": np.int32(ex["step"] + 1), "v": v})
+        # the float64 step, computed where a check reads it: in the worker only
+        step = later(reference.adamw, as64(state["master"]), as64(state["m"]),
+                     as64(state["v"]), ex["step"], g64)  # fmt: skip
+        trial.expected = later(_adamw_expected, step, ex["step"])
         trial.extra.update(
-            before={k: as64(a) for k, a in state.items()}, g=g64, direction=direction,
+            before={k: as64(a) for k, a in state.items()}, g=g64,
+            direction=later(lambda: step.value()[3]),
             grads=as64(grads),
         )  # fmt: skip
         return trial
 
     return run
+
+
+def _adamw_expected(step: Later, before: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """(new params, new state) from the float64 step (new master, m, v, direction)."""
+    new, m, v, _ = step.value()
+    return new, {"m": m, "master": new, "step": np.int32(before + 1), "v": v}
 
 
 def fn_name(kind: str) -> str:
@@ -315,7 +322,7 @@ def _run_clip(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         jax.jit(lambda grads, limit: fn(grads, limit, mesh)), args, mesh,
         kind="clip", sharding=NamedSharding(mesh, P(AXIS)), dtype="float32",
     )  # fmt: skip
-    trial.expected = reference.clip(g64, max_norm)
+    trial.expected = later(reference.clip, g64, max_norm)  # in the worker only
     trial.extra.update(g=g64, max_norm=max_norm, norm=norm, local=local)
     return trial
 
@@ -333,7 +340,7 @@ def _run_fp8(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         jax.jit(lambda a: fn(a, mesh)), (_put(mesh, P(AXIS))(w),), mesh,
         kind="fp8", sharding=NamedSharding(mesh, P()), dtype="float32",
     )  # fmt: skip
-    trial.expected = reference.fp8_round_trip(w).astype(np.float64)
+    trial.expected = later(lambda: reference.fp8_round_trip(w).astype(np.float64))
     trial.extra.update(w=w)
     return trial
 
@@ -377,16 +384,18 @@ def _run_scaled(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     shardings = {"state": NamedSharding(mesh, P(AXIS)), "scalar": NamedSharding(mesh, P())}
     trial = rt.compile_and_run(jax.jit(program), args, mesh, kind="scaled", shardings=shardings)
     _pair(trial.output, "loss_scaled_step", "(new state, new scaler)")
+    trial.expected = later(_scaled_expected, d, ex)  # in the worker only
+    trial.extra.update(inputs=d, hp=hp)
+    return trial
+
+
+def _scaled_expected(d: dict[str, Any], ex: Example) -> tuple[dict, dict]:
+    """(new state, new scaler) of the float64 loss-scaled step."""
     master, m, scale, good = reference.loss_scaled(
         as64(d["master"]), as64(d["m"]), as64(d["grads"]), float(d["scale"]), ex["good"],
         ex["interval"],
     )  # fmt: skip
-    trial.expected = (
-        {"m": m, "master": master},
-        {"good": np.int32(good), "scale": np.float32(scale)},
-    )
-    trial.extra.update(inputs=d, hp=hp)
-    return trial
+    return {"m": m, "master": master}, {"good": np.int32(good), "scale": np.float32(scale)}
 
 
 # ------------------------------------------------------------------ leaves
@@ -437,7 +446,7 @@ def _atol(trial: Trial) -> float:
         g = float(np.max(np.abs(trial.extra["g"])))
         moved = (1 - HP["b1"]) * g if name == "m" else 2 * (1 - HP["b2"]) * g * g
         return 1e-6 + 2**-7 * moved / max(top, 1e-30)
-    step = HP["lr"] * float(np.max(np.abs(trial.extra["direction"])))
+    step = HP["lr"] * float(np.max(np.abs(resolved(trial.extra["direction"]))))
     return 1e-6 + 1e-2 * step / max(top, 1e-30)
 
 

@@ -1,4 +1,10 @@
-"""Lesson 16's tiny language model in numpy float64: inputs and the reference.
+"""Lesson 16's tiny language model: its params and inputs, and the float64 reference by name.
+
+The reference (:mod:`grader.expected.l16_serving.model`) is the grader's side, hidden
+from the student's process, which imports the spec and so this module: :func:`hidden`,
+:func:`logits`, :func:`kv`, :func:`greedy` and :func:`decode` here import it when called,
+which only the worker does (a check, a ``run``'s :func:`grader.later.later` or
+:func:`grader.later.in_worker`).
 
 The blocks of lesson 12's transformer (``h + attn(h)``, then ``h + tanh(h @ w_in) @ w_out``,
 causal multi-head attention, no norms), with a token embedding ``embed [V, D]``, learned positions ``pos [S_max, D]`` added at
@@ -11,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.later import expected
 from grader.reference.training import _normal
 
 Params = dict[str, np.ndarray]
@@ -32,33 +39,6 @@ def _block_params(rng: np.random.Generator, n_layers: int, d: int, hdh: int, f: 
     }
 
 
-def _attention(h: np.ndarray, w: Params, n_heads: int) -> np.ndarray:
-    """Causal multi-head attention of h [B, T, D], projected by wo."""
-    b, t, _ = h.shape
-    dh = w["wq"].shape[1] // n_heads
-    q = (h @ w["wq"]).reshape(b, t, n_heads, dh)
-    k, v = (_shared((h @ w[n]).reshape(b, t, -1, dh), n_heads) for n in ("wk", "wv"))
-    scores = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(dh)
-    scores = np.where(np.tril(np.ones((t, t), bool)), scores, -np.inf)
-    p = np.exp(scores - scores.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)
-    return np.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, t, n_heads * dh) @ w["wo"]
-
-
-def _shared(kv: np.ndarray, n_heads: int) -> np.ndarray:
-    """[..., K, Dh] → [..., N, Dh]: key/value head j serves query heads j·N/K … (j+1)·N/K − 1."""
-    return np.repeat(kv, n_heads // kv.shape[-2], axis=-2)
-
-
-def _blocks(p: Params, x: np.ndarray, n_heads: int) -> np.ndarray:
-    h = x
-    for i in range(p["wq"].shape[0]):
-        w = {k: p[k][i] for k in BLOCKS}
-        h = h + _attention(h, w, n_heads)
-        h = h + np.tanh(h @ w["w_in"]) @ w["w_out"]
-    return h
-
-
 def draw_params(rng: np.random.Generator, n_layers: int, d: int, hdh: int, f: int, vocab: int,
                 max_len: int, kdh: int | None = None) -> Params:  # fmt: skip
     """float32: the blocks as lesson 12 draws them; embeddings unit normal; the head
@@ -68,46 +48,6 @@ def draw_params(rng: np.random.Generator, n_layers: int, d: int, hdh: int, f: in
     p["pos"] = _normal(rng, (max_len, d), 1)
     p["unembed"] = _normal(rng, (d, vocab), d / 4)
     return {k: p[k] for k in NAMES}
-
-
-def hidden(params: Params, tokens: np.ndarray, n_heads: int, first: int = 0) -> np.ndarray:
-    """The last block's output [B, T, D] for ``tokens [B, T]`` at positions first … first+T−1
-    (with ``first`` > 0 the earlier positions are absent: a mistake's model)."""
-    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
-    t = tokens.shape[1]
-    x = p["embed"][tokens] + p["pos"][first : first + t]
-    return _blocks(p, x, n_heads)
-
-
-def logits(params: Params, tokens: np.ndarray, n_heads: int) -> np.ndarray:
-    """Next-token logits [B, T, V] at every position, float64, recomputed from scratch."""
-    return hidden(params, tokens, n_heads) @ np.asarray(params["unembed"], np.float64)
-
-
-def kv(params: Params, tokens: np.ndarray, n_heads: int) -> np.ndarray:
-    """The keys and values every layer computes for ``tokens``: [L, 2, B, T, H, Dh]."""
-    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
-    b, t = tokens.shape
-    h = p["embed"][tokens] + p["pos"][:t]
-    out = []
-    for i in range(p["wq"].shape[0]):
-        w = {k: p[k][i] for k in BLOCKS}
-        dh = w["wq"].shape[1] // n_heads
-        out.append([(h @ w[n]).reshape(b, t, -1, dh) for n in ("wk", "wv")])
-        h = h + _attention(h, w, n_heads)
-        h = h + np.tanh(h @ w["w_in"]) @ w["w_out"]
-    return np.asarray(out)
-
-
-def greedy(params: Params, prompt: np.ndarray, n_heads: int, steps: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """(tokens [B, steps + 1], logits [steps + 1, B, V]): the greedy continuation of the
-    prompts, each step's logits recomputed over the whole sequence so far."""
-    seq, out = np.asarray(prompt), []
-    for _ in range(steps + 1):
-        last = logits(params, seq, n_heads)[:, -1]
-        out.append(last)
-        seq = np.concatenate([seq, last.argmax(-1)[:, None]], axis=1)
-    return seq[:, prompt.shape[1] :], np.asarray(out)
 
 
 EXACT, MASK_BEFORE, MASK_AFTER, POSITION_ZERO = (
@@ -120,35 +60,15 @@ EXACT, MASK_BEFORE, MASK_AFTER, POSITION_ZERO = (
 (keys < pos); seeing one empty slot more (keys ≤ pos + 1); embedded at position 0."""
 
 
-def decode(params: Params, prompt: np.ndarray, fed: np.ndarray, n_heads: int, max_len: int,
-           how: str = EXACT) -> np.ndarray:  # fmt: skip
-    """Logits [steps, B, V] of decoding ``fed [B, steps]`` one token a step after the
-    prompt, from a float64 cache of ``max_len`` slots (zeros where nothing was written),
-    read as ``how`` says: the right way equals :func:`logits` recomputed; the others
-    are what known mistakes compute."""
-    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
-    b, t0 = prompt.shape
-    n_layers = p["wq"].shape[0]
-    dh = p["wq"].shape[2] // n_heads
-    cache = np.zeros((n_layers, 2, b, max_len, p["wk"].shape[2] // dh, dh))
-    cache[:, :, :, :t0] = kv(params, prompt, n_heads)
-    out = []
-    for step in range(fed.shape[1]):
-        pos = t0 + step
-        where = 0 if how == POSITION_ZERO else pos
-        h = p["embed"][fed[:, step]] + p["pos"][where]  # [B, D]
-        last = {MASK_BEFORE: pos - 1, MASK_AFTER: pos + 1}.get(how, pos)
-        for i in range(n_layers):
-            w = {k: p[k][i] for k in BLOCKS}
-            q = (h @ w["wq"]).reshape(b, n_heads, dh)
-            k, v = ((h @ w[n]).reshape(b, -1, dh) for n in ("wk", "wv"))
-            cache[i, 0, :, pos], cache[i, 1, :, pos] = k, v
-            keys, values = (_shared(cache[i, j, :, : last + 1], n_heads) for j in (0, 1))
-            s = np.einsum("bhd,bshd->bhs", q, keys) / np.sqrt(dh)
-            a = np.exp(s - s.max(-1, keepdims=True))
-            a /= a.sum(-1, keepdims=True)
-            o = np.einsum("bhs,bshd->bhd", a, values).reshape(b, n_heads * dh)
-            h = h + o @ w["wo"]
-            h = h + np.tanh(h @ w["w_in"]) @ w["w_out"]
-        out.append(h @ p["unembed"])
-    return np.asarray(out)
+_REFERENCE = expected("l16_serving.model")
+hidden = _REFERENCE.fn("hidden")
+"""The last block's output [B, T, D] for ``tokens [B, T]`` (float64)."""
+logits = _REFERENCE.fn("logits")
+"""Next-token logits [B, T, V] at every position, float64, recomputed from scratch."""
+kv = _REFERENCE.fn("kv")
+"""The keys and values every layer computes for ``tokens``: [L, 2, B, T, K, Dh]."""
+greedy = _REFERENCE.fn("greedy")
+"""(tokens [B, steps + 1], logits [steps + 1, B, V]): the greedy continuation."""
+decode = _REFERENCE.fn("decode")
+"""Logits [steps, B, V] of decoding ``fed`` one token a step from a float64 cache, read
+as ``how`` says (:data:`EXACT`, or a known mistake's way)."""

@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 
 from grader.checks.groups import grouped, show_groups, spanned_axes
 from grader.evidence import Table
+from grader.later import in_worker, later
 from grader.lessons.l16_serving import model
 from grader.results import CheckResult
 from grader.runtime import Runtime, StudentReturnError
@@ -187,10 +188,36 @@ def run_prefill(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     trial = rt.compile_and_run(program, (placed, _place(mesh, prompt, (DATA, None))), mesh)
     logits, cache = _pair(trial.output, "prefill")
     trial.output = {"logits": [logits], "cache": cache}
-    trial.expected = {"logits": [model.logits(params, prompt, heads)[:, -1]],
-                      "kv": model.kv(params, prompt, heads)}  # fmt: skip
+    trial.expected = later(_prefill_expected, params, prompt, heads)  # in the worker only
     trial.extra.update(sizes=s, tokens=[prompt.shape[1]], what="prefill")
     return trial
+
+
+def _prefill_expected(params: dict, prompt: np.ndarray, heads: int) -> dict[str, Any]:
+    """The float64 logits of the prompt's last token, and every layer's keys and values."""
+    return {"logits": [model.logits(params, prompt, heads)[:, -1]],
+            "kv": model.kv(params, prompt, heads)}  # fmt: skip
+
+
+def _decode_inputs(
+    s: Sizes, params: dict, prompt: np.ndarray
+) -> tuple[np.ndarray, Any, np.ndarray]:
+    """(greedy tokens [B, STEPS + 1], their float64 logits, the cache holding the prompt's
+    keys and values): the decode steps' inputs come from the reference, which only the
+    worker computes; the student's process, where it is hidden and the data are decoys,
+    traces the same programs on zeros of the same shapes (:func:`grader.later.in_worker`)."""
+
+    def reference() -> tuple[np.ndarray, Any, np.ndarray]:
+        tokens, want = model.greedy(params, prompt, s.heads, STEPS)
+        start = np.zeros(s.cache_shape, np.float32)
+        start[:, :, :, : s.prompt] = model.kv(params, prompt, s.heads)
+        return tokens, want, start
+
+    def stand_in() -> tuple[np.ndarray, Any, np.ndarray]:
+        tokens = np.zeros((prompt.shape[0], STEPS + 1), np.int64)
+        return tokens, None, np.zeros(s.cache_shape, np.float32)
+
+    return in_worker(reference, otherwise=stand_in)
 
 
 def run_decode(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
@@ -199,9 +226,7 @@ def run_decode(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     mesh = rt.mesh(ex["mesh"], (DATA, MODEL))
     s, params, prompt = draw(ex, rt.rng())
     placed = {k: _place(mesh, v, s.layout[k]) for k, v in params.items()}
-    tokens, want = model.greedy(params, prompt, s.heads, STEPS)
-    start = np.zeros(s.cache_shape, np.float32)
-    start[:, :, :, : s.prompt] = model.kv(params, prompt, s.heads)
+    tokens, want, start = _decode_inputs(s, params, prompt)
     cache = _place(mesh, start, s.cache_spec)
     heads = s.heads
     program = jax.jit(lambda p, c, t, pos: fn(p, c, t, pos, mesh, heads), donate_argnums=(1,))
@@ -216,7 +241,8 @@ def run_decode(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         first = first or trial
     assert first is not None
     first.output = {"logits": logits, "cache": cache}
-    first.expected = {"logits": list(want[1:]), "tokens": tokens[:, 1:]}
+    # read in the worker only (the student's process has no reference: ``want`` is None there)
+    first.expected = later(lambda: {"logits": list(want[1:]), "tokens": tokens[:, 1:]})
     first.extra.update(sizes=s, what="decode", params=params, prompt=prompt,
                        fed=tokens[:, :STEPS], positions=[s.prompt + k for k in range(STEPS)])  # fmt: skip
     return first
