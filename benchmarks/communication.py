@@ -247,7 +247,7 @@ def lesson8() -> list[dict]:
             else:
                 ex = {"n": m, "shape": (16, 64, 256), "seed": 0}
             trial = l08.SPEC.exercise(name).run(InProcess(ex), getattr(sol, name), ex)
-            setup = l08.setup_example(name, ex)
+            setup = l08.setup_example(name, ex, example_rng(ex))
             names = setup.mesh.axis_names
             auto = jax.make_mesh(mesh_shape, names, axis_types=(AxisType.Auto,) * len(names),
                                  devices=devices.devices()[: int(np.prod(mesh_shape))])  # fmt: skip
