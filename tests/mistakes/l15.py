@@ -361,6 +361,20 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
+        id="l15-scaled-skip-on-inf-only",
+        module=L15,
+        exercise="loss_scaled_step",
+        status="failed",
+        check="values",
+        says=("nan gradient", "was applied", "should have been skipped"),
+        patch=(
+            (
+                "bad_here = jnp.logical_not(jnp.all(jnp.isfinite(g))).astype(jnp.float32)",
+                "bad_here = jnp.any(jnp.isinf(g)).astype(jnp.float32)  # a nan goes through",
+            ),
+        ),
+    ),
+    Mistake(
         id="l15-scaled-overflow-found-locally",
         module=L15,
         exercise="loss_scaled_step",

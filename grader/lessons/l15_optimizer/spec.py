@@ -156,9 +156,13 @@ subnormal (only the scaled ones are representable); ordinary ones; a nan."""
 
 
 def _scaled_examples(ctx: Context) -> list[Example]:
-    """Overflow on 4 devices; underflow on 3 with a scale that then grows; the clean and
-    nan cases are drawn."""
-    rows = zip(_sizes(ctx, 4, 3), SCALE_CASES[:2], (2, 3), (0, 2))
+    """A nan (no inf) on 4 devices, one clean step short of growing the scale; underflow on
+    3 with a scale that then grows; the overflow and clean cases are drawn. The nan, not
+    the inf: a skip test written with isinf alone (or |g| > 65504) applies a nan, and every
+    mistake the inf example told apart (the skip that still advances the momentum, the
+    skip decided locally) the nan tells apart too; good = 1, not 0: a skip that leaves
+    good as it was, or lets it reach growth_interval, is seen."""
+    rows = zip(_sizes(ctx, 4, 3), ("nan", "underflow"), (2, 3), (1, 2))
     return [
         {"n": n, "chunk": 32, "case": case, "interval": k, "good": good, "seed": i}
         for i, (n, case, k, good) in enumerate(rows)
@@ -710,6 +714,8 @@ def _trial_mistake(trial: Trial) -> str | None:
         want = jax.tree_util.tree_flatten_with_path(trial.expected)[0]
     except Exception:  # a malformed output: the checks say what is wrong with it
         return None
+    if trial.extra["kind"] == "scaled" and (words := _nan_applied(trial, got)):
+        return words
     for name in HINTED_LEAVES[trial.extra["kind"]]:
         for path, expected in want:
             where = jax.tree_util.keystr(path)
@@ -720,6 +726,29 @@ def _trial_mistake(trial: Trial) -> str | None:
             leaf = Trial(trial.example, got[where], expected, extra=extra)
             if out.shape == np.shape(expected) and (words := _known_mistake(leaf, out)):
                 return words
+    return None
+
+
+def _nan_applied(trial: Trial, got: dict[str, Any]) -> str | None:
+    """What was measured when a gradient holding a nan and no inf reached the state: the
+    step was not skipped (whatever the test that missed it: isinf alone, |g| > 65504, none)."""
+    grads = as64(trial.extra["inputs"]["grads"])
+    if not np.isnan(grads).any() or np.isinf(grads).any():
+        return None
+    for where, leaf in got.items():
+        name = next((n for n in ("master", "m") if f"'{n}'" in where), None)
+        out = np.asarray(leaf, np.float64) if name else None
+        if out is None or out.shape != grads.shape or np.all(np.isfinite(out)):
+            continue
+        return (
+            f"The gradient held a nan (and no inf) at {int(np.isnan(grads).sum())} element of "
+            f"one device's slice, and your {name} is not finite at "
+            f"{int((~np.isfinite(out)).sum())} of its {out.size} elements: a nan gradient was "
+            "applied. The step should have been skipped: any element that is not finite, nan "
+            "as well as inf, leaves the state as it was and halves the scale. jnp.isfinite is "
+            "false for both; jnp.isinf misses nan, and a nan compares false with everything "
+            "(|g| > 65504 misses it too)."
+        )
     return None
 
 
