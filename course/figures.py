@@ -780,6 +780,128 @@ def zero_stages() -> str:
     return svg.render("Lesson 15: the state per device under each ZeRO stage")
 
 
+ZERO_STEP_15 = {"n": 4, "chunk": 12_288, "micro": 2}
+"""Section 3's measured example: N = 4, Ψ = 49,152 (N·chunk), M = 2 micro-batches."""
+WIRE_FILLS = {"reduce-scatter": "#f4a3a3", "all-gather": "#a9cdf5", "compute": "#e6e6e6"}
+
+
+def zero_step_boxes(stage: int, ex: dict) -> list[tuple[str, str, list[str]]]:
+    """One ZeRO step's phases, in order, as (kind, title, lines): the collectives' counts
+    from the grader's :func:`stage_collectives` (a title counts those of one micro-batch
+    where the phase runs per micro-batch; the lines count the step's), their elements from
+    its ring model, their bytes in the width :data:`RS_WIRE` (and bfloat16 params) gives."""
+    from grader.lessons.l15_optimizer.spec import RS_WIRE, WIDTH, ring_elements, stage_collectives
+
+    micro, unit = ex["micro"], ring_elements(ex)
+    count = stage_collectives(stage, micro)
+    rs, ag = count["reduce-scatter"], count["all-gather"]
+
+    def wire(k: int, dtype: str) -> list[str]:
+        short = "f32" if dtype == "float32" else "bf16"
+        return [f"{k} × {unit:,} {short}", f"= {k * unit * WIDTH[dtype]:,} B"]
+
+    step = "; per step:" if stage >= 2 else ":"
+
+    def times(k: int, what: str) -> str:
+        return what if k == 1 else f"{k} {what}s"
+
+    per = micro if stage >= 2 else 1  # the scatter runs per micro-batch from ZeRO-2 on
+    scatter = ("reduce-scatter", times(rs // per, "reduce-scatter"),
+               [f"the gradient{step}", *wire(rs, RS_WIRE[stage])])  # fmt: skip
+    update = ("compute", "AdamW", ["on this device's", "Ψ/N slice, float32"])
+    if stage == 3:
+        gather = ("all-gather", times(ag // micro, "all-gather"),
+                  ["fwd, bwd; per step:", *wire(ag, "bfloat16")])  # fmt: skip
+        return [gather, ("compute", "fwd + bwd", ["on the gathered", "params, then freed"]),
+                scatter, update]  # fmt: skip
+    gather = ("all-gather", times(ag, "all-gather"), ["of bf16(master):", *wire(ag, "bfloat16")])
+    if stage == 1:
+        return [("compute", f"{micro} × fwd + bwd", ["Σ g in float32,", "[Ψ] on each device"]),
+                scatter, update, gather]  # fmt: skip
+    return [
+        ("compute", "fwd + bwd", ["one micro-batch's", "bf16 gradient"]),
+        scatter,
+        update,
+        gather,
+    ]
+
+
+def zero_step_collectives() -> str:
+    from grader.lessons.l15_optimizer.byte_table import THIS_LESSON, per_device
+    from grader.lessons.l15_optimizer.spec import (
+        RS_WIRE,
+        WIDTH,
+        psi,
+        ring_elements,
+        stage_collectives,
+    )
+
+    ex = ZERO_STEP_15
+    n, size, micro, unit = ex["n"], psi(ex), ex["micro"], ring_elements(ex)
+    track, seg, row, panel, x0 = 64, 16, 20, 150, 280
+    box_w, box_h, bx0 = 124, 74, 612
+    svg = Svg(bx0 + 4 * (box_w + 22), 58 + 3 * panel + 40)
+    svg.text(20, 22, f"One ZeRO step on N = {n} devices, M = {micro} micro-batches, Ψ = {size:,}: "
+             "what each device holds, and what moves", anchor="start", bold=True, size=13)  # fmt: skip
+    svg.text(20, 40, f"one unit = (N − 1)/N · Ψ = {unit:,} elements sent per device (the ring "
+             "optimum); bytes in the width each collective sends", anchor="start", size=11,
+             colour=MUTED)  # fmt: skip
+    held = {1: ("whole", "whole", "slice"), 2: ("whole", "slice", "slice"),
+            3: ("slice", "slice", "slice")}  # fmt: skip
+    labels = ("bf16 params", "gradient", "fp32 master, m, v")
+    for k, stage in enumerate((1, 2, 3)):
+        y0 = 58 + k * panel
+        kept = per_device(THIS_LESSON, stage, n) * size  # the grader's byte table
+        units = sum(stage_collectives(stage, micro).values())
+        svg.text(20, y0 + 14, f"ZeRO-{stage}", anchor="start", bold=True, size=13)
+        svg.text(20, y0 + 30, f"keeps {kept:,.0f} B", anchor="start", size=11)
+        svg.text(20, y0 + 44, "per device", anchor="start", size=11)
+        sent = sum(k * unit * WIDTH[RS_WIRE[stage] if c == "reduce-scatter" else "bfloat16"]
+                   for c, k in stage_collectives(stage, micro).items())  # fmt: skip
+        svg.text(20, y0 + 62, f"sends {units} units:", anchor="start", size=11, bold=True)
+        svg.text(20, y0 + 76, f"{units * unit:,} elements,", anchor="start", size=11)
+        svg.text(20, y0 + 90, f"{sent:,} B", anchor="start", size=11)
+        for i in range(n):
+            svg.text(x0 + i * (track + 10) + track / 2, y0 + 14, f"device {i}", size=11)
+        for r, (label, how) in enumerate(zip(labels, held[stage])):
+            y = y0 + 22 + r * (row + 6)
+            svg.text(x0 - 8, y + row / 2 + 4, label, anchor="end", size=11)
+            for i in range(n):
+                x = x0 + i * (track + 10)
+                if how == "whole":
+                    svg.rect(x, y, track, row, "#d9d9d9")
+                    svg.text(x + track / 2, y + row / 2 + 4, "[Ψ]", size=10)
+                else:
+                    svg.rect(x, y, track, row, CARD, stroke=MUTED)
+                    svg.rect(x + i * seg, y, seg, row, DEVICE_FILLS[i])
+        note = {1: "the gradient buffer is whole until the one reduce-scatter",
+                2: "only this device's slice of the gradient is accumulated",
+                3: "params whole only inside each micro-batch's fwd and bwd"}[stage]  # fmt: skip
+        svg.text(x0, y0 + 22 + 3 * (row + 6) + 12, note, anchor="start", size=10, colour=MUTED)
+        each = {1: 0, 2: 2, 3: 3}[stage]  # the boxes run once per micro-batch
+        if each:
+            right = bx0 + each * (box_w + 22) - 22
+            svg.line(bx0, y0 + 20, right, y0 + 20, both=True)
+            svg.text((bx0 + right) / 2, y0 + 14, f"each of the M = {micro} micro-batches",
+                     size=11, bold=True)  # fmt: skip
+        for b, (kind, title, lines) in enumerate(zero_step_boxes(stage, ex)):
+            x, y = bx0 + b * (box_w + 22), y0 + 28
+            svg.rect(x, y, box_w, box_h, WIRE_FILLS[kind])
+            svg.text(x + box_w / 2, y + 16, title, size=11, bold=True)
+            for j, line in enumerate(lines):
+                svg.text(x + box_w / 2, y + 31 + j * 13, line, size=10)
+            if b:
+                svg.line(x - 22, y + box_h / 2, x - 2, y + box_h / 2, arrow=True)
+    y = 58 + 3 * panel + 8
+    for k, (label, fill) in enumerate((("whole [Ψ] on every device", "#d9d9d9"),
+                                       ("this device's slice, Ψ/N", DEVICE_FILLS[0]),
+                                       ("reduce-scatter", WIRE_FILLS["reduce-scatter"]),
+                                       ("all-gather", WIRE_FILLS["all-gather"]))):  # fmt: skip
+        svg.rect(20 + k * 190, y, 14, 14, fill)
+        svg.text(40 + k * 190, y + 11, label, anchor="start", size=11)
+    return svg.render("Lesson 15: one ZeRO-1, ZeRO-2 and ZeRO-3 step's collectives")
+
+
 # ------------------------------------------------------------------ lesson 16
 
 
@@ -1000,6 +1122,7 @@ FIGURES = (
     Figure(13, "13_hierarchical_all_reduce.svg", "the hierarchical all-reduce's three steps and their replica groups", hierarchical_all_reduce),
     Figure(14, "14_time_breakdown.svg", "the step time of lesson 14's six best plans, term by term", time_breakdown),
     Figure(15, "15_zero_stages.svg", "a 7B model's state per device on 64 GPUs, by ZeRO stage, against 80 GB", zero_stages),
+    Figure(15, "15_zero_step_collectives.svg", "one ZeRO-1, ZeRO-2 and ZeRO-3 step on 4 devices: what each holds, which collective moves what", zero_step_collectives),
     Figure(16, "16_decode_roofline.svg", "a decode step's time against the batch: caches, weights read, weights' FLOPs, the critical batch", decode_roofline),
     Figure(16, "16_latency_throughput.svg", "throughput against latency as the batch grows, 40 and 8 key/value heads", latency_throughput),
     Figure(16, "16_kv_cache_sharding.svg", "which device holds which rows and heads of the KV cache on the (data, model) mesh", kv_cache_sharding),

@@ -99,6 +99,26 @@ def test_lesson_15s_figure_draws_the_texts_worked_example(root):
         assert f">{gb}<" in svg and gb in text, gb
 
 
+def test_lesson_15s_step_figure_counts_what_the_graders_report_counts(root):
+    """Each stage's elements sent in the figure are the grader's report's (stage_rows) for
+    the same example, its collectives' counts the grader's (ZeRO-3 gathers 2·M times), and
+    the per-collective figures are the text's section 3 measurement (36,864 per unit)."""
+    from grader.lessons.l15_optimizer import spec
+
+    ex = figures.ZERO_STEP_15
+    svg = figures.zero_step_collectives()
+    text = (root / "course" / "lessons" / "15_optimizer.md").read_text()
+    rows = {r[0]: r for r in spec.stage_rows(ex)}
+    for stage in (1, 2, 3):
+        assert f">{rows[f'ZeRO-{stage}'][3]} elements,<" in svg, stage
+    micro, unit = ex["micro"], spec.ring_elements(ex)
+    assert f"{unit:,}" in text and f"N = {ex['n']}, Ψ = {spec.psi(ex):,}" in text
+    titles = {s: [t for _, t, _ in figures.zero_step_boxes(s, ex)] for s in (1, 2, 3)}
+    assert "2 all-gathers" in titles[3] and "reduce-scatter" in titles[2]  # per micro-batch
+    assert f">{2 * micro} × {unit:,} bf16<" in svg  # ZeRO-3's gathers in the step
+    assert f">1 × {unit:,} f32<" in svg  # ZeRO-1's float32 buffer, once
+
+
 def test_lesson_13s_groups_span_the_axes_the_grader_expects():
     from grader.checks.groups import spanned_axes
 

@@ -930,7 +930,7 @@ def _zero_comm_checks(kind: str) -> list[Check]:
             REDUCE_SCATTER,
             "reduce_scatter",
             (lambda ex: 1) if kind == "zero1" else (lambda ex: ex["micro"]),
-            "float32" if kind == "zero1" else "bfloat16",
+            RS_WIRE[1 if kind == "zero1" else 2],
             f"the gradient reduce-scattered {micro_words}",
             too_many=(
                 "ZeRO-1 sums the M micro-batch gradients into one float32 buffer on each "
@@ -1045,6 +1045,20 @@ def _times(count: int, what: str) -> str:
     return f"{count} {what}{'' if count == 1 else 's'}"
 
 
+def stage_collectives(stage: int, micro: int) -> dict[str, int]:
+    """How many reduce-scatters and all-gathers of one unit, (N−1)/N·Ψ elements each, one
+    step of ZeRO stage ``stage`` (0: none) runs with ``micro`` micro-batches. No sharding's
+    all-reduce counts as a reduce-scatter and an all-gather (what a ring runs)."""
+    scatters = micro if stage >= 2 else 1
+    return {"reduce-scatter": scatters, "all-gather": 2 * micro if stage == 3 else 1}
+
+
+RS_WIRE = {1: "float32", 2: "bfloat16", 3: "bfloat16"}
+"""The dtype each stage's reduce-scatter sends in this lesson's mix: ZeRO-1's float32
+buffer, ZeRO-2's (and ZeRO-3's) bfloat16 gradient of each micro-batch. Every all-gather
+sends the bfloat16 params."""
+
+
 def stage_rows(
     ex: Example,
     measured: tuple[int | None, int | None] = (None, None),
@@ -1061,7 +1075,7 @@ def stage_rows(
     ``counts``: how many of each it ran."""
     n, size, micro = ex["n"], psi(ex), ex.get("micro", 1)
     unit = ring_elements(ex)
-    sends = {0: 2 * unit, 1: 2 * unit, 2: (micro + 1) * unit, 3: 3 * micro * unit}
+    sends = {s: sum(stage_collectives(s, micro).values()) * unit for s in range(4)}
     once = "reduce-scatter + all-gather"
     how = {0: "all-reduce", 1: once,
            2: f"{_times(micro, 'reduce-scatter')} + all-gather",
