@@ -268,14 +268,18 @@ SALT = 0x16
 """One salt for both ways: the same data, so the same words."""
 
 
-@pytest.mark.parametrize("mistake", ["l16-cache-through-scan", "l16-mask-misses-the-new-token"])
+@pytest.mark.parametrize(
+    "mistake",
+    ["l16-cache-through-scan", "l16-mask-misses-the-new-token", "l16-cache-offloaded-to-host"],
+)
 def test_chained_decode_steps_grade_the_same_in_process_and_isolated(root, tmp_path, mistake):
     """decode_step's programs are chained (each step is fed the cache the last one returned,
     donated): through the student's process they are traced on decoys and replayed in the
     worker. The verdict — status, example, every check's message and hint — is the
-    in-process one, for a copy made each step (the memory analysis with donation) and the
-    mask off by one (whose hint replays the steps so far); the solution passing that way
-    is tests/test_isolation.py's."""
+    in-process one, for a copy made each step (the memory analysis with donation), the
+    mask off by one (whose hint replays the steps so far) and the cache sent to host
+    memory (the memory kind carried by the exported program); the solution passing that
+    way is tests/test_isolation.py's."""
     from tests.mistakes.l16 import MISTAKES
 
     (m,) = [m for m in MISTAKES if m.id == mistake]
@@ -323,3 +327,36 @@ def test_one_model_device_has_nothing_to_sum_or_swap(root, exercise, example):
     assert er.status == Status.PASSED, [c.to_dict() for c in er.checks]
     said = {c.name: c.message for c in er.checks}
     assert said["collectives"] == "no collective: one 'model' device, nothing to sum"
+
+
+SIGNATURES = {
+    "l16-cache-offloaded-to-host": "memory it came in",
+    "l16-gqa-new-keys-moved-like-queries": "keys or values are moved",
+    "l16-gqa-own-rows-moved-by-all-to-all": "each of [B/data, 1, N/model, Dh]",
+    "l16-gqa-logits-summed": "the logits: they come from h",
+    "l16-gqa-h-averaged-over-model": "Measured: all-reduces",
+}
+"""Each diagnosis's own words: the memory kind, the all-to-alls' two hints and the two
+of too many all-reduces."""
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [*SIGNATURES, "l16-cache-through-scan", "l16-cache-rewritten-with-where",
+     "l16-gqa-queries-gathered-not-swapped", "l16-mlp-psum-forgotten-unchecked"],
+)  # fmt: skip
+def test_each_serving_diagnosis_is_told_only_for_its_own_mistake(root, tmp_path, mistake):
+    """Both ways: a mistake of SIGNATURES gets its words (the catalogue checks them in
+    full) and none of the others'; the nearest mistakes of the same checks (a copy each
+    step, the queries gathered, a psum forgotten) get none of them."""
+    from tests.mistakes.l16 import MISTAKES
+
+    (m,) = [m for m in MISTAKES if m.id == mistake]
+    source = m.source((root / "solutions" / "l16_serving.py").read_text())
+    (tmp_path / "l16_serving.py").write_text(source)
+    (er,) = backends.grade_lesson(16, "l16_serving", tmp_path, only=[m.exercise],
+                                  max_examples=0, timeout=60).exercises  # fmt: skip
+    assert er.status == Status.FAILED, er
+    said = " ".join(f"{c.message} {c.hint}" for c in er.checks) + f" {er.hint}"
+    for other, words in SIGNATURES.items():
+        assert (words in said) == (other == mistake), (other, said)

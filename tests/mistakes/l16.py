@@ -10,7 +10,9 @@ the new position either way, positions not advanced, the cache replicated over
 lax.scan or rewritten whole with jnp.where (copied each step), the cache returned
 in another dtype (not aliased). Grouped-query attention: the cache gathered instead
 of the queries moved, the cache still split by heads with fewer key/value heads
-than 'model' devices, the key/value heads tiled instead of repeated.
+than 'model' devices, the key/value heads tiled instead of repeated, the new token's keys and values or
+this device's rows of h moved by all-to-all, the logits or h averaged over 'model'. The
+cache kept in host memory between steps (a new buffer each step, not aliased).
 """
 
 from __future__ import annotations
@@ -155,6 +157,46 @@ def prefill(params, tokens, mesh, n_heads, max_len):
         body, mesh=mesh, in_specs=(PARAMS, P(DATA, None)), out_specs=(P(DATA, None), CACHE)
     )(params, tokens)
 '''
+
+OFFLOADED = (
+    (
+        """    return jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS, CACHE, P(DATA), P()), out_specs=(P(DATA, None), CACHE)
+    )(params, cache, tokens, pos)
+""",
+        """    on_device = jax.NamedSharding(mesh, CACHE, memory_kind="device")
+    logits, cache = jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS, CACHE, P(DATA), P()), out_specs=(P(DATA, None), CACHE)
+    )(params, jax.device_put(cache, on_device), tokens, pos)
+    return logits, jax.device_put(cache, on_device.with_memory_kind("pinned_host"))
+""",
+    ),
+)
+"""The cache kept in host memory between steps (brought in, sent back out): every step
+copies all of it twice, and the output cannot alias the donated input."""
+
+GQA_OWN_KV = """            own = lax.dynamic_slice_in_dim(h, mine, rows, axis=0)
+            k, v = (_heads(own, w[n], dh) for n in ("wk", "wv"))  # [b/model, 1, K, dh]
+"""
+GQA_KV_MOVED = """            k, v = (_heads(h, w[n], dh) for n in ("wk", "wv"))  # [b, 1, K, dh]: every row
+            kv_heads = k.shape[2]  # moved to the rows' devices, as the queries are
+            k, v = (lax.all_to_all(x, MODEL, 0, 2, tiled=True)[:, :, :kv_heads] for x in (k, v))
+"""
+"""The new token's keys and values computed for all B/data rows, then swapped to their
+rows' devices like the queries (the first K heads of what arrives): right values, four
+all-to-alls per layer."""
+GQA_ROWS_MOVED = (
+    (
+        "own = lax.dynamic_slice_in_dim(h, mine, rows, axis=0)",
+        "own = lax.all_to_all(h, MODEL, 0, 1, tiled=True)[:, :1]  # [b/model, 1, D]: my rows",
+    ),
+)
+"""This device's rows of h handed over by an all-to-all instead of sliced: three a layer."""
+GQA_LOGITS = """        h, cache = lax.fori_loop(0, n_layers, layer, (h, cache))
+        return h[:, 0] @ p["unembed"], cache
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS_GQA"""
 
 MISTAKES: list[Mistake] = [
     # ---------------------------------------------------------------- the cost model
@@ -355,6 +397,48 @@ MISTAKES: list[Mistake] = [
         check="collectives",
         says=("all-gather", "all of it, 'model' times", "all_to_all(q, 'model', 0, 2"),
         patch=GQA_QUERIES_GATHERED,
+    ),
+    Mistake(
+        id="l16-cache-offloaded-to-host",
+        module=L16,
+        exercise="decode_step",
+        status="failed",
+        check="in place",
+        says=("the cache you return is a new buffer (in pinned_host memory", "memory it came in"),
+        patch=OFFLOADED,
+    ),
+    _edit(
+        "l16-gqa-new-keys-moved-like-queries",
+        "decode_step_gqa",
+        GQA_OWN_KV,
+        GQA_KV_MOVED,
+        ("all-to-alls over 'model' sending", "expected 2·L = ", "keys or values are moved"),
+        check="collectives",
+    ),
+    Mistake(
+        id="l16-gqa-own-rows-moved-by-all-to-all",
+        module=L16,
+        exercise="decode_step_gqa",
+        status="failed",
+        check="collectives",
+        says=("all-to-alls over 'model' sending", "each of [B/data, 1, N/model, Dh]"),
+        patch=GQA_ROWS_MOVED,
+    ),
+    _edit(
+        "l16-gqa-logits-summed",
+        "decode_step_gqa",
+        GQA_LOGITS,
+        GQA_LOGITS.replace('h[:, 0] @ p["unembed"]', 'lax.pmean(h[:, 0] @ p["unembed"], MODEL)'),
+        ("all-reduces over 'model' per program", "the logits: they come from h"),
+        check="collectives",
+    ),
+    _edit(
+        "l16-gqa-h-averaged-over-model",
+        "decode_step_gqa",
+        'q = _heads(h, w["wq"], dh)  # [b, 1, N/model, dh]: all rows, my heads',
+        "h = lax.pmean(h, MODEL)  # the same h on every 'model' device\n            q = _heads(h, w[\"wq\"], dh)",
+        ("all-reduces over 'model' per program", "Measured: all-reduces over 'model' of"),
+        check="collectives",
     ),
     _edit(
         "l16-gqa-kv-heads-tiled",

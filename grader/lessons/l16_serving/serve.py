@@ -383,6 +383,14 @@ class CacheLayout(Check):
                                f"float32{list(s.cache_shape)} [layers, 2, batch, seq, heads, head_dim]",
                                hint="Keep the layout [L, 2, B, S, K, Dh]: K and V stacked on "
                                "axis 1, the cache's full length S on axis 3.")  # fmt: skip
+        kind, home = _memory_kinds(cache, trial.mesh)
+        if kind != home:
+            return CheckResult(
+                self.name, False,
+                f"the cache comes back in {kind} memory; it came in {home} memory, where the "
+                "next step reads it",
+                hint=_OFFLOADED,
+            )  # fmt: skip
         want = NamedSharding(trial.mesh, P(*s.cache_spec))
         held = max((sh.data.nbytes for sh in cache.addressable_shards), default=0)
         if not cache.sharding.is_equivalent_to(want, cache.ndim) or held != s.device_cache_bytes:
@@ -408,6 +416,24 @@ class CacheLayout(Check):
                 )  # fmt: skip
         return CheckResult(self.name, True,
                            f"[L, 2, B, S, K, Dh] sharded P{s.cache_spec}: {held:,} bytes per device")  # fmt: skip
+
+
+_OFFLOADED = (
+    "Return the cache in the memory it came in (no device_put to another memory kind): "
+    "moved off the device, the whole cache is copied out every step and back in at the "
+    "next, where a step in place writes one position."
+)
+
+
+def _memory_kinds(cache: Any, mesh: Any) -> tuple[str | None, str | None]:
+    """The memory kind the returned cache is in, and the devices' default one (where the
+    grader placed the cache it handed in)."""
+    kind = getattr(cache.sharding, "memory_kind", None)
+    try:
+        home = mesh.devices.flat[0].default_memory().kind
+    except Exception:  # a backend without memory kinds: nothing to tell apart
+        return kind, kind
+    return (kind or home), home
 
 
 @dataclass(frozen=True)
@@ -447,10 +473,7 @@ class Collectives(Check):
                     f"expected {'2·L = ' if s.model > 1 else ''}{expected} sending {s.all_to_all_bytes:,}: one turns "
                     "each layer's queries [B/data, 1, N/model, Dh] from head-split to "
                     "batch-split, one turns the attention output back",
-                    evidence=evidence,
-                    hint="lax.all_to_all(q, 'model', 0, 2, tiled=True) before attention (split "
-                    "the rows, gather the heads) and lax.all_to_all(o, 'model', 2, 0, "
-                    "tiled=True) after it; the cache itself never moves.",
+                    evidence=evidence, hint=_swaps_hint(s, found),
                 )  # fmt: skip
         count = sum(c.count or 0 for c, _ in found if c.kind == "all-reduce")
         want = 2 * s.layers if s.model > 1 else 0
@@ -460,7 +483,7 @@ class Collectives(Check):
                 f"{count} all-reduces over 'model' per program; expected 2·L = {want}: one after "
                 "attention's wo and one after the MLP's w_out in each layer",
                 evidence=evidence,
-                hint=_too_many(s, count, trial.extra["what"])
+                hint=_too_many(s, count, trial.extra["what"], found)
                 if count > want else "A row-parallel matmul's partial sum is never summed "
                 "over 'model': psum o @ wo and tanh(h @ w_in) @ w_out.",
             )  # fmt: skip
@@ -473,7 +496,29 @@ class Collectives(Check):
                            evidence=evidence)  # fmt: skip
 
 
-def _too_many(s: Sizes, count: int, what: str) -> str:
+def _swaps_hint(s: Sizes, found: list) -> str:
+    """All-to-alls of the wrong count or bytes. One of [B/data, 1, K, Dh] (where K differs
+    from the N/model query heads a device holds, so q's and o's cannot have that size) is
+    the new token's keys or values moved to the rows' devices: named. Otherwise what a
+    step sends, without a cause."""
+    b = s.batch // s.data
+    if s.kv != s.heads // s.model and any(
+        c.kind == "all-to-all" and c.operand_elements == b * s.kv * DH for c, _ in found
+    ):
+        return (
+            f"An all-to-all of [B/data, 1, K, Dh] = [{b}, 1, {s.kv}, {DH}]: the new token's "
+            "keys or values are moved to the device of their rows, as the queries are. wk and "
+            "wv are replicated: each device computes them for its own B/(data·model) rows "
+            "(its slice of h) with no collective; only q and attention's output move."
+        )
+    return (
+        "lax.all_to_all(q, 'model', 0, 2, tiled=True) before attention (split the rows, "
+        "gather the heads) and lax.all_to_all(o, 'model', 2, 0, tiled=True) after it, each "
+        "of [B/data, 1, N/model, Dh] per device; the cache itself never moves."
+    )
+
+
+def _too_many(s: Sizes, count: int, what: str, found: list) -> str:
     if what == "prefill" and s.prompt > 1 and count == s.prompt * 2 * s.layers:
         return (
             f"{count} = T·2·L: the prompt runs one token at a time, T = {s.prompt} sequential "
@@ -481,9 +526,23 @@ def _too_many(s: Sizes, count: int, what: str) -> str:
             "(a causal mask over [T, T]): T times fewer, T times larger collectives, and "
             "matmuls of B·T rows that keep the chip busy."
         )
+    b = s.batch // s.data
+    reduced = [c for c, _ in found if c.kind == "all-reduce"]
+    if any(f"[{b},{VOCAB}]" in c.shape for c in reduced):  # [B/data, V]: only the logits
+        return (
+            f"An all-reduce of [B/data, V] = [{b}, {VOCAB}], the logits: they come from h "
+            "(already summed over 'model') and the replicated unembed, with no collective. "
+            "One psum over 'model' per row-parallel matmul, no more."
+        )
+    times: dict[str, int] = {}
+    for c in reduced:  # the same shape in several places (loop bodies): counted together
+        times[c.shape.split("{")[0]] = times.get(c.shape.split("{")[0], 0) + (c.count or 0)
+    shapes = ", ".join(f"{shape} ×{n}" for shape, n in times.items())
     return (
-        "One psum over 'model' per row-parallel matmul, no more: the logits come from h "
-        "(already summed) and the replicated unembed, with no collective."
+        f"Measured: all-reduces over 'model' of {shapes}, {count} in all, {count - 2 * s.layers} "
+        "more than a step needs: one psum per row-parallel matmul (o @ wo, tanh(h @ w_in) @ "
+        "w_out), each of an activation [B/data, T, D]; h is already the same on every "
+        "'model' device after them."
     )
 
 
@@ -562,13 +621,25 @@ class Donated(Check):
             return CheckResult(self.name, True, "memory analysis unavailable on this backend")
         want = s.device_cache_bytes
         if alias < want:
+            # Reached only by a cache in another memory kind. The grader's jit donates the
+            # cache, and jax pairs a donated input with an output of the same global shape,
+            # dtype and memory kind (jax._src.interpreters.mlir._set_up_aliases), which XLA
+            # must then write in place, adding a copy where the program needs one (counted
+            # in temp, the next branch). Another shape or dtype is refused before (_fed_on);
+            # a copy (cache + 0, jnp.array(cache), a concatenate) or the function wrapped in
+            # its own jax.jit without donation still aliases (measured: 9,216 of 9,216 bytes
+            # at 2×2). A cache offloaded to host memory between steps does not: catalogued
+            # as l16-cache-offloaded-to-host.
+            kind, home = _memory_kinds(trial.output["cache"], trial.mesh)
+            where = f" (in {kind} memory; it came in {home} memory)" if kind != home else ""
             return CheckResult(
                 self.name, False,
                 f"{alias:,} bytes of the outputs alias the inputs; the donated cache is "
-                f"{want:,} bytes per device: the cache you return is a new buffer",
-                hint="The caller donates the cache (donate_argnums): return it with the "
-                "shape, dtype and sharding it came with (the same out_specs as in_specs), "
-                "updated with lax.dynamic_update_slice, and XLA writes into the same memory.",
+                f"{want:,} bytes per device: the cache you return is a new buffer{where}",
+                hint=_OFFLOADED if where else "XLA writes a donated input in place only into "
+                "an output of the same shape, dtype, sharding and memory kind: return the "
+                "cache as it came (the same out_specs as in_specs), updated with "
+                "lax.dynamic_update_slice.",
             )  # fmt: skip
         if temp >= want and not s.gqa:
             return CheckResult(
