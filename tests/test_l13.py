@@ -1339,3 +1339,27 @@ def test_the_step_checks_values_once_and_the_hierarchy_reuses_their_verdicts(mon
     assert spec.SameEverywhere()(trial).passed and not spec.StepValues()(trial).passed
     assert not spec._own_values_right(trial)
     assert calls == ["SameEverywhere", "StepValues"]  # not again
+
+
+def test_only_jaxs_own_device_put_check_of_the_graders_params_is_skipped(monkeypatch):
+    """``_unchecked``: jax's device_put check (known by the words jax asks it to say,
+    from a frame of jax's own) does nothing for a value equal to the params the
+    grader sent every process; other values, and the same call made from the
+    student's module, are checked as jax checks them."""
+    from jax.experimental import multihost_utils
+
+    checked = []
+    monkeypatch.setattr(multihost_utils, "assert_equal", lambda v, fail_message="": checked.append(np.asarray(v).sum()))  # fmt: skip
+    said = f"<class 'numpy.ndarray'> {on_process.DEVICE_PUT_DIFFERS}. Make sure …"
+    code = "def put(v, said):\n    from jax.experimental import multihost_utils\n    multihost_utils.assert_equal(v, fail_message=said)\n"  # fmt: skip
+    jaxs, students = {"__name__": "jax._src.dispatch"}, {"__name__": "multihost_train_step"}
+    exec(code, jaxs)
+    exec(code, students)
+    params = np.arange(4.0)
+    with on_process._unchecked([params]):
+        jaxs["put"](params.copy(), said)  # the grader's params, put by jax: skipped
+        jaxs["put"](params + 1, said)  # a process's own rows: checked
+        jaxs["put"](params.copy(), "another check of jax's")  # not device_put's: checked
+        students["put"](params.copy(), said)  # the student's own call: checked
+    assert checked == [10.0, 6.0, 6.0]
+    assert multihost_utils.assert_equal.__name__ == "<lambda>"  # undone after

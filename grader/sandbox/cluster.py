@@ -943,7 +943,7 @@ class ClusterPool:
             for key in needed:  # all of them now, while no example's deadline runs
                 self._clusters[(int(key[0]), int(key[1]))].join()
             if _measures_alone(spec):  # joined: theirs start now, while these work
-                self._twins_ahead(warm=True)
+                self._twins_ahead()  # not warmed: that is CPU the grade's own work needs now
             for key in needed:  # their imports run at once, each gathered at its first question
                 self._clusters[(int(key[0]), int(key[1]))].start_load()
 

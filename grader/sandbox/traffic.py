@@ -9,13 +9,16 @@ counted where they arrive (``bytes_received``), never where they leave (an
 acknowledgement may come after the call). Neither
 can be written by the student's code; the worker reads both from outside.
 
-:func:`snapshot` runs this module as a script, ``python -I -S traffic.py PID``
+:class:`Reader` runs this module as a script, ``python -I -S traffic.py --serve PID``
 (the standard library only, started fresh: joining another namespace needs a
-single-threaded process). It enters the user and network namespaces of process
-``PID`` (the cluster's launcher, inside the sandbox; the worker's user owns
-them), and prints one JSON line: each TCP socket of the namespace (IPv4 and
-IPv6, from the kernel's ``sock_diag`` netlink interface) with its inode, ports
-and payload bytes sent and received, and ``lo``'s byte and packet counters.
+single-threaded process), once per cluster launcher. It makes itself
+non-dumpable (no process of the sandbox may trace it), enters the user and
+network namespaces of process ``PID`` (the cluster's launcher, inside the
+sandbox; the worker's user owns them), and for each line the worker sends
+prints one JSON line: each TCP socket of the namespace (IPv4 and IPv6, from the
+kernel's ``sock_diag`` netlink interface) with its inode, ports and payload
+bytes sent and received, and ``lo``'s byte and packet counters.
+:func:`snapshot` reads once, from a process of its own (``traffic.py PID``).
 
 :func:`crossing` then attributes each connection to the processes holding its
 two ends (each process's sockets read from ``/proc/<pid>/fd``): bytes on a
