@@ -610,7 +610,7 @@ class Cluster:
         for i, (channel, q) in enumerate(zip(self._channels, questions)):
             try:
                 channel.send({**q, "seq": self._seq})
-            except (OSError, AssertionError):  # its side closed (stopped)
+            except OSError:
                 self.stop()
                 raise ClusterDied(f"process {i} had ended before {doing}") from None
         return self._seq
