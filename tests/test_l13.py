@@ -1363,3 +1363,24 @@ def test_only_jaxs_own_device_put_check_of_the_graders_params_is_skipped(monkeyp
         students["put"](params.copy(), said)  # the student's own call: checked
     assert checked == [10.0, 6.0, 6.0]
     assert multihost_utils.assert_equal.__name__ == "<lambda>"  # undone after
+
+
+@needs_sandbox
+def test_the_graders_own_clusters_start_once_the_students_have_joined(tmp_path):
+    """A lesson whose tasks include one measured alone (``replay``) has the grader's
+    own clusters started when its first exercise forms the student's (they join
+    while the student's work), not when the step first needs them; a lesson
+    without one starts none."""
+    from types import SimpleNamespace
+
+    (tmp_path / f"{MODULE}.py").write_text(BATCH)
+    measuring = SimpleNamespace(cluster=lambda ex: ((2, 1),), tasks=(on_process.slices,))
+    plain = SimpleNamespace(cluster=lambda ex: ((2, 1),), tasks=(wire.encode,))
+    for spec, started in ((measuring, True), (plain, False)):
+        pool = ClusterPool(str(tmp_path), MODULE)
+        try:
+            pool.form(spec, {})
+            twins = pool._twins.pool._clusters if pool._twins else {}  # private: the pool's twins
+            assert ((2, 1) in twins and twins[(2, 1)].proc is not None) is started
+        finally:
+            pool.close()
