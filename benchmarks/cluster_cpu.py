@@ -13,6 +13,14 @@ lone student's process, the traffic snapshots, the rest (``course``, the
 sandbox's wrappers). A process's CPU after its last sample is lost (20 ms at
 most each). Prints per run: wall, CPU by kind, and the goal's figure,
 1.25 × CPU / cores, beside the wall.
+
+Measured 2026-12-05 on two shared cores at load 20–33 (alternated with main's
+checkout, one re-grade each, three pairs): the processes spent 11.0–11.6 s of
+CPU a re-grade on either side — the worker 1.5–1.9, the student's clusters
+4.8–5.2, the grader's own 2.9–3.3, the lone student's process 0.8, the traffic
+readers 0.4–0.7 on main and 0.2 with one reader per launcher. The goal's figure:
+1.25 × (worker + clusters, 9.7–10.2 s) / 2 = 6.1–6.4 s (7.0 s counting every
+process); the walls (44–55 s) were the load's, not the grade's.
 """
 
 from __future__ import annotations
