@@ -11,6 +11,8 @@ within a bounded time, and that no process it started is left (read from
 from __future__ import annotations
 
 import math
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -1206,3 +1208,179 @@ def test_a_clusters_processes_share_no_writable_folder(tmp_path, capfd):
             in out
         ), out
     assert not list(tmp_path.glob("mine-*"))
+
+
+# ------------------------------------------------- issue 34: readers and channels
+
+
+def test_a_program_is_fingerprinted_through_the_bindings_constants_left_out():
+    """Two processes that close over their own rows (constants) trace one program;
+    another operation, or a collective over other axes, is another program."""
+    import jax
+    from jax import lax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    def fp(f, *args):
+        return on_process.fingerprint(jax.jit(f).lower(*args).compiler_ir("stablehlo"))
+
+    x = jax.numpy.ones(3)
+    mine = fp(lambda v: v + np.arange(3.0), x)
+    assert fp(lambda v: v + 2 * np.arange(3.0), x) == mine  # only the constant's values differ
+    assert fp(lambda v: v - np.arange(3.0), x) != mine  # another operation
+    mesh = jax.make_mesh((2, 4), ("h", "l"))
+    y = jax.device_put(jax.numpy.ones(8), NamedSharding(mesh, P(("h", "l"))))
+
+    def summed(axes):
+        return jax.shard_map(lambda v: lax.psum(v, axes), mesh=mesh, in_specs=P(("h", "l")),
+                             out_specs=P(("h", "l")))  # fmt: skip
+
+    assert fp(summed("l"), y) != fp(summed(("h", "l")), y)  # the same op over other groups
+
+
+def _fake_cluster(lines: list[bytes], limit: int | None = None):
+    """A two-process cluster whose processes' answers are ``lines`` (process i's
+    bytes, written before the grader asks), not started: its channels only."""
+    from grader.sandbox.channel import Channel
+    from grader.sandbox.cluster import Cluster
+
+    cluster = Cluster(".", "m", 2, 1)
+    channels = []
+    for data in lines:
+        to_r, to_w = os.pipe()
+        from_r, from_w = os.pipe()
+        os.write(from_w, data)
+        os.close(from_w)
+        os.close(to_r)  # its questions go nowhere: an answer is read, not asked
+        channels.append(Channel(os.fdopen(to_w, "wb"), from_r, limit or cluster.answer_limit))
+    cluster._channels = channels  # private: the channels a started cluster would hold
+    return cluster
+
+
+def test_a_cluster_reads_its_answers_through_channels_with_their_limits_and_words():
+    """The cluster's answers come through :class:`Channel` (one class for every
+    line-framed conversation): whole answers gathered from each process, an answer
+    longer than the limit, a line that is no answer and a process that ended
+    each stop the cluster with the words they had before."""
+    from grader.faults import StudentProcessDied
+
+    ok = _fake_cluster([b'{"seq":1,"ok":1}\n', b'{"seq":1,"ok":2}\n'])
+    assert [a["ok"] for a in ok._gather(1, "running x", 5.0)] == [1, 2]
+    long = _fake_cluster([b'{"seq":1,"ok":1}\n', b"x" * 100], limit=50)
+    with pytest.raises(
+        StudentProcessDied, match="process 1 sent an answer larger than the grader takes"
+    ):
+        long._gather(1, "running x", 5.0)
+    assert long._channels == []  # stopped
+    other = _fake_cluster([b"hello\n", b'{"seq":1,"ok":2}\n'])
+    with pytest.raises(StudentProcessDied, match="process 0 wrote on the grader's channel something that is not the grader's answer while running x"):  # fmt: skip
+        other._gather(1, "running x", 5.0)
+    stale = _fake_cluster([b'{"seq":1,"ok":1}\n{"seq":7}\n', b'{"seq":1,"ok":2}\n'])
+    with pytest.raises(
+        StudentProcessDied, match="not the grader's answer"
+    ):  # a second line in one read is read too
+        stale._gather(1, "running x", 5.0)
+    ended = _fake_cluster([b'{"seq":1,"ok":1}\n', b""])
+    with pytest.raises(
+        StudentProcessDied, match=r"process 1 ended while running x \(process 0 had answered\)"
+    ):
+        ended._gather(1, "running x", 5.0)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sock_diag: Linux")
+def test_one_reader_reads_the_counters_afresh_each_time_it_is_asked():
+    """:class:`traffic.Reader` serves every snapshot of a grade from one process:
+    each answer is the counters at that moment (1000 bytes sent on a loopback
+    connection between two snapshots show on its receiving socket), and closing
+    it ends that process."""
+    import socket
+
+    from grader.sandbox import traffic
+
+    reader = traffic.Reader(os.getpid())  # our own namespaces: none to enter
+    server = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(server.getsockname())
+    conn, _ = server.accept()
+    try:
+        inode = os.fstat(conn.fileno()).st_ino
+        before = reader.snapshot()
+        proc = reader._proc  # private: the one reader process, asked again below
+        client.sendall(b"x" * 1000)
+        assert conn.recv(1000, socket.MSG_WAITALL) == b"x" * 1000
+        after = reader.snapshot()
+        assert reader._proc is proc
+        assert after.sockets[inode]["received"] - before.sockets[inode]["received"] == 1000
+    finally:
+        for s in (conn, client, server):
+            s.close()
+        reader.close()
+    assert proc.poll() is not None
+
+
+def test_the_step_checks_values_once_and_the_hierarchy_reuses_their_verdicts(monkeypatch):
+    """``_own_values_right`` reads the verdicts the values checks gave the trial
+    (kept once computed), instead of measuring them again."""
+    from grader.lessons.l13_multi_host import spec
+    from grader.results import CheckResult
+    from grader.spec import Trial
+
+    calls = []
+
+    def measured(passed):
+        def measure(self, trial):
+            calls.append(type(self).__name__)
+            return CheckResult(self.name, passed, "m")
+
+        return measure
+
+    monkeypatch.setattr(spec.SameEverywhere, "_measure", measured(True))
+    monkeypatch.setattr(spec.StepValues, "_measure", measured(False))
+    trial = Trial({"hosts": 2, "local": 4})
+    assert spec.SameEverywhere()(trial).passed and not spec.StepValues()(trial).passed
+    assert not spec._own_values_right(trial)
+    assert calls == ["SameEverywhere", "StepValues"]  # not again
+
+
+def test_only_jaxs_own_device_put_check_of_the_graders_params_is_skipped(monkeypatch):
+    """``_unchecked``: jax's device_put check (known by the words jax asks it to say,
+    from a frame of jax's own) does nothing for a value equal to the params the
+    grader sent every process; other values, and the same call made from the
+    student's module, are checked as jax checks them."""
+    from jax.experimental import multihost_utils
+
+    checked = []
+    monkeypatch.setattr(multihost_utils, "assert_equal", lambda v, fail_message="": checked.append(np.asarray(v).sum()))  # fmt: skip
+    said = f"<class 'numpy.ndarray'> {on_process.DEVICE_PUT_DIFFERS}. Make sure …"
+    code = "def put(v, said):\n    from jax.experimental import multihost_utils\n    multihost_utils.assert_equal(v, fail_message=said)\n"  # fmt: skip
+    jaxs, students = {"__name__": "jax._src.dispatch"}, {"__name__": "multihost_train_step"}
+    exec(code, jaxs)
+    exec(code, students)
+    params = np.arange(4.0)
+    with on_process._unchecked([params]):
+        jaxs["put"](params.copy(), said)  # the grader's params, put by jax: skipped
+        jaxs["put"](params + 1, said)  # a process's own rows: checked
+        jaxs["put"](params.copy(), "another check of jax's")  # not device_put's: checked
+        students["put"](params.copy(), said)  # the student's own call: checked
+    assert checked == [10.0, 6.0, 6.0]
+    assert multihost_utils.assert_equal.__name__ == "<lambda>"  # undone after
+
+
+@needs_sandbox
+def test_the_graders_own_clusters_start_once_the_students_have_joined(tmp_path):
+    """A lesson whose tasks include one measured alone (``replay``) has the grader's
+    own clusters started when its first exercise forms the student's (they join
+    while the student's work), not when the step first needs them; a lesson
+    without one starts none."""
+    from types import SimpleNamespace
+
+    (tmp_path / f"{MODULE}.py").write_text(BATCH)
+    measuring = SimpleNamespace(cluster=lambda ex: ((2, 1),), tasks=(on_process.slices,))
+    plain = SimpleNamespace(cluster=lambda ex: ((2, 1),), tasks=(wire.encode,))
+    for spec, started in ((measuring, True), (plain, False)):
+        pool = ClusterPool(str(tmp_path), MODULE)
+        try:
+            pool.form(spec, {})
+            twins = pool._twins.pool._clusters if pool._twins else {}  # private: the pool's twins
+            assert ((2, 1) in twins and twins[(2, 1)].proc is not None) is started
+        finally:
+            pool.close()

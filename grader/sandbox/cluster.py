@@ -52,6 +52,7 @@ from typing import Any
 
 from grader.faults import ExampleTimeout, StudentFault, StudentProcessDied
 from grader.sandbox import jail
+from grader.sandbox.channel import LINE_LIMIT, Channel
 
 JOIN_LIMIT = 120.0
 """Seconds a cluster may take to start and join (the machine's time: a busy
@@ -62,8 +63,8 @@ RAISED_GRACE = 3.0
 """Seconds the others may take to answer once one process says the student's code
 raised: longer, and they are waiting for it in a collective (the cluster is
 stopped; the error is reported)."""
-ANSWER_LIMIT = 256 * 1024 * 1024
-"""Longest answer line read from one process."""
+ANSWER_LIMIT = LINE_LIMIT
+"""Longest answer line read from one process (a :class:`Channel`'s limit)."""
 
 
 # ------------------------------------------------------------------ the launcher (a script)
@@ -337,9 +338,10 @@ class Cluster:
         self.loaded = False
         self.load_error: str | None = None
         self.functions: set[str] = set()
-        self._writers: list[Any] = []
-        self._readers: list[int] = []
-        self._buffers: list[bytes] = []
+        self.answer_limit = ANSWER_LIMIT
+        """Longest answer line taken from one process (its channel's limit)."""
+        self._channels: list[Channel] = []
+        """Process i's conversation with the worker: questions out, answers in."""
         self._seq = 0
         self._loading: int | None = None
         """The question number of the import asked for and not yet gathered
@@ -350,6 +352,9 @@ class Cluster:
         """Started with others by one launcher: the pipe whose closing kills this
         cluster's processes there (:func:`start_together`)."""
         self._shared: _Launcher | None = None
+        self._meter: Any = None
+        """The reader of its network namespace's counters (:class:`grader.sandbox.traffic.Reader`),
+        shared by the clusters of one launcher: made on the first measurement."""
         self.tasks: frozenset[Any] = frozenset()
         """The process-side functions the exercise's spec declares (:meth:`run`)."""
         self.traffic: dict[str, int] | None = None
@@ -384,7 +389,10 @@ class Cluster:
             return
         from grader import phases
 
-        with _machine_time(), phases.phase("wait: a cluster starts and joins"):
+        with (
+            _machine_time(),
+            phases.phase("wait: a cluster starts and joins" + (" (twin)" if self._twin_of else "")),
+        ):
             self._join()
 
     def _join(self) -> None:
@@ -427,13 +435,9 @@ class Cluster:
         """Kill every process of the cluster and wait for its launcher (one of its
         own; a launcher it shares is told to kill them, and ends with the last)."""
         proc, self.proc = self.proc, None
-        for f in self._writers:
-            with contextlib.suppress(OSError):
-                f.close()
-        for fd in self._readers:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self._writers, self._readers = [], []
+        channels, self._channels = self._channels, []
+        for channel in channels:
+            channel.close()
         self._joined = self.loaded = False
         self._loading = None
         control, self._control = self._control, None
@@ -444,10 +448,14 @@ class Cluster:
         if twins is not None and self._twins_own:
             twins.close()
         shared, self._shared = self._shared, None
+        meter, self._meter = self._meter, None
         if shared is not None:
-            shared.release()  # ended with the last of its clusters
-        elif proc is not None:
-            _end(proc)
+            shared.release()  # ended with the last of its clusters (its reader too)
+        else:
+            if meter is not None:
+                meter.close()
+            if proc is not None:
+                _end(proc)
 
     @property
     def alive(self) -> bool:
@@ -461,7 +469,7 @@ class Cluster:
         on (its pipe's inode)."""
         if self.proc is None:
             return {}
-        ours = {os.fstat(w.fileno()).st_ino: i for i, w in enumerate(self._writers)}
+        ours = {os.fstat(c.out.fileno()).st_ino: i for i, c in enumerate(self._channels) if c.out}
         out = {}
         for pid in _descendants(self.proc.pid):
             with contextlib.suppress(OSError):
@@ -481,7 +489,9 @@ class Cluster:
         if not self.measured or self.proc is None:
             return None
         try:
-            return traffic.snapshot(self.proc.pid)
+            if self._meter is None:
+                return traffic.snapshot(self.proc.pid)
+            return self._meter.snapshot()
         except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
             from grader.faults import GraderFault
 
@@ -597,10 +607,9 @@ class Cluster:
     def _send(self, questions: list[dict], doing: str) -> int:
         """Write the i-th question to process i; the questions' number."""
         self._seq += 1
-        for i, (w, q) in enumerate(zip(self._writers, questions)):
+        for i, (channel, q) in enumerate(zip(self._channels, questions)):
             try:
-                w.write(json.dumps({**q, "seq": self._seq}, separators=(",", ":")).encode() + b"\n")  # fmt: skip
-                w.flush()
+                channel.send({**q, "seq": self._seq})
             except OSError:
                 self.stop()
                 raise ClusterDied(f"process {i} had ended before {doing}") from None
@@ -611,7 +620,8 @@ class Cluster:
         from grader import phases
 
         with phases.phase(
-            "wait: a cluster imports the module" if loading else "wait: a cluster answers"
+            ("wait: a cluster imports the module" if loading else "wait: a cluster answers")
+            + (" (twin)" if self._twin_of else "")
         ):
             answers = self._gather(seq, doing, limit or ASK_LIMIT)
         for i, a in enumerate(answers):
@@ -636,13 +646,9 @@ class Cluster:
                         return [answers.get(i, {"still_inside": True}) for i in range(self.processes)]  # fmt: skip
                 if left <= 0:
                     raise ClusterHung(*self._hung(doing, answers, time.perf_counter() - start))
-                fds = {self._readers[i]: i for i in waiting}
+                fds = {self._channels[i].fd: i for i in waiting}
                 ready, _, _ = select.select(list(fds), [], [], min(left, 1.0))
-                for fd in ready:
-                    i = fds[fd]
-                    line = self._line(i, doing, answers)
-                    if line is None:
-                        continue
+                for i, line in ((fds[fd], line) for fd in ready for line in self._lines(fds[fd], doing, answers)):  # fmt: skip
                     try:
                         answer = json.loads(line)
                     except (ValueError, RecursionError):
@@ -666,21 +672,20 @@ class Cluster:
             raise
         return [answers[i] for i in range(self.processes)]
 
-    def _line(self, i: int, doing: str, answers: dict[int, dict]) -> bytes | None:
-        """One whole line from process ``i``, or None if not yet there."""
-        chunk = os.read(self._readers[i], 1 << 20)
+    def _lines(self, i: int, doing: str, answers: dict[int, dict]) -> list[bytes]:
+        """The whole lines process ``i``'s channel has now (one read; none yet: [])."""
+        channel = self._channels[i]
+        assert channel.fd is not None
+        chunk = os.read(channel.fd, 1 << 20)
         if not chunk:
             others = self._others(i, answers)
             self.stop()
             raise ClusterDied(f"process {i} ended while {doing}{others}; the whole cluster was stopped")  # fmt: skip
-        self._buffers[i] += chunk
-        if len(self._buffers[i]) > ANSWER_LIMIT:
+        lines, cut = channel.feed(chunk)
+        if cut:
             self.stop()
             raise ClusterDied(f"process {i} sent an answer larger than the grader takes")
-        if b"\n" not in self._buffers[i]:
-            return None
-        line, _, self._buffers[i] = self._buffers[i].partition(b"\n")
-        return line
+        return lines
 
     def _others(self, i: int, answers: dict[int, dict]) -> str:
         done = sorted(answers)
@@ -760,15 +765,32 @@ def _end(proc: subprocess.Popen) -> None:
 
 
 class _Launcher:
-    """One launcher serving several clusters: ended when the last is stopped."""
+    """One launcher serving several clusters: ended when the last is stopped, with
+    the reader of its network namespace's counters (``reader``, when one was made)."""
 
     def __init__(self, proc: subprocess.Popen, users: int) -> None:
         self.proc, self.users = proc, users
+        self.reader: Any = None
 
     def release(self) -> None:
         self.users -= 1
         if self.users <= 0:
+            if self.reader is not None:
+                self.reader.close()
             _end(self.proc)
+
+
+def _measures_alone(spec: Any) -> bool:
+    """Whether the lesson of exercise ``spec`` runs a task in the grader's own
+    clusters (``measures_alone``) in any exercise: its tasks' module (the lesson's
+    process-side functions, :attr:`grader.spec.ExerciseSpec.tasks`) declares one.
+    Lesson 13's first exercise forms its clusters; its step measures alone later."""
+    modules = {getattr(t, "__module__", None) for t in getattr(spec, "tasks", ())}
+    return any(
+        getattr(f, "measures_alone", False) is True
+        for m in modules if m in sys.modules
+        for f in vars(sys.modules[m]).values()
+    )  # fmt: skip
 
 
 def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
@@ -840,12 +862,17 @@ def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
             with contextlib.suppress(OSError):
                 os.close(fd)
     launcher = _Launcher(proc, len(clusters)) if shared else None
+    reader = None
+    if jail.on():  # one network namespace: one reader of its counters for all the clusters
+        from grader.sandbox import traffic
+
+        reader = traffic.Reader(proc.pid)
+        if launcher is not None:
+            launcher.reader = reader
     now = time.perf_counter()
     for c, (pipes, control_w) in zip(clusters, ours):
-        c.proc, c._shared, c._control = proc, launcher, control_w
-        c._writers = [os.fdopen(w, "wb") for w, _ in pipes]
-        c._readers = [r for _, r in pipes]
-        c._buffers = [b"" for _ in pipes]
+        c.proc, c._shared, c._control, c._meter = proc, launcher, control_w, reader
+        c._channels = [Channel(os.fdopen(w, "wb"), r, c.answer_limit) for w, r in pipes]
         c._seq = 0
         c._joined, c.loaded, c._loading = False, False, None
         c.started_at = now
@@ -915,6 +942,8 @@ class ClusterPool:
                 self._twins_ahead()
             for key in needed:  # all of them now, while no example's deadline runs
                 self._clusters[(int(key[0]), int(key[1]))].join()
+            if _measures_alone(spec):  # joined: theirs start now, while these work
+                self._twins_ahead()  # not warmed: that is CPU the grade's own work needs now
             for key in needed:  # their imports run at once, each gathered at its first question
                 self._clusters[(int(key[0]), int(key[1]))].start_load()
 
@@ -942,14 +971,15 @@ class ClusterPool:
         start_together(fresh, ahead)
         return [self._clusters[(int(p), int(d))] for p, d in keys]
 
-    def _twins_ahead(self) -> None:
+    def _twins_ahead(self, warm: bool = False) -> None:
         """Start the grader's own clusters of every shape this pool runs now, not
-        waiting for them (a task of the exercise measures programs alone:
-        ``measures_alone``): their start overlaps the student's clusters' work."""
+        waiting for them (a task of the lesson measures programs alone:
+        ``measures_alone``): their start overlaps the student's clusters' work.
+        ``warm``: each of their processes warms up once joined (``--ahead``)."""
         if self._twins is None or not jail.on() or not self._clusters:
             return
         keys = tuple(self._clusters)
-        self._twins.pool._start(keys)
+        self._twins.pool._start(keys, ahead=warm)
 
     def keys(self) -> tuple[tuple[int, int], ...]:
         """The (P, D) of the clusters it started."""
@@ -958,8 +988,11 @@ class ClusterPool:
     def start_ahead(self, keys: tuple[tuple[int, int], ...]) -> None:
         """Start these clusters now, not waiting for them (a serving worker, for
         its next grade of the lesson: :meth:`grader.sandbox.processes.Spares.clusters_ahead`);
-        their processes warm up once joined, while the student pauses."""
+        their processes warm up once joined, while the student pauses. The
+        grader's own clusters of the same shapes start with them (in their own
+        sandbox, as always): every grade of the lesson measures programs alone."""
         self._start(keys, ahead=True)
+        self._twins_ahead(warm=True)
 
     def close(self) -> None:
         for cluster in self._clusters.values():

@@ -670,16 +670,22 @@ def run_train(rt: Any, fn: Any, ex: Example) -> Trial:
                 for i, (xs, ys) in enumerate(zip(np.split(x, p), np.split(y, p)))]  # fmt: skip
     # a first call, not measured: what any first call makes (compiled programs, the
     # collectives' connections) is made, as it is when the grader replays them
-    _task(rt, ex, "multihost_train_step", on_process.train,
-          [{**q, "export": False} for q in payloads])  # fmt: skip
-    said = _task(rt, ex, "multihost_train_step", on_process.train, payloads, measure=True)
+    from grader import phases  # where the step's time goes (benchmarks/grading_phases.py)
+
+    with phases.phase("lesson 13 step: first call"):
+        _task(rt, ex, "multihost_train_step", on_process.train,
+              [{**q, "export": False} for q in payloads])  # fmt: skip
+    with phases.phase("lesson 13 step: measured call"):
+        said = _task(rt, ex, "multihost_train_step", on_process.train, payloads, measure=True)
     cluster = _cluster(rt, ex)
     measured = cluster.traffic
-    shown = cluster.measure_alone(on_process.replay, [{"blob": b} for b in said[0].get("programs", [])[: on_process.MAX_PROGRAMS]])  # fmt: skip
+    with phases.phase("lesson 13 step: its programs measured alone"):
+        shown = cluster.measure_alone(on_process.replay, [{"blob": b} for b in said[0].get("programs", [])[: on_process.MAX_PROGRAMS]])  # fmt: skip
     want, loss = training.sgd_step(params, x, y, LR)
     sizes = training.Sizes(ex["layers"], p * d * ex["rows"], ex["d"], ex["f"])
     extra = {"tol": training.tolerance(sizes), "params": params}
-    extra["replayed"] = _replay_steps(rt, ex, said[0], params, rng)
+    with phases.phase("lesson 13 step: its programs replayed here"):
+        extra["replayed"] = _replay_steps(rt, ex, said[0], params, rng)
     extra["traffic"] = None if measured is None or shown is None else {**measured, "shown": shown}
     return Trial(ex, output=said, expected=(want, loss), extra=extra)
 
@@ -756,6 +762,9 @@ class SameEverywhere(Check):
     name: str = "same everywhere"
 
     def __call__(self, trial: Trial) -> CheckResult:
+        return _once(self, trial, self._measure)
+
+    def _measure(self, trial: Trial) -> CheckResult:
         want, _ = trial.expected
         first: dict[str, np.ndarray] = {}
         for i, got in enumerate(trial.output):
@@ -798,6 +807,9 @@ class StepValues(Check):
     name: str = "values"
 
     def __call__(self, trial: Trial) -> CheckResult:
+        return _once(self, trial, self._measure)
+
+    def _measure(self, trial: Trial) -> CheckResult:
         want, loss = trial.expected
         tol = trial.extra["tol"]
         got = trial.output[0]
@@ -970,9 +982,26 @@ def _double_sum(rep: dict, p: int, d: int, n: int) -> bool:
     return across and _flat_elements(rep, p, d) >= n
 
 
+def _once(check: Check, trial: Trial, measure: Any) -> CheckResult:
+    """``measure(trial)``, the verdict of ``check``, computed once per trial: kept in
+    ``trial.extra`` (under ``VERDICTS``), for :func:`_own_values_right` to read
+    what the values checks, run before it, found."""
+    kept = trial.extra.setdefault(VERDICTS, {})
+    key = type(check).__name__
+    if key not in kept:
+        kept[key] = measure(trial)
+    return kept[key]
+
+
+VERDICTS = "verdicts"
+"""``trial.extra``'s entry holding the values checks' verdicts (:func:`_once`)."""
+
+
 def _own_values_right(trial: Trial) -> bool:
-    """Whether the params and loss the step returned equal the reference (what the
-    values checks measure); False when they cannot be read."""
+    """Whether the params and loss the step returned equal the reference: the
+    verdicts of the values checks (:class:`SameEverywhere`, :class:`StepValues`),
+    as they found them (run before :class:`HierarchicalStep`: computed once);
+    False when they cannot be read."""
     try:
         return SameEverywhere()(trial).passed and StepValues()(trial).passed
     except (KeyError, TypeError, ValueError, IndexError):
