@@ -751,7 +751,7 @@ def zero_stages() -> str:
     mix = THIS_LESSON
     names = ("no sharding", "ZeRO-1", "ZeRO-2", "ZeRO-3")
     fills = ("#a9cdf5", "#9fdfb0", "#ffd6a5")
-    scale, bar, x0 = 6.0, 26, 140
+    scale, bar, x0 = 5.5, 26, 140
     svg = Svg(900, 70 + len(names) * (bar + 16) + 50)
     svg.text(20, 22, f"A 7B model on {n} GPUs of {hbm} GB: the state each device keeps, by "
              "ZeRO stage", anchor="start", bold=True, size=13)  # fmt: skip
@@ -773,7 +773,8 @@ def zero_stages() -> str:
     svg.text(line_x + 4, 44 + len(names) * (bar + 16) + 6, f"{hbm} GB: one GPU", anchor="start",
              size=11, bold=True)  # fmt: skip
     y = 48 + len(names) * (bar + 16) + 20
-    labels = ("bf16 params (2 B)", "bf16 gradients (2 B)", "fp32 master, m, v (12 B)")
+    labels = (f"bf16 params ({mix.params} B)", f"fp32 gradient buffer ({mix.grads} B)",
+              f"fp32 master, m, v ({mix.optimizer} B)")  # fmt: skip
     for k, (label, fill) in enumerate(zip(labels, fills)):
         svg.rect(x0 + k * 200, y, 14, 14, fill)
         svg.text(x0 + 20 + k * 200, y + 11, label, anchor="start", size=11)

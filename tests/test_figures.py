@@ -95,7 +95,7 @@ def test_lesson_12s_figure_agrees_with_the_texts_table(root):
 def test_lesson_15s_figure_draws_the_texts_worked_example(root):
     text = (root / "course" / "lessons" / "15_optimizer.md").read_text()
     svg = figures.zero_stages()  # from the grader's byte table
-    for gb in ("112 GB", "29.3 GB", "15.5 GB", "1.75 GB"):
+    for gb in ("126 GB", "43.3 GB", "15.8 GB", "1.97 GB"):
         assert f">{gb}<" in svg and gb in text, gb
 
 

@@ -51,7 +51,9 @@ def test_megatrons_distributed_optimizer_table(mix, whole, kept, split):
 
 
 def test_the_lessons_own_mix_and_the_state_it_keeps():
-    assert bt.THIS_LESSON.total == 16 and bt.THIS_LESSON.optimizer == 12
+    assert (
+        bt.THIS_LESSON.total == 18 and bt.THIS_LESSON.optimizer == 12 and bt.THIS_LESSON.grads == 4
+    )
     assert bt.adam_state_bytes(4 * 128, 4) == 12 * 128
     with pytest.raises(ValueError, match="stages 0 to 3"):
         bt.per_device(bt.THIS_LESSON, 4, 8)
@@ -217,7 +219,8 @@ def test_the_right_answer_matches_no_known_mistake(root, kind):
 
 def test_the_report_sets_zero2_beside_the_other_stages(root):
     """The reference's zero2 report on its largest example (N = 6, Ψ = 768, M = 3): bytes
-    kept by stage (16·Ψ, (4 + 12/N)·Ψ, (2 + 14/N)·Ψ, 16·Ψ/N) and elements sent per step in
+    kept by stage in the lesson's mix, bf16 params (2 B), a float32 gradient buffer (4 B),
+    float32 master and moments (12 B): 18·Ψ, (6 + 12/N)·Ψ, (2 + 16/N)·Ψ, 18·Ψ/N; elements sent per step in
     units of (N−1)/N·Ψ = 640: 2 for none and ZeRO-1 (one reduction after the micro-batches),
     M + 1 for ZeRO-2, 3·M for ZeRO-3 (lesson 7's: each micro-batch gathers the params for
     its forward and its backward); then what the program ran, equal to ZeRO-2's row."""
@@ -230,7 +233,7 @@ def test_the_report_sets_zero2_beside_the_other_stages(root):
     assert (ex["n"], spec.psi(ex), ex["micro"]) == (6, 768, 3)
     assert "Ψ = 768" in note.text and "N = 6" in note.text and "M = 3" in note.text
     psi, n, unit = 768, 6, 5 * 768 // 6
-    kept = [16 * psi, 4 * psi + 12 * psi // n, 2 * psi + 14 * psi // n, 16 * psi // n]
+    kept = [18 * psi, 6 * psi + 12 * psi // n, 2 * psi + 16 * psi // n, 18 * psi // n]
     assert [r[1] for r in table.rows[:4]] == [f"{b:,}" for b in kept]
     assert [r[3] for r in table.rows[:4]] == [f"{k * unit:,}" for k in (2, 2, 4, 9)]
     assert [r[2] for r in table.rows[2:4]] == [

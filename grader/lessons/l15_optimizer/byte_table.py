@@ -51,8 +51,10 @@ ZERO_PAPER = Mix("fp16 params and grads; fp32 master and moments (K = 12)", 2, 2
 MEGATRON_FP16 = Mix("fp16 params and grads; fp32 master, main grads and moments", 2, 2, 4, 4)
 MEGATRON_BF16 = Mix("bf16 params, fp32 grads; fp32 master and moments", 2, 4, master=4)
 MEGATRON_FP32 = Mix("fp32 params and grads; fp32 moments", 4, 4, master=0)
-THIS_LESSON = Mix("bf16 params and grads; fp32 master and moments", 2, 2, master=4)
-"""What this lesson's exercises keep: 2 + 2 + 12 bytes per parameter."""
+THIS_LESSON = Mix("bf16 params, fp32 gradient buffer; fp32 master and moments", 2, 4, master=4)
+"""What this lesson's exercises keep: 2 + 4 + 12 = 18 bytes per parameter, Megatron's bf16
+row. The gradients arrive in bfloat16, but the step sums them in a float32 buffer (the whole
+``[Ψ]`` in ZeRO-1, the device's slice in ZeRO-2), as Megatron and DeepSpeed keep it."""
 
 
 def per_device(mix: Mix, stage: int, n: int) -> float:

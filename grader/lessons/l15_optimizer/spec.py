@@ -1112,8 +1112,8 @@ def _explain_stages(trials: list[Trial]) -> list[Any]:
     return [
         Note(
             f"ZeRO by stage for Ψ = {psi(ex):,} parameters on N = {ex['n']} devices, "
-            f"M = {ex.get('micro', 1)} micro-batches per step (bf16 params and grads, fp32 "
-            "master and moments: 16 bytes per parameter; ZeRO-3 as lesson 7 builds it, the "
+            f"M = {ex.get('micro', 1)} micro-batches per step ({byte_table.THIS_LESSON.name}: "
+            f"{byte_table.THIS_LESSON.total} bytes per parameter; ZeRO-3 as lesson 7 builds it, the "
             "params gathered for each micro-batch's forward and again for its backward)"
         ),
         Table(STAGE_COLUMNS, stage_rows(ex, measured, counts)),
