@@ -21,13 +21,14 @@ READERS = {
     # the command line's edge: a command's options, a process's main
     "course/commands/autograder.py": "AUTOGRADER_ROOT, in the autograder's own main",
     "course/commands/common.py": "PAGER, where a command pages",
+    "course/commands/grade.py": "COURSE_PLATFORM and COURSE_DEVICES, checked as `course grade` starts",
     "course/paths.py": "the workspace a command uses (COURSE_HOME, COURSE_DB, the cache)",
     "grader/sandbox/worker.py": "the worker's Options, read once in its main",
     "grader/sandbox/launch.py": "the early worker's switch, and the environment a worker inherits",
     # still read where they are used (README: 'Still read where they are used')
     "grader/repo.py": "COURSE_ROOT",
     "grader/phases.py": "COURSE_PHASES, in every process it times",
-    "grader/measure/devices.py": "the devices, which the student's processes inherit",
+    "grader/measure/devices.py": "configure, which prepares a fresh process: XLA_FLAGS",
     "grader/sandbox/jail.py": "the sandbox's settings; its own script sets TMPDIR",
     "grader/sandbox/processes.py": "the student's process's environment, COURSE_ROOT",
     "grader/sandbox/forks.py": "JAX_PLATFORMS",

@@ -355,9 +355,9 @@ def check_environment() -> None:
     """COURSE_PLATFORM and COURSE_DEVICES hold values the worker can use."""
     from grader.measure import devices
 
-    try:
-        devices.platform_choice()
-        devices.cpu_device_count()
+    try:  # read here, the command's edge; the worker reads them again at its own
+        devices.parse_platform(os.environ.get("COURSE_PLATFORM", ""))
+        devices.parse_devices(os.environ.get("COURSE_DEVICES", ""))
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
 

@@ -2,13 +2,15 @@
 
 The number of simulated CPU devices must be fixed before jax is first
 imported, so :func:`configure` is called by every entry point (the grading
-worker, the tests' conftest) before anything imports jax.
+worker, the tests' conftest, a benchmark's script) before anything imports jax.
 
-Environment variables (flags of ``course grade`` set them too):
-
-``COURSE_DEVICES``   simulated CPU devices (default 8)
-``COURSE_PLATFORM``  ``auto`` (default: accelerators when there are at least
-                     two, else CPU) or ``cpu`` (always simulate)
+Nothing here reads the environment: ``COURSE_DEVICES`` (simulated CPU devices,
+default 8) and ``COURSE_PLATFORM`` (``auto``: accelerators when there are at
+least two, else CPU; ``cpu``: always simulate) are read at the edge (``course``'s
+``--devices`` and ``--cpu``, the worker's :class:`grader.sandbox.worker.Options`)
+and parsed by :func:`parse_devices` and :func:`parse_platform`. The worker configures
+its devices from its request, and hands the platform down as
+:attr:`grader.config.GradeConfig.simulated` (``cpu``: every lesson simulated).
 
 A lesson whose examples need more accelerators than the host has is graded on
 the simulated CPU devices instead: the engine says so to whatever builds meshes
@@ -26,27 +28,37 @@ import sys
 from typing import Any
 
 DEFAULT_CPU_DEVICES = 8
+PLATFORMS = ("auto", "cpu")
 _FLAG = "--xla_force_host_platform_device_count"
 
 
 def configure(n_cpu: int | None = None, platform: str | None = None) -> None:
-    """Ask XLA for ``n_cpu`` host devices; call before ``import jax``."""
-    if n_cpu is not None:
-        os.environ["COURSE_DEVICES"] = str(n_cpu)
-    if platform is not None:
-        os.environ["COURSE_PLATFORM"] = platform
-    n = cpu_device_count()
+    """Ask XLA for ``n_cpu`` host devices (default 8); call before ``import jax``.
+    ``platform="cpu"``: a script's own choice (a benchmark's) that jax start no
+    accelerator at all; the worker never passes it (it hands ``--cpu`` down as
+    :attr:`grader.config.GradeConfig.simulated`).
+
+    The one place the grader writes its process's environment: XLA reads
+    ``XLA_FLAGS`` (and jax ``JAX_PLATFORMS``) from it when jax first starts its
+    backends, and nothing else fixes the CPU devices' count before that on every
+    supported jax. It prepares this fresh process, and the student's processes
+    the worker starts inherit it (their environment is built from the worker's,
+    :func:`grader.sandbox.processes.environment`): that is their edge."""
+    n = DEFAULT_CPU_DEVICES if n_cpu is None else n_cpu
     flags = re.sub(rf"{_FLAG}=\S+", "", os.environ.get("XLA_FLAGS", "")).strip()
     os.environ["XLA_FLAGS"] = f"{flags} {_FLAG}={n}".strip()
-    if "jax" in sys.modules:  # too late for XLA_FLAGS; try the config option
+    if platform is not None and parse_platform(platform) == "cpu":
+        os.environ["JAX_PLATFORMS"] = "cpu"
+    if "jax" in sys.modules:  # too late for the environment; try the config options
         import jax
 
         with contextlib.suppress(Exception):  # backends already up: keep what we have
             jax.config.update("jax_num_cpu_devices", n)
 
 
-def cpu_device_count() -> int:
-    raw = os.environ.get("COURSE_DEVICES", str(DEFAULT_CPU_DEVICES))
+def parse_devices(text: str = "") -> int:
+    """Simulated CPU devices, as ``COURSE_DEVICES`` says them (``""``: the default)."""
+    raw = text.strip() or str(DEFAULT_CPU_DEVICES)
     try:
         n = int(raw)
     except ValueError:
@@ -56,11 +68,19 @@ def cpu_device_count() -> int:
     return n
 
 
-def platform_choice() -> str:
-    choice = os.environ.get("COURSE_PLATFORM", "auto").lower()
-    if choice not in ("auto", "cpu"):
+def parse_platform(text: str = "") -> str:
+    """``auto`` or ``cpu``, as ``COURSE_PLATFORM`` says it (``""``: ``auto``)."""
+    choice = (text.strip() or "auto").lower()
+    if choice not in PLATFORMS:
         raise ValueError(f"COURSE_PLATFORM must be 'auto' or 'cpu', not {choice!r}")
     return choice
+
+
+def cpu_device_count() -> int:
+    """The CPU devices this process has (:func:`configure` fixed them)."""
+    import jax
+
+    return len(jax.devices("cpu"))
 
 
 def on_accelerators() -> bool:
@@ -73,7 +93,7 @@ def devices(simulated: bool = False) -> list[Any]:
     simulated CPU devices, whatever the host has)."""
     import jax
 
-    if platform_choice() == "auto" and not simulated:
+    if not simulated:
         accelerators = [d for d in jax.devices() if d.platform != "cpu"]
         if len(accelerators) >= 2:
             return accelerators

@@ -70,24 +70,21 @@ SWEEP = 0.25
 """Seconds between two sweeps of the server for ended and orphaned processes."""
 
 
-def wanted(lessons: int, allowed: bool = True) -> bool:
+def wanted(lessons: int, allowed: bool = True, cpu: bool = False) -> bool:
     """Whether a grade of ``lessons`` lessons forks its student's processes;
     ``allowed``: the worker's switch (``COURSE_FORK_SERVER``, read at its edge:
-    :class:`grader.sandbox.worker.Options`)."""
+    :class:`grader.sandbox.worker.Options`); ``cpu``: the grade runs on the CPU
+    only, as asked (``COURSE_PLATFORM=cpu``, ``--cpu``)."""
     if lessons < 2 or not allowed or not sys.platform.startswith("linux"):
         return False
-    return _cpu_only()
+    return cpu or _cpu_only()
 
 
 def _cpu_only() -> bool:
-    """The student's processes will run jax on the CPU only: asked for, or no
-    accelerator's plugin is installed."""
+    """The student's processes will run jax on the CPU only: no accelerator's
+    plugin is installed, or jax is told so."""
     import importlib.util
 
-    from grader.measure.devices import platform_choice
-
-    if platform_choice() == "cpu":
-        return True
     if os.environ.get("JAX_PLATFORMS", "").strip().lower() == "cpu":
         return True
     return not any(importlib.util.find_spec(m) for m in ("jax_plugins", "libtpu"))

@@ -115,6 +115,11 @@ class Options:
     fork_server: bool = True
     """A grade of several lessons may fork their student's processes from one
     server (:mod:`grader.sandbox.forks`; ``COURSE_FORK_SERVER=0``: never)."""
+    devices: str = ""
+    """``COURSE_DEVICES`` as given: the simulated CPU devices of a request that
+    names none (parsed when a grade configures them, :meth:`Warm.configure`)."""
+    platform: str = ""
+    """``COURSE_PLATFORM`` as given: the platform of a request that names none."""
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Options:
@@ -128,6 +133,7 @@ class Options:
         return cls(
             ahead=env.get(AHEAD, "1") != "0", helpers=helpers,
             warm_up=env.get(WARM_UP, "1") != "0", fork_server=env.get(forks.SWITCH, "1") != "0",
+            devices=env.get("COURSE_DEVICES", ""), platform=env.get("COURSE_PLATFORM", ""),
         )  # fmt: skip
 
 
@@ -144,6 +150,9 @@ class Warm:
         """The student's processes started ahead, and the folders they must not see."""
         self._programs: Any = None
         self.configured: tuple | None = None
+        self.cpu_only = False
+        """Every lesson graded on the simulated CPU devices (``COURSE_PLATFORM=cpu``,
+        ``--cpu``): handed down as :attr:`grader.config.GradeConfig.simulated`."""
         self.cached = False
         self.drawn: dict[str, list] = {}
         """The examples drawn so far, by what each draw depends on
@@ -166,7 +175,11 @@ class Warm:
 
         wanted = (request.devices, request.platform, request.cache_dir)
         if self.configured is None:
-            devices.configure(request.devices, request.platform)
+            count = request.devices
+            if count is None:
+                count = devices.parse_devices(self.options.devices)
+            self.cpu_only = devices.parse_platform(request.platform or self.options.platform) == "cpu"
+            devices.configure(count)
             self.configured = wanted
         elif wanted != self.configured:
             raise RuntimeError(f"this worker grades on {self.configured}, not {wanted}")
@@ -233,7 +246,9 @@ def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = 
     salt = secrets.randbits(62) | 1  # the data is drawn here, from a secret of this grade's
     spares = state.spares
     spares.hide(*request.hidden, request.cache_dir)  # the student's process never needs them
-    if request.directory and forks.wanted(len(request.lessons), state.options.fork_server):
+    if request.directory and forks.wanted(
+        len(request.lessons), state.options.fork_server, cpu=state.cpu_only
+    ):
         spares.fork_from(request.directory)  # each lesson's process forked: jax imported once
     try:
         _grade(request, emit, state, first_request, salt)
@@ -264,7 +279,7 @@ def _grade(request: Request, emit: Callable[[Event], None], state: Warm, first_r
     from grader.spec import Draws, parse_example
 
     kept = (Path(request.examples_dir),) if request.examples_dir else ()
-    config = GradeConfig(draws=Draws(kept=kept, memo=state.drawn))
+    config = GradeConfig(draws=Draws(kept=kept, memo=state.drawn), simulated=state.cpu_only)
 
     example = parse_example(request.example) if request.example else None
     if example is not None:
