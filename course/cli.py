@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -90,7 +91,8 @@ def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
     status, then this help.
     """
     early = ctx.obj if isinstance(ctx.obj, launch.Early) else None  # main()'s
-    ctx.obj = make_app(home, db, early)
+    debug = os.environ.get("COURSE_DEBUG") == "1"  # the command line's edge
+    ctx.obj = make_app(home, db, early, debug)
     if ctx.invoked_subcommand is None:
         from course.commands.status import status as run
 

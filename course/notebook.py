@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -120,7 +121,8 @@ def _app(home: str | Path | None, *, need_workspace: bool = True, ensure: bool =
     else:
         chosen = _session.home
     with _one_line():
-        app = make_app(str(chosen) if chosen else None, None)
+        debug = os.environ.get("COURSE_DEBUG") == "1"  # a notebook's call: the edge
+        app = make_app(str(chosen) if chosen else None, None, debug=debug)
     if need_workspace and app.workspace is None:
         raise CourseError(NO_WORKSPACE)
     if need_workspace and ensure:

@@ -19,7 +19,9 @@ SOURCES = sorted([*(ROOT / "grader").rglob("*.py"), *(ROOT / "course").rglob("*.
 
 READERS = {
     # the command line's edge: a command's options, a process's main
-    "course/commands/autograder.py": "AUTOGRADER_ROOT, in the autograder's own main",
+    "course/cli.py": "COURSE_DEBUG, into the App every command receives",
+    "course/notebook.py": "COURSE_DEBUG, into the App of a notebook's call",
+    "course/commands/autograder.py": "AUTOGRADER_ROOT and COURSE_DEBUG, in the autograder's own main",
     "course/commands/common.py": "PAGER, where a command pages",
     "course/commands/grade.py": "COURSE_PLATFORM and COURSE_DEVICES, checked as `course grade` starts",
     "course/paths.py": "the workspace a command uses (COURSE_HOME, COURSE_DB, the cache)",
@@ -33,7 +35,6 @@ READERS = {
     "grader/sandbox/processes.py": "the student's process's environment, COURSE_ROOT",
     "grader/sandbox/forks.py": "JAX_PLATFORMS",
     "grader/sandbox/references.py": "the package caches' folders",
-    "grader/sandbox/runner.py": "COURSE_DEBUG",
     "grader/loader.py": "COURSE_SANDBOX_WRITES, which the sandbox sets for the student's process",
 }
 """Every file that reads the environment, and what it reads: a new one reads it at

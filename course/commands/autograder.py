@@ -174,10 +174,11 @@ def _digest(data: bytes) -> str:
 
 def run(
     root: Path, lessons: list[Lesson], *, timeout: float = DEFAULT_TIMEOUT,
-    devices: int | None = None, seed: int | None = None,
+    devices: int | None = None, seed: int | None = None, debug: bool = False,
 ) -> int:  # fmt: skip
     """Grade ``root/submission`` and write ``root/results/results.json``, whatever
-    happens; the exit status is 0 once it is written with a grade, 1 otherwise."""
+    happens; the exit status is 0 once it is written with a grade, 1 otherwise.
+    ``debug``: the worker's stderr shown as it comes."""
     from grader.sandbox import jail
     from grader.spec import fresh_seed
 
@@ -208,7 +209,8 @@ def run(
                   str(private.resolve()))  # fmt: skip
         sub = grade_submission("submission", directory, lessons, seed=seed, timeout=timeout,
                                devices=devices, cpu=True, cache_dir=private / "cache",
-                               refused=found.refused, own=found.own, hidden=hidden)  # fmt: skip
+                               refused=found.refused, own=found.own, hidden=hidden,
+                               debug=debug)  # fmt: skip
         sub = with_found(sub, found)
         document = gradescope(sub, seed, taken(found, lessons))
         document["execution_time"] = round(time.perf_counter() - started, 3)
@@ -286,7 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     course = registry.load()
     lessons = [course.lesson(n) for n in args.lesson] if args.lesson else list(course.lessons)
     root = Path(os.environ.get("AUTOGRADER_ROOT") or DEFAULT_ROOT)
-    return run(root, lessons, timeout=args.timeout, devices=args.devices, seed=args.seed)
+    debug = os.environ.get("COURSE_DEBUG") == "1"
+    return run(root, lessons, timeout=args.timeout, devices=args.devices, seed=args.seed,
+               debug=debug)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -96,7 +96,7 @@ def classroom(
             sub = grade_submission(safe.printable(name), directory, chosen, seed=seed,
                                    timeout=timeout, devices=devices, cpu=cpu, cache_dir=cache,
                                    refused=found.refused, own=found.own, hidden=hidden,
-                                   stop=stop)  # fmt: skip
+                                   stop=stop, debug=app.debug)  # fmt: skip
             return with_found(sub, found)
 
         with app.console.status(Text(f"grading {len(folders)} submission(s) …")) as status:
@@ -294,14 +294,15 @@ def grade_submission(
     timeout: float = DEFAULT_TIMEOUT, devices: int | None = None, cpu: bool = False,
     cache_dir: Path | None = None, refused: dict[str, str] | None = None,
     own: dict[str, str] | None = None, hidden: tuple[str, ...] = (),
-    stop: threading.Event | None = None,
+    stop: threading.Event | None = None, debug: bool = False,
 ) -> Submission:  # fmt: skip
     """Grade one submission in its own worker; lessons it lacks are ``not submitted``;
     ``refused`` (module → why) are errors with that message, not graded. ``folder`` is
     a private copy: messages name each file by ``own`` (module → its path in the
     submission; default, its name), never by the copy's path; ``hidden``: folders its
     code must not see (the class's submissions, the results); ``stop``, once set, ends
-    the grade at its next event (:class:`Cancelled`)."""
+    the grade at its next event (:class:`Cancelled`); ``debug``: the worker's stderr
+    shown as it comes."""
     from grader.sandbox.protocol import LessonJob, Request
     from grader.sandbox.runner import grade
 
@@ -327,7 +328,8 @@ def grade_submission(
                     raise Cancelled(name)
 
             results = {
-                r.lesson: safe.own_paths(r, directory, shown) for r in grade(request, stopped)
+                r.lesson: safe.own_paths(r, directory, shown)
+                for r in grade(request, stopped, debug=debug)
             }
     for ls in lessons:
         if refused and ls.module in refused:

@@ -45,6 +45,9 @@ class App:
     early: Early | None = None
     """The worker ``course grade`` started as it started
     (:func:`grader.sandbox.launch.early`): its first one-off grade's."""
+    debug: bool = False
+    """The worker's stderr shown as it comes (``COURSE_DEBUG=1``, read by
+    :func:`course.cli.cli` and the notebook's calls: the edge)."""
 
     @property
     def ws(self) -> Workspace:
@@ -136,12 +139,14 @@ def console() -> Console:
     return Console(highlight=False, emoji=False, file=TrimmedLines(sys.stdout))
 
 
-def make_app(home: str | None, db: str | None, early: Early | None = None) -> App:
+def make_app(
+    home: str | None, db: str | None, early: Early | None = None, debug: bool = False
+) -> App:
     try:
         course = registry.load()
     except registry.RegistryError as exc:
         raise click.ClickException(str(exc)) from None
-    return App(workspace(home, db), console(), course, early)
+    return App(workspace(home, db), console(), course, early, debug)
 
 
 PAGER = "less -RFXS"

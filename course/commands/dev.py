@@ -315,7 +315,8 @@ def check(
                 results = grade(
                     Request(
                         lessons, str(root / folder), timeout=timeout, cache_dir=app.compile_cache()
-                    )
+                    ),
+                    debug=app.debug,
                 )
             for lr in results:
                 for er in lr.exercises:

@@ -256,7 +256,9 @@ def grade(
         try:
             if status is not None:
                 status.start()
-            results = run_grading(request, on_event, worker=worker, early=app.early)
+            results = run_grading(
+                request, on_event, worker=worker, early=app.early, debug=app.debug
+            )
         except RequestRejected as exc:
             raise UsageProblem(str(exc)) from None
         except GraderCrashed as exc:

@@ -92,6 +92,7 @@ def grade(
     grace: float = GRACE,
     worker: Worker | None = None,
     early: launch.Early | None = None,
+    debug: bool = False,
 ) -> list[LessonResult]:
     """Grade every lesson of ``request`` in worker processes; one result per lesson.
 
@@ -117,6 +118,9 @@ def grade(
     ``early``: the one-off worker ``course grade`` started as it started
     (:func:`grader.sandbox.launch.early`): the first worker, if it can grade
     ``request``.
+
+    ``debug``: the worker's stderr is shown as it comes (``COURSE_DEBUG=1``, read
+    by the command that grades).
     """
     emit = on_event or (lambda e: None)
     undumpable()  # the events key lives here too
@@ -144,7 +148,7 @@ def grade(
             for job in request.lessons
             if todo[job.lesson]
         )
-        WorkerSession(replace(request, lessons=jobs), grace, worker, early).run(handle)
+        WorkerSession(replace(request, lessons=jobs), grace, worker, early, debug).run(handle)
         early = None  # taken, or stopped: a fresh worker grades what is left
     return [
         LessonResult(
@@ -176,12 +180,14 @@ class WorkerSession:
     """
 
     def __init__(self, request: Request, grace: float = GRACE, warm: Worker | None = None,
-                 early: launch.Early | None = None):  # fmt: skip
+                 early: launch.Early | None = None, debug: bool = False):  # fmt: skip
         self.request = replace(request, key=secrets.token_hex(16))
         self.marker = secrets.token_hex(8)
         """Marks every process this grade starts (see _stop_strays); no part of the key."""
         self.warm = warm
         self.early = early
+        self.debug = debug
+        """The worker's stderr is shown as it comes."""
         self.served = False
         """The (serving) worker said it is done with the request."""
         self.sandboxes: set[str] = set()
@@ -369,7 +375,7 @@ class WorkerSession:
     def _keep_stderr(self, chunk: bytes) -> None:
         self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
         self.stderr_since += len(chunk)
-        if chunk and os.environ.get("COURSE_DEBUG") == "1":
+        if chunk and self.debug:
             _write_stderr(chunk)
 
     def _tail(self, recent: bool = True) -> str:

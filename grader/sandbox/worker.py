@@ -178,7 +178,9 @@ class Warm:
             count = request.devices
             if count is None:
                 count = devices.parse_devices(self.options.devices)
-            self.cpu_only = devices.parse_platform(request.platform or self.options.platform) == "cpu"
+            self.cpu_only = (
+                devices.parse_platform(request.platform or self.options.platform) == "cpu"
+            )
             devices.configure(count)
             self.configured = wanted
         elif wanted != self.configured:
