@@ -1,0 +1,62 @@
+"""What a grade is told in its configuration reaches the student's process, though
+the process that asked for the grade has none of it in its environment (issue 34
+§5: the environment is read at the edges, and handed down from there)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from grader.results import Status
+from grader.sandbox.protocol import LessonJob, Request
+from grader.sandbox.runner import grade
+from tests import reports
+
+SHARD_SHAPE = LessonJob(1, "l01_meshes", ("shard_shape",))
+SETTINGS = ("COURSE_DEVICES", "COURSE_PLATFORM", "COURSE_DEBUG", "XLA_FLAGS", "JAX_PLATFORMS")
+
+
+@pytest.fixture
+def bare(monkeypatch: pytest.MonkeyPatch) -> None:
+    """None of the settings in this process's environment (nor so in the worker's
+    and the student's process's, which inherit it)."""
+    for name in SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def _probe(root: Path, folder: Path, first: str) -> str:
+    """Lesson 1's solution, with ``first`` run as it is imported."""
+    source = (root / "solutions" / "l01_meshes.py").read_text()
+    (folder / "l01_meshes.py").write_text(first + source)
+    return str(folder)
+
+
+def test_the_devices_a_request_names_are_the_students_processes(root, tmp_path, bare):
+    """``devices=4``: the worker configures four CPU devices and the student's
+    process it starts has four too (not the default eight)."""
+    looks = "import jax as _jax\n_n = len(_jax.devices('cpu'))\n" + reports.emit("_n")
+    directory = _probe(root, tmp_path, looks)
+    with reports.relayed() as relayed:
+        (result,) = grade(Request((SHARD_SHAPE,), directory, timeout=120.0, devices=4,
+                                  platform="cpu", max_examples=0))  # fmt: skip
+    assert result.exercises[0].status == Status.PASSED, result.exercises[0].error
+    assert result.devices == "4 CPU devices (simulated)"
+    assert reports.read(relayed.getvalue()) == 4
+    assert "COURSE_DEVICES" not in os.environ  # the test's own: untouched
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_debug_shows_the_workers_stderr_as_it_comes(root, tmp_path, bare, debug):
+    """``debug`` (``COURSE_DEBUG=1`` at the command's edge) relays what the
+    student's process writes on stderr; without it, nothing of it is shown for a
+    grade that passes."""
+    line = "stderr-of-the-students-process"
+    writes = f"import sys as _sys\nprint({line!r}, file=_sys.stderr, flush=True)\n"
+    directory = _probe(root, tmp_path, writes)
+    with reports.relayed() as relayed:
+        (result,) = grade(Request((SHARD_SHAPE,), directory, timeout=120.0, max_examples=0),
+                          debug=debug)  # fmt: skip
+    assert result.exercises[0].status == Status.PASSED, result.exercises[0].error
+    assert (line in relayed.getvalue()) == debug
