@@ -1,5 +1,8 @@
-"""Where grading time goes, per phase (issue 22 §2): off unless ``COURSE_PHASES``
-names a file, to which each process appends one JSON line as it ends:
+"""Where grading time goes, per phase (issue 22 §2): each process sums the time
+of its phases as it runs (a clock read on each side: nothing next to what they
+time), and appends one JSON line to the file its entry was told
+(``COURSE_PHASES``, read by the worker's ``main`` into
+:attr:`grader.sandbox.worker.Options.phases`), when it was told one:
 ``{"process": …, "phases": {name: seconds}, "counts": {name: n}}``.
 
 Phases nest only where said (``compile`` is inside no other); a process's
@@ -22,16 +25,9 @@ _counts: dict[str, int] = defaultdict(int)
 _born = time.perf_counter()
 
 
-def on() -> bool:
-    return bool(os.environ.get(VARIABLE))
-
-
 @contextlib.contextmanager
 def phase(name: str) -> Iterator[None]:
-    """Time the block as ``name`` (summed over calls) when phases are on."""
-    if not on():
-        yield
-        return
+    """Time the block as ``name`` (summed over calls)."""
     start = time.perf_counter()
     try:
         yield
@@ -41,15 +37,15 @@ def phase(name: str) -> Iterator[None]:
 
 
 def add(name: str, seconds: float) -> None:
-    if on():
-        _totals[name] += seconds
-        _counts[name] += 1
+    _totals[name] += seconds
+    _counts[name] += 1
 
 
-def dump(process: str) -> None:
-    """Append this process's phases to the file (a no-op when off)."""
-    path = os.environ.get(VARIABLE)
+def dump(process: str, path: str = "") -> None:
+    """Append this process's phases to ``path`` (none: dropped), and start afresh."""
     if not path:
+        _totals.clear()
+        _counts.clear()
         return
     line = {"process": process, "pid": os.getpid(), "alive_s": time.perf_counter() - _born,
             "phases": dict(_totals), "counts": dict(_counts)}  # fmt: skip

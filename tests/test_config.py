@@ -29,7 +29,6 @@ READERS = {
     "grader/sandbox/launch.py": "the early worker's switch, and the environment a worker inherits",
     # still read where they are used (README: 'Still read where they are used')
     "grader/repo.py": "COURSE_ROOT",
-    "grader/phases.py": "COURSE_PHASES, in every process it times",
     "grader/measure/devices.py": "configure, which prepares a fresh process: XLA_FLAGS",
     "grader/sandbox/jail.py": "the sandbox's settings; its own script sets TMPDIR",
     "grader/sandbox/processes.py": "the student's process's environment, COURSE_ROOT",
@@ -96,11 +95,14 @@ def test_no_module_assigns_its_globals_from_a_function():
         ({worker.HELPERS: "0"}, worker.Options(helpers=0)),
         ({worker.HELPERS: "2"}, worker.Options(helpers=2)),
         ({worker.HELPERS: "9"}, worker.Options(helpers=3)),  # at most three
+        ({"COURSE_PHASES": "/f"}, worker.Options(phases="/f")),
+        ({"COURSE_DEVICES": "4", "COURSE_PLATFORM": "cpu"}, worker.Options(devices="4", platform="cpu")),
     ],
 )  # fmt: skip
 def test_the_workers_switches_are_read_from_the_environment_it_is_given(environ, options):
     got = worker.Options.from_environment(environ)
-    want = {k: getattr(options, k) for k in ("ahead", "warm_up", "fork_server")}
+    want = {k: getattr(options, k)
+            for k in ("ahead", "warm_up", "fork_server", "devices", "platform", "phases")}  # fmt: skip
     assert {k: getattr(got, k) for k in want} == want
     if worker.HELPERS in environ:
         assert got.helpers == options.helpers

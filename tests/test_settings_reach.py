@@ -4,6 +4,7 @@ the process that asked for the grade has none of it in its environment (issue 34
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -60,3 +61,19 @@ def test_debug_shows_the_workers_stderr_as_it_comes(root, tmp_path, bare, debug)
                           debug=debug)  # fmt: skip
     assert result.exercises[0].status == Status.PASSED, result.exercises[0].error
     assert (line in relayed.getvalue()) == debug
+
+
+def test_the_phases_file_the_workers_edge_reads_gets_its_grades_phases(
+    root, tmp_path, bare, monkeypatch
+):
+    """``COURSE_PHASES``, read once by the worker's ``main`` (its Options), names
+    the file each grade's phases are appended to; no module reads it after."""
+    path = tmp_path / "phases.jsonl"
+    monkeypatch.setenv("COURSE_PHASES", str(path))
+    folder = tmp_path / "code"
+    folder.mkdir()
+    directory = _probe(root, folder, "")
+    (result,) = grade(Request((SHARD_SHAPE,), directory, timeout=120.0, max_examples=0))
+    assert result.exercises[0].status == Status.PASSED, result.exercises[0].error
+    (line,) = [json.loads(text) for text in path.read_text().splitlines()]
+    assert line["process"] == "worker" and line["phases"]["checks"] > 0

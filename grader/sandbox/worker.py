@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
             signer.emit(GraderFailed(f"{traceback.format_exc().rstrip()}\n— {REPORT}"))
         sys.stdout.flush()
         sys.stderr.flush()
-        phases.dump("worker")
+        phases.dump("worker", state.options.phases)
         if not args.serve:
             break
         state.ahead(request)  # the next grade's student's process starts now
@@ -120,6 +120,9 @@ class Options:
     names none (parsed when a grade configures them, :meth:`Warm.configure`)."""
     platform: str = ""
     """``COURSE_PLATFORM`` as given: the platform of a request that names none."""
+    phases: str = ""
+    """Where each grade's phases are appended (``COURSE_PHASES``, :mod:`grader.phases`;
+    ``""``: nowhere)."""
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Options:
@@ -134,6 +137,7 @@ class Options:
             ahead=env.get(AHEAD, "1") != "0", helpers=helpers,
             warm_up=env.get(WARM_UP, "1") != "0", fork_server=env.get(forks.SWITCH, "1") != "0",
             devices=env.get("COURSE_DEVICES", ""), platform=env.get("COURSE_PLATFORM", ""),
+            phases=env.get("COURSE_PHASES", ""),
         )  # fmt: skip
 
 
