@@ -70,7 +70,9 @@ def source_only(directory: Path) -> None:
                 del sys.path_importer_cache[cached]
 
 
-def load_module(directory: Path, module: str, *, interrupts_are_theirs: bool = False) -> ModuleType:
+def load_module(
+    directory: Path, module: str, *, interrupts_are_theirs: bool = False, scratch: int = 0
+) -> ModuleType:
     """Import ``directory/module.py``; any failure is a :class:`LoadError` in the
     student's words, but a ``KeyboardInterrupt`` (the user's Ctrl-C, here) and a
     time limit, which are raised again. ``interrupts_are_theirs``: a process no
@@ -100,14 +102,16 @@ def load_module(directory: Path, module: str, *, interrupts_are_theirs: bool = F
         ):
             raise
         raise LoadError(
-            f"importing {path.name} failed:\n{format_student_error(exc, path.parent)}"
+            f"importing {path.name} failed:\n{format_student_error(exc, path.parent, scratch)}"
         ) from None
     return mod
 
 
-def format_student_error(exc: BaseException, directory: Path) -> str:
+def format_student_error(exc: BaseException, directory: Path, scratch: int = 0) -> str:
     """The exception with only the frames from files in ``directory`` (an
-    exception from the student's process comes formatted already)."""
+    exception from the student's process comes formatted already). ``scratch``:
+    the bytes each of the sandbox's ``/tmp`` and ``/dev/shm`` may hold (0: no
+    sandbox), which a failed write's note names."""
     text = getattr(exc, "student_text", None)
     if isinstance(text, str):
         return text
@@ -127,26 +131,18 @@ def format_student_error(exc: BaseException, directory: Path) -> str:
     lines.append(message if cut < 0 else message[:cut])
     if isinstance(exc, MemoryError) and (note := memory_note()):
         lines.append(note)
-    if isinstance(exc, OSError) and (note := space_note() if exc.errno == errno.ENOSPC
-                                     else read_only_note() if exc.errno == errno.EROFS
+    if isinstance(exc, OSError) and (note := space_note(scratch) if exc.errno == errno.ENOSPC
+                                     else read_only_note(scratch) if exc.errno == errno.EROFS
                                      else ""):  # fmt: skip
         lines.append(note)
     return "\n".join(line.rstrip("\n") for line in lines)
 
 
-def _scratch_cap() -> int:
-    """The bytes each of the sandbox's ``/tmp`` and ``/dev/shm`` may hold, as the
-    sandbox set it (``COURSE_SANDBOX_WRITES``, :mod:`grader.sandbox.jail`); 0
-    outside the sandbox."""
-    cap = os.environ.get("COURSE_SANDBOX_WRITES", "")
-    return int(cap) if cap.isdigit() else 0
-
-
-def read_only_note() -> str:
-    """What "read-only file system" means in the sandbox: the process may write
-    only its private ``/tmp`` and ``/dev/shm``; its folder (the host's, so that
-    a save is seen at once) and everything else are read-only. "" outside it."""
-    cap = _scratch_cap()
+def read_only_note(cap: int) -> str:
+    """What "read-only file system" means in the sandbox, whose ``/tmp`` and
+    ``/dev/shm`` hold ``cap`` bytes each: the process may write only there; its
+    folder (the host's, so that a save is seen at once) and everything else are
+    read-only. "" outside it (``cap`` 0)."""
     if not cap:
         return ""
     return (
@@ -156,12 +152,11 @@ def read_only_note() -> str:
     )
 
 
-def space_note() -> str:
+def space_note(cap: int) -> str:
     """What "no space left" means in the sandbox: its ``/tmp`` and ``/dev/shm``
-    are tmpfs with a cap each (``COURSE_SANDBOX_WRITES`` bytes); the one found
-    full is named, with its cap and what it holds. "" outside the sandbox, or
-    where neither is full."""
-    if not _scratch_cap():
+    are tmpfs of ``cap`` bytes each; the one found full is named, with its size
+    and what it holds. "" outside the sandbox (``cap`` 0), or where neither is full."""
+    if not cap:
         return ""
     for where in ("/tmp", "/dev/shm"):
         try:

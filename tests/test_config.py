@@ -26,6 +26,7 @@ READERS = {
     "course/commands/grade.py": "COURSE_PLATFORM and COURSE_DEVICES, checked as `course grade` starts",
     "course/paths.py": "the workspace a command uses (COURSE_HOME, COURSE_DB, the cache)",
     "grader/sandbox/worker.py": "the worker's Options, read once in its main",
+    "grader/sandbox/student.py": "COURSE_SANDBOX_WRITES (the sandbox's, for it), in its main",
     "grader/sandbox/launch.py": "the early worker's switch, and the environment a worker inherits",
     # still read where they are used (README: 'Still read where they are used')
     "grader/repo.py": "COURSE_ROOT",
@@ -34,7 +35,6 @@ READERS = {
     "grader/sandbox/processes.py": "the student's process's environment, COURSE_ROOT",
     "grader/sandbox/forks.py": "JAX_PLATFORMS",
     "grader/sandbox/references.py": "the package caches' folders",
-    "grader/loader.py": "COURSE_SANDBOX_WRITES, which the sandbox sets for the student's process",
 }
 """Every file that reads the environment, and what it reads: a new one reads it at
 the edge and hands it down, or is added here and to the README's table."""

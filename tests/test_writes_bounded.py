@@ -26,7 +26,7 @@ import pytest
 
 from grader.loader import format_student_error, read_only_note, space_note
 from grader.results import Status
-from grader.sandbox import jail
+from grader.sandbox import jail, student
 from tests.test_faults import course, states, status_of, workspace
 
 needs_sandbox = pytest.mark.skipif(not jail.on(), reason=f"no sandbox here: {jail.state()}")
@@ -136,34 +136,36 @@ def _filled(full: set[str]):
 def test_the_notes_name_the_cap_and_only_in_the_sandbox(tmp_path, monkeypatch):
     """Both ways: "no space" in the sandbox names the full one (/tmp or /dev/shm)
     with its cap and what it holds, "read-only" says where to write instead;
-    neither full, another OSError, or no sandbox (no ``COURSE_SANDBOX_WRITES``): none."""
+    neither full, another OSError, or no sandbox (no cap: the student's process read no
+    ``COURSE_SANDBOX_WRITES`` at its start): none."""
     from grader import loader
 
     full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     read_only = OSError(errno.EROFS, os.strerror(errno.EROFS))
     other = OSError(errno.EACCES, os.strerror(errno.EACCES))
     monkeypatch.setattr(loader.os, "statvfs", _filled({"/tmp"}))
-    monkeypatch.delenv(jail.WRITES_VARIABLE, raising=False)
-    assert space_note() == read_only_note() == ""
+    assert space_note(0) == read_only_note(0) == ""
     assert "sandbox" not in format_student_error(full, tmp_path)
     assert "sandbox" not in format_student_error(read_only, tmp_path)
-    monkeypatch.setenv(jail.WRITES_VARIABLE, str(512 << 20))
-    said = " ".join(format_student_error(full, tmp_path).split())
+    cap = 512 << 20
+    assert student._scratch({jail.WRITES_VARIABLE: str(cap)}) == cap  # its main's edge
+    assert student._scratch({}) == 0
+    said = " ".join(format_student_error(full, tmp_path, cap).split())
     assert "No space left on device" in said
     assert "write at most 512 MiB to /tmp, kept in memory" in said, said
     assert "it holds 512 MiB now" in said, said
-    said = " ".join(format_student_error(read_only, tmp_path).split())
+    said = " ".join(format_student_error(read_only, tmp_path, cap).split())
     assert "Read-only file system" in said and "No space" not in said, said
     assert "Your folder is read-only while it is graded" in said, said
     assert "write scratch files to /tmp (at most 512 MiB)" in said, said
-    assert "sandbox" not in format_student_error(other, tmp_path)
-    assert "sandbox" not in format_student_error(MemoryError(), Path(tmp_path))
+    assert "sandbox" not in format_student_error(other, tmp_path, cap)
+    assert "sandbox" not in format_student_error(MemoryError(), Path(tmp_path), cap)
     monkeypatch.setattr(loader.os, "statvfs", _filled({"/dev/shm"}))
-    said = " ".join(format_student_error(full, tmp_path).split())
+    said = " ".join(format_student_error(full, tmp_path, cap).split())
     assert "write at most 512 MiB to /dev/shm," in said and "/tmp" not in said, said
     assert "read-only" not in said, said
     monkeypatch.setattr(loader.os, "statvfs", _filled(set()))
-    assert space_note() == ""
+    assert space_note(cap) == ""
 
 
 def test_the_cap_the_note_names_is_the_sandboxs_to_set_never_inherited():

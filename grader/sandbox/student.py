@@ -44,6 +44,7 @@ import json
 import os
 import secrets
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -176,8 +177,11 @@ class Session:
     """What the student's process answers the worker's questions with (``load``,
     ``export``, ``call``, ``task``: the module docstring), one at a time."""
 
-    def __init__(self, salt: int, cluster: bool = False) -> None:
+    def __init__(self, salt: int, cluster: bool = False, scratch: int = 0) -> None:
         self.salt = salt
+        self.scratch = scratch
+        """The bytes each of the sandbox's ``/tmp`` and ``/dev/shm`` may hold (0: no
+        sandbox): a failed write's note names it (:func:`grader.loader.space_note`)."""
         self.cluster = cluster
         """A process of a cluster: asked tasks, never exports (no spec needed)."""
         """Decoy data: drawn from this salt, random per process and never the worker's."""
@@ -211,7 +215,9 @@ class Session:
         _silence_debug_callbacks()
         try:
             # no terminal's Ctrl-C reaches this process: a KeyboardInterrupt is the module's
-            self.module = load_module(self.directory, req["module"], interrupts_are_theirs=True)
+            self.module = load_module(
+                self.directory, req["module"], interrupts_are_theirs=True, scratch=self.scratch
+            )
         except LoadError as exc:
             return {"load_error": str(exc)}
         names = [n for n, v in vars(self.module).items() if callable(v) and not n.startswith("__")]
@@ -294,7 +300,7 @@ class Session:
             "hint": getattr(exc, "hint", None)
             if isinstance(getattr(exc, "hint", None), str)
             else None,
-            "text": format_student_error(exc, self.directory)[:20000],
+            "text": format_student_error(exc, self.directory, self.scratch)[:20000],
             "called": called,
         }
 
@@ -340,7 +346,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
     _warm_up(args.prepare, cluster=bool(args.cluster))
     traced = args.ahead and (warm_up_cluster() if args.cluster else _warm_up_tracing())
     channel.send({"seq": 0, "ready": True})  # jax is imported: what follows is the student's
-    session = Session(salt=secrets.randbits(62) | 1, cluster=bool(args.cluster))
+    session = Session(salt=secrets.randbits(62) | 1, cluster=bool(args.cluster),
+                      scratch=_scratch(os.environ))  # fmt: skip
     for line in channel.lines():
         seq = None
         try:
@@ -363,6 +370,17 @@ def main(argv: list[str] | None = None) -> NoReturn:
             traced = _warm_up_tracing()
     sys.stdout.flush()
     os._exit(0)
+
+
+def _scratch(environ: Mapping[str, str]) -> int:
+    """The bytes each of ``/tmp`` and ``/dev/shm`` may hold, as the sandbox's own
+    process set them in this one's environment (``COURSE_SANDBOX_WRITES``, never
+    inherited from the worker: :func:`grader.sandbox.jail.environment`); read in
+    :func:`main`, this process's edge. 0 outside the sandbox."""
+    from grader.sandbox.jail import WRITES_VARIABLE
+
+    cap = environ.get(WRITES_VARIABLE, "")
+    return int(cap) if cap.isdigit() else 0
 
 
 JOIN_SECONDS = 120
