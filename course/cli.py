@@ -20,6 +20,7 @@ import click
 from course.commands.common import App, make_app
 from course.limits import DEFAULT_TIMEOUT, EXAMPLES, TIMEOUT, devices_option, nonempty_example
 from course.progress import ProgressError
+from grader import repo
 
 pass_app = click.make_pass_decorator(App)
 
@@ -92,7 +93,7 @@ def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
     """
     early = ctx.obj if isinstance(ctx.obj, launch.Early) else None  # main()'s
     debug = os.environ.get("COURSE_DEBUG") == "1"  # the command line's edge
-    ctx.obj = make_app(home, db, early, debug)
+    ctx.obj = make_app(home, db, early, debug, repo.root(os.environ.get("COURSE_ROOT")))
     if ctx.invoked_subcommand is None:
         from course.commands.status import status as run
 

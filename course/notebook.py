@@ -85,13 +85,21 @@ def _one_line() -> Iterator[None]:
         raise CourseError(str(exc.args[0]) if exc.args else str(exc)) from None
 
 
+def _root() -> Path:
+    """The course's checkout (``COURSE_ROOT``, read here: a notebook's call is the edge)."""
+    from grader.repo import root
+
+    return root(os.environ.get("COURSE_ROOT"))
+
+
 def _make_workspace(home: Path) -> list[Path]:
     """Make ``home`` a workspace as ``course init`` does (its marker, every stub it lacks);
     return the exercise files copied."""
     from course import registry
     from course.paths import MARKER, Workspace, inside_installed_package
 
-    if inside_installed_package(home):
+    repo = _root()
+    if inside_installed_package(home, repo):
         raise CourseError(f"{home} is inside the installed course; choose a folder of your own")
     try:
         home.mkdir(parents=True, exist_ok=True)
@@ -101,7 +109,7 @@ def _make_workspace(home: Path) -> list[Path]:
                 "A scaling-course workspace: `course` run in here (or below) uses it.\n"
             )
         modules = [lesson.module for lesson in registry.load().lessons]
-        return Workspace(home, home / "progress.db").ensure(modules)
+        return Workspace(home, home / "progress.db").ensure(modules, repo)
     except OSError as exc:
         raise CourseError(f"cannot make the workspace {home}: {exc.strerror or exc}") from None
 
@@ -122,7 +130,7 @@ def _app(home: str | Path | None, *, need_workspace: bool = True, ensure: bool =
         chosen = _session.home
     with _one_line():
         debug = os.environ.get("COURSE_DEBUG") == "1"  # a notebook's call: the edge
-        app = make_app(str(chosen) if chosen else None, None, debug=debug)
+        app = make_app(str(chosen) if chosen else None, None, debug=debug, root=_root())
     if need_workspace and app.workspace is None:
         raise CourseError(NO_WORKSPACE)
     if need_workspace and ensure:
@@ -134,7 +142,7 @@ def _ensure(app: App) -> None:
     """Copy missing stubs now, saying so before anything else the call shows (the
     command's own notice goes to stderr, where a notebook shows it after the report)."""
     try:
-        copied = app.ws.ensure([lesson.module for lesson in app.course.lessons])
+        copied = app.ws.ensure([lesson.module for lesson in app.course.lessons], app.root)
     except OSError as exc:
         _say(
             f"Could not set up your workspace ({exc.strerror or exc}); missing exercise files were not copied."
@@ -226,7 +234,7 @@ def init(home: str | Path | None = None) -> Page:
 
     if home is None:
         _session.home = None
-        found = workspace()
+        found = workspace(repo=_root())
         chosen = found.home if found is not None else Path(DEFAULT_HOME).expanduser().resolve()
     else:
         chosen = Path(home).expanduser().resolve()
@@ -250,7 +258,7 @@ def show(lesson: int | None = None, *, home: str | Path | None = None) -> Page:
     with _one_line():
         chosen = _chosen(app, _number(lesson))
     _ensure(app)
-    text = (shipped().lessons / chosen.text_name).read_text()
+    text = (shipped(app.root).lessons / chosen.text_name).read_text()
     exercises = "\n".join(
         f"- `{e.name}` ({e.points} pt{', bonus' if e.bonus else ''}): {e.summary}"
         for e in chosen.exercises
@@ -262,7 +270,7 @@ def show(lesson: int | None = None, *, home: str | Path | None = None) -> Page:
     )
     return Page(
         figure_links.plain(text + footer),
-        markdown=figure_links.inline(text, shipped().lessons) + footer,
+        markdown=figure_links.inline(text, shipped(app.root).lessons) + footer,
     )
 
 
@@ -315,7 +323,7 @@ def solution(
             f"Lesson {chosen.number}'s solution unlocks once every exercise of it has passed "
             f"(grade({chosen.number})). To look anyway: solution({chosen.number}, force=True)"
         )
-    found = shipped().solutions / f"{chosen.module}.py"
+    found = shipped(app.root).solutions / f"{chosen.module}.py"
     if not found.is_file():  # as `course solution` says it
         raise CourseError(
             f"this installation of the course holds no reference solutions ({found} is absent: "
@@ -339,7 +347,7 @@ def save(lesson: int, code: str, *, home: str | Path | None = None) -> Page:
         chosen = app.lesson(_number(lesson))
     _ensure(app)
     target = app.ws.exercise_file(chosen.module)
-    stub = (shipped().stubs / f"{chosen.module}.py").read_text()
+    stub = (shipped(app.root).stubs / f"{chosen.module}.py").read_text()
     code = code if code.endswith("\n") else code + "\n"
     current = target.read_text() if target.exists() else None
     if current == code:

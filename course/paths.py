@@ -50,11 +50,12 @@ class Workspace:
     def exercise_file(self, module: str) -> Path:
         return self.exercises / f"{module}.py"
 
-    def ensure(self, modules: list[str]) -> list[Path]:
-        """Copy the stub of every module the workspace lacks; return those copied."""
+    def ensure(self, modules: list[str], repo: Path = CODE) -> list[Path]:
+        """Copy the stub of every module the workspace lacks (from the course at
+        ``repo``, :func:`grader.repo.root`); return those copied."""
         copied = []
         self.exercises.mkdir(parents=True, exist_ok=True)
-        stubs = shipped().stubs
+        stubs = shipped(repo).stubs
         for module in modules:
             target = self.exercise_file(module)
             source = stubs / f"{module}.py"
@@ -72,11 +73,14 @@ def find_workspace(start: Path) -> Path | None:
     return None
 
 
-def workspace(home: str | Path | None = None, db: str | Path | None = None) -> Workspace | None:
-    """The workspace by the rules above; None when there is none."""
+def workspace(
+    home: str | Path | None = None, db: str | Path | None = None, repo: Path = CODE
+) -> Workspace | None:
+    """The workspace by the rules above (``repo``: the course's checkout,
+    :func:`grader.repo.root`); None when there is none."""
     chosen = home or os.environ.get("COURSE_HOME") or find_workspace(Path.cwd().resolve())
-    if not chosen and shipped().checkout:
-        chosen = root() / "workspace"
+    if not chosen and shipped(repo).checkout:
+        chosen = repo / "workspace"
     if not chosen:
         return None
     h = Path(chosen).resolve()
@@ -84,6 +88,7 @@ def workspace(home: str | Path | None = None, db: str | Path | None = None) -> W
     return Workspace(h, d)
 
 
-def inside_installed_package(folder: Path) -> bool:
-    """True for a folder inside the installed course (site-packages), where nothing is written."""
-    return not shipped().checkout and folder.resolve().is_relative_to(CODE)
+def inside_installed_package(folder: Path, repo: Path = CODE) -> bool:
+    """True for a folder inside the installed course (site-packages), where nothing is
+    written (``repo``: the course's checkout, :func:`grader.repo.root`)."""
+    return not shipped(repo).checkout and folder.resolve().is_relative_to(CODE)

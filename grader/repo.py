@@ -2,7 +2,10 @@
 
 ``root()`` is the repository a student works with: ``exercises/``,
 ``solutions/``, ``grader/lessons/``, ``course/lessons/``. ``COURSE_ROOT``
-overrides it (the developer check of a copied tree, a classroom's course).
+overrides it (the developer check of a copied tree, a classroom's course):
+read at the edge (``course``'s command line, the notebook's calls, the worker's
+``main``) and handed to :func:`root` and :func:`shipped`; nothing here reads the
+environment.
 ``CODE`` is where these packages themselves live, which a grading worker
 needs on its path even when ``COURSE_ROOT`` points elsewhere.
 
@@ -17,7 +20,6 @@ never waits for jax.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +27,10 @@ CODE = Path(__file__).resolve().parent.parent
 """The directory holding the ``course`` and ``grader`` packages."""
 
 
-def root() -> Path:
-    """The repository: ``COURSE_ROOT`` when set, else the checkout this code is in."""
-    env = os.environ.get("COURSE_ROOT")
-    return Path(env).resolve() if env else CODE
+def root(given: str | Path | None = None) -> Path:
+    """The repository: ``given`` (``COURSE_ROOT``, as the edge read it) when set,
+    else the checkout this code is in."""
+    return Path(given).resolve() if given else CODE
 
 
 @dataclass(frozen=True)
@@ -42,12 +44,12 @@ class Shipped:
     lessons: Path
     """The lesson texts, ``NN_slug.md``."""
     checkout: bool
-    """True in a clone of the repository (``root()``), False when installed from a wheel."""
+    """True in a clone of the repository (``root``), False when installed from a wheel."""
 
 
-def shipped() -> Shipped:
-    """The checkout's files when there is one, else the installed package data."""
-    repo = root()
+def shipped(repo: Path = CODE) -> Shipped:
+    """The files of the checkout ``repo`` (:func:`root`'s answer) when it is one,
+    else the installed package data."""
     if (repo / "exercises").is_dir():
         return Shipped(repo / "exercises", repo / "solutions", repo / "course" / "lessons", True)
     from importlib import resources  # a wheel's layout only: a checkout never imports it

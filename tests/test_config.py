@@ -19,8 +19,8 @@ SOURCES = sorted([*(ROOT / "grader").rglob("*.py"), *(ROOT / "course").rglob("*.
 
 READERS = {
     # the command line's edge: a command's options, a process's main
-    "course/cli.py": "COURSE_DEBUG, into the App every command receives",
-    "course/notebook.py": "COURSE_DEBUG, into the App of a notebook's call",
+    "course/cli.py": "COURSE_DEBUG and COURSE_ROOT, into the App every command receives",
+    "course/notebook.py": "COURSE_DEBUG and COURSE_ROOT, into the App of a notebook's call",
     "course/commands/autograder.py": "AUTOGRADER_ROOT and COURSE_DEBUG, in the autograder's own main",
     "course/commands/common.py": "PAGER, where a command pages",
     "course/commands/grade.py": "COURSE_PLATFORM and COURSE_DEVICES, checked as `course grade` starts",
@@ -29,10 +29,9 @@ READERS = {
     "grader/sandbox/student.py": "COURSE_SANDBOX_WRITES (the sandbox's, for it), in its main",
     "grader/sandbox/launch.py": "the early worker's switch, and the environment a worker inherits",
     # still read where they are used (README: 'Still read where they are used')
-    "grader/repo.py": "COURSE_ROOT",
     "grader/measure/devices.py": "configure, which prepares a fresh process: XLA_FLAGS",
     "grader/sandbox/jail.py": "the sandbox's settings; its own script sets TMPDIR",
-    "grader/sandbox/processes.py": "the student's process's environment, COURSE_ROOT",
+    "grader/sandbox/processes.py": "the student's process's environment, built from the worker's",
     "grader/sandbox/forks.py": "JAX_PLATFORMS",
     "grader/sandbox/references.py": "the package caches' folders",
 }

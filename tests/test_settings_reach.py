@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from grader.results import Status
+from grader.sandbox import jail
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import grade
 from tests import reports
 
 SHARD_SHAPE = LessonJob(1, "l01_meshes", ("shard_shape",))
-SETTINGS = ("COURSE_DEVICES", "COURSE_PLATFORM", "COURSE_DEBUG", "XLA_FLAGS", "JAX_PLATFORMS")
+SETTINGS = ("COURSE_DEVICES", "COURSE_PLATFORM", "COURSE_DEBUG", "COURSE_ROOT", "XLA_FLAGS",
+            "JAX_PLATFORMS")  # fmt: skip
 
 
 @pytest.fixture
@@ -77,3 +79,29 @@ def test_the_phases_file_the_workers_edge_reads_gets_its_grades_phases(
     assert result.exercises[0].status == Status.PASSED, result.exercises[0].error
     (line,) = [json.loads(text) for text in path.read_text().splitlines()]
     assert line["process"] == "worker" and line["phases"]["checks"] > 0
+
+
+@pytest.mark.skipif(jail.state() != "on", reason=f"no sandbox here: {jail.state()}")
+@pytest.mark.parametrize("elsewhere", [True, False])
+def test_the_references_of_a_course_elsewhere_are_hidden(root, tmp_path, bare, monkeypatch,
+                                                         elsewhere):  # fmt: skip
+    """``COURSE_ROOT``, read once by the worker's ``main`` (its Options), hides that
+    course's ``solutions/`` from the student's process, which reads neither it nor
+    the environment; without it, that folder is the submission's like any other."""
+    tree = tmp_path / "tree"
+    (tree / "solutions").mkdir(parents=True)
+    (tree / "solutions" / "secret.py").write_text("REFERENCE = 1\n")
+    if elsewhere:
+        monkeypatch.setenv("COURSE_ROOT", str(tree))
+    else:
+        monkeypatch.delenv("COURSE_ROOT", raising=False)
+    looks = (
+        "import os as _os\n"
+        "_seen = _os.path.exists(_os.path.join(_os.path.dirname(__file__), 'solutions', 'secret.py'))\n"
+        + reports.emit("_seen")
+    )  # fmt: skip
+    directory = _probe(root, tree, looks)
+    with reports.relayed() as relayed:
+        (result,) = grade(Request((SHARD_SHAPE,), directory, timeout=120.0, max_examples=0))
+    assert result.exercises[0].status == Status.PASSED, result.exercises[0].error
+    assert reports.read(relayed.getvalue()) is not elsewhere

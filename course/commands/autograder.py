@@ -72,7 +72,7 @@ def autograder(
         options += ["--timeout", f"{timeout:g}"]
     if devices is not None:
         options += ["--devices", str(devices)]
-    name, data = wheel()
+    name, data = wheel(app.root)
     staged = target.with_name(f".{target.name}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +107,7 @@ def _add(z: zipfile.ZipFile, name: str, data: bytes, *, executable: bool = False
     z.writestr(info, data)
 
 
-def _sources() -> Iterator[tuple[str, Path]]:
+def _sources(root: Path | None = None) -> Iterator[tuple[str, Path]]:
     """(path in the wheel, file) of everything the course runs on: its packages with
     their data (lesson texts, ``course.toml``, these templates) and the stubs as
     ``course/exercises``; never a reference solution, compiled file or cache."""
@@ -125,14 +125,15 @@ def _sources() -> Iterator[tuple[str, Path]]:
             if rel.parts[:2] in (("course", "solutions"), ("course", "exercises")):
                 continue  # references never; stubs from where the course keeps them, below
             yield rel.as_posix(), f
-    for f in sorted(shipped().stubs.glob("*.py")):
+    for f in sorted((shipped(root) if root else shipped()).stubs.glob("*.py")):
         yield f"course/exercises/{f.name}", f
 
 
-def wheel() -> tuple[str, bytes]:
+def wheel(root: Path | None = None) -> tuple[str, bytes]:
     """The course as a wheel (its file name and bytes), built without the reference
     solutions: a pure-Python wheel is a zip with a ``.dist-info`` (PEP 427), written here
-    without setuptools, so that it builds in a second from a checkout or an installation."""
+    without setuptools, so that it builds in a second from a checkout or an installation.
+    ``root``: the course's checkout whose stubs it holds (:func:`grader.repo.root`)."""
     from importlib import metadata
 
     dist = metadata.distribution("scaling-course")
@@ -146,7 +147,7 @@ def wheel() -> tuple[str, bytes]:
         f"Requires-Python: {dist.metadata.get('Requires-Python') or '>=3.11'}",
         *(f"Requires-Dist: {r}" for r in requires),
     ]  # fmt: skip
-    files: list[tuple[str, bytes]] = [(rel, f.read_bytes()) for rel, f in _sources()]
+    files: list[tuple[str, bytes]] = [(rel, f.read_bytes()) for rel, f in _sources(root)]
     files += [
         (f"{info}/METADATA", ("\n".join(meta) + "\n").encode()),
         (

@@ -60,7 +60,7 @@ def classroom(
 
     if require_sandbox and not jail.on():
         raise UsageProblem(f"--require-sandbox: no sandbox here ({jail.state()}); nothing graded")
-    if not jail.on() and (found := references()):
+    if not jail.on() and (found := references(app.root)):
         raise UsageProblem(unsandboxed(jail.state(), found))
     chosen = [app.lesson(n) for n in lessons] if lessons else list(app.course.lessons)
     folders = find_submissions(Path(submissions), chosen)

@@ -17,6 +17,7 @@ from rich.console import Console, RenderableType
 from course import registry
 from course.paths import Workspace, workspace
 from course.progress import Progress, ProgressError
+from grader.repo import CODE
 
 if TYPE_CHECKING:
     from grader.sandbox.launch import Early
@@ -48,6 +49,10 @@ class App:
     debug: bool = False
     """The worker's stderr shown as it comes (``COURSE_DEBUG=1``, read by
     :func:`course.cli.cli` and the notebook's calls: the edge)."""
+    root: Path = CODE
+    """The course's checkout (``COURSE_ROOT``, read at the same edge;
+    :func:`grader.repo.root`): its stubs, references and texts are
+    ``shipped(app.root)``."""
 
     @property
     def ws(self) -> Workspace:
@@ -78,7 +83,7 @@ class App:
 
     def ensure_workspace(self) -> None:
         try:
-            copied = self.ws.ensure([lesson.module for lesson in self.course.lessons])
+            copied = self.ws.ensure([lesson.module for lesson in self.course.lessons], self.root)
         except OSError as exc:  # a read-only workspace: reading commands still answer
             Console(stderr=True).print(
                 f"[dim]Could not set up your workspace ({exc.strerror or exc}: "
@@ -140,13 +145,14 @@ def console() -> Console:
 
 
 def make_app(
-    home: str | None, db: str | None, early: Early | None = None, debug: bool = False
-) -> App:
+    home: str | None, db: str | None, early: Early | None = None, debug: bool = False,
+    root: Path = CODE,
+) -> App:  # fmt: skip
     try:
         course = registry.load()
     except registry.RegistryError as exc:
         raise click.ClickException(str(exc)) from None
-    return App(workspace(home, db), console(), course, early, debug)
+    return App(workspace(home, db, root), console(), course, early, debug, root)
 
 
 PAGER = "less -RFXS"
@@ -181,15 +187,15 @@ def page(console: Console, *body: RenderableType, footer: RenderableType | None 
         console.file.write(text)
 
 
-def references() -> list[str]:
+def references(root: Path = CODE) -> list[str]:
     """Where this installation of the course keeps its reference solutions, readable by
     any code that runs as this user: the ``solutions`` folders (a checkout's, a wheel's
-    ``course/solutions``) and a checkout's git history. Empty for an installation built
-    without them (``course autograder`` builds one)."""
-    from grader.repo import CODE, shipped
+    ``course/solutions``; ``root``'s, :func:`grader.repo.root`) and a checkout's git
+    history. Empty for an installation built without them (``course autograder`` builds one)."""
+    from grader.repo import shipped
 
     folders = dict.fromkeys(
-        (shipped().solutions, CODE / "solutions", CODE / "course" / "solutions")
+        (shipped(root).solutions, CODE / "solutions", CODE / "course" / "solutions")
     )
     found = [str(f) for f in folders if f.is_dir() and any(f.glob("l[0-9]*.py"))]
     if (CODE / ".git").exists():

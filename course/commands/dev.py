@@ -38,7 +38,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from course import notebooks, paths, registry
+from course import notebooks, registry
 from course.commands.common import App
 from course.registry import Course, Lesson, RegistryError
 from grader.repo import CODE, shipped
@@ -295,11 +295,11 @@ def check(
     from grader.sandbox.runner import grade
 
     if root is None:
-        if not shipped().checkout:
+        if not shipped(app.root).checkout:
             raise click.ClickException(
                 "course dev check checks a clone of the repository; none here"
             )
-        root = paths.root()
+        root = app.root
     elif not (root / "exercises").is_dir():
         raise click.ClickException(f"{root} is no clone of the course (it has no exercises/)")
     course = _course_at(root)
@@ -499,7 +499,7 @@ def new(
     """``course dev new N slug``: write a new lesson's skeletons under ``root`` (default:
     this repository) and its course.toml entry (after lesson ``after``, default last).
     Refuses, writing nothing, a number or slug the registry has, or a file that exists."""
-    root = paths.root() if root is None else root
+    root = app.root if root is None else root
     exercises = tuple(exercises) or ("first_exercise",)
     title = title or f"{MARKER}: the lesson's title"
     toml = root / "course" / "course.toml"
@@ -559,14 +559,14 @@ def new(
 
 def notebooks_command(app: App) -> int:
     """``course dev notebooks``: figures and notebooks written from the texts and stubs."""
-    if not shipped().checkout:
+    if not shipped(app.root).checkout:
         raise click.ClickException("course dev notebooks writes into a clone of the repository")
     try:
         import nbformat  # noqa: F401
     except ImportError:
         raise click.ClickException("nbformat is not installed: pip install -e '.[test]'") from None
-    changed = notebooks.write(app.course, paths.root())
+    changed = notebooks.write(app.course, app.root)
     for f in changed:
-        app.console.print(f"wrote {f.relative_to(paths.root())}")
+        app.console.print(f"wrote {f.relative_to(app.root)}")
     app.console.print(f"{len(changed)} file(s) changed")
     return 0

@@ -174,7 +174,7 @@ def grade(
     if solutions and path:
         raise click.UsageError("give --solutions or --path, not both")
     if solutions:
-        directory, counted = shipped().solutions, False
+        directory, counted = shipped(app.root).solutions, False
     elif path:
         directory = Path(path).resolve()
         if not directory.is_dir():

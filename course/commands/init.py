@@ -12,7 +12,7 @@ from course.paths import MARKER, Workspace, inside_installed_package
 
 def init(app: App, directory: str) -> int:
     home = Path(directory).resolve()
-    if inside_installed_package(home):
+    if inside_installed_package(home, app.root):
         raise click.ClickException(
             f"{home} is inside the installed course; choose a folder of your own, "
             "e.g. course init ~/scaling-course"
@@ -22,7 +22,7 @@ def init(app: App, directory: str) -> int:
     home.mkdir(parents=True, exist_ok=True)
     marker.write_text("A scaling-course workspace: `course` run in here (or below) uses it.\n")
     ws = Workspace(home, home / "progress.db")
-    copied = ws.ensure([lesson.module for lesson in app.course.lessons])
+    copied = ws.ensure([lesson.module for lesson in app.course.lessons], app.root)
     verb = "Made" if fresh else "Updated"
     app.console.print(f"{verb} the workspace {home}: {len(copied)} exercise file(s) copied.")
     app.console.print(f"Your code goes in\n  {ws.exercises}", soft_wrap=True)

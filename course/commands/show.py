@@ -29,7 +29,7 @@ def _chosen(app: App, number: int | None):
 def show(app: App, number: int | None) -> int:
     lesson = _chosen(app, number)
     number = lesson.number
-    text_file = shipped().lessons / lesson.text_name
+    text_file = shipped(app.root).lessons / lesson.text_name
     if not text_file.exists():
         raise click.ClickException(f"the text of lesson {number} is missing ({text_file})")
     app.ensure_workspace()
@@ -141,7 +141,7 @@ def solution(app: App, number: int | None, force: bool) -> int:
         else:  # piped or redirected (`> ref.py`): stdout stays Python, empty here
             click.echo(locked, err=True)
         return 1
-    source = shipped().solutions / f"{lesson.module}.py"
+    source = shipped(app.root).solutions / f"{lesson.module}.py"
     if not source.is_file():
         raise click.ClickException(
             f"this installation of the course holds no reference solutions ({source} is absent: "
@@ -161,7 +161,7 @@ def solution(app: App, number: int | None, force: bool) -> int:
 def reset(app: App, number: int, yes: bool) -> int:
     lesson = app.lesson(number)
     target = app.ws.exercise_file(lesson.module)
-    stub = shipped().stubs / f"{lesson.module}.py"
+    stub = shipped(app.root).stubs / f"{lesson.module}.py"
     backup = None
     if target.exists() and target.read_bytes() != stub.read_bytes():
         backup = next_backup(target)

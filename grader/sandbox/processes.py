@@ -33,11 +33,12 @@ def hidden_folders(hidden: list[str] | tuple[str, ...] = ()) -> list[str]:
     copy of the references this course knows of (``solutions/``, the grader's
     side ``grader/expected/``, the checkout's git repository and its other
     worktrees: :mod:`grader.sandbox.references`):
-    what a student's process must not see."""
-    from grader.repo import root, shipped
+    what a student's process must not see (those of a course elsewhere,
+    ``COURSE_ROOT``, are in ``hidden``: :class:`grader.sandbox.worker.Warm`)."""
+    from grader.repo import shipped
     from grader.sandbox import references
 
-    return [*hidden, str(shipped().solutions), *references.folders(CODE, root())]
+    return [*hidden, str(shipped().solutions), *references.folders(CODE)]
 
 
 Started = tuple[subprocess.Popen, Any, int]
@@ -315,7 +316,7 @@ def environment() -> tuple[dict[str, str], list[str]]:
     env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # it never runs a program
     readable = [str(CODE), *jail.python_paths(), *env["PYTHONPATH"].split(os.pathsep)]
-    return env, [*readable, os.environ.get("COURSE_ROOT", "")]
+    return env, readable
 
 
 def start_jailed(

@@ -120,6 +120,9 @@ class Options:
     names none (parsed when a grade configures them, :meth:`Warm.configure`)."""
     platform: str = ""
     """``COURSE_PLATFORM`` as given: the platform of a request that names none."""
+    root: str = ""
+    """The course's files elsewhere (``COURSE_ROOT``; :func:`grader.repo.root`):
+    its references are hidden from every student's process too."""
     phases: str = ""
     """Where each grade's phases are appended (``COURSE_PHASES``, :mod:`grader.phases`;
     ``""``: nowhere)."""
@@ -137,7 +140,7 @@ class Options:
             ahead=env.get(AHEAD, "1") != "0", helpers=helpers,
             warm_up=env.get(WARM_UP, "1") != "0", fork_server=env.get(forks.SWITCH, "1") != "0",
             devices=env.get("COURSE_DEVICES", ""), platform=env.get("COURSE_PLATFORM", ""),
-            phases=env.get("COURSE_PHASES", ""),
+            phases=env.get("COURSE_PHASES", ""), root=env.get("COURSE_ROOT", ""),
         )  # fmt: skip
 
 
@@ -152,6 +155,8 @@ class Warm:
         self.options = options or Options()
         self.spares = processes.Spares()
         """The student's processes started ahead, and the folders they must not see."""
+        if self.options.root:  # a course elsewhere: its references too
+            self.spares.hide(*_references(self.options.root))
         self._programs: Any = None
         self.configured: tuple | None = None
         self.cpu_only = False
@@ -229,6 +234,16 @@ class Warm:
         for job in request.lessons[:1]:
             self.spares.prestart(request.directory, job.module, load=False)
             self.spares.clusters_ahead(request.directory, job.module)
+
+
+def _references(given: str) -> list[str]:
+    """The folders of the course at ``given`` (``COURSE_ROOT``) that hold a
+    reference (:mod:`grader.sandbox.references`)."""
+    from grader.repo import CODE, root, shipped
+    from grader.sandbox import references
+
+    repo = root(given)
+    return [str(shipped(repo).solutions), *references.folders(CODE, repo)]
 
 
 AHEAD = "COURSE_AHEAD"
