@@ -4,8 +4,12 @@ Whoever starts the engine (the worker, from its request; a test or ``course dev`
 by default) builds a :class:`GradeConfig` and hands it down: the engine, the
 runtimes and the draws read it, and no module keeps any of it in a global.
 Environment variables are read at the command line's edge only (``course``'s
-commands, the worker's and the student's process's ``main``), and what crosses a
-process boundary travels in the request, not in the environment.
+commands, the notebook's calls, the worker's and the student's process's
+``main``), and what crosses a process boundary travels in the request or the
+question, or in the environment a parent builds for its child before it imports
+jax (``XLA_FLAGS``: :func:`grader.measure.devices.configure`). Not yet so: the
+sandbox's switch and memory (:func:`grader.sandbox.jail.settings`, read where a
+sandbox is made).
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ class GradeConfig:
     """Where drawn examples are kept (a serving worker shares one between grades)."""
     simulated: bool = False
     """Meshes are built from the simulated CPU devices, the accelerators ignored:
-    set by the engine for a lesson whose examples need more accelerators than the
-    host has (:func:`grader.engine.grade_lesson`), and sent to the student's process
-    with each question."""
+    set by the worker for every lesson when asked (``--cpu``, ``COURSE_PLATFORM=cpu``:
+    :meth:`grader.sandbox.worker.Warm.configure`), by the engine for a lesson whose
+    examples need more accelerators than the host has
+    (:func:`grader.engine.grade_lesson`), and sent to the student's process with
+    each question."""

@@ -100,8 +100,10 @@ class Signer:
 
 @dataclass(frozen=True)
 class Options:
-    """The worker's switches (to measure what a speed mechanism saves), read from
-    its environment once, in :func:`main`, and handed down from there."""
+    """The worker's settings, read from its environment once, in :func:`main` (its
+    edge), and handed down from there: its switches (to measure what a speed
+    mechanism saves), the devices of a request that names none, where phases go,
+    and a course elsewhere."""
 
     ahead: bool = True
     """The engine prepares each exercise's next example while one runs
