@@ -105,3 +105,45 @@ def test_the_workers_switches_are_read_from_the_environment_it_is_given(environ,
     assert {k: getattr(got, k) for k in want} == want
     if worker.HELPERS in environ:
         assert got.helpers == options.helpers
+
+
+WRITERS = {
+    ("grader/measure/devices.py", "configure", "XLA_FLAGS"): "before jax starts its backends",
+    ("grader/measure/devices.py", "configure", "JAX_PLATFORMS"): "a script's CPUs only",
+    ("grader/sandbox/jail.py", "_inside", "WRITES_VARIABLE"): "for the student's process it starts",
+    ("grader/sandbox/jail.py", "_inside", "TMPDIR"): "for the student's process it starts",
+}
+"""The only writes of a process's environment (file, function, key): each
+prepares a process (or its child) before jax is imported; no setting of the
+course's (``COURSE_DEVICES``, as ``devices.configure`` once wrote) is handed down
+through it."""
+
+
+def _is_environ(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "environ"
+            and isinstance(node.value, ast.Name) and node.value.id == "os")  # fmt: skip
+
+
+def _key(node: ast.AST) -> str:
+    return node.value if isinstance(node, ast.Constant) else getattr(node, "id", ast.dump(node))
+
+
+def test_the_environment_is_written_only_where_a_process_is_prepared():
+    found = set()
+    for path in SOURCES:
+        for function in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Assign | ast.AugAssign | ast.Delete):
+                    targets = getattr(node, "targets", None) or [node.target]
+                    keys = [_key(t.slice) for t in targets
+                            if isinstance(t, ast.Subscript) and _is_environ(t.value)]  # fmt: skip
+                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                      and _is_environ(node.func.value)
+                      and node.func.attr in ("setdefault", "update", "pop", "clear")):  # fmt: skip
+                    keys = [_key(node.args[0]) if node.args else node.func.attr]
+                else:
+                    continue
+                found |= {(_relative(path), function.name, key) for key in keys}
+    assert found == set(WRITERS), found
