@@ -263,7 +263,7 @@ def test_solution_from_an_installation_without_references_is_one_line(home, monk
     from grader import repo
 
     real = repo.shipped()
-    monkeypatch.setattr(repo, "shipped", lambda: repo.Shipped(
+    monkeypatch.setattr(repo, "shipped", lambda root=repo.CODE: repo.Shipped(
         real.stubs, home / "no-solutions", real.lessons, False))  # fmt: skip
     with pytest.raises(notebook.CourseError, match="holds no reference solutions"):
         notebook.solution(1, force=True)
