@@ -1,4 +1,4 @@
-"""What preparing the next example ahead saves (``grader.engine._Prepared``):
+"""What preparing the next example ahead saves (``grader.sandbox.prepared``):
 ``course grade N --solutions`` with ``COURSE_AHEAD=0`` and without, alternated,
 cold (no compilation cache) unless ``--warm``; medians, and the machine's busy
 core-seconds per run (from ``/proc/stat``: the whole machine, so run it idle).

@@ -2,8 +2,11 @@
 
 The engine (:mod:`grader.engine`) is handed a :data:`BackendFactory` by
 whoever starts it and never chooses one itself. It asks the backend for the
-student's module once (:meth:`Backend.load`), then for one
-:class:`~grader.runtime.Runtime` per example. Two kinds exist:
+student's module once (:meth:`Backend.load`), then, per exercise, for its
+:class:`Examples`: each example's :class:`~grader.runtime.Runtime`, and its run.
+The engine is single-threaded: it hands the backend the exercise's examples in
+order, and whatever is done ahead of an example's turn (the sandbox prepares
+the next example while one runs) is the backend's. Two kinds exist:
 
 - :class:`Here` (below): the student's module imported and run in this process
   (the tests, ``course dev``, benchmarks);
@@ -54,9 +57,8 @@ class Backend:
     """``on`` where the student's code runs in the OS sandbox, else ``off: <why>``."""
 
     ahead = False
-    """Whether the engine may prepare an exercise's next example in a thread while
-    one runs: only where the student's code runs in a process of its own, which
-    answers one question at a time."""
+    """Whether its :meth:`examples` prepares an exercise's next example while one
+    runs (the sandbox's, where the student's code runs in a process of its own)."""
 
     def prepare(self) -> None:
         """Whatever must be ready before the student's module is imported and is
@@ -75,8 +77,65 @@ class Backend:
         (:attr:`grader.config.GradeConfig.simulated`)."""
         raise NotImplementedError
 
+    def examples(
+        self, spec: ExerciseSpec, examples: list[Example], fn: Callable[[], Callable[..., Any]],
+        runtime: RuntimeFor,
+    ) -> Examples:  # fmt: skip
+        """How ``spec``'s ``examples`` run, in order (:class:`Examples`): here one
+        after another, nothing prepared ahead."""
+        return Examples(spec, examples, fn, runtime)
+
     def close(self) -> None:
         """Grading of the lesson is over."""
+
+
+RuntimeFor = Callable[[Example, Example | None], Runtime]
+"""``(example, the one after it) → its runtime``: the engine's, with the lesson's
+compiler options and devices set."""
+
+
+class Examples:
+    """An exercise's examples as a backend runs them, in order. For each, the
+    engine calls :meth:`start` (its runtime made: the machine's time, bounded by
+    the engine's restart limit), then :meth:`run` (the example's own time), then
+    checks the trial; :meth:`close` once the exercise is over. This one runs each
+    example in its turn; a backend may hand one that prepares the next example
+    while one runs (the sandbox's), with the same runs, questions, verdicts and
+    events. ``fn()``: the student's function for one example (the engine counts
+    its calls); ``runtime``: each example's runtime."""
+
+    def __init__(
+        self, spec: ExerciseSpec, examples: list[Example], fn: Callable[[], Callable[..., Any]],
+        runtime: RuntimeFor,
+    ) -> None:  # fmt: skip
+        self.spec, self.examples, self.fn, self.runtime = spec, examples, fn, runtime
+        self.now: tuple[Runtime, Callable[..., Any]] | None = None
+        """The started example's runtime and function."""
+
+    def following(self, index: int) -> Example | None:
+        """The example after example ``index`` (None after the last)."""
+        return self.examples[index + 1] if index + 1 < len(self.examples) else None
+
+    def start(self, index: int) -> Callable[..., Any]:
+        """Make example ``index``'s runtime; the function (from ``fn()``) its run calls."""
+        called = self.fn()
+        self.now = (self.runtime(self.examples[index], self.following(index)), called)
+        return called
+
+    def run(self, index: int) -> Any:
+        """Example ``index``'s trial: the spec's ``run`` on the runtime :meth:`start` made."""
+        assert self.now is not None
+        rt, called = self.now
+        return self.spec.run(rt, called, self.examples[index])
+
+    def close(self) -> None:
+        """The exercise is over (passed, failed or stopped): nothing more of it runs."""
+
+
+ExamplesFor = Callable[
+    [ExerciseSpec, list[Example], Callable[[], Callable[..., Any]], RuntimeFor], Examples
+]
+"""``(spec, examples, fn, runtime) → Examples``: a backend's :meth:`Backend.examples`."""
 
 
 BackendFactory = Callable[[Path, str], Backend]

@@ -6,6 +6,13 @@ where the student's code runs) by whoever starts it, and imports nothing of
 ``grader.sandbox.worker``, with time limits and crash isolation; the tests and
 ``course dev`` through :func:`grader.sandbox.backends.grade_lesson`). Faults are
 :mod:`grader.faults`, the events it emits :mod:`grader.events`.
+
+It is single-threaded: it runs an exercise's examples one after another, each
+in its turn, through the backend's :class:`~grader.backend.Examples`; whatever
+is prepared ahead of an example's turn (the sandbox's next example, received
+and compiled while one runs) is the backend's, behind that interface. So the
+time limit (:func:`time_limit`, a signal) is set in the thread that grades,
+around every example.
 """
 
 from __future__ import annotations
@@ -13,7 +20,6 @@ from __future__ import annotations
 import functools
 import re
 import signal
-import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -22,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import phases
-from grader.backend import Backend, BackendFactory, Here
+from grader.backend import Backend, BackendFactory, Examples, ExamplesFor, Here
 from grader.config import GradeConfig
 from grader.events import (
     REPORT,
@@ -39,7 +45,6 @@ from grader.faults import (
     GraderFault,
     HostCall,
     LoadError,
-    NotStartedHere,
     StudentFault,
     StudentProcessDied,
     StudentReturnError,
@@ -155,20 +160,25 @@ def devices_missing(
 
 @contextmanager
 def time_limit(seconds: float | None):
-    """Interrupt Python-level work after ``seconds`` (main thread only).
+    """Interrupt Python-level work after ``seconds`` (a ``SIGALRM``: the grading
+    worker grades in its main thread, where signals are handled; graded from
+    another thread, e.g. a test's, nothing is interrupted).
 
     Compiled code that never returns cannot be interrupted this way; the
     parent process (``grader.sandbox.runner``) kills the worker as a backstop.
     """
-    usable = seconds and threading.current_thread() is threading.main_thread()
-    if not usable:
+    if not seconds:
         yield
         return
 
     def expire(signum, frame):
         raise ExampleTimeout(f"no result after {seconds:g} s")
 
-    previous = signal.signal(signal.SIGALRM, expire)
+    try:
+        previous = signal.signal(signal.SIGALRM, expire)
+    except ValueError:  # not the main thread: only it may set a handler
+        yield
+        return
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
@@ -270,7 +280,7 @@ def _grade_lesson(
             lesson, ex_spec, fn, ctx, directory=Path(directory),
             seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
             runtime=functools.partial(_runtime, backend, name, spec.compiler_options, config),
-            ahead=backend.ahead and ex_spec.cluster is None, config=config,
+            runs=backend.examples, config=config,
         ))  # fmt: skip
     return done()
 
@@ -315,16 +325,16 @@ def grade_exercise(
     timeout: float | None = None,
     emit: Listener = lambda e: None,
     runtime: Callable[[Example, Example | None], Runtime] | None = None,
-    ahead: bool = False,
+    runs: ExamplesFor = Examples,
     config: GradeConfig | None = None,
 ) -> ExerciseResult:
     """Grade one exercise: ``runtime(example, following)`` gives each example's
-    runtime (in this process, on salt 0, by default). ``ahead``: each example
-    after the first is prepared in a thread while the one before it runs
-    (:class:`_Prepared`); verdicts, events and the questions the student's
-    process is asked are the same as one after another. ``config``: where the
-    draws are kept, and the devices (a fresh :class:`~grader.config.GradeConfig`
-    by default)."""
+    runtime (in this process, on salt 0, by default); ``runs``: how its examples
+    run, one by one in order (the backend's :meth:`~grader.backend.Backend.examples`:
+    the sandbox's prepares the next example while one runs; verdicts, events and
+    the questions the student's process is asked are the same as one after
+    another). ``config``: where the draws are kept, and the devices (a fresh
+    :class:`~grader.config.GradeConfig` by default)."""
     from grader.runtime import InProcess
 
     config = config or GradeConfig()
@@ -334,28 +344,26 @@ def grade_exercise(
         rt.simulated = config.simulated
         return rt
 
-    pending: list[_Prepared] = []
-    try:
-        return _grade_exercise(
-            lesson, spec, fn, ctx, directory, seed, example, max_examples, timeout, emit,
-            runtime or here, ahead and example is None, pending, config.draws,
-        )  # fmt: skip
-    finally:
-        for p in pending:  # the example before it failed: not wanted
-            p.abandon()
-
-
-def _grade_exercise(
-    lesson: int, spec: ExerciseSpec, fn: Callable[..., Any], ctx: Context, directory: Path,
-    seed: int, example: dict | None, max_examples: int | None, timeout: float | None,
-    emit: Listener, runtime: Callable[[Example, Example | None], Runtime], ahead: bool,
-    pending: list[_Prepared], draws: Draws,
-) -> ExerciseResult:  # fmt: skip
     start = time.perf_counter()
     with phases.phase("draw examples"):
         examples, narrowed = plan(
-            spec, ctx, seed=seed, example=example, max_examples=max_examples, draws=draws
+            spec, ctx, seed=seed, example=example, max_examples=max_examples, draws=config.draws
         )
+    examples_run = runs(spec, examples, lambda: _Called(fn), runtime or here)
+    try:
+        return _grade_exercise(
+            lesson, spec, examples, narrowed, start, directory, example, timeout, emit,
+            examples_run,
+        )  # fmt: skip
+    finally:
+        examples_run.close()  # an example prepared ahead after one that failed: not wanted
+
+
+def _grade_exercise(
+    lesson: int, spec: ExerciseSpec, examples: list[Example], narrowed: str | None,
+    start: float, directory: Path, example: dict | None, timeout: float | None,
+    emit: Listener, runs: Examples,
+) -> ExerciseResult:  # fmt: skip
     trials: list[Any] = []
     """Trials of the examples passed so far."""
     totals: list[float] = [0.0] * len(spec.checks)
@@ -376,38 +384,27 @@ def _grade_exercise(
 
     for index, ex in enumerate(examples):
         shown = format_example(ex)
-        following = examples[index + 1] if index + 1 < len(examples) else None
-        current = pending.pop() if pending else None
-        """This example, prepared while the one before it ran (None: it runs now)."""
-        if current is not None:
-            rt, called = current.rt, current.called
-        else:
-            called = _Called(fn)
-            try:  # not this example's time: a fresh student's process after a hang or crash
-                with time_limit(timeout and max(timeout, RESTART_LIMIT)):
-                    rt = runtime(ex, following)
-            except ExampleTimeout as exc:
-                return finish(
-                    Status.TIMEOUT, example=shown,
-                    error=f"the process that runs your code did not start again in time: {exc}",
-                )  # fmt: skip
-            except StudentProcessDied as exc:
-                return finish(
-                    Status.ERROR, example=shown,
-                    error=f"The process running your code stopped while it started again: {exc}.",
-                )  # fmt: skip
-            except GraderFault as exc:
-                return finish(
-                    Status.FAULT, example=shown, error=f"internal grader error: {exc} — {REPORT}"
-                )
-        if ahead and following is not None:
-            after = examples[index + 2] if index + 2 < len(examples) else None
-            prepared = _Prepared.start(spec, fn, runtime, following, after, rt.answered)
-            pending.extend([prepared] if prepared else [])
+        try:  # not this example's time: a fresh student's process after a hang or crash
+            with time_limit(timeout and max(timeout, RESTART_LIMIT)):
+                called = runs.start(index)
+        except ExampleTimeout as exc:
+            return finish(
+                Status.TIMEOUT, example=shown,
+                error=f"the process that runs your code did not start again in time: {exc}",
+            )  # fmt: skip
+        except StudentProcessDied as exc:
+            return finish(
+                Status.ERROR, example=shown,
+                error=f"The process running your code stopped while it started again: {exc}.",
+            )  # fmt: skip
+        except GraderFault as exc:
+            return finish(
+                Status.FAULT, example=shown, error=f"internal grader error: {exc} — {REPORT}"
+            )
         emit(ExampleStarted(lesson, spec.name, index, shown))  # its time limit starts now
         try:
             with time_limit(timeout), phases.phase("example (spec.run, all inside)"):
-                trial = _run_example(spec, runtime, ex, following, rt, called, current)
+                trial = runs.run(index)
         except NotImplementedError as exc:
             return finish(Status.NOT_STARTED, example=shown, error=str(exc) or None)
         except StudentReturnError as exc:
@@ -457,7 +454,6 @@ def _grade_exercise(
                 Status.ERROR, example=shown,
                 error=format_student_error(exc, directory), hint=hint or _generic_error_hint(exc),
             )  # fmt: skip
-        rt.answered.set()  # it ran (even if it handed back no program): the next one may start
         checks = []
         for i, check in enumerate(spec.checks):
             t = time.perf_counter()
@@ -539,108 +535,6 @@ class _Called:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.count += 1
         return self.fn(*args, **kwargs)
-
-
-def _run_example(
-    spec: ExerciseSpec, runtime: Callable[[Example, Example | None], Runtime], ex: Example,
-    following: Example | None, rt: Runtime, called: _Called, current: _Prepared | None,
-) -> Any:  # fmt: skip
-    """The example's trial: run now, or prepared ahead (run again here when the
-    thread that prepared it found no student's process to ask)."""
-    if current is None:
-        return spec.run(rt, called, ex)
-    try:
-        return current.result()
-    except NotStartedHere:  # its turn has come: ``called`` goes straight to the student's function
-        return spec.run(runtime(ex, following), called, ex)
-
-
-class _InTurn:
-    """The student's function for an example prepared ahead: called in its turn."""
-
-    def __init__(self, fn: Callable[..., Any], rt: Runtime):
-        functools.update_wrapper(self, fn)
-        self.fn, self.rt = fn, rt
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.rt.turn is not None:
-            self.rt.turn.wait()
-        return self.fn(*args, **kwargs)
-
-
-class _Prepared:
-    """The next example of an exercise, prepared in a thread while the one
-    before it runs: its inputs and references built, its first program asked
-    for (as the student's process is asked for it ahead anyway), received,
-    checked, lowered and compiled here. Everything else it does (run the
-    program, ask the student's process anything more) waits for its turn
-    (:class:`grader.runtime.Turn`): :meth:`result`, once the example before it
-    passed its checks. So two compiles overlap, and nothing else changes: the
-    same questions in the same order (a serving worker's helpers take some of the
-    exports asked ahead: :class:`grader.sandbox.isolation.Session`), one
-    student's program running at a time, the same verdicts and events, the
-    example's time limit counted from its turn."""
-
-    def __init__(self, spec: ExerciseSpec, fn: Callable[..., Any], rt: Runtime,
-                 example: Example, after: threading.Event):  # fmt: skip
-        from grader.runtime import Turn
-
-        self.rt, self.example, self.after = rt, example, after
-        rt.turn = Turn()
-        self.called = _Called(_InTurn(fn, rt))
-        self.trial: Any = None
-        self.error: BaseException | None = None
-        self.done = threading.Event()
-        self.thread = threading.Thread(
-            target=self._run, args=(spec, after), name=f"prepare {spec.name}", daemon=True
-        )
-        self.thread.start()
-
-    @classmethod
-    def start(
-        cls, spec: ExerciseSpec, fn: Callable[..., Any],
-        runtime: Callable[[Example, Example | None], Runtime], example: Example,
-        following: Example | None, after: threading.Event,
-    ) -> _Prepared | None:  # fmt: skip
-        """``example`` prepared once ``after`` is set (the example before it handed
-        back its program, or ran); None where its runtime cannot be made now (it
-        is made again in its turn)."""
-        try:
-            rt = runtime(example, following)
-        except Exception:
-            return None
-        return cls(spec, fn, rt, example, after)
-
-    def _run(self, spec: ExerciseSpec, after: threading.Event) -> None:
-        try:
-            after.wait()
-            if self.rt.turn.abandoned:
-                return
-            self.trial = spec.run(self.rt, self.called, self.example)
-        except BaseException as exc:  # noqa: BLE001 — raised again in its turn
-            self.error = exc
-        finally:
-            self.done.set()
-
-    def result(self) -> Any:
-        """Its trial, once it has run in its turn (or what it raised)."""
-        assert self.rt.turn is not None
-        self.rt.turn.allow()
-        try:
-            with phases.phase("wait: the example prepared ahead finishes"):
-                self.done.wait()
-        except BaseException:  # the example's time limit: stop what it waits for
-            self.rt.interrupt()
-            self.thread.join()  # stuck in compiled code: the runner's deadline ends us, as before
-            raise
-        if self.error is not None:
-            raise self.error
-        return self.trial
-
-    def abandon(self) -> None:
-        if self.rt.turn is not None:
-            self.rt.turn.abandon()
-        self.after.set()  # it may not have started: it ends now
 
 
 def example_problem(module: str, name: str, example: Example) -> str | None:

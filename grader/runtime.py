@@ -22,13 +22,12 @@ the runtime object.
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from grader.faults import Abandoned, GraderFault, StudentReturnError
+from grader.faults import GraderFault, StudentReturnError
 from grader.measure import hlo
 from grader.spec import OPTIONAL_OPTIONS, Example, Trial
 
@@ -61,32 +60,6 @@ def example_values(
     if ex.get("values") == FLOAT:
         return rng.standard_normal(shape)
     return rng.integers(-bound, bound + 1, size=shape).astype(np.float64)
-
-
-class Turn:
-    """When an example prepared ahead (in a thread, while the example before it
-    runs: :func:`grader.engine.grade_exercise`) may go on past its first program's
-    compile: run that program, ask the student's process anything more. So the
-    student's process is asked the same questions in the same order as when the
-    examples run one after another, and no two student's programs run at once."""
-
-    def __init__(self) -> None:
-        self._go = threading.Event()
-        self.abandoned = False
-
-    def allow(self) -> None:
-        """The example before it is checked: this one goes on."""
-        self._go.set()
-
-    def abandon(self) -> None:
-        self.abandoned = True
-        self._go.set()
-
-    def wait(self) -> None:
-        """Until :meth:`allow`; raises :class:`Abandoned` once abandoned."""
-        self._go.wait()
-        if self.abandoned:
-            raise Abandoned()
 
 
 class ProgramTooLarge(StudentReturnError):
@@ -143,10 +116,6 @@ class Runtime:
     mesh (None: no limit), set by the backend: the sandbox's limit where the
     devices are the host's memory (:func:`grader.sandbox.isolation.replay_limit`)."""
 
-    turn: Turn | None = None
-    """Set on a runtime whose example is prepared ahead: what it waits for before
-    it runs the student's program or asks anything but its first program."""
-
     def __init__(
         self,
         example: Example,
@@ -156,10 +125,6 @@ class Runtime:
         self.example = example
         self.salt = int(salt)
         self._functions = functions
-        self.answered = threading.Event()
-        """Set once the student's process has handed back this example's first
-        program (the next example's was asked for then), or once the example ran
-        (the engine): the next example may be prepared. Never after a failure."""
 
     def interrupt(self) -> None:
         """The engine stopped waiting for this example (a time limit): whatever
@@ -280,11 +245,13 @@ def compile_here(
 def run_compiled(
     lowered: Any, program: Any, args: tuple[Any, ...], mesh: Any, example: Example,
     compiler_options: dict[str, Any] | None, extra: dict[str, Any], salt: int = 0,
-    turn: Turn | None = None, reads: dict[Any, Any] | None = None, read_as: Any = None,
+    before_run: Callable[[], None] | None = None, reads: dict[Any, Any] | None = None,
+    read_as: Any = None,
     memory_limit: int | None = None,
 ) -> Trial:  # fmt: skip
     """Compile a lowered program, read its HLO and memory, run it on ``args``
-    (with a ``turn``: once it allows). ``reads``: what reading the HLO and the
+    (``before_run``: called once it is compiled, before it runs; the sandbox's
+    example prepared ahead waits there for its turn). ``reads``: what reading the HLO and the
     memory gave before, by ``read_as`` (the same program lowered for the same
     inputs and options: the same compiled program), kept there and taken from
     there (a serving worker re-grading unchanged code). ``memory_limit``: bytes
@@ -320,8 +287,8 @@ def run_compiled(
                 f"compiled it), more than the {memory_limit / 2**30:.1f} GiB the grader lets a "
                 "student's program use: compute with less temporary memory"
             )
-    if turn is not None:
-        turn.wait()
+    if before_run is not None:
+        before_run()
     with phases.phase("run"):
         output = compiled(*args)
         jax.block_until_ready(output)

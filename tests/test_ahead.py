@@ -1,4 +1,4 @@
-"""The next example prepared while one runs (issue 22 §2, ``grader.engine._Prepared``):
+"""The next example prepared while one runs (issue 22 §2, ``grader.sandbox.prepared``):
 with the student's code in a process of its own, an exercise's next example is
 received, checked and compiled in a thread while the one before it runs. Nothing
 a student sees may change: the same verdict, the same example named, the same
@@ -219,3 +219,100 @@ def test_a_process_that_does_not_answer_a_moot_question_in_time_is_stopped():
     assert p.proc is None and alive.killed
     assert 0.4 < time.monotonic() - start < 8  # waited its limit, not the select's second
     os.close(write)
+
+
+# ------------------------------------------------------------------ the sandbox's examples
+
+
+class _Runtime:
+    """Stands for a replaying runtime: what :class:`PreparedAhead` reads of one."""
+
+    def __init__(self, example: int) -> None:
+        self.example, self.turn = example, None
+        self.answered = threading.Event()
+        self.interrupted = False
+
+    def interrupt(self) -> None:
+        self.interrupted = True
+
+
+class _Spec:
+    """A spec whose run builds its inputs, then calls the student's function."""
+
+    name, cluster = "probe", None
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, int]] = []
+
+    def run(self, rt, fn, ex):
+        self.log.append(("inputs", ex))
+        fn(ex)
+        self.log.append(("ran", ex))
+        return ("trial", ex)
+
+
+def _wait_for(cond, limit: float = 30.0) -> bool:
+    end = time.monotonic() + limit
+    while not cond() and time.monotonic() < end:
+        time.sleep(0.01)
+    return cond()
+
+
+def test_the_next_example_is_prepared_while_one_runs_and_calls_the_student_in_its_turn():
+    """The engine asks for one example at a time (start, then run); the sandbox's
+    examples build the next example's inputs once the one before it ran (here:
+    its ``answered``), and call the student's function for it only in its turn.
+    An example prepared after the last one that ran is abandoned: never called."""
+    from grader.sandbox.prepared import PreparedAhead
+
+    spec = _Spec()
+    calls: list[int] = []
+
+    class Counted:
+        count = 0
+
+        def __call__(self, ex):
+            self.count += 1
+            calls.append(ex)
+
+    made: list[_Runtime] = []
+
+    def runtime(ex, following):
+        made.append(_Runtime(ex))
+        return made[-1]
+
+    runs = PreparedAhead(spec, [0, 1, 2], Counted, runtime)
+    runs.start(0)
+    assert runs.run(0) == ("trial", 0)
+    assert _wait_for(lambda: ("inputs", 1) in spec.log), spec.log  # prepared, not asked for yet
+    assert calls == [0]  # example 1's function waits for its turn
+    called = runs.start(1)
+    assert called.count == 0
+    assert runs.run(1) == ("trial", 1)
+    assert calls == [0, 1] and called.count == 1
+    assert _wait_for(lambda: ("inputs", 2) in spec.log)
+    thread = runs.pending[2].thread
+    runs.close()  # example 1 was the last to run (say it failed): example 2 is not wanted
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert calls == [0, 1] and ("ran", 2) not in spec.log
+
+
+def test_the_sandbox_prepares_ahead_only_where_it_may():
+    """Off with ``ahead=False`` (the worker's ``COURSE_AHEAD=0``) and for an exercise
+    on a cluster; the in-process backend never prepares ahead."""
+    from grader.backend import Examples
+    from grader.sandbox.prepared import PreparedAhead
+
+    spec = engine.load_spec("l02_collectives").exercise("ring_all_gather")
+    on = isolation.Isolated("/nowhere", "l02_collectives", salt=1)
+    off = isolation.Isolated("/nowhere", "l02_collectives", salt=1, ahead=False)
+    assert isinstance(on.examples(spec, [], object, runtime=None), PreparedAhead)
+    assert type(off.examples(spec, [], object, runtime=None)) is Examples
+    clustered = engine.load_spec("l13_multi_host").exercises[0]
+    assert clustered.cluster is not None
+    assert type(on.examples(clustered, [], object, runtime=None)) is Examples
+    here = Here("/nowhere", "l02_collectives")
+    assert type(here.examples(spec, [], object, runtime=None)) is Examples
+    for backend in (on, off):
+        backend.close()

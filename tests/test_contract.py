@@ -120,6 +120,21 @@ def test_the_core_imports_nothing_of_the_sandbox(path):
     assert not reached, f"{path.relative_to(GRADER)} imports {reached}"
 
 
+SINGLE_THREADED = ("engine", "runtime", "backend")
+"""The engine, the runtimes and the backend interface: one thread grades. What is
+prepared ahead of an example's turn is the sandbox's (``grader.sandbox.prepared``)."""
+THREADS = ("threading", "_thread", "concurrent.futures", "multiprocessing", "asyncio")
+
+
+@pytest.mark.parametrize("name", SINGLE_THREADED)
+def test_the_engine_and_the_runtimes_start_no_thread(name):
+    """Single-threaded, the engine's time limit (a signal, in the grading thread)
+    covers every example; nothing below the sandbox starts or waits on a thread."""
+    imported = _imports(GRADER / f"{name}.py")
+    reached = sorted(m for m in imported if any(m == t or m.startswith(f"{t}.") for t in THREADS))
+    assert not reached, f"grader/{name}.py imports {reached}"
+
+
 def test_the_import_graph_reader_sees_a_sandbox_import(tmp_path):
     """The reader itself: an import inside a function, and a relative one, are seen."""
     sample = tmp_path / "probe.py"
@@ -129,6 +144,8 @@ def test_the_import_graph_reader_sees_a_sandbox_import(tmp_path):
     assert "grader.sandbox.isolation" in _imports(sample, "grader.lessons.lxx_probe")
     sample.write_text("import grader.sandbox.cluster as c\n")
     assert "grader.sandbox.cluster" in _imports(sample, "grader.lessons.lxx_probe")
+    sample.write_text("def f():\n    from threading import Thread\n")
+    assert "threading" in _imports(sample, "grader.lessons.lxx_probe")
 
 
 # ------------------------------------------------------------------ lesson 13's tasks

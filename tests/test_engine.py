@@ -307,3 +307,30 @@ def test_a_graded_exercise_quotes_the_messages_of_all_its_examples(root):
     (combine,) = [c for c in er.checks if c.name == "combine"]
     assert combine.message.startswith("gates within ") and "–1.6e-02 of softmax" in combine.message
     assert combine.message.endswith(f"— on all {er.examples_run} examples")
+
+
+def test_the_time_limit_interrupts_python_work_in_the_grading_thread():
+    """The engine is single-threaded (no thread of its own: tests/test_contract.py),
+    so its time limit, a signal handled in the grading thread, covers every
+    example; graded from another thread, it interrupts nothing and breaks nothing."""
+    import threading
+    import time
+
+    from grader.faults import ExampleTimeout
+
+    start = time.monotonic()
+    with pytest.raises(ExampleTimeout, match="no result after 0.2 s"), engine.time_limit(0.2):
+        while time.monotonic() - start < 60:
+            pass
+    assert time.monotonic() - start < 30
+    ended: list[str] = []
+
+    def elsewhere() -> None:
+        with engine.time_limit(0.1):
+            time.sleep(0.3)
+        ended.append("ended")
+
+    t = threading.Thread(target=elsewhere)
+    t.start()
+    t.join(timeout=30)
+    assert ended == ["ended"]

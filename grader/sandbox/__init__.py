@@ -25,6 +25,9 @@ events' codec (:mod:`grader.sandbox.protocol`), the one class every line-framed
 conversation between these processes is framed with (:mod:`grader.sandbox.channel`)
 and :mod:`grader.sandbox.lifeline`. Whatever is started ahead of need (processes
 that import jax early, helpers, the fork server, lesson 13's clusters) is handed
-to a lesson's backend through one interface, :class:`grader.sandbox.processes.Ahead`.
+to a lesson's backend through one interface, :class:`grader.sandbox.processes.Ahead`;
+the work the worker does ahead of an example's turn (the next example received
+and compiled while one runs) is the sandbox's too (:mod:`grader.sandbox.prepared`,
+behind the backend's :class:`~grader.backend.Examples`): the engine is single-threaded.
 The student's process imports nothing of the worker, the runner or the isolation layer.
 """

@@ -37,12 +37,13 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from grader import phases
 from grader import runtime as runtimes
-from grader.backend import Backend
+from grader.backend import Backend, Examples, RuntimeFor
 from grader.engine import LESSONS, load_spec
 from grader.exported import check_exported, donated_argnums, platform_here, read_program, theirs
 from grader.faults import (
@@ -54,7 +55,7 @@ from grader.faults import (
     StudentFault,
     StudentProcessDied,
 )
-from grader.runtime import SAID_UNCHECKED, Runtime, Turn
+from grader.runtime import SAID_UNCHECKED, Runtime
 from grader.sandbox import jail, processes, wire
 from grader.sandbox.channel import (
     LINE_LIMIT,
@@ -64,8 +65,9 @@ from grader.sandbox.channel import (
     Overdue,
     Stopped,
 )
+from grader.sandbox.prepared import PreparedAhead, Turn
 from grader.sandbox.processes import Ahead, Ready, Started
-from grader.spec import Example, Trial
+from grader.spec import Example, ExerciseSpec, Trial
 
 ANSWER_LIMIT = LINE_LIMIT
 """Longest answer line read from the student's process."""
@@ -90,8 +92,8 @@ for ended first) is waited for before the next exercise (:meth:`StudentProcess.s
 class StudentProcess:
     """The student's process, started on first use and again after it dies.
 
-    Safe to use from two threads (the engine prepares the next example in one
-    while the current one runs): questions are numbered, one thread at a time
+    Safe to use from two threads (the next example is prepared in one while the
+    current one runs: :mod:`grader.sandbox.prepared`): questions are numbered, one thread at a time
     reads the answers and keeps the others' for them."""
 
     def __init__(
@@ -608,7 +610,7 @@ def raise_from(answer: dict) -> None:
 class RemoteFunction:
     """The student's function, called in the student's process."""
 
-    def __init__(self, session: Session, name: str, runtime: Runtime | None = None):
+    def __init__(self, session: Session, name: str, runtime: Replaying | None = None):
         self.session, self.name, self.runtime = session, name, runtime
         self.__name__ = name
 
@@ -706,6 +708,14 @@ class Replaying(Runtime):
     ):
         super().__init__(example, salt, functions=self._remote)
         self.session, self.index, self.following = session, 0, following
+        self.turn: Turn | None = None
+        """Set where its example is prepared ahead (:mod:`grader.sandbox.prepared`):
+        what it waits for before it runs the student's program or asks anything
+        but its first program."""
+        self.answered = threading.Event()
+        """Set once the student's process has handed back this example's first
+        program (the next example's was asked for then), or once the example ran:
+        the next example may be prepared. Never after a failure."""
         self.asked: Asked | None = None
         """The student's process's run of this example's spec (its first program asked)."""
 
@@ -762,7 +772,7 @@ class Replaying(Runtime):
                 compiler_options,
                 extra,
                 self.salt,
-                turn=self.turn,
+                before_run=self.turn.wait if self.turn is not None else None,
                 reads=known.reads,
                 read_as=_inputs_key(args, mesh, compiler_options),
                 memory_limit=replay_limit(mesh),
@@ -854,8 +864,9 @@ class Isolated(Backend):
         programs: Programs | None = None, lessons: str = LESSONS, ahead: bool = True,
     ) -> None:  # fmt: skip
         self.ahead = ahead
-        """Whether the engine prepares an exercise's next example while one runs
-        (the worker's ``COURSE_AHEAD=0`` turns it off, to measure what it saves)."""
+        """Whether an exercise's next example is prepared while one runs
+        (:meth:`examples`; the worker's ``COURSE_AHEAD=0`` turns it off, to
+        measure what it saves)."""
         self.session = Session(str(directory), module, spares, programs, lessons)
         self.module, self.salt, self.lessons = module, salt, lessons
         self.sandbox = jail.state()
@@ -883,6 +894,17 @@ class Isolated(Backend):
         return SimpleNamespace(
             **{n: self.session.function(n) for n in self.session.process.functions}
         )
+
+    def examples(
+        self, spec: ExerciseSpec, examples: list[Example], fn: Callable[[], Callable[..., Any]],
+        runtime: RuntimeFor,
+    ) -> Examples:  # fmt: skip
+        """Each example after the first prepared while the one before it runs
+        (:class:`~grader.sandbox.prepared.PreparedAhead`), unless ``ahead`` is off
+        or the exercise runs on a cluster."""
+        if self.ahead and spec.cluster is None:
+            return PreparedAhead(spec, examples, fn, runtime)
+        return Examples(spec, examples, fn, runtime)
 
     def runtime(
         self, exercise: str, example: Example, following: Example | None, simulated: bool = False

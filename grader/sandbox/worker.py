@@ -106,8 +106,8 @@ class Options:
     and a course elsewhere."""
 
     ahead: bool = True
-    """The engine prepares each exercise's next example while one runs
-    (``COURSE_AHEAD=0``: examples one after another)."""
+    """The sandbox's backend prepares each exercise's next example while one runs
+    (:mod:`grader.sandbox.prepared`; ``COURSE_AHEAD=0``: examples one after another)."""
     helpers: int = 0
     """Helpers a serving worker starts with each student's process it starts ahead
     (:class:`grader.sandbox.processes.Spares`; ``COURSE_HELPERS``, by default one
