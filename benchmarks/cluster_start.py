@@ -18,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from grader.config import Sandbox  # noqa: E402
 from grader.lessons.l13_multi_host.spec import CLUSTERS  # noqa: E402
 from grader.sandbox import jail  # noqa: E402
 from grader.sandbox.cluster import Cluster, start_together  # noqa: E402
@@ -40,12 +41,13 @@ def form(clusters: list[Cluster]) -> list[tuple[float, float]]:
 
 
 def main() -> None:
-    print(f"sandbox: {jail.state()}; {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}")
+    sandbox = Sandbox.from_environment(os.environ)  # the script's edge
+    print(f"sandbox: {jail.state(sandbox)}; {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}")
     where = str(ROOT / "solutions")
     for p, d in CLUSTERS:
-        ((joined, loaded),) = form([Cluster(where, MODULE, p, d)])
+        ((joined, loaded),) = form([Cluster(where, MODULE, p, d, sandbox=sandbox)])
         print(f"  {p}×{d} alone:    joined {joined:5.2f} s, module imported {loaded:5.2f} s")
-    together = form([Cluster(where, MODULE, p, d) for p, d in CLUSTERS])
+    together = form([Cluster(where, MODULE, p, d, sandbox=sandbox) for p, d in CLUSTERS])
     for (p, d), (joined, loaded) in zip(CLUSTERS, together):
         print(f"  {p}×{d} together: joined {joined:5.2f} s, module imported {loaded:5.2f} s")
     print(f"load {os.getloadavg()[0]:.1f}")

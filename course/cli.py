@@ -21,6 +21,7 @@ from course.commands.common import App, make_app
 from course.limits import DEFAULT_TIMEOUT, EXAMPLES, TIMEOUT, devices_option, nonempty_example
 from course.progress import ProgressError
 from grader import repo
+from grader.config import Sandbox
 
 pass_app = click.make_pass_decorator(App)
 
@@ -93,7 +94,8 @@ def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
     """
     early = ctx.obj if isinstance(ctx.obj, launch.Early) else None  # main()'s
     debug = os.environ.get("COURSE_DEBUG") == "1"  # the command line's edge
-    ctx.obj = make_app(home, db, early, debug, repo.root(os.environ.get("COURSE_ROOT")))
+    sandbox = Sandbox.from_environment(os.environ)
+    ctx.obj = make_app(home, db, early, debug, repo.root(os.environ.get("COURSE_ROOT")), sandbox)
     if ctx.invoked_subcommand is None:
         from course.commands.status import status as run
 

@@ -7,16 +7,37 @@ Environment variables are read at the command line's edge only (``course``'s
 commands, the notebook's calls, the worker's and the student's process's
 ``main``), and what crosses a process boundary travels in the request or the
 question, or in the environment a parent builds for its child before it imports
-jax (``XLA_FLAGS``: :func:`grader.measure.devices.configure`). Not yet so: the
-sandbox's switch and memory (:func:`grader.sandbox.jail.settings`, read where a
-sandbox is made).
+jax (``XLA_FLAGS``: :func:`grader.measure.devices.configure`). The sandbox's
+switch and memory too: a :class:`Sandbox` read at the edge (the worker's ``main``,
+into :attr:`grader.sandbox.worker.Options.sandbox`; ``course``'s commands, for what
+they report before a worker exists) and handed to whatever makes a sandbox.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from grader.spec import Draws
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """The OS sandbox's settings (:mod:`grader.sandbox.jail`), as given: read at
+    the edge (:meth:`from_environment`) and handed down to each place that makes
+    one (:func:`grader.sandbox.jail.state`, :func:`grader.sandbox.jail.wrap`)."""
+
+    switch: str = ""
+    """``COURSE_SANDBOX``: ``off`` (or ``0``, ``no``, ``false``) runs the student's
+    process without a sandbox; "": one where it can be made."""
+    memory: str = ""
+    """``COURSE_SANDBOX_MEMORY`` (``2G``, ``512M``): what the student's process may
+    allocate; "": the default (:data:`grader.sandbox.jail.MEMORY`)."""
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> Sandbox:
+        """The settings ``environ`` (the caller's environment, at its edge) gives."""
+        return cls(environ.get("COURSE_SANDBOX", ""), environ.get("COURSE_SANDBOX_MEMORY", ""))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.config import Sandbox
 from grader.sandbox import worker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,9 +29,10 @@ READERS = {
     "grader/sandbox/worker.py": "the worker's Options, read once in its main",
     "grader/sandbox/student.py": "COURSE_SANDBOX_WRITES (the sandbox's, for it), in its main",
     "grader/sandbox/launch.py": "the early worker's switch, and the environment a worker inherits",
+    "grader/sandbox/jail.py": "its script's main (the sandbox's process): sets TMPDIR and "
+    "COURSE_SANDBOX_WRITES for the student's process; reads no setting (grader.config.Sandbox)",
     # still read where they are used (README: 'Still read where they are used')
     "grader/measure/devices.py": "configure, which prepares a fresh process: XLA_FLAGS",
-    "grader/sandbox/jail.py": "the sandbox's settings; its own script sets TMPDIR",
     "grader/sandbox/processes.py": "the student's process's environment, built from the worker's",
     "grader/sandbox/forks.py": "JAX_PLATFORMS",
     "grader/sandbox/references.py": "the package caches' folders",
@@ -96,12 +98,14 @@ def test_no_module_assigns_its_globals_from_a_function():
         ({worker.HELPERS: "9"}, worker.Options(helpers=3)),  # at most three
         ({"COURSE_PHASES": "/f"}, worker.Options(phases="/f")),
         ({"COURSE_DEVICES": "4", "COURSE_PLATFORM": "cpu"}, worker.Options(devices="4", platform="cpu")),
+        ({"COURSE_SANDBOX": "off"}, worker.Options(sandbox=Sandbox(switch="off"))),
+        ({"COURSE_SANDBOX_MEMORY": "2G"}, worker.Options(sandbox=Sandbox(memory="2G"))),
     ],
 )  # fmt: skip
 def test_the_workers_switches_are_read_from_the_environment_it_is_given(environ, options):
     got = worker.Options.from_environment(environ)
     want = {k: getattr(options, k)
-            for k in ("ahead", "warm_up", "fork_server", "devices", "platform", "phases")}  # fmt: skip
+            for k in ("ahead", "warm_up", "fork_server", "devices", "platform", "phases", "sandbox")}  # fmt: skip
     assert {k: getattr(got, k) for k in want} == want
     if worker.HELPERS in environ:
         assert got.helpers == options.helpers

@@ -24,10 +24,14 @@ import pytest
 
 from course.progress import Progress, ProgressError
 from course.scoring import ExerciseScore
+from grader.config import Sandbox
 from grader.results import ExerciseResult, Status
 from grader.sandbox import jail
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import GraderCrashed, grade
+
+SANDBOX = Sandbox.from_environment(os.environ)
+"""The sandbox's settings in the tests' environment (their edge)."""
 
 ROOT = Path(__file__).resolve().parent.parent
 ONE = ("2.ring_all_gather", "--max-examples", "0")
@@ -235,7 +239,7 @@ _os.write(1, b"raw fd 1\\n")
     r = course(home, "grade", *ONE, "--json")
     assert status_of(r, "ring_all_gather").status == Status.PASSED
     assert b"a print of mine" in r.stderr
-    assert (b"my parent's stdout" in r.stderr) == (not jail.on())
+    assert (b"my parent's stdout" in r.stderr) == (not jail.on(SANDBOX))
 
 
 def test_with_json_ctrl_c_still_prints_json(home):
@@ -554,7 +558,7 @@ _db.commit()
     (home / "progress.db").parent.mkdir(parents=True, exist_ok=True)
     Progress(home / "progress.db").close()
     r = course(home, "grade", *ONE, "--json")
-    if not jail.on():
+    if not jail.on(SANDBOX):
         assert b"was written by another process while grading ran" in r.stderr
         return
     # in the sandbox the file is read-only, or (a home under /tmp) out of sight

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.config import Sandbox
 from grader.repo import CODE
 from grader.results import Status
 from grader.sandbox import forks, jail, worker
@@ -20,7 +21,12 @@ from grader.sandbox.runner import grade
 from tests import reports
 from tests.test_sandbox import DETACH, TRY, _running
 
-needs_sandbox = pytest.mark.skipif(not jail.on(), reason=f"no sandbox here: {jail.state()}")
+SANDBOX = Sandbox.from_environment(os.environ)
+"""The sandbox's settings in the tests' environment (their edge)."""
+
+needs_sandbox = pytest.mark.skipif(
+    not jail.on(SANDBOX), reason=f"no sandbox here: {jail.state(SANDBOX)}"
+)
 needs_forks = pytest.mark.skipif(not forks.wanted(2), reason="no fork server here")
 
 L01 = LessonJob(1, "l01_meshes", ("shard_shape",))
@@ -104,8 +110,8 @@ def test_what_a_lesson_starts_detached_or_not_ends_with_it(tmp_path, monkeypatch
 
     if sandbox == "off":
         monkeypatch.setenv(jail.SWITCH, "off")
-    elif not jail.on():
-        pytest.skip(f"no sandbox here: {jail.state()}")
+    elif not jail.on(SANDBOX):
+        pytest.skip(f"no sandbox here: {jail.state(SANDBOX)}")
     token = f"forked-stray-{secrets.token_hex(6)}"
     directory = _submission(tmp_path, DETACH.replace("TOKEN", token))
     left: list[list[int]] = []

@@ -19,10 +19,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grader.config import Sandbox
 from grader.lessons.l13_multi_host import on_process
 from grader.sandbox import backends, jail, wire
 from grader.sandbox.cluster import Cluster, ClusterHung, ClusterPool
 from grader.sandbox.isolation import StudentProcessDied
+
+SANDBOX = Sandbox.from_environment(os.environ)
+"""The sandbox's settings in the tests' environment (their edge)."""
 
 MODULE = "l13_multi_host"
 BATCH = "import os\nimport jax\nimport numpy as np\n"
@@ -310,9 +314,9 @@ def test_the_launcher_waits_for_process_0_to_listen_and_no_longer():
     ended.wait()
 
 
-def test_with_the_sandbox_off_the_cluster_takes_a_free_port_and_still_forms(tmp_path, monkeypatch):
-    monkeypatch.setenv(jail.SWITCH, "off")
-    c = cluster(tmp_path, BATCH + "def global_batch(rows, mesh):\n    return rows\n")
+def test_with_the_sandbox_off_the_cluster_takes_a_free_port_and_still_forms(tmp_path):
+    c = cluster(tmp_path, BATCH + "def global_batch(rows, mesh):\n    return rows\n",
+                sandbox=Sandbox(switch="off"))  # fmt: skip
     pids = students(c)
     assert [wire.decode(a["result"]) for a in c.ask(batch_question(c), "running global_batch")] == [{"type": "ndarray"}] * 2  # fmt: skip
     c.stop()
@@ -1120,7 +1124,7 @@ def _graded(root, tmp_path, extra: str, exercise: str):
     return er, {c.name: c for c in er.checks}
 
 
-needs_sandbox = pytest.mark.skipif(not jail.on(), reason="measured on the cluster's own network: the sandbox")  # fmt: skip
+needs_sandbox = pytest.mark.skipif(not jail.on(SANDBOX), reason="measured on the cluster's own network: the sandbox")  # fmt: skip
 
 
 @needs_sandbox
@@ -1157,7 +1161,7 @@ def test_a_jitted_step_made_once_and_reused_is_recorded_and_measured_and_passes(
     er, checks = _graded(root, tmp_path, CACHED_STEP, "multihost_train_step")
     assert er.status.value == "passed", (er.error, [c.to_dict() for c in er.checks])
     assert "within the" in checks["hierarchical"].message
-    if jail.on():
+    if jail.on(SANDBOX):
         assert "what its program(s) move run alone" in checks["measured"].message
 
 

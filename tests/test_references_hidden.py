@@ -31,11 +31,17 @@ from pathlib import Path
 
 import pytest
 
+from grader.config import Sandbox
 from grader.sandbox import jail
 from tests import reports
 from tests.test_faults import ROOT, leftovers
 
-needs_sandbox = pytest.mark.skipif(not jail.on(), reason=f"no sandbox here: {jail.state()}")
+SANDBOX = Sandbox.from_environment(os.environ)
+"""The sandbox's settings in the tests' environment (their edge)."""
+
+needs_sandbox = pytest.mark.skipif(
+    not jail.on(SANDBOX), reason=f"no sandbox here: {jail.state(SANDBOX)}"
+)
 
 SKIPPED_TREES = {".git", ".venv", "solutions", "build", "dist", "workspace", "__pycache__",
                  ".hypothesis", ".pytest_cache", ".ruff_cache", ".cache"}  # fmt: skip

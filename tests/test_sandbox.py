@@ -13,13 +13,20 @@ from pathlib import Path
 
 import pytest
 
+from grader.config import Sandbox
 from grader.repo import CODE
 from grader.results import Status
 from grader.sandbox import backends, jail
+from grader.sandbox.processes import Ahead
 from tests import reports
 from tests.test_cli import course
 
-needs_sandbox = pytest.mark.skipif(not jail.on(), reason=f"no sandbox here: {jail.state()}")
+SANDBOX = Sandbox.from_environment(os.environ)
+"""The sandbox's settings in the tests' environment (their edge)."""
+
+needs_sandbox = pytest.mark.skipif(
+    not jail.on(SANDBOX), reason=f"no sandbox here: {jail.state(SANDBOX)}"
+)
 
 TRY = """
 def _try(what):
@@ -199,14 +206,14 @@ def test_what_it_starts_detached_or_not_ends_with_the_grading(tmp_path):
 
 
 @needs_sandbox
-def test_an_allocation_over_the_memory_limit_fails_at_once_and_says_so(tmp_path, monkeypatch):
-    monkeypatch.setenv(jail.MEMORY_VARIABLE, "1G")
+def test_an_allocation_over_the_memory_limit_fails_at_once_and_says_so(tmp_path):
     (tmp_path / "l01_meshes.py").write_text(
         "import numpy as np\n\nACTIVATIONS = np.ones((3 * 2**30,), np.uint8)\n"
     )
     started = time.monotonic()
-    result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"],
-                                 timeout=120, isolate=True)  # fmt: skip
+    spares = Ahead(Sandbox(memory="1G"))  # as the worker's Options hand it down
+    result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"], timeout=120,
+                                 backend=backends.isolated(spares=spares))  # fmt: skip
     er = result.exercises[0]
     assert er.status == Status.ERROR
     assert "MemoryError" in er.error and "3.00 GiB" in er.error, er.error
@@ -214,12 +221,14 @@ def test_an_allocation_over_the_memory_limit_fails_at_once_and_says_so(tmp_path,
     assert time.monotonic() - started < 100  # refused, not swapped
 
 
-def test_the_memory_limit_is_read_in_plain_words(monkeypatch):
-    monkeypatch.setenv(jail.MEMORY_VARIABLE, "512M")
-    assert jail.memory_limit() == 512 * jail.MiB
-    monkeypatch.setenv(jail.MEMORY_VARIABLE, "lots")
+def test_the_memory_limit_is_read_in_plain_words():
+    given = Sandbox.from_environment({jail.MEMORY_VARIABLE: "512M", "OTHER": "x"})
+    assert given == Sandbox(memory="512M")
+    assert jail.memory_limit(given.memory) == 512 * jail.MiB
+    assert jail.memory_limit("") == jail.MEMORY  # unset: the default
     with pytest.raises(ValueError, match="say how much memory"):
-        jail.memory_limit()
+        jail.memory_limit("lots")
+    assert jail.state(Sandbox(memory="lots")).startswith("off: ")  # said, not a crash
 
 
 @pytest.fixture
@@ -229,8 +238,9 @@ def sandbox_off(monkeypatch):
 
 def test_with_the_sandbox_off_grading_still_works_and_says_so(tmp_path, sandbox_off):
     (tmp_path / "l01_meshes.py").write_text((CODE / "solutions" / "l01_meshes.py").read_text())
-    result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"],
-                                 timeout=120, isolate=True)  # fmt: skip
+    off = Sandbox.from_environment(os.environ)  # the fixture's COURSE_SANDBOX=off
+    result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"], timeout=120,
+                                 backend=backends.isolated(spares=Ahead(off)))  # fmt: skip
     assert result.exercises[0].status == Status.PASSED
     assert result.sandbox == f"off: turned off ({jail.SWITCH}=off)"
     r = course(tmp_path / "home", "grade", "1.shard_shape", "--solutions", "--json")
@@ -314,7 +324,7 @@ def test_the_probe_says_why_not_where_the_sandbox_cannot_be_made():
 
     if shutil.which("unshare") is None:
         pytest.skip("no util-linux unshare here")
-    check = "from grader.sandbox import jail; print(jail.state())"
+    check = "from grader.config import Sandbox; from grader.sandbox import jail; print(jail.state(Sandbox()))"
     script = f"echo 0 > /proc/sys/user/max_user_namespaces && exec {sys.executable} -c '{check}'"
     r = subprocess.run(["unshare", "--user", "--map-root-user", "sh", "-c", script],
                        capture_output=True, text=True, timeout=60, cwd=CODE)  # fmt: skip
@@ -410,7 +420,7 @@ def test_a_sandbox_that_cannot_be_made_is_the_graders_fault_not_the_students(tmp
     """Issue 19 §4: a sandbox that fails to set up (here: a scratch size the
     kernel refuses, once the probe said "on") is said by the sandbox itself on a
     pipe of its own: a grader fault naming why, never the student's error."""
-    assert jail.state() == "on"
+    assert jail.state(SANDBOX) == "on"
     monkeypatch.setattr(jail, "SCRATCH", "lots")
     (tmp_path / "l01_meshes.py").write_text((CODE / "solutions" / "l01_meshes.py").read_text())
     started = time.monotonic()

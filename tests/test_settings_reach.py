@@ -10,11 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from grader.config import Sandbox
 from grader.results import Status
-from grader.sandbox import jail
+from grader.sandbox import backends, jail, worker
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import grade
 from tests import reports
+
+SANDBOX = Sandbox.from_environment(os.environ)
+"""The sandbox's settings in the tests' environment (their edge)."""
 
 SHARD_SHAPE = LessonJob(1, "l01_meshes", ("shard_shape",))
 SETTINGS = ("COURSE_DEVICES", "COURSE_PLATFORM", "COURSE_DEBUG", "COURSE_ROOT", "XLA_FLAGS",
@@ -81,7 +85,7 @@ def test_the_phases_file_the_workers_edge_reads_gets_its_grades_phases(
     assert line["process"] == "worker" and line["phases"]["checks"] > 0
 
 
-@pytest.mark.skipif(jail.state() != "on", reason=f"no sandbox here: {jail.state()}")
+@pytest.mark.skipif(jail.state(SANDBOX) != "on", reason=f"no sandbox here: {jail.state(SANDBOX)}")
 @pytest.mark.parametrize("elsewhere", [True, False])
 def test_the_references_of_a_course_elsewhere_are_hidden(root, tmp_path, bare, monkeypatch,
                                                          elsewhere):  # fmt: skip
@@ -105,3 +109,26 @@ def test_the_references_of_a_course_elsewhere_are_hidden(root, tmp_path, bare, m
         (result,) = grade(Request((SHARD_SHAPE,), directory, timeout=120.0, max_examples=0))
     assert result.exercises[0].status == Status.PASSED, result.exercises[0].error
     assert reports.read(relayed.getvalue()) is not elsewhere
+
+
+@pytest.mark.skipif(jail.state(SANDBOX) != "on", reason=f"no sandbox here: {jail.state(SANDBOX)}")
+def test_a_memory_limit_handed_down_binds_the_students_process(tmp_path, bare, monkeypatch):
+    """``COURSE_SANDBOX_MEMORY``, read by the worker's ``main`` into its Options, is
+    handed to every student's process it starts (its spares) and binds there, though
+    this process's environment has none: 3 GiB at import fails at once, with the
+    sandbox's 1 GiB named (with the default 8 GiB it would be allocated)."""
+    monkeypatch.delenv(jail.MEMORY_VARIABLE, raising=False)
+    monkeypatch.delenv(jail.SWITCH, raising=False)
+    spares = worker.Warm(worker.Options.from_environment({jail.MEMORY_VARIABLE: "1G"})).spares
+    assert spares.sandbox == Sandbox(memory="1G")
+    (tmp_path / "l01_meshes.py").write_text(
+        "import numpy as np\n\nACTIVATIONS = np.ones((3 * 2**30,), np.uint8)\n"
+    )
+    try:
+        result = backends.grade_lesson(1, "l01_meshes", tmp_path, only=["shard_shape"], timeout=120,
+                                       backend=backends.isolated(spares=spares))  # fmt: skip
+    finally:
+        spares.close()
+    (er,) = result.exercises
+    assert er.status == Status.ERROR and "MemoryError" in er.error, er.error
+    assert "sandbox lets the process your code runs in allocate at most 1.0 GiB" in er.error

@@ -15,11 +15,15 @@ from dataclasses import replace
 
 import pytest
 
+from grader.config import Sandbox
 from grader.results import Status
 from grader.sandbox import backends, jail
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import Worker, grade
 from tests import reports
+
+SANDBOX = Sandbox.from_environment(os.environ)
+"""The sandbox's settings in the tests' environment (their edge)."""
 
 L01 = LessonJob(1, "l01_meshes", ("shard_shape", "place"))
 
@@ -56,7 +60,7 @@ def _pipe(fd: int) -> str:
     return os.readlink(f"/proc/self/fd/{fd}")
 
 
-sandboxed = pytest.mark.skipif(not jail.on(), reason=f"sandbox {jail.state()}")
+sandboxed = pytest.mark.skipif(not jail.on(SANDBOX), reason=f"sandbox {jail.state(SANDBOX)}")
 
 
 @sandboxed

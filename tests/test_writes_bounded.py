@@ -24,12 +24,18 @@ from pathlib import Path
 
 import pytest
 
+from grader.config import Sandbox
 from grader.loader import format_student_error, read_only_note, space_note
 from grader.results import Status
 from grader.sandbox import jail, student
 from tests.test_faults import course, states, status_of, workspace
 
-needs_sandbox = pytest.mark.skipif(not jail.on(), reason=f"no sandbox here: {jail.state()}")
+SANDBOX = Sandbox.from_environment(os.environ)
+"""The sandbox's settings in the tests' environment (their edge)."""
+
+needs_sandbox = pytest.mark.skipif(
+    not jail.on(SANDBOX), reason=f"no sandbox here: {jail.state(SANDBOX)}"
+)
 
 CAP = jail._bytes(jail.SCRATCH) >> 20
 """MiB each of /tmp and /dev/shm may hold in the sandbox."""
@@ -98,7 +104,7 @@ def test_a_process_kept_in_the_sandbox_sees_each_save_of_its_folder(tmp_path):
     target = folder / "l02_collectives.py"
     target.write_text("v1")
     proc = subprocess.Popen(
-        jail.wrap([sys.executable, "-I", "-c", KEPT, str(target)],
+        jail.wrap([sys.executable, "-I", "-c", KEPT, str(target)], sandbox=SANDBOX,
                   readable=jail.python_paths(), writable=[str(folder)]),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip

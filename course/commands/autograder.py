@@ -45,6 +45,7 @@ from course.commands.classroom import (
 from course.commands.common import App, UsageProblem, references, unsandboxed
 from course.commands.grade import rerun_command
 from course.registry import Lesson
+from grader.config import Sandbox
 from grader.sandbox.protocol import DEFAULT_TIMEOUT
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "autograder"
@@ -176,10 +177,12 @@ def _digest(data: bytes) -> str:
 def run(
     root: Path, lessons: list[Lesson], *, timeout: float = DEFAULT_TIMEOUT,
     devices: int | None = None, seed: int | None = None, debug: bool = False,
+    sandbox: Sandbox = Sandbox(),  # noqa: B008 — frozen
 ) -> int:  # fmt: skip
     """Grade ``root/submission`` and write ``root/results/results.json``, whatever
     happens; the exit status is 0 once it is written with a grade, 1 otherwise.
-    ``debug``: the worker's stderr shown as it comes."""
+    ``debug``: the worker's stderr shown as it comes; ``sandbox``: its settings
+    (read in :func:`main`; the worker reads its own, from the same environment)."""
     from grader.sandbox import jail
     from grader.spec import fresh_seed
 
@@ -188,9 +191,9 @@ def run(
     submission = root / "submission"
     started = time.perf_counter()
     max_score = sum(e.points for ls in lessons for e in ls.required)
-    if not jail.on() and (found := references()):
-        _write(results, _message(unsandboxed(jail.state(), found), max_score))
-        print(f"refused: {unsandboxed(jail.state(), found)}", file=sys.stderr)
+    if (said := jail.state(sandbox)) != "on" and (found := references()):
+        _write(results, _message(unsandboxed(said, found), max_score))
+        print(f"refused: {unsandboxed(said, found)}", file=sys.stderr)
         return 1
     seed = fresh_seed() if seed is None else seed
     private = safe.private_root()
@@ -291,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(os.environ.get("AUTOGRADER_ROOT") or DEFAULT_ROOT)
     debug = os.environ.get("COURSE_DEBUG") == "1"
     return run(root, lessons, timeout=args.timeout, devices=args.devices, seed=args.seed,
-               debug=debug)  # fmt: skip
+               debug=debug, sandbox=Sandbox.from_environment(os.environ))  # fmt: skip
 
 
 if __name__ == "__main__":

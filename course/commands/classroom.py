@@ -58,10 +58,11 @@ def classroom(
     from grader.sandbox import jail
     from grader.spec import fresh_seed
 
-    if require_sandbox and not jail.on():
-        raise UsageProblem(f"--require-sandbox: no sandbox here ({jail.state()}); nothing graded")
-    if not jail.on() and (found := references(app.root)):
-        raise UsageProblem(unsandboxed(jail.state(), found))
+    sandbox = jail.state(app.sandbox)
+    if require_sandbox and sandbox != "on":
+        raise UsageProblem(f"--require-sandbox: no sandbox here ({sandbox}); nothing graded")
+    if sandbox != "on" and (found := references(app.root)):
+        raise UsageProblem(unsandboxed(sandbox, found))
     chosen = [app.lesson(n) for n in lessons] if lessons else list(app.course.lessons)
     folders = find_submissions(Path(submissions), chosen)
     if not folders:
@@ -75,7 +76,7 @@ def classroom(
     app.console.print(
         Text(
             f"Grading {len(folders)} submission(s) from {submissions} into {target}"
-            f" · seed {seed} · {jobs} at once · sandbox: {jail.state()}"
+            f" · seed {seed} · {jobs} at once · sandbox: {sandbox}"
         )
     )
     private = safe.private_root()

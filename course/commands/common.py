@@ -17,6 +17,7 @@ from rich.console import Console, RenderableType
 from course import registry
 from course.paths import Workspace, workspace
 from course.progress import Progress, ProgressError
+from grader.config import Sandbox
 from grader.repo import CODE
 
 if TYPE_CHECKING:
@@ -53,6 +54,10 @@ class App:
     """The course's checkout (``COURSE_ROOT``, read at the same edge;
     :func:`grader.repo.root`): its stubs, references and texts are
     ``shipped(app.root)``."""
+    sandbox: Sandbox = Sandbox()
+    """The OS sandbox's settings (``COURSE_SANDBOX``, ``COURSE_SANDBOX_MEMORY``, read
+    at the same edge), for what a command says of it before a worker starts (the
+    worker reads its own, from the environment it inherits)."""
 
     @property
     def ws(self) -> Workspace:
@@ -146,13 +151,13 @@ def console() -> Console:
 
 def make_app(
     home: str | None, db: str | None, early: Early | None = None, debug: bool = False,
-    root: Path = CODE,
+    root: Path = CODE, sandbox: Sandbox = Sandbox(),  # noqa: B008 — frozen
 ) -> App:  # fmt: skip
     try:
         course = registry.load()
     except registry.RegistryError as exc:
         raise click.ClickException(str(exc)) from None
-    return App(workspace(home, db, root), console(), course, early, debug, root)
+    return App(workspace(home, db, root), console(), course, early, debug, root, sandbox)
 
 
 PAGER = "less -RFXS"

@@ -50,6 +50,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grader.config import Sandbox
 from grader.faults import ExampleTimeout, StudentFault, StudentProcessDied
 from grader.sandbox import jail
 from grader.sandbox.channel import LINE_LIMIT, Channel
@@ -322,6 +323,7 @@ class Cluster:
     def __init__(
         self, directory: str, module: str, processes: int, local: int, *,
         absent: tuple[int, ...] = (), hidden: list[str] | tuple[str, ...] = (),
+        sandbox: Sandbox = Sandbox(),  # noqa: B008 — frozen
     ) -> None:  # fmt: skip
         if not (processes >= 2 and local >= 1):
             raise ValueError(f"a cluster needs ≥ 2 processes and ≥ 1 device each, not {processes}×{local}")  # fmt: skip
@@ -330,6 +332,8 @@ class Cluster:
         self.absent = tuple(absent)
         self.hidden = list(hidden)
         """Folders hidden beyond the course's ``solutions/`` (the worker's)."""
+        self.sandbox = sandbox
+        """The OS sandbox's settings (the worker's)."""
         self.join_limit = JOIN_LIMIT
         self.proc: subprocess.Popen | None = None
         self.started_at = 0.0
@@ -519,7 +523,7 @@ class Cluster:
         if not self.measured:
             return None
         if self._twins is None:
-            self._twins, self._twins_own = Twins(self.module, self.hidden), True
+            self._twins, self._twins_own = Twins(self.module, self.hidden, self.sandbox), True
         twin = self._twins.get(self.processes, self.local, self._twin_keys)
         twin.tasks = frozenset([task])
         out = []
@@ -832,7 +836,7 @@ def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
             command += ["--absent", *map(str, first.absent)]
         if ahead:
             command.append("--ahead")
-        if jail.on():
+        if jail.on(first.sandbox):
             command += ["--apart", first.directory]
         env, readable = environment()  # a student's process's, but for its devices
         env["JAX_PLATFORMS"] = "cpu"
@@ -843,6 +847,7 @@ def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
         proc = subprocess.Popen(
             jail.wrap(
                 command,
+                sandbox=first.sandbox,
                 readable=readable,
                 writable=[first.directory] if first.directory else [],
                 hidden=hidden_folders(first.hidden),  # as for every student's process
@@ -863,7 +868,9 @@ def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
                 os.close(fd)
     launcher = _Launcher(proc, len(clusters)) if shared else None
     reader = None
-    if jail.on():  # one network namespace: one reader of its counters for all the clusters
+    if jail.on(
+        first.sandbox
+    ):  # one network namespace: one reader of its counters for all the clusters
         from grader.sandbox import traffic
 
         reader = traffic.Reader(proc.pid)
@@ -876,7 +883,9 @@ def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
         c._seq = 0
         c._joined, c.loaded, c._loading = False, False, None
         c.started_at = now
-        c.measured = jail.on()  # a network namespace of the cluster's own: its counters
+        c.measured = jail.on(
+            first.sandbox
+        )  # a network namespace of the cluster's own: its counters
 
 
 class Twins:
@@ -885,14 +894,17 @@ class Twins:
     processes import a module of the grader's (a function ``twin`` that does
     nothing), never the student's."""
 
-    def __init__(self, module: str, hidden: list[str] | tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, module: str, hidden: list[str] | tuple[str, ...] = (),
+        sandbox: Sandbox = Sandbox(),  # noqa: B008 — frozen
+    ) -> None:  # fmt: skip
         import tempfile
 
         self.folder = tempfile.mkdtemp(prefix="course-twin-")
         Path(self.folder, f"{module}.py").write_text(
             '"""The grader\'s own cluster: no student\'s code."""\n\n\ndef twin(*args, **kwargs):\n    return None\n'
         )
-        self.pool = ClusterPool(self.folder, module, hidden)
+        self.pool = ClusterPool(self.folder, module, hidden, sandbox)
         self.pool.twins = True
 
     def get(self, processes: int, local: int, also: tuple[tuple[int, int], ...]) -> Cluster:
@@ -912,9 +924,12 @@ class ClusterPool:
     need (or ahead), reused across its exercises and examples, stopped at the end."""
 
     def __init__(
-        self, directory: str, module: str, hidden: list[str] | tuple[str, ...] = ()
-    ) -> None:
+        self, directory: str, module: str, hidden: list[str] | tuple[str, ...] = (),
+        sandbox: Sandbox = Sandbox(),  # noqa: B008 — frozen
+    ) -> None:  # fmt: skip
         self.directory, self.module, self.hidden = str(directory), module, list(hidden)
+        self.sandbox = sandbox
+        """The OS sandbox's settings (the worker's), for every cluster it starts."""
         self._clusters: dict[tuple[int, int], Cluster] = {}
         self._twins: Twins | None = None
         """The grader's own clusters, for what its clusters measure (made on first need)."""
@@ -958,14 +973,14 @@ class ClusterPool:
                 if cluster is not None:
                     cluster.stop()
                 cluster = self._clusters[key] = Cluster(
-                    self.directory, self.module, *key, hidden=self.hidden
+                    self.directory, self.module, *key, hidden=self.hidden, sandbox=self.sandbox
                 )
                 cluster._twin_of = self.twins
             if cluster.proc is None and cluster not in fresh:
                 fresh.append(cluster)
         for cluster in self._clusters.values() if not self.twins else ():
             if self._twins is None:  # theirs: every shape this pool runs, started at once
-                self._twins = Twins(self.module, self.hidden)
+                self._twins = Twins(self.module, self.hidden, self.sandbox)
             cluster._twins, cluster._twins_own = self._twins, False
             cluster._twin_keys = tuple(self._clusters)
         start_together(fresh, ahead)
@@ -976,7 +991,7 @@ class ClusterPool:
         waiting for them (a task of the lesson measures programs alone:
         ``measures_alone``): their start overlaps the student's clusters' work.
         ``warm``: each of their processes warms up once joined (``--ahead``)."""
-        if self._twins is None or not jail.on() or not self._clusters:
+        if self._twins is None or not jail.on(self.sandbox) or not self._clusters:
             return
         keys = tuple(self._clusters)
         self._twins.pool._start(keys, ahead=warm)

@@ -53,7 +53,7 @@ import subprocess
 import sys
 import threading
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.sandbox.lifeline import (
     PR_SET_CHILD_SUBREAPER,
@@ -61,6 +61,9 @@ from grader.sandbox.lifeline import (
     PR_SET_PDEATHSIG,
     prctl,
 )
+
+if TYPE_CHECKING:
+    from grader.config import Sandbox
 
 SWITCH = "COURSE_FORK_SERVER"
 """``0``: every student's process is started afresh."""
@@ -135,7 +138,7 @@ class ForkServer:
     """The worker's side: one server, for one submission's folder and one set
     of hidden folders (see the module docstring)."""
 
-    def __init__(self, directory: str, hidden: list[str]) -> None:
+    def __init__(self, directory: str, hidden: list[str], sandbox: Sandbox) -> None:
         from grader.sandbox import processes
 
         self.directory = directory
@@ -143,7 +146,7 @@ class ForkServer:
         try:
             self.proc = processes.start_jailed(
                 "grader.sandbox.forks", ["--control", str(theirs.fileno())], directory, hidden,
-                (theirs.fileno(),),
+                (theirs.fileno(),), sandbox,
             )  # fmt: skip
         except BaseException:
             ours.close()

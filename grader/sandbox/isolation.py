@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import hashlib
 import json
 import signal
@@ -775,18 +776,19 @@ class Replaying(Runtime):
                 before_run=self.turn.wait if self.turn is not None else None,
                 reads=known.reads,
                 read_as=_inputs_key(args, mesh, compiler_options),
-                memory_limit=replay_limit(mesh),
+                memory_limit=replay_limit(mesh, self.session.process.spares.sandbox.memory),
             )
 
 
-def replay_limit(mesh: Any) -> int | None:
+def replay_limit(mesh: Any, memory: str = "") -> int | None:
     """What a student's program may need on all its devices together, where they
     are the host's memory (simulated CPU devices): what the student's process may
-    allocate (``COURSE_SANDBOX_MEMORY``). An accelerator's own memory is bounded
+    allocate (``memory``, :attr:`grader.config.Sandbox.memory`: the worker's
+    ``COURSE_SANDBOX_MEMORY``; "": the default). An accelerator's own memory is bounded
     by the accelerator (its refusal is the student's error, :func:`theirs`)."""
     here = mesh.devices.flat[0].platform if mesh is not None else platform_here()
     try:
-        return jail.memory_limit() if here == "cpu" else None
+        return jail.memory_limit(memory) if here == "cpu" else None
     except ValueError:  # not a size: the sandbox is off and says why
         return None
 
@@ -869,7 +871,7 @@ class Isolated(Backend):
         measure what it saves)."""
         self.session = Session(str(directory), module, spares, programs, lessons)
         self.module, self.salt, self.lessons = module, salt, lessons
-        self.sandbox = jail.state()
+        self.sandbox = jail.state(self.session.process.spares.sandbox)
         self.clusters: Any = None
 
     def prepare(self) -> None:
@@ -913,7 +915,9 @@ class Isolated(Backend):
         self.session.learn(example, following)
         self.session.process.start()  # after a hang or a crash: started again here, not in run
         rt = Replaying(self.session, example, self.salt, following)
-        rt.memory_limit = replay_limit
+        rt.memory_limit = functools.partial(
+            replay_limit, memory=self.session.process.spares.sandbox.memory
+        )
         if self.clusters is None:
             process = self.session.process
             self.clusters = process.spares.clusters(process.directory, self.module)

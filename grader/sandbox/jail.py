@@ -54,7 +54,10 @@ Where no sandbox can be made (not Linux, user namespaces refused, a
 container that forbids mounting ``/proc``), or with ``COURSE_SANDBOX=off``,
 :func:`state` says ``off: <why>``, the command runs as it is, and the
 reports say ``sandbox: off``. ``COURSE_SANDBOX_MEMORY`` (e.g. ``2G``,
-``512M``) changes the memory limit.
+``512M``) changes the memory limit. Both are read at the edge of the process
+that makes sandboxes (the worker's ``main``: :attr:`grader.sandbox.worker.Options.sandbox`;
+``course``'s commands) into a :class:`grader.config.Sandbox`, handed to
+:func:`state` and :func:`wrap`: this module reads no setting of its own.
 """
 
 from __future__ import annotations
@@ -72,6 +75,10 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+TYPE_CHECKING = False  # not ``typing``'s: this file runs as a script, started with each process
+if TYPE_CHECKING:
+    from grader.config import Sandbox
 
 SWITCH = "COURSE_SANDBOX"
 """``off`` runs the student's process without a sandbox."""
@@ -111,17 +118,11 @@ SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000
 O_PATH = getattr(os, "O_PATH", 0o10000000)
 
 
-def settings() -> tuple[str, str]:
-    """What the sandbox is told by the environment of the process that makes it
-    (the worker's, as ``course`` started it): ``(COURSE_SANDBOX,
-    COURSE_SANDBOX_MEMORY)``, each as set ("" when unset)."""
-    return os.environ.get(SWITCH, ""), os.environ.get(MEMORY_VARIABLE, "")
-
-
-def state() -> str:
-    """``on``, or ``off: <why>``, for this process's :func:`settings`: decided once
-    for each (a probe that makes a sandbox and runs ``python -c pass`` in it)."""
-    return _decided(*settings())
+def state(sandbox: Sandbox) -> str:
+    """``on``, or ``off: <why>``, for these settings (read at the caller's edge:
+    :meth:`grader.config.Sandbox.from_environment`): decided once for each (a
+    probe that makes a sandbox and runs ``python -c pass`` in it)."""
+    return _decided(sandbox.switch, sandbox.memory)
 
 
 @functools.cache
@@ -131,14 +132,14 @@ def _decided(switch: str, memory: str) -> str:
     return _probe(switch, memory)
 
 
-def on() -> bool:
-    return state() == "on"
+def on(sandbox: Sandbox) -> bool:
+    return state(sandbox) == "on"
 
 
-def memory_limit(text: str | None = None) -> int:
-    """Bytes the student's process may allocate (``COURSE_SANDBOX_MEMORY``, or
-    ``text`` in its form)."""
-    text = (settings()[1] if text is None else text).strip().upper()
+def memory_limit(text: str) -> int:
+    """Bytes the student's process may allocate, for ``text`` in the form of
+    ``COURSE_SANDBOX_MEMORY`` (:attr:`grader.config.Sandbox.memory`; "": the default)."""
+    text = text.strip().upper()
     if not text:
         return MEMORY
     scale = {"K": 1 << 10, "M": MiB, "G": GiB}.get(text[-1:], 1)
@@ -171,10 +172,11 @@ def environment(env: dict[str, str]) -> dict[str, str]:
 
 
 def wrap(
-    command: list[str], *, readable: list[str], writable: list[str],
+    command: list[str], *, sandbox: Sandbox, readable: list[str], writable: list[str],
     hidden: Sequence[str] = (), status: int | None = None, loopback: bool = False,
 ) -> list[str]:  # fmt: skip
-    """``command`` run in the sandbox (unchanged where it is off). ``readable``:
+    """``command`` run in the sandbox (unchanged where ``sandbox``, its settings,
+    turn it off or none can be made here: :func:`state`). ``readable``:
     paths it must read (the course's code, Python, the submission); ``writable``:
     the submission's own folder, which it sees **read-only** like ``readable``
     (the callers' name for it; nothing of the host is writable in the sandbox);
@@ -185,9 +187,10 @@ def wrap(
     :func:`setup_failure`). ``loopback``: the namespace's loopback is brought up
     (a cluster of processes that talk to each other on it; still no network
     beyond it)."""
-    if not on():
+    if not on(sandbox):
         return command
-    return _command(command, readable, writable, hidden, status, loopback)
+    memory = memory_limit(sandbox.memory)
+    return _command(command, memory, readable, writable, hidden, status, loopback)
 
 
 def setup_failure(status: int) -> str | None:
@@ -209,7 +212,7 @@ def setup_failure(status: int) -> str | None:
 
 
 def _command(
-    command: list[str], readable: list[str], writable: list[str],
+    command: list[str], memory: int, readable: list[str], writable: list[str],
     hidden: Sequence[str] = (), status: int | None = None, loopback: bool = False,
 ) -> list[str]:  # fmt: skip
     config = {
@@ -224,7 +227,7 @@ def _command(
                 {os.path.realpath(p) for p in [*hidden, *elsewhere()] if p and os.path.isdir(p)},
             )
         ),
-        "memory": memory_limit(),
+        "memory": memory,
         "loopback": bool(loopback),
         "scratch": SCRATCH,
         "status": status,
@@ -302,11 +305,11 @@ def _probe(switch: str, memory: str) -> str:
     if not sys.platform.startswith("linux"):
         return f"off: no sandbox on {sys.platform} (Linux only)"
     try:
-        memory_limit(memory)
+        limit = memory_limit(memory)
     except ValueError as exc:
         return f"off: {exc}"
     probe = [sys.executable, "-I", "-S", "-c", "pass"]
-    command = _command(probe, python_paths(), [])
+    command = _command(probe, limit, python_paths(), [])
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=60,
                               stdin=subprocess.DEVNULL)  # fmt: skip

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.config import Sandbox
 from grader.repo import CODE
 from grader.sandbox import jail
 from grader.sandbox.channel import Channel
@@ -65,9 +66,16 @@ class Ahead:
     hidden: list[str] | tuple[str, ...] = ()
     """Folders the student's processes must not see, beyond the course's ``solutions/``."""
 
+    def __init__(self, sandbox: Sandbox = Sandbox()) -> None:  # noqa: B008 — frozen
+        self.sandbox = sandbox
+        """The OS sandbox's settings, for every process and cluster it starts (the
+        worker's :attr:`grader.sandbox.worker.Options.sandbox`; by default the
+        sandbox is on where it can be made)."""
+
     def start(self, directory: str, prepare: str = "", ahead: bool = False) -> Started:
         """A student's process for ``directory``, started now (:func:`spawn`)."""
-        return spawn(directory, prepare=prepare, ahead=ahead, hidden=self.hidden)
+        return spawn(directory, prepare=prepare, ahead=ahead, hidden=self.hidden,
+                     sandbox=self.sandbox)  # fmt: skip
 
     def ready(self, directory: str, module: str) -> Ready:
         """A student's process for the lesson that grades ``module`` from ``directory``."""
@@ -86,7 +94,8 @@ class Ahead:
         """Lesson 13's cluster pool for this lesson (:mod:`grader.sandbox.cluster`)."""
         from grader.sandbox.cluster import ClusterPool
 
-        return ClusterPool(str(Path(directory).resolve()), module, hidden=self.hidden)
+        return ClusterPool(str(Path(directory).resolve()), module, hidden=self.hidden,
+                           sandbox=self.sandbox)  # fmt: skip
 
     def clustered(self, module: str, keys: tuple[tuple[int, int], ...]) -> None:
         """The (P, D) of the clusters the lesson ``module`` started (for its next grade)."""
@@ -102,7 +111,8 @@ class Spares(Ahead):
     serving worker between two saves) imports jax and the lesson's spec only;
     it is asked to import the student's module when that grade begins."""
 
-    def __init__(self, helpers: int = 0) -> None:
+    def __init__(self, helpers: int = 0, sandbox: Sandbox = Sandbox()) -> None:  # noqa: B008
+        super().__init__(sandbox)
         self.hidden: list[str] = []
         """Folders its processes must not see, beyond the course's ``solutions/``
         (:meth:`hide`)."""
@@ -141,7 +151,7 @@ class Spares(Ahead):
             return
         self.stop_forks()
         with contextlib.suppress(OSError):
-            self.forks = ForkServer(directory, self.hidden)
+            self.forks = ForkServer(directory, self.hidden, self.sandbox)
 
     def stop_forks(self) -> None:
         """Stop the fork server (every process it forked ends with it)."""
@@ -157,7 +167,8 @@ class Spares(Ahead):
             forked = forks.fork(prepare, ahead)
             if forked is not None:
                 return forked
-        return spawn(directory, prepare=prepare, ahead=ahead, hidden=self.hidden)
+        return spawn(directory, prepare=prepare, ahead=ahead, hidden=self.hidden,
+                     sandbox=self.sandbox)  # fmt: skip
 
     def ready(self, directory: str, module: str) -> Ready:
         """The process started ahead for this lesson (:meth:`take`), else one
@@ -188,7 +199,8 @@ class Spares(Ahead):
             return
         from grader.sandbox.cluster import ClusterPool
 
-        pool = self._pools[key] = ClusterPool(key[0], module, hidden=self.hidden)
+        pool = self._pools[key] = ClusterPool(key[0], module, hidden=self.hidden,
+                                              sandbox=self.sandbox)  # fmt: skip
         pool.start_ahead(keys)
 
     def take_clusters(self, directory: str, module: str) -> Any:
@@ -325,19 +337,21 @@ def start_jailed(
     directory: str,
     hidden: list[str] | tuple,
     pass_fds: tuple[int, ...],
+    sandbox: Sandbox,
 ) -> subprocess.Popen:
     """``python -m module args…`` as the student's processes run, in the OS sandbox
     where one can be made (:mod:`grader.sandbox.jail`): it may write only to its
     scratch (``/tmp``, ``/dev/shm``), reads ``directory``, the submission's own
     folder, read-only, and sees nothing of :func:`hidden_folders` (with ``hidden``)
-    but that folder; it holds ``pass_fds``.
+    but that folder; it holds ``pass_fds``. ``sandbox``: its settings (the worker's).
     The sandbox says whether it was made on a pipe of its own (:func:`setup_failure`)."""
-    status_r, status_w = os.pipe() if jail.on() else (None, None)
+    status_r, status_w = os.pipe() if jail.on(sandbox) else (None, None)
     env, readable = environment()
     try:
         proc = subprocess.Popen(
             jail.wrap(
                 [sys.executable, "-m", module, *args],
+                sandbox=sandbox,
                 readable=readable,
                 writable=[directory] if directory else [],
                 hidden=hidden_folders(hidden),
@@ -359,8 +373,9 @@ def start_jailed(
 
 
 def spawn(
-    directory: str = "", prepare: str = "", ahead: bool = False, hidden: list[str] | tuple = ()
-) -> tuple[subprocess.Popen, Any, int]:
+    directory: str = "", prepare: str = "", ahead: bool = False, hidden: list[str] | tuple = (),
+    sandbox: Sandbox = Sandbox(),  # noqa: B008 — frozen
+) -> tuple[subprocess.Popen, Any, int]:  # fmt: skip
     """The student's process (:func:`start_jailed`). ``prepare``: the lesson whose
     spec (the grader's code) it imports before it says it is ready; ``ahead``:
     it also traces a first program then (nothing waits for it yet)."""
@@ -371,7 +386,7 @@ def spawn(
     args += ["--ahead"] if ahead else []
     try:
         proc = start_jailed("grader.sandbox.student", args, directory, hidden,
-                            (to_child_r, from_child_w))  # fmt: skip
+                            (to_child_r, from_child_w), sandbox)  # fmt: skip
     finally:
         os.close(to_child_r)
         os.close(from_child_w)

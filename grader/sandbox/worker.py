@@ -19,10 +19,11 @@ import secrets
 import sys
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
+from grader.config import Sandbox
 from grader.sandbox import forks
 from grader.sandbox.channel import Channel
 from grader.sandbox.lifeline import undumpable, watch_parent
@@ -103,7 +104,7 @@ class Options:
     """The worker's settings, read from its environment once, in :func:`main` (its
     edge), and handed down from there: its switches (to measure what a speed
     mechanism saves), the devices of a request that names none, where phases go,
-    and a course elsewhere."""
+    a course elsewhere, and the OS sandbox's settings."""
 
     ahead: bool = True
     """The sandbox's backend prepares each exercise's next example while one runs
@@ -128,6 +129,9 @@ class Options:
     phases: str = ""
     """Where each grade's phases are appended (``COURSE_PHASES``, :mod:`grader.phases`;
     ``""``: nowhere)."""
+    sandbox: Sandbox = field(default_factory=Sandbox)
+    """The OS sandbox's switch and memory (``COURSE_SANDBOX``, ``COURSE_SANDBOX_MEMORY``),
+    handed to every student's process and cluster it starts (:attr:`Warm.spares`)."""
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Options:
@@ -143,6 +147,7 @@ class Options:
             warm_up=env.get(WARM_UP, "1") != "0", fork_server=env.get(forks.SWITCH, "1") != "0",
             devices=env.get("COURSE_DEVICES", ""), platform=env.get("COURSE_PLATFORM", ""),
             phases=env.get("COURSE_PHASES", ""), root=env.get("COURSE_ROOT", ""),
+            sandbox=Sandbox.from_environment(env),
         )  # fmt: skip
 
 
@@ -155,7 +160,7 @@ class Warm:
         from grader.sandbox import processes
 
         self.options = options or Options()
-        self.spares = processes.Spares()
+        self.spares = processes.Spares(sandbox=self.options.sandbox)
         """The student's processes started ahead, and the folders they must not see."""
         if self.options.root:  # a course elsewhere: its references too
             self.spares.hide(*_references(self.options.root))
