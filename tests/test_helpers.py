@@ -133,7 +133,7 @@ def test_helpers_start_only_for_a_lesson_whose_grade_exported_programs(monkeypat
         def poll(self):
             return None
 
-    def fake_spawn(directory="", prepare="", ahead=False, hidden=()):
+    def fake_spawn(directory="", prepare="", ahead=False, hidden=(), sandbox=None):
         started.append(prepare)
         return (_Proc(), None, -1)
 

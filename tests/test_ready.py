@@ -37,7 +37,7 @@ def test_a_lesson_takes_the_process_started_for_it_else_one_started_now(monkeypa
     started: list[tuple[str, str]] = []
     questions: list[io.BytesIO] = []
 
-    def fake_spawn(directory="", prepare="", ahead=False, hidden=()):
+    def fake_spawn(directory="", prepare="", ahead=False, hidden=(), sandbox=None):
         started.append((directory, prepare))
         questions.append(io.BytesIO())
         return (_Alive(), questions[-1], -1)
