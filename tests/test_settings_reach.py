@@ -112,11 +112,13 @@ def test_the_references_of_a_course_elsewhere_are_hidden(root, tmp_path, bare, m
 
 
 @pytest.mark.skipif(jail.state(SANDBOX) != "on", reason=f"no sandbox here: {jail.state(SANDBOX)}")
-def test_a_memory_limit_handed_down_binds_the_students_process(tmp_path, bare, monkeypatch):
+def test_a_memory_limit_handed_down_binds_the_students_process(tmp_path, monkeypatch):
     """``COURSE_SANDBOX_MEMORY``, read by the worker's ``main`` into its Options, is
     handed to every student's process it starts (its spares) and binds there, though
     this process's environment has none: 3 GiB at import fails at once, with the
-    sandbox's 1 GiB named (with the default 8 GiB it would be allocated)."""
+    sandbox's 1 GiB named (with the default 8 GiB it would be allocated). Not ``bare``:
+    what this grade leaves started for later grades must keep the tests' devices
+    (XLA_FLAGS); with ``bare``, test_isolation run after it graded on one device."""
     monkeypatch.delenv(jail.MEMORY_VARIABLE, raising=False)
     monkeypatch.delenv(jail.SWITCH, raising=False)
     spares = worker.Warm(worker.Options.from_environment({jail.MEMORY_VARIABLE: "1G"})).spares
