@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from grader.spec import Draws
+if TYPE_CHECKING:  # grader.spec is not imported by course's quick commands (App.sandbox's Sandbox)
+    from grader.spec import Draws
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class Sandbox:
 class GradeConfig:
     """One grade's configuration (see the module docstring)."""
 
-    draws: Draws = field(default_factory=Draws)
+    draws: Draws = field(default_factory=lambda: _no_draws())
     """Where drawn examples are kept (a serving worker shares one between grades)."""
     simulated: bool = False
     """Meshes are built from the simulated CPU devices, the accelerators ignored:
@@ -53,3 +55,10 @@ class GradeConfig:
     examples need more accelerators than the host has
     (:func:`grader.engine.grade_lesson`), and sent to the student's process with
     each question."""
+
+
+def _no_draws() -> Draws:
+    """A grade's draws where none are kept (imported here, when a grade is configured)."""
+    from grader.spec import Draws
+
+    return Draws()
