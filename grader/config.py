@@ -42,11 +42,18 @@ class Sandbox:
         return cls(environ.get("COURSE_SANDBOX", ""), environ.get("COURSE_SANDBOX_MEMORY", ""))
 
 
+def _no_draws() -> Draws:
+    """A grade's draws where none are kept (imported here, when a grade is configured)."""
+    from grader.spec import Draws
+
+    return Draws()
+
+
 @dataclass(frozen=True)
 class GradeConfig:
     """One grade's configuration (see the module docstring)."""
 
-    draws: Draws = field(default_factory=lambda: _no_draws())
+    draws: Draws = field(default_factory=_no_draws)
     """Where drawn examples are kept (a serving worker shares one between grades)."""
     simulated: bool = False
     """Meshes are built from the simulated CPU devices, the accelerators ignored:
@@ -55,10 +62,3 @@ class GradeConfig:
     examples need more accelerators than the host has
     (:func:`grader.engine.grade_lesson`), and sent to the student's process with
     each question."""
-
-
-def _no_draws() -> Draws:
-    """A grade's draws where none are kept (imported here, when a grade is configured)."""
-    from grader.spec import Draws
-
-    return Draws()
