@@ -19,6 +19,7 @@ import click
 
 from course.commands.common import App, make_app
 from course.limits import DEFAULT_TIMEOUT, EXAMPLES, TIMEOUT, devices_option, nonempty_example
+from course.paths import cache_switch
 from course.progress import ProgressError
 from grader import repo
 from grader.config import Sandbox
@@ -95,7 +96,9 @@ def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
     early = ctx.obj if isinstance(ctx.obj, launch.Early) else None  # main()'s
     debug = os.environ.get("COURSE_DEBUG") == "1"  # the command line's edge
     sandbox = Sandbox.from_environment(os.environ)
-    ctx.obj = make_app(home, db, early, debug, repo.root(os.environ.get("COURSE_ROOT")), sandbox)
+    caching = cache_switch(os.environ.get("COURSE_COMPILE_CACHE"))
+    course_root = repo.root(os.environ.get("COURSE_ROOT"))
+    ctx.obj = make_app(home, db, early, debug, course_root, sandbox, caching)
     if ctx.invoked_subcommand is None:
         from course.commands.status import status as run
 

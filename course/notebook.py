@@ -129,8 +129,14 @@ def _app(home: str | Path | None, *, need_workspace: bool = True, ensure: bool =
     else:
         chosen = _session.home
     with _one_line():
-        debug = os.environ.get("COURSE_DEBUG") == "1"  # a notebook's call: the edge
-        app = make_app(str(chosen) if chosen else None, None, debug=debug, root=_root())
+        from course.paths import cache_switch
+
+        # a notebook's call: the edge
+        debug = os.environ.get("COURSE_DEBUG") == "1"
+        caching = cache_switch(os.environ.get("COURSE_COMPILE_CACHE"))
+        given = str(chosen) if chosen else os.environ.get("COURSE_HOME")
+        db = os.environ.get("COURSE_DB")
+        app = make_app(given, db, debug=debug, root=_root(), caching=caching)
     if need_workspace and app.workspace is None:
         raise CourseError(NO_WORKSPACE)
     if need_workspace and ensure:
@@ -234,7 +240,7 @@ def init(home: str | Path | None = None) -> Page:
 
     if home is None:
         _session.home = None
-        found = workspace(repo=_root())
+        found = workspace(os.environ.get("COURSE_HOME"), repo=_root())  # the edge
         chosen = found.home if found is not None else Path(DEFAULT_HOME).expanduser().resolve()
     else:
         chosen = Path(home).expanduser().resolve()

@@ -8,7 +8,8 @@ database; ``course reset`` copies a stub back.
 
 Which workspace (the README says the same):
 
-1. ``--home DIR`` or ``COURSE_HOME``;
+1. ``--home DIR`` or ``COURSE_HOME`` (read at the edge, the command line's option or the
+   notebook's call, and handed in as ``home``);
 2. else the nearest folder, from the current one upwards, that ``course init``
    made (it holds :data:`MARKER`);
 3. else, in a checkout, ``workspace/`` inside it;
@@ -18,14 +19,13 @@ Which workspace (the README says the same):
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.repo import CODE, root, shipped
 
-__all__ = ["MARKER", "Workspace", "find_workspace", "root", "workspace"]
+__all__ = ["MARKER", "Workspace", "cache_switch", "find_workspace", "root", "workspace"]
 
 MARKER = ".course-workspace"
 """The file ``course init`` leaves in a workspace, so that commands run inside it find it."""
@@ -35,6 +35,9 @@ MARKER = ".course-workspace"
 class Workspace:
     home: Path
     db: Path
+    caching: bool = True
+    """Compiled programs are kept between gradings (``COURSE_COMPILE_CACHE``, read at
+    the edge: :func:`cache_switch`)."""
 
     @property
     def exercises(self) -> Path:
@@ -42,10 +45,8 @@ class Workspace:
 
     @property
     def compile_cache(self) -> Path | None:
-        """Compiled programs kept between gradings; ``COURSE_COMPILE_CACHE=off`` disables it."""
-        if os.environ.get("COURSE_COMPILE_CACHE", "on").lower() in ("off", "0", "no"):
-            return None
-        return self.home / ".cache" / "jax"
+        """Where compiled programs are kept between gradings; None when not kept."""
+        return self.home / ".cache" / "jax" if self.caching else None
 
     def exercise_file(self, module: str) -> Path:
         return self.exercises / f"{module}.py"
@@ -73,19 +74,27 @@ def find_workspace(start: Path) -> Path | None:
     return None
 
 
+def cache_switch(value: str | None) -> bool:
+    """Whether compiled programs are kept, from ``COURSE_COMPILE_CACHE``'s value
+    (``off``, ``0`` or ``no``: not kept), which the edge reads."""
+    return (value or "on").lower() not in ("off", "0", "no")
+
+
 def workspace(
-    home: str | Path | None = None, db: str | Path | None = None, repo: Path = CODE
-) -> Workspace | None:
+    home: str | Path | None = None, db: str | Path | None = None, repo: Path = CODE,
+    caching: bool = True,
+) -> Workspace | None:  # fmt: skip
     """The workspace by the rules above (``repo``: the course's checkout,
-    :func:`grader.repo.root`); None when there is none."""
-    chosen = home or os.environ.get("COURSE_HOME") or find_workspace(Path.cwd().resolve())
+    :func:`grader.repo.root`; ``home`` and ``db``: what the edge was given, an
+    option or ``COURSE_HOME`` and ``COURSE_DB``); None when there is none."""
+    chosen = home or find_workspace(Path.cwd().resolve())
     if not chosen and shipped(repo).checkout:
         chosen = repo / "workspace"
     if not chosen:
         return None
     h = Path(chosen).resolve()
-    d = Path(db or os.environ.get("COURSE_DB") or h / "progress.db").resolve()
-    return Workspace(h, d)
+    d = Path(db or h / "progress.db").resolve()
+    return Workspace(h, d, caching)
 
 
 def inside_installed_package(folder: Path, repo: Path = CODE) -> bool:

@@ -20,12 +20,13 @@ SOURCES = sorted([*(ROOT / "grader").rglob("*.py"), *(ROOT / "course").rglob("*.
 
 READERS = {
     # the command line's edge: a command's options, a process's main
-    "course/cli.py": "COURSE_DEBUG and COURSE_ROOT, into the App every command receives",
-    "course/notebook.py": "COURSE_DEBUG and COURSE_ROOT, into the App of a notebook's call",
+    "course/cli.py": "COURSE_DEBUG, COURSE_ROOT and COURSE_COMPILE_CACHE, into the App every "
+    "command receives (COURSE_HOME and COURSE_DB: its --home and --db options' variables)",
+    "course/notebook.py": "COURSE_DEBUG, COURSE_ROOT, COURSE_HOME, COURSE_DB and "
+    "COURSE_COMPILE_CACHE, into the App of a notebook's call",
     "course/commands/autograder.py": "AUTOGRADER_ROOT and COURSE_DEBUG, in the autograder's own main",
     "course/commands/common.py": "PAGER, where a command pages",
     "course/commands/grade.py": "COURSE_PLATFORM and COURSE_DEVICES, checked as `course grade` starts",
-    "course/paths.py": "the workspace a command uses (COURSE_HOME, COURSE_DB, the cache)",
     "grader/sandbox/worker.py": "the worker's Options, read once in its main",
     "grader/sandbox/student.py": "COURSE_SANDBOX_WRITES (the sandbox's, for it), in its main",
     "grader/sandbox/launch.py": "the early worker's switch, and the environment a worker inherits",
@@ -151,3 +152,45 @@ def test_the_environment_is_written_only_where_a_process_is_prepared():
                     continue
                 found |= {(_relative(path), function.name, key) for key in keys}
     assert found == set(WRITERS), found
+
+
+@pytest.mark.parametrize(
+    ("environ", "home", "db", "caching"),
+    [
+        ({"COURSE_HOME": "/w"}, "/w", "/w/progress.db", True),
+        ({"COURSE_HOME": "/w", "COURSE_DB": "/d/p.db"}, "/w", "/d/p.db", True),
+        ({"COURSE_HOME": "/w", "COURSE_COMPILE_CACHE": "off"}, "/w", "/w/progress.db", False),
+        ({"COURSE_HOME": "/w", "COURSE_COMPILE_CACHE": "No"}, "/w", "/w/progress.db", False),
+        ({"COURSE_HOME": "/w", "COURSE_COMPILE_CACHE": "on"}, "/w", "/w/progress.db", True),
+    ],
+)  # fmt: skip
+def test_the_workspace_settings_are_read_at_the_command_lines_edge(
+    environ, home, db, caching, monkeypatch, tmp_path
+):
+    """``course``'s group reads COURSE_HOME, COURSE_DB (its options' variables) and
+    COURSE_COMPILE_CACHE and hands them to the workspace; course.paths reads none."""
+    from click.testing import CliRunner
+
+    from course import cli, paths
+    from course.commands.common import App
+
+    for name in ("COURSE_HOME", "COURSE_DB", "COURSE_COMPILE_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    seen: list[App] = []
+
+    @cli.cli.command("probe-app", hidden=True)
+    @cli.click.pass_obj
+    def probe(app: App) -> None:
+        seen.append(app)
+
+    try:
+        r = CliRunner().invoke(cli.cli, ["probe-app"], env=environ, catch_exceptions=False)
+    finally:
+        cli.cli.commands.pop("probe-app")
+    assert r.exit_code == 0, r.output
+    (app,) = seen
+    assert (app.ws.home, app.ws.db) == (Path(home).resolve(), Path(db).resolve())
+    assert (app.compile_cache() is not None) == caching
+    monkeypatch.setenv("COURSE_COMPILE_CACHE", "off")  # read by no one below the edge
+    assert paths.workspace(home, None).compile_cache == Path(home).resolve() / ".cache" / "jax"

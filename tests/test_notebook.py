@@ -192,8 +192,8 @@ def no_workspace(tmp_path, monkeypatch):
     """An installed course (a wheel, Colab): no rule finds a workspace."""
     monkeypatch.delenv("COURSE_HOME", raising=False)
     monkeypatch.setenv("COURSE_PLATFORM", "cpu")
-    monkeypatch.setattr("course.commands.common.workspace", lambda home, db, repo: (
-        None if home is None else __import__("course.paths").paths.workspace(home, db, repo)
+    monkeypatch.setattr("course.commands.common.workspace", lambda home, db, repo, caching: (
+        None if home is None else __import__("course.paths").paths.workspace(home, db, repo, caching)
     ))  # fmt: skip
     monkeypatch.setattr(notebook, "_session", notebook.Session())
     return tmp_path

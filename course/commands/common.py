@@ -152,12 +152,13 @@ def console() -> Console:
 def make_app(
     home: str | None, db: str | None, early: Early | None = None, debug: bool = False,
     root: Path = CODE, sandbox: Sandbox = Sandbox(),  # noqa: B008 — frozen
+    caching: bool = True,
 ) -> App:  # fmt: skip
     try:
         course = registry.load()
     except registry.RegistryError as exc:
         raise click.ClickException(str(exc)) from None
-    return App(workspace(home, db, root), console(), course, early, debug, root, sandbox)
+    return App(workspace(home, db, root, caching), console(), course, early, debug, root, sandbox)
 
 
 PAGER = "less -RFXS"
