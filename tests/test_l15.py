@@ -161,6 +161,7 @@ VALUE_WORDS = {
         "l15-scaled-unscaled-in-fp16": "unscaled in float16",
         "l15-scaled-skip-still-advances-momentum": "skipped step still advanced the momentum",
         "l15-scaled-skip-on-inf-only": "a nan gradient was applied",
+        "l15-scaled-skip-on-nan-only": "an overflowed gradient was applied",
     },
     "fp8_all_gather": {
         "l15-fp8-amax-summed": "added the devices' amaxes",

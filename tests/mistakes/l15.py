@@ -375,6 +375,20 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
+        id="l15-scaled-skip-on-nan-only",
+        module=L15,
+        exercise="loss_scaled_step",
+        status="failed",
+        check="values",
+        says=("an inf (and no nan)", "an overflowed gradient was applied", "jnp.isnan misses inf"),
+        patch=(
+            (
+                "bad_here = jnp.logical_not(jnp.all(jnp.isfinite(g))).astype(jnp.float32)",
+                "bad_here = jnp.any(jnp.isnan(g)).astype(jnp.float32)  # an inf goes through",
+            ),
+        ),
+    ),
+    Mistake(
         id="l15-scaled-overflow-found-locally",
         module=L15,
         exercise="loss_scaled_step",

@@ -157,16 +157,19 @@ subnormal (only the scaled ones are representable); ordinary ones; a nan."""
 
 def _scaled_examples(ctx: Context) -> list[Example]:
     """A nan (no inf) on 4 devices, one clean step short of growing the scale; underflow on
-    3 with a scale that then grows; the overflow and clean cases are drawn. The nan, not
-    the inf: a skip test written with isinf alone (or |g| > 65504) applies a nan, and every
-    mistake the inf example told apart (the skip that still advances the momentum, the
-    skip decided locally) the nan tells apart too; good = 1, not 0: a skip that leaves
-    good as it was, or lets it reach growth_interval, is seen."""
-    rows = zip(_sizes(ctx, 4, 3), ("nan", "underflow"), (2, 3), (1, 2))
+    3 with a scale that then grows; an inf on 2, one clean step short of growing; the clean
+    case is drawn. Both kinds of non-finite gradient are fixed: a skip test written with
+    isinf alone (or |g| > 65504) applies the nan, one written with isnan alone applies the
+    inf (the drawn example is an overflow one time in four), and every mistake the inf
+    told apart (the skip that still advances the momentum, the skip decided locally) the
+    nan tells apart too; good one short of the interval, not 0: a skip that leaves good
+    as it was, or lets it reach growth_interval, is seen."""
+    rows = (("nan", 4, 2, 1), ("underflow", 3, 3, 2), ("overflow", 2, 4, 3))
     return [
-        {"n": n, "chunk": 32, "case": case, "interval": k, "good": good, "seed": i}
-        for i, (n, case, k, good) in enumerate(rows)
-    ]
+        {"n": _sizes(ctx, size)[0], "chunk": 32, "case": case, "interval": k, "good": good,
+         "seed": i}
+        for i, (case, size, k, good) in enumerate(rows)
+    ]  # fmt: skip
 
 
 INTERVALS = ((2, 0), (2, 1), (3, 0), (3, 2), (4, 0), (4, 3))
@@ -714,7 +717,7 @@ def _trial_mistake(trial: Trial) -> str | None:
         want = jax.tree_util.tree_flatten_with_path(trial.expected)[0]
     except Exception:  # a malformed output: the checks say what is wrong with it
         return None
-    if trial.extra["kind"] == "scaled" and (words := _nan_applied(trial, got)):
+    if trial.extra["kind"] == "scaled" and (words := _non_finite_applied(trial, got)):
         return words
     for name in HINTED_LEAVES[trial.extra["kind"]]:
         for path, expected in want:
@@ -729,25 +732,31 @@ def _trial_mistake(trial: Trial) -> str | None:
     return None
 
 
-def _nan_applied(trial: Trial, got: dict[str, Any]) -> str | None:
-    """What was measured when a gradient holding a nan and no inf reached the state: the
-    step was not skipped (whatever the test that missed it: isinf alone, |g| > 65504, none)."""
+def _non_finite_applied(trial: Trial, got: dict[str, Any]) -> str | None:
+    """What was measured when a gradient holding a nan and no inf, or an inf and no nan,
+    reached the state: the step was not skipped (whatever the test that missed it: isinf
+    alone or |g| > 65504 for the nan, isnan alone for the inf, none for either)."""
     grads = as64(trial.extra["inputs"]["grads"])
-    if not np.isnan(grads).any() or np.isinf(grads).any():
+    nans, infs = int(np.isnan(grads).sum()), int(np.isinf(grads).sum())
+    if bool(nans) == bool(infs):
         return None
     for where, leaf in got.items():
         name = next((n for n in ("master", "m") if f"'{n}'" in where), None)
         out = np.asarray(leaf, np.float64) if name else None
         if out is None or out.shape != grads.shape or np.all(np.isfinite(out)):
             continue
+        held = f"a nan (and no inf) at {nans}" if nans else f"an inf (and no nan) at {infs}"
+        missed = (
+            "jnp.isinf misses nan, and a nan compares false with everything (|g| > 65504 "
+            "misses it too)" if nans else "jnp.isnan misses inf"
+        )  # fmt: skip
         return (
-            f"The gradient held a nan (and no inf) at {int(np.isnan(grads).sum())} element of "
-            f"one device's slice, and your {name} is not finite at "
-            f"{int((~np.isfinite(out)).sum())} of its {out.size} elements: a nan gradient was "
-            "applied. The step should have been skipped: any element that is not finite, nan "
-            "as well as inf, leaves the state as it was and halves the scale. jnp.isfinite is "
-            "false for both; jnp.isinf misses nan, and a nan compares false with everything "
-            "(|g| > 65504 misses it too)."
+            f"The gradient held {held} element{'s' if max(nans, infs) > 1 else ''} of one "
+            f"device's slice, and your {name} is not finite at "
+            f"{int((~np.isfinite(out)).sum())} of its {out.size} elements: "
+            f"{'a nan' if nans else 'an overflowed'} gradient was applied. The step should "
+            "have been skipped: any element that is not finite, nan as well as inf, leaves "
+            f"the state as it was and halves the scale. jnp.isfinite is false for both; {missed}."
         )
     return None
 
