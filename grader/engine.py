@@ -45,6 +45,7 @@ from grader.faults import (
     GraderFault,
     HostCall,
     LoadError,
+    SpecFaultThere,
     StudentFault,
     StudentProcessDied,
     StudentReturnError,
@@ -417,6 +418,15 @@ def _grade_exercise(
             return finish(
                 Status.FAULT, example=shown, error=f"internal grader error: {exc} — {REPORT}"
             )
+        except SpecFaultThere as exc:  # the grader's code failed there, it says
+            return finish(
+                Status.ERROR, example=shown,
+                error=f"The grader's own code failed in the process running your code while "
+                f"it ran {spec.name}: {exc}.",
+                hint="That process also runs your module, so the grader cannot tell whose "
+                "failure this is. If your code changes nothing of the grader's or jax's "
+                f"modules (no monkeypatching), it is {REPORT}.",
+            )  # fmt: skip
         except StudentFault as exc:  # what that process says cannot be the grader's fault
             return finish(
                 Status.ERROR, example=shown,

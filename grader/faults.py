@@ -10,7 +10,8 @@ them (in this process, or the sandbox's, :mod:`grader.sandbox.isolation`).
   :class:`ExampleTimeout` (past its time), :class:`HostCall` (a program that calls
   out of the devices), and, where the code runs in a process of its own,
   :class:`StudentProcessDied` and :class:`StudentFault` (that process, which runs
-  the student's module, ended or said it failed);
+  the student's module, ended or said it failed; :class:`SpecFaultThere`: said that
+  the grader's own code failed there);
 - the engine's own bookkeeping: :class:`Abandoned`, :class:`NotStartedHere`.
 """
 
@@ -64,6 +65,14 @@ class StudentFault(Exception):
     ran). That process runs the student's module, which can make it say anything:
     the engine reports this as the student's error, never as the grader's (a
     grader fault is an exception raised in the grading process itself)."""
+
+
+class SpecFaultThere(StudentFault):
+    """The student's process says the grader's own code raised a :class:`GraderFault`
+    there (a spec's ``run`` that reached what is hidden from that process, say). Still
+    the student's error (that process also runs the student's module, which can raise
+    anything), but said as what it reports: the grader's code failed there, and the
+    student is told when it is the grader's bug to report."""
 
 
 class Abandoned(Exception):

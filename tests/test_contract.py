@@ -67,6 +67,52 @@ def test_a_wrong_chained_program_fails_the_same_way_both_ways(root, tmp_path):
     assert _verdict(isolated) == _verdict(here), (_verdict(isolated), isolated.hint)
 
 
+def test_a_spec_that_fails_in_the_students_process_is_said_as_the_graders_code(root, tmp_path):
+    """A spec whose ``run`` reaches the grader's side (hidden from the student's
+    process) passes here and fails there: the report says the grader's own code failed
+    in that process, and when it is the grader's bug to report. It stays the student's
+    error (that process runs the student's module too), and is never "your code raised"."""
+    source = (root / "tests" / "data" / "solutions" / f"{MODULE}.py").read_text()
+    graded = {}
+    for name, isolate in (("here", False), ("iso", True)):
+        directory = _sub(tmp_path, name)
+        (directory / "l98_graders_side.py").write_text(source)
+        chosen = (backends.isolated if isolate else backends.here)(SALT, LESSONS)
+        (graded[name],) = backends.grade_lesson(
+            98, "l98_graders_side", directory, backend=chosen, lessons=LESSONS, timeout=120
+        ).exercises
+    assert graded["here"].status == Status.PASSED, _verdict(graded["here"])
+    there = graded["iso"]
+    assert there.status == Status.ERROR, _verdict(there)
+    assert there.error.startswith(
+        "The grader's own code failed in the process running your code while it ran shift: "
+        "grader.expected.training is the grader's side and could not be imported"
+    ), there.error
+    assert "not your code's fault; please report it" in there.hint, there.hint
+
+
+def test_the_students_process_says_a_grader_fault_as_the_graders():
+    """Each end of the wire on its own: the student's process names a GraderFault
+    raised there "grader"; the worker raises it as SpecFaultThere (a StudentFault, so
+    the student's error) and any other failure as before."""
+    from types import SimpleNamespace
+
+    from grader.faults import GraderFault, SpecFaultThere, StudentFault
+    from grader.later import Hidden
+    from grader.sandbox.isolation import raise_from
+    from grader.sandbox.student import Session
+
+    where = SimpleNamespace(directory="/nowhere", scratch=None)
+    for exc, kind in ((Hidden("h"), "grader"), (GraderFault("g"), "grader"),
+                      (ValueError("v"), "error"), (NotImplementedError(), "not_started")):  # fmt: skip
+        assert Session.raised(where, exc, 1)["kind"] == kind, exc
+    with pytest.raises(SpecFaultThere, match="^the spec$"):
+        raise_from({"raised": {"kind": "grader", "message": "the spec", "called": 0}})
+    with pytest.raises(StudentFault) as other:
+        raise_from({"raised": {"kind": "error", "message": "theirs", "called": 0}})
+    assert not isinstance(other.value, SpecFaultThere)
+
+
 def _sub(tmp_path: Path, name: str) -> Path:
     (tmp_path / name).mkdir()
     return tmp_path / name

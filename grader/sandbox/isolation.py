@@ -53,6 +53,7 @@ from grader.faults import (
     HostCall,
     LoadError,
     NotStartedHere,
+    SpecFaultThere,
     StudentFault,
     StudentProcessDied,
 )
@@ -601,6 +602,8 @@ def raise_from(answer: dict) -> None:
     if kind == "return":
         hint = r.get("hint")
         raise StudentReturnError(message, hint=hint if isinstance(hint, str) else None)
+    if kind == "grader":
+        raise SpecFaultThere(message)
     if kind == "fault" or (kind != "exit" and not r.get("called")):
         raise StudentFault(message)
     exc = wire.remote_exception(str(r.get("type", "Exception")), message)

@@ -280,11 +280,14 @@ class Session:
         return {"ok": True, "result": wire.encode(result)}
 
     def raised(self, exc: BaseException, called: int) -> dict:
+        from grader.faults import GraderFault
         from grader.loader import format_student_error
         from grader.runtime import StudentReturnError
 
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             kind = "exit"
+        elif isinstance(exc, GraderFault):  # the spec's own code, here: said as such
+            kind = "grader"
         elif isinstance(exc, NotImplementedError):
             kind = "not_started"
         elif isinstance(exc, StudentReturnError):
