@@ -637,36 +637,11 @@ class Cluster:
     def _gather(self, seq: int, doing: str, limit: float) -> list[dict]:
         start = time.perf_counter()
         answers: dict[int, dict] = {}
-        waiting = set(range(self.processes))
-        raised_at: float | None = None
-        """When a process answered that the student's code raised."""
+        # the waiting loop runs in a frame of its own: Python 3.13 can skip the handlers
+        # of the frame whose `while` loop a signal's exception (the grade's alarm)
+        # interrupts (CPython issues 130279 and 108214); a caller's handlers hold
         try:
-            while waiting:
-                left = limit - (time.perf_counter() - start)
-                if raised_at is not None:
-                    left = min(left, RAISED_GRACE - (time.perf_counter() - raised_at))
-                    if left <= 0:  # the others wait for it in a collective: stop them all
-                        self.stop()
-                        return [answers.get(i, {"still_inside": True}) for i in range(self.processes)]  # fmt: skip
-                if left <= 0:
-                    raise ClusterHung(*self._hung(doing, answers, time.perf_counter() - start))
-                fds = {self._channels[i].fd: i for i in waiting}
-                ready, _, _ = select.select(list(fds), [], [], min(left, 1.0))
-                for i, line in ((fds[fd], line) for fd in ready for line in self._lines(fds[fd], doing, answers)):  # fmt: skip
-                    try:
-                        answer = json.loads(line)
-                    except (ValueError, RecursionError):
-                        answer = None
-                    if not isinstance(answer, dict) or answer.get("seq") != seq:
-                        self.stop()
-                        raise ClusterDied(
-                            f"process {i} wrote on the grader's channel something that is "
-                            f"not the grader's answer while {doing}"
-                        )
-                    answers[i] = answer
-                    waiting.discard(i)
-                    if "raised" in answer and raised_at is None:
-                        raised_at = time.perf_counter()
+            return self._wait_for(seq, doing, limit, start, answers)
         except ClusterHung:
             raise
         except ExampleTimeout:  # the grade's own limit, from its alarm
@@ -674,6 +649,40 @@ class Cluster:
         except BaseException:  # an interrupt: nothing is left running
             self.stop()
             raise
+
+    def _wait_for(
+        self, seq: int, doing: str, limit: float, start: float, answers: dict[int, dict]
+    ) -> list[dict]:
+        """The P answers to question ``seq``, gathered into ``answers`` as they come."""
+        waiting = set(range(self.processes))
+        raised_at: float | None = None
+        """When a process answered that the student's code raised."""
+        while waiting:
+            left = limit - (time.perf_counter() - start)
+            if raised_at is not None:
+                left = min(left, RAISED_GRACE - (time.perf_counter() - raised_at))
+                if left <= 0:  # the others wait for it in a collective: stop them all
+                    self.stop()
+                    return [answers.get(i, {"still_inside": True}) for i in range(self.processes)]  # fmt: skip
+            if left <= 0:
+                raise ClusterHung(*self._hung(doing, answers, time.perf_counter() - start))
+            fds = {self._channels[i].fd: i for i in waiting}
+            ready, _, _ = select.select(list(fds), [], [], min(left, 1.0))
+            for i, line in ((fds[fd], line) for fd in ready for line in self._lines(fds[fd], doing, answers)):  # fmt: skip
+                try:
+                    answer = json.loads(line)
+                except (ValueError, RecursionError):
+                    answer = None
+                if not isinstance(answer, dict) or answer.get("seq") != seq:
+                    self.stop()
+                    raise ClusterDied(
+                        f"process {i} wrote on the grader's channel something that is "
+                        f"not the grader's answer while {doing}"
+                    )
+                answers[i] = answer
+                waiting.discard(i)
+                if "raised" in answer and raised_at is None:
+                    raised_at = time.perf_counter()
         return [answers[i] for i in range(self.processes)]
 
     def _lines(self, i: int, doing: str, answers: dict[int, dict]) -> list[bytes]:
