@@ -333,8 +333,8 @@ def test_what_next_follows_the_registry_not_the_numbers():
 
 
 def test_grade_all_and_the_current_lesson_follow_the_registry(tmp_path, monkeypatch):
-    monkeypatch.setenv("COURSE_HOME", str(tmp_path / "home"))
-    app = replace(make_app(None, None), console=Console(file=io.StringIO(), width=100))
+    home = str(tmp_path / "home")  # handed in, as course's --home (COURSE_HOME) is
+    app = replace(make_app(home, None), console=Console(file=io.StringIO(), width=100))
     order = [x.number for x in parse_target(app, None, True).lessons]
     assert order == [x.number for x in COURSE.lessons] and order.index(15) == order.index(7) + 1
     # lessons 1 to 7 passed (and 8, out of turn): the current lesson, which `course grade`,

@@ -49,9 +49,9 @@ def test_no_pointer_after_a_failure_or_a_single_exercise():
 
 
 @pytest.fixture
-def app(tmp_path, monkeypatch):
-    monkeypatch.setenv("COURSE_HOME", str(tmp_path / "home"))
-    return replace(make_app(None, None), console=Console(file=io.StringIO(), width=100))
+def app(tmp_path):
+    home = str(tmp_path / "home")  # handed in, as course's --home (COURSE_HOME) is
+    return replace(make_app(home, None), console=Console(file=io.StringIO(), width=100))
 
 
 def test_after_the_last_hint_it_says_the_next_call_starts_over(app):
