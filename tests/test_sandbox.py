@@ -332,6 +332,28 @@ def test_the_probe_says_why_not_where_the_sandbox_cannot_be_made():
     assert r.stdout.strip() == "off: no user namespaces here (unshare): No space left on device"
 
 
+def test_a_program_the_sandbox_cannot_run_is_named(tmp_path):
+    """An executable the sandbox cannot run (here: none there; a Python reached through
+    a link into a folder it hides looks the same) is named in what the sandbox says:
+    ``execvp``'s own message names no file."""
+    import subprocess
+
+    if not jail.on(Sandbox()):
+        pytest.skip(f"no sandbox here: {jail.state(Sandbox())}")
+    missing = str(tmp_path / "no-such-python")
+    status_r, status_w = os.pipe()
+    command = jail.wrap([missing, "-c", "pass"], sandbox=Sandbox(), readable=[str(tmp_path)],
+                        writable=[], status=status_w)  # fmt: skip
+    try:
+        done = subprocess.run(command, pass_fds=(status_w,), capture_output=True, text=True,
+                              timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+    finally:
+        os.close(status_w)
+    said = jail.setup_failure(status_r)
+    assert done.returncode != 0
+    assert said == f"could not run {missing} in the sandbox: No such file or directory", said
+
+
 @pytest.fixture
 def outside_tmp():
     """A folder outside ``/tmp`` (the sandbox covers ``/tmp`` with a private one,

@@ -840,7 +840,12 @@ def main(argv: list[str]) -> None:
             os.close(hold)
             os.close(failed)
             _inside(config, lifeline)
-            os.execvp(command[0], command)
+            try:
+                os.execvp(command[0], command)
+            except OSError as exc:  # its message names no file: say which
+                raise SetupError(
+                    f"could not run {command[0]} in the sandbox: {exc.strerror or exc}"
+                ) from None
         except Exception as exc:  # noqa: BLE001 — whatever stops the setup, said as such
             why = str(exc) if isinstance(exc, SetupError | OSError) else repr(exc)
             print(f"sandbox: {why}", file=sys.stderr, flush=True)
