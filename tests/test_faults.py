@@ -24,14 +24,11 @@ import pytest
 
 from course.progress import Progress, ProgressError
 from course.scoring import ExerciseScore
-from grader.config import Sandbox
 from grader.results import ExerciseResult, Status
 from grader.sandbox import jail
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import GraderCrashed, grade
-
-SANDBOX = Sandbox.from_environment(os.environ)
-"""The sandbox's settings in the tests' environment (their edge)."""
+from tests.sandboxed import SANDBOX
 
 ROOT = Path(__file__).resolve().parent.parent
 ONE = ("2.ring_all_gather", "--max-examples", "0")

@@ -12,21 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from grader.config import Sandbox
 from grader.repo import CODE
 from grader.results import Status
 from grader.sandbox import forks, jail, worker
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import grade
 from tests import reports
+from tests.sandboxed import SANDBOX, needs_sandbox
 from tests.test_sandbox import DETACH, TRY, _running
 
-SANDBOX = Sandbox.from_environment(os.environ)
-"""The sandbox's settings in the tests' environment (their edge)."""
-
-needs_sandbox = pytest.mark.skipif(
-    not jail.on(SANDBOX), reason=f"no sandbox here: {jail.state(SANDBOX)}"
-)
 needs_forks = pytest.mark.skipif(not forks.wanted(2), reason="no fork server here")
 
 L01 = LessonJob(1, "l01_meshes", ("shard_shape",))

@@ -19,7 +19,6 @@ installed wheel must ship it and hide it.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tomllib
@@ -27,18 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.config import Sandbox
 from grader.runtime import Runtime
-from grader.sandbox import jail, references
+from grader.sandbox import references
 from tests import reports
+from tests.sandboxed import needs_sandbox
 from tests.test_faults import ROOT, as_json, attempts, course, states
-
-SANDBOX = Sandbox.from_environment(os.environ)
-"""The sandbox's settings in the tests' environment (their edge)."""
-
-needs_sandbox = pytest.mark.skipif(
-    not jail.on(SANDBOX), reason=f"no sandbox here: {jail.state(SANDBOX)}"
-)
 
 HIDDEN = ROOT / "grader" / "expected"
 

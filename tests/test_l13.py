@@ -24,9 +24,7 @@ from grader.lessons.l13_multi_host import on_process
 from grader.sandbox import backends, jail, wire
 from grader.sandbox.cluster import Cluster, ClusterHung, ClusterPool
 from grader.sandbox.isolation import StudentProcessDied
-
-SANDBOX = Sandbox.from_environment(os.environ)
-"""The sandbox's settings in the tests' environment (their edge)."""
+from tests.sandboxed import SANDBOX
 
 MODULE = "l13_multi_host"
 BATCH = "import os\nimport jax\nimport numpy as np\n"

@@ -31,17 +31,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.config import Sandbox
-from grader.sandbox import jail
 from tests import reports
+from tests.sandboxed import needs_sandbox
 from tests.test_faults import ROOT, leftovers
-
-SANDBOX = Sandbox.from_environment(os.environ)
-"""The sandbox's settings in the tests' environment (their edge)."""
-
-needs_sandbox = pytest.mark.skipif(
-    not jail.on(SANDBOX), reason=f"no sandbox here: {jail.state(SANDBOX)}"
-)
 
 SKIPPED_TREES = {".git", ".venv", "solutions", "build", "dist", "workspace", "__pycache__",
                  ".hypothesis", ".pytest_cache", ".ruff_cache", ".cache"}  # fmt: skip

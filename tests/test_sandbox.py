@@ -19,14 +19,8 @@ from grader.results import Status
 from grader.sandbox import backends, jail
 from grader.sandbox.processes import Ahead
 from tests import reports
+from tests.sandboxed import SANDBOX, needs_sandbox
 from tests.test_cli import course
-
-SANDBOX = Sandbox.from_environment(os.environ)
-"""The sandbox's settings in the tests' environment (their edge)."""
-
-needs_sandbox = pytest.mark.skipif(
-    not jail.on(SANDBOX), reason=f"no sandbox here: {jail.state(SANDBOX)}"
-)
 
 TRY = """
 def _try(what):

@@ -16,9 +16,7 @@ from grader.sandbox import backends, jail, worker
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import grade
 from tests import reports
-
-SANDBOX = Sandbox.from_environment(os.environ)
-"""The sandbox's settings in the tests' environment (their edge)."""
+from tests.sandboxed import SANDBOX
 
 SHARD_SHAPE = LessonJob(1, "l01_meshes", ("shard_shape",))
 SETTINGS = ("COURSE_DEVICES", "COURSE_PLATFORM", "COURSE_DEBUG", "COURSE_ROOT", "XLA_FLAGS",

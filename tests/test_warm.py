@@ -15,15 +15,12 @@ from dataclasses import replace
 
 import pytest
 
-from grader.config import Sandbox
 from grader.results import Status
 from grader.sandbox import backends, jail
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import Worker, grade
 from tests import reports
-
-SANDBOX = Sandbox.from_environment(os.environ)
-"""The sandbox's settings in the tests' environment (their edge)."""
+from tests.sandboxed import SANDBOX
 
 L01 = LessonJob(1, "l01_meshes", ("shard_shape", "place"))
 

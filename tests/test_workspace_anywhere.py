@@ -23,12 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.config import Sandbox
 from grader.sandbox import jail
+from tests.sandboxed import SANDBOX
 from tests.test_faults import ROOT, leftovers
-
-SANDBOX = Sandbox.from_environment(os.environ)
-"""The sandbox's settings in the tests' environment (their edge)."""
 
 PEEK = """
 import os as _os

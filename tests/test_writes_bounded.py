@@ -22,20 +22,11 @@ import sys
 import threading
 from pathlib import Path
 
-import pytest
-
-from grader.config import Sandbox
 from grader.loader import format_student_error, read_only_note, space_note
 from grader.results import Status
 from grader.sandbox import jail, student
+from tests.sandboxed import SANDBOX, needs_sandbox
 from tests.test_faults import course, states, status_of, workspace
-
-SANDBOX = Sandbox.from_environment(os.environ)
-"""The sandbox's settings in the tests' environment (their edge)."""
-
-needs_sandbox = pytest.mark.skipif(
-    not jail.on(SANDBOX), reason=f"no sandbox here: {jail.state(SANDBOX)}"
-)
 
 CAP = jail._bytes(jail.SCRATCH) >> 20
 """MiB each of /tmp and /dev/shm may hold in the sandbox."""

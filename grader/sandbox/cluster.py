@@ -824,6 +824,7 @@ def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
             start_together([c], ahead)
         return
     shared = len(clusters) > 1
+    sandboxed = jail.on(first.sandbox)
     theirs: list[int] = []
     ours: list[tuple[list[tuple[int, int]], int | None]] = []
     command = [sys.executable, "-m", "grader.sandbox.cluster"]
@@ -845,7 +846,7 @@ def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
             command += ["--absent", *map(str, first.absent)]
         if ahead:
             command.append("--ahead")
-        if jail.on(first.sandbox):
+        if sandboxed:
             command += ["--apart", first.directory]
         env, readable = environment()  # a student's process's, but for its devices
         env["JAX_PLATFORMS"] = "cpu"
@@ -877,9 +878,7 @@ def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
                 os.close(fd)
     launcher = _Launcher(proc, len(clusters)) if shared else None
     reader = None
-    if jail.on(
-        first.sandbox
-    ):  # one network namespace: one reader of its counters for all the clusters
+    if sandboxed:  # one network namespace: one reader of its counters for all the clusters
         from grader.sandbox import traffic
 
         reader = traffic.Reader(proc.pid)
@@ -892,9 +891,7 @@ def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
         c._seq = 0
         c._joined, c.loaded, c._loading = False, False, None
         c.started_at = now
-        c.measured = jail.on(
-            first.sandbox
-        )  # a network namespace of the cluster's own: its counters
+        c.measured = sandboxed  # a network namespace of the cluster's own: its counters
 
 
 class Twins:
