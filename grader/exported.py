@@ -13,10 +13,13 @@ a process: the core's, used by the sandbox's replaying runtime and by
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Any
 
 from grader import runtime as runtimes
 from grader.faults import GraderFault, HostCall, NotGradable, StudentProcessDied
+from grader.measure.jaxpr import Program
 from grader.spec import Example, Trial
 
 
@@ -57,17 +60,13 @@ def replay(
     import jax
 
     handed = program if isinstance(program, HandedOver) else HandedOver.read(program)
-    check_exported(handed.exported, args, mesh, handed.text)
-    read = read_program(handed.exported, handed.text)
+    read = read_exported(handed.exported)
+    check_exported(handed.exported, args, mesh, read.calls)
     with theirs("lower"):
-        lowered = (
-            jax.jit(handed.exported.call, donate_argnums=donated_argnums(handed.exported))
-            .trace(*args)
-            .lower()
-        )
+        lowered = jax.jit(handed.exported.call, donate_argnums=read.donated).trace(*args).lower()
     with theirs("compile or run"):
         return runtimes.run_compiled(
-            lowered, read, args, mesh, example, compiler_options, extra, salt,
+            lowered, read.program, args, mesh, example, compiler_options, extra, salt,
             memory_limit=memory_limit,
         )  # fmt: skip
 
@@ -108,11 +107,12 @@ ALLOWED_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullS
 """Custom calls a handed-back program may hold: sharding annotations only."""
 
 
-def check_exported(exported: Any, args: tuple, mesh: Any, text: str | None = None) -> None:
+def check_exported(
+    exported: Any, args: tuple, mesh: Any, calls: Collection[str] | None = None
+) -> None:
     """The program takes the example's inputs, fits the mesh, calls nothing else
-    (``text``: its StableHLO, if printed already)."""
-    import re
-
+    (``calls``: its custom calls' targets, if read already: :func:`read_exported`;
+    else found in its printed StableHLO)."""
     import jax
 
     leaves = jax.tree.leaves(args)
@@ -135,9 +135,7 @@ def check_exported(exported: Any, args: tuple, mesh: Any, text: str | None = Non
             f"{here}: build it for the devices the grader's mesh gives you (do not name a "
             "platform when you jit or export)"
         )
-    text = exported.mlir_module() if text is None else text
-    targets = set(re.findall(r"custom_call\s*@([\w.$-]+)", text))
-    targets |= set(re.findall(r'call_target_name\s*=\s*"([^"]+)"', text))
+    targets = calls_in_text(exported.mlir_module()) if calls is None else set(calls)
     unknown = sorted(t for t in targets if t not in ALLOWED_CALLS)
     if unknown:
         raise HostCall(
@@ -146,15 +144,60 @@ def check_exported(exported: Any, args: tuple, mesh: Any, text: str | None = Non
         )
 
 
-def read_program(exported: Any, text: str | None = None) -> Any:
+def calls_in_text(text: str) -> set[str]:
+    """The custom calls' targets named anywhere in a program's printed StableHLO."""
+    import re
+
+    targets = set(re.findall(r"custom_call\s*@([\w.$-]+)", text))
+    return targets | set(re.findall(r'call_target_name\s*=\s*"([^"]+)"', text))
+
+
+@dataclass(frozen=True)
+class Read:
+    """What the worker reads of an exported program (:func:`read_exported`)."""
+
+    calls: frozenset[str]
+    """The targets of its custom calls, functions never called included."""
+    program: Program
+    """What the checks read (:func:`read_program`)."""
+    donated: tuple[int, ...]
+    """The arguments it donates (:func:`donated_argnums`)."""
+
+
+def read_exported(exported: Any) -> Read:
+    """Read an exported program once: its serialized module deserialised into MLIR's
+    structures, never printed (on jax 0.10.2, a small ZeRO step took 2.9 ms to print
+    and 2.3 ms to parse again, against 0.4 ms to deserialise), and everything the
+    worker needs read from that one module: ``tests/test_readers.py`` holds it to
+    what the printed text reads."""
+    from grader.measure import stablehlo
+
+    module = _read(lambda: stablehlo.parse_exported(exported))
+    return Read(
+        frozenset(stablehlo.custom_calls(module)),
+        read_program(exported, module),
+        donated_argnums(exported, module),
+    )
+
+
+def read_program(exported: Any, program: Any = None) -> Program:
     """What the checks read of the program (its loops, collectives, dtypes,
-    ``shard_map``), from the exported program's own StableHLO, as printed here:
-    never from what the student's process says about it. A form the reader does
-    not know is the grader's to fix (a newer jax), so it is a grader fault."""
+    ``shard_map``), from the exported program's own StableHLO (``program``: its
+    module or text, if parsed or printed already): never from what the student's
+    process says about it. A form the reader does not know is the grader's to fix
+    (a newer jax), so it is a grader fault."""
+    from grader.measure import stablehlo
+
+    return _read(lambda: stablehlo.read(exported.mlir_module() if program is None else program))
+
+
+def _read(reading: Callable[[], Any]) -> Any:
+    """``reading()``, its :class:`~grader.measure.stablehlo.Unrecognised` said: a dtype
+    the course does not grade is the student's, any other form the grader's."""
     from grader.measure import stablehlo
 
     try:
-        return stablehlo.read(exported.mlir_module() if text is None else text)
+        return reading()
     except stablehlo.Unrecognised as exc:
         if str(exc).startswith("an element type"):  # a dtype the course does not grade
             raise NotGradable(
@@ -166,7 +209,7 @@ def read_program(exported: Any, text: str | None = None) -> Any:
         ) from None
 
 
-def donated_argnums(exported: Any) -> tuple[int, ...]:
+def donated_argnums(exported: Any, module: Any = None) -> tuple[int, ...]:
     """The top-level arguments whose every leaf the exported program donates, read from
     the program itself (:func:`grader.measure.stablehlo.donated_parameters`): the
     grader's own ``jax.jit(..., donate_argnums=…)`` around the student's function,
@@ -174,7 +217,8 @@ def donated_argnums(exported: Any) -> tuple[int, ...]:
     aliases what it aliased where it was traced (lesson 16's cache)."""
     from grader.measure import stablehlo
 
-    marked = stablehlo.donated_parameters(stablehlo.parse_exported(exported))
+    module = stablehlo.parse_exported(exported) if module is None else module
+    marked = stablehlo.donated_parameters(module)
     kept = list(exported.module_kept_var_idx)
     donated_flat = {kept[k] for k in marked if k < len(kept)}
     out, first = [], 0

@@ -50,13 +50,16 @@ def test_both_readers_read_every_program_the_same(programs: list[Recorded]) -> N
 def test_a_program_reads_the_same_from_its_export_as_from_its_text(
     programs: list[Recorded],
 ) -> None:
-    """The worker may read the exported program's module without printing it."""
+    """The worker reads the exported program's module without printing it
+    (:func:`grader.exported.read_exported`): the same as its printed text reads."""
+    from grader.exported import calls_in_text, read_exported
+
     exported = [r for r in programs if r.exported is not None]
     assert len(exported) > 0.9 * len(programs)
     for r in exported:
-        module, printed = stablehlo.parse_exported(r.exported), stablehlo.parse(r.text)
-        assert reading(stablehlo.read(module)) == reading(stablehlo.read(printed)), r.label
-        assert stablehlo.custom_calls(module) == stablehlo.custom_calls(printed), r.label
+        got, printed = read_exported(r.exported), stablehlo.parse(r.text)
+        assert reading(got.program) == reading(stablehlo.read(printed)), r.label
+        assert got.calls == stablehlo.custom_calls(printed) == calls_in_text(r.text), r.label
 
 
 def test_the_programs_are_every_lesson_and_mistake_and_hold_what_checks_read(

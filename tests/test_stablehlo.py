@@ -281,6 +281,37 @@ def test_groups_it_cannot_place_are_refused(groups, says):
         stablehlo.read(collective(groups, mesh))
 
 
+def test_each_thread_parses_in_a_context_of_its_own_made_afresh_and_outlived(monkeypatch):
+    """Parsing reuses this thread's context (making one costs as much as a parse on
+    jax 0.10.2; jax 0.12 keeps one per thread itself, for 10 uses) for CONTEXT_USES
+    parses, then asks for a fresh one; a module read after its context was replaced
+    reads the same; another thread never gets this thread's context."""
+    import threading
+
+    import jax
+    import jax.numpy as jnp
+    from jax import export
+    from jax._src.interpreters import mlir
+
+    exported = export.export(jax.jit(lambda v: jnp.exp(v).sum()))(jnp.ones(4))
+    text = exported.mlir_module()
+    made: list[object] = []
+    real = mlir.make_ir_context
+    monkeypatch.setattr(mlir, "make_ir_context", lambda: made.append(real()) or made[-1])
+    monkeypatch.setattr(stablehlo, "CONTEXT_USES", 2)
+    monkeypatch.delattr(stablehlo._held, "context", raising=False)
+    first, second = stablehlo.parse(text), stablehlo.parse_exported(exported)
+    assert len(made) == 1 and first.context is second.context is made[0]
+    third = stablehlo.parse(text)
+    assert len(made) == 2 and third.context is made[1]
+    assert stablehlo.read(first) == stablehlo.read(third) == stablehlo.read(second)
+    elsewhere: list = []
+    thread = threading.Thread(target=lambda: elsewhere.append(stablehlo.parse(text).context))
+    thread.start()
+    thread.join()
+    assert len(made) == 3 and elsewhere[0] is not third.context
+
+
 def test_custom_calls_are_found_in_every_function():
     """What a program could call out of the devices: in a function nobody calls too."""
     spare = (

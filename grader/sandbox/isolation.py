@@ -46,7 +46,7 @@ from grader import phases
 from grader import runtime as runtimes
 from grader.backend import Backend, Examples, RuntimeFor
 from grader.engine import LESSONS, load_spec
-from grader.exported import check_exported, donated_argnums, platform_here, read_program, theirs
+from grader.exported import check_exported, platform_here, read_exported, theirs
 from grader.faults import (
     Abandoned,
     GraderFault,
@@ -756,7 +756,7 @@ class Replaying(Runtime):
             ) from None
         known = self.session.programs.keep(digest, known or Known(exported))
         program = known.program
-        check_exported(exported, args, mesh, known.text)
+        check_exported(exported, args, mesh, known.calls)
         said = answer.get("said")
         unchecked = said.get("unchecked_shard_maps") if isinstance(said, dict) else None
         if isinstance(unchecked, int) and not isinstance(unchecked, bool):
@@ -803,9 +803,9 @@ class Known:
         import jax
 
         self.exported = exported
-        self.text = self.exported.mlir_module()
-        self.program = read_program(self.exported, self.text)
-        self.jitted = jax.jit(self.exported.call, donate_argnums=donated_argnums(exported))
+        read = read_exported(exported)
+        self.calls, self.program = read.calls, read.program
+        self.jitted = jax.jit(exported.call, donate_argnums=read.donated)
         """Kept, so that tracing and lowering it again come from jax's own caches. It
         donates what the program donates (lesson 16's cache), so that the program
         compiled here aliases what it aliased where it was traced."""

@@ -355,6 +355,7 @@ def warm_up_replay() -> None:
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
+    from grader.exported import read_exported
     from grader.runtime import known_options
     from grader.spec import FAST_COMPILE
 
@@ -366,7 +367,7 @@ def warm_up_replay() -> None:
         x = jax.device_put(jnp.zeros((2,), jnp.float32), NamedSharding(mesh, P("x")))
         blob = jax.export.export(jax.jit(body))(x).serialize()
         exported = jax.export.deserialize(blob)
-        exported.mlir_module()
+        read_exported(exported)
         lowered = jax.jit(exported.call).trace(x).lower()
         lowered.compile(compiler_options=known_options(FAST_COMPILE))(x).block_until_ready()
 
