@@ -82,7 +82,7 @@ class Backend:
         runtime: RuntimeFor,
     ) -> Examples:  # fmt: skip
         """How ``spec``'s ``examples`` run, in order (:class:`Examples`): here one
-        after another, nothing prepared ahead."""
+        after another, nothing prepared ahead (nor the next exercise's first)."""
         return Examples(spec, examples, fn, runtime)
 
     def close(self) -> None:
@@ -106,11 +106,20 @@ class Examples:
 
     def __init__(
         self, spec: ExerciseSpec, examples: list[Example], fn: Callable[[], Callable[..., Any]],
-        runtime: RuntimeFor,
+        runtime: RuntimeFor, ended: Callable[[], None] | None = None,
     ) -> None:  # fmt: skip
         self.spec, self.examples, self.fn, self.runtime = spec, examples, fn, runtime
+        self.ended = ended
+        """Called once the exercise is over (the backend's: what it asked ahead for
+        the exercise and did not take is moot then)."""
         self.now: tuple[Runtime, Callable[..., Any]] | None = None
         """The started example's runtime and function."""
+
+    def followed_by(self, nxt: Examples) -> None:
+        """``nxt``: the next exercise's examples, graded after this exercise whatever
+        its verdict (the engine says so before this one's first example starts). A
+        backend may prepare ``nxt``'s first example while this one's last runs; this
+        one prepares nothing."""
 
     def following(self, index: int) -> Example | None:
         """The example after example ``index`` (None after the last)."""
@@ -130,6 +139,8 @@ class Examples:
 
     def close(self) -> None:
         """The exercise is over (passed, failed or stopped): nothing more of it runs."""
+        if self.ended is not None:
+            self.ended()
 
 
 ExamplesFor = Callable[

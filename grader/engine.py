@@ -8,22 +8,25 @@ where the student's code runs) by whoever starts it, and imports nothing of
 :mod:`grader.faults`, the events it emits :mod:`grader.events`.
 
 It is single-threaded: it runs an exercise's examples one after another, each
-in its turn, through the backend's :class:`~grader.backend.Examples`; whatever
-is prepared ahead of an example's turn (the sandbox's next example, received
-and compiled while one runs) is the backend's, behind that interface. So the
+in its turn, through the backend's :class:`~grader.backend.Examples`, and tells
+them which exercise's examples come next (drawn before the exercise runs);
+whatever is prepared ahead of an example's turn (the sandbox's next example,
+received and compiled while one runs, the next exercise's first while an
+exercise's last runs) is the backend's, behind that interface. So the
 time limit (:func:`time_limit`, a signal) is set in the thread that grades,
 around every example.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import signal
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -270,18 +273,33 @@ def _grade_lesson(
             )
         return done()
     ctx = context(config.simulated)
+    defined = [name for name in names if callable(getattr(mod, name, None))]
+    planned: dict[str, Planned] = {}
+
+    def planned_for(name: str) -> Planned:
+        """Its examples drawn and handed to the backend, once."""
+        if name not in planned:
+            planned[name] = plan_exercise(
+                spec.exercise(name), getattr(mod, name), ctx, seed=seed, example=example,
+                max_examples=max_examples, config=config, runs=backend.examples,
+                runtime=functools.partial(_runtime, backend, name, spec.compiler_options, config),
+            )  # fmt: skip
+        return planned[name]
+
     for name in names:
-        fn = getattr(mod, name, None)
-        ex_spec = spec.exercise(name)
-        if not callable(fn):
+        if name not in defined:
             record(unfinished(lesson, name, Status.ERROR,
                               f"{module}.py defines no function {name}() — was it renamed or deleted?"))  # fmt: skip
             continue
+        this = planned_for(name)
+        after = defined[defined.index(name) + 1 :]
+        if after:  # the backend may prepare its first example while this one's last runs
+            with contextlib.suppress(Exception):  # its own grade draws again, and says why
+                this.runs.followed_by(planned_for(after[0]).runs)
         record(grade_exercise(
-            lesson, ex_spec, fn, ctx, directory=Path(directory),
+            lesson, spec.exercise(name), getattr(mod, name), ctx, directory=Path(directory),
             seed=seed, example=example, max_examples=max_examples, timeout=timeout, emit=emit,
-            runtime=functools.partial(_runtime, backend, name, spec.compiler_options, config),
-            runs=backend.examples, config=config,
+            config=config, planned=this,
         ))  # fmt: skip
     return done()
 
@@ -328,6 +346,7 @@ def grade_exercise(
     runtime: Callable[[Example, Example | None], Runtime] | None = None,
     runs: ExamplesFor = Examples,
     config: GradeConfig | None = None,
+    planned: Planned | None = None,
 ) -> ExerciseResult:
     """Grade one exercise: ``runtime(example, following)`` gives each example's
     runtime (in this process, on salt 0, by default); ``runs``: how its examples
@@ -335,7 +354,48 @@ def grade_exercise(
     the sandbox's prepares the next example while one runs; verdicts, events and
     the questions the student's process is asked are the same as one after
     another). ``config``: where the draws are kept, and the devices (a fresh
-    :class:`~grader.config.GradeConfig` by default)."""
+    :class:`~grader.config.GradeConfig` by default). ``planned``: its examples,
+    drawn and handed to the backend already (:func:`plan_exercise`: the lesson's
+    grade does it for the next exercise before this one runs)."""
+    start = time.perf_counter()
+    if planned is None:
+        planned = plan_exercise(
+            spec, fn, ctx, seed=seed, example=example, max_examples=max_examples,
+            runtime=runtime, runs=runs, config=config,
+        )  # fmt: skip
+    try:
+        return _grade_exercise(
+            lesson, spec, planned.examples, planned.narrowed, start, directory, example, timeout,
+            emit, planned.runs,
+        )  # fmt: skip
+    finally:
+        planned.runs.close()  # an example prepared ahead after one that failed: not wanted
+
+
+@dataclass(frozen=True)
+class Planned:
+    """An exercise's examples, drawn, and how they run (the backend's)."""
+
+    examples: list[Example]
+    narrowed: str | None
+    """Why they do not count (:func:`plan`)."""
+    runs: Examples
+
+
+def plan_exercise(
+    spec: ExerciseSpec,
+    fn: Callable[..., Any],
+    ctx: Context,
+    *,
+    seed: int = 0,
+    example: dict | None = None,
+    max_examples: int | None = None,
+    runtime: Callable[[Example, Example | None], Runtime] | None = None,
+    runs: ExamplesFor = Examples,
+    config: GradeConfig | None = None,
+) -> Planned:
+    """Draw an exercise's examples (:func:`plan`) and hand them to ``runs`` (see
+    :func:`grade_exercise`); nothing of them runs yet."""
     from grader.runtime import InProcess
 
     config = config or GradeConfig()
@@ -345,19 +405,11 @@ def grade_exercise(
         rt.simulated = config.simulated
         return rt
 
-    start = time.perf_counter()
     with phases.phase("draw examples"):
         examples, narrowed = plan(
             spec, ctx, seed=seed, example=example, max_examples=max_examples, draws=config.draws
         )
-    examples_run = runs(spec, examples, lambda: _Called(fn), runtime or here)
-    try:
-        return _grade_exercise(
-            lesson, spec, examples, narrowed, start, directory, example, timeout, emit,
-            examples_run,
-        )  # fmt: skip
-    finally:
-        examples_run.close()  # an example prepared ahead after one that failed: not wanted
+    return Planned(examples, narrowed, runs(spec, examples, lambda: _Called(fn), runtime or here))
 
 
 def _grade_exercise(

@@ -298,6 +298,69 @@ def test_the_next_example_is_prepared_while_one_runs_and_calls_the_student_in_it
     assert calls == [0, 1] and ("ran", 2) not in spec.log
 
 
+def test_the_next_exercises_first_example_is_prepared_while_the_last_one_runs():
+    """Told which exercise comes next (``followed_by``), the sandbox's examples
+    prepare that exercise's first example while their own last one runs: its inputs
+    once that one answered, the student's function only in its turn. Kept when the
+    last example ran; where it did not (it raised: the process may have been
+    stopped), abandoned, and the next exercise's first made afresh in its turn.
+    Each exercise's end is told to the backend once, as it closes."""
+    from grader.sandbox.prepared import PreparedAhead
+
+    calls: list[int] = []
+
+    class Counted:
+        count = 0
+
+        def __call__(self, ex):
+            self.count += 1
+            calls.append(ex)
+            if ex == 5:
+                raise ValueError("the student's function failed")
+
+    def runtime(ex, following):
+        return _Runtime(ex)
+
+    def exercises(first: list[int], ended: list[str]) -> tuple[PreparedAhead, PreparedAhead]:
+        a = PreparedAhead(_Spec(), first, Counted, runtime, ended=lambda: ended.append("a"))
+        b = PreparedAhead(_Spec(), [10, 11], Counted, runtime, ended=lambda: ended.append("b"))
+        a.followed_by(b)
+        return a, b
+
+    ended: list[str] = []
+    a, b = exercises([0, 1], ended)
+    a.start(0)
+    assert a.run(0) == ("trial", 0)
+    assert not b.pending  # not while the exercise has an example to prepare
+    a.start(1)
+    assert 0 in b.pending and ("inputs", 10) not in b.spec.log  # after its last answered
+    assert a.run(1) == ("trial", 1)
+    assert _wait_for(lambda: ("inputs", 10) in b.spec.log)
+    assert calls == [0, 1]  # its function waits for its turn
+    a.close()
+    assert ended == ["a"] and 0 in b.pending  # the last one ran: kept
+    called = b.start(0)
+    assert b.run(0) == ("trial", 10) and calls == [0, 1, 10] and called.count == 1
+    b.close()
+    assert ended == ["a", "b"]
+
+    calls.clear()
+    a, b = exercises([4, 5], ended)
+    a.start(0)
+    a.run(0)
+    a.start(1)
+    with pytest.raises(ValueError):
+        a.run(1)
+    thread = b.pending[0].thread
+    a.close()
+    thread.join(timeout=30)
+    assert not thread.is_alive() and not b.pending  # abandoned: never called
+    assert ("ran", 10) not in b.spec.log
+    b.start(0)  # made afresh in its turn
+    assert b.run(0) == ("trial", 10) and calls == [4, 5, 10]
+    b.close()
+
+
 def test_the_sandbox_prepares_ahead_only_where_it_may():
     """Off with ``ahead=False`` (the worker's ``COURSE_AHEAD=0``) and for an exercise
     on a cluster; the in-process backend never prepares ahead."""
@@ -316,3 +379,98 @@ def test_the_sandbox_prepares_ahead_only_where_it_may():
     assert type(here.examples(spec, [], object, runtime=None)) is Examples
     for backend in (on, off):
         backend.close()
+
+
+def test_what_an_exercise_over_did_not_take_is_answered_before_the_next_example_asks():
+    """An exercise's questions not taken (an example asked ahead after one that
+    failed, the end of a run) are waited for when the next example is made, never
+    at the exercise's end: after the last exercise, nobody waits (the process is
+    closed), and a hang there cannot hold the grade. What the next exercise asked
+    already (its first example, prepared while this one's last ran) is not moot."""
+    from grader.sandbox.isolation import Session, example_key
+
+    class Process:
+        def __init__(self) -> None:
+            self._cv = threading.Condition()
+            self.proc = object()
+            self.settled: list[int] = []
+
+        def settle(self, seq: int) -> None:
+            self.settled.append(seq)
+
+    p = Process()
+    session = Session.__new__(Session)
+    session.process, session.simulated, session.moot = p, False, []
+    session.ahead = {("a", example_key({"n": 2})): (p, p.proc, 7),
+                     ("b", example_key({"n": 1})): (p, p.proc, 9)}  # fmt: skip
+    session.runs = {"a": [(p, p.proc, 5)], "b": [(p, p.proc, 8)]}
+    session.after = {("a", example_key({"n": 1})): {"n": 2}}
+    session.end("a")
+    assert p.settled == [] and sorted(seq for _, seq in session.moot) == [5, 7]
+    assert set(session.ahead) == {("b", example_key({"n": 1}))} and not session.after
+    assert session.runs == {"b": [(p, p.proc, 8)]}
+    session.learn("b", {"n": 2}, None, simulated=True)
+    assert sorted(p.settled) == [5, 7] and session.moot == [] and session.simulated
+
+
+@pytest.mark.parametrize("ahead", [False, True], ids=["one after another", "ahead"])
+def test_a_hang_in_an_exercises_last_example_leaves_the_next_exercise_its_own_verdict(
+    root, tmp_path, monkeypatch, ahead
+):
+    """The next exercise's first example is prepared while this one's last runs, on
+    the same student's process: that process is stopped for the hang, and the next
+    exercise is graded on a fresh one, as one after another."""
+    source = (root / "solutions" / "l02_collectives.py").read_text()
+    k = len(_examples("ring_all_gather"))  # the student's process traces each example once
+    (tmp_path / "l02_collectives.py").write_text(source + (
+        "\n_calls = []\n"
+        "_solved_gather = ring_all_gather\n"
+        "def ring_all_gather(x, axis_name):\n"
+        "    _calls.append(1)\n"
+        f"    while len(_calls) == {k}:\n"
+        "        pass\n"
+        "    return _solved_gather(x, axis_name)\n"
+    ))  # fmt: skip
+    from grader.sandbox.prepared import PreparedAhead
+
+    abandoned: list[str] = []  # the next exercise's first, prepared, then dropped
+    drop = PreparedAhead.abandon_first
+
+    def abandon_first(self: PreparedAhead) -> None:
+        if 0 in self.pending:
+            abandoned.append(self.spec.name)
+        drop(self)
+
+    monkeypatch.setattr(PreparedAhead, "abandon_first", abandon_first)
+    result = backends.grade_lesson(
+        2, "l02_collectives", tmp_path, only=["ring_all_gather", "ring_reduce_scatter"],
+        timeout=4, backend=backends.isolated(SALT, ahead=ahead),
+    )  # fmt: skip
+    assert abandoned == (["ring_reduce_scatter"] if ahead else [])
+    hung, after = result.exercises
+    last = _examples("ring_all_gather")[-1]
+    assert hung.status == Status.TIMEOUT, (hung.status, hung.error)
+    assert hung.example == format_example(last) and hung.examples_run == k
+    assert after.status == Status.PASSED, (after.status, after.error)
+
+
+def test_each_exercise_after_the_first_starts_on_its_first_example_prepared(root, monkeypatch):
+    """In a real grade, every exercise's first example but the lesson's first was
+    prepared while the exercise before ran its last: the same verdicts."""
+    from grader.sandbox.prepared import PreparedAhead
+
+    found: list[tuple[str, bool]] = []
+    start = PreparedAhead.start
+
+    def spy(self: PreparedAhead, index: int):
+        if index == 0:
+            found.append((self.spec.name, 0 in self.pending))
+        return start(self, index)
+
+    monkeypatch.setattr(PreparedAhead, "start", spy)
+    result = backends.grade_lesson(
+        2, "l02_collectives", root / "solutions", backend=backends.isolated(SALT, ahead=True)
+    )
+    assert [e.status for e in result.exercises] == [Status.PASSED] * 3
+    assert found == [("ring_all_gather", False), ("ring_reduce_scatter", True),
+                     ("ring_all_reduce", True)]  # fmt: skip

@@ -164,15 +164,15 @@ def test_examples_asked_ahead_go_to_the_process_with_fewest_questions_waiting():
     session = Session.__new__(Session)
     first, helper = _Asked(False, waiting=1), _Asked(True, waiting=0)  # example 0 on the first
     session.process, session.usable, session.helpers = first, [helper], [helper]
-    session.exercise, session.simulated, session.ahead = "e", False, {}
+    session.simulated, session.ahead = False, {}
     key = isolation.example_key
-    session.after = {key({"n": 1}): {"n": 2}}
-    session.ask_ahead({"n": 1})
+    session.after = {("e", key({"n": 1})): {"n": 2}}
+    session.ask_ahead("e", {"n": 1})
     assert helper.questions == [1] and first.questions == [2]  # both cores busy
     assert set(session.ahead) == {("e", key({"n": 1})), ("e", key({"n": 2}))}
-    session.ask_ahead({"n": 1})  # asked already: asked again of nobody
+    session.ask_ahead("e", {"n": 1})  # asked already: asked again of nobody
     assert helper.questions == [1] and first.questions == [2]
     session.usable = []
     session.ahead.clear()
-    session.ask_ahead({"n": 1})  # no helper: the following example only, of the first process
+    session.ask_ahead("e", {"n": 1})  # no helper: the following example only, of the first process
     assert first.questions == [2, 1] and helper.questions == [1]

@@ -425,16 +425,17 @@ class Session:
         self.process = StudentProcess(directory, module, spares, lessons=lessons)
         spares = self.process.spares
         self.programs = programs or Programs()
-        self.exercise = ""
         self.simulated = False
         self.ahead: dict[tuple[str, str], tuple[StudentProcess, Any, int]] = {}
         """Exports asked for ahead: (exercise, example) → (the student's process
         asked, its process then, the question)."""
-        self.runs: list[Asked] = []
-        """The export runs of this exercise's examples that the grader took programs
-        from: what they send after it is dropped once the exercise is over."""
-        self.after: dict[str, Example | None] = {}
-        """Each example of the exercise → the one after it (as the engine said)."""
+        self.runs: dict[str, list[Asked]] = {}
+        """Each exercise's export runs that the grader took programs from: what they
+        send after it is dropped once the exercise is over (:meth:`end`)."""
+        self.after: dict[tuple[str, str], Example | None] = {}
+        """(exercise, example) → the example after it (as the engine said)."""
+        self.moot: list[tuple[StudentProcess, int]] = []
+        """Questions of exercises over, not taken: answered before the next asks."""
         self.helpers = [
             StudentProcess(directory, module, given=given, lessons=lessons)
             for given in spares.take_helpers(directory, module)
@@ -458,30 +459,39 @@ class Session:
             if helper.load_error is None and not helper.closed:
                 self.usable.append(helper)
 
-    def learn(self, example: Example, following: Example | None) -> None:
-        """``following`` comes after ``example`` (asked ahead with it)."""
+    def learn(
+        self, exercise: str, example: Example, following: Example | None, simulated: bool
+    ) -> None:
+        """``following`` comes after ``example`` of ``exercise`` (asked ahead with it);
+        ``simulated``: the lesson is graded on simulated devices. What an exercise
+        over asked and did not take is answered first (:meth:`end`)."""
         with self.process._cv:
-            self.after[example_key(example)] = following
-
-    def begin(self, exercise: str, simulated: bool) -> None:
-        """The examples of ``exercise`` are next."""
-        with self.process._cv:
-            moot = []
-            if exercise != self.exercise:  # what was asked ahead for the last exercise is moot
-                asked = [*self.ahead.values(), *self.runs]
-                moot = [(sp, seq) for sp, proc, seq in asked if proc is sp.proc]
-                self.runs = []
-                self.ahead.clear()
-                self.after.clear()
-            self.exercise, self.simulated = exercise, simulated
-        for sp, seq in moot:  # answered (or its process stopped) before this exercise asks
+            self.after[(exercise, example_key(example))] = following
+            self.simulated = simulated
+            moot, self.moot = self.moot, []
+        for sp, seq in moot:  # answered (or its process stopped) before this example asks
             sp.settle(seq)
 
+    def end(self, exercise: str) -> None:
+        """``exercise`` is over: what was asked for it and not taken is moot, waited
+        for before the next example asks (:meth:`learn`; after the last exercise,
+        never: the process is closed). The next exercise's first example may have
+        been asked already (prepared while this one's last ran:
+        :mod:`grader.sandbox.prepared`); it stays."""
+        with self.process._cv:
+            asked = [a for key, a in self.ahead.items() if key[0] == exercise]
+            asked += self.runs.pop(exercise, [])
+            self.moot += [(sp, seq) for sp, proc, seq in asked if proc is sp.proc]
+            for key in [key for key in self.ahead if key[0] == exercise]:
+                del self.ahead[key]
+            for key in [key for key in self.after if key[0] == exercise]:
+                del self.after[key]
+
     def export(
-        self, example: Example, index: int, following: Example | None = None,
+        self, exercise: str, example: Example, index: int, following: Example | None = None,
         turn: Turn | None = None, asked: Asked | None = None,
     ) -> tuple[dict, Asked]:  # fmt: skip
-        """The ``index``-th program of ``example``, exported: the student's process
+        """The ``index``-th program of ``example`` of ``exercise``, exported: the student's process
         runs the spec once per example and sends each program as it exports it
         (:mod:`grader.sandbox.student`), so program 0 asks (or takes the run asked
         ahead), and the later ones wait for that same run's next part. After the
@@ -495,18 +505,18 @@ class Session:
         with self.process._cv:
             if turn is not None and turn.abandoned:
                 raise Abandoned()
-            key = (self.exercise, example_key(example))
+            key = (exercise, example_key(example))
             if asked is None:
                 asked = self.ahead.pop(key, None)
                 if asked is None or asked[1] is not asked[0].proc:
-                    seq = self.process.export(self.exercise, example, self.simulated)
+                    seq = self.process.export(exercise, example, self.simulated)
                     asked = (self.process, self.process.proc, seq)
-                self.runs.append(asked)
+                self.runs.setdefault(exercise, []).append(asked)
             elif asked[1] is not asked[0].proc:
                 raise StudentProcessDied("it was stopped while the grader waited for it")
             early = index == 0 and following is not None and self._helping()
             if early and not turn_abandoned(turn):  # the helpers are idle meanwhile
-                self.ask_ahead(following)
+                self.ask_ahead(exercise, following)
         with phases.phase("wait: student traces and exports"):
             try:
                 answer = asked[0].receive(asked[2], part=index)
@@ -521,27 +531,27 @@ class Session:
         if index == 0 and following is not None and not early:
             with self.process._cv:
                 if not turn_abandoned(turn):
-                    self.ask_ahead(following)
+                    self.ask_ahead(exercise, following)
         return answer, asked
 
     def _helping(self) -> list[StudentProcess]:
         """The helpers that can be asked now."""
         return [h for h in self.usable if h.proc is not None and not h.closed]
 
-    def ask_ahead(self, following: Example) -> None:
-        """Ask for ``following`` (and, with helpers, the example after it) ahead;
-        called with the lock held."""
+    def ask_ahead(self, exercise: str, following: Example) -> None:
+        """Ask for ``following`` of ``exercise`` (and, with helpers, the example
+        after it) ahead; called with the lock held."""
         wanted = [following]
         helpers = self._helping()
-        if helpers and (after := self.after.get(example_key(following))) is not None:
+        if helpers and (after := self.after.get((exercise, example_key(following)))) is not None:
             wanted.append(after)
         for ex in wanted:
-            nxt = (self.exercise, example_key(ex))
+            nxt = (exercise, example_key(ex))
             if nxt in self.ahead:
                 continue
             sp = min([self.process, *helpers], key=lambda p: p.waiting)  # the least asked
             try:
-                seq = sp.export(self.exercise, ex, self.simulated)
+                seq = sp.export(exercise, ex, self.simulated)
             except StudentProcessDied:
                 if sp is self.process:
                     raise
@@ -708,10 +718,12 @@ class Replaying(Runtime):
     (this runtime's salt, which the student's process never sees)."""
 
     def __init__(
-        self, session: Session, example: Example, salt: int, following: Example | None = None
-    ):
+        self, session: Session, exercise: str, example: Example, salt: int,
+        following: Example | None = None,
+    ):  # fmt: skip
         super().__init__(example, salt, functions=self._remote)
         self.session, self.index, self.following = session, 0, following
+        self.exercise = exercise
         self.turn: Turn | None = None
         """Set where its example is prepared ahead (:mod:`grader.sandbox.prepared`):
         what it waits for before it runs the student's program or asks anything
@@ -739,7 +751,7 @@ class Replaying(Runtime):
         if k and self.turn is not None:  # only the first program is asked for ahead
             self.turn.wait()
         answer, self.asked = self.session.export(
-            self.example, k, self.following, self.turn, self.asked
+            self.exercise, self.example, k, self.following, self.turn, self.asked
         )
         if "ok" not in answer:
             raise_from(answer)
@@ -904,20 +916,22 @@ class Isolated(Backend):
         self, spec: ExerciseSpec, examples: list[Example], fn: Callable[[], Callable[..., Any]],
         runtime: RuntimeFor,
     ) -> Examples:  # fmt: skip
-        """Each example after the first prepared while the one before it runs
+        """Each example after the first prepared while the one before it runs, and
+        the first while the exercise before runs its last
         (:class:`~grader.sandbox.prepared.PreparedAhead`), unless ``ahead`` is off
-        or the exercise runs on a cluster."""
+        or the exercise runs on a cluster. Once it is over, what was asked ahead
+        for it and not taken is moot (:meth:`Session.end`)."""
+        ended = functools.partial(self.session.end, spec.name)
         if self.ahead and spec.cluster is None:
-            return PreparedAhead(spec, examples, fn, runtime)
-        return Examples(spec, examples, fn, runtime)
+            return PreparedAhead(spec, examples, fn, runtime, ended=ended)
+        return Examples(spec, examples, fn, runtime, ended=ended)
 
     def runtime(
         self, exercise: str, example: Example, following: Example | None, simulated: bool = False
     ) -> Runtime:
-        self.session.begin(exercise, simulated)
-        self.session.learn(example, following)
+        self.session.learn(exercise, example, following, simulated)
         self.session.process.start()  # after a hang or a crash: started again here, not in run
-        rt = Replaying(self.session, example, self.salt, following)
+        rt = Replaying(self.session, exercise, example, self.salt, following)
         rt.memory_limit = functools.partial(
             replay_limit, memory=self.session.process.spares.sandbox.memory
         )

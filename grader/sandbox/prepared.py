@@ -1,10 +1,13 @@
 """The next example of an exercise, prepared while the one before it runs.
 
 The engine is single-threaded: it hands a backend an exercise's examples in
-order (:class:`grader.backend.Examples`: each one started, then run in its turn).
+order (:class:`grader.backend.Examples`: each one started, then run in its turn),
+and tells each exercise's examples which exercise's come next
+(:meth:`~grader.backend.Examples.followed_by`).
 The sandbox's backend (:class:`grader.sandbox.isolation.Isolated`) hands back
 :class:`PreparedAhead`, which prepares each example after the first in a thread
-of its own, here in the sandbox, while the one before it runs: its inputs and
+of its own, here in the sandbox, while the one before it runs (the next
+exercise's first example while this exercise's last runs): its inputs and
 references built, its first program asked for (as the student's process is asked
 for it ahead anyway), received, checked, lowered and compiled. Everything else
 it does (run the program, ask the student's process anything more) waits for its
@@ -120,9 +123,11 @@ class Prepared:
 
 class PreparedAhead(Examples):
     """An exercise's examples, each after the first prepared (:class:`Prepared`)
-    while the one before it runs. Its runtimes are replaying ones
-    (:class:`grader.sandbox.isolation.Replaying`): ``rt.answered`` is set once the
-    student's process handed back the example's first program, or once it ran."""
+    while the one before it runs, and the next exercise's first while this one's
+    last runs (where that exercise's are a :class:`PreparedAhead` too). Its
+    runtimes are replaying ones (:class:`grader.sandbox.isolation.Replaying`):
+    ``rt.answered`` is set once the student's process handed back the example's
+    first program, or once it ran."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -130,6 +135,33 @@ class PreparedAhead(Examples):
         """Examples prepared ahead, by index: the next one at most."""
         self.current: Prepared | None = None
         """The started example, where it was prepared ahead."""
+        self.next: PreparedAhead | None = None
+        """The next exercise's examples (:meth:`followed_by`)."""
+        self.last_ran = False
+        """Whether the last example ran to a trial (the student's process was not
+        stopped in it): only then is the next exercise's first, prepared on the
+        same process meanwhile, kept."""
+
+    def followed_by(self, nxt: Examples) -> None:
+        self.next = nxt if isinstance(nxt, PreparedAhead) else None
+
+    def prepare_first(self, after: threading.Event) -> None:
+        """Prepare this exercise's first example once ``after`` is set (the previous
+        exercise's last example handed back its program, or ran)."""
+        if 0 in self.pending or not self.examples:
+            return
+        try:  # made again in its turn where it cannot be made now
+            rt = self.runtime(self.examples[0], self.following(0))
+        except Exception:  # noqa: BLE001
+            return
+        self.pending[0] = Prepared(self.spec, self.fn(), rt, self.examples[0], after)
+
+    def abandon_first(self) -> None:
+        """The exercise before this one stopped in its last example: its first is
+        made afresh in its turn."""
+        prepared = self.pending.pop(0, None)
+        if prepared is not None:
+            prepared.abandon()
 
     def start(self, index: int) -> Callable[..., Any]:
         self.current = self.pending.pop(index, None)
@@ -148,6 +180,8 @@ class PreparedAhead(Examples):
             if nxt is not None:
                 prepared = Prepared(self.spec, self.fn(), nxt, following, rt.answered)
                 self.pending[index + 1] = prepared
+        elif following is None and rt is not None and self.next is not None:
+            self.next.prepare_first(rt.answered)
         return called
 
     def run(self, index: int) -> Any:
@@ -162,9 +196,13 @@ class PreparedAhead(Examples):
                 ex = self.examples[index]
                 trial = self.spec.run(self.runtime(ex, self.following(index)), called, ex)
         rt.answered.set()  # it ran (even if it handed back no program): the next one may start
+        self.last_ran = index == len(self.examples) - 1
         return trial
 
     def close(self) -> None:
         for prepared in self.pending.values():  # the example before it failed: not wanted
             prepared.abandon()
         self.pending.clear()
+        if self.next is not None and not self.last_ran:
+            self.next.abandon_first()  # the process it was asked of may have been stopped
+        super().close()
