@@ -488,8 +488,9 @@ class Session:
                 del self.after[key]
 
     def export(
-        self, exercise: str, example: Example, index: int, following: Example | None = None,
-        turn: Turn | None = None, asked: Asked | None = None,
+        self, exercise: str, example: Example, index: int,
+        following: tuple[str, Example] | None = None, turn: Turn | None = None,
+        asked: Asked | None = None,
     ) -> tuple[dict, Asked]:  # fmt: skip
         """The ``index``-th program of ``example`` of ``exercise``, exported: the student's process
         runs the spec once per example and sends each program as it exports it
@@ -501,7 +502,8 @@ class Session:
         ahead. ``turn``: an example prepared ahead, which asks nothing once
         abandoned; ``asked``: the example's run, for programs after the first.
         The answer, ``{"ok", "blob", "said"}`` or what the run raised before it
-        reached that program, and the run it came from."""
+        reached that program, and the run it came from. ``following``: the
+        exercise and example after it (the next exercise's first after the last)."""
         with self.process._cv:
             if turn is not None and turn.abandoned:
                 raise Abandoned()
@@ -516,7 +518,7 @@ class Session:
                 raise StudentProcessDied("it was stopped while the grader waited for it")
             early = index == 0 and following is not None and self._helping()
             if early and not turn_abandoned(turn):  # the helpers are idle meanwhile
-                self.ask_ahead(exercise, following)
+                self.ask_ahead(*following)
         with phases.phase("wait: student traces and exports"):
             try:
                 answer = asked[0].receive(asked[2], part=index)
@@ -531,7 +533,7 @@ class Session:
         if index == 0 and following is not None and not early:
             with self.process._cv:
                 if not turn_abandoned(turn):
-                    self.ask_ahead(exercise, following)
+                    self.ask_ahead(*following)
         return answer, asked
 
     def _helping(self) -> list[StudentProcess]:
@@ -719,11 +721,14 @@ class Replaying(Runtime):
 
     def __init__(
         self, session: Session, exercise: str, example: Example, salt: int,
-        following: Example | None = None,
+        following: tuple[str, Example] | None = None,
     ):  # fmt: skip
         super().__init__(example, salt, functions=self._remote)
-        self.session, self.index, self.following = session, 0, following
-        self.exercise = exercise
+        self.session, self.index, self.exercise = session, 0, exercise
+        self.following = following
+        """The exercise and example after this one, asked of the student's process
+        once this one's first program is back: the exercise's next, or (set by
+        :class:`~grader.sandbox.prepared.PreparedAhead`) the next exercise's first."""
         self.turn: Turn | None = None
         """Set where its example is prepared ahead (:mod:`grader.sandbox.prepared`):
         what it waits for before it runs the student's program or asks anything
@@ -931,7 +936,8 @@ class Isolated(Backend):
     ) -> Runtime:
         self.session.learn(exercise, example, following, simulated)
         self.session.process.start()  # after a hang or a crash: started again here, not in run
-        rt = Replaying(self.session, exercise, example, self.salt, following)
+        after = (exercise, following) if following is not None else None
+        rt = Replaying(self.session, exercise, example, self.salt, after)
         rt.memory_limit = functools.partial(
             replay_limit, memory=self.session.process.spares.sandbox.memory
         )

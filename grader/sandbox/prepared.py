@@ -178,11 +178,22 @@ class PreparedAhead(Examples):
             except Exception:  # noqa: BLE001
                 nxt = None
             if nxt is not None:
+                if self.following(index + 1) is None:
+                    self._lead(nxt)
                 prepared = Prepared(self.spec, self.fn(), nxt, following, rt.answered)
                 self.pending[index + 1] = prepared
         elif following is None and rt is not None and self.next is not None:
+            if self.current is None:
+                self._lead(rt)
             self.next.prepare_first(rt.answered)
         return called
+
+    def _lead(self, rt: Any) -> None:
+        """The last example's runtime asks the student's process for the next
+        exercise's first example once its own first program is back, as it asks
+        for the exercise's next example otherwise."""
+        if self.next is not None and self.next.examples:
+            rt.following = (self.next.spec.name, self.next.examples[0])
 
     def run(self, index: int) -> Any:
         assert self.now is not None
