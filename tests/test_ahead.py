@@ -251,6 +251,22 @@ class _Spec:
         return ("trial", ex)
 
 
+def _counted(calls: list[int], fails: int | None = None) -> type:
+    """The engine's function for an example (one made per example): each call
+    recorded in ``calls``; raises on example ``fails``."""
+
+    class Counted:
+        count = 0
+
+        def __call__(self, ex):
+            self.count += 1
+            calls.append(ex)
+            if ex == fails:
+                raise ValueError("the student's function failed")
+
+    return Counted
+
+
 def _wait_for(cond, limit: float = 30.0) -> bool:
     end = time.monotonic() + limit
     while not cond() and time.monotonic() < end:
@@ -267,14 +283,7 @@ def test_the_next_example_is_prepared_while_one_runs_and_calls_the_student_in_it
 
     spec = _Spec()
     calls: list[int] = []
-
-    class Counted:
-        count = 0
-
-        def __call__(self, ex):
-            self.count += 1
-            calls.append(ex)
-
+    Counted = _counted(calls)
     made: list[_Runtime] = []
 
     def runtime(ex, following):
@@ -308,15 +317,7 @@ def test_the_next_exercises_first_example_is_prepared_while_the_last_one_runs():
     from grader.sandbox.prepared import PreparedAhead
 
     calls: list[int] = []
-
-    class Counted:
-        count = 0
-
-        def __call__(self, ex):
-            self.count += 1
-            calls.append(ex)
-            if ex == 5:
-                raise ValueError("the student's function failed")
+    Counted = _counted(calls, fails=5)
 
     def runtime(ex, following):
         return _Runtime(ex)
