@@ -959,12 +959,10 @@ class ClusterPool:
                 self._clusters[(int(key[0]), int(key[1]))].tasks = frozenset(
                     getattr(spec, "tasks", ())
                 )
-            if any(getattr(t, "measures_alone", False) for t in getattr(spec, "tasks", ())):
-                self._twins_ahead()
+            if _measures_alone(spec):  # theirs start now: their launcher imports jax beside ours
+                self._twins_ahead()  # not warmed: that is CPU the grade's own work needs now
             for key in needed:  # all of them now, while no example's deadline runs
                 self._clusters[(int(key[0]), int(key[1]))].join()
-            if _measures_alone(spec):  # joined: theirs start now, while these work
-                self._twins_ahead()  # not warmed: that is CPU the grade's own work needs now
             for key in needed:  # their imports run at once, each gathered at its first question
                 self._clusters[(int(key[0]), int(key[1]))].start_load()
 
