@@ -4,7 +4,7 @@ The student's program reaches the grading process only as an exported program
 (from the student's process, or from a lesson-13 cluster). Before anything is
 measured, :func:`check_exported` holds it to the example (it takes the
 example's inputs, fits the mesh, calls nothing off the devices), and
-:func:`read_program` reads what the checks read of it from its own StableHLO;
+:func:`read_exported` reads what the checks read of it from its own StableHLO;
 :func:`replay` compiles and runs it on the grader's data. Nothing here talks to
 a process: the core's, used by the sandbox's replaying runtime and by
 ``Runtime.run_exported``.
@@ -13,7 +13,7 @@ a process: the core's, used by the sandbox's replaying runtime and by
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,12 +107,9 @@ ALLOWED_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullS
 """Custom calls a handed-back program may hold: sharding annotations only."""
 
 
-def check_exported(
-    exported: Any, args: tuple, mesh: Any, calls: Collection[str] | None = None
-) -> None:
+def check_exported(exported: Any, args: tuple, mesh: Any, calls: Collection[str]) -> None:
     """The program takes the example's inputs, fits the mesh, calls nothing else
-    (``calls``: its custom calls' targets, if read already: :func:`read_exported`;
-    else found in its printed StableHLO)."""
+    (``calls``: its custom calls' targets, :attr:`Read.calls`)."""
     import jax
 
     leaves = jax.tree.leaves(args)
@@ -135,21 +132,12 @@ def check_exported(
             f"{here}: build it for the devices the grader's mesh gives you (do not name a "
             "platform when you jit or export)"
         )
-    targets = calls_in_text(exported.mlir_module()) if calls is None else set(calls)
-    unknown = sorted(t for t in targets if t not in ALLOWED_CALLS)
+    unknown = sorted(t for t in calls if t not in ALLOWED_CALLS)
     if unknown:
         raise HostCall(
             "your program calls out of the devices (" + ", ".join(unknown[:3]) + "); the grader "
             "runs programs on the devices only: compute with jax operations, not host callbacks"
         )
-
-
-def calls_in_text(text: str) -> set[str]:
-    """The custom calls' targets named anywhere in a program's printed StableHLO."""
-    import re
-
-    targets = set(re.findall(r"custom_call\s*@([\w.$-]+)", text))
-    return targets | set(re.findall(r'call_target_name\s*=\s*"([^"]+)"', text))
 
 
 @dataclass(frozen=True)
@@ -159,7 +147,8 @@ class Read:
     calls: frozenset[str]
     """The targets of its custom calls, functions never called included."""
     program: Program
-    """What the checks read (:func:`read_program`)."""
+    """What the checks read (its loops, collectives, dtypes, ``shard_map``):
+    :func:`grader.measure.stablehlo.read`."""
     donated: tuple[int, ...]
     """The arguments it donates (:func:`donated_argnums`)."""
 
@@ -169,35 +158,15 @@ def read_exported(exported: Any) -> Read:
     structures, never printed (on jax 0.10.2, a small ZeRO step took 2.9 ms to print
     and 2.3 ms to parse again, against 0.4 ms to deserialise), and everything the
     worker needs read from that one module: ``tests/test_readers.py`` holds it to
-    what the printed text reads."""
-    from grader.measure import stablehlo
-
-    module = _read(lambda: stablehlo.parse_exported(exported))
-    return Read(
-        frozenset(stablehlo.custom_calls(module)),
-        read_program(exported, module),
-        donated_argnums(exported, module),
-    )
-
-
-def read_program(exported: Any, program: Any = None) -> Program:
-    """What the checks read of the program (its loops, collectives, dtypes,
-    ``shard_map``), from the exported program's own StableHLO (``program``: its
-    module or text, if parsed or printed already): never from what the student's
-    process says about it. A form the reader does not know is the grader's to fix
-    (a newer jax), so it is a grader fault."""
-    from grader.measure import stablehlo
-
-    return _read(lambda: stablehlo.read(exported.mlir_module() if program is None else program))
-
-
-def _read(reading: Callable[[], Any]) -> Any:
-    """``reading()``, its :class:`~grader.measure.stablehlo.Unrecognised` said: a dtype
-    the course does not grade is the student's, any other form the grader's."""
+    what the printed text reads. Read from the program itself, never from what the
+    student's process says about it; a form the reader does not know is the
+    grader's to fix (a newer jax), so it is a grader fault, but a dtype the course
+    does not grade is the student's."""
     from grader.measure import stablehlo
 
     try:
-        return reading()
+        module = stablehlo.parse_exported(exported)
+        program = stablehlo.read(module)
     except stablehlo.Unrecognised as exc:
         if str(exc).startswith("an element type"):  # a dtype the course does not grade
             raise NotGradable(
@@ -207,6 +176,9 @@ def _read(reading: Callable[[], Any]) -> Any:
         raise GraderFault(
             f"the grader cannot read your exported program's StableHLO: {exc}"
         ) from None
+    return Read(
+        frozenset(stablehlo.custom_calls(module)), program, donated_argnums(exported, module)
+    )
 
 
 def donated_argnums(exported: Any, module: Any = None) -> tuple[int, ...]:

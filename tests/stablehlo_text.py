@@ -652,6 +652,13 @@ class _Reader:
         )
 
 
+def calls_in_text(text: str) -> set[str]:
+    """The custom calls' targets named anywhere in a program's printed StableHLO (the
+    worker's host-call check read them so before it read the module itself)."""
+    targets = set(re.findall(r"custom_call\s*@([\w.$-]+)", text))
+    return targets | set(re.findall(r'call_target_name\s*=\s*"([^"]+)"', text))
+
+
 def read(text: str) -> Program:
     """Read an exported module's StableHLO text (``Exported.mlir_module()``)."""
     functions, header = _parse(text)

@@ -346,16 +346,19 @@ def test_a_handed_back_program_that_calls_the_host_is_refused():
     import jax
     import jax.numpy as jnp
 
+    from grader.exported import read_exported
+    from grader.measure import stablehlo
+
     x = jnp.ones((4,), jnp.float32)
     real = jax.export.export(jax.jit(lambda v: v * 2))(x)
-    assert check_exported(real, (x,), None) is None
-    forged_call = "%0 = stablehlo.custom_call @xla_ffi_python_cpu_callback(%arg0) : (tensor<4xf32>) -> tensor<4xf32>"
-    forged = SimpleNamespace(
-        in_avals=real.in_avals, in_tree=real.in_tree, nr_devices=1,
-        mlir_module=lambda: real.mlir_module() + "\n" + forged_call,
-    )  # fmt: skip
+    assert check_exported(real, (x,), None, read_exported(real).calls) is None
+    forged_call = "    %9 = stablehlo.custom_call @xla_ffi_python_cpu_callback(%arg0) : (tensor<4xf32>) -> tensor<4xf32>\n"
+    text = real.mlir_module()
+    at = text.index("    return")
+    calls = stablehlo.custom_calls(stablehlo.parse(text[:at] + forged_call + text[at:]))
+    forged = SimpleNamespace(in_avals=real.in_avals, in_tree=real.in_tree, nr_devices=1)
     with pytest.raises(HostCall, match="calls out of the devices"):
-        check_exported(forged, (x,), None)
+        check_exported(forged, (x,), None, calls)
     other_inputs = SimpleNamespace(**{**vars(forged), "in_avals": ()})
     with pytest.raises(StudentProcessDied, match="does not take this example's inputs"):
-        check_exported(other_inputs, (x,), None)
+        check_exported(other_inputs, (x,), None, calls)

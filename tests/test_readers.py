@@ -52,14 +52,16 @@ def test_a_program_reads_the_same_from_its_export_as_from_its_text(
 ) -> None:
     """The worker reads the exported program's module without printing it
     (:func:`grader.exported.read_exported`): the same as its printed text reads."""
-    from grader.exported import calls_in_text, read_exported
+    from grader.exported import read_exported
 
     exported = [r for r in programs if r.exported is not None]
     assert len(exported) > 0.9 * len(programs)
     for r in exported:
         got, printed = read_exported(r.exported), stablehlo.parse(r.text)
         assert reading(got.program) == reading(stablehlo.read(printed)), r.label
-        assert got.calls == stablehlo.custom_calls(printed) == calls_in_text(r.text), r.label
+        assert (
+            got.calls == stablehlo.custom_calls(printed) == stablehlo_text.calls_in_text(r.text)
+        ), r.label
 
 
 def test_the_programs_are_every_lesson_and_mistake_and_hold_what_checks_read(

@@ -479,13 +479,10 @@ class Session:
         been asked already (prepared while this one's last ran:
         :mod:`grader.sandbox.prepared`); it stays."""
         with self.process._cv:
-            asked = [a for key, a in self.ahead.items() if key[0] == exercise]
+            asked = [self.ahead.pop(key) for key in list(self.ahead) if key[0] == exercise]
             asked += self.runs.pop(exercise, [])
             self.moot += [(sp, seq) for sp, proc, seq in asked if proc is sp.proc]
-            for key in [key for key in self.ahead if key[0] == exercise]:
-                del self.ahead[key]
-            for key in [key for key in self.after if key[0] == exercise]:
-                del self.after[key]
+            self.after = {key: ex for key, ex in self.after.items() if key[0] != exercise}
 
     def export(
         self, exercise: str, example: Example, index: int,
