@@ -47,6 +47,7 @@ from grader.faults import (
     ExampleTimeout,
     GraderFault,
     HostCall,
+    HostLimit,
     LoadError,
     SpecFaultThere,
     StudentFault,
@@ -268,9 +269,7 @@ def _grade_lesson(
         return done()
     except GraderFault as exc:  # e.g. no sandbox could be made for the student's process
         for name in names:
-            record(
-                unfinished(lesson, name, Status.FAULT, f"internal grader error: {exc} — {REPORT}")
-            )
+            record(unfinished(lesson, name, Status.FAULT, _grader_fault(exc)))
         return done()
     ctx = context(config.simulated)
     defined = [name for name in names if callable(getattr(mod, name, None))]
@@ -314,6 +313,12 @@ def _runtime(
     rt.compiler_options = options
     rt.simulated = config.simulated
     return rt
+
+
+def _grader_fault(exc: GraderFault) -> str:
+    """What a verdict says of the grader's failure: a host's limit in its own
+    sentence (:class:`~grader.faults.HostLimit`), anything else as a bug to report."""
+    return str(exc) if isinstance(exc, HostLimit) else f"internal grader error: {exc} — {REPORT}"
 
 
 def _needs_simulation(spec: LessonSpec, names: list[str], seed: int, config: GradeConfig) -> bool:
@@ -451,9 +456,7 @@ def _grade_exercise(
                 error=f"The process running your code stopped while it started again: {exc}.",
             )  # fmt: skip
         except GraderFault as exc:
-            return finish(
-                Status.FAULT, example=shown, error=f"internal grader error: {exc} — {REPORT}"
-            )
+            return finish(Status.FAULT, example=shown, error=_grader_fault(exc))
         emit(ExampleStarted(lesson, spec.name, index, shown))  # its time limit starts now
         try:
             with time_limit(timeout), phases.phase("example (spec.run, all inside)"):
@@ -467,9 +470,7 @@ def _grade_exercise(
             check = CheckResult("returns", False, str(exc), example=shown, hint=hint)
             return finish(Status.FAILED, checks=[check], example=shown, hint=hint)
         except GraderFault as exc:
-            return finish(
-                Status.FAULT, example=shown, error=f"internal grader error: {exc} — {REPORT}"
-            )
+            return finish(Status.FAULT, example=shown, error=_grader_fault(exc))
         except SpecFaultThere as exc:  # the grader's code failed there, it says
             return finish(
                 Status.ERROR, example=shown,

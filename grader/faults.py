@@ -4,7 +4,8 @@ Below the engine and the sandbox both: the engine turns each into a verdict
 (:mod:`grader.engine`), and whichever backend runs the student's code raises
 them (in this process, or the sandbox's, :mod:`grader.sandbox.isolation`).
 
-- the grader's own failure: :class:`GraderFault` (reported as a grader bug);
+- the grader's own failure: :class:`GraderFault` (reported as a grader bug), or a
+  host's limit (:class:`HostLimit`: one sentence);
 - the student's, however it shows: :class:`StudentReturnError` (a return of the
   wrong kind), :class:`LoadError` (the module will not import),
   :class:`ExampleTimeout` (past its time), :class:`HostCall` (a program that calls
@@ -21,6 +22,19 @@ from __future__ import annotations
 class GraderFault(Exception):
     """The grader's own code failed while running an example: reported as a
     grader bug, never as the student's error."""
+
+
+HOST_LIMIT = "This host cannot grade this exercise: "
+"""How every :class:`HostLimit` verdict begins (``course`` counts them apart from bugs)."""
+
+
+class HostLimit(GraderFault):
+    """This host cannot give what the grade needs (loopback networking for a
+    cluster, say): said in one sentence, never as a bug to report, and never
+    recorded as the student's attempt. ``str()`` begins with :data:`HOST_LIMIT`."""
+
+    def __init__(self, why: str):
+        super().__init__(HOST_LIMIT + why)
 
 
 class StudentReturnError(Exception):

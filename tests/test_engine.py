@@ -242,7 +242,7 @@ def test_too_few_accelerators_grade_the_lesson_on_simulated_cpus(monkeypatch):
     assert not engine._needs_simulation(l02, ["ring_all_gather"], 0, simulated)  # already
     assert engine.context(simulated=True) == FULL
     assert engine.context().n_devices == 2
-    assert devices.describe(simulated=True) == "8 CPU devices (simulated)"
+    assert devices.describe(simulated=True) == "8 CPU devices (simulated: no accelerator here)"
     assert devices.make_mesh((8,), ("x",), simulated=True).devices.size == 8
     with pytest.raises(ValueError, match="needs 8 devices; 2 available"):
         devices.make_mesh((8,), ("x",))  # the accelerators: too few
@@ -260,7 +260,7 @@ def test_a_lesson_graded_on_simulated_cpus_builds_every_mesh_of_them(root, monke
     result = backends.grade_lesson(
         2, "l02_collectives", root / "solutions", only=["ring_all_gather"], max_examples=0
     )
-    assert result.devices == "8 CPU devices (simulated)"
+    assert result.devices == "8 CPU devices (simulated: no accelerator here)"
     (graded,) = result.exercises
     assert graded.status == Status.PASSED, (graded.status, graded.error)
     assert graded.examples_run == 4

@@ -56,13 +56,13 @@ def _submission(tmp_path: Path, first: str = "") -> str:
     return str(tmp_path)
 
 
-def test_it_serves_grades_of_several_lessons_on_the_cpu_only(monkeypatch):
+def test_it_serves_grades_of_several_lessons(monkeypatch):
     linux = os.uname().sysname.startswith("Linux")
-    assert forks.wanted(2, cpu=True) == forks.wanted(14, cpu=True) == linux
-    assert not forks.wanted(1, cpu=True)  # one lesson: one process, nothing to share
-    assert not forks.wanted(14, allowed=False, cpu=True)
+    assert forks.wanted(2) == forks.wanted(14) == linux
+    assert not forks.wanted(1)  # one lesson: one process, nothing to share
+    assert not forks.wanted(14, allowed=False)
     monkeypatch.setenv(forks.SWITCH, "0")  # read by the worker's main, as its Options
-    assert not forks.wanted(14, worker.Options.from_environment().fork_server, cpu=True)
+    assert not forks.wanted(14, worker.Options.from_environment().fork_server)
 
 
 @needs_sandbox

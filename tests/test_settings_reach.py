@@ -47,7 +47,7 @@ def test_the_devices_a_request_names_are_the_students_processes(root, tmp_path, 
         (result,) = grade(Request((SHARD_SHAPE,), directory, timeout=120.0, devices=4,
                                   platform="cpu", max_examples=0))  # fmt: skip
     assert result.exercises[0].status == Status.PASSED, result.exercises[0].error
-    assert result.devices == "4 CPU devices (simulated)"
+    assert result.devices == "4 CPU devices (simulated: the CPU only, as asked)"
     assert reports.read(relayed.getvalue()) == 4
     assert "COURSE_DEVICES" not in os.environ  # the test's own: untouched
 

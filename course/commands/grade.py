@@ -25,6 +25,7 @@ from course.commands.common import App, UsageProblem
 from course.registry import Course, Lesson
 from course.scoring import Verdict
 from course.versions import versions
+from grader.faults import HOST_LIMIT
 from grader.repo import shipped
 from grader.results import ExerciseResult, LessonResult, Status
 from grader.sandbox.protocol import DEFAULT_TIMEOUT, Event
@@ -302,7 +303,12 @@ def grade(
             and any(er.passed for r in verdict.results for er in r.exercises)
         ):
             app.console.print(seed_chosen(chosen, seed), soft_wrap=True)
-    faults = [er for r in verdict.results for er in r.exercises if er.status == Status.FAULT]
+    faulted = [er for r in verdict.results for er in r.exercises if er.status == Status.FAULT]
+    limited = [er for er in faulted if (er.error or "").startswith(HOST_LIMIT)]
+    faults = [er for er in faulted if er not in limited]
+    if limited:
+        _say(f"{len(limited)} exercise(s) cannot be graded on this host (each says why); "
+             "they were not recorded.")  # fmt: skip
     if faults:
         _say(f"{len(faults)} exercise(s) could not be graded because of a fault in the grader; "
              "they were not recorded. Please report it with the command you ran and its output.")  # fmt: skip

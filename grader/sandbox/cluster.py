@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.config import Sandbox
-from grader.faults import ExampleTimeout, StudentFault, StudentProcessDied
+from grader.faults import ExampleTimeout, HostLimit, StudentFault, StudentProcessDied
 from grader.sandbox import jail
 from grader.sandbox.channel import LINE_LIMIT, Channel
 
@@ -83,6 +83,22 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def loopback_refused() -> str | None:
+    """Why this host refuses the loopback TCP a cluster's processes join over
+    (some container runtimes refuse internet sockets outright); None where it
+    does not. Asked before a cluster is started, so that a grade there says so
+    in one sentence rather than with the launcher's traceback."""
+    try:
+        free_port()
+    except OSError as exc:
+        return (
+            "it runs a cluster of processes that join over loopback TCP (127.0.0.1), and "
+            f"this host refuses it ({exc.strerror or exc}); grade it where loopback "
+            "networking works (a laptop, a VM, Colab)."
+        )
+    return None
 
 
 def launch(argv: list[str]) -> None:
@@ -848,8 +864,7 @@ def start_together(clusters: list[Cluster], ahead: bool = False) -> None:
             command.append("--ahead")
         if sandboxed:
             command += ["--apart", first.directory]
-        env, readable = environment()  # a student's process's, but for its devices
-        env["JAX_PLATFORMS"] = "cpu"
+        env, readable = environment()  # a student's process's (the CPU only), but for its devices
         env["XLA_FLAGS"] = " ".join(
             [f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f]
             + _fast_compile_flags()
@@ -969,6 +984,8 @@ class ClusterPool:
     def _start(self, keys: tuple[tuple[int, int], ...], ahead: bool = False) -> list[Cluster]:
         """These clusters, those not running started now, together (one launcher;
         ``ahead``: see :func:`start_together`)."""
+        if refused := loopback_refused():
+            raise HostLimit(refused)
         fresh = []
         for key in keys:
             key = (int(key[0]), int(key[1]))
@@ -1010,6 +1027,8 @@ class ClusterPool:
         their processes warm up once joined, while the student pauses. The
         grader's own clusters of the same shapes start with them (in their own
         sandbox, as always): every grade of the lesson measures programs alone."""
+        if loopback_refused():
+            return  # the grade says why, when it asks for them
         self._start(keys, ahead=True)
         self._twins_ahead(warm=True)
 

@@ -35,8 +35,8 @@ and a subreaper: orphans come to it) and that is not a lesson's process.
 
 The worker trusts nothing the server says beyond a process's exit status (used
 for the message when one dies). Started only for a grade of two lessons or more,
-where the student's processes run on the CPU (a GPU's runtime is not started
-in a forked process: unmeasured), on Linux; ``COURSE_FORK_SERVER=0`` turns it
+on Linux (the student's processes run jax on the CPU only: no accelerator's
+runtime is started in a forked process); ``COURSE_FORK_SERVER=0`` turns it
 off. A server that ends, or cannot be made, is not used again: the lessons
 after it start their processes afresh (:func:`grader.sandbox.processes.spawn`).
 """
@@ -73,24 +73,13 @@ SWEEP = 0.25
 """Seconds between two sweeps of the server for ended and orphaned processes."""
 
 
-def wanted(lessons: int, allowed: bool = True, cpu: bool = False) -> bool:
+def wanted(lessons: int, allowed: bool = True) -> bool:
     """Whether a grade of ``lessons`` lessons forks its student's processes;
     ``allowed``: the worker's switch (``COURSE_FORK_SERVER``, read at its edge:
-    :class:`grader.sandbox.worker.Options`); ``cpu``: the grade runs on the CPU
-    only, as asked (``COURSE_PLATFORM=cpu``, ``--cpu``)."""
-    if lessons < 2 or not allowed or not sys.platform.startswith("linux"):
-        return False
-    return cpu or _cpu_only()
-
-
-def _cpu_only() -> bool:
-    """The student's processes will run jax on the CPU only: no accelerator's
-    plugin is installed, or jax is told so."""
-    import importlib.util
-
-    if os.environ.get("JAX_PLATFORMS", "").strip().lower() == "cpu":
-        return True
-    return not any(importlib.util.find_spec(m) for m in ("jax_plugins", "libtpu"))
+    :class:`grader.sandbox.worker.Options`). Every student's process runs jax on
+    the CPU only (:data:`grader.measure.devices.CPU_ONLY`), whatever the host has:
+    no accelerator's runtime is ever started in a forked process."""
+    return lessons >= 2 and allowed and sys.platform.startswith("linux")
 
 
 # ------------------------------------------------------------------ the worker's side
@@ -388,13 +377,28 @@ def _sweep(children: dict[int, int], control: socket.socket) -> None:
 
 def _own_children() -> list[int]:
     """This process's children, orphans adopted included (Linux's ``children``
-    file of each of its threads)."""
+    file of each of its threads), each checked to be a process whose parent is
+    this one: gVisor's ``children`` files also list the threads of a child (a
+    lesson's process running jax has dozens), and a thread's id killed is its
+    whole process."""
     found: list[int] = []
     with contextlib.suppress(OSError):
         for task in os.listdir("/proc/self/task"):
             with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/children") as f:
                 found += [int(p) for p in f.read().split()]
-    return found
+    return [pid for pid in dict.fromkeys(found) if _is_child_process(pid)]
+
+
+def _is_child_process(pid: int) -> bool:
+    """``pid`` names a process (not one of a process's threads) whose parent is this one."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+    except OSError:
+        return False
+    return fields.get("Tgid", "").strip() == str(pid) and fields.get("PPid", "").strip() == str(
+        os.getpid()
+    )
 
 
 def _report(control: socket.socket, report: dict) -> None:

@@ -244,9 +244,11 @@ class StudentProcess:
         """Ask for every program the spec builds for ``example``, exported in one
         run of the spec: program k comes with ``receive(seq, part=k)`` as soon as
         it is exported, the end of the run (what it raised) as the answer."""
+        from grader.measure.devices import platforms
+
         return self.send({
             "op": "export", "exercise": exercise, "example": wire.encode(example),
-            "simulated": simulated,
+            "simulated": simulated, "platforms": platforms(simulated),
         })  # fmt: skip
 
     def call(self, exercise: str, args: tuple, simulated: bool) -> dict:

@@ -324,9 +324,11 @@ def environment() -> tuple[dict[str, str], list[str]]:
     of the caller's), and the paths it must read (Python, the course's code): a
     lone one's, the fork server's and a cluster's launcher's
     (:meth:`grader.sandbox.cluster.Cluster.start`)."""
+    from grader.measure.devices import CPU_ONLY
+
     env = jail.environment(dict(os.environ))
     env["PYTHONPATH"] = str(CODE) + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # it never runs a program
+    env.update(CPU_ONLY)  # only the worker opens an accelerator (grader.measure.devices)
     readable = [str(CODE), *jail.python_paths(), *env["PYTHONPATH"].split(os.pathsep)]
     return env, readable
 

@@ -66,9 +66,14 @@ class Exporting(Runtime):
     earlier one's output. The data comes from this process's own random salt
     (decoy data)."""
 
-    def __init__(self, example: Example, salt: int, send: Any):
+    def __init__(self, example: Example, salt: int, send: Any,
+                 platforms: Mapping[str, str] | None = None):  # fmt: skip
         super().__init__(example, salt)
         self.send, self.exported = send, 0
+        self.platforms = dict(platforms or {})
+        """Where the worker runs a program over a mesh (``mesh``) and one on a
+        single device (``single``): this process has the CPU only
+        (:data:`grader.measure.devices.CPU_ONLY`) and exports for those."""
 
     def student_program(self, program, args, mesh, compiler_options, extra) -> Trial:
         import jax
@@ -78,7 +83,7 @@ class Exporting(Runtime):
         jitted = program if hasattr(program, "lower") else jax.jit(program)
         traced = jitted.trace(*args)  # the student's own errors surface here, as theirs
         said = {"unchecked_shard_maps": int(jaxpr.read(traced.jaxpr).counts[jaxpr.UNCHECKED])}
-        platform = _platform(args, mesh)
+        platform = _platform(args, mesh, self.platforms)
         try:
             exported = jax.export.export(jitted, platforms=[platform])(*args)
             blob = exported.serialize()
@@ -153,18 +158,23 @@ def _why_not_exportable(exc: Exception) -> str:
     return f"your program could not be exported for grading: {text.splitlines()[0][:300]}"
 
 
-def _platform(args: Any, mesh: Any) -> str:
-    """The platform the program is exported for: where its inputs are."""
+def _platform(args: Any, mesh: Any, platforms: Mapping[str, str]) -> str:
+    """The platform the program is exported for: the one the worker runs it on
+    (``platforms``, the worker's: over a mesh, or on one device), else where its
+    inputs are here (a question that names none)."""
     import jax
 
+    devices = mesh.devices.size if mesh is not None else 1
     platform = jax.devices()[0].platform
+    for leaf in jax.tree.leaves(args) if mesh is None else ():
+        if isinstance(leaf, jax.Array):
+            devices, platform = len(leaf.devices()), next(iter(leaf.devices())).platform
+            break
     if mesh is not None:
         platform = mesh.devices.flat[0].platform
-    else:
-        for leaf in jax.tree.leaves(args):
-            if isinstance(leaf, jax.Array):
-                platform = next(iter(leaf.devices())).platform
-                break
+    wanted = platforms.get("mesh" if mesh is not None or devices > 1 else "single")
+    if wanted:
+        return wanted
     if platform == "gpu":  # jax.export names GPU platforms by their runtime
         return jax.export.default_export_platform()
     return platform
@@ -244,7 +254,7 @@ class Session:
                 part(len(sent), line)
             sent.append(len(blob))
 
-        rt = Exporting(example, self.salt, send)
+        rt = Exporting(example, self.salt, send, req.get("platforms"))
         rt.simulated = bool(req.get("simulated"))  # the worker's, sent with the question
         try:
             ex_spec.run(rt, called, example)

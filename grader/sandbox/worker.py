@@ -197,7 +197,9 @@ class Warm:
             self.cpu_only = (
                 devices.parse_platform(request.platform or self.options.platform) == "cpu"
             )
-            devices.configure(count)
+            devices.configure(
+                count, "cpu" if self.cpu_only else None
+            )  # --cpu: no accelerator opened
             self.configured = wanted
         elif wanted != self.configured:
             raise RuntimeError(f"this worker grades on {self.configured}, not {wanted}")
@@ -222,11 +224,10 @@ class Warm:
             self.spares.prestart(request.directory, str(config["module"]), load=False)
         self.spares.helpers = self.options.helpers  # from the second grade on: not the first
         self.open_cache()
-        import jax
-
         import grader.engine
+        from grader.measure import devices
 
-        jax.devices()
+        devices.open_devices()  # the accelerator where it can be had, else the CPU, saying why
         if config.get("module"):
             with contextlib.suppress(Exception):
                 grader.engine.load_spec(str(config["module"]))
@@ -274,9 +275,7 @@ def grade(request: Request, emit: Callable[[Event], None], state: Warm | None = 
     salt = secrets.randbits(62) | 1  # the data is drawn here, from a secret of this grade's
     spares = state.spares
     spares.hide(*request.hidden, request.cache_dir)  # the student's process never needs them
-    if request.directory and forks.wanted(
-        len(request.lessons), state.options.fork_server, cpu=state.cpu_only
-    ):
+    if request.directory and forks.wanted(len(request.lessons), state.options.fork_server):
         spares.fork_from(request.directory)  # each lesson's process forked: jax imported once
     try:
         _grade(request, emit, state, first_request, salt)
@@ -297,9 +296,10 @@ def _grade(request: Request, emit: Callable[[Event], None], state: Warm, first_r
         from grader.sandbox import isolation
 
         state.open_cache()
-        import jax  # noqa: F401
-
         from grader import engine
+        from grader.measure import devices
+
+        devices.open_devices()  # the accelerator where it can be had, else the CPU, saying why
 
         if first_request and state.options.warm_up:
             warm_up_replay()  # while the student's process starts, imports and traces

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The device check for a TPU host (the one-chip v5e lent to developers; Colab's and Kaggle's
+# TPU runtimes; a TPU VM), run from the repository root with the host's own python3 and JAX
+# (with libtpu). Nothing is installed here: where the host lacks rich, watchfiles or
+# flatbuffers, put their wheels' contents on PYTHONPATH first. Writes logs under $OUT
+# (default ./tpu-out). On a host without an accelerator it says so and exits 0.
+#
+#   1. which jax and devices;
+#   2. `course grade --all --solutions --json`: every lesson's reference passes (lesson 13 says
+#      in one sentence where the host refuses loopback TCP); only the worker opens the TPU, every
+#      student's process runs jax on the CPU and exports for the worker's platform; one chip is
+#      fewer than the meshes need, so meshes are simulated CPUs and the one-device programs
+#      (10.merge_partials, 11.top1_dispatch/top2_dispatch) run on the chip;
+#   3. `course grade --all` of the stubs: every exercise "not started";
+#   4. the same from a process that holds the TPU first (a notebook's kernel): from the
+#      command line, and through course.notebook.grade in that very process;
+#   5. the chip's figures: lesson 3's roofline (benchmarks/tpu_roofline.py), lesson 16's decode
+#      step against its model (benchmarks/tpu_decode.py), the Pallas kernels where the lesson
+#      has its benchmark (benchmarks/pallas_tpu.py).
+set -uo pipefail
+OUT=${OUT:-tpu-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONWARNINGS="ignore:Transparent hugepages" # libtpu's advice, printed by every process
+if ! python3 -c 'import jax, sys; sys.exit(0 if jax.devices()[0].platform == "tpu" else 1)' 2>/dev/null; then
+	echo "tpu_check: no TPU here (this check is for a TPU host): nothing to check"
+	exit 0
+fi
+python3 -c 'import jax, sys; print(sys.version.split()[0], "jax", jax.__version__, jax.devices())' 2>&1 | tee "$OUT/versions.txt"
+
+summary() { # a grade's JSON, one line a lesson
+	python3 - "$1" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for lesson in doc["lessons"]:
+    counts = {}
+    for e in lesson["exercises"]:
+        counts[e["status"]] = counts.get(e["status"], 0) + 1
+    odd = [(e["exercise"], e["status"], (e.get("error") or "")[:240]) for e in lesson["exercises"]
+           if e["status"] not in ("passed", "not started")]
+    print(f"lesson {lesson['lesson']:>2}: {counts} on {lesson.get('devices')}" + (f"  {odd}" if odd else ""))
+PY
+}
+
+home=$(mktemp -d)
+SECONDS=0
+python3 -m course --home "$home" grade --all --solutions --json >"$OUT/solutions.json" 2>"$OUT/solutions.err"
+echo "== grade --all --solutions: exit $? in ${SECONDS} s" | tee "$OUT/summary.txt"
+summary "$OUT/solutions.json" | tee -a "$OUT/summary.txt"
+
+SECONDS=0
+python3 -m course --home "$(mktemp -d)" grade --all --json >"$OUT/stubs.json" 2>"$OUT/stubs.err"
+echo "== grade --all (the stubs): exit $? in ${SECONDS} s" | tee -a "$OUT/summary.txt"
+summary "$OUT/stubs.json" | tee -a "$OUT/summary.txt"
+
+# 4. a process that holds the TPU first, as a notebook's kernel does
+python3 - "$OUT" <<'PY' 2>&1 | tee -a "$OUT/summary.txt"
+import json, subprocess, sys, tempfile, time
+import jax
+print("== held: this process holds", jax.devices()[0], flush=True)
+t = time.perf_counter()
+r = subprocess.run([sys.executable, "-m", "course", "--home", tempfile.mkdtemp(), "grade", "--all",
+                    "--solutions", "--json"], capture_output=True, text=True)
+doc = json.loads(r.stdout)
+bad = [(l["lesson"], e["exercise"], e["status"]) for l in doc["lessons"] for e in l["exercises"]
+       if e["status"] != "passed" and l["lesson"] != 13]
+print(f"held, command line --all --solutions: exit {r.returncode} in {time.perf_counter() - t:.0f} s;"
+      f" devices {doc['lessons'][0]['devices']!r}; not passed but lesson 13: {bad}")
+from course import notebook
+for n in (1, 10, 16):
+    t = time.perf_counter()
+    g = notebook.grade(n, solutions=True, home=tempfile.mkdtemp())
+    print(f"held, notebook.grade({n}, solutions=True): {'passed' if g.passed else 'NOT PASSED'} in {time.perf_counter() - t:.1f} s", flush=True)
+g = notebook.grade(2, home=tempfile.mkdtemp())
+print(f"held, notebook.grade(2) of the stubs: passed={g.passed}")
+PY
+
+# 5. the chip's figures
+python3 benchmarks/tpu_roofline.py --json "$OUT/roofline.json" 2>&1 | tee "$OUT/roofline.txt"
+python3 benchmarks/tpu_decode.py --json "$OUT/decode.json" 2>&1 | tee "$OUT/decode.txt"
+[[ -f benchmarks/pallas_tpu.py ]] && python3 benchmarks/pallas_tpu.py 2>&1 | tee "$OUT/pallas.txt"
+exit 0

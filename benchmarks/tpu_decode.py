@@ -1,0 +1,203 @@
+"""Lesson 16's decode-step model against a decode step on the chip.
+
+    python benchmarks/tpu_decode.py [--json FILE] [--batches 1,8,32,64,128]
+
+A LLaMA-like model of 0.85 B parameters (L=16, D=2048, SwiGLU F=5632, N=16 query
+heads and K=4 key/value heads of 128, V=32000), bf16 weights and cache, context
+2,048, on one chip: one decode step per call, the cache donated and written in
+place, the layers in a ``fori_loop``. Three forms of the same step:
+
+- ``repeat``: the cache ``[L, 2, B, S, K, Dh]`` (the lesson's layout), each key/value
+  head repeated N/K times before attention (``jnp.repeat``), as a first port does;
+- ``grouped``: the same cache, the queries grouped ``[B, K, N/K, Dh]`` against it: no copy;
+- ``heads-major``: grouped, the cache laid out ``[L, 2, B, K, S, Dh]``: on a TPU the last
+  two dimensions are tiled (16, 128) for bf16, so a second-to-last dimension of K = 4
+  is padded to 16 (4× the bytes), while S = 2,048 is not;
+- ``unrolled``: heads-major, the layers a Python loop: each layer's cache a slice at a
+  static index (no copy of a dynamically indexed layer);
+- ``layers``: heads-major, one cache array a layer (a tuple of L, each donated).
+
+Each is timed (median of ``--runs`` steps) against the lesson's own
+``decode_step_time`` for one v5e chip (1.97e14 FLOP/s, 8.2e11 B/s), with what XLA
+says it reads and writes (``cost_analysis``'s bytes accessed) and its temporaries.
+On a host without an accelerator it says so and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from functools import partial
+
+L, D, F, N, K, DH, V, S = 16, 2048, 5632, 16, 4, 128, 32000, 2048
+
+
+def params(key):
+    import jax
+    import jax.numpy as jnp
+
+    shapes = {"embed": (V, D), "unembed": (D, V), "wq": (L, D, N * DH), "wk": (L, D, K * DH),
+              "wv": (L, D, K * DH), "wo": (L, N * DH, D), "w_gate": (L, D, F), "w_up": (L, D, F),
+              "w_down": (L, F, D)}  # fmt: skip
+    keys = jax.random.split(key, len(shapes))
+    return {
+        n: (jax.random.normal(k, s, jnp.bfloat16) * 0.02) for (n, s), k in zip(shapes.items(), keys)
+    }
+
+
+def step(p, cache, tok, pos, form: str):
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    b = tok.shape[0]
+    h = p["embed"][tok]  # [B, D]
+    heads_major = form != "repeat" and form != "grouped"
+    visible = jnp.arange(S) <= pos
+    if form == "layers":  # a tuple of L caches [2, B, K, S, Dh]
+        caches = list(cache)
+        for i in range(L):
+            h, caches[i] = _layer(p, i, h, caches[i], pos, visible)
+        return h @ p["unembed"], tuple(caches)
+    if form == "unrolled":  # one cache, each layer's slice at a static index
+        for i in range(L):
+            h, layer_cache = _layer(p, i, h, cache[i], pos, visible)
+            cache = cache.at[i].set(layer_cache)
+        return h @ p["unembed"], cache
+
+    def layer(i, carry):
+        h, cache = carry
+        w = {n: p[n][i] for n in ("wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down")}
+        q = (h @ w["wq"]).reshape(b, K, N // K, DH)
+        k = (h @ w["wk"]).reshape(b, K, DH)
+        v = (h @ w["wv"]).reshape(b, K, DH)
+        new = jnp.stack([k, v])  # [2, B, K, Dh]
+        if heads_major:
+            cache = lax.dynamic_update_slice(cache, new[None, :, :, :, None], (i, 0, 0, 0, pos, 0))
+            kv = cache[i]  # [2, B, K, S, Dh]
+            scores = jnp.einsum("bkgd,bksd->bkgs", q, kv[0])
+        else:
+            cache = lax.dynamic_update_slice(cache, new[None, :, :, None], (i, 0, 0, pos, 0, 0))
+            kv = cache[i]  # [2, B, S, K, Dh]
+            if form == "repeat":
+                keys = jnp.repeat(kv[0], N // K, axis=2)  # [B, S, N, Dh]
+                scores = jnp.einsum("bnd,bsnd->bns", q.reshape(b, N, DH), keys)
+                scores = scores.reshape(b, K, N // K, S)
+            else:
+                scores = jnp.einsum("bkgd,bskd->bkgs", q, kv[0])
+        scores = jnp.where(visible, scores / jnp.sqrt(DH).astype(scores.dtype), -jnp.inf)
+        probs = jax.nn.softmax(scores.astype(jnp.float32), axis=-1).astype(q.dtype)
+        if heads_major:
+            o = jnp.einsum("bkgs,bksd->bkgd", probs, kv[1])
+        elif form == "repeat":
+            values = jnp.repeat(kv[1], N // K, axis=2)
+            o = jnp.einsum("bns,bsnd->bnd", probs.reshape(b, N, S), values)
+        else:
+            o = jnp.einsum("bkgs,bskd->bkgd", probs, kv[1])
+        h = h + o.reshape(b, N * DH) @ w["wo"]
+        h = h + (jax.nn.silu(h @ w["w_gate"]) * (h @ w["w_up"])) @ w["w_down"]
+        return h, cache
+
+    h, cache = lax.fori_loop(0, L, layer, (h, cache))
+    return h @ p["unembed"], cache
+
+
+def _layer(p, i, h, cache, pos, visible):
+    """One layer on its own cache ``[2, B, K, S, Dh]`` (heads-major), grouped queries."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    b = h.shape[0]
+    w = {n: p[n][i] for n in ("wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down")}
+    q = (h @ w["wq"]).reshape(b, K, N // K, DH)
+    k = (h @ w["wk"]).reshape(b, K, DH)
+    v = (h @ w["wv"]).reshape(b, K, DH)
+    cache = lax.dynamic_update_slice(cache, jnp.stack([k, v])[:, :, :, None], (0, 0, 0, pos, 0))
+    scores = jnp.einsum("bkgd,bksd->bkgs", q, cache[0]) / jnp.sqrt(DH).astype(q.dtype)
+    scores = jnp.where(visible, scores, -jnp.inf)
+    probs = jax.nn.softmax(scores.astype(jnp.float32), axis=-1).astype(q.dtype)
+    o = jnp.einsum("bkgs,bksd->bkgd", probs, cache[1])
+    h = h + o.reshape(b, N * DH) @ w["wo"]
+    h = h + (jax.nn.silu(h @ w["w_gate"]) * (h @ w["w_up"])) @ w["w_down"]
+    return h, cache
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", default="")
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--batches", default="1,8,32,64,128")
+    parser.add_argument("--forms", default="repeat,grouped,heads-major,unrolled,layers")
+    args = parser.parse_args()
+    import jax
+    import jax.numpy as jnp
+
+    if jax.devices()[0].platform == "cpu":
+        print("tpu_decode: no accelerator here: nothing to measure")
+        return 0
+    sys.path.insert(0, ".")
+    from grader.lessons.l16_serving.records import Model, Slice
+    from solutions.l16_serving import decode_step_time, param_count
+
+    model = Model("llama-0.85b", L, D, F, N, K, DH, V)
+    chip = Slice("v5e-1", 1, 1.97e14, 16 * 2**30, 8.2e11)
+    print(f"model: {param_count(model) / 1e9:.3f} B parameters; context {S}; bf16")
+    p = params(jax.random.key(0))
+    rows = []
+    for form in args.forms.split(","):
+        run = jax.jit(partial(step, form=form), donate_argnums=1)
+        for b in (int(x) for x in args.batches.split(",")):
+            shape = (L, 2, b, S, K, DH) if form in ("repeat", "grouped") else (L, 2, b, K, S, DH)
+            row = {
+                "form": form,
+                "batch": b,
+                "model_ms": decode_step_time(model, chip, b, S, 2) * 1e3,
+            }
+            try:
+                cache = jnp.zeros(shape, jnp.bfloat16)
+                if form == "layers":
+                    cache = tuple(jnp.zeros(shape[1:], jnp.bfloat16) for _ in range(L))
+                tok, pos = jnp.zeros((b,), jnp.int32), jnp.int32(S - 1)
+                compiled = run.lower(p, cache, tok, pos).compile()
+                cost = compiled.cost_analysis()
+                cost = cost[0] if isinstance(cost, list) else cost
+                row["gb_accessed"] = float(cost.get("bytes accessed", 0)) / 1e9
+                row["temp_gb"] = compiled.memory_analysis().temp_size_in_bytes / 1e9
+                logits, cache = run(p, cache, tok, pos)
+                logits.block_until_ready()
+                alone, queued = [], []
+                for _ in range(5):  # one step waited for, then args.runs queued back to back
+                    t = time.perf_counter()
+                    logits, cache = run(p, cache, tok, pos)
+                    logits.block_until_ready()
+                    alone.append(time.perf_counter() - t)
+                    t = time.perf_counter()
+                    for _ in range(args.runs):
+                        logits, cache = run(p, cache, tok, pos)
+                    logits.block_until_ready()
+                    queued.append((time.perf_counter() - t) / args.runs)
+                row["ms_alone"] = statistics.median(alone) * 1e3
+                row["ms"] = statistics.median(queued) * 1e3
+                del cache, logits
+            except Exception as exc:  # out of HBM, say
+                row["error"] = str(exc).splitlines()[0][:160]
+            rows.append(row)
+            measured = (
+                f"{row['ms']:7.2f} ms ({row['ms'] / row['model_ms']:4.2f}x)"
+                if "ms" in row
+                else row["error"]
+            )
+            print(f"{form:12s} B={b:4d}: model {row['model_ms']:6.2f} ms, measured {measured}; "
+                  f"XLA reads+writes {row.get('gb_accessed', 0):.2f} GB, temporaries {row.get('temp_gb', 0):.2f} GB")  # fmt: skip
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
