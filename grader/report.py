@@ -86,10 +86,10 @@ class LessonReport:
             (f"Lesson {r.lesson}", "bold"), (f" · {card.title}" if card.title else "", "bold"),
         )  # fmt: skip
         yield titled(_lesson_table(r, card, title, options.max_width))
-        yield Text(
-            f"graded {r.source} on {r.devices or 'the devices'} · seed {r.seed}"
-            + (f" · sandbox: {r.sandbox}" if r.sandbox else ""),
-            style="dim",
+        yield Footer(
+            f"graded {r.source} on {r.devices or 'the devices'}",
+            f"seed {r.seed}",
+            *([f"sandbox: {r.sandbox}"] if r.sandbox else []),
         )
         yield from _not_counted(r)
         yield from lesson_wide(r.exercises)
@@ -106,6 +106,26 @@ class LessonReport:
             if not e.passed and e.status != Status.NOT_STARTED and e not in shared:
                 yield ExercisePanel(e, self.rerun(e) if self.rerun else None)
         yield Text(*score_line(r, card))
+
+
+class Footer:
+    """The line under the grade table, its parts joined by " · ": where they do not fit
+    the width, the line breaks between two parts, never inside one ("sandbox:" above,
+    "on" below); a part wider than the terminal wraps on its own lines."""
+
+    def __init__(self, *parts: str, style: str = "dim"):
+        self.parts = parts
+        self.style = style
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines: list[str] = []
+        for part in self.parts:
+            if lines and cell_len(lines[-1]) + 3 + cell_len(part) <= options.max_width:
+                lines[-1] += " · " + part
+            else:
+                lines.append(part)
+        for line in lines:
+            yield Text(line, style=self.style)
 
 
 def score_line(r: LessonResult, card: Any) -> tuple[str, str]:
