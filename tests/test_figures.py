@@ -189,7 +189,7 @@ def test_the_wheel_ships_every_figure(root):
         assert any(fnmatch.fnmatch(svg.name, p) for p in patterns), svg.name
 
 
-def test_the_terminal_shows_a_figure_as_one_line(root, tmp_path):
+def test_the_terminal_shows_a_figure_as_a_line_and_its_files_path(root, tmp_path):
     text = (root / "course" / "lessons" / "01_meshes.md").read_text()
     assert figure_links.names(text) == ["01_mesh_layouts.svg"]
     env = {"COURSE_HOME": str(tmp_path), "COLUMNS": "100", "PATH": "/usr/bin:/bin"}
@@ -199,7 +199,12 @@ def test_the_terminal_shows_a_figure_as_one_line(root, tmp_path):
     )  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     assert "(figure: which device holds which block" in shown.stdout
-    assert "![" not in shown.stdout and "figures/" not in shown.stdout and "svg" not in shown.stdout
+    # issue 48.3: the SVG's path follows, whole on a line of its own, for a browser to open
+    svg = (root / "course" / "lessons" / "figures" / "01_mesh_layouts.svg").resolve()
+    said = [line.strip() for line in shown.stdout.splitlines()]
+    assert str(svg) in said and svg.is_file()
+    assert "; open it in a browser:)" in " ".join(said[said.index(str(svg)) - 3 :])
+    assert "![" not in shown.stdout and shown.stdout.count(".svg") == 1
     assert "rows 0:4  │   d0   │" in shown.stdout  # the text diagram stays
 
 
