@@ -75,10 +75,14 @@ class LessonReport:
         result: LessonResult,
         card: Any,
         rerun: Callable[[ExerciseResult], str] | None = None,
+        full_grade: Callable[[int], str] | None = None,
     ):
         self.result = result
         self.card = card
         self.rerun = rerun
+        self.full_grade = full_grade
+        """How a grade of the full example set is asked for, where the report is read:
+        :func:`full_grade_command` on a terminal, a call in a notebook."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         r, card = self.result, self.card
@@ -91,7 +95,7 @@ class LessonReport:
             f"seed {r.seed}",
             *([f"sandbox: {r.sandbox}"] if r.sandbox else []),
         )
-        yield from _not_counted(r)
+        yield from _not_counted(r, self.full_grade or full_grade_command)
         yield from lesson_wide(r.exercises)
         for e in r.exercises:
             if e.passed:
@@ -200,7 +204,14 @@ def _lesson_table(r: LessonResult, card: Any, title: Text, width: int) -> Table:
     return table
 
 
-def _not_counted(r: LessonResult) -> list[RenderableType]:
+def full_grade_command(lesson: int) -> str:
+    """How a terminal grades lesson ``lesson`` on the full example set."""
+    return (
+        f"course grade {lesson} on {FULL.n_devices} devices, without --example or --max-examples,"
+    )
+
+
+def _not_counted(r: LessonResult, full_grade: Callable[[int], str]) -> list[RenderableType]:
     """Say plainly which exercises ran fewer examples than a grade needs, and why."""
     narrowed = [e for e in r.exercises if e.narrowed]
     if not narrowed:
@@ -211,8 +222,7 @@ def _not_counted(r: LessonResult) -> list[RenderableType]:
         f"{', '.join(e.exercise for e in narrowed)} ran fewer examples than a grade needs — ",
         "; ".join(r for r in reasons if r),
         ". This run is shown, but it is not recorded as passed and unlocks no solution; "
-        f"course grade {r.lesson} on {FULL.n_devices} devices, without --example or --max-examples, "
-        "runs the full set.",
+        f"{full_grade(r.lesson)} runs the full set.",
     )
     return [lines]
 
