@@ -115,7 +115,8 @@ class LessonReport:
 class Footer:
     """The line under the grade table, its parts joined by " · ": where they do not fit
     the width, the line breaks between two parts, never inside one ("sandbox:" above,
-    "on" below); a part wider than the terminal wraps on its own lines."""
+    "on" below), and the next line begins with the "·", so the lines read joined as the
+    one line does; a part wider than the terminal wraps on its own lines."""
 
     def __init__(self, *parts: str, style: str = "dim"):
         self.parts = parts
@@ -127,7 +128,7 @@ class Footer:
             if lines and cell_len(lines[-1]) + 3 + cell_len(part) <= options.max_width:
                 lines[-1] += " · " + part
             else:
-                lines.append(part)
+                lines.append(("· " if lines else "") + part)
         for line in lines:
             yield Text(line, style=self.style)
 

@@ -535,14 +535,18 @@ def test_the_footer_breaks_between_its_parts_at_80_columns() -> None:
                 source="/home/me/scaling-course/workspace/exercises")  # fmt: skip
     expected = {
         80: ["graded /home/me/scaling-course/workspace/exercises on 8 CPU devices (simulated)",
-             "seed 1234 · sandbox: on"],
+             "· seed 1234 · sandbox: on"],
         REPORT_WIDTH: ["graded /home/me/scaling-course/workspace/exercises on 8 CPU devices "
-                       "(simulated) · seed 1234", "sandbox: on"],
+                       "(simulated) · seed 1234", "· sandbox: on"],
     }  # fmt: skip
     for width, said in expected.items():
         text = render(report(r, {"ring_all_gather": 2}), width=width)
         footer = [x for x in lines(text) if "seed 1234" in x or "sandbox" in x or "graded " in x]
         assert footer == said, footer
+        assert " ".join(footer) == (  # joined, the lines read as the one line does
+            "graded /home/me/scaling-course/workspace/exercises on 8 CPU devices (simulated) "
+            "· seed 1234 · sandbox: on"
+        )
     wide = render(report(r, {"ring_all_gather": 2}), width=140)
     assert (
         "graded /home/me/scaling-course/workspace/exercises on 8 CPU devices (simulated) "
