@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from grader.sandbox import launch
 
@@ -71,7 +72,8 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     expose_value=False,
     is_eager=True,
     callback=_print_version,
-    help="The course's version and the versions of Python, JAX and hypothesis it grades with.",
+    help="The course's version and the versions of Python, JAX, jaxlib, hypothesis and numpy "
+    "it grades with (a result is reproduced on the same ones).",
 )
 @click.option(
     "--home",
@@ -121,8 +123,10 @@ def init(app: App, directory: str) -> None:
 
 
 JSON_OPTION = click.option(
-    "--json", "as_json", is_flag=True, help="Print JSON (schema: docs/grade-json.md)."
-)
+    "--json", "as_json", is_flag=True,
+    help="Print JSON instead, version 1: its fields are described in docs/grade-json.md of the "
+    "course's source repository (an installed wheel does not hold it).",
+)  # fmt: skip
 
 
 @cli.command("list")
@@ -189,11 +193,29 @@ MAX_EXAMPLES = click.option(
 )
 
 
-def run_options(f):
+CLASS_SEED = click.option(
+    "--seed",
+    type=click.IntRange(0),
+    default=None,
+    help="Seed for the drawn examples, one for the whole class: the same seed draws the same "
+    "examples for every submission (default: a fresh one, said on the first line and in "
+    "each results.json; give it again to grade a late submission on the same examples).",
+)
+"""``classroom``'s --seed: a teacher's run records no one's progress, so the student's
+"not recorded" would mean nothing there."""
+
+
+def run_options(f, seed: Any = None):
     """The options of every command that grades: seed, time limit, devices."""
-    for option in reversed(GRADE_OPTIONS):
+    options = GRADE_OPTIONS if seed is None else [seed, *GRADE_OPTIONS[1:]]
+    for option in reversed(options):
         f = option(f)
     return f
+
+
+def class_options(f):
+    """``classroom``'s: those of every command that grades, with its own --seed."""
+    return run_options(f, CLASS_SEED)
 
 
 def grade_options(f):
@@ -293,7 +315,7 @@ def solution(app: App, lesson: int | None, force: bool) -> None:
     "--jobs", "-j", type=click.IntRange(1, 256),
     help="Submissions graded at once (default: about half the cores).",
 )  # fmt: skip
-@run_options
+@class_options
 @pass_app
 def classroom(app: App, submissions: str, out: str, **options) -> None:
     """Grade a class: every sub-folder of SUBMISSIONS is one student's exercise files.
@@ -302,7 +324,8 @@ def classroom(app: App, submissions: str, out: str, **options) -> None:
     fresh seed for the class (said on the first line; --seed to choose); a
     submission that crashes or hangs costs its own result only. Your own
     progress is not touched. A folder that holds lesson files itself is one
-    submission (as on Gradescope; see docs/classroom.md). Where no sandbox can
+    submission (as on Gradescope; see docs/classroom.md in the course's source
+    repository). Where no sandbox can
     be made it grades only from an installation without the reference
     solutions (course autograder builds one).
     """
@@ -332,7 +355,7 @@ def autograder(app: App, out: str, **options) -> None:
     It holds setup.sh (installs Python 3.11 where the image has an older one, and
     the course), run_autograder (grades one submission in any layout and always
     writes results.json) and a wheel of the course without its reference
-    solutions. See docs/classroom.md.
+    solutions. See docs/classroom.md in the course's source repository.
     """
     from course.commands.autograder import autograder as run
 

@@ -2,7 +2,7 @@
 
 On GitHub the link resolves beside the text; a notebook gets the SVG inlined (a
 ``data:`` URI: it needs no file next to the notebook, on Colab neither); the terminal
-gets one line, ``(figure: what it shows)``, and keeps its text diagrams.
+gets ``(figure: what it shows)`` and the SVG's path, and keeps its text diagrams.
 """
 
 from __future__ import annotations
@@ -20,9 +20,19 @@ def names(text: str) -> list[str]:
     return [m["name"] for m in FIGURE.finditer(text)]
 
 
-def plain(text: str) -> str:
-    """Each figure as ``(figure: what it shows)``, for the terminal and text/plain."""
-    return FIGURE.sub(lambda m: f"(figure: {m['alt']})", text)
+def plain(text: str, lessons: Path | None = None) -> str:
+    """Each figure as ``(figure: what it shows)``, for the terminal and text/plain; given
+    the folder of the texts (``lessons``), followed by the SVG's path, indented on a line
+    of its own (a code block: never wrapped, it copies whole) for a browser to open."""
+
+    def line(m: re.Match) -> str:
+        said = f"(figure: {m['alt']})"
+        svg = None if lessons is None else lessons / m["src"]
+        if svg is None or not svg.is_file():
+            return said
+        return f"{said[:-1]}; open it in a browser:)\n\n    {svg.resolve()}\n"
+
+    return FIGURE.sub(line, text)
 
 
 def inline(text: str, lessons: Path) -> str:

@@ -501,20 +501,49 @@ def tensor_parallel_mlp() -> str:
 # ------------------------------------------------------------------ lesson 9
 
 
+def one_f_one_b_split(p: int, m: int):
+    """1F1B with the backward split as zero bubble splits it, B then W, each one tick, W
+    straight after its B: the schedule zero bubble is measured against (the text's "1F1B
+    with a two-tick backward")."""
+    from grader.expected.l09_pipeline.schedules import BACKWARD, FORWARD, WEIGHT, list_schedule
+
+    rank = {WEIGHT: 0, BACKWARD: 1, FORWARD: 2}  # a W is ready the tick after its B
+    return list_schedule(p, m, lambda key: (rank[key[0]], key[2]), split_w=True,
+                         cap=lambda s: p - s)  # fmt: skip
+
+
+SPLIT_GAP = 58
+"""Room for the line that says the schedules under it take two ticks a backward."""
+
+
 def pipeline_schedules() -> str:
+    """GPipe and 1F1B with a one-tick backward, then 1F1B and zero bubble with the backward
+    split in two ticks (B, W): issue 48.2 — drawn side by side on unequal ticks, zero
+    bubble's 27 ticks looked slower than 1F1B's 22; its match is 1F1B's 30."""
     from grader.expected.l09_pipeline.schedules import gpipe, one_f_one_b, simulate, zero_bubble
 
     p, m, cell = 4, 8, 20
     runs = (("GPipe", gpipe(p, m), False), ("1F1B", one_f_one_b(p, m), False),
-            ("Zero bubble (ZB-H1): B split into B and W", zero_bubble(p, m), True))  # fmt: skip
+            ("1F1B, W right after its B", one_f_one_b_split(p, m), True),
+            ("Zero bubble (ZB-H1): W passes fill the idle ticks", zero_bubble(p, m), True))  # fmt: skip
     ticks = max(len(s) for _, s, _ in runs)
-    svg = Svg(max(120 + ticks * cell + 20, 780), 60 + len(runs) * (p * cell + 56) + 10)
+    band = p * cell + 56
+    split_at = 2  # the runs from here on take two ticks for a backward
+    svg = Svg(max(120 + ticks * cell + 20, 780), 60 + len(runs) * band + SPLIT_GAP + 10)
     svg.text(20, 22, f"Pipeline schedules, p = {p} stages, m = {m} micro-batches: "
              "one op per stage per tick", anchor="start", bold=True, size=13)  # fmt: skip
     for r, (name, schedule, split_w) in enumerate(runs):
         sim = simulate(schedule, p, m, split_w=split_w)
         assert not sim.violations, f"{name}: {sim.violations}"
-        y0 = 56 + r * (p * cell + 56)
+        y0 = 56 + r * band + (SPLIT_GAP if r >= split_at else 0)
+        if r == split_at:
+            svg.line(20, y0 - 76, svg.width - 20, y0 - 76)
+            svg.text(20, y0 - 54, "Below, a backward takes two ticks, B (input gradient) then "
+                     "W (weight gradient), as zero bubble needs:", anchor="start", bold=True,
+                     size=12)  # fmt: skip
+            svg.text(20, y0 - 37, "compare zero bubble with the 1F1B just below, not with the "
+                     "two above, whose backward is one tick.", anchor="start", size=12,
+                     colour=MUTED)  # fmt: skip
         idle = sum(op is None for row in schedule for op in row) / (len(schedule) * p)
         svg.text(20, y0 - 8, f"{name}: {len(schedule)} ticks, {idle:.0%} idle", anchor="start",
                  bold=True)  # fmt: skip
@@ -528,7 +557,7 @@ def pipeline_schedules() -> str:
                 if op:
                     svg.text(x + cell / 2, y0 + s * cell + cell / 2 + 4, f"{op[0]}{op[1]}",
                              size=9)  # fmt: skip
-    y = 56 + len(runs) * (p * cell + 56) - 30
+    y = 56 + len(runs) * band + SPLIT_GAP - 30
     legend = (("F", "forward of micro-batch i: Fi"), ("B", "backward: Bi"),
               ("W", "weight gradient: Wi"))  # fmt: skip
     for k, (kind, label) in enumerate(legend):
@@ -664,11 +693,25 @@ def hierarchical_groups(p: int, d: int) -> dict[str, list[list[int]]]:
     return {"reduce-scatter": within, "all-reduce": across, "all-gather": within}
 
 
+def parts_held(step: str, device: int, d: int) -> tuple[int, ...]:
+    """The parts of the data (each 1/D of it) device ``device`` holds summed after ``step``
+    of the hierarchical all-reduce, device id = host·D + local: its own local index's after
+    the reduce-scatter within its host and the all-reduce across hosts, every part after
+    the all-gather."""
+    return tuple(range(d)) if step == "all-gather" else (device % d,)
+
+
 def hierarchical_all_reduce() -> str:
+    """Every panel colours a device by the D-th of the data it holds summed (issue 48.2: the
+    middle one coloured by group and the others by host, with no legend): after step 1
+    device j of each host holds part j summed over its host; step 2 sums part j over the
+    hosts, between the devices that hold it (arrows); step 3 gathers every part onto every
+    device (all D colours). The grey boxes are steps 1 and 3's groups, the arrows step 2's."""
     p, d, cell = 2, 4, 34
     groups = hierarchical_groups(p, d)
     col = d * cell + 60
-    svg = Svg(80 + 3 * (col + 50), 80 + p * (cell + 40) + 20)
+    width = 80 + 3 * (col + 50)
+    svg = Svg(width, 80 + p * (cell + 40) + 20 + 84)
     svg.text(20, 22, f"Hierarchical all-reduce on {p} hosts × {d} devices: 1/D of the data "
              "crosses hosts", anchor="start", bold=True, size=13)  # fmt: skip
     titles = {
@@ -685,9 +728,12 @@ def hierarchical_all_reduce() -> str:
             svg.text(x0 - 10, y + cell / 2 + 4, f"host {h}", anchor="end", size=10)
             for j in range(d):
                 device = h * d + j
-                group = next(g for g in gs if device in g)
-                fill = DEVICE_FILLS[gs.index(group)]
-                svg.rect(x0 + j * cell + 3, y + 3, cell - 6, cell - 6, fill)
+                x, w = x0 + j * cell + 3, cell - 6
+                held = parts_held(kind, device, d)
+                for i, q in enumerate(held):  # one stripe per part it holds
+                    svg.rect(x + i * w / len(held), y + 3, w / len(held), w, DEVICE_FILLS[q],
+                             stroke="none")  # fmt: skip
+                svg.rect(x, y + 3, w, w, "none")
                 svg.text(x0 + j * cell + cell / 2, y + cell / 2 + 4, f"d{device}", size=10)
         if kind == "all-reduce":
             for j in range(d):
@@ -696,6 +742,20 @@ def hierarchical_all_reduce() -> str:
         label = " ".join("{" + ",".join(map(str, g)) + "}" for g in gs)
         svg.text(x0 + d * cell / 2, 70 + p * (cell + 40) + 4, f"groups {label}", size=10,
                  colour=MUTED)  # fmt: skip
+    y = 70 + p * (cell + 40) + 26
+    for q in range(d):
+        svg.rect(80 + q * 84, y, 14, 14, DEVICE_FILLS[q])
+        svg.text(100 + q * 84, y + 11, f"part {q}", anchor="start", size=11)
+    for q in range(d):
+        svg.rect(80 + d * 84 + 10 + q * 14 / d, y, 14 / d, 14, DEVICE_FILLS[q], stroke="none")
+    svg.rect(80 + d * 84 + 10, y, 14, 14, "none")
+    svg.text(80 + d * 84 + 30, y + 11, "every part", anchor="start", size=11)
+    caption = ("Colour: the part of the data (1/D of it) a device holds summed: over its host "
+               "after step 1,", "over every host after step 2, and every part after step 3. "
+               "Grey boxes: the groups of steps 1 and 3;", "arrows: step 2's, between the "
+               "devices of the hosts that hold the same part.")  # fmt: skip
+    for i, line in enumerate(caption):
+        svg.text(80, y + 34 + i * 15, line, anchor="start", size=11, colour=MUTED)
     return svg.render("Lesson 13: the hierarchical all-reduce's three steps and their groups")
 
 
@@ -839,67 +899,78 @@ def zero_step_collectives() -> str:
 
     ex = ZERO_STEP_15
     n, size, micro, unit = ex["n"], psi(ex), ex["micro"], ring_elements(ex)
-    track, seg, row, panel, x0 = 64, 16, 20, 150, 280
-    box_w, box_h, bx0 = 124, 74, 612
-    svg = Svg(bx0 + 4 * (box_w + 22), 58 + 3 * panel + 40)
-    svg.text(20, 22, f"One ZeRO step on N = {n} devices, M = {micro} micro-batches, Ψ = {size:,}: "
-             "what each device holds, and what moves", anchor="start", bold=True, size=13)  # fmt: skip
-    svg.text(20, 40, f"one unit = (N − 1)/N · Ψ = {unit:,} elements sent per device (the ring "
-             "optimum); bytes in the width each collective sends", anchor="start", size=11,
-             colour=MUTED)  # fmt: skip
+    # Drawn about 750 wide, so that a page or a notebook shows it near its own size: each
+    # stage's memory above its step, no label under 12 px (issue 48.2: side by side it was
+    # 1,196 wide, and its 10 px labels were 6 px on a page).
+    track, row, x0, label_x = 100, 24, 312, 302
+    box_w, box_h, gap = 162, 92, 20
+    panel = 26 + 3 * (row + 6) + 30 + 24 + box_h + 34
+    width = 20 + 4 * box_w + 3 * gap + 20
+    svg = Svg(width, 78 + 3 * panel + 34)
+    svg.text(20, 24, f"One ZeRO step on N = {n} devices, M = {micro} micro-batches, "
+             f"Ψ = {size:,}", anchor="start", bold=True, size=16)  # fmt: skip
+    svg.text(20, 44, "what each device holds, and what moves; one unit = (N − 1)/N · Ψ = "
+             f"{unit:,} elements", anchor="start", size=13, colour=MUTED)  # fmt: skip
+    svg.text(20, 62, "sent per device (the ring optimum), in the width each collective sends",
+             anchor="start", size=13, colour=MUTED)  # fmt: skip
     held = {1: ("whole", "whole", "slice"), 2: ("whole", "slice", "slice"),
             3: ("slice", "slice", "slice")}  # fmt: skip
     labels = ("bf16 params", "gradient", "fp32 master, m, v")
+    seg = track / n
     for k, stage in enumerate((1, 2, 3)):
-        y0 = 58 + k * panel
+        y0 = 84 + k * panel
+        if k:
+            svg.line(20, y0 - 14, width - 20, y0 - 14)
         kept = per_device(THIS_LESSON, stage, n) * size  # the grader's byte table
         units = sum(stage_collectives(stage, micro).values())
-        svg.text(20, y0 + 14, f"ZeRO-{stage}", anchor="start", bold=True, size=13)
-        svg.text(20, y0 + 30, f"keeps {kept:,.0f} B", anchor="start", size=11)
-        svg.text(20, y0 + 44, "per device", anchor="start", size=11)
         sent = sum(k * unit * WIDTH[RS_WIRE[stage] if c == "reduce-scatter" else "bfloat16"]
                    for c, k in stage_collectives(stage, micro).items())  # fmt: skip
-        svg.text(20, y0 + 62, f"sends {units} units:", anchor="start", size=11, bold=True)
-        svg.text(20, y0 + 76, f"{units * unit:,} elements,", anchor="start", size=11)
-        svg.text(20, y0 + 90, f"{sent:,} B", anchor="start", size=11)
+        svg.text(20, y0 + 14, f"ZeRO-{stage}", anchor="start", bold=True, size=16)
+        for j, (line, bold) in enumerate(((f"keeps {kept:,.0f} B", False), ("per device", False),
+                                          (f"sends {units} units:", True),
+                                          (f"{units * unit:,} elements,", False),
+                                          (f"{sent:,} B", False))):  # fmt: skip
+            svg.text(20, y0 + 36 + j * 17, line, anchor="start", size=13, bold=bold)
         for i in range(n):
-            svg.text(x0 + i * (track + 10) + track / 2, y0 + 14, f"device {i}", size=11)
+            svg.text(x0 + i * (track + 8) + track / 2, y0 + 14, f"device {i}", size=13)
         for r, (label, how) in enumerate(zip(labels, held[stage])):
-            y = y0 + 22 + r * (row + 6)
-            svg.text(x0 - 8, y + row / 2 + 4, label, anchor="end", size=11)
+            y = y0 + 24 + r * (row + 6)
+            svg.text(label_x, y + row / 2 + 5, label, anchor="end", size=13)
             for i in range(n):
-                x = x0 + i * (track + 10)
+                x = x0 + i * (track + 8)
                 if how == "whole":
                     svg.rect(x, y, track, row, "#d9d9d9")
-                    svg.text(x + track / 2, y + row / 2 + 4, "[Ψ]", size=10)
+                    svg.text(x + track / 2, y + row / 2 + 5, "[Ψ]", size=13)
                 else:
                     svg.rect(x, y, track, row, CARD, stroke=MUTED)
                     svg.rect(x + i * seg, y, seg, row, DEVICE_FILLS[i])
         note = {1: "the gradient buffer is whole until the one reduce-scatter",
                 2: "only this device's slice of the gradient is accumulated",
                 3: "params whole only inside each micro-batch's fwd and bwd"}[stage]  # fmt: skip
-        svg.text(x0, y0 + 22 + 3 * (row + 6) + 12, note, anchor="start", size=10, colour=MUTED)
+        svg.text(x0, y0 + 24 + 3 * (row + 6) + 14, note, anchor="start", size=13, colour=MUTED)
+        by = y0 + 24 + 3 * (row + 6) + 30 + 24  # the step's boxes, under the memory
         each = {1: 0, 2: 2, 3: 3}[stage]  # the boxes run once per micro-batch
         if each:
-            right = bx0 + each * (box_w + 22) - 22
-            svg.line(bx0, y0 + 20, right, y0 + 20, both=True)
-            svg.text((bx0 + right) / 2, y0 + 14, f"each of the M = {micro} micro-batches",
-                     size=11, bold=True)  # fmt: skip
+            right = 20 + each * (box_w + gap) - gap
+            svg.line(20, by - 8, right, by - 8, both=True)
+            svg.text((20 + right) / 2, by - 14, f"each of the M = {micro} micro-batches",
+                     size=13, bold=True)  # fmt: skip
         for b, (kind, title, lines) in enumerate(zero_step_boxes(stage, ex)):
-            x, y = bx0 + b * (box_w + 22), y0 + 28
-            svg.rect(x, y, box_w, box_h, WIRE_FILLS[kind])
-            svg.text(x + box_w / 2, y + 16, title, size=11, bold=True)
+            x = 20 + b * (box_w + gap)
+            svg.rect(x, by, box_w, box_h, WIRE_FILLS[kind])
+            svg.text(x + box_w / 2, by + 20, title, size=14, bold=True)
             for j, line in enumerate(lines):
-                svg.text(x + box_w / 2, y + 31 + j * 13, line, size=10)
+                svg.text(x + box_w / 2, by + 40 + j * 17, line, size=13)
             if b:
-                svg.line(x - 22, y + box_h / 2, x - 2, y + box_h / 2, arrow=True)
-    y = 58 + 3 * panel + 8
+                svg.line(x - gap, by + box_h / 2, x - 2, by + box_h / 2, arrow=True)
+    y = 84 + 3 * panel - 8
     for k, (label, fill) in enumerate((("whole [Ψ] on every device", "#d9d9d9"),
                                        ("this device's slice, Ψ/N", DEVICE_FILLS[0]),
                                        ("reduce-scatter", WIRE_FILLS["reduce-scatter"]),
                                        ("all-gather", WIRE_FILLS["all-gather"]))):  # fmt: skip
-        svg.rect(20 + k * 190, y, 14, 14, fill)
-        svg.text(40 + k * 190, y + 11, label, anchor="start", size=11)
+        x = 20 + (0, 210, 410, 560)[k]
+        svg.rect(x, y, 16, 16, fill)
+        svg.text(x + 22, y + 13, label, anchor="start", size=13)
     return svg.render("Lesson 15: one ZeRO-1, ZeRO-2 and ZeRO-3 step's collectives")
 
 
@@ -1116,11 +1187,11 @@ FIGURES = (
     Figure(6, "06_data_parallel_step.svg", "a data-parallel step: the batch split, the gradient all-reduced", data_parallel_step),
     Figure(7, "07_memory_per_device.svg", "bytes per parameter on each device under DP and ZeRO-1, 2, 3", memory_per_device),
     Figure(8, "08_tensor_parallel_mlp.svg", "a Megatron MLP: w_in split by columns, w_out by rows, one all-reduce", tensor_parallel_mlp),
-    Figure(9, "09_pipeline_schedules.svg", "GPipe, 1F1B and zero bubble, tick by tick, with the bubble", pipeline_schedules),
+    Figure(9, "09_pipeline_schedules.svg", "GPipe and 1F1B, then 1F1B and zero bubble with the backward split in B and W, tick by tick", pipeline_schedules),
     Figure(10, "10_ring_attention.svg", "ring attention's blocks per step, contiguous and zigzag, and the causal waste", ring_attention),
     Figure(11, "11_expert_capacity.svg", "tokens per expert against the capacity: kept and dropped", expert_capacity),
     Figure(12, "12_who_holds_what.svg", "who holds what on the ('data', 'model') mesh: each weight split twice", who_holds_what),
-    Figure(13, "13_hierarchical_all_reduce.svg", "the hierarchical all-reduce's three steps and their replica groups", hierarchical_all_reduce),
+    Figure(13, "13_hierarchical_all_reduce.svg", "the hierarchical all-reduce's three steps, their replica groups and the part of the data each device holds", hierarchical_all_reduce),
     Figure(14, "14_time_breakdown.svg", "the step time of lesson 14's six best plans, term by term", time_breakdown),
     Figure(15, "15_zero_stages.svg", "a 7B model's state per device on 64 GPUs, by ZeRO stage, against 80 GB", zero_stages),
     Figure(15, "15_zero_step_collectives.svg", "one ZeRO-1, ZeRO-2 and ZeRO-3 step on 4 devices: what each holds, which collective moves what", zero_step_collectives),

@@ -272,7 +272,7 @@ def show(lesson: int | None = None, *, home: str | Path | None = None) -> Page:
     footer = (
         f"\n\n## Lesson {chosen.number} exercises\n\n{exercises}\n\nWrite your code in an "
         f"`%%exercise {chosen.number}` cell (or in `{app.ws.exercise_file(chosen.module)}`), "
-        f"then grade it: `grade({chosen.number})`.\n"
+        f"then grade it: `course.grade({chosen.number})`.\n"
     )
     return Page(
         figure_links.plain(text + footer),
@@ -346,6 +346,7 @@ def save(lesson: int, code: str, *, home: str | Path | None = None) -> Page:
     editor, say) is kept as ``lNN_….py.N.bak`` before it is replaced, and an untouched
     stub never replaces a file that holds more than the stub."""
     from course.commands.show import next_backup
+    from course.notebooks import notebook_words
     from grader.repo import shipped
 
     app = _app(home, ensure=False)
@@ -353,17 +354,19 @@ def save(lesson: int, code: str, *, home: str | Path | None = None) -> Page:
         chosen = app.lesson(_number(lesson))
     _ensure(app)
     target = app.ws.exercise_file(chosen.module)
-    stub = (shipped(app.root).stubs / f"{chosen.module}.py").read_text()
+    shipped_stub = (shipped(app.root).stubs / f"{chosen.module}.py").read_text()
+    # the stub as shipped, and as a notebook's cell holds it (its commands as calls)
+    stubs = {shipped_stub.strip(), notebook_words(shipped_stub).strip()}
     code = code if code.endswith("\n") else code + "\n"
     current = target.read_text() if target.exists() else None
     if current == code:
         _written[target] = code
         return Page(f"{target} already holds this cell: unchanged")
     theirs = (
-        current is not None and current.strip() != stub.strip() and _written.get(target) != current
+        current is not None and current.strip() not in stubs and _written.get(target) != current
     )
     """The file holds code this kernel did not write (an editor's, an earlier session's)."""
-    if theirs and code.strip() == stub.strip():
+    if theirs and code.strip() in stubs:
         return Page(
             f"{target} already holds your code, not the stub: kept. To work on it here, paste "
             f"it into this cell; to start over from the stub: course reset {chosen.number}."
@@ -418,11 +421,14 @@ class Grading:
     command: str
     """The ``course grade`` command that repeats this grading in a terminal."""
     rerun: Callable[[ExerciseResult], str] = rerun_command
-    """The command that re-runs one failed example (printed in its panel)."""
+    """The call that re-runs one failed example (printed under its panel): from
+    :func:`grade`, the notebook's own (:func:`rerun_call`)."""
     next_step: Any = None
     """Where to go after a lesson passed (a rich ``Text``), as ``course grade`` says it."""
     shown_in: Any = None
     """The notebook cell (execution count) ``grade`` already showed the report in."""
+    full_grade: Callable[[int], str] | None = None
+    """How a grade of the full example set is asked for (None: the terminal's words)."""
 
     @property
     def passed(self) -> bool:
@@ -450,7 +456,7 @@ class Grading:
         if self.exit_code == INTERRUPTED:
             return Text("Interrupted. Results recorded so far are kept.", style="yellow")
         step = [self.next_step] if self.next_step is not None else []
-        return Group(*scoring.terminal(self.verdict, self.rerun), *step)
+        return Group(*scoring.terminal(self.verdict, self.rerun, self.full_grade), *step)
 
     def _render(self) -> Page:
         console = _recording()
@@ -519,8 +525,9 @@ def grade(
     verdict = collected[0] if collected else Verdict((), ())
     grading = Grading(
         verdict, code, as_command(target, **options),
-        partial(rerun_command, solutions=bool(options.get("solutions")), path=options.get("path")),
-        next_step=None if options.get("solutions") else next_lesson(app.course, verdict),
+        partial(rerun_call, solutions=bool(options.get("solutions")), path=options.get("path")),
+        next_step=None if options.get("solutions") else next_lesson(app.course, verdict, call),
+        full_grade=full_grade_call,
     )  # fmt: skip
     if as_json:
         if cell is not None:
@@ -530,6 +537,33 @@ def grade(
         cell.show(grading._repr_mimebundle_())  # the report where the progress line was
         grading.shown_in = cell.count()
     return grading
+
+
+def call(command: str, lesson: int | None = None) -> str:
+    """A command as a notebook calls it: ``course.show(8)``, ``course.status()`` (the
+    notebooks import this module as ``course``)."""
+    return f"course.{command}({'' if lesson is None else lesson})"
+
+
+def full_grade_call(lesson: int) -> str:
+    """How a notebook grades lesson ``lesson`` on the full example set."""
+    from grader.spec import FULL
+
+    return f"course.grade({lesson}) on {FULL.n_devices} devices, without example= or max_examples=,"
+
+
+def rerun_call(er: ExerciseResult, solutions: bool = False, path: str | None = None) -> str:
+    """The call that re-runs, from a notebook, the example ``er`` failed on:
+    ``course.grade('1.place', example='mesh=2 …')`` (what :func:`rerun_command` is to a
+    terminal)."""
+    args = [repr(f"{er.lesson}.{er.exercise}")]
+    if er.example:
+        args.append(f"example={er.example!r}")
+    if solutions:
+        args.append("solutions=True")
+    elif path:
+        args.append(f"path={str(path)!r}")
+    return f"course.grade({', '.join(args)})"
 
 
 def _options(options: dict[str, Any]) -> dict[str, Any]:

@@ -127,6 +127,38 @@ class Course:
         at = numbers.index(self.lesson(number).number)
         return self.lessons[at + 1] if at + 1 < len(self.lessons) else None
 
+    def out_of_order(self) -> list[tuple[Lesson, Lesson | None]]:
+        """The lessons whose numbers do not follow the course's order, each with the lesson
+        it comes after (None: first): those outside the longest run of increasing numbers
+        in the course's order. With 1–7, 15, 8–14, 16: [(lesson 15, lesson 7)]."""
+        numbers = [x.number for x in self.lessons]
+        best: list[list[int]] = []  # best[i]: the longest increasing run ending at i
+        for i, n in enumerate(numbers):
+            runs = [best[j] for j in range(i) if numbers[j] < n]
+            best.append([*max(runs, key=len, default=[]), i])
+        kept = set(max(best, key=len, default=[]))
+        return [
+            (lesson, self.lessons[i - 1] if i else None)
+            for i, lesson in enumerate(self.lessons)
+            if i not in kept
+        ]
+
+    def order_note(self) -> str | None:
+        """One sentence on the course's order where numbers do not follow it (None where
+        they do): what ``course list``, ``course status`` and the notebooks' index say."""
+        moved = self.out_of_order()
+        if not moved:
+            return None
+        said = "; ".join(
+            f"lesson {x.number} comes after lesson {before.number}"
+            if before is not None else f"lesson {x.number} comes first"
+            for x, before in moved
+        )  # fmt: skip
+        return (
+            f"Listed in the course's order: {said} (a lesson added later takes a new number, "
+            "so that the others keep theirs, and your progress in them)."
+        )
+
 
 class RegistryError(Exception):
     pass

@@ -206,11 +206,16 @@ def to_json(results: Sequence[LessonResult], cards: Sequence[Scorecard]) -> dict
     return {"version": JSON_VERSION, "lessons": lessons}
 
 
-def terminal(v: Verdict, rerun: Rerun | None = None) -> list[Any]:
-    """The report of every lesson, as rich renderables (``grader.report``)."""
+def terminal(
+    v: Verdict, rerun: Rerun | None = None, full_grade: Callable[[int], str] | None = None
+) -> list[Any]:
+    """The report of every lesson, as rich renderables (``grader.report``); ``rerun`` and
+    ``full_grade`` say its commands as the reader types them (a notebook's calls)."""
     from grader.report import LessonReport
 
-    return [LessonReport(result, card, rerun) for result, card in zip(v.results, v.cards)]
+    return [
+        LessonReport(result, card, rerun, full_grade) for result, card in zip(v.results, v.cards)
+    ]
 
 
 # ------------------------------------------------------------ progress

@@ -171,14 +171,21 @@ def _files(folder: Path, deep: bool) -> list[Path]:
 def lesson_file(folder: Path, module: str, *, deep: bool = True) -> Path | None:
     """The submission's file for ``module``: ``module.py`` at the top, else deeper (an
     unzipped archive or an uploaded folder adds levels: ``homework-1/l01_meshes.py``),
-    else a copy's name (:data:`COPY_SUFFIX`: ``l01_meshes (1).py``), top first, then in
-    path order. None when there is none (see :func:`near_misses`)."""
+    else a copy's name (:func:`copied_as`: ``l01_meshes (1).py``, ``l01 meshes (1).py``),
+    top first, then in path order. None when there is none (see :func:`near_misses`)."""
     files = _files(folder, deep)
     exact = [p for p in files if p.name == f"{module}.py"]
     if exact:
         return exact[0]
-    copies = [p for p in files if p.suffix == ".py" and COPY_SUFFIX.sub("", p.stem) == module]
+    copies = [p for p in files if p.suffix == ".py" and copied_as(p.stem) == module]
     return copies[0] if copies else None
+
+
+def copied_as(stem: str) -> str:
+    """The module a copy's file name stands for: without the copy's suffix, and with each
+    run of spaces as ``_``, as some systems rename on upload (``l02 collectives (1)`` →
+    ``l02_collectives``). Case and hyphens stay: ``L01-Meshes`` is a near miss."""
+    return re.sub(r" +", "_", COPY_SUFFIX.sub("", stem).strip())
 
 
 def _stem(name: str) -> str:

@@ -75,10 +75,14 @@ class LessonReport:
         result: LessonResult,
         card: Any,
         rerun: Callable[[ExerciseResult], str] | None = None,
+        full_grade: Callable[[int], str] | None = None,
     ):
         self.result = result
         self.card = card
         self.rerun = rerun
+        self.full_grade = full_grade
+        """How a grade of the full example set is asked for, where the report is read:
+        :func:`full_grade_command` on a terminal, a call in a notebook."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         r, card = self.result, self.card
@@ -86,12 +90,12 @@ class LessonReport:
             (f"Lesson {r.lesson}", "bold"), (f" · {card.title}" if card.title else "", "bold"),
         )  # fmt: skip
         yield titled(_lesson_table(r, card, title, options.max_width))
-        yield Text(
-            f"graded {r.source} on {r.devices or 'the devices'} · seed {r.seed}"
-            + (f" · sandbox: {r.sandbox}" if r.sandbox else ""),
-            style="dim",
+        yield Footer(
+            f"graded {r.source} on {r.devices or 'the devices'}",
+            f"seed {r.seed}",
+            *([f"sandbox: {r.sandbox}"] if r.sandbox else []),
         )
-        yield from _not_counted(r)
+        yield from _not_counted(r, self.full_grade or full_grade_command)
         yield from lesson_wide(r.exercises)
         for e in r.exercises:
             if e.passed:
@@ -106,6 +110,27 @@ class LessonReport:
             if not e.passed and e.status != Status.NOT_STARTED and e not in shared:
                 yield ExercisePanel(e, self.rerun(e) if self.rerun else None)
         yield Text(*score_line(r, card))
+
+
+class Footer:
+    """The line under the grade table, its parts joined by " · ": where they do not fit
+    the width, the line breaks between two parts, never inside one ("sandbox:" above,
+    "on" below), and the next line begins with the "·", so the lines read joined as the
+    one line does; a part wider than the terminal wraps on its own lines."""
+
+    def __init__(self, *parts: str, style: str = "dim"):
+        self.parts = parts
+        self.style = style
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines: list[str] = []
+        for part in self.parts:
+            if lines and cell_len(lines[-1]) + 3 + cell_len(part) <= options.max_width:
+                lines[-1] += " · " + part
+            else:
+                lines.append(("· " if lines else "") + part)
+        for line in lines:
+            yield Text(line, style=self.style)
 
 
 def score_line(r: LessonResult, card: Any) -> tuple[str, str]:
@@ -180,7 +205,14 @@ def _lesson_table(r: LessonResult, card: Any, title: Text, width: int) -> Table:
     return table
 
 
-def _not_counted(r: LessonResult) -> list[RenderableType]:
+def full_grade_command(lesson: int) -> str:
+    """How a terminal grades lesson ``lesson`` on the full example set."""
+    return (
+        f"course grade {lesson} on {FULL.n_devices} devices, without --example or --max-examples,"
+    )
+
+
+def _not_counted(r: LessonResult, full_grade: Callable[[int], str]) -> list[RenderableType]:
     """Say plainly which exercises ran fewer examples than a grade needs, and why."""
     narrowed = [e for e in r.exercises if e.narrowed]
     if not narrowed:
@@ -191,8 +223,7 @@ def _not_counted(r: LessonResult) -> list[RenderableType]:
         f"{', '.join(e.exercise for e in narrowed)} ran fewer examples than a grade needs — ",
         "; ".join(r for r in reasons if r),
         ". This run is shown, but it is not recorded as passed and unlocks no solution; "
-        f"course grade {r.lesson} on {FULL.n_devices} devices, without --example or --max-examples, "
-        "runs the full set.",
+        f"{full_grade(r.lesson)} runs the full set.",
     )
     return [lines]
 

@@ -265,3 +265,39 @@ def test_ctrl_c_while_several_grade_writes_what_was_graded_at_once(tmp_path):
     rows = (tmp_path / "out" / "summary.csv").read_text().splitlines()
     assert [r.split(",")[0] for r in rows[1:]] == ["c-stub"]
     assert (tmp_path / "out" / "c-stub" / "results.json").exists()
+
+
+def test_a_copy_renamed_with_spaces_is_graded_as_the_lesson_file(tmp_path):
+    """Issue 48.5: ``l02 collectives (1).py`` (underscores turned to spaces on upload, as
+    some systems rename) is lesson 2's file, as ``l02_collectives (1).py`` is; a change of
+    case or hyphens stays a near miss, and another lesson's spaced name is not taken."""
+    for name in ("l02 collectives (1).py", "L02 Collectives.py", "l02-collectives.py",
+                 "l01 meshes.py"):  # fmt: skip
+        (tmp_path / name).write_text("")
+    taken = safe.lesson_file(tmp_path, "l02_collectives")
+    assert taken == tmp_path / "l02 collectives (1).py"
+    assert safe.copied_as("l02 collectives 2") == "l02_collectives"  # Finder's copy
+    assert safe.copied_as("l02  collectives") == "l02_collectives"
+    misses = safe.near_misses(tmp_path, "l02_collectives", taken=taken,
+                              others=frozenset({"l01_meshes", "l02_collectives"}))  # fmt: skip
+    assert sorted(misses) == ["L02 Collectives.py", "l02-collectives.py"]
+    assert safe.lesson_file(tmp_path, "l01_meshes") == tmp_path / "l01 meshes.py"
+
+
+def test_an_uploaded_archive_is_told_to_be_unpacked(tmp_path):
+    """Issue 48.5: a raw ``hw.zip`` is not gradable; the output says to unpack it and upload
+    the .py, beside what was uploaded (no advice about archives when there is none)."""
+    from course import registry
+    from course.commands.autograder import nothing_gradable
+
+    lessons = [registry.load().lesson(1)]
+    (tmp_path / "hw.zip").write_bytes(b"PK\x03\x04")
+    said = nothing_gradable(tmp_path, lessons)
+    assert (
+        "hw.zip is an archive, and an archive is not unpacked here: unpack it on your "
+        "computer and upload the lesson's .py file itself." in said
+    )
+    assert said.endswith("Uploaded: hw.zip.")
+    (tmp_path / "hw.zip").unlink()
+    (tmp_path / "notes.txt").write_text("hi\n")
+    assert "archive" not in nothing_gradable(tmp_path, lessons)

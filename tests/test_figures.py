@@ -189,7 +189,7 @@ def test_the_wheel_ships_every_figure(root):
         assert any(fnmatch.fnmatch(svg.name, p) for p in patterns), svg.name
 
 
-def test_the_terminal_shows_a_figure_as_one_line(root, tmp_path):
+def test_the_terminal_shows_a_figure_as_a_line_and_its_files_path(root, tmp_path):
     text = (root / "course" / "lessons" / "01_meshes.md").read_text()
     assert figure_links.names(text) == ["01_mesh_layouts.svg"]
     env = {"COURSE_HOME": str(tmp_path), "COLUMNS": "100", "PATH": "/usr/bin:/bin"}
@@ -199,7 +199,12 @@ def test_the_terminal_shows_a_figure_as_one_line(root, tmp_path):
     )  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     assert "(figure: which device holds which block" in shown.stdout
-    assert "![" not in shown.stdout and "figures/" not in shown.stdout and "svg" not in shown.stdout
+    # issue 48.3: the SVG's path follows, whole on a line of its own, for a browser to open
+    svg = (root / "course" / "lessons" / "figures" / "01_mesh_layouts.svg").resolve()
+    said = [line.strip() for line in shown.stdout.splitlines()]
+    assert str(svg) in said and svg.is_file()
+    assert "; open it in a browser:)" in " ".join(said[said.index(str(svg)) - 3 :])
+    assert "![" not in shown.stdout and shown.stdout.count(".svg") == 1
     assert "rows 0:4  │   d0   │" in shown.stdout  # the text diagram stays
 
 
@@ -296,3 +301,69 @@ def test_lesson_16s_cache_grid_is_the_graders_partition_spec(root, mesh):
     spec_text = figures._spec_text(CACHE_SPEC)
     assert f">{html.escape(spec_text)}<" in svg and spec_text in text
     assert f">{html.escape(figures._spec_text(CACHE_GQA))}<" in svg
+
+
+# ------------------------------------------------ issue 48.2: figures that misled
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _texts(svg: str) -> list[tuple[float, str]]:
+    """Every label's font size and words."""
+    tree = ET.fromstring(svg)
+    return [(float(t.get("font-size")), t.text or "") for t in tree.iter(f"{SVG}text")]
+
+
+def test_lesson_15s_step_figure_reads_at_the_size_it_renders():
+    """It was 1,196 wide with 10-11 px labels: a page or a notebook (about 800 wide) showed
+    them at 6-7 px. Drawn at most 800 wide now, every label 12 px or more."""
+    svg = figures.zero_step_collectives()
+    width = float(ET.fromstring(svg).get("width"))
+    assert width <= 800, width
+    small = [(size, words) for size, words in _texts(svg) if size < 12]
+    assert small == [], small
+
+
+def test_lesson_13s_figure_colours_every_step_by_the_part_a_device_holds():
+    """Its panels coloured by host, by group, by host, with no legend. Now every panel says
+    which part of the data (1/D) each device holds summed: after steps 1 and 2 the devices
+    of one all-reduce group hold the same part and those of one host all differ; after step
+    3 every device holds every part; and a legend says so."""
+    p, d = 2, 4
+    groups = figures.hierarchical_groups(p, d)
+    for step in ("reduce-scatter", "all-reduce"):
+        for group in groups["all-reduce"]:  # one device of each host: the same part
+            assert len({figures.parts_held(step, x, d) for x in group}) == 1
+        for host in groups["reduce-scatter"]:  # one host's devices: every part once
+            assert sorted(q for x in host for q in figures.parts_held(step, x, d)) == list(range(d))
+    assert all(figures.parts_held("all-gather", x, d) == tuple(range(d)) for x in range(p * d))
+    svg = figures.hierarchical_all_reduce()
+    words = " ".join(w for _, w in _texts(svg))
+    assert all(f"part {q}" in words for q in range(d)) and "every part" in words
+    assert "Colour: the part of the data" in words
+    fills = [r.get("fill") for r in ET.fromstring(svg).iter(f"{SVG}rect")]
+    for q in range(d):  # part q: 2 devices in each of steps 1 and 2, 8 in step 3, 2 legends
+        assert fills.count(figures.DEVICE_FILLS[q]) == 2 * p + p * d + 2
+
+
+def test_lesson_9s_zero_bubble_is_drawn_beside_1f1b_on_the_same_ticks(root):
+    """Zero bubble's 27 ticks stood beside 1F1B's 22, which take a backward in one tick:
+    the figure now draws 1F1B with the backward split as zero bubble splits it (30 ticks)
+    and says which to compare; that 1F1B is the text's ("24 ticks, a bubble of 0.25" for
+    p = 4, m = 6)."""
+    from grader.expected.l09_pipeline.schedules import simulate, zero_bubble
+
+    text = " ".join((root / "course" / "lessons" / "09_pipeline.md").read_text().split())
+    six = figures.one_f_one_b_split(4, 6)
+    assert not simulate(six, 4, 6, split_w=True).violations
+    idle = sum(op is None for row in six for op in row) / (len(six) * 4)
+    assert f"it takes {len(six)} ticks, a bubble of {idle:.2f}" in text  # 24, 0.25
+    assert all(six[t + 1][s] == ("W", op[1]) for t, row in enumerate(six)
+               for s, op in enumerate(row) if op and op[0] == "B")  # fmt: skip
+    words = " ".join(w for _, w in _texts(figures.pipeline_schedules()))
+    split, zb = len(figures.one_f_one_b_split(4, 8)), len(zero_bubble(4, 8))
+    assert zb < split
+    assert f"1F1B, W right after its B: {split} ticks" in words
+    assert f"W passes fill the idle ticks: {zb} ticks" in words
+    assert "compare zero bubble with the 1F1B just below" in words
+    assert words.index("a backward takes two ticks") < words.index("1F1B, W right after")

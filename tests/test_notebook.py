@@ -13,6 +13,7 @@ import pytest
 
 from course import notebook, palette, registry
 from course.progress import Progress
+from grader.results import ExerciseResult, LessonResult, Status
 from tests.mistakes import MISTAKES
 
 LESSONS = len(registry.load().lessons)
@@ -138,6 +139,7 @@ def test_a_passed_lesson_points_to_the_next_one(home, screen, root):
         and "Next: lesson 2 · Collectives from first principles"
         in (screen.outputs[-1]["text/plain"])
     )
+    assert "read it: course.show(2)" in screen.outputs[-1]["text/plain"]  # issue 49.5
 
 
 def test_as_json_returns_the_data_and_a_failure_is_falsy(root, home, tmp_path):
@@ -154,7 +156,14 @@ def test_as_json_returns_the_data_and_a_failure_is_falsy(root, home, tmp_path):
     assert lesson["exercises"][0]["status"] == "failed"
     g = notebook.grade("2.ring_all_gather", path=str(sub), max_examples=0)
     assert not g and g.exit_code == 1
-    assert f"--path {sub}" in g._repr_mimebundle_()["text/plain"]  # the re-run command
+    shown = " ".join(g._repr_mimebundle_()["text/plain"].split())
+    # issue 49.5: the re-run line and the narrowed run's note are the notebook's calls
+    assert "course.grade('2.ring_all_gather', example=" in shown and f"path={str(sub)!r})" in shown
+    assert (
+        "course.grade(2) on 8 devices, without example= or max_examples=, runs the full set"
+        in shown
+    )
+    assert "course grade" not in shown and "--path" not in shown and "--example" not in shown
     assert not (home / "progress.db").exists()  # someone else's code: not recorded as yours
 
 
@@ -278,6 +287,15 @@ def test_an_exercise_cell_never_loses_code_written_elsewhere(home):
     kept = notebook.save(1, stub)  # the untouched stub cell, run again: the file stays
     assert "already holds your code, not the stub: kept" in kept.plain
     assert target.read_text().endswith("# mine, from my editor\n")
+    # the notebook's own cell holds the stub with its commands as calls: a stub all the same
+    from course.notebooks import notebook_words
+
+    assert notebook_words(stub) != stub
+    assert (
+        "already holds your code, not the stub: kept"
+        in notebook.save(1, notebook_words(stub)).plain
+    )
+    assert target.read_text().endswith("# mine, from my editor\n")
     notebook.save(1, stub + "# from the cell\n")  # edited cell: written, the file backed up
     assert target.read_text().endswith("# from the cell\n")
     assert (
@@ -309,3 +327,32 @@ def test_python_m_course_is_the_command(tmp_path, root):
     assert ok.returncode == 0 and re.search(r"hint 1 of \d+", ok.stdout), ok.stderr
     bad = subprocess.run([*run, "show", "99"], cwd=root, env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0, bad.stderr
+
+
+def test_the_notebooks_calls_say_what_the_terminals_commands_say():
+    """Issue 49.5: in a notebook the re-run line, "read it" and the full grade are calls of
+    ``course`` (the notebooks' name for this module), with the terminal's arguments."""
+    from course.commands.grade import next_lesson, rerun_command, terminal_command
+    from course.scoring import Verdict
+
+    er = ExerciseResult(1, "place", Status.FAILED, example="mesh=2 shape=4 spec='x'")
+    assert (
+        rerun_command(er) == "course grade 1.place --example 'mesh=2 shape=4 spec='\"'\"'x'\"'\"''"
+    )
+    assert notebook.rerun_call(er) == "course.grade('1.place', example=\"mesh=2 shape=4 spec='x'\")"
+    assert notebook.rerun_call(er, solutions=True).endswith(", solutions=True)")
+    assert notebook.rerun_call(er, path="/a b").endswith(", path='/a b')")
+    assert (
+        notebook.call("show", 8) == "course.show(8)"
+        and notebook.call("status") == "course.status()"
+    )
+    assert terminal_command("show", 8) == "course show 8"
+    assert notebook.full_grade_call(3).startswith("course.grade(3) on 8 devices")
+    course = registry.load()
+    passed = course.lesson(7).score_result(
+        LessonResult(
+            7, "x", [ExerciseResult(7, e.name, Status.PASSED) for e in course.lesson(7).exercises]
+        )
+    )
+    step = next_lesson(course, Verdict((), (passed,)), notebook.call)
+    assert step is not None and step.plain.endswith("read it: course.show(15)")

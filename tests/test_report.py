@@ -523,3 +523,32 @@ def test_a_run_of_only_a_bonus_follows_its_result() -> None:
     )
     assert "Score 0/0 — bonus ring_bonus failed" in render(bad)
     assert not bad.card.run_passed
+
+
+def test_the_footer_breaks_between_its_parts_at_80_columns() -> None:
+    """Issue 48.4: at 80 columns (a terminal's and the notebook's width) the line under the
+    table broke "sandbox:" from "on"; it breaks between two parts, each whole, and keeps
+    one line where all fit."""
+    from course.notebook import REPORT_WIDTH
+
+    r = replace(lesson(passed("ring_all_gather")), sandbox="on",
+                source="/home/me/scaling-course/workspace/exercises")  # fmt: skip
+    expected = {
+        80: ["graded /home/me/scaling-course/workspace/exercises on 8 CPU devices (simulated)",
+             "· seed 1234 · sandbox: on"],
+        REPORT_WIDTH: ["graded /home/me/scaling-course/workspace/exercises on 8 CPU devices "
+                       "(simulated) · seed 1234", "· sandbox: on"],
+    }  # fmt: skip
+    for width, said in expected.items():
+        text = render(report(r, {"ring_all_gather": 2}), width=width)
+        footer = [x for x in lines(text) if "seed 1234" in x or "sandbox" in x or "graded " in x]
+        assert footer == said, footer
+        assert " ".join(footer) == (  # joined, the lines read as the one line does
+            "graded /home/me/scaling-course/workspace/exercises on 8 CPU devices (simulated) "
+            "· seed 1234 · sandbox: on"
+        )
+    wide = render(report(r, {"ring_all_gather": 2}), width=140)
+    assert (
+        "graded /home/me/scaling-course/workspace/exercises on 8 CPU devices (simulated) "
+        "· seed 1234 · sandbox: on" in wide
+    )

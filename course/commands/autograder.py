@@ -230,6 +230,10 @@ def run(
         shutil.rmtree(private, ignore_errors=True)
 
 
+ARCHIVES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".7z", ".rar", ".gz")
+"""Names of an archive uploaded whole: the advice is to upload what it holds."""
+
+
 def nothing_gradable(submission: Path, lessons: list[Lesson]) -> str:
     """What ``results.json`` says when no lesson file was uploaded: what was expected,
     and what was there (near misses first)."""
@@ -249,6 +253,13 @@ def nothing_gradable(submission: Path, lessons: list[Lesson]) -> str:
     if misses:
         lines.append(
             f"Found {', '.join(misses)}: rename it to the lesson's file name and upload again."
+        )
+    archives = [name for name in uploaded if name.lower().endswith(ARCHIVES)]
+    if archives:
+        what = "is an archive" if len(archives) == 1 else "are archives"
+        lines.append(
+            f"{', '.join(archives[:3])} {what}, and an archive is not unpacked here: unpack "
+            "it on your computer and upload the lesson's .py file itself."
         )
     if uploaded:
         shown = uploaded[:10] + ([f"… {len(uploaded) - 10} more"] if len(uploaded) > 10 else [])

@@ -421,9 +421,13 @@ def render(app: App, verdict: Verdict, *, solutions: bool = False, path: str | N
         app.console.print(step)
 
 
-def next_lesson(course: Course, verdict: Verdict) -> Text | None:
+def next_lesson(
+    course: Course, verdict: Verdict, say: Callable[[str, int | None], str] | None = None
+) -> Text | None:
     """After a grading that passed one whole lesson: where to go next (a rich ``Text``),
-    the lesson after it or, after the last, the end; None after any other grading."""
+    the lesson after it or, after the last, the end; None after any other grading.
+    ``say(command, lesson)``: how a command is written where the report is read (a
+    notebook's ``course.show(8)``; default: the terminal's ``course show 8``)."""
     from rich.text import Text
 
     if len(verdict.cards) != 1 or not verdict.passed:
@@ -432,13 +436,19 @@ def next_lesson(course: Course, verdict: Verdict) -> Text | None:
     lesson = course.lesson(card.lesson)
     if any(e.name not in card.exercises for e in lesson.required):  # one exercise of it
         return None
+    say = say or terminal_command
     n = course.after(lesson.number)  # the registry's order: 15 follows 7
     if n is None:
         return Text.assemble(
             (f"Lesson {lesson.number} was the last one. ", "bold"),
-            "The whole course, and whatever is left in it: ", ("course status", "cyan"),
+            "The whole course, and whatever is left in it: ", (say("status", None), "cyan"),
         )  # fmt: skip
     return Text.assemble(
         ("Next: ", "bold"), (f"lesson {n.number} · {n.title}", "bold"), " — read it: ",
-        (f"course show {n.number}", "cyan"),
+        (say("show", n.number), "cyan"),
     )  # fmt: skip
+
+
+def terminal_command(command: str, lesson: int | None) -> str:
+    """``course show 8``, ``course status``: a command as typed in a terminal."""
+    return f"course {command}" + ("" if lesson is None else f" {lesson}")

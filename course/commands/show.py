@@ -47,7 +47,8 @@ def show(app: App, number: int | None) -> int:
         f"Write your code in\n  [bold]{app.ws.exercise_file(lesson.module)}[/bold]\n"
         f"then grade it:\n  [cyan]course grade {number}[/cyan]"
     )
-    text = figure_links.plain(text_file.read_text())  # a figure: one line; the diagrams stay
+    # a figure: what it shows and its file's path; the text diagrams stay
+    text = figure_links.plain(text_file.read_text(), text_file.parent)
     page(app.console, LessonText(text, code_theme="ansi_dark"), exercises, footer=footer)
     return 0
 

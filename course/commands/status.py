@@ -58,8 +58,15 @@ def list_lessons(app: App, as_json: bool = False) -> int:
     note = "" if wide else " · a wider terminal also shows what each exercise asks"
     # about 80 lines: paged on a terminal shorter than that
     legend = Text(f"+N: bonus points · course show N · course grade N{note}", style="dim")
-    page(app.console, table, legend)  # the legend wraps at the width, like the table
+    page(app.console, *_in_order(app, table), legend)  # the legend wraps, like the table
     return 0
+
+
+def _in_order(app: App, table: Table) -> list:
+    """``table`` (its rows in the course's order) and, where the lessons' numbers do not
+    follow that order, the sentence that says so and why, under it."""
+    note = app.course.order_note()
+    return [table, Text(note, style="dim")] if note else [table]
 
 
 def status(app: App, as_json: bool = False) -> int:
@@ -106,14 +113,14 @@ def status(app: App, as_json: bool = False) -> int:
         verb = "Fix" if st and st.status != NOT_STARTED else "Next"
         # one path or command per line, never wrapped: each copies as a whole
         page(
-            app.console, table, bar,
+            app.console, *_in_order(app, table), bar,
             footer=f"\n{verb}: [bold]{n}.{name}[/bold] in\n  {app.ws.exercise_file(lesson.module)}\n"
             f"  read:   [cyan]course show {n}[/cyan]\n"
             f"  grade:  [cyan]course grade {n}[/cyan]\n"
             f"  stuck?  [cyan]course hint {n}[/cyan]",
         )  # fmt: skip
     else:
-        page(app.console, table, bar, _completion(app, states))
+        page(app.console, *_in_order(app, table), bar, _completion(app, states))
     return 0
 
 
