@@ -373,6 +373,32 @@ def test_a_grader_fault_is_reported_and_never_recorded(passed_home, monkeypatch,
     assert attempts(passed_home) == ["done"]  # no attempt was started for it
 
 
+def test_a_hosts_limit_is_said_as_such_never_as_a_bug_to_report(passed_home, monkeypatch, capsys):
+    """A host that cannot give what an exercise needs (lesson 13's loopback TCP) is
+    one sentence per exercise, not "a fault in the grader … please report it";
+    exit 1 (not passed), and nothing is recorded."""
+    from course.commands.common import make_app
+    from course.commands.grade import grade as course_grade
+    from grader.faults import HostLimit
+    from grader.sandbox.protocol import ExerciseGraded
+
+    said = str(HostLimit("it runs a cluster of processes that join over loopback TCP."))
+
+    def limited(request, on_event, **options):
+        er = ExerciseResult(2, "ring_all_gather", Status.FAULT, error=said)
+        on_event(ExerciseGraded(2, er))
+        from grader.results import LessonResult
+
+        return [LessonResult(2, request.directory, exercises=[er])]
+
+    monkeypatch.setattr("grader.sandbox.runner.grade", limited)
+    app = make_app(str(passed_home), None)
+    assert course_grade(app, "2.ring_all_gather") == 1
+    err = capsys.readouterr().err
+    assert "cannot be graded on this host" in err and "fault in the grader" not in err
+    assert states(passed_home) == {(2, "ring_all_gather"): "passed"}
+
+
 def test_a_grader_crash_outside_any_exercise_is_raised_not_blamed_on_the_student(tmp_path):
     job = LessonJob(2, "l99_no_such_spec", ("ring_all_gather",))
     with pytest.raises(GraderCrashed, match="please report"):
