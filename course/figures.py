@@ -1178,10 +1178,214 @@ def kv_cache_sharding() -> str:
     return svg.render("Lesson 16: the KV cache's rows and heads on a (data, model) mesh")
 
 
+# ------------------------------------------------------------------ measured on one TPU v5e
+
+
+CHIP_DATA = "benchmarks/tpu_v5e"
+"""Where the figures measured on the lent TPU v5e are kept (its README says how they were
+measured): in a checkout, beside the benchmarks that wrote them."""
+
+
+def chip_data(name: str):
+    """A measured file of :data:`CHIP_DATA`, parsed (``roofline.json``, ``decode.json``)."""
+    import json
+
+    from grader.repo import CODE
+
+    return json.loads((CODE / CHIP_DATA / name).read_text())
+
+
+def roofline_points_v5e() -> dict[str, list[dict[str, float]]]:
+    """Lesson 3's measured points on the v5e: for each matmul of ``roofline.json``, its
+    arithmetic intensity (section 2's flops / bytes in bf16: [B, d]·[d, d] and n×n×n) and
+    the FLOP/s it reached; and the stream's bandwidth (bytes/s) at its largest size."""
+    data = chip_data("roofline.json")
+    d = 8192
+    weight = [{"batch": r["batch"], "intensity": r["batch"] * d / (2 * r["batch"] + d),
+               "flops": r["tflops"] * 1e12, "seconds": r["seconds"]}
+              for r in data["weight"]]  # fmt: skip
+    square = [{"n": r["n"], "intensity": r["n"] / 3, "flops": r["tflops"] * 1e12,
+               "seconds": r["seconds"]} for r in data["square"]]  # fmt: skip
+    stream = max(data["stream"], key=lambda r: r["mib"])
+    return {"weight": weight, "square": square, "bandwidth": stream["gbs"] * 1e9}
+
+
+def roofline_v5e() -> str:
+    import math
+
+    from grader.lessons.l03_cost_model.spec import CHIPS
+
+    chip = CHIPS["tpu-v5e"]
+    pts = roofline_points_v5e()
+    measured_bw = pts["bandwidth"]
+    x0, y0, w, h = 80, 56, 460, 300
+    lo_i, hi_i, lo_f, hi_f = 0.0, 4.0, 12.0, 14.5  # log10 of FLOPs/byte and FLOP/s
+
+    def px(i: float) -> float:
+        return x0 + (math.log10(i) - lo_i) / (hi_i - lo_i) * w
+
+    def py(f: float) -> float:
+        return y0 + h - (math.log10(f) - lo_f) / (hi_f - lo_f) * h
+
+    svg = Svg(800, y0 + h + 76)
+    svg.text(20, 22, "One TPU v5e, measured: achieved FLOP/s against arithmetic intensity, "
+             "log-log", anchor="start", bold=True, size=13)  # fmt: skip
+    svg.rect(x0, y0, w, h, CARD, stroke=MUTED)
+    for e in range(int(lo_i), int(hi_i) + 1):
+        svg.text(px(10**e), y0 + h + 16, f"{10**e:g}", size=11, colour=MUTED)
+    for f in (1e12, 3e12, 1e13, 3e13, 1e14, 3e14):
+        svg.text(x0 - 6, py(f) + 4, f"{f / 1e12:g} T", anchor="end", size=11, colour=MUTED)
+    svg.text(x0 + w / 2, y0 + h + 34, "arithmetic intensity (FLOPs per byte)", size=12)
+    svg.text(x0 - 6, y0 - 10, "FLOP/s", anchor="end", size=12)
+    for bw, colour, dash, label in (
+        (chip.hbm_bandwidth, "#0b5cad", "", f"roofline: min({chip.peak_flops / 1e12:g} T, "
+         f"I · {chip.hbm_bandwidth / 1e9:g} GB/s)"),
+        (measured_bw, "#c5221f", ' stroke-dasharray="6,4"', f"min({chip.peak_flops / 1e12:g} T, "
+         f"I · {measured_bw / 1e9:.1f} GB/s measured)"),
+    ):  # fmt: skip
+        knee = chip.peak_flops / bw
+        start = 10**lo_f / bw  # where I · bandwidth enters the plot at its floor
+        line = [(start, 10**lo_f), (knee, chip.peak_flops), (10**hi_i, chip.peak_flops)]
+        path = " ".join(f"{px(i):.1f},{py(f):.1f}" for i, f in line)
+        svg.parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
+                         f'stroke-width="2"{dash}/>')  # fmt: skip
+        k = 0 if bw == chip.hbm_bandwidth else 1
+        svg.text(x0 + w + 12, y0 + 20 + 36 * k, label.split(": ")[0] if k == 0 else
+                 "measured bandwidth:", anchor="start", size=12, colour=colour,
+                 bold=True)  # fmt: skip
+        svg.text(x0 + w + 12, y0 + 36 + 36 * k, label.split(": ")[-1] if k == 0 else label,
+                 anchor="start", size=11, colour=colour)  # fmt: skip
+    knee = chip.peak_flops / chip.hbm_bandwidth
+    svg.parts.append(f'<line x1="{px(knee):.1f}" y1="{y0}" x2="{px(knee):.1f}" y2="{y0 + h}" '
+                     f'stroke="{MUTED}" stroke-width="1" stroke-dasharray="2,3"/>')  # fmt: skip
+    svg.text(px(knee) + 4, y0 + h - 8, f"C/H = {knee:.0f}", anchor="start", size=11)
+    ink = "#1a7f37"
+    for r in pts["weight"]:
+        svg.parts.append(f'<circle cx="{px(r["intensity"]):.1f}" cy="{py(r["flops"]):.1f}" '
+                         f'r="4.5" fill="{ink}"/>')  # fmt: skip
+        if r["batch"] in (8, 64, 256, 1024):
+            under = r["batch"] == 1024  # n=4096's square is just right of it
+            svg.text(px(r["intensity"]) + (0 if under else 7), py(r["flops"]) + (19 if under
+                     else 15), f"B={r['batch']}", anchor="middle" if under else "start",
+                     size=11)  # fmt: skip
+    for r in pts["square"]:
+        x, y = px(r["intensity"]), py(r["flops"])
+        svg.parts.append(f'<rect x="{x - 4.5:.1f}" y="{y - 4.5:.1f}" width="9" height="9" '
+                         f'fill="{CARD}" stroke="{INK}" stroke-width="1.5"/>')  # fmt: skip
+        dy = {4096: 18, 8192: -9}.get(r["n"], 4)
+        svg.text(x + 7, y + dy, f"n={r['n']}", anchor="start", size=11)
+    svg.parts.append(f'<circle cx="{x0 + w + 18}" cy="{y0 + 96}" r="4.5" fill="{ink}"/>')
+    svg.text(x0 + w + 28, y0 + 100, "[B, 8192]·[8192, 8192]", anchor="start", size=11)
+    svg.parts.append(f'<rect x="{x0 + w + 13.5}" y="{y0 + 113.5}" width="9" height="9" '
+                     f'fill="{CARD}" stroke="{INK}" stroke-width="1.5"/>')  # fmt: skip
+    svg.text(x0 + w + 28, y0 + 122, "n×n·n×n", anchor="start", size=11)
+    svg.text(x0 + w + 12, y0 + 150, "bf16, each call's share of", anchor="start", size=11,
+             colour=MUTED)  # fmt: skip
+    svg.text(x0 + w + 12, y0 + 165, "10 queued back to back", anchor="start", size=11,
+             colour=MUTED)  # fmt: skip
+    svg.text(20, y0 + h + 56, "Measured 2026-12-05 with jax 0.10.2 by benchmarks/tpu_roofline.py "
+             "(benchmarks/tpu_v5e/roofline.json).", anchor="start", size=11,
+             colour=MUTED)  # fmt: skip
+    return svg.render("Lesson 3: the roofline of one TPU v5e against its measured matmuls")
+
+
+MODEL_16_CHIP = ("llama-0.85b", 16, 2048, 5632, 16, 4, 128, 32000)
+"""Lesson 16's decode step measured on one v5e (benchmarks/tpu_decode.py's model):
+name, L, D, F, N, K, H, V; bf16, context :data:`CONTEXT_16_CHIP`."""
+CONTEXT_16_CHIP = 2048
+SLICE_16_CHIP = ("v5e-1", 1, 1.97e14, 16 * 2**30, 8.2e11)
+"""One v5e chip as the lesson's slices give it (peak, HBM, bandwidth per chip)."""
+FORMS_16_CHIP = (("repeat", "#c5221f"), ("grouped", "#d97706"), ("heads-major", "#0b5cad"),
+                 ("unrolled", "#a3319c"), ("layers", "#1a7f37"))  # fmt: skip
+
+
+def decode_on_chip_model(batches: tuple[int, ...]) -> list[dict[str, float]]:
+    """Per batch: the lesson's ``decode_step_time`` on one v5e (seconds), and the same
+    bytes (caches + weights) at the bandwidth ``roofline.json`` measured (``floor``)."""
+    from grader.expected.l16_serving import cost
+    from grader.lessons.l16_serving.records import Model, Slice, param_count
+
+    m, s = Model(*MODEL_16_CHIP), Slice(*SLICE_16_CHIP)
+    bw = roofline_points_v5e()["bandwidth"]
+    out = []
+    for b in batches:
+        nbytes = b * cost.kv_cache_bytes(m, CONTEXT_16_CHIP, 2) + param_count(m) * 2
+        out.append({"batch": b, "model": cost.decode_step_time(m, s, b, CONTEXT_16_CHIP, 2),
+                    "floor": nbytes / bw})  # fmt: skip
+    return out
+
+
+def decode_on_chip() -> str:
+    import math
+
+    rows = chip_data("decode.json")
+    batches = sorted({r["batch"] for r in rows})
+    x0, y0, w, h = 80, 56, 440, 300
+    lo_b, hi_b, lo_t, hi_t = 0.0, math.log2(128), 0.0, math.log10(300)  # log2 B, log10 ms
+
+    def px(b: float) -> float:
+        return x0 + 12 + (math.log2(b) - lo_b) / (hi_b - lo_b) * (w - 24)
+
+    def py(ms: float) -> float:
+        return y0 + h - (math.log10(ms) - lo_t) / (hi_t - lo_t) * h
+
+    svg = Svg(800, y0 + h + 76)
+    svg.text(20, 22, "A decode step on one TPU v5e: LLaMA-like 0.85 B, GQA 16/4, context 2,048, "
+             "bf16, log-log", anchor="start", bold=True, size=13)  # fmt: skip
+    svg.rect(x0, y0, w, h, CARD, stroke=MUTED)
+    for b in batches:
+        svg.text(px(b), y0 + h + 16, f"{b}", size=11, colour=MUTED)
+    for ms in (1, 2, 5, 10, 20, 50, 100, 200):
+        svg.text(x0 - 6, py(ms) + 4, f"{ms:g} ms", anchor="end", size=11, colour=MUTED)
+    svg.text(x0 + w / 2, y0 + h + 34, "batch B (sequences decoding at once)", size=12)
+    svg.text(x0 - 6, y0 - 10, "step time", anchor="end", size=12)
+    model = decode_on_chip_model(tuple(batches))
+    spec = SLICE_16_CHIP[4] / 1e9
+    for key, width, dash, label, y in (
+        ("model", 3, "", f"the lesson's model ({spec:g} GB/s)", 20),
+        ("floor", 1.5, ' stroke-dasharray="6,4"', "its bytes at 636.5 GB/s", 38),
+    ):  # fmt: skip
+        path = " ".join(f"{px(t['batch']):.1f},{py(t[key] * 1e3):.1f}" for t in model)
+        svg.parts.append(f'<polyline points="{path}" fill="none" stroke="{INK}" '
+                         f'stroke-width="{width}"{dash}/>')  # fmt: skip
+        svg.parts.append(f'<line x1="{x0 + w + 12}" y1="{y0 + y - 4}" x2="{x0 + w + 36}" '
+                         f'y2="{y0 + y - 4}" stroke="{INK}" stroke-width="{width}"{dash}/>')  # fmt: skip
+        svg.text(x0 + w + 42, y0 + y, label, anchor="start", size=11)
+    for k, (form, colour) in enumerate(FORMS_16_CHIP):
+        mine = [r for r in rows if r["form"] == form]
+        ok = [r for r in mine if "ms" in r]
+        path = " ".join(f"{px(r['batch']):.1f},{py(r['ms']):.1f}" for r in ok)
+        svg.parts.append(f'<polyline points="{path}" fill="none" stroke="{colour}" '
+                         'stroke-width="1.5"/>')  # fmt: skip
+        for r in ok:
+            svg.parts.append(f'<circle cx="{px(r["batch"]):.1f}" cy="{py(r["ms"]):.1f}" r="4" '
+                             f'fill="{colour}"/>')  # fmt: skip
+        for r in mine:
+            if "error" in r:  # out of HBM: a cross at the top of the plot
+                x, y = px(r["batch"]), y0 + 12 + 14 * k
+                svg.parts.append(f'<path d="M{x - 4:.1f},{y - 4:.1f} L{x + 4:.1f},{y + 4:.1f} '
+                                 f'M{x - 4:.1f},{y + 4:.1f} L{x + 4:.1f},{y - 4:.1f}" '
+                                 f'stroke="{colour}" stroke-width="2"/>')  # fmt: skip
+                svg.text(x - 8, y + 4, "out of HBM", anchor="end", size=11, colour=colour)
+        y = y0 + 74 + 20 * k
+        svg.parts.append(f'<circle cx="{x0 + w + 24}" cy="{y - 4}" r="4" fill="{colour}"/>')
+        cut = "" if len(mine) == len(batches) else f" (B ≤ {max(r['batch'] for r in mine)})"
+        svg.text(x0 + w + 42, y, form + cut, anchor="start", size=12, colour=colour, bold=True)
+    svg.text(x0 + w + 12, y0 + 74 + 20 * len(FORMS_16_CHIP) + 8, "each step's share of 10",
+             anchor="start", size=11, colour=MUTED)  # fmt: skip
+    svg.text(x0 + w + 12, y0 + 74 + 20 * len(FORMS_16_CHIP) + 24, "queued back to back",
+             anchor="start", size=11, colour=MUTED)  # fmt: skip
+    svg.text(20, y0 + h + 56, "Measured 2026-12-05 with jax 0.10.2 by benchmarks/tpu_decode.py "
+             "(benchmarks/tpu_v5e/decode.json).", anchor="start", size=11,
+             colour=MUTED)  # fmt: skip
+    return svg.render("Lesson 16: a decode step on one TPU v5e against the lesson's model")
+
+
 FIGURES = (
     Figure(1, "01_mesh_layouts.svg", "which device holds which block of an 8×8 array, for five specs on the 2×4 mesh", mesh_layouts),
     Figure(2, "02_ring_all_gather.svg", "a ring all-gather on four devices, step by step", ring_all_gather),
     Figure(3, "03_roofline.svg", "the roofline of four chips, with lesson 3's worked example on the H100", roofline),
+    Figure(3, "03_roofline_v5e.svg", "one TPU v5e's roofline with its measured matmuls: achieved FLOP/s against arithmetic intensity", roofline_v5e),
     Figure(4, "04_matmul_cases.svg", "the four cases of a sharded matmul and the collective each needs", matmul_cases),
     Figure(5, "05_collective_matmul.svg", "the all-gather matmul's steps: which W block each device multiplies", collective_matmul),
     Figure(6, "06_data_parallel_step.svg", "a data-parallel step: the batch split, the gradient all-reduced", data_parallel_step),
@@ -1198,6 +1402,7 @@ FIGURES = (
     Figure(16, "16_decode_roofline.svg", "a decode step's time against the batch: caches, weights read, weights' FLOPs, the critical batch", decode_roofline),
     Figure(16, "16_latency_throughput.svg", "throughput against latency as the batch grows, 40 and 8 key/value heads", latency_throughput),
     Figure(16, "16_kv_cache_sharding.svg", "which device holds which rows and heads of the KV cache on the (data, model) mesh", kv_cache_sharding),
+    Figure(16, "16_decode_on_chip.svg", "a decode step on one TPU v5e against the lesson's model, five forms of the same step", decode_on_chip),
 )  # fmt: skip
 """Every figure, in lesson order."""
 

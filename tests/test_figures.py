@@ -367,3 +367,108 @@ def test_lesson_9s_zero_bubble_is_drawn_beside_1f1b_on_the_same_ticks(root):
     assert f"W passes fill the idle ticks: {zb} ticks" in words
     assert "compare zero bubble with the 1F1B just below" in words
     assert words.index("a backward takes two ticks") < words.index("1F1B, W right after")
+
+
+# ------------------------------------------------ issue 49.3: the lessons meet the chip
+
+
+def _module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_lesson_3s_chip_figure_and_text_are_the_measured_data(root):
+    """Each measured point sits at the reference's arithmetic intensity of its matmul (a
+    figure that plots B, or n, as the intensity fails) with the FLOP/s of roofline.json;
+    the text's tables are that file and the reference's matmul_time on the tpu-v5e preset,
+    and its bandwidth the stream's largest."""
+    import re
+
+    from grader.lessons.l03_cost_model.spec import CHIPS
+
+    ref = _solution(root, "l03_cost_model")
+    chip = CHIPS["tpu-v5e"]
+    pts = figures.roofline_points_v5e()
+    data = figures.chip_data("roofline.json")
+    assert [r["batch"] for r in pts["weight"]] == [r["batch"] for r in data["weight"]]
+    for r in pts["weight"]:
+        assert r["intensity"] == pytest.approx(ref.arithmetic_intensity(r["batch"], 8192, 8192, 2))
+    for r in pts["square"]:
+        assert r["intensity"] == pytest.approx(ref.arithmetic_intensity(r["n"], r["n"], r["n"], 2))
+    assert pts["bandwidth"] == pytest.approx(636.5458e9)  # 1 GiB read + 1 GiB written
+    text = (root / "course" / "lessons" / "03_cost_model.md").read_text()
+    rows = re.findall(r"^\| (\d+) +\| ([\d.]+) +\| ([\d.]+) +\| ([\d.]+) +\| ([\d.]+) +\| "
+                      r"([\d.]+) +\| ([\d.]+) / ([\d.]+) +\|$", text, re.M)  # fmt: skip
+    assert len(rows) == len(data["weight"])
+    for row, r, p in zip(rows, data["weight"], pts["weight"]):
+        b = r["batch"]
+        flops, nbytes = 2 * b * 8192**2, 2 * (2 * b * 8192 + 8192**2)
+        assert int(row[0]) == b and row[1] == f"{p['intensity']:.1f}"
+        assert (row[2], row[3]) == (f"{flops / chip.peak_flops * 1e6:.1f}",
+                                    f"{nbytes / chip.hbm_bandwidth * 1e6:.1f}")  # fmt: skip
+        assert max(float(row[2]), float(row[3])) == pytest.approx(
+            ref.matmul_time(b, 8192, 8192, chip, 2) * 1e6, abs=0.06
+        )
+        assert (row[4], row[5]) == (f"{r['seconds'] * 1e6:.1f}", f"{r['tflops']:.1f}")
+        for roof, bw in zip(row[6:], (chip.hbm_bandwidth, pts["bandwidth"])):
+            assert roof == f"{min(chip.peak_flops, p['intensity'] * bw) / 1e12:.1f}"
+    squares = re.findall(r"^\| (\d+) +\| ([\d.,]+) +\| ([\d,]+) +\| ([\d.]+) +\| (\d+) %", text,
+                         re.M)  # fmt: skip
+    assert [int(n) for n, *_ in squares] == [r["n"] for r in data["square"]]
+    for (_, t_math, us, tflops, share), r in zip(squares, data["square"]):
+        assert t_math == f"{2 * r['n'] ** 3 / chip.peak_flops * 1e6:,.1f}"
+        assert (us, tflops) == (f"{r['seconds'] * 1e6:,.0f}", f"{r['tflops']:.1f}")
+        assert int(share) == round(r["tflops"] * 1e12 / chip.peak_flops * 100)
+    assert f"**{pts['bandwidth'] / 1e9:.1f} GB/s, 78 % of the 819 GB/s**" in text
+    svg = figures.roofline_v5e()
+    assert f"I · {pts['bandwidth'] / 1e9:.1f} GB/s measured" in svg and "C/H = 241" in svg
+    assert svg.count('r="4.5" fill="#1a7f37"') == len(data["weight"]) + 1  # + the legend's
+
+
+def test_lesson_16s_chip_figure_and_table_are_the_measured_data(root):
+    """decode.json is decode.txt's rows; its model column is the grader's decode_step_time
+    for the benchmark's own model and chip (a figure with another model, or a text with a
+    row of another form, fails); the text's table is the file; the figure draws one point
+    per measured row and marks each one that ran out of HBM."""
+    import json
+    import re
+
+    bench = root / "benchmarks"
+    rows = figures.chip_data("decode.json")
+    parse = _module(bench / "tpu_v5e" / "from_text.py", "from_text")
+    assert rows == parse.rows((bench / "tpu_v5e" / "decode.txt").read_text())
+    assert json.loads((bench / "tpu_v5e" / "decode.json").read_text()) == rows
+    decode = _module(bench / "tpu_decode.py", "tpu_decode")
+    name, *shape = figures.MODEL_16_CHIP
+    assert tuple(shape) == (decode.L, decode.D, decode.F, decode.N, decode.K, decode.DH, decode.V)
+    assert figures.CONTEXT_16_CHIP == decode.S
+    batches = sorted({r["batch"] for r in rows})
+    model = {t["batch"]: t for t in figures.decode_on_chip_model(tuple(batches))}
+    for r in rows:
+        assert r["model_ms"] == pytest.approx(model[r["batch"]]["model"] * 1e3, abs=0.005)
+    text = (root / "course" / "lessons" / "16_serving.md").read_text()
+    forms = [f for f, _ in figures.FORMS_16_CHIP]
+    assert f"| B | model | {' | '.join(forms)} |" in text
+    table = re.findall(r"^\| (\d+) \| ([\d.]+) \| (.+) \|$", text, re.M)
+    table = [t for t in table if "×" in t[2] or "out of HBM" in t[2]]
+    assert [int(b) for b, *_ in table] == batches
+    for b, ms, cells in table:
+        b = int(b)
+        assert ms == f"{model[b]['model'] * 1e3:.2f}"
+        by = {r["form"]: r for r in rows if r["batch"] == b}
+        want = ["—" if f not in by else "out of HBM" if "error" in by[f] else
+                f"{by[f]['ms']:.2f} ({by[f]['ms'] / (model[b]['model'] * 1e3):.2f}×)"
+                for f in forms]  # fmt: skip
+        assert cells.split(" | ") == want, b
+    floor = model[64]["floor"] * 1e3
+    assert (
+        f"= {floor:.2f} ms at B = 64, **{floor / (model[64]['model'] * 1e3):.2f}×** the model"
+        in text
+    )
+    svg = figures.decode_on_chip()
+    for form, colour in figures.FORMS_16_CHIP:
+        measured = sum(r["form"] == form and "ms" in r for r in rows)
+        assert svg.count(f'r="4" fill="{colour}"') == measured + 1, form  # + the legend's
+    assert svg.count(">out of HBM<") == sum("error" in r for r in rows) == 2
