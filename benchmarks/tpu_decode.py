@@ -10,9 +10,9 @@ place, the layers in a ``fori_loop``. Three forms of the same step:
 - ``repeat``: the cache ``[L, 2, B, S, K, Dh]`` (the lesson's layout), each key/value
   head repeated N/K times before attention (``jnp.repeat``), as a first port does;
 - ``grouped``: the same cache, the queries grouped ``[B, K, N/K, Dh]`` against it: no copy;
-- ``heads-major``: grouped, the cache laid out ``[L, 2, B, K, S, Dh]``: on a TPU the last
-  two dimensions are tiled (16, 128) for bf16, so a second-to-last dimension of K = 4
-  is padded to 16 (4× the bytes), while S = 2,048 is not;
+- ``heads-major``: grouped, the cache laid out ``[L, 2, B, K, S, Dh]``: its last two
+  dimensions (S, Dh) are long, where ``[.., S, K, Dh]``'s are (K = 4, Dh) (a TPU tiles
+  the last two; measured, not padded 4× in HBM: B = 64's cache would not have fit);
 - ``unrolled``: heads-major, the layers a Python loop: each layer's cache a slice at a
   static index (no copy of a dynamically indexed layer);
 - ``layers``: heads-major, one cache array a layer (a tuple of L, each donated).
