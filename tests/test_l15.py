@@ -129,6 +129,9 @@ ADAMW_WORDS = {
     "l15-adamw-no-bias-correction": spec.ADAMW_WORDS["no-bias"],
     "l15-adamw-decay-inside-adam": spec.ADAMW_WORDS["l2"],
     "l15-adamw-decay-not-scaled-by-lr": spec.ADAMW_WORDS["decay-no-lr"],
+    "l15-adamw-eps-inside-the-square-root": spec.ADAMW_WORDS["eps-in-sqrt"],
+    "l15-adamw-returns-the-params-it-was-given": spec.STALE_PARAMS,
+    "l15-adamw-master-never-updated": "The master weights are never updated",
 }
 
 
@@ -162,6 +165,7 @@ VALUE_WORDS = {
         "l15-scaled-skip-still-advances-momentum": "skipped step still advanced the momentum",
         "l15-scaled-skip-on-inf-only": "a nan gradient was applied",
         "l15-scaled-skip-on-nan-only": "an overflowed gradient was applied",
+        "l15-scaled-scale-grown-a-step-early": "one clean step early",
     },
     "fp8_all_gather": {
         "l15-fp8-amax-summed": "added the devices' amaxes",

@@ -93,9 +93,10 @@ class Site:
         return bool(self.loops)
 
 
-TRACKED = frozenset(
-    {"exp", "log", "max", "reduce_max", "reduce_sum", "add", "sub", "convert_element_type"}
-)
+TRACKED = frozenset({
+    "exp", "log", "max", "reduce_max", "reduce_sum", "add", "sub", "mul", "div", "sqrt",
+    "rsqrt", "convert_element_type",
+})  # fmt: skip
 """Operations whose float results :attr:`Program.computed` records (jaxpr names; the
 StableHLO reader maps its own to these)."""
 
