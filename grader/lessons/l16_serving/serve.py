@@ -125,12 +125,11 @@ MESHES = ((2, 2), (2, 3), (3, 2), (1, 4), (4, 2), (1, 1), (2, 1), (1, 2))
 
 def strategy(ctx: Context) -> Any:
     meshes = [m for m in MESHES if m[0] * m[1] <= ctx.n_devices] or [(1, 1)]
-    # three layers at least: a correct step holds one layer's keys and values (1/L of the
-    # cache) and its scores at once, so at L = 2 with the smallest shapes its temporaries
-    # reach the whole cache (3,416 B against 3,072 at 1 row, 1 head, 48 slots), the bound
-    # of Donated that a copy of the cache each step must exceed
+    # two to four layers: Donated reads what a step writes, which no layer count blurs
+    # (a temporaries bound needed L ≥ 3: at L = 2 a correct step's temporaries reached the
+    # whole cache, 3,416 B against 3,072 at 1 row, 1 head, 48 slots)
     return st.fixed_dictionaries({
-        "mesh": st.sampled_from(meshes), "layers": st.sampled_from([3, 4]),
+        "mesh": st.sampled_from(meshes), "layers": st.sampled_from([2, 3, 4]),
         "rows": st.sampled_from([1, 2]), "heads_per": st.sampled_from([1, 2]),
         "prompt": st.sampled_from([3, 5]), "slots": st.sampled_from([48, 64]),
         "seed": st.integers(0, 2**16),
