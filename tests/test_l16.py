@@ -398,3 +398,31 @@ def test_a_python_loop_over_layers_updates_the_cache_in_place(root, tmp_path):
     assert er.status == Status.PASSED, [c.to_dict() for c in er.checks if not c.passed]
     said = {c.name: c.message for c in er.checks}["in place"]
     assert "written a step: the new token's keys and values" in said
+
+
+@pytest.mark.parametrize(
+    "mistake, words, not_words",
+    [
+        ("l16-speculative-residual-undefined-where-p-equals-q", "divides 0/0", "not clamped"),
+        ("l16-speculative-accept-unclamped", "not clamped", "0/0"),
+    ],
+)
+def test_an_undefined_residual_is_named_and_not_an_unclamped_acceptance(
+    root, tmp_path, mistake, words, not_words
+):
+    """Issue 47: where p = q the residual max(p − q, 0)/Σ is 0/0. The report printed the
+    emitted probabilities as [nan, nan, nan] ((1 − a)·nan with a = 1: a residual that is
+    never drawn from) and named an unclamped acceptance, which min(1, p/q) = 1 cannot
+    show there. Now the residual is named, and the unclamped acceptance only where it
+    shows."""
+    from tests.mistakes.l16 import MISTAKES
+
+    (m,) = [m for m in MISTAKES if m.id == mistake]
+    (tmp_path / "l16_serving.py").write_text(
+        m.source((root / "solutions" / "l16_serving.py").read_text())
+    )
+    (er,) = backends.grade_lesson(16, "l16_serving", tmp_path, only=["verify_draft"],
+                                  max_examples=0, timeout=60).exercises  # fmt: skip
+    said = " ".join(f"{c.message} {c.hint}" for c in er.checks if not c.passed) + f" {er.hint}"
+    assert er.status == Status.FAILED and words in said and not_words not in said, said
+    assert "nan" not in {c.name: c.message for c in er.checks}["distribution"]

@@ -558,6 +558,13 @@ MISTAKES: list[Mistake] = [
         check="distribution",
     ),
     _edit(
+        "l16-speculative-residual-undefined-where-p-equals-q",
+        "verify_draft",
+        "return accept, (residual / total if total > 0 else p.copy())",
+        "return accept, residual / total",
+        ("p = q", "0/0", "p itself"),
+    ),
+    _edit(
         "l16-speculative-expected-one-short",
         "expected_tokens",
         "return (1 - alpha ** (gamma + 1)) / (1 - alpha)",
