@@ -81,7 +81,15 @@ NARROW = ("bfloat16", "float16")
 ARITHMETIC = ("add", "sub", "mul", "div", "sqrt", "rsqrt", "max", "reduce_sum", "reduce_max")
 """Tracked operations that are the update's arithmetic (converts are not): g² in bfloat16
 rounds v's every new term, as a bfloat16 sum rounds the gradient."""
-WIDTH = {"float8_e4m3fn": 1, "bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}
+
+
+def width(dtype: str) -> int:
+    """Bytes of one element of the dtype named (numpy's names; ml_dtypes' for bfloat16
+    and every float8): what the exported program sends, not the compiled program's
+    widened type."""
+    import ml_dtypes
+
+    return int(np.dtype(getattr(ml_dtypes, dtype, None) or dtype).itemsize)
 
 
 # ------------------------------------------------------------------ examples
@@ -926,13 +934,13 @@ class WireBytes(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         ex = trial.example
         want_n, want_el = self.count(ex), self.count(ex) * ring_elements(ex)
-        want = want_el * WIDTH[self.dtype]
+        want = want_el * width(self.dtype)
         got_n, got_el = trial.comms.count(self.kind), trial.comms.bytes(self.kind, 1)
         sent = wire_dtypes(trial, self.primitive)
-        width = max((WIDTH.get(d, 4) for d in sent), default=WIDTH[self.dtype])
-        got = None if got_el is None else got_el * width
+        each = max((width(d) for d in sent), default=width(self.dtype))
+        got = None if got_el is None else got_el * each
         evidence = [
-            communication(trial, width),
+            communication(trial, each),
             Table(
                 [self.kind, "executions", "elements per device", "sent as", "bytes"],
                 [
@@ -952,7 +960,8 @@ class WireBytes(Check):
         if got == want and got_n == want_n:
             return CheckResult(
                 self.name, True,
-                f"{got_n} × {self.kind}, {got:,} bytes per device in {self.dtype} ({self.what})",
+                f"{got_n} × {self.kind}, {got:,} bytes per device in "
+                f"{', '.join(sent) or self.dtype} ({self.what})",
                 evidence=evidence,
             )  # fmt: skip
         return CheckResult(
