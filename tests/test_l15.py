@@ -132,6 +132,7 @@ ADAMW_WORDS = {
     "l15-adamw-eps-inside-the-square-root": spec.ADAMW_WORDS["eps-in-sqrt"],
     "l15-adamw-returns-the-params-it-was-given": spec.STALE_PARAMS,
     "l15-adamw-master-never-updated": "The master weights are never updated",
+    "l15-adamw-step-not-advanced": spec.STEP_NOT_ADVANCED,
 }
 
 
@@ -166,6 +167,7 @@ VALUE_WORDS = {
         "l15-scaled-skip-on-inf-only": "a nan gradient was applied",
         "l15-scaled-skip-on-nan-only": "an overflowed gradient was applied",
         "l15-scaled-scale-grown-a-step-early": "one clean step early",
+        "l15-scaled-good-not-advanced": "good is not advanced",
     },
     "fp8_all_gather": {
         "l15-fp8-amax-summed": "added the devices' amaxes",

@@ -247,6 +247,20 @@ MISTAKES: list[Mistake] = [
         says=("mul in bfloat16", "the optimizer's arithmetic must be float32"),
     ),
     Mistake(
+        id="l15-adamw-step-not-advanced",
+        module=L15,
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=("step counter is not advanced", "step + 1"),
+        patch=(
+            (
+                'new = {"master": master, "m": m, "v": v, "step": state["step"] + 1}\n    return master.astype(jnp.bfloat16), new',
+                'new = {"master": master, "m": m, "v": v, "step": state["step"]}\n    return master.astype(jnp.bfloat16), new',
+            ),
+        ),
+    ),
+    Mistake(
         id="l15-zero1-whole-state-on-every-device",
         module=L15,
         exercise="zero1_step",
@@ -389,6 +403,15 @@ MISTAKES: list[Mistake] = [
                 'grow = good + 1 >= hp["growth_interval"]  # this step counted twice',
             ),
         ),
+    ),
+    Mistake(
+        id="l15-scaled-good-not-advanced",
+        module=L15,
+        exercise="loss_scaled_step",
+        status="failed",
+        check="values",
+        says=("good is not",),
+        patch=(('good = sc["good"] + 1', 'good = sc["good"]'),),
     ),
     Mistake(
         id="l15-scaled-loss-scale-not-undone",

@@ -538,7 +538,7 @@ def _adam_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
     """Wrong results of the known AdamW and ZeRO mistakes, for the leaf being checked."""
     name, kind, ex = trial.extra["name"], trial.extra["kind"], trial.example
     if name == "step":
-        return []
+        return [(STEP_NOT_ADVANCED, np.asarray(ex["step"], np.float64))]
     before, g = trial.extra["before"], trial.extra["g"]
     if name == "params":  # bfloat16 params cannot tell a 10 % smaller step: the master does
         return [(STALE_PARAMS, as64(_bf16(before["master"])))]
@@ -572,6 +572,19 @@ def _adam_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
     return out
 
 
+STEP_NOT_ADVANCED = (
+    "The step counter is not advanced: your new state's step is the one it came with. It "
+    "counts the updates made, this one included: return step + 1 (the next update's bias "
+    "correction uses it)."
+)
+GOOD_NOT_ADVANCED = (
+    "good is not advanced: your new scaler's good is the one it came with, after a clean "
+    "step. A clean step adds 1 to it (and resets it to 0 when the scale grows)."
+)
+GOOD_NOT_RESET = (
+    "good is not reset: your new scaler's good is the one it came with, after a skipped "
+    "step. A step skipped for a non-finite gradient resets it to 0."
+)
 STALE_PARAMS = (
     "The params you returned are the params you were given: the master weights were "
     "updated, but the bfloat16 params were not made from them. Return bfloat16(master), "
@@ -631,6 +644,11 @@ def _clip_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
 
 def _scaled_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
     name, ex, d = trial.extra["name"], trial.example, trial.extra["inputs"]
+    if name == "good":
+        skipped = not bool(np.all(np.isfinite(as64(d["grads"]))))
+        return [
+            (GOOD_NOT_RESET if skipped else GOOD_NOT_ADVANCED, np.asarray(ex["good"], np.float64))
+        ]
     if name not in ("master", "m", "scale"):
         return []
     grads, master, m = as64(d["grads"]), as64(d["master"]), as64(d["m"])
@@ -772,9 +790,10 @@ def _known_mistake(trial: Trial, out: np.ndarray) -> str | None:
     return None
 
 
-HINTED_LEAVES = {"adamw": ("master", "m", "v", "params"), "zero1": ("master", "m", "v", "params"),
-                 "zero2": ("master", "m", "v", "params"), "scaled": ("master", "m", "scale"),
-                 "clip": ("",), "fp8": ("",)}  # fmt: skip
+HINTED_LEAVES = {"adamw": ("master", "m", "v", "params", "step"),
+                 "zero1": ("master", "m", "v", "params", "step"),
+                 "zero2": ("master", "m", "v", "params", "step"),
+                 "scaled": ("master", "m", "scale", "good"), "clip": ("",), "fp8": ("",)}  # fmt: skip
 """The leaves whose values can name a known mistake, in the order they are tried (the
 params last: a wrong master shows in them too)."""
 
