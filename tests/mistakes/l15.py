@@ -6,7 +6,9 @@ scale not undone; master weights never updated; the whole optimizer state on
 every device; a skipped step that still advances the moments. And the ZeRO
 ones: an all-reduce where a reduce-scatter does, the float32 master gathered,
 ZeRO-2 with ZeRO-1's whole float32 buffer, a float32 reduce-scatter, a
-bfloat16 gradient sum, a sum where the mean is asked for.
+bfloat16 gradient sum, a sum where the mean is asked for. Issue 47's: eps inside
+the square root, the params passed in returned, g² in bfloat16, a step or good not
+advanced, the scale grown a clean step early.
 """
 
 from __future__ import annotations

@@ -7,12 +7,15 @@ chip's HBM, one token per step, the critical batch without itemsize. The sharded
 model: a psum forgotten, the cache gathered every step, the mask off by one at
 the new position either way, positions not advanced, the cache replicated over
 'model' (every head's keys on every device), the cache carried through
-lax.scan or rewritten whole with jnp.where (copied each step), the cache returned
-in another dtype (not aliased). Grouped-query attention: the cache gathered instead
+lax.scan or rewritten whole with jnp.where (copied each step), stacked again from its
+layers or read as it came after the writes (copied each step), each layer rewritten
+whole and written back (in place, but the whole cache written each step), the cache
+returned in another dtype (not aliased). Grouped-query attention: the cache gathered instead
 of the queries moved, the cache still split by heads with fewer key/value heads
 than 'model' devices, the key/value heads tiled instead of repeated, the new token's keys and values or
 this device's rows of h moved by all-to-all, the logits or h averaged over 'model'. The
-cache kept in host memory between steps (a new buffer each step, not aliased).
+cache kept in host memory between steps (a new buffer each step, not aliased). The
+bonus: the residual left 0/0 where p = q.
 """
 
 from __future__ import annotations
