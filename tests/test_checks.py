@@ -166,6 +166,14 @@ def test_value_diagnoses(actual, words):
     assert words in diagnose.values(actual, EXPECTED, _close, n_ring=4)
 
 
+def test_a_scalar_that_stayed_zero_is_no_buffer_never_written():
+    """Issue 47: a counter not advanced (a step of 0 where 1 is due, on every device) is
+    no result buffer left unwritten, nor the right answer times 0."""
+    want = [np.asarray(1, np.int32)] * 4
+    assert diagnose.values([np.asarray(0, np.int32)] * 4, want, _close, n_ring=4) is None
+    assert "all zeros" in diagnose.values([np.zeros(3)] * 4, [np.ones(3)] * 4, _close, n_ring=4)
+
+
 def test_block_rotation_and_permutation_diagnoses():
     blocks = [np.full((1, 2), float(k)) for k in range(4)]
     full = np.concatenate(blocks)

@@ -618,3 +618,24 @@ def test_the_text_prints_the_other_runs_as_the_reference_computes_them(root):
                  f"{100 * fig['mfu']:.1f}%"]  # fmt: skip
         assert cells[:10] == want, (run, cells)
         assert cells[11] == f"{fig['memory']:.1f} GB"
+
+
+def test_a_pipeline_may_run_as_many_micro_batches_as_stages():
+    """Issue 47: a search of n_micro > pp for pipelines (pp = 1 keeps n_micro = 1) passed
+    every other example. Here the best plan has n_micro = pp = 8; that search returns
+    another, named by its own words and not by the nearest searches' (n_micro > pp for
+    every pp; n_micro < pp allowed)."""
+    ex = spec.AS_MANY_MICRO_AS_STAGES
+    assert ex in spec.BEST_EXPLICIT
+    m, hw, batch = spec._best_args(ex)
+    best = cost.best_plan(m, hw, batch)
+    assert best.pp == best.n_micro == 8
+    for other in spec.BEST_EXPLICIT:
+        if other is not ex and (rows := cost.ranked(*spec._best_args(other))):
+            assert not 1 < rows[0][0].pp == rows[0][0].n_micro, other
+    wrong = cost.ranked(m, hw, batch, cost.Rules(pipeline_micro_more_than_stages=True))[0][0]
+    assert wrong != best and wrong.pp == 1
+    r = _trial(spec.BEST, ex, wrong)
+    assert not r.passed and "n_micro = pp is allowed in a pipeline" in r.hint
+    assert "pp = 1 runs with n_micro = 1" not in r.hint
+    assert "at least p micro-batches." not in r.hint

@@ -129,6 +129,10 @@ ADAMW_WORDS = {
     "l15-adamw-no-bias-correction": spec.ADAMW_WORDS["no-bias"],
     "l15-adamw-decay-inside-adam": spec.ADAMW_WORDS["l2"],
     "l15-adamw-decay-not-scaled-by-lr": spec.ADAMW_WORDS["decay-no-lr"],
+    "l15-adamw-eps-inside-the-square-root": spec.ADAMW_WORDS["eps-in-sqrt"],
+    "l15-adamw-returns-the-params-it-was-given": spec.STALE_PARAMS,
+    "l15-adamw-master-never-updated": "The master weights are never updated",
+    "l15-adamw-step-not-advanced": spec.STEP_NOT_ADVANCED,
 }
 
 
@@ -162,6 +166,8 @@ VALUE_WORDS = {
         "l15-scaled-skip-still-advances-momentum": "skipped step still advanced the momentum",
         "l15-scaled-skip-on-inf-only": "a nan gradient was applied",
         "l15-scaled-skip-on-nan-only": "an overflowed gradient was applied",
+        "l15-scaled-scale-grown-a-step-early": "one clean step early",
+        "l15-scaled-good-not-advanced": "good is not advanced",
     },
     "fp8_all_gather": {
         "l15-fp8-amax-summed": "added the devices' amaxes",
@@ -347,3 +353,35 @@ def test_grade_all_and_the_current_lesson_follow_the_registry(tmp_path, monkeypa
     monkeypatch.setattr(type(app), "states", lambda self: passed)
     assert current_lesson(app).number == 15
     assert parse_target(app, None, False).lessons[0].number == 15
+
+
+E5M2 = (
+    (
+        "scale = jnp.float32(jnp.finfo(jnp.float8_e4m3fn).max) / amax",
+        "scale = jnp.float32(jnp.finfo(jnp.float8_e5m2).max) / amax",
+    ),
+    (
+        "q = (blk * scale).astype(jnp.float8_e4m3fn)  # [Ψ/N], one byte each",
+        "q = (blk * scale).astype(jnp.float8_e5m2)  # [Ψ/N], one byte each",
+    ),
+)
+
+
+def test_a_float8_of_either_kind_is_counted_one_byte_an_element(root, tmp_path):
+    """Issue 47: an e5m2 all-gather of 192 elements was reported as 768 bytes per device
+    (4 bytes an element: the compiled program's widened width, under a float8 label),
+    where the e4m3 one counts 192. Both are one byte an element; the e5m2 values are
+    still wrong (2 mantissa bits where the docstring asks e4m3's 3)."""
+    from tests.mistakes import Mistake
+
+    wrong = Mistake(id="e5m2", module=MODULE, exercise="fp8_all_gather", status="failed",
+                    check="values", says=(), patch=E5M2)  # fmt: skip
+    directory = write_variant(root, tmp_path, wrong)
+    result = engine.grade_lesson(15, MODULE, directory, only=["fp8_all_gather"], max_examples=0)
+    (er,) = result.exercises
+    checks = {c.name: c for c in er.checks}
+    assert er.status == Status.FAILED and not checks["values"].passed
+    sent = checks["all-gather bytes"]
+    assert sent.passed and "192 bytes per device in float8_e5m2" in sent.message, sent.message
+    assert spec.width("float8_e5m2") == spec.width("float8_e4m3fn") == 1
+    assert spec.width("bfloat16") == 2 and spec.width("float32") == 4

@@ -335,6 +335,7 @@ SIGNATURES = {
     "l16-gqa-own-rows-moved-by-all-to-all": "each of [B/data, 1, N/model, Dh]",
     "l16-gqa-logits-summed": "the logits: they come from h",
     "l16-gqa-h-averaged-over-model": "Measured: all-reduces",
+    "l16-cache-layer-rewritten-whole": "each layer of the cache is rewritten whole",
 }
 """Each diagnosis's own words: the memory kind, the all-to-alls' two hints and the two
 of too many all-reduces."""
@@ -343,6 +344,7 @@ of too many all-reduces."""
 @pytest.mark.parametrize(
     "mistake",
     [*SIGNATURES, "l16-cache-through-scan", "l16-cache-rewritten-with-where",
+     "l16-cache-read-as-it-came", "l16-cache-stacked-from-its-layers",
      "l16-gqa-queries-gathered-not-swapped", "l16-mlp-psum-forgotten-unchecked"],
 )  # fmt: skip
 def test_each_serving_diagnosis_is_told_only_for_its_own_mistake(root, tmp_path, mistake):
@@ -360,3 +362,67 @@ def test_each_serving_diagnosis_is_told_only_for_its_own_mistake(root, tmp_path,
     said = " ".join(f"{c.message} {c.hint}" for c in er.checks) + f" {er.hint}"
     for other, words in SIGNATURES.items():
         assert (words in said) == (other == mistake), (other, said)
+
+
+PYTHON_LOOP = '''
+def decode_step(params, cache, tokens, pos, mesh, n_heads):
+    """The layers in a Python loop, as Hugging Face's Flax models and gpt-fast write them."""
+    n_layers, _, hdh = params["wq"].shape
+    dh = hdh // n_heads
+
+    def body(p, cache, tok, pos):
+        h = (p["embed"][tok] + p["pos"][pos])[:, None]
+        visible = (jnp.arange(cache.shape[3]) <= pos)[None]
+        for i in range(n_layers):
+            w = {k: p[k][i] for k in ("wq", "wk", "wv", "wo", "w_in", "w_out")}
+            q, k, v = (_heads(h, w[n], dh) for n in ("wq", "wk", "wv"))
+            cache = lax.dynamic_update_slice(cache, jnp.stack([k, v])[None], (i, 0, 0, pos, 0, 0))
+            h = _block_out(h, _attend(q, cache[i, 0], cache[i, 1], visible), w)
+        return h[:, 0] @ p["unembed"], cache
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS, CACHE, P(DATA), P()), out_specs=(P(DATA, None), CACHE)
+    )(params, cache, tokens, pos)
+'''
+
+
+def test_a_python_loop_over_layers_updates_the_cache_in_place(root, tmp_path):
+    """Issue 47: unrolled, each layer's write is one slot in place, but XLA:CPU keeps the
+    layers' reads alive, and a bound on temporaries refused it ("a copy of the cache is
+    made each step": 9,220 temporary bytes against a cache of 8,192). What it writes is
+    what is judged: the new token's keys and values, one update per layer."""
+    source = (root / "solutions" / "l16_serving.py").read_text()
+    (tmp_path / "l16_serving.py").write_text(source + PYTHON_LOOP)
+    (er,) = backends.grade_lesson(16, "l16_serving", tmp_path, only=["decode_step"],
+                                  max_examples=0, timeout=60).exercises  # fmt: skip
+    assert er.status == Status.PASSED, [c.to_dict() for c in er.checks if not c.passed]
+    said = {c.name: c.message for c in er.checks}["in place"]
+    assert "written a step: the new token's keys and values" in said
+
+
+@pytest.mark.parametrize(
+    "mistake, words, not_words",
+    [
+        ("l16-speculative-residual-undefined-where-p-equals-q", "divides 0/0", "not clamped"),
+        ("l16-speculative-accept-unclamped", "not clamped", "0/0"),
+    ],
+)
+def test_an_undefined_residual_is_named_and_not_an_unclamped_acceptance(
+    root, tmp_path, mistake, words, not_words
+):
+    """Issue 47: where p = q the residual max(p − q, 0)/Σ is 0/0. The report printed the
+    emitted probabilities as [nan, nan, nan] ((1 − a)·nan with a = 1: a residual that is
+    never drawn from) and named an unclamped acceptance, which min(1, p/q) = 1 cannot
+    show there. Now the residual is named, and the unclamped acceptance only where it
+    shows."""
+    from tests.mistakes.l16 import MISTAKES
+
+    (m,) = [m for m in MISTAKES if m.id == mistake]
+    (tmp_path / "l16_serving.py").write_text(
+        m.source((root / "solutions" / "l16_serving.py").read_text())
+    )
+    (er,) = backends.grade_lesson(16, "l16_serving", tmp_path, only=["verify_draft"],
+                                  max_examples=0, timeout=60).exercises  # fmt: skip
+    said = " ".join(f"{c.message} {c.hint}" for c in er.checks if not c.passed) + f" {er.hint}"
+    assert er.status == Status.FAILED and words in said and not_words not in said, said
+    assert "nan" not in {c.name: c.message for c in er.checks}["distribution"]

@@ -56,6 +56,9 @@ class Values(Check):
     atol: Callable[[Trial], float] | None = None
     """atol as a fraction of max|expected| with rtol 0, in place of :func:`tolerance`
     (training lessons derive theirs in :mod:`grader.reference.training`)."""
+    rtol: Callable[[Trial], float] | None = None
+    """rtol beside ``atol``'s fraction, for a result whose precision is relative to each
+    element (a bfloat16 rounding of the right value is one step of that element)."""
 
     def __call__(self, trial: Trial) -> CheckResult:
         import jax
@@ -84,7 +87,7 @@ class Values(Check):
                 "a Python float can promote bfloat16 to float32.",
             )
         if self.atol is not None:
-            atol_frac, rtol = self.atol(trial), 0.0
+            atol_frac, rtol = self.atol(trial), self.rtol(trial) if self.rtol else 0.0
         else:
             atol_frac, rtol = tolerance(want_dtype, self.reduce_size(trial.example))
         scale = float(np.max(np.abs(as_numpy(want)))) if want.size else 1.0

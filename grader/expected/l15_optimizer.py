@@ -32,7 +32,10 @@ def adamw(
             m_hat, v_hat = m, v
         else:
             m_hat, v_hat = m / (1 - b1**t), v / (1 - b2**t)
-        direction = m_hat / (np.sqrt(v_hat) + hp["eps"])
+        if variant == "eps-in-sqrt":
+            direction = m_hat / np.sqrt(v_hat + hp["eps"])
+        else:
+            direction = m_hat / (np.sqrt(v_hat) + hp["eps"])
     if variant == "l2":
         new = master - lr * direction
     elif variant == "decay-no-lr":

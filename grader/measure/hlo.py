@@ -211,6 +211,8 @@ class CommSummary:
     """Every collective in a compiled program, with counts and bytes."""
 
     collectives: list[Collective] = field(default_factory=list)
+    text: str = field(default="", repr=False, compare=False)
+    """The HLO text it was read from (:func:`writes` reads it again for what it writes)."""
 
     def kinds(self) -> set[str]:
         return {c.kind for c in self.collectives if c.count != 0 and c.moves_data}
@@ -399,7 +401,7 @@ def summarize(text: str, num_devices: int = 1) -> CommSummary:
                     )
                 )
             )
-    return CommSummary(found)
+    return CommSummary(found, text)
 
 
 def _unless_idle(c: Collective) -> Collective:
@@ -429,3 +431,110 @@ def _ring_share(kind: str, operand: int, group: int) -> int:
     if kind == "all-reduce":
         return 2 * (group - 1) * operand // group
     return (group - 1) * operand // group  # reduce-scatter, all-to-all
+
+
+# ------------------------------------------------------------------ writes
+
+
+@dataclass(frozen=True)
+class Write:
+    """An instruction that writes a buffer of the size asked for (:func:`writes`)."""
+
+    name: str
+    opcode: str
+    """The instruction's opcode, or a fusion's root's (``dynamic-update-slice``,
+    ``copy``, ``concatenate``, ``select`` …; a root bitcast looked through)."""
+    shape: str
+    """The buffer's shape as HLO prints it."""
+    written: str
+    """The shape of what one execution writes: a dynamic-update-slice's (or scatter's)
+    update, in place; the whole buffer for every other op."""
+    count: int | None
+    """Executions per run of the program; None inside a loop of unknown trip count."""
+
+    @property
+    def in_place(self) -> bool:
+        return self.opcode in IN_PLACE
+
+    @property
+    def bytes_each(self) -> int:
+        return shape_bytes(self.written)
+
+    def total(self) -> int | None:
+        return None if self.count is None else self.count * self.bytes_each
+
+
+IN_PLACE = ("dynamic-update-slice", "scatter")
+"""Ops that write into their operand's buffer: only the update is written."""
+NOT_WRITES = frozenset({"parameter", "get-tuple-element", "tuple", "bitcast", "constant",
+                        "while", "conditional", "call", "after-all", "copy-start",
+                        "partition-id", "replica-id"})  # fmt: skip
+"""Ops that write no new buffer of their own (views, control flow, their callees' writes)."""
+
+
+def writes(text: str, dims: tuple[int, ...]) -> list[Write]:
+    """Every instruction of a compiled program that writes a buffer of shape ``dims`` (any
+    dtype and layout; dimensions of size 1 aside, which XLA drops or adds by bitcasts):
+    copies, concatenates, selects, broadcasts (the whole buffer) and in-place updates
+    (dynamic-update-slice, scatter: their update only), each with how many times it runs.
+    Fusion bodies are the fusion's own work: a fusion is one write, named by its root.
+    ``dims`` is what to look for: a KV cache's on one device, say, which a step should
+    update, not rewrite."""
+    want = _squeezed(dims)
+    comps, entry = parse(text)
+    if entry is None:
+        return []
+    mult = _multiplicities(comps, entry)
+    shapes = {ins.name: ins.shape for body in comps.values() for ins in body}
+    fused = {callee for body in comps.values() for ins in body if ins.opcode == "fusion"
+             for key, callee in _CALLEES.findall(ins.attrs) if key == "calls"}  # fmt: skip
+    fused |= {callee for body in comps.values() for ins in body
+              for key, callee in _CALLEES.findall(ins.attrs) if key == "to_apply"
+              and ins.opcode != "call"}  # fmt: skip
+    marked = set(_ROOTS.findall(text))
+    roots = {
+        comp: next((i for i in body if i.name in marked), None) for comp, body in comps.items()
+    }
+    found = []
+    for comp, body in comps.items():
+        if comp not in mult or comp in fused:
+            continue
+        for ins in body:
+            if ins.opcode in NOT_WRITES or ins.shape.startswith("("):
+                continue
+            if _squeezed(_dims_of(ins.shape)) != want:
+                continue
+            op, update = ins.opcode, ins
+            if op == "fusion":
+                callee = next((c for k, c in _CALLEES.findall(ins.attrs) if k == "calls"), "")
+                update = _through_bitcasts(roots.get(callee), comps.get(callee, []))
+                op = update.opcode if update is not None else "fusion"
+            written = ins.shape
+            if op in IN_PLACE and update is not None:
+                # dynamic-update-slice(operand, update, …); scatter(operand, indices, updates)
+                index = 1 if op == "dynamic-update-slice" else 2
+                operands = update.operands
+                if len(operands) > index:
+                    inline, name = operands[index]
+                    written = inline or shapes.get(name, ins.shape)
+            found.append(Write(ins.name, op, ins.shape, written, mult[comp]))
+    return found
+
+
+def _squeezed(dims: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in dims if d != 1)
+
+
+def _dims_of(shape: str) -> tuple[int, ...]:
+    m = _ARRAY.search(shape)
+    return tuple(int(d) for d in m.group(2).split(",") if d) if m else ()
+
+
+_ROOTS = re.compile(r"^\s*ROOT\s+%?([\w.\-]+)\s*=", re.M)
+
+
+def _through_bitcasts(ins: Instruction | None, body: list[Instruction]) -> Instruction | None:
+    by_name = {i.name: i for i in body}
+    while ins is not None and ins.opcode in ("bitcast", "reshape") and ins.operands:
+        ins = by_name.get(ins.operands[0][1])
+    return ins

@@ -93,11 +93,16 @@ class Site:
         return bool(self.loops)
 
 
-TRACKED = frozenset(
-    {"exp", "log", "max", "reduce_max", "reduce_sum", "add", "sub", "convert_element_type"}
-)
+TRACKED = frozenset({
+    "exp", "log", "max", "reduce_max", "reduce_sum", "add", "sub", "mul", "div", "sqrt",
+    "rsqrt", "convert_element_type",
+})  # fmt: skip
 """Operations whose float results :attr:`Program.computed` records (jaxpr names; the
 StableHLO reader maps its own to these)."""
+
+AS_MUL = {"square": "mul", "integer_pow": "mul"}
+"""Primitives recorded as ``mul``: what they lower to (x·x, repeated), as the StableHLO
+reader sees them."""
 
 FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
 
@@ -189,7 +194,7 @@ def _walk(
         if name == "shard_map" and eqn.params.get("check_vma") is False:
             counts[UNCHECKED] += 1
         dtypes.update(str(v.aval.dtype) for v in eqn.outvars if hasattr(v.aval, "dtype"))
-        if name in TRACKED and (c := _computed(eqn, around)) is not None:
+        if (name in TRACKED or name in AS_MUL) and (c := _computed(eqn, around)) is not None:
             computed[c] += 1
         if name in COLLECTIVES:
             sites.append(_site(eqn, around))
@@ -221,7 +226,8 @@ def _computed(eqn: Any, around: tuple[Loop, ...]) -> Computed | None:
     size = 1
     for d in out.shape:
         size *= int(d)
-    return Computed(eqn.primitive.name, dtype, size, source, bool(around))
+    return Computed(AS_MUL.get(eqn.primitive.name, eqn.primitive.name), dtype, size, source,
+                    bool(around))  # fmt: skip
 
 
 def _dot(eqn: Any, around: tuple[Loop, ...]) -> Dot:

@@ -29,8 +29,8 @@ reader gives, in the jaxpr's vocabulary, so the checks read either:
 - ``dots``: every ``dot_general`` with its left operand's shape, contracted
   dimensions, result shape and dtype, and the trip counts of the loops around it.
 - ``computed``: the float results of ``exponential``, ``log``, ``maximum``,
-  ``add``, ``subtract``, ``convert`` and of a ``reduce`` by ``add``/``maximum``,
-  under their jaxpr names (:data:`~grader.measure.jaxpr.TRACKED`); the bodies of
+  ``add``, ``subtract``, ``multiply``, ``divide``, ``sqrt``, ``rsqrt``, ``convert``
+  and of a ``reduce`` by ``add``/``maximum``, under their jaxpr names (:data:`~grader.measure.jaxpr.TRACKED`); the bodies of
   reductions, sorts and scatters are not the program's own arithmetic.
 
 What the StableHLO cannot show, it does not claim: a ``shard_map`` whose manual
@@ -94,6 +94,10 @@ TRACKED = {
     "maximum": "max",
     "add": "add",
     "subtract": "sub",
+    "multiply": "mul",
+    "divide": "div",
+    "sqrt": "sqrt",
+    "rsqrt": "rsqrt",
     "convert": "convert_element_type",
 }
 """StableHLO op → the jaxpr name :attr:`Program.computed` records it under."""

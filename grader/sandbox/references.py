@@ -14,7 +14,11 @@ the sandbox hides from the student's process besides the workspace.
 - what a checkout builds or keeps beside its code: ``build/`` and ``dist/``
   (a wheel holds ``course/solutions``), ``tests/`` (the mistakes catalogue, and
   tests that hold reference code);
-- pip's and uv's caches, which keep the wheel ``pip install .`` built.
+- pip's and uv's caches, which keep the wheel ``pip install .`` built;
+- every ``__pycache__`` of the course's packages that holds stale bytecode
+  (:func:`stale_bytecode`): a module moved to ``grader/expected/`` by a ``git pull``
+  leaves its compiled code behind where it was (issue 47), readable with ``marshal``
+  by anyone who finds the folder through a lesson's ``__file__``.
 
 The standard library only (a worker computes it before it imports jax).
 """
@@ -37,7 +41,56 @@ def folders(code: Path, root: Path | None = None) -> list[str]:
     for checkout in dict.fromkeys([code, root or code]):
         found += [str(checkout / name) for name in BESIDE]
         found += _git_folders(checkout)
+        found += stale_bytecode(checkout)
     return list(dict.fromkeys(found))
+
+
+PACKAGES = ("grader", "course")
+"""The course's packages, whose bytecode the student's process could read."""
+
+
+def stale_bytecode(code: Path) -> list[str]:
+    """The ``__pycache__`` folders of the course's packages in ``code`` that hold a
+    ``.pyc`` not compiled from the source beside it: its ``.py`` is gone (moved or
+    deleted by a ``git pull``, which leaves untracked bytecode behind), or changed since
+    (the header's source size and time, or hash, no longer match: what the module
+    held before). Python's import never reads such a file (it recompiles from source,
+    and finds no sourceless module in a ``__pycache__``), but a program can read and
+    unmarshal it: hidden whole, its folder's current bytecode is compiled again from
+    source in the student's process (it cannot write there)."""
+    found = []
+    for package in PACKAGES:
+        for folder, _dirs, files in os.walk(code / package):
+            if os.path.basename(folder) == "__pycache__" and any(
+                _stale(Path(folder), name) for name in files if name.endswith(".pyc")
+            ):
+                found.append(folder)
+    return found
+
+
+def _stale(folder: Path, name: str) -> bool:
+    """Whether ``folder/name`` (``module.<tag>.pyc``) is not the bytecode of
+    ``module.py`` beside ``folder`` as it is now (PEP 552's header: flags, then the
+    source's time and size, or its hash). Unreadable: stale (it is hidden)."""
+    source = folder.parent / (name.split(".", 1)[0] + ".py")
+    try:
+        with open(folder / name, "rb") as f:
+            header = f.read(16)
+        stat = source.stat()
+    except OSError:
+        return True
+    if len(header) < 16:
+        return True
+    flags = int.from_bytes(header[4:8], "little")
+    if flags & 1:  # hash-based
+        import importlib.util
+
+        try:
+            return header[8:16] != importlib.util.source_hash(source.read_bytes())
+        except OSError:
+            return True
+    mtime, size = int.from_bytes(header[8:12], "little"), int.from_bytes(header[12:16], "little")
+    return mtime != int(stat.st_mtime) & 0xFFFFFFFF or size != stat.st_size & 0xFFFFFFFF
 
 
 def _caches() -> list[str]:

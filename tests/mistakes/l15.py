@@ -6,7 +6,9 @@ scale not undone; master weights never updated; the whole optimizer state on
 every device; a skipped step that still advances the moments. And the ZeRO
 ones: an all-reduce where a reduce-scatter does, the float32 master gathered,
 ZeRO-2 with ZeRO-1's whole float32 buffer, a float32 reduce-scatter, a
-bfloat16 gradient sum, a sum where the mean is asked for.
+bfloat16 gradient sum, a sum where the mean is asked for. Issue 47's: eps inside
+the square root, the params passed in returned, g² in bfloat16, a step or good not
+advanced, the scale grown a clean step early.
 """
 
 from __future__ import annotations
@@ -29,6 +31,27 @@ def adamw_step(params, grads, state, hp):
     g = grads.astype(jnp.float32)
     master, m, v = _adamw(state["master"], state["m"], state["v"], state["step"], g, hp)
     new = {"master": state["master"], "m": m, "v": v, "step": state["step"] + 1}
+    return master.astype(jnp.bfloat16), new
+"""
+
+STALE_PARAMS = """
+def adamw_step(params, grads, state, hp):
+    g = grads.astype(jnp.float32)
+    master, m, v = _adamw(state["master"], state["m"], state["v"], state["step"], g, hp)
+    new = {"master": master, "m": m, "v": v, "step": state["step"] + 1}
+    return params, new  # the bfloat16 params it was given
+"""
+
+SQUARE_IN_BF16 = """
+def adamw_step(params, grads, state, hp):
+    t = (state["step"] + 1).astype(jnp.float32)
+    g = grads.astype(jnp.float32)
+    g2 = (grads * grads).astype(jnp.float32)  # squared in bfloat16, then widened
+    m = hp["b1"] * state["m"] + (1 - hp["b1"]) * g
+    v = hp["b2"] * state["v"] + (1 - hp["b2"]) * g2
+    update = (m / (1 - hp["b1"] ** t)) / (jnp.sqrt(v / (1 - hp["b2"] ** t)) + hp["eps"])
+    master = state["master"] - hp["lr"] * (update + hp["weight_decay"] * state["master"])
+    new = {"master": master, "m": m, "v": v, "step": state["step"] + 1}
     return master.astype(jnp.bfloat16), new
 """
 
@@ -194,6 +217,52 @@ MISTAKES: list[Mistake] = [
         says=("master weights are never updated",),
     ),
     Mistake(
+        id="l15-adamw-eps-inside-the-square-root",
+        module=L15,
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=("eps is inside the square root",),
+        patch=(
+            (
+                'update = m_hat / (jnp.sqrt(v_hat) + hp["eps"])',
+                'update = m_hat / jnp.sqrt(v_hat + hp["eps"])',
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-adamw-returns-the-params-it-was-given",
+        module=L15,
+        exercise="adamw_step",
+        code=STALE_PARAMS,
+        status="failed",
+        check="values",
+        says=("the params you were given", "bfloat16(master)"),
+    ),
+    Mistake(
+        id="l15-adamw-gradient-squared-in-bf16",
+        module=L15,
+        exercise="adamw_step",
+        code=SQUARE_IN_BF16,
+        status="failed",
+        check="precision",
+        says=("mul in bfloat16", "the optimizer's arithmetic must be float32"),
+    ),
+    Mistake(
+        id="l15-adamw-step-not-advanced",
+        module=L15,
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=("step counter is not advanced", "step + 1"),
+        patch=(
+            (
+                'new = {"master": master, "m": m, "v": v, "step": state["step"] + 1}\n    return master.astype(jnp.bfloat16), new',
+                'new = {"master": master, "m": m, "v": v, "step": state["step"]}\n    return master.astype(jnp.bfloat16), new',
+            ),
+        ),
+    ),
+    Mistake(
         id="l15-zero1-whole-state-on-every-device",
         module=L15,
         exercise="zero1_step",
@@ -322,6 +391,29 @@ MISTAKES: list[Mistake] = [
         status="failed",
         check="collectives",
         says=("all-gather",),
+    ),
+    Mistake(
+        id="l15-scaled-scale-grown-a-step-early",
+        module=L15,
+        exercise="loss_scaled_step",
+        status="failed",
+        check="values",
+        says=("one clean step early",),
+        patch=(
+            (
+                'grow = good >= hp["growth_interval"]',
+                'grow = good + 1 >= hp["growth_interval"]  # this step counted twice',
+            ),
+        ),
+    ),
+    Mistake(
+        id="l15-scaled-good-not-advanced",
+        module=L15,
+        exercise="loss_scaled_step",
+        status="failed",
+        check="values",
+        says=("good is not",),
+        patch=(('good = sc["good"] + 1', 'good = sc["good"]'),),
     ),
     Mistake(
         id="l15-scaled-loss-scale-not-undone",

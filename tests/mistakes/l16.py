@@ -7,12 +7,15 @@ chip's HBM, one token per step, the critical batch without itemsize. The sharded
 model: a psum forgotten, the cache gathered every step, the mask off by one at
 the new position either way, positions not advanced, the cache replicated over
 'model' (every head's keys on every device), the cache carried through
-lax.scan or rewritten whole with jnp.where (copied each step), the cache returned
-in another dtype (not aliased). Grouped-query attention: the cache gathered instead
+lax.scan or rewritten whole with jnp.where (copied each step), stacked again from its
+layers or read as it came after the writes (copied each step), each layer rewritten
+whole and written back (in place, but the whole cache written each step), the cache
+returned in another dtype (not aliased). Grouped-query attention: the cache gathered instead
 of the queries moved, the cache still split by heads with fewer key/value heads
 than 'model' devices, the key/value heads tiled instead of repeated, the new token's keys and values or
 this device's rows of h moved by all-to-all, the logits or h averaged over 'model'. The
-cache kept in host memory between steps (a new buffer each step, not aliased).
+cache kept in host memory between steps (a new buffer each step, not aliased). The
+bonus: the residual left 0/0 where p = q.
 """
 
 from __future__ import annotations
@@ -33,6 +36,57 @@ DECODE_WRITE = "cache = lax.dynamic_update_slice(cache, new, (i, 0, 0, pos, 0, 0
 WHERE = """at = (jnp.arange(n_layers)[:, None, None, None, None, None] == i) & (
                 jnp.arange(cache.shape[3])[None, None, None, :, None, None] == pos)
             cache = jnp.where(at, jnp.broadcast_to(new, cache.shape[:3] + (1,) + cache.shape[4:]), cache)"""
+LAYER_REWRITTEN = (
+    (
+        "new = jnp.stack([k, v])[None]  # [1, 2, b, 1, h, dh]\n"
+        "            cache = lax.dynamic_update_slice(cache, new, (i, 0, 0, pos, 0, 0))  # in place",
+        "new = jnp.stack([k, v])  # [2, b, 1, h, dh]\n"
+        "            slot = jnp.arange(cache.shape[3])[None, None, :, None, None]\n"
+        "            layer = jnp.where(slot == pos, new, lax.dynamic_index_in_dim(cache, i, keepdims=False))\n"
+        "            cache = lax.dynamic_update_slice(cache, layer[None], (i, 0, 0, 0, 0, 0))  # the whole layer",
+    ),
+)
+"""Each layer's keys and values rewritten whole (a jnp.where at pos) and written back:
+values right, aliased, one layer of temporaries, but the whole cache written each step."""
+READ_AS_IT_CAME = (
+    (
+        'h, cache = carry\n            w = _layer_weights(p, i)\n            q, k, v = (_heads(h, w[n], dh) for n in ("wq", "wk", "wv"))\n            new',
+        'h, out = carry\n            w = _layer_weights(p, i)\n            q, k, v = (_heads(h, w[n], dh) for n in ("wq", "wk", "wv"))\n            new',
+    ),
+    (
+        "cache = lax.dynamic_update_slice(cache, new, (i, 0, 0, pos, 0, 0))  # in place\n"
+        "            kv = lax.dynamic_index_in_dim(cache, i, keepdims=False)  # [2, b, S, h, dh]\n"
+        "            return _block_out(h, _attend(q, kv[0], kv[1], visible), w), cache",
+        "out = lax.dynamic_update_slice(out, new, (i, 0, 0, pos, 0, 0))\n"
+        "            kv = lax.dynamic_index_in_dim(cache, i, keepdims=False)  # the cache as it came\n"
+        "            kv = lax.dynamic_update_slice(kv, new[0], (0, 0, pos, 0, 0))\n"
+        "            return _block_out(h, _attend(q, kv[0], kv[1], visible), w), out",
+    ),
+)
+"""Each layer read from the cache as it came in (the function's argument), not the one
+being written: XLA must keep the old cache beside the new, a copy of it each step."""
+CONCATENATED = '''
+def decode_step(params, cache, tokens, pos, mesh, n_heads):
+    """Each layer updated apart and the cache stacked again from its layers."""
+    n_layers, _, hdh = params["wq"].shape
+    dh = hdh // n_heads
+
+    def body(p, cache, tok, pos):
+        h = (p["embed"][tok] + p["pos"][pos])[:, None]
+        visible = (jnp.arange(cache.shape[3]) <= pos)[None]
+        layers = []
+        for i in range(n_layers):
+            w = {k: p[k][i] for k in ("wq", "wk", "wv", "wo", "w_in", "w_out")}
+            q, k, v = (_heads(h, w[n], dh) for n in ("wq", "wk", "wv"))
+            kv = lax.dynamic_update_slice(cache[i], jnp.stack([k, v]), (0, 0, pos, 0, 0))
+            layers.append(kv)
+            h = _block_out(h, _attend(q, kv[0], kv[1], visible), w)
+        return h[:, 0] @ p["unembed"], jnp.stack(layers)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=(PARAMS, CACHE, P(DATA), P()), out_specs=(P(DATA, None), CACHE)
+    )(params, cache, tokens, pos)
+'''
 GQA_SPECS = "body, mesh=mesh, in_specs=(PARAMS_GQA, CACHE_GQA, P(DATA), P()),\n        out_specs=(P(DATA, None), CACHE_GQA),"
 DECODE_READ = "kv = lax.dynamic_index_in_dim(cache, i, keepdims=False)  # [2, b, S, h, dh]"
 
@@ -342,6 +396,33 @@ MISTAKES: list[Mistake] = [
         ("a copy of the cache is made each step", "jnp.where over the whole cache"),
         check="in place",
     ),
+    Mistake(
+        id="l16-cache-layer-rewritten-whole",
+        module=L16,
+        exercise="decode_step",
+        status="failed",
+        check="in place",
+        says=("each layer of the cache is rewritten whole", "(i, 0, 0, pos, 0, 0)"),
+        patch=LAYER_REWRITTEN,
+    ),
+    Mistake(
+        id="l16-cache-read-as-it-came",
+        module=L16,
+        exercise="decode_step",
+        status="failed",
+        check="in place",
+        says=("a copy of the cache is made each step", "reading the cache as it came"),
+        patch=READ_AS_IT_CAME,
+    ),
+    Mistake(
+        id="l16-cache-stacked-from-its-layers",
+        module=L16,
+        exercise="decode_step",
+        status="failed",
+        check="in place",
+        says=("concatenate", "a copy of the cache is made each step"),
+        code=CONCATENATED,
+    ),
     _edit(
         "l16-cache-returned-in-bfloat16",
         "decode_step",
@@ -478,6 +559,13 @@ MISTAKES: list[Mistake] = [
         "return accept, residual",
         ("not normalised",),
         check="distribution",
+    ),
+    _edit(
+        "l16-speculative-residual-undefined-where-p-equals-q",
+        "verify_draft",
+        "return accept, (residual / total if total > 0 else p.copy())",
+        "return accept, residual / total",
+        ("p = q", "0/0", "p itself"),
     ),
     _edit(
         "l16-speculative-expected-one-short",

@@ -316,6 +316,9 @@ class Rules:
     micro_at_least_stages: bool = True
     micro_more_than_stages: bool = False
     """A mistake: n_micro > pp where the rule is n_micro ≥ pp."""
+    pipeline_micro_more_than_stages: bool = False
+    """A mistake: n_micro > pp where pp > 1 (pp = 1 keeps n_micro = 1), where the rule is
+    n_micro ≥ pp."""
     hbm_share: float = 1.0
     """The share of HBM a plan may use (a mistake holds back a margin)."""
     fit_strictly: bool = False
@@ -382,6 +385,8 @@ def plans(m: Model, hw: Hardware, global_batch: int, rules: Rules = Rules()) -> 
                     if rules.micro_at_least_stages and n_micro < pp:
                         continue
                     if rules.micro_more_than_stages and n_micro <= pp:
+                        continue
+                    if rules.pipeline_micro_more_than_stages and 1 < pp == n_micro:
                         continue
                     out += [Plan(dp, fsdp, tp, pp, n_micro, r) for r in REMAT]
     return out

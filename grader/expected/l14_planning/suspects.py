@@ -268,6 +268,10 @@ def searches(m: Model, hw: Hardware, batch: int) -> list[tuple[cost.Rules, Any]]
         (cost.Rules(micro_more_than_stages=True), "n_micro = pp is allowed: a pipeline needs at "
          "least pp micro-batches (n_micro ≥ pp), not more than pp (and pp = 1 runs with "
          "n_micro = 1)."),
+        (cost.Rules(pipeline_micro_more_than_stages=True), "n_micro = pp is allowed in a "
+         "pipeline: pp stages need at least pp micro-batches (n_micro ≥ pp), not more than pp. "
+         "The best plan here runs exactly as many micro-batches as stages, and your search "
+         "skipped it."),
         (cost.Rules(micro_at_least_stages=False), "Search only n_micro ≥ pp: a pipeline of p "
          "stages needs at least p micro-batches."),
         (cost.Rules(tp_in_node=False), "Tensor parallelism stays inside a node: search only tp "

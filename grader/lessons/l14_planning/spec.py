@@ -623,6 +623,15 @@ of 4 sequences seem to fit: a wrong param_count changes the plan (to one that is
 fastest of all, so "no memory test" does not explain it)."""
 BEST_EXPLICIT += MORE_TRAPS
 
+AS_MANY_MICRO_AS_STAGES = {"model": L70, "chip": "a100-80gb", "chips": 64, "node": 8, "batch": 8}
+"""LLaMA-3-70B on eight nodes of eight A100-80GB, 8 sequences a step: the best plan is tp = 8
+inside each node and pp = 8 across them, with n_micro = pp = 8 (one sequence each). No other
+example's best plan has n_micro = pp > 1, so a search of n_micro > pp (for pipelines only)
+passed them all; it returns fsdp = 8, tp = 8, pp = 1 here, 11 % slower (3.71 s against
+3.34 s a step). On a grid of the presets (LLaMA-3 8B/70B/405B; A100, H100, v5p; 2–64 chips
+in nodes of 8; batch 1–32) the best plan has n_micro = pp > 1 in 6 cases."""
+BEST_EXPLICIT.append(AS_MANY_MICRO_AS_STAGES)
+
 
 # ------------------------------------------------------------------ exercises
 

@@ -22,10 +22,10 @@ large enough that where it is applied shows in the values."""
 SCALER_HP = {"lr": 1e-2, "momentum": 0.9}
 """The loss-scaled step's (``growth_interval`` is drawn per example)."""
 
-ADAMW_VARIANTS = ("bias-t", "bias-t+2", "l2", "decay-no-lr", "no-bias")
+ADAMW_VARIANTS = ("bias-t", "bias-t+2", "l2", "decay-no-lr", "no-bias", "eps-in-sqrt")
 """Known AdamW mistakes: bias correction with t = step (one behind) or step + 2 (one
 ahead), weight decay added to the gradient (Adam with L2, not AdamW), decay not
-scaled by lr, no bias correction."""
+scaled by lr, no bias correction, eps inside the square root (m̂/√(v̂ + eps))."""
 
 
 _REFERENCE = expected("l15_optimizer")

@@ -23,8 +23,8 @@ XLA:CPU widens bfloat16 collectives to float32 in the compiled program, so the
 width is read from the program the student wrote.
 
 The dtypes of the update are read from the exported program too: no addition,
-subtraction, maximum or sum in a 16-bit float (the moments, the master update
-and the gradient sum are float32 work). ZeRO-2 must never compute a float32
+subtraction, multiplication, division, square root, maximum or sum in a 16-bit float
+(the moments, g², the master update and the gradient sum are float32 work). ZeRO-2 must never compute a float32
 array of Ψ elements (the whole gradient's buffer that ZeRO-2 exists to drop);
 the same program read shows ZeRO-1's. Memory per device: the outputs of the
 compiled program (its memory analysis) hold the bfloat16 params and 12·Ψ/N
@@ -34,8 +34,9 @@ output tuple's own table.
 Tolerances (fractions of max|expected|, rtol 0): master weights 1e-6 plus
 1 % of the step lr·max|m̂/(√v̂+ε)| (a bfloat16 reduce-scatter rounds the
 gradient by 2⁻⁹; the known mistakes move the master by 10 % of a step or more);
-bfloat16 params 1/100 (one bfloat16 step of the largest, where the float32
-master rounds the other way); moments 2⁻⁷ of what this step adds to them
+bfloat16 params the master's tolerance plus 2⁻⁷ of each element (one bfloat16 step
+of it, where the float32 master rounds the other way: the params passed in, an
+update of lr·|m̂/(√v̂+ε)| ≈ 0.01 behind, differ by more wherever |w| < 0.5); moments 2⁻⁷ of what this step adds to them
 ((1−b1)·max|g| for m, 2(1−b2)·max g² for v: the gradient's own bfloat16
 rounding); clipping 10⁻⁵; the fp8 round trip 10⁻⁶ (the same float32
 arithmetic and one rounding, where a float8 step is 2⁻³); counters exactly.
@@ -77,9 +78,25 @@ from grader.spec import (
 AXIS = "data"
 ALL_GATHER, REDUCE_SCATTER, ALL_REDUCE = "all-gather", "reduce-scatter", "all-reduce"
 NARROW = ("bfloat16", "float16")
-ARITHMETIC = ("add", "sub", "max", "reduce_sum", "reduce_max")
-"""Tracked operations that are the update's arithmetic (converts are not)."""
-WIDTH = {"float8_e4m3fn": 1, "bfloat16": 2, "float16": 2, "float32": 4, "float64": 8}
+ARITHMETIC = ("add", "sub", "mul", "div", "sqrt", "rsqrt", "max", "reduce_sum", "reduce_max")
+"""Tracked operations that are the update's arithmetic (converts are not): g² in bfloat16
+rounds v's every new term, as a bfloat16 sum rounds the gradient."""
+
+
+WIDTH = {"float8_e4m3fn": 1, "float8_e5m2": 1, "bfloat16": 2, "float16": 2, "float32": 4,
+         "float64": 8}  # fmt: skip
+"""Bytes of one element of the dtypes this lesson names (the figures read it too)."""
+
+
+def width(dtype: str) -> int:
+    """Bytes of one element of the dtype named (numpy's names; ml_dtypes' for bfloat16
+    and every float8): what the exported program sends, not the compiled program's
+    widened type."""
+    if dtype in WIDTH:
+        return WIDTH[dtype]
+    import ml_dtypes
+
+    return int(np.dtype(getattr(ml_dtypes, dtype, None) or dtype).itemsize)
 
 
 # ------------------------------------------------------------------ examples
@@ -95,8 +112,8 @@ def _sizes(ctx: Context, *explicit: int) -> list[int]:
 
 
 def _adamw_examples(ctx: Context) -> list[Example]:
-    """A fresh optimizer (step 0: the bias correction matters most) on 3 devices, a later
-    step on 6."""
+    """A fresh optimizer (step 0: the bias correction matters most; a quarter of its
+    gradients near 1e-6, see :func:`_adam_grads`) on 3 devices, a later step on 6."""
     return [
         {"n": n, "chunk": 64, "step": step, "seed": i}
         for i, (n, step) in enumerate(zip(_sizes(ctx, 3, 6), (0, 3)))
@@ -163,8 +180,10 @@ def _scaled_examples(ctx: Context) -> list[Example]:
     inf (the drawn example is an overflow one time in four), and every mistake the inf
     told apart (the skip that still advances the momentum, the skip decided locally) the
     nan tells apart too; good one short of the interval, not 0: a skip that leaves good
-    as it was, or lets it reach growth_interval, is seen."""
-    rows = (("nan", 4, 2, 1), ("underflow", 3, 3, 2), ("overflow", 2, 4, 3))
+    as it was, or lets it reach growth_interval, is seen. And a clean step two short of
+    growing, on the underflow example's program (same N, Ψ and interval): a scale grown
+    one clean step early doubles there, and only there (at k − 1 every step grows)."""
+    rows = (("nan", 4, 2, 1), ("underflow", 3, 3, 2), ("overflow", 2, 4, 3), ("clean", 3, 3, 1))
     return [
         {"n": _sizes(ctx, size)[0], "chunk": 32, "case": case, "interval": k, "good": good,
          "seed": i}
@@ -172,8 +191,9 @@ def _scaled_examples(ctx: Context) -> list[Example]:
     ]  # fmt: skip
 
 
-INTERVALS = ((2, 0), (2, 1), (3, 0), (3, 2), (4, 0), (4, 3))
-"""(growth_interval k, clean steps so far): none yet, or k − 1 (this step grows the scale)."""
+INTERVALS = ((2, 0), (2, 1), (3, 0), (3, 1), (3, 2), (4, 0), (4, 2), (4, 3))
+"""(growth_interval k, clean steps so far): none yet, k − 2 (a scale grown a step early
+grows here) or k − 1 (this step grows the scale)."""
 
 
 def _scaled_strategy(ctx: Context):
@@ -247,7 +267,7 @@ def _run_adam(kind: str) -> Callable[[Runtime, Callable[..., Any], Example], Tri
         params = _bf16(state["master"])
         micro = ex.get("micro", 1)
         if kind == "adamw":
-            grads = _bf16(0.5 * rng.standard_normal(size))
+            grads = _bf16(_adam_grads(rng, size, ex["step"]))
             g64 = as64(grads)
             param_spec, grad_spec = P(AXIS), P(AXIS)
         else:
@@ -285,6 +305,22 @@ def _run_adam(kind: str) -> Callable[[Runtime, Callable[..., Any], Example], Tri
         return trial
 
     return run
+
+
+TINY = 2e-6
+"""Where a fresh optimizer's gradients are scaled to (see :func:`_adam_grads`)."""
+
+
+def _adam_grads(rng: np.random.Generator, size: int, step: int) -> np.ndarray:
+    """Gradients around 0.5; on a fresh optimizer (step 0) every fourth one near 1e-6. At
+    step 0, v̂ = g²: where |g| ≲ √eps = 1e-4 the place of eps shows. m̂/(√v̂ + eps) is
+    ±0.99 there, m̂/√(v̂ + eps) ±0.01 (eps inside the square root): the master weights
+    then move by lr·0.98 apart, 100 times the tolerance. With v from U(0.05, 1) alone no
+    element gets near eps, and both forms agree to 10⁻⁸."""
+    g = 0.5 * rng.standard_normal(size)
+    if step == 0:
+        g[::4] *= TINY
+    return g
 
 
 def _adamw_expected(step: Later, before: int) -> tuple[np.ndarray, dict[str, Any]]:
@@ -447,14 +483,36 @@ def _atol(trial: Trial) -> float:
         return 1e-6
     if kind == "scaled":
         return 1e-5 if name in ("scale", "m") else 1e-6 + 1e-3 * SCALER_HP["lr"] * _m_top(trial)
-    if name == "params":
-        return 1e-2
+    if name == "params":  # the master's tolerance, carried through the rounding (_rtol)
+        return _master_atol(trial, top)
     if name in ("m", "v"):  # the gradient's own rounding, 2⁻⁸ of it, carried into the moment
         g = float(np.max(np.abs(trial.extra["g"])))
         moved = (1 - HP["b1"]) * g if name == "m" else 2 * (1 - HP["b2"]) * g * g
         return 1e-6 + 2**-7 * moved / max(top, 1e-30)
+    return _master_atol(trial, top)
+
+
+def _master_atol(trial: Trial, top: float) -> float:
+    """1e-6 plus 1 % of the step lr·max|m̂/(√v̂+ε)|, as a fraction of ``top``."""
     step = HP["lr"] * float(np.max(np.abs(resolved(trial.extra["direction"]))))
     return 1e-6 + 1e-2 * step / max(top, 1e-30)
+
+
+PARAMS_RTOL = 2**-7
+"""The bfloat16 params against the float64 master: one bfloat16 step of each element
+(rounding to nearest is half a step, 2⁻⁸ of the element at most; a float32 master
+within its tolerance may round the other way). 1 % of the largest element, the
+tolerance before, let the params passed in through: at step sizes of lr = 0.01 the
+update is within 1 % of a weight of 3."""
+
+
+def _rtol(trial: Trial) -> float:
+    """rtol beside :func:`_atol`: the bfloat16 params' own rounding, element by element."""
+    kind = trial.extra["kind"]
+    return PARAMS_RTOL if trial.extra["name"] == "params" and kind in ADAM_KINDS else 0.0
+
+
+ADAM_KINDS = ("adamw", "zero1", "zero2")
 
 
 def _m_top(trial: Trial) -> float:
@@ -475,6 +533,9 @@ ADAMW_WORDS = {
     "master − lr·(m̂/(√v̂ + eps) + weight_decay·master).",
     "decay-no-lr": "The weight decay is not scaled by the learning rate: master − lr·update − "
     "weight_decay·master. Decoupled decay is lr·weight_decay·master.",
+    "eps-in-sqrt": "eps is inside the square root: m̂/√(v̂ + eps). Where v̂ is at or below eps (a "
+    "fresh optimizer's tiny gradients: v̂ = g²) that divides by √eps = 10⁻⁴ instead of |g|, "
+    "and the step shrinks a hundredfold. AdamW adds eps after the root: m̂/(√v̂ + eps).",
     "no-bias": "No bias correction: the moments start at zero, so early m and v are too "
     "small; divide m by 1 − b1^t and v by 1 − b2^t with t = step + 1.",
 }
@@ -483,9 +544,11 @@ ADAMW_WORDS = {
 def _adam_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
     """Wrong results of the known AdamW and ZeRO mistakes, for the leaf being checked."""
     name, kind, ex = trial.extra["name"], trial.extra["kind"], trial.example
-    if name in ("step", "params"):
-        return []  # bfloat16 params cannot tell a 10 % smaller step: the master does
+    if name == "step":
+        return [(STEP_NOT_ADVANCED, np.asarray(ex["step"], np.float64))]
     before, g = trial.extra["before"], trial.extra["g"]
+    if name == "params":  # bfloat16 params cannot tell a 10 % smaller step: the master does
+        return [(STALE_PARAMS, as64(_bf16(before["master"])))]
     out: list[tuple[str, np.ndarray]] = []
 
     def leaf_of(result: tuple) -> np.ndarray:
@@ -514,6 +577,26 @@ def _adam_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
             add(words, leaf_of(reference.adamw(before["master"], before["m"], before["v"],
                                                ex["step"], g * factor)))  # fmt: skip
     return out
+
+
+STEP_NOT_ADVANCED = (
+    "The step counter is not advanced: your new state's step is the one it came with. It "
+    "counts the updates made, this one included: return step + 1 (the next update's bias "
+    "correction uses it)."
+)
+GOOD_NOT_ADVANCED = (
+    "good is not advanced: your new scaler's good is the one it came with, after a clean "
+    "step. A clean step adds 1 to it (and resets it to 0 when the scale grows)."
+)
+GOOD_NOT_RESET = (
+    "good is not reset: your new scaler's good is the one it came with, after a skipped "
+    "step. A step skipped for a non-finite gradient resets it to 0."
+)
+STALE_PARAMS = (
+    "The params you returned are the params you were given: the master weights were "
+    "updated, but the bfloat16 params were not made from them. Return bfloat16(master), "
+    "the new master cast: the model computes with that copy."
+)
 
 
 def _mean_mistakes(n: int, micro: int) -> list[tuple[float, str]]:
@@ -568,18 +651,34 @@ def _clip_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
 
 def _scaled_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
     name, ex, d = trial.extra["name"], trial.example, trial.extra["inputs"]
-    if name not in ("master", "m"):
+    if name == "good":
+        skipped = not bool(np.all(np.isfinite(as64(d["grads"]))))
+        return [
+            (GOOD_NOT_RESET if skipped else GOOD_NOT_ADVANCED, np.asarray(ex["good"], np.float64))
+        ]
+    if name not in ("master", "m", "scale"):
         return []
     grads, master, m = as64(d["grads"]), as64(d["master"]), as64(d["m"])
     scale, k, good = float(d["scale"]), ex["interval"], ex["good"]
     out: list[tuple[str, np.ndarray]] = []
 
     def add(words: str, result: tuple) -> None:
-        wrong = result[0] if name == "master" else result[1]
+        wrong = np.asarray(result[("master", "m", "scale").index(name)], np.float64)
         if np.all(np.isfinite(wrong)):
             out.append((words, wrong))
 
     skip = not bool(np.all(np.isfinite(grads)))
+    if name == "scale":
+        if not skip:
+            add(
+                f"The scale grew one clean step early: good was {good} before this step and "
+                f"growth_interval is {k}, so this clean step makes good {good + 1}, and the "
+                "scale doubles only when good reaches growth_interval. Yours doubled at "
+                f"{good + 1} = growth_interval − 1: compare the count after this step "
+                "(good + 1) with growth_interval once.",
+                reference.loss_scaled(master, m, grads, scale, good + 1, k),
+            )  # fmt: skip
+        return out
     add(
         "The loss scale is not undone before the update: the gradients you were given are "
         "those of scale·loss. Divide them by scale (in float32) before they reach the moments.",
@@ -682,25 +781,28 @@ def _known_mistake(trial: Trial, out: np.ndarray) -> str | None:
     check's own tolerance, or that fraction of the wrong result's size (a mistake's result
     may be far larger or smaller than the right one). A mistake whose result this example
     cannot tell from the right one is never named."""
-    want = np.abs(np.asarray(trial.expected, np.float64))
+    right = np.asarray(trial.expected, np.float64)
+    want = np.abs(right)
     top = float(want.max()) if want.size else 0.0
-    frac = _atol(trial)
+    frac, rtol = _atol(trial), _rtol(trial)
     for words, wrong in _alternatives(trial):
         wrong = np.asarray(wrong, np.float64)
         if wrong.shape != out.shape or not wrong.size:
             continue
-        if np.all(np.abs(wrong - np.asarray(trial.expected, np.float64)) <= frac * top):
+        if np.all(np.abs(wrong - right) <= frac * top + rtol * want):
             continue  # this example cannot tell that mistake from the right answer
         atol = max(frac * top, frac * float(np.max(np.abs(wrong))))
-        if np.all(np.abs(out - wrong) <= atol):
+        if np.all(np.abs(out - wrong) <= atol + rtol * np.abs(wrong)):
             return words
     return None
 
 
-HINTED_LEAVES = {"adamw": ("master", "m", "v"), "zero1": ("master", "m", "v"),
-                 "zero2": ("master", "m", "v"), "scaled": ("master", "m"), "clip": ("",),
-                 "fp8": ("",)}  # fmt: skip
-"""The leaves whose values can name a known mistake, in the order they are tried."""
+HINTED_LEAVES = {"adamw": ("master", "m", "v", "params", "step"),
+                 "zero1": ("master", "m", "v", "params", "step"),
+                 "zero2": ("master", "m", "v", "params", "step"),
+                 "scaled": ("master", "m", "scale", "good"), "clip": ("",), "fp8": ("",)}  # fmt: skip
+"""The leaves whose values can name a known mistake, in the order they are tried (the
+params last: a wrong master shows in them too)."""
 
 
 def _trial_mistake(trial: Trial) -> str | None:
@@ -722,7 +824,7 @@ def _trial_mistake(trial: Trial) -> str | None:
     for name in HINTED_LEAVES[trial.extra["kind"]]:
         for path, expected in want:
             where = jax.tree_util.keystr(path)
-            if (name and f"'{name}'" not in where) or where not in got:
+            if (name and _leaf(where) != name) or where not in got:
                 continue
             out = np.asarray(got[where]).astype(np.float64)
             extra = {**trial.extra, **_leaf_extra(trial, where)}
@@ -766,8 +868,8 @@ def _non_finite_applied(trial: Trial, got: dict[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class UpdatePrecision(Check):
-    """No addition, subtraction, maximum or sum in a 16-bit float in the exported
-    program: the optimizer's arithmetic is float32 (read from the program the
+    """No addition, subtraction, multiplication, division, square root, maximum or sum
+    in a 16-bit float in the exported program: the optimizer's arithmetic is float32 (read from the program the
     student wrote, since XLA:CPU widens narrow types in the compiled one)."""
 
     name: str = "precision"
@@ -858,13 +960,13 @@ class WireBytes(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         ex = trial.example
         want_n, want_el = self.count(ex), self.count(ex) * ring_elements(ex)
-        want = want_el * WIDTH[self.dtype]
+        want = want_el * width(self.dtype)
         got_n, got_el = trial.comms.count(self.kind), trial.comms.bytes(self.kind, 1)
         sent = wire_dtypes(trial, self.primitive)
-        width = max((WIDTH.get(d, 4) for d in sent), default=WIDTH[self.dtype])
-        got = None if got_el is None else got_el * width
+        each = max((width(d) for d in sent), default=width(self.dtype))
+        got = None if got_el is None else got_el * each
         evidence = [
-            communication(trial, width),
+            communication(trial, each),
             Table(
                 [self.kind, "executions", "elements per device", "sent as", "bytes"],
                 [
@@ -884,7 +986,8 @@ class WireBytes(Check):
         if got == want and got_n == want_n:
             return CheckResult(
                 self.name, True,
-                f"{got_n} × {self.kind}, {got:,} bytes per device in {self.dtype} ({self.what})",
+                f"{got_n} × {self.kind}, {got:,} bytes per device in "
+                f"{', '.join(sent) or self.dtype} ({self.what})",
                 evidence=evidence,
             )  # fmt: skip
         return CheckResult(
@@ -1170,7 +1273,7 @@ def _diagnose(kind: str) -> Callable[[BaseException, Example, list[Example]], st
 def _value_checks() -> list[Check]:
     return [
         PerLeaf(
-            inner=Hinted(Values(atol=_atol), _leaf_hint),
+            inner=Hinted(Values(atol=_atol, rtol=_rtol), _leaf_hint),
             leaf_extra=_leaf_extra,
             explain_failure=_trial_mistake,
         ),

@@ -40,12 +40,15 @@ def distribution(weights: tuple[int, ...]) -> np.ndarray:
 
 
 def emitted(q: np.ndarray, answers: list[tuple[float, np.ndarray]]) -> np.ndarray:
-    """The distribution of the emitted token, enumerated over the drafted token."""
+    """The distribution of the emitted token, enumerated over the drafted token. A token
+    always kept (a = 1) never draws from its residual: that residual has no weight, and
+    what it holds (nan, where p = q makes it 0/0) is not read."""
     out = np.zeros_like(q)
     for x, (a, r) in enumerate(answers):
         if q[x] > 0:
             out[x] += q[x] * a
-            out += q[x] * (1 - a) * r
+            if a != 1:
+                out += q[x] * (1 - a) * r
     return out
 
 
@@ -125,9 +128,15 @@ def _by_token(answers: list, v: int) -> list[tuple[float, np.ndarray]]:
 
 
 def _diagnose(trial: Trial) -> str | None:
+    """The known mistake every drafted token's answer matches, among those this example
+    can tell from the reference (where p = q, an unclamped acceptance is min(1, p/q) = 1)."""
     p, q = trial.extra["p"], trial.extra["q"]
     for index in range(4):
-        if all(_matches(a, r, *F.known(p, q, x)[index][1:]) for x, a, r in trial.output):
+        if all(
+            _matches(a, r, *F.known(p, q, x)[index][1:]) for x, a, r in trial.output
+        ) and not all(
+            _matches(*F.verify(p, q, x), *F.known(p, q, x)[index][1:]) for x, _, _ in trial.output
+        ):
             return F.known(p, q, trial.output[0][0])[index][0] if trial.output else None
     return None
 
@@ -145,6 +154,19 @@ class PerToken(Check):
     name: str = "values"
 
     def __call__(self, trial: Trial) -> CheckResult:
+        for x, _, r in trial.output:
+            if not np.all(np.isfinite(r)):
+                return CheckResult(
+                    self.name, False,
+                    f"verify_draft(token={x}): residual {np.round(r, 4).tolist()}, not a "
+                    "distribution: p = q here, so max(p − q, 0) is 0 everywhere and "
+                    "normalising it divides 0/0" if np.allclose(trial.extra["p"], trial.extra["q"])
+                    else f"verify_draft(token={x}): residual {np.round(r, 4).tolist()}, not "
+                    "finite",
+                    hint="Where max(p − q, 0) sums to 0 (p = q: every drafted token is kept, "
+                    "and the residual is never drawn from) return p itself, as the docstring "
+                    "says: residual / total if total > 0 else p.",
+                )  # fmt: skip
         for (x, a, r), (_, want_a, want_r) in zip(trial.output, trial.expected):
             if abs(a - want_a) > 1e-9:
                 return CheckResult(self.name, False,
