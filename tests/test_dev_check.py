@@ -184,3 +184,51 @@ def test_a_failing_solution_fails_the_check(root, tree, tmp_path):
                        capture_output=True, text=True, timeout=300)  # fmt: skip
     assert r.returncode == 1, r.stdout + r.stderr
     assert "solutions: 1.place is failed, expected passed" in " ".join(r.stdout.split())
+
+
+def test_a_wrong_catalogue_entry_is_caught_without_pytest(root, tree, tmp_path):
+    """``--mistakes 1`` grades lesson 1's catalogue once, each entry as
+    tests/test_mistakes.py does: the catalogue as it is passes; an entry whose words the
+    diagnosis does not say, one with the wrong status and one whose patch no longer
+    applies are each named."""
+    env = {**os.environ, "COURSE_HOME": str(tmp_path / "home"), "COURSE_PLATFORM": "cpu"}
+    shutil.copytree(root / "notebooks", tree / "notebooks")  # the check reads them too
+
+    def check(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "course.cli", "dev", "check", "--static", "--root", str(tree), *args],
+            cwd=root, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    r = check("--mistakes", "1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "10 catalogued mistakes caught with their words" in r.stdout
+    catalogue = tree / "tests" / "mistakes" / "l01.py"
+    text = catalogue.read_text()
+    edits = [('says=("Integer division",)', 'says=("Integer divisions",)'),
+             ('check="values",\n        says=("product of all their sizes",)',
+              'check="values",\n        says=("product of all their sizes",), patch=(("no such line", "x"),)')]  # fmt: skip
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    at = text.index('id="zip-truncates-short-spec"')
+    text = text[:at] + text[at:].replace('status="failed"', 'status="error"', 1)
+    catalogue.write_text(text)
+    r = check("--mistakes", "1")
+    said = " ".join(r.stdout.split())
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (
+        "lesson 1: the catalogued mistake floor-division-hides-indivisible (shard_shape): "
+        "'Integer divisions' not in:"
+    ) in said
+    assert (
+        "lesson 1: the catalogued mistake tuple-entry-first-axis-only (shard_shape): "
+        "tuple-entry-first-axis-only: 'no such line' no longer in the solution"
+    ) in said
+    assert (
+        "lesson 1: the catalogued mistake zip-truncates-short-spec (shard_shape): graded "
+        "failed, the catalogue says error (the checks that failed: values)"
+    ) in said
+    assert said.count("the catalogued mistake") == 3
+    r = check("--mistakes", "99")
+    assert r.returncode == 2 and "--mistakes: no lesson 99" in r.stderr
