@@ -17,8 +17,9 @@
 
 ``course dev new N slug`` writes a new lesson's skeletons (:func:`new`): the
 grading folder, the stub and the reference with the same signatures, the text,
-the catalogue of mistakes and the registry entry; ``course dev check`` then
-names what is left to write.
+the catalogue of mistakes, the registry entry, the README's row and the notebook
+(with the index and the notebook of the lesson before, whose "Next" names it);
+``course dev check`` then names what is left to write.
 """
 
 from __future__ import annotations
@@ -264,16 +265,38 @@ def _lesson_folder_problems(number: int, module: str, root: Path, known: set[str
     return sorted(set(problems))
 
 
+README_ROW = re.compile(r"^\| (\d+) \|.*$", flags=re.M)
+"""A row of the README's lesson table: ``| 7 | title | what you build |``."""
+
+
 def _readme_problems(course: Course, root: Path) -> list[str]:
-    """The README's lesson table lists exactly the registry's lessons, in order."""
+    """The README's lesson table lists exactly the registry's lessons, in order, and no
+    row still holds the :data:`MARKER` ``course dev new`` left in it."""
     readme = root / "README.md"
     if not readme.exists():
         return []
-    listed = [int(m) for m in re.findall(r"^\| (\d+) \|", readme.read_text(), flags=re.M)]
+    rows = list(README_ROW.finditer(readme.read_text()))
+    listed = [int(m[1]) for m in rows]
     numbers = [lesson.number for lesson in course.lessons]
+    problems = [
+        f"README.md's lesson table: lesson {m[1]}'s row still holds the skeleton's {MARKER}"
+        for m in rows
+        if MARKER in m[0]
+    ]
     if listed != numbers:
-        return [f"README.md's lesson table lists lessons {listed}, course.toml {numbers}"]
-    return []
+        problems.append(f"README.md's lesson table lists lessons {listed}, course.toml {numbers}")
+    return problems
+
+
+def _readme_with_row(text: str, number: int, title: str, after: int | None) -> str | None:
+    """The README's text with lesson ``number``'s row in its lesson table, after lesson
+    ``after``'s row (default: the table's last); None where the README has no such table."""
+    rows = list(README_ROW.finditer(text))
+    if not rows:
+        return None
+    before = next((m for m in rows if int(m[1]) == after), rows[-1])
+    row = f"| {number} | {title} | {MARKER}: what the student builds, and what it is checked for |"
+    return text[: before.end()] + "\n" + row + text[before.end() :]
 
 
 def _course_at(root: Path) -> Course:
@@ -559,8 +582,8 @@ def new(
             refused.append(f"{name!r} cannot be an exercise: a public Python function name is")
     if len(set(exercises)) != len(exercises):
         refused.append("an exercise is named twice")
-    if any(c in title for c in '\\"\n') or not title.strip():
-        refused.append("the title is one line without quotes or backslashes")
+    if any(c in title for c in '\\"\n|') or not title.strip():
+        refused.append("the title is one line without quotes, backslashes or |")
     for lesson in course.lessons:
         if lesson.number == number:
             refused.append(f"lesson {number} exists already ({lesson.slug})")
@@ -581,6 +604,8 @@ def new(
     want = [lesson.number for lesson in course.lessons]
     want.insert(want.index(after) + 1 if after is not None else len(want), number)
     assert order == want, (order, want)
+    readme = root / "README.md"
+    with_row = _readme_with_row(readme.read_text(), number, title, after) if readme.is_file() else None  # fmt: skip
     for path, body in files.items():
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -588,12 +613,26 @@ def new(
     tmp = toml.with_name(".course.toml.new")
     tmp.write_text(text)
     os.replace(tmp, toml)
+    written = [*files, "course/course.toml"]
+    if with_row is not None:
+        readme.write_text(with_row)
+        written.append("README.md")
     app.console.print(f"Lesson {number} ({slug}): wrote")
-    for path in [*files, "course/course.toml"]:
+    for path in written:
         app.console.print(f"  {path}")
+    try:  # the notebook, from the text and the stub (and the lesson before's, and the index)
+        import nbformat  # noqa: F401
+    except ImportError:
+        app.console.print(
+            "  no notebook: nbformat is not installed (pip install -e '.[test]'), then run "
+            "course dev notebooks"
+        )
+    else:
+        for f in notebooks.write(_course_at(root), root, drawn=False):
+            app.console.print(f"  {f.relative_to(root)}")
     app.console.print(
-        f"Every {MARKER} is yours to write; `course dev check` names what is left "
-        "(README.md's lesson table too)."
+        f"Every {MARKER} is yours to write; `course dev check` names what is left. Once the "
+        "text and the stub are written, `course dev notebooks` writes the notebook anew."
     )
     return 0
 
