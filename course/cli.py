@@ -391,7 +391,7 @@ def _lessons_option(
 @click.option(
     "--mistakes", "mistakes", metavar="all|N[,N…]", callback=_lessons_option,
     help="Grade these lessons' catalogued mistakes too, each once: each must fail as its "
-    "entry in tests/mistakes/lNN.py says (about 5 s for lesson 1, 4 min for all).",
+    "entry in tests/mistakes/lNN.py says (about 10 s for lesson 1, 4 min for all).",
 )  # fmt: skip
 @_ROOT
 @click.pass_context

@@ -161,7 +161,7 @@ def test_a_new_lessons_file_that_does_not_parse_or_load_is_named(tree):
     spec = tree / "grader" / "lessons" / "l40_tuning" / "spec.py"
     text = spec.read_text()
     spec.write_text(text.replace("SPEC = LessonSpec(", "SPEC = LessonSpec(("))
-    assert "lesson 40: grader/lessons/l40_tuning/spec.py does not parse: line 39: '(' was never closed" in problems(tree)  # fmt: skip
+    assert "lesson 40: grader/lessons/l40_tuning/spec.py does not parse: line 47: '(' was never closed" in problems(tree)  # fmt: skip
     spec.write_text(text.replace("from grader.spec import", "from grader.no_such import"))
     assert any(
         p.startswith("lesson 40: the grading spec does not load: ModuleNotFoundError")

@@ -11,9 +11,17 @@
 4. every exercise declares a hint in course.toml; no catalogue of mistakes is
    empty, and each names every exercise; no lesson folder imports another
    lesson or ``grader.sandbox`` (read with ast); nothing still holds the
-   skeleton's :data:`MARKER` that ``course dev new`` left to fill in;
-5. every solution passes its grader, and every untouched stub is reported
-   "not started" (not with ``--static``).
+   skeleton's :data:`MARKER` that ``course dev new`` left to fill in (the README's
+   lesson table included);
+5. no ``run`` that hands over programs reaches the grader's side (``grader.expected``,
+   hidden in the student's process, where that ``run`` also runs) but deferred with
+   ``later(fn, …)``: the rule of grader/spec.py's ``ExerciseSpec.run``, checked with ast
+   as far as it can be (:func:`_deferral_problems` says how far);
+6. every solution passes its grader, and every untouched stub is reported
+   "not started" (not with ``--static``);
+7. with ``--mistakes all|N,…``, each catalogued mistake of those lessons is graded once
+   and fails as its entry says (:func:`mistake_problems`: lesson 1's 10 in about 10 s,
+   all 372 in about 4 minutes on two cores), so a wrong entry is caught without pytest.
 
 ``course dev new N slug`` writes a new lesson's skeletons (:func:`new`): the
 grading folder, the stub and the reference with the same signatures, the text,
@@ -34,6 +42,7 @@ import sys
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.table import Table
@@ -143,6 +152,7 @@ def static_problems(course: Course, root: Path) -> list[str]:
             problems.append(f"lesson {lesson.number}: the stub has no TODO / NotImplementedError")
         if "grading spec" not in missing:
             problems += _lesson_folder_problems(lesson.number, lesson.module, root, known)
+            problems += _deferral_problems(lesson.number, lesson.module, root)
             try:
                 spec_names = _spec_exercises(root, lesson.module)
             except Exception as exc:  # a spec that does not import is a problem to name
@@ -263,6 +273,181 @@ def _lesson_folder_problems(number: int, module: str, root: Path, known: set[str
                         "(it reaches processes through its runtime)"
                     )
     return sorted(set(problems))
+
+
+DEFERRED = ("later", "in_worker")
+"""What defers a call (:mod:`grader.later`): the function handed to it is called in the
+worker only (``in_worker``: where the grader's side can be imported)."""
+
+
+def _module_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+def _own_nodes(function: ast.FunctionDef) -> list[ast.AST]:
+    """The nodes a call of ``function`` evaluates: its body without the lambdas and
+    functions defined in it (they run when called, later or elsewhere)."""
+    nested = ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef
+    out, todo = [], [n for n in function.body if not isinstance(n, nested)]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        todo += [c for c in ast.iter_child_nodes(node) if not isinstance(c, nested)]
+    return out
+
+
+def _deferral_problems(number: int, module: str, root: Path) -> list[str]:
+    """A ``run`` that hands over programs runs in the student's process too, where the
+    grader's side (:mod:`grader.expected`, reached through ``expected("…")``) is hidden:
+    there it must reach it only deferred, ``later(fn, …)`` or ``in_worker(fn, …)`` with
+    ``fn`` a function, never an attribute of ``expected("…")`` (reading one imports the
+    module) nor a call of it (grader/spec.py's ``ExerciseSpec.run``, grader/later.py).
+
+    Read with ast over the lesson's folder, approximately: a function *hands over
+    programs* when its body calls ``….compile_and_run(…)`` without ``ours=True``, or calls
+    (by name, in the folder) one that does; a function *reaches the grader's side* when
+    its body, outside lambdas and the functions defined in it, reads an attribute of a
+    module-level ``expected("…")`` (but ``.fn``) or imports grader.expected, or calls one
+    that does. Each reach in a function that hands over programs is named. Not decided
+    here: a reference computed inline from code the student's process can read (lessons 2
+    and 5 compute theirs in float64 numpy in ``run``), which costs time there but hides
+    nothing; nor calls through variables."""
+    folder = root / "grader" / "lessons" / module
+    trees = {f.stem: ast.parse(f.read_text(), filename=str(f)) for f in sorted(folder.glob("*.py"))}
+    prefix = f"grader.lessons.{module}"
+    hidden: dict[str, set[str]] = {}  # module → its names bound to expected("…")
+    wrapped: dict[str, set[str]] = {}  # module → its names bound to expected("…").fn("…")
+    imported: dict[str, dict[str, tuple[str, str | None]]] = {}  # name → (module, function)
+    for stem, tree in trees.items():
+        hidden[stem], wrapped[stem], imported[stem] = set(), set(), {}
+        for node in tree.body:
+            if isinstance(node, ast.Assign):
+                pairs = []
+                for target in node.targets:
+                    if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                        pairs += zip(target.elts, node.value.elts)
+                    else:
+                        pairs.append((target, node.value))
+                for target, value in pairs:
+                    if not (isinstance(target, ast.Name) and isinstance(value, ast.Call)):
+                        continue
+                    if isinstance(value.func, ast.Name) and value.func.id == "expected":
+                        hidden[stem].add(target.id)
+                    elif (isinstance(value.func, ast.Attribute) and value.func.attr == "fn"
+                            and isinstance(value.func.value, ast.Name)
+                            and value.func.value.id in hidden[stem]):  # fmt: skip
+                        wrapped[stem].add(target.id)  # route = _REFERENCE.fn("route")
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for a in node.names:
+                    name = a.asname or a.name
+                    if (
+                        node.module == prefix and a.name in trees
+                    ):  # from grader.lessons.lNN import x
+                        imported[stem][name] = (a.name, None)
+                    elif node.module.startswith(prefix + "."):
+                        other = node.module.removeprefix(prefix + ".")
+                        if other in trees:
+                            imported[stem][name] = (other, a.name)
+                    elif node.level == 1 and (node.module or "") in trees:
+                        imported[stem][name] = (node.module, a.name)
+
+    def callee(stem: str, func: ast.expr) -> tuple[str, str] | None:
+        """The folder's (module, function) a call's ``func`` names, if it names one."""
+        if isinstance(func, ast.Name):
+            if func.id in _module_functions(trees[stem]) or func.id in wrapped[stem]:
+                return (stem, func.id)
+            other, name = imported[stem].get(func.id, (None, None))
+            return (other, name) if other and name else None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            other, name = imported[stem].get(func.value.id, (None, None))
+            if (
+                other
+                and name is None
+                and (func.attr in _module_functions(trees[other]) or func.attr in wrapped[other])
+            ):
+                return (other, func.attr)
+        return None
+
+    functions = {(stem, name): f for stem, tree in trees.items()
+                 for name, f in _module_functions(tree).items()}  # fmt: skip
+    every, named = [], {}  # every function, nested ones too; each one's qualified name
+    for stem, tree in trees.items():
+        todo: list[tuple[ast.AST, str]] = [(tree, "")]
+        while todo:
+            node, outer = todo.pop()
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.FunctionDef):
+                    every.append((stem, child))
+                    named[id(child)] = outer + child.name
+                    todo.append((child, f"{outer}{child.name}."))
+                else:
+                    todo.append((child, outer))
+
+    def direct(stem: str, f: ast.FunctionDef) -> tuple[list[tuple[int, str]], bool, list[tuple[int, tuple[str, str]]]]:  # fmt: skip
+        """(reaches: line and what, hands over a program, calls of the folder's functions)."""
+        reaches, hands, calls = [], False, []
+        nodes = _own_nodes(f)
+        for node in nodes:
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                if node.value.id in hidden[stem] and node.attr != "fn":
+                    reaches.append((node.lineno, f"{node.value.id}.{node.attr} (reading it imports grader.expected)"))  # fmt: skip
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                )
+                if any(n.startswith("grader.expected") for n in names):
+                    reaches.append((node.lineno, "an import of grader.expected"))
+            elif isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Attribute) and node.func.attr == "compile_and_run":
+                    ours = any(k.arg == "ours" and isinstance(k.value, ast.Constant) and k.value.value
+                               for k in node.keywords)  # fmt: skip
+                    hands = hands or not ours
+                target = callee(stem, node.func)
+                if target:
+                    calls.append((node.lineno, target))
+        return reaches, hands, calls
+
+    facts = {}
+    for stem, f in every:
+        facts[(stem, f)] = direct(stem, f)
+    reach = {key for key, (r, _, _) in facts.items() if r}
+    hand = {key for key, (_, h, _) in facts.items() if h}
+    by_name: dict[tuple[str, str], Any] = {k: (k[0], functions[k]) for k in functions}
+    for stem, names in wrapped.items():  # a wrapper's call imports the grader's side
+        for name in names:
+            by_name[(stem, name)] = ("wrapped", stem, name)
+            reach.add(by_name[(stem, name)])
+    changed = True
+    while changed:  # through the folder's calls, to a fixed point
+        changed = False
+        for key, (_, _, calls) in facts.items():
+            for _, target in calls:
+                called = by_name.get(target)
+                if called is None:
+                    continue
+                if called in reach and key not in reach:
+                    reach.add(key)
+                    changed = True
+                if called in hand and key not in hand:
+                    hand.add(key)
+                    changed = True
+    problems = []
+    for key in sorted(hand, key=lambda k: (k[0], k[1].lineno)):
+        stem, f = key
+        where = f"grader/lessons/{module}/{stem}.py"
+        found = list(facts[key][0])
+        found += [(line, f"{target[1]}(), which reaches grader.expected")
+                  for line, target in facts[key][2] if by_name.get(target) in reach]  # fmt: skip
+        for line, what in sorted(set(found)):
+            problems.append(
+                f"lesson {number}: {where}:{line}: {named[id(f)]} hands over programs, so it "
+                f"runs in the student's process too, where grader.expected is hidden, and there "
+                f"it reaches {what}: defer it, trial.expected = later(fn, …) with fn a function "
+                "(computed in the worker when a check reads it)"
+            )
+    return problems
 
 
 README_ROW = re.compile(r"^\| (\d+) \|.*$", flags=re.M)
@@ -436,7 +621,10 @@ def _skeletons(number: int, slug: str, title: str, exercises: Sequence[str]) -> 
     )
     runs = "".join(
         f"\n\ndef _run_{name}(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:\n"
-        f'    """{MARKER}: build the inputs from ex and rt, call fn, keep what the checks read."""\n'
+        f'    """{MARKER}: build the inputs from ex and rt, call fn, keep what the checks read.\n\n'
+        "    The reference is deferred: trial.expected = later(reference, ...) (grader.later),\n"
+        "    computed in the worker when a check reads it; run also runs in the student's\n"
+        '    process, where grader.expected is hidden (course dev check names a call of it)."""\n'
         f'    raise NotImplementedError("{MARKER}: run {name}")\n'
         for name in exercises
     )
