@@ -564,7 +564,11 @@ def check(
         Text(
             f"✔ {len(course.lessons)} lessons consistent"
             + (", solutions pass, stubs not started" if grade_code else "")
-            + (f", {caught} catalogued mistakes caught with their words" if mistakes else ""),
+            + (
+                f", {caught} catalogued mistake{'s' * (caught != 1)} caught with their words"
+                if mistakes
+                else ""
+            ),  # fmt: skip
             style="green",
         )
     )
