@@ -374,19 +374,40 @@ _ROOT = click.option(
 )
 
 
+def _lessons_option(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[int, ...] | None:
+    """``all`` (None: every lesson) or lesson numbers, ``3,14``."""
+    if value is None or value == "all":
+        return None if value else ()
+    try:
+        return tuple(int(n) for n in value.split(","))
+    except ValueError:
+        raise click.BadParameter(f"'all' or lesson numbers such as 3,14, not {value!r}") from None
+
+
 @dev.command("check")
-@click.option("--static", is_flag=True, help="Only the file checks; grade nothing.")
+@click.option("--static", is_flag=True, help="Only the file checks; grade no solution or stub.")
+@click.option(
+    "--mistakes", "mistakes", metavar="all|N[,N…]", callback=_lessons_option,
+    help="Grade these lessons' catalogued mistakes too, each once: each must fail as its "
+    "entry in tests/mistakes/lNN.py says (about 10 s for lesson 1, 4 min for all).",
+)  # fmt: skip
 @_ROOT
 @click.pass_context
-def dev_check(ctx: click.Context, static: bool, root: Path | None) -> None:
+def dev_check(
+    ctx: click.Context, static: bool, mistakes: tuple[int, ...] | None, root: Path | None
+) -> None:
     """Check the registry, files, solutions and stubs.
 
     The registry matches the files; stubs match solutions; every exercise has a hint and
-    every catalogue of mistakes names it; no lesson imports the sandbox; solutions pass;
-    stubs are not started (not with --static)."""
+    every catalogue of mistakes names it; no lesson imports the sandbox; no spec computes
+    a reference inline in a run that hands over programs; solutions pass; stubs are not
+    started (not with --static); with --mistakes, each catalogued mistake fails as its
+    entry says."""
     from course.commands.dev import check
 
-    sys.exit(check(ctx.find_object(App), grade_code=not static, root=root))
+    sys.exit(check(ctx.find_object(App), grade_code=not static, root=root, mistakes=mistakes))
 
 
 @dev.command("new")

@@ -301,12 +301,12 @@ def _following(course: Course) -> dict[int, Lesson | None]:
     return {x.number: course.after(x.number) for x in course.lessons}
 
 
-def write(course: Course, root: Path) -> list[Path]:
-    """Draw the figures and write every notebook and the index; return the files that
-    changed."""
+def write(course: Course, root: Path, drawn: bool = True) -> list[Path]:
+    """Draw the figures (not with ``drawn=False``) and write every notebook and the
+    index; return the files that changed."""
     lessons, stubs = root / "course" / "lessons", root / "exercises"
     repo, following = repository(root), _following(course)
-    changed = figures.write(lessons / "figures")
+    changed = figures.write(lessons / "figures") if drawn else []
     (root / FOLDER).mkdir(exist_ok=True)
     texts = {path(root, x): build(x, lessons, stubs, repo, following[x.number])
              for x in course.lessons}  # fmt: skip

@@ -184,3 +184,82 @@ def test_a_failing_solution_fails_the_check(root, tree, tmp_path):
                        capture_output=True, text=True, timeout=300)  # fmt: skip
     assert r.returncode == 1, r.stdout + r.stderr
     assert "solutions: 1.place is failed, expected passed" in " ".join(r.stdout.split())
+
+
+def test_a_wrong_catalogue_entry_is_caught_without_pytest(root, tree, tmp_path):
+    """``--mistakes 1`` grades lesson 1's catalogue once, each entry as
+    tests/test_mistakes.py does: the catalogue as it is passes; an entry whose words the
+    diagnosis does not say, one with the wrong status and one whose patch no longer
+    applies are each named."""
+    env = {**os.environ, "COURSE_HOME": str(tmp_path / "home"), "COURSE_PLATFORM": "cpu"}
+    shutil.copytree(root / "notebooks", tree / "notebooks")  # the check reads them too
+
+    def check(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "course.cli", "dev", "check", "--static", "--root", str(tree), *args],
+            cwd=root, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+
+    r = check("--mistakes", "1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "10 catalogued mistakes caught with their words" in r.stdout
+    catalogue = tree / "tests" / "mistakes" / "l01.py"
+    text = catalogue.read_text()
+    edits = [('says=("Integer division",)', 'says=("Integer divisions",)'),
+             ('check="values",\n        says=("product of all their sizes",)',
+              'check="values",\n        says=("product of all their sizes",), patch=(("no such line", "x"),)')]  # fmt: skip
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    at = text.index('id="zip-truncates-short-spec"')
+    text = text[:at] + text[at:].replace('status="failed"', 'status="error"', 1)
+    catalogue.write_text(text)
+    r = check("--mistakes", "1")
+    said = " ".join(r.stdout.split())
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (
+        "lesson 1: the catalogued mistake floor-division-hides-indivisible (shard_shape): "
+        "'Integer divisions' not in:"
+    ) in said
+    assert (
+        "lesson 1: the catalogued mistake tuple-entry-first-axis-only (shard_shape): "
+        "tuple-entry-first-axis-only: 'no such line' no longer in the solution"
+    ) in said
+    assert (
+        "lesson 1: the catalogued mistake zip-truncates-short-spec (shard_shape): graded "
+        "failed, the catalogue says error (the checks that failed: values)"
+    ) in said
+    assert said.count("the catalogued mistake") == 3
+    r = check("--mistakes", "99")
+    assert r.returncode == 2 and "--mistakes: no lesson 99" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "module, old, new, says",
+    [
+        ("l11_expert_parallel", "trial.expected = later(moe_routing.route, logits.astype(np.float64), capacity, k)",
+         "trial.expected = moe_routing.route(logits.astype(np.float64), capacity, k)",
+         "lesson 11: grader/lessons/l11_expert_parallel/spec.py:146: _dispatch_run.run hands over "
+         "programs, so it runs in the student's process too, where grader.expected is hidden, and "
+         "there it reaches route(), which reaches grader.expected: defer it, trial.expected = "
+         "later(fn, …) with fn a function (computed in the worker when a check reads it)"),
+        ("l12_parallel_transformer", "trial.expected = later(_expected, params, x, y, heads)",
+         "trial.expected = later(F.train_step, params, x, y, heads)",
+         "lesson 12: grader/lessons/l12_parallel_transformer/spec.py:231: run_train hands over "
+         "programs, so it runs in the student's process too, where grader.expected is hidden, and "
+         "there it reaches F.train_step (reading it imports grader.expected): defer it"),
+        ("l15_optimizer", "step = later(reference.adamw,", "step = (reference.adamw)(",
+         "lesson 15: grader/lessons/l15_optimizer/spec.py:277: _run_adam.run hands over programs"),
+    ],
+    ids=["inline-call", "attribute-read", "through-a-module-of-the-lesson"],
+)  # fmt: skip
+def test_a_reference_reached_inline_in_a_run_that_hands_over_programs_is_found(tree, module, old, new, says):  # fmt: skip
+    """A run that hands over programs also runs in the student's process, where
+    grader.expected is hidden: a reference reached there, not deferred with later(fn, …),
+    is named (the real course's deferred ones are not: test_the_real_course_is_consistent)."""
+    spec = tree / "grader" / "lessons" / module / "spec.py"
+    text = spec.read_text()
+    assert text.count(old) == 1, old
+    spec.write_text(text.replace(old, new))
+    (problem,) = static_problems(registry.load(), tree)
+    assert problem.startswith(says), problem

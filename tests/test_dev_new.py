@@ -24,7 +24,8 @@ NEW = ["grader/lessons/l40_tuning/__init__.py", "grader/lessons/l40_tuning/spec.
 @pytest.fixture
 def tree(root: Path, tmp_path: Path) -> Path:
     """A copy of the repository's folders a lesson lives in, its registry and README."""
-    for folder in ("exercises", "solutions", "grader/lessons", "course/lessons", "tests/mistakes"):
+    for folder in ("exercises", "solutions", "grader/lessons", "course/lessons", "tests/mistakes",
+                   "notebooks"):  # fmt: skip
         shutil.copytree(root / folder, tmp_path / folder)
     for f in ("course/course.toml", "README.md", "pyproject.toml"):
         shutil.copy(root / f, tmp_path / f)
@@ -49,11 +50,21 @@ def new_lesson(tree: Path) -> None:
     r = dev(tree, "new", "40", "tuning", "--title", "Tuning at scale",
             "--exercise", "adamw_step", "--exercise", "zero1_step", "--after", "7")  # fmt: skip
     assert r.exit_code == 0, r.output
-    assert all(path in r.output for path in NEW)
+    assert all(path in r.output for path in [*NEW, "README.md", "notebooks/40_tuning.ipynb"])
 
 
 def test_new_writes_every_skeleton_and_the_registry_entry_in_place(tree):
+    before = listing(tree)
     new_lesson(tree)
+    # and nothing else: the README's row, the notebook, the index and lesson 7's notebook
+    # (its "Next" names lesson 40 now), which the check would otherwise ask for
+    changed = {path for path, text in listing(tree).items() if before.get(path) != text}
+    assert changed == {*NEW, "course/course.toml", "README.md", "notebooks/40_tuning.ipynb",
+                       "notebooks/README.md", "notebooks/07_fsdp.ipynb"}  # fmt: skip
+    from course import notebooks
+
+    course = registry.load.__wrapped__(tree / "course" / "course.toml")
+    assert notebooks.problems(course, tree) == []  # what course dev notebooks writes
     assert all((tree / path).is_file() for path in NEW)
     course = registry.load.__wrapped__(tree / "course" / "course.toml")
     numbers = [lesson.number for lesson in course.lessons]
@@ -82,7 +93,7 @@ def test_check_names_what_the_new_lesson_still_lacks(tree):
     for path in NEW[1:]:  # __init__.py holds no marker
         assert f"lesson 40: {path} still holds the skeleton's {MARKER}" in found
     assert f"lesson 40: course.toml's summary, adamw_step's summary, zero1_step's summary still hold {MARKER}" in found  # fmt: skip
-    assert any(p.startswith("README.md's lesson table lists lessons [1, 2, 3, 4, 5, 6, 7, 15") for p in found)  # fmt: skip
+    assert f"README.md's lesson table: lesson 40's row still holds the skeleton's {MARKER}" in found  # fmt: skip
     assert all(p.startswith("lesson 40") or p.startswith("README.md") for p in found), found
     assert len(found) == 2 + 1 + 5 + 1 + 1
     # the whole command says the same and fails
@@ -107,8 +118,20 @@ def test_once_written_the_check_has_nothing_to_say(tree):
     )
     catalogue.write_text(re.sub(r"    # Mistake\(.*?\n]", entries + "]", catalogue.read_text(), flags=re.S))  # fmt: skip
     readme = tree / "README.md"
-    readme.write_text(readme.read_text().replace("\n| 15 |", "\n| 40 | Tuning | x |\n| 15 |", 1))  # fmt: skip
+    row = re.search(r"^\| 40 \|.*$", readme.read_text(), flags=re.M)[0]
+    assert row.startswith("| 40 | Tuning at scale | ") and MARKER in row
+    assert readme.read_text().index(row) < readme.read_text().index("\n| 15 |")  # after 7
+    readme.write_text(readme.read_text().replace(row, "| 40 | Tuning at scale | AdamW, ZeRO-1 |"))  # fmt: skip
     assert problems(tree) == []
+    # the notebook, written from the text and the stub as course dev notebooks writes it
+    from course import notebooks
+
+    course = registry.load.__wrapped__(tree / "course" / "course.toml")
+    assert notebooks.problems(course, tree) == [
+        "notebooks/40_tuning.ipynb is out of sync with its lesson: run course dev notebooks"
+    ]  # the text and the stub changed since
+    notebooks.write(course, tree, drawn=False)
+    assert notebooks.problems(course, tree) == []
 
 
 def test_new_refuses_a_taken_number_slug_or_file_and_writes_nothing(tree):
@@ -138,7 +161,7 @@ def test_a_new_lessons_file_that_does_not_parse_or_load_is_named(tree):
     spec = tree / "grader" / "lessons" / "l40_tuning" / "spec.py"
     text = spec.read_text()
     spec.write_text(text.replace("SPEC = LessonSpec(", "SPEC = LessonSpec(("))
-    assert "lesson 40: grader/lessons/l40_tuning/spec.py does not parse: line 39: '(' was never closed" in problems(tree)  # fmt: skip
+    assert "lesson 40: grader/lessons/l40_tuning/spec.py does not parse: line 47: '(' was never closed" in problems(tree)  # fmt: skip
     spec.write_text(text.replace("from grader.spec import", "from grader.no_such import"))
     assert any(
         p.startswith("lesson 40: the grading spec does not load: ModuleNotFoundError")

@@ -11,14 +11,23 @@
 4. every exercise declares a hint in course.toml; no catalogue of mistakes is
    empty, and each names every exercise; no lesson folder imports another
    lesson or ``grader.sandbox`` (read with ast); nothing still holds the
-   skeleton's :data:`MARKER` that ``course dev new`` left to fill in;
-5. every solution passes its grader, and every untouched stub is reported
-   "not started" (not with ``--static``).
+   skeleton's :data:`MARKER` that ``course dev new`` left to fill in (the README's
+   lesson table included);
+5. no ``run`` that hands over programs reaches the grader's side (``grader.expected``,
+   hidden in the student's process, where that ``run`` also runs) but deferred with
+   ``later(fn, …)``: the rule of grader/spec.py's ``ExerciseSpec.run``, checked with ast
+   as far as it can be (:func:`_deferral_problems` says how far);
+6. every solution passes its grader, and every untouched stub is reported
+   "not started" (not with ``--static``);
+7. with ``--mistakes all|N,…``, each catalogued mistake of those lessons is graded once
+   and fails as its entry says (:func:`mistake_problems`: lesson 1's 10 in about 10 s,
+   all 372 in about 4 minutes on two cores), so a wrong entry is caught without pytest.
 
 ``course dev new N slug`` writes a new lesson's skeletons (:func:`new`): the
 grading folder, the stub and the reference with the same signatures, the text,
-the catalogue of mistakes and the registry entry; ``course dev check`` then
-names what is left to write.
+the catalogue of mistakes, the registry entry, the README's row and the notebook
+(with the index and the notebook of the lesson before, whose "Next" names it);
+``course dev check`` then names what is left to write.
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import sys
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.table import Table
@@ -142,6 +152,7 @@ def static_problems(course: Course, root: Path) -> list[str]:
             problems.append(f"lesson {lesson.number}: the stub has no TODO / NotImplementedError")
         if "grading spec" not in missing:
             problems += _lesson_folder_problems(lesson.number, lesson.module, root, known)
+            problems += _deferral_problems(lesson.number, lesson.module, root)
             try:
                 spec_names = _spec_exercises(root, lesson.module)
             except Exception as exc:  # a spec that does not import is a problem to name
@@ -264,16 +275,213 @@ def _lesson_folder_problems(number: int, module: str, root: Path, known: set[str
     return sorted(set(problems))
 
 
+DEFERRED = ("later", "in_worker")
+"""What defers a call (:mod:`grader.later`): the function handed to it is called in the
+worker only (``in_worker``: where the grader's side can be imported)."""
+
+
+def _module_functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+def _own_nodes(function: ast.FunctionDef) -> list[ast.AST]:
+    """The nodes a call of ``function`` evaluates: its body without the lambdas and
+    functions defined in it (they run when called, later or elsewhere)."""
+    nested = ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef
+    out, todo = [], [n for n in function.body if not isinstance(n, nested)]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        todo += [c for c in ast.iter_child_nodes(node) if not isinstance(c, nested)]
+    return out
+
+
+def _deferral_problems(number: int, module: str, root: Path) -> list[str]:
+    """A ``run`` that hands over programs runs in the student's process too, where the
+    grader's side (:mod:`grader.expected`, reached through ``expected("…")``) is hidden:
+    there it must reach it only deferred, ``later(fn, …)`` or ``in_worker(fn, …)`` with
+    ``fn`` a function, never an attribute of ``expected("…")`` (reading one imports the
+    module) nor a call of it (grader/spec.py's ``ExerciseSpec.run``, grader/later.py).
+
+    Read with ast over the lesson's folder, approximately: a function *hands over
+    programs* when its body calls ``….compile_and_run(…)`` without ``ours=True``, or calls
+    (by name, in the folder) one that does; a function *reaches the grader's side* when
+    its body, outside lambdas and the functions defined in it, reads an attribute of a
+    module-level ``expected("…")`` (but ``.fn``) or imports grader.expected, or calls one
+    that does. Each reach in a function that hands over programs is named. Not decided
+    here: a reference computed inline from code the student's process can read (lessons 2
+    and 5 compute theirs in float64 numpy in ``run``), which costs time there but hides
+    nothing; nor calls through variables."""
+    folder = root / "grader" / "lessons" / module
+    trees = {f.stem: ast.parse(f.read_text(), filename=str(f)) for f in sorted(folder.glob("*.py"))}
+    prefix = f"grader.lessons.{module}"
+    hidden: dict[str, set[str]] = {}  # module → its names bound to expected("…")
+    wrapped: dict[str, set[str]] = {}  # module → its names bound to expected("…").fn("…")
+    imported: dict[str, dict[str, tuple[str, str | None]]] = {}  # name → (module, function)
+    for stem, tree in trees.items():
+        hidden[stem], wrapped[stem], imported[stem] = set(), set(), {}
+        for node in tree.body:
+            if isinstance(node, ast.Assign):
+                pairs = []
+                for target in node.targets:
+                    if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                        pairs += zip(target.elts, node.value.elts)
+                    else:
+                        pairs.append((target, node.value))
+                for target, value in pairs:
+                    if not (isinstance(target, ast.Name) and isinstance(value, ast.Call)):
+                        continue
+                    if isinstance(value.func, ast.Name) and value.func.id == "expected":
+                        hidden[stem].add(target.id)
+                    elif (isinstance(value.func, ast.Attribute) and value.func.attr == "fn"
+                            and isinstance(value.func.value, ast.Name)
+                            and value.func.value.id in hidden[stem]):  # fmt: skip
+                        wrapped[stem].add(target.id)  # route = _REFERENCE.fn("route")
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for a in node.names:
+                    name = a.asname or a.name
+                    if (
+                        node.module == prefix and a.name in trees
+                    ):  # from grader.lessons.lNN import x
+                        imported[stem][name] = (a.name, None)
+                    elif node.module.startswith(prefix + "."):
+                        other = node.module.removeprefix(prefix + ".")
+                        if other in trees:
+                            imported[stem][name] = (other, a.name)
+                    elif node.level == 1 and (node.module or "") in trees:
+                        imported[stem][name] = (node.module, a.name)
+
+    def callee(stem: str, func: ast.expr) -> tuple[str, str] | None:
+        """The folder's (module, function) a call's ``func`` names, if it names one."""
+        if isinstance(func, ast.Name):
+            if func.id in _module_functions(trees[stem]) or func.id in wrapped[stem]:
+                return (stem, func.id)
+            other, name = imported[stem].get(func.id, (None, None))
+            return (other, name) if other and name else None
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            other, name = imported[stem].get(func.value.id, (None, None))
+            if (
+                other
+                and name is None
+                and (func.attr in _module_functions(trees[other]) or func.attr in wrapped[other])
+            ):
+                return (other, func.attr)
+        return None
+
+    functions = {(stem, name): f for stem, tree in trees.items()
+                 for name, f in _module_functions(tree).items()}  # fmt: skip
+    every, named = [], {}  # every function, nested ones too; each one's qualified name
+    for stem, tree in trees.items():
+        todo: list[tuple[ast.AST, str]] = [(tree, "")]
+        while todo:
+            node, outer = todo.pop()
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.FunctionDef):
+                    every.append((stem, child))
+                    named[id(child)] = outer + child.name
+                    todo.append((child, f"{outer}{child.name}."))
+                else:
+                    todo.append((child, outer))
+
+    def direct(stem: str, f: ast.FunctionDef) -> tuple[list[tuple[int, str]], bool, list[tuple[int, tuple[str, str]]]]:  # fmt: skip
+        """(reaches: line and what, hands over a program, calls of the folder's functions)."""
+        reaches, hands, calls = [], False, []
+        nodes = _own_nodes(f)
+        for node in nodes:
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                if node.value.id in hidden[stem] and node.attr != "fn":
+                    reaches.append((node.lineno, f"{node.value.id}.{node.attr} (reading it imports grader.expected)"))  # fmt: skip
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                )
+                if any(n.startswith("grader.expected") for n in names):
+                    reaches.append((node.lineno, "an import of grader.expected"))
+            elif isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Attribute) and node.func.attr == "compile_and_run":
+                    ours = any(k.arg == "ours" and isinstance(k.value, ast.Constant) and k.value.value
+                               for k in node.keywords)  # fmt: skip
+                    hands = hands or not ours
+                target = callee(stem, node.func)
+                if target:
+                    calls.append((node.lineno, target))
+        return reaches, hands, calls
+
+    facts = {}
+    for stem, f in every:
+        facts[(stem, f)] = direct(stem, f)
+    reach = {key for key, (r, _, _) in facts.items() if r}
+    hand = {key for key, (_, h, _) in facts.items() if h}
+    by_name: dict[tuple[str, str], Any] = {k: (k[0], functions[k]) for k in functions}
+    for stem, names in wrapped.items():  # a wrapper's call imports the grader's side
+        for name in names:
+            by_name[(stem, name)] = ("wrapped", stem, name)
+            reach.add(by_name[(stem, name)])
+    changed = True
+    while changed:  # through the folder's calls, to a fixed point
+        changed = False
+        for key, (_, _, calls) in facts.items():
+            for _, target in calls:
+                called = by_name.get(target)
+                if called is None:
+                    continue
+                if called in reach and key not in reach:
+                    reach.add(key)
+                    changed = True
+                if called in hand and key not in hand:
+                    hand.add(key)
+                    changed = True
+    problems = []
+    for key in sorted(hand, key=lambda k: (k[0], k[1].lineno)):
+        stem, f = key
+        where = f"grader/lessons/{module}/{stem}.py"
+        found = list(facts[key][0])
+        found += [(line, f"{target[1]}(), which reaches grader.expected")
+                  for line, target in facts[key][2] if by_name.get(target) in reach]  # fmt: skip
+        for line, what in sorted(set(found)):
+            problems.append(
+                f"lesson {number}: {where}:{line}: {named[id(f)]} hands over programs, so it "
+                f"runs in the student's process too, where grader.expected is hidden, and there "
+                f"it reaches {what}: defer it, trial.expected = later(fn, …) with fn a function "
+                "(computed in the worker when a check reads it)"
+            )
+    return problems
+
+
+README_ROW = re.compile(r"^\| (\d+) \|.*$", flags=re.M)
+"""A row of the README's lesson table: ``| 7 | title | what you build |``."""
+
+
 def _readme_problems(course: Course, root: Path) -> list[str]:
-    """The README's lesson table lists exactly the registry's lessons, in order."""
+    """The README's lesson table lists exactly the registry's lessons, in order, and no
+    row still holds the :data:`MARKER` ``course dev new`` left in it."""
     readme = root / "README.md"
     if not readme.exists():
         return []
-    listed = [int(m) for m in re.findall(r"^\| (\d+) \|", readme.read_text(), flags=re.M)]
+    rows = list(README_ROW.finditer(readme.read_text()))
+    listed = [int(m[1]) for m in rows]
     numbers = [lesson.number for lesson in course.lessons]
+    problems = [
+        f"README.md's lesson table: lesson {m[1]}'s row still holds the skeleton's {MARKER}"
+        for m in rows
+        if MARKER in m[0]
+    ]
     if listed != numbers:
-        return [f"README.md's lesson table lists lessons {listed}, course.toml {numbers}"]
-    return []
+        problems.append(f"README.md's lesson table lists lessons {listed}, course.toml {numbers}")
+    return problems
+
+
+def _readme_with_row(text: str, number: int, title: str, after: int | None) -> str | None:
+    """The README's text with lesson ``number``'s row in its lesson table, after lesson
+    ``after``'s row (default: the table's last); None where the README has no such table."""
+    rows = list(README_ROW.finditer(text))
+    if not rows:
+        return None
+    before = next((m for m in rows if int(m[1]) == after), rows[-1])
+    row = f"| {number} | {title} | {MARKER}: what the student builds, and what it is checked for |"
+    return text[: before.end()] + "\n" + row + text[before.end() :]
 
 
 def _course_at(root: Path) -> Course:
@@ -287,10 +495,12 @@ def _course_at(root: Path) -> Course:
 
 
 def check(
-    app: App, grade_code: bool = True, timeout: float = 120.0, root: Path | None = None
-) -> int:
+    app: App, grade_code: bool = True, timeout: float = 120.0, root: Path | None = None,
+    mistakes: Sequence[int] | None = (),
+) -> int:  # fmt: skip
     """``course dev check``: the repository at ``root`` (default: this one, or
-    ``COURSE_ROOT``), its own course.toml included."""
+    ``COURSE_ROOT``), its own course.toml included; ``mistakes``: the lessons whose
+    catalogue of mistakes is graded too (:func:`mistake_problems`; None: every lesson's)."""
     from grader.sandbox.protocol import LessonJob, Request
     from grader.sandbox.runner import grade
 
@@ -327,6 +537,16 @@ def check(
                         problems.append(
                             f"{folder}: {er.lesson}.{er.exercise} is {er.status}, expected {want}: {why}"
                         )
+    caught = 0
+    if mistakes is None:
+        mistakes = [lesson.number for lesson in course.lessons]
+    if mistakes and not problems:
+        unknown = sorted(set(mistakes) - {lesson.number for lesson in course.lessons})
+        if unknown:
+            raise click.UsageError(f"--mistakes: no lesson {', '.join(map(str, unknown))}")
+        found = mistake_problems(app, root, mistakes)
+        caught = sum(1 for p in found if p is None)
+        problems += [p for p in found if p is not None]
     problems += notebooks.problems(course, root)  # figures and notebooks/ up to date
     if rows:
         table = Table(title="course dev check", title_justify="left")
@@ -343,11 +563,44 @@ def check(
     app.console.print(
         Text(
             f"✔ {len(course.lessons)} lessons consistent"
-            + (", solutions pass, stubs not started" if grade_code else ""),
+            + (", solutions pass, stubs not started" if grade_code else "")
+            + (
+                f", {caught} catalogued mistake{'s' * (caught != 1)} caught with their words"
+                if mistakes
+                else ""
+            ),  # fmt: skip
             style="green",
         )
     )
     return 0
+
+
+def mistake_problems(app: App, root: Path, numbers: Sequence[int]) -> list[str | None]:
+    """Each catalogued mistake of lessons ``numbers`` (``root/tests/mistakes/lNN.py``)
+    graded once, as tests/test_mistakes.py grades it, in a process of its own
+    (:mod:`course.commands.dev_mistakes`): per mistake, None when the grader fails it as
+    its entry says, else what is wrong. About 0.5 s a mistake on two cores, lesson 1's
+    10 in 5 s; the whole course's 372 in about 4 minutes."""
+    import subprocess
+
+    out: list[str | None] = []
+    command = [sys.executable, "-m", "course.commands.dev_mistakes", str(root), *map(str, numbers)]
+    with app.console.status("grading the catalogued mistakes …") as status:
+        proc = subprocess.Popen(command, cwd=CODE, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            said = json.loads(line)
+            status.update(f"grading the catalogued mistakes … {len(out) + 1}: {said['id']}")
+            if said["problem"] is None:
+                out.append(None)
+            else:
+                out.append(
+                    f"lesson {said['lesson']}: the catalogued mistake {said['id']} "
+                    f"({said['exercise']}): {said['problem']}"
+                )
+    if proc.wait() != 0:
+        out.append(f"grading the catalogued mistakes stopped (exit {proc.returncode}): see above")
+    return out
 
 
 # ------------------------------------------------------------------ course dev new
@@ -372,7 +625,10 @@ def _skeletons(number: int, slug: str, title: str, exercises: Sequence[str]) -> 
     )
     runs = "".join(
         f"\n\ndef _run_{name}(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:\n"
-        f'    """{MARKER}: build the inputs from ex and rt, call fn, keep what the checks read."""\n'
+        f'    """{MARKER}: build the inputs from ex and rt, call fn, keep what the checks read.\n\n'
+        "    The reference is deferred: trial.expected = later(reference, ...) (grader.later),\n"
+        "    computed in the worker when a check reads it; run also runs in the student's\n"
+        '    process, where grader.expected is hidden (course dev check names a call of it)."""\n'
         f'    raise NotImplementedError("{MARKER}: run {name}")\n'
         for name in exercises
     )
@@ -518,8 +774,8 @@ def new(
             refused.append(f"{name!r} cannot be an exercise: a public Python function name is")
     if len(set(exercises)) != len(exercises):
         refused.append("an exercise is named twice")
-    if any(c in title for c in '\\"\n') or not title.strip():
-        refused.append("the title is one line without quotes or backslashes")
+    if any(c in title for c in '\\"\n|') or not title.strip():
+        refused.append("the title is one line without quotes, backslashes or |")
     for lesson in course.lessons:
         if lesson.number == number:
             refused.append(f"lesson {number} exists already ({lesson.slug})")
@@ -540,6 +796,8 @@ def new(
     want = [lesson.number for lesson in course.lessons]
     want.insert(want.index(after) + 1 if after is not None else len(want), number)
     assert order == want, (order, want)
+    readme = root / "README.md"
+    with_row = _readme_with_row(readme.read_text(), number, title, after) if readme.is_file() else None  # fmt: skip
     for path, body in files.items():
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -547,12 +805,26 @@ def new(
     tmp = toml.with_name(".course.toml.new")
     tmp.write_text(text)
     os.replace(tmp, toml)
+    written = [*files, "course/course.toml"]
+    if with_row is not None:
+        readme.write_text(with_row)
+        written.append("README.md")
     app.console.print(f"Lesson {number} ({slug}): wrote")
-    for path in [*files, "course/course.toml"]:
+    for path in written:
         app.console.print(f"  {path}")
+    try:  # the notebook, from the text and the stub (and the lesson before's, and the index)
+        import nbformat  # noqa: F401
+    except ImportError:
+        app.console.print(
+            "  no notebook: nbformat is not installed (pip install -e '.[test]'), then run "
+            "course dev notebooks"
+        )
+    else:
+        for f in notebooks.write(_course_at(root), root, drawn=False):
+            app.console.print(f"  {f.relative_to(root)}")
     app.console.print(
-        f"Every {MARKER} is yours to write; `course dev check` names what is left "
-        "(README.md's lesson table too)."
+        f"Every {MARKER} is yours to write; `course dev check` names what is left. Once the "
+        "text and the stub are written, `course dev notebooks` writes the notebook anew."
     )
     return 0
 
