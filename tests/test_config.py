@@ -35,7 +35,6 @@ READERS = {
     # still read where they are used (README: 'Still read where they are used')
     "grader/measure/devices.py": "configure, which prepares a fresh process: XLA_FLAGS",
     "grader/sandbox/processes.py": "the student's process's environment, built from the worker's",
-    "grader/sandbox/forks.py": "JAX_PLATFORMS",
     "grader/sandbox/references.py": "the package caches' folders",
 }
 """Every file that reads the environment, and what it reads: a new one reads it at
@@ -114,7 +113,7 @@ def test_the_workers_switches_are_read_from_the_environment_it_is_given(environ,
 
 WRITERS = {
     ("grader/measure/devices.py", "configure", "XLA_FLAGS"): "before jax starts its backends",
-    ("grader/measure/devices.py", "configure", "JAX_PLATFORMS"): "a script's CPUs only",
+    ("grader/measure/devices.py", "configure", "JAX_PLATFORMS"): "--cpu, a script's CPUs only",
     ("grader/sandbox/jail.py", "_inside", "WRITES_VARIABLE"): "for the student's process it starts",
     ("grader/sandbox/jail.py", "_inside", "TMPDIR"): "for the student's process it starts",
 }

@@ -66,7 +66,7 @@ def configure(n_cpu: int | None = None, platform: str | None = None) -> None:
     flags = re.sub(rf"{_FLAG}=\S+", "", os.environ.get("XLA_FLAGS", "")).strip()
     os.environ["XLA_FLAGS"] = f"{flags} {_FLAG}={n}".strip()
     if platform is not None and parse_platform(platform) == "cpu":
-        os.environ.update(CPU_ONLY)
+        os.environ["JAX_PLATFORMS"] = CPU_ONLY["JAX_PLATFORMS"]
         _Opened.asked_cpu = True
     if "jax" in sys.modules:  # too late for the environment; try the config options
         import jax
