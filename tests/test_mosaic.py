@@ -535,3 +535,34 @@ def test_a_body_that_is_not_mosaic_is_refused():
         mosaic.kernels(text.replace(body, junk))
     with pytest.raises(Unrecognised, match="backend_config"):
         mosaic.kernels(text.replace(body, "not base64!"))
+
+
+def test_a_scoped_copy_reads_as_a_local_dma_on_a_scoped_semaphore():
+    """``pltpu.sync_copy`` allocates its semaphore in a ``run_scoped`` region. Newer
+    jax asks which TPU it lowers such a region for, which a CPU-only process must say
+    with an abstract mesh (``Unsupported TPU device kind: cpu`` otherwise)."""
+
+    def kernel(x_hbm, o_ref, buf):
+        pltpu.sync_copy(x_hbm.at[1], buf)
+        o_ref[...] = buf[...] * 2
+
+    call = pl.pallas_call(
+        kernel,
+        out_shape=jax.ShapeDtypeStruct((B, D), F32),
+        in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+        scratch_shapes=[pltpu.VMEM((B, D), F32)],
+    )
+    x = jax.ShapeDtypeStruct((2, B, D), F32)
+    try:
+        exp = exported(call, x)
+    except ValueError as exc:
+        assert "use_abstract_mesh" in str(exc)
+        tpu = jax.sharding.AbstractDevice(device_kind="TPU v5 lite", num_cores=1, platform="tpu")
+        mesh = jax.sharding.AbstractMesh((1,), ("x",), (AxisType.Explicit,), abstract_device=tpu)
+        with jax.sharding.use_abstract_mesh(mesh):
+            exp = exported(call, x)
+    start, wait = one(exp).events
+    assert not start.remote and str(start.source) == "arg0[1, 0, 0]" and start.bytes == B * D * 4
+    assert start.target.root == "arg2" and start.target.space == "vmem"
+    assert start.target_semaphore.root == "scoped0" == wait.semaphore.root
+    assert wait.side == "receive"
