@@ -57,21 +57,29 @@ def one(exp) -> mosaic.Kernel:
 # ------------------------------------------------------------------ the kernels
 
 
-def tiled_matmul(a, b, tile=128, accumulate=F32):
+def tiled_matmul(a, b, tile=128, accumulate=F32, zero_first=True, write_last=True):
     """C = A·B over a grid (M/t, N/t, K/t); the sum of a C tile kept in a VMEM
-    scratch of dtype ``accumulate`` across the k steps."""
+    scratch of dtype ``accumulate`` across the k steps, zeroed on the first
+    (``zero_first``), written out on the last (``write_last``; else on every one)."""
     (m, k), (_, n) = a.shape, b.shape
 
     def kernel(a_tile, b_tile, c_tile, acc):
-        @pl.when(pl.program_id(2) == 0)
-        def _():
-            acc[...] = jnp.zeros(acc.shape, acc.dtype)
+        if zero_first:
+
+            @pl.when(pl.program_id(2) == 0)
+            def _():
+                acc[...] = jnp.zeros(acc.shape, acc.dtype)
 
         # with accumulate=bfloat16, the mistake: the running sum kept in the inputs' dtype
         acc[...] += jnp.dot(a_tile[...], b_tile[...], preferred_element_type=F32).astype(acc.dtype)
 
-        @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
-        def _():
+        if write_last:
+
+            @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+            def _():
+                c_tile[...] = acc[...].astype(c_tile.dtype)
+
+        else:  # the mistake: a partial sum written out on every k step
             c_tile[...] = acc[...].astype(c_tile.dtype)
 
     return pl.pallas_call(
@@ -343,6 +351,23 @@ def test_a_bfloat16_accumulator_is_told_apart():
     assert [(r.root, r.dtype) for r in bad.kept_in] == [("arg6", "bfloat16")]
 
 
+def test_an_accumulator_not_zeroed_and_an_output_written_every_step_are_told_apart():
+    a, b = jax.ShapeDtypeStruct((256, 512), F32), jax.ShapeDtypeStruct((512, 256), F32)
+    right = one(exported(lambda a, b: tiled_matmul(a, b), a, b))  # k: 4 steps
+    zeroing = [s for s in right.stores if s.constant == 0.0]
+    assert [(s.ref.root, [s.runs({"pid2": k}) for k in range(4)]) for s in zeroing] == [
+        ("arg6", [True, False, False, False])
+    ]  # fmt: skip
+    (out,) = [s for s in right.stores if s.ref.root == "arg5"]
+    assert [out.runs({"pid2": k}) for k in range(4)] == [False, False, False, True]
+
+    unzeroed = one(exported(lambda a, b: tiled_matmul(a, b, zero_first=False), a, b))
+    assert [s.constant for s in unzeroed.stores] == [None, None]
+    every = one(exported(lambda a, b: tiled_matmul(a, b, write_last=False), a, b))
+    (out,) = [s for s in every.stores if s.ref.root == "arg5"]
+    assert [out.runs({"pid2": k}) for k in range(4)] == [True] * 4
+
+
 def test_a_bfloat16_matmul_does_not_even_export():
     """``jnp.dot`` of two bfloat16 tiles without ``preferred_element_type`` asks Mosaic
     for a bfloat16 accumulator, which its verifier refuses when the kernel is lowered:
@@ -493,7 +518,8 @@ def test_a_dma_in_flight_across_the_matmul_is_told_from_one_waited_first(n):
     slot, other = matmul.rhs_from.index[0], start.target.index[0]
     assert all(slot.evaluate({"s0": s}) != other.evaluate({"s0": s}) for s in range(n - 1))
     assert wrong.overlaps() == ()
-    assert [type(e).__name__ for e in wrong.in_loop(0)][-4:] == [
+    kinds = [type(e).__name__ for e in wrong.in_loop(0) if not isinstance(e, mosaic.Store)]
+    assert kinds[-4:] == [
         "DmaWait", "DmaWait", "Matmul", "Signal"
     ]  # fmt: skip
     # the free-slot handshake: a wait from the second step on, a signal to the left
@@ -561,7 +587,11 @@ def test_a_scoped_copy_reads_as_a_local_dma_on_a_scoped_semaphore():
         mesh = jax.sharding.AbstractMesh((1,), ("x",), (AxisType.Explicit,), abstract_device=tpu)
         with jax.sharding.use_abstract_mesh(mesh):
             exp = exported(call, x)
-    start, wait = one(exp).events
+    k = one(exp)
+    (start,), (wait,) = k.starts, k.waits
+    (store,) = k.stores
+    assert (store.ref.root, store.ref.space, store.constant) == ("arg1", "vmem", None)
+    assert start.at < wait.at < store.at
     assert not start.remote and str(start.source) == "arg0[1, 0, 0]" and start.bytes == B * D * 4
     assert start.target.root == "arg2" and start.target.space == "vmem"
     assert start.target_semaphore.root == "scoped0" == wait.semaphore.root

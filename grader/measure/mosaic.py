@@ -23,10 +23,12 @@ Per kernel (:class:`Kernel`), as far as the IR states it:
 - in program order (:attr:`Kernel.events`): DMA starts (:class:`DmaStart`: local, or
   remote with the device expression, bytes from the source's memref type), DMA waits
   (:class:`DmaWait`: the semaphore waited on, and which side), semaphore signals
-  (:class:`Signal`, remote ones with a device) and waits (:class:`SemWait`), and
-  matmuls (:class:`Matmul`: ``tpu.matmul`` or ``vector.contract``, operand and
-  accumulator dtypes, the refs the operands were loaded from). Each event knows the
-  loops around it and the ``scf.if`` conditions it runs under.
+  (:class:`Signal`, remote ones with a device) and waits (:class:`SemWait`), matmuls
+  (:class:`Matmul`: ``tpu.matmul`` or ``vector.contract``, operand and accumulator
+  dtypes, the refs the operands were loaded from and the refs the result is kept in),
+  and stores (:class:`Store`: which ref, and the constant where one is stored, as a
+  zeroed accumulator is). Each event knows the loops around it and the ``scf.if``
+  conditions it runs under (``pl.when``), which :meth:`Event.runs` evaluates.
 
 Index and device operands are kept as small expressions (:class:`Expr`) over the
 device id (``device``), loop counters (``s0``, ``s1`` … by :attr:`Loop.index`) and
@@ -35,9 +37,11 @@ a check can ask which device a DMA goes to from each device (:attr:`DmaStart.pee
 or whether a receive semaphore changes with the step, without running anything.
 
 What it does not claim: how many times an event runs when a loop's bounds are not
-constant (it reports the loop, never a count), values read from memory (an index
-loaded from SMEM is ``?load``), or anything about other ops (vector arithmetic,
-stores) beyond the matmuls. A body it cannot decode or parse, a Mosaic op that moves
+constant (it reports the loop, never a count: :meth:`Kernel.times` is None), values
+read from memory (an index loaded from SMEM is ``?load``), or anything about other
+ops (vector arithmetic, loads) beyond the matmuls and stores. A ``pl.loop`` of one
+trip leaves no ``scf.for`` (Pallas unrolls it), and a grid is one kernel invocation
+per grid point: events count per invocation, conditions on ``pid<k>`` say which. A body it cannot decode or parse, a Mosaic op that moves
 data or touches a semaphore which it does not read (indirect DMAs …), raises
 :class:`~grader.measure.stablehlo.Unrecognised`, never a guessed summary.
 
@@ -331,6 +335,17 @@ class Matmul(Event):
 
 
 @dataclass(frozen=True)
+class Store(Event):
+    """A ``tpu.vector_store``/``vector.store``/``memref.store``: where (the ref with the
+    store's indices), the dtype stored, and the value where every element gets the same
+    constant (``acc[...] = jnp.zeros(...)``: 0.0); None for a computed value."""
+
+    ref: Ref
+    dtype: str
+    constant: float | None
+
+
+@dataclass(frozen=True)
 class Operand:
     """An argument of the kernel's function: ``program_id`` (a grid index),
     ``prefetch`` (scalar prefetch), ``input``, ``output`` or ``scratch``."""
@@ -387,6 +402,10 @@ class Kernel:
     @property
     def matmuls(self) -> tuple[Matmul, ...]:
         return self._of(Matmul)
+
+    @property
+    def stores(self) -> tuple[Store, ...]:
+        return self._of(Store)
 
     @property
     def barrier(self) -> tuple[Event, ...]:
@@ -466,7 +485,8 @@ THROUGH = frozenset({"arith.addf", "arith.truncf", "arith.extf", "vector.shape_c
                      "arith.mulf", "arith.subf"})  # fmt: skip
 """Ops a matmul's result is followed through to the store that keeps it."""
 
-STORES = frozenset({"tpu.vector_store", "vector.store"})
+STORES = frozenset({"tpu.vector_store", "vector.store", "memref.store"})
+"""Stores: the value stored is operand 0, the ref operand 1, its indices after it."""
 
 CONTEXT_USES = 256
 _held = threading.local()
@@ -952,6 +972,18 @@ class _Walker:
                 kept_in=self.kept_in(op.results[0]),
             ))  # fmt: skip
             return
+        if name in STORES:
+            ops = list(op.operands)
+            base = self.ref(ops[1])
+            index = tuple(self.expr(i) for i in ops[2 : 2 + len(base.shape)])
+            ref = Ref(base.root, base.index + index, base.shape, base.dtype, base.space)
+            try:
+                elem = str(ir.ShapedType(ops[0].type).element_type)
+            except ValueError:  # a scalar (memref.store)
+                elem = str(ops[0].type)
+            dtype = ELEMENT_TYPES.get(elem, elem)
+            self.events.append(Store(*at, ref=ref, dtype=dtype, constant=_splat(ops[0])))
+            return
         if (
             name.startswith("tpu.")
             and name not in HANDLED
@@ -974,6 +1006,42 @@ class _Walker:
                 side = "send" if is_send and not is_recv else (
                     "receive" if is_recv and not is_send else None)  # fmt: skip
                 self.events[k] = _replace(e, side=side)
+
+
+def _splat(value: Any) -> float | None:
+    """The constant every element of ``value`` has (a ``vector.broadcast`` of an
+    ``arith.constant``, or a splat constant); None otherwise."""
+    from jaxlib.mlir import ir
+
+    for _ in range(4):
+        owner = value.owner
+        if not _is_op(owner):
+            return None
+        op = owner.operation
+        if op.name in ("vector.broadcast", "vector.shape_cast"):
+            value = op.operands[0]
+            continue
+        if op.name != "arith.constant":
+            return None
+        attr = op.attributes["value"]
+        for kind in (ir.FloatAttr, ir.IntegerAttr):
+            try:
+                return float(kind(attr).value)
+            except ValueError:
+                pass
+        try:
+            dense = ir.DenseElementsAttr(attr)
+        except ValueError:
+            return None
+        if not dense.is_splat:
+            return None
+        for kind in (ir.DenseFPElementsAttr, ir.DenseIntElementsAttr):
+            try:
+                return float(kind(attr)[0])
+            except ValueError:
+                pass
+        return None
+    return None
 
 
 def _replace(e: Any, **changes: Any) -> Any:
