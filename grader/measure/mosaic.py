@@ -294,6 +294,8 @@ class DmaWait(Event):
     source: Ref
     target: Ref
     device: Expr | None
+    """As the IR states it: on jax 0.10.2 a send-side ``tpu.wait_dma2`` carries jax's
+    placeholder device 0 (and its source and target swapped), not the peer."""
 
     @property
     def bytes(self) -> int:
