@@ -43,7 +43,7 @@ def test_hint_show_and_solution_default_to_the_current_lesson(home):
 def test_one_device_is_one_device(home):
     r = course(home, "grade", "1.shard_shape", "--devices", "1", "--solutions", "--json")
     assert r.returncode == 1, r.stderr  # graded, but fewer devices than a grade needs: not counted
-    assert json.loads(r.stdout)["lessons"][0]["devices"] == "1 CPU device"
+    assert json.loads(r.stdout)["lessons"][0]["devices"] == "1 CPU device (the CPU only, as asked)"
 
 
 def test_grading_other_code_leaves_your_progress_alone(root, home):

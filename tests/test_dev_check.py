@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -239,17 +240,17 @@ def test_a_wrong_catalogue_entry_is_caught_without_pytest(root, tree, tmp_path):
     [
         ("l11_expert_parallel", "trial.expected = later(moe_routing.route, logits.astype(np.float64), capacity, k)",
          "trial.expected = moe_routing.route(logits.astype(np.float64), capacity, k)",
-         "lesson 11: grader/lessons/l11_expert_parallel/spec.py:146: _dispatch_run.run hands over "
+         "lesson 11: grader/lessons/l11_expert_parallel/spec.py:LINE: _dispatch_run.run hands over "
          "programs, so it runs in the student's process too, where grader.expected is hidden, and "
          "there it reaches route(), which reaches grader.expected: defer it, trial.expected = "
          "later(fn, …) with fn a function (computed in the worker when a check reads it)"),
         ("l12_parallel_transformer", "trial.expected = later(_expected, params, x, y, heads)",
          "trial.expected = later(F.train_step, params, x, y, heads)",
-         "lesson 12: grader/lessons/l12_parallel_transformer/spec.py:231: run_train hands over "
+         "lesson 12: grader/lessons/l12_parallel_transformer/spec.py:LINE: run_train hands over "
          "programs, so it runs in the student's process too, where grader.expected is hidden, and "
          "there it reaches F.train_step (reading it imports grader.expected): defer it"),
         ("l15_optimizer", "step = later(reference.adamw,", "step = (reference.adamw)(",
-         "lesson 15: grader/lessons/l15_optimizer/spec.py:277: _run_adam.run hands over programs"),
+         "lesson 15: grader/lessons/l15_optimizer/spec.py:LINE: _run_adam.run hands over programs"),
     ],
     ids=["inline-call", "attribute-read", "through-a-module-of-the-lesson"],
 )  # fmt: skip
@@ -262,4 +263,4 @@ def test_a_reference_reached_inline_in_a_run_that_hands_over_programs_is_found(t
     assert text.count(old) == 1, old
     spec.write_text(text.replace(old, new))
     (problem,) = static_problems(registry.load(), tree)
-    assert problem.startswith(says), problem
+    assert re.match(re.escape(says).replace("LINE", r"\d+"), problem), problem  # at any line

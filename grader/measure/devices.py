@@ -198,8 +198,9 @@ def describe(simulated: bool = False) -> str:
             why = f"{have} here, for the one-device programs"
         else:
             why = f"the lesson's meshes need more devices than the {have}s here"
-    count = f"{len(devs)} CPU device{'s' if len(devs) != 1 else ''}"
-    return f"{count} (simulated: {why})"
+    if len(devs) == 1:  # the host's CPU itself: nothing simulated
+        return f"1 CPU device ({why})"
+    return f"{len(devs)} CPU devices (simulated: {why})"
 
 
 def make_mesh(shape: tuple[int, ...], names: tuple[str, ...], simulated: bool = False) -> Any:
