@@ -24,7 +24,7 @@ import functools
 import re
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -313,6 +313,21 @@ def _runtime(
     rt.compiler_options = options
     rt.simulated = config.simulated
     return rt
+
+
+def draw_ahead(
+    module: str, names: Sequence[str], seed: int, config: GradeConfig,
+    max_examples: int | None = None,
+) -> None:  # fmt: skip
+    """Draw the examples a grade of ``names`` of ``module`` on ``seed`` will run, into
+    ``config``'s draws (its memo: a serving worker's, shared by its grades), by the
+    very calls :func:`grade_lesson` makes, so that that grade finds them drawn."""
+    spec = load_spec(module)
+    if _needs_simulation(spec, list(names), seed, config):
+        config = replace(config, simulated=True)
+    ctx = context(config.simulated)
+    for name in names:
+        plan(spec.exercise(name), ctx, seed=seed, max_examples=max_examples, draws=config.draws)
 
 
 def _grader_fault(exc: GraderFault) -> str:

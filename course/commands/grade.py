@@ -184,8 +184,14 @@ def grade(
     else:
         app.ensure_workspace()
         directory, counted = app.ws.exercises, True
+    next_seed = None
     if seed is None:  # a grade that records draws a seed no one knows; others repeat seed 0
-        seed = fresh_seed() if counted else 0
+        seed = 0
+        if counted:  # a kept worker was told it with the grade before, and drew it ahead
+            told = worker.next_seed if worker is not None else None
+            seed = told if told is not None else fresh_seed()
+            if worker is not None:  # each told seed is drawn from once, never again
+                worker.next_seed = next_seed = None if example else fresh_seed()
     if example:
         from grader.spec import parse_example
 
@@ -203,6 +209,7 @@ def grade(
         timeout=timeout, devices=devices, platform="cpu" if cpu else None,
         cache_dir=app.compile_cache(), examples_dir=app.kept_examples(),
         hidden=(str(app.workspace.home), str(app.workspace.db.parent)) if app.workspace else (),
+        next_seed=next_seed,
     )  # fmt: skip
     command = as_command(  # as the student ran it: a fresh seed is drawn again, not repeated
         target, all_lessons=all_lessons, solutions=solutions, path=path,

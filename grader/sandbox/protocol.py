@@ -106,6 +106,10 @@ class Request:
     worker adds ``cache_dir`` and the course's ``solutions/``."""
     key: str = ""
     """The secret the worker signs its events with (see :func:`sign`); fresh per worker."""
+    next_seed: int | None = None
+    """The seed the next grade like this one will draw from (a fresh one, chosen by
+    ``course`` now): a serving worker draws that grade's examples while it waits for
+    it (None: nothing to draw ahead)."""
 
     def encode(self) -> str:
         return json.dumps(asdict(self))

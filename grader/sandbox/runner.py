@@ -513,6 +513,10 @@ class Worker:
         """Worker processes started for this object so far."""
         self.unkept: str | None = None
         """Why the last grade's worker was not kept (None: it was, or none ran)."""
+        self.next_seed: int | None = None
+        """The fresh seed the next recorded grade draws from, told to the kept worker
+        with the grade before (``Request.next_seed``), which draws its examples while
+        it waits; None: a fresh one is drawn then."""
 
     @property
     def pid(self) -> int | None:

@@ -17,6 +17,7 @@ import json
 import os
 import secrets
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -65,6 +66,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     lines = Channel(fd=sys.stdin.fileno()).lines() if args.serve else iter([sys.stdin.read()])
     for line in lines:
         request = Request.decode(line)
+        state.drawn_ahead()  # what was drawn while it waited: finished before this grade
         signer = Signer(events, request.key, owner)
         try:
             grade(replace(request, key=""), signer.emit, state)
@@ -79,6 +81,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
             break
         state.ahead(request)  # the next grade's student's process starts now
         signer.emit(Served())
+        state.draw_ahead(request)  # and its examples are drawn while this one waits
     state.spares.close()
     events.close()
     sys.stdout.flush()
@@ -170,6 +173,8 @@ class Warm:
         """Every lesson graded on the simulated CPU devices (``COURSE_PLATFORM=cpu``,
         ``--cpu``): handed down as :attr:`grader.config.GradeConfig.simulated`."""
         self.cached = False
+        self._drawing: threading.Thread | None = None
+        """The thread drawing the next grade's examples (:meth:`draw_ahead`)."""
         self.drawn: dict[str, list] = {}
         """The examples drawn so far, by what each draw depends on
         (:attr:`grader.spec.Draws.memo`: each drawn once for all grades)."""
@@ -233,6 +238,36 @@ class Warm:
                 grader.engine.load_spec(str(config["module"]))
         if self.options.warm_up:
             warm_up_replay()
+
+    def draw_ahead(self, request: Request) -> None:
+        """Draw, on a thread, the examples of the next grade like ``request``
+        (``request.next_seed``: the seed ``course`` will send it with), into the
+        draws every grade of this worker shares; :meth:`drawn_ahead` waits for
+        it before a grade begins (hypothesis is not drawn on two threads at once).
+        A grade of other lessons, or on another seed, draws its own as before."""
+        if request.next_seed is None or request.example or not self.configured:
+            return
+        from grader import engine
+        from grader.config import GradeConfig
+        from grader.spec import Draws
+
+        kept = (Path(request.examples_dir),) if request.examples_dir else ()
+        config = GradeConfig(draws=Draws(kept=kept, memo=self.drawn), simulated=self.cpu_only)
+
+        def draw() -> None:
+            with contextlib.suppress(Exception):  # only speed: the grade draws what is missing
+                for job in request.lessons:
+                    engine.draw_ahead(job.module, job.exercises, request.next_seed, config,
+                                      request.max_examples)  # fmt: skip
+
+        self._drawing = threading.Thread(target=draw, name="draw ahead", daemon=True)
+        self._drawing.start()
+
+    def drawn_ahead(self) -> None:
+        """Wait for :meth:`draw_ahead`'s thread, if one runs."""
+        drawing, self._drawing = self._drawing, None
+        if drawing is not None:
+            drawing.join()
 
     def ahead(self, request: Request) -> None:
         """Start the student's process for a grade like ``request`` (jax imported,
