@@ -13,8 +13,6 @@ import errno
 import os
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import jax
@@ -169,26 +167,22 @@ def test_the_fork_servers_sweep_never_takes_a_childs_thread_for_an_orphan():
     TPU host: one child with five threads listed six ids); a thread's id killed is its
     whole process, and every lesson's process was killed. Only processes whose
     parent is the server count."""
-    ready_r, ready_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        for _ in range(3):
-            threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
-        os.write(ready_w, b"x")
-        time.sleep(30)
-        os._exit(0)
+    code = (
+        "import threading, time\n"
+        + "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n" * 3
+    )
+    child = subprocess.Popen([sys.executable, "-c", code + "print(1, flush=True)\ntime.sleep(30)"],
+                             stdout=subprocess.PIPE)  # fmt: skip
     try:
-        os.read(ready_r, 1)
-        threads = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
-        assert len(threads) == 3
-        assert forks._is_child_process(pid)
+        assert child.stdout is not None and child.stdout.readline()
+        threads = [int(t) for t in os.listdir(f"/proc/{child.pid}/task") if int(t) != child.pid]
+        assert len(threads) >= 3
+        assert forks._is_child_process(child.pid)
         assert not any(forks._is_child_process(t) for t in threads)
-        assert pid in forks._own_children()
+        assert child.pid in forks._own_children()
     finally:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        os.close(ready_r)
-        os.close(ready_w)
+        child.kill()
+        child.wait()
 
 
 @pytest.mark.skipif(
