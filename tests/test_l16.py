@@ -426,3 +426,19 @@ def test_an_undefined_residual_is_named_and_not_an_unclamped_acceptance(
     said = " ".join(f"{c.message} {c.hint}" for c in er.checks if not c.passed) + f" {er.hint}"
     assert er.status == Status.FAILED and words in said and not_words not in said, said
     assert "nan" not in {c.name: c.message for c in er.checks}["distribution"]
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_the_undefined_residuals_hint_is_shown_only_where_p_equals_q(same):
+    """A residual that is not finite names 0/0 and the docstring's rule only where p = q
+    (where max(p − q, 0) sums to 0); elsewhere that cannot be the cause: no hint."""
+    from grader.lessons.l16_serving.speculative import PerToken
+    from grader.spec import Trial
+
+    p = np.array([0.5, 0.3, 0.2])
+    q = p.copy() if same else np.array([0.2, 0.3, 0.5])
+    nan = np.full(3, np.nan)
+    result = PerToken()(Trial({}, output=[(0, 1.0, nan)], extra={"p": p, "q": q}))
+    assert not result.passed
+    assert ("divides 0/0" in result.message) == same and (result.hint is not None) == same
+    assert same or result.message.endswith("not finite")

@@ -682,8 +682,8 @@ class Donated(Check):
                 "each layer of the cache is rewritten whole",
                 evidence=evidence,
                 hint="Each update writes a whole layer's keys and values [1, 2, b, S, h, dh] "
-                "back, though only position pos changed (a jnp.where(slot == pos, new, "
-                "cache[i]) written with dynamic_update_slice or .at[i].set): a decode step is "
+                "back, though only position pos changed (as a jnp.where(slot == pos, new, "
+                "cache[i]) written back does): a decode step is "
                 "memory-bound, and that writes as many bytes as attention reads. Write only "
                 "the new position: lax.dynamic_update_slice(cache, new, (i, 0, 0, pos, 0, 0)) "
                 "with new [1, 2, b, 1, h, dh].",

@@ -156,13 +156,13 @@ class PerToken(Check):
     def __call__(self, trial: Trial) -> CheckResult:
         for x, _, r in trial.output:
             if not np.all(np.isfinite(r)):
+                said = f"verify_draft(token={x}): residual {np.round(r, 4).tolist()}, not "
+                if not np.allclose(trial.extra["p"], trial.extra["q"]):  # 0/0 cannot be it
+                    return CheckResult(self.name, False, said + "finite")
                 return CheckResult(
                     self.name, False,
-                    f"verify_draft(token={x}): residual {np.round(r, 4).tolist()}, not a "
-                    "distribution: p = q here, so max(p − q, 0) is 0 everywhere and "
-                    "normalising it divides 0/0" if np.allclose(trial.extra["p"], trial.extra["q"])
-                    else f"verify_draft(token={x}): residual {np.round(r, 4).tolist()}, not "
-                    "finite",
+                    said + "a distribution: p = q here, so max(p − q, 0) is 0 everywhere and "
+                    "normalising it divides 0/0",
                     hint="Where max(p − q, 0) sums to 0 (p = q: every drafted token is kept, "
                     "and the residual is never drawn from) return p itself, as the docstring "
                     "says: residual / total if total > 0 else p.",
