@@ -429,6 +429,8 @@ class Grading:
     """The notebook cell (execution count) ``grade`` already showed the report in."""
     full_grade: Callable[[int], str] | None = None
     """How a grade of the full example set is asked for (None: the terminal's words)."""
+    ask_hint: Callable[[int], str] | None = None
+    """How a lesson's next hint is asked for (None: the terminal's words)."""
 
     @property
     def passed(self) -> bool:
@@ -456,7 +458,9 @@ class Grading:
         if self.exit_code == INTERRUPTED:
             return Text("Interrupted. Results recorded so far are kept.", style="yellow")
         step = [self.next_step] if self.next_step is not None else []
-        return Group(*scoring.terminal(self.verdict, self.rerun, self.full_grade), *step)
+        return Group(
+            *scoring.terminal(self.verdict, self.rerun, self.full_grade, self.ask_hint), *step
+        )
 
     def _render(self) -> Page:
         console = _recording()
@@ -528,6 +532,7 @@ def grade(
         partial(rerun_call, solutions=bool(options.get("solutions")), path=options.get("path")),
         next_step=None if options.get("solutions") else next_lesson(app.course, verdict, call),
         full_grade=full_grade_call,
+        ask_hint=hint_call,
     )  # fmt: skip
     if as_json:
         if cell is not None:
@@ -550,6 +555,11 @@ def full_grade_call(lesson: int) -> str:
     from grader.spec import FULL
 
     return f"course.grade({lesson}) on {FULL.n_devices} devices, without example= or max_examples=,"
+
+
+def hint_call(lesson: int) -> str:
+    """How a notebook asks for lesson ``lesson``'s next hint."""
+    return f"course.hint({lesson})"
 
 
 def rerun_call(er: ExerciseResult, solutions: bool = False, path: str | None = None) -> str:

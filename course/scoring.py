@@ -207,14 +207,19 @@ def to_json(results: Sequence[LessonResult], cards: Sequence[Scorecard]) -> dict
 
 
 def terminal(
-    v: Verdict, rerun: Rerun | None = None, full_grade: Callable[[int], str] | None = None
+    v: Verdict,
+    rerun: Rerun | None = None,
+    full_grade: Callable[[int], str] | None = None,
+    ask_hint: Callable[[int], str] | None = None,
 ) -> list[Any]:
-    """The report of every lesson, as rich renderables (``grader.report``); ``rerun`` and
-    ``full_grade`` say its commands as the reader types them (a notebook's calls)."""
+    """The report of every lesson, as rich renderables (``grader.report``); ``rerun``,
+    ``full_grade`` and ``ask_hint`` say its commands as the reader types them (a
+    notebook's calls)."""
     from grader.report import LessonReport
 
     return [
-        LessonReport(result, card, rerun, full_grade) for result, card in zip(v.results, v.cards)
+        LessonReport(result, card, rerun, full_grade, ask_hint)
+        for result, card in zip(v.results, v.cards)
     ]
 
 

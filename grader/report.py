@@ -76,6 +76,7 @@ class LessonReport:
         card: Any,
         rerun: Callable[[ExerciseResult], str] | None = None,
         full_grade: Callable[[int], str] | None = None,
+        ask_hint: Callable[[int], str] | None = None,
     ):
         self.result = result
         self.card = card
@@ -83,6 +84,9 @@ class LessonReport:
         self.full_grade = full_grade
         """How a grade of the full example set is asked for, where the report is read:
         :func:`full_grade_command` on a terminal, a call in a notebook."""
+        self.ask_hint = ask_hint
+        """How the next hint of a lesson is asked for, where the report is read:
+        :func:`hint_command` on a terminal, a call in a notebook."""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         r, card = self.result, self.card
@@ -102,7 +106,7 @@ class LessonReport:
                 yield from draw_all(e.explanation, e)
         fresh = [e for e in r.exercises if e.status == Status.NOT_STARTED]
         if fresh:
-            yield NotStartedPanel(fresh)
+            yield NotStartedPanel(fresh, (self.ask_hint or hint_command)(r.lesson))
         shared = shared_error(r.exercises)
         if shared:
             yield SharedErrorPanel(shared)
@@ -258,25 +262,30 @@ class SharedErrorPanel:
                     border_style="red")  # fmt: skip
 
 
-class NotStartedPanel:
-    """Exercises whose stub is untouched: one panel, with each one's own hint (the
-    hint course.toml declares for it, ``course.scoring.exercise_hint``), or none."""
+def hint_command(lesson: int) -> str:
+    """How a terminal asks for lesson ``lesson``'s next hint."""
+    return f"course hint {lesson}"
 
-    def __init__(self, results: list[ExerciseResult]):
+
+class NotStartedPanel:
+    """Exercises whose stub is untouched: one panel, naming how to ask for a hint
+    (``ask``: ``course hint N``, or a notebook's call), never printing one — hints are
+    a ladder climbed on request, and a first hint shown unasked spoils the exercise."""
+
+    def __init__(self, results: list[ExerciseResult], ask: str | None = None):
         self.results = results
+        self.ask = ask or hint_command(results[0].lesson)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         names = ", ".join(e.exercise for e in self.results)
         parts: list = [
-            Text(f"{names}: still raising NotImplementedError — replace the TODOs with your code.")
+            Text(f"{names}: still raising NotImplementedError — replace the TODOs with your code."),
+            Text.assemble(
+                ("stuck?  ", "bold yellow"),
+                (self.ask, "bold"),
+                " gives this lesson's hints one at a time, the idea first and the API later.",
+            ),  # fmt: skip
         ]
-        owners: dict[str, list[str]] = {}
-        for e in self.results:  # each stub's own hint, once, named where several are shown
-            if e.hint:
-                owners.setdefault(e.hint, []).append(e.exercise)
-        for hint, names in owners.items():
-            label = f"hint ({', '.join(names)})  " if len(self.results) > 1 else "hint  "
-            parts.append(Text.assemble((label, "bold yellow"), hint))
         yield Panel(Group(*parts), title="· not started", title_align="left", border_style="yellow")
 
 

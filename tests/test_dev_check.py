@@ -264,3 +264,55 @@ def test_a_reference_reached_inline_in_a_run_that_hands_over_programs_is_found(t
     spec.write_text(text.replace(old, new))
     (problem,) = static_problems(registry.load(), tree)
     assert re.match(re.escape(says).replace("LINE", r"\d+"), problem), problem  # at any line
+
+
+def _with_hints(course, number: int, name: str, hints: tuple[str, ...]):
+    lesson = course.lesson(number)
+    exercises = tuple(
+        dataclasses.replace(e, hints=hints) if e.name == name else e for e in lesson.exercises
+    )
+    edited = dataclasses.replace(lesson, exercises=exercises)
+    return dataclasses.replace(
+        course, lessons=tuple(edited if x is lesson else x for x in course.lessons)
+    )
+
+
+def test_a_first_hint_holding_the_solutions_call_is_refused(tree):
+    """Issue 45 §6: a first hint points at the idea; lesson 1's place used to be the answer
+    (``jax.device_put(x, NamedSharding(mesh, spec))``, the solution's own call), named
+    once, by its longest call (not also the NamedSharding inside it)."""
+    answer = "place is one line: jax.device_put(x,  NamedSharding(mesh, spec))."
+    course = _with_hints(registry.load(), 1, "place", (answer,))
+    assert static_problems(course, tree) == [
+        "lesson 1: place's first hint holds the solution's call jax.device_put(x, "
+        "NamedSharding(mesh, spec)) verbatim: a first hint points at the idea; move the "
+        "call to a later hint"
+    ]
+
+
+def test_the_same_call_in_a_later_hint_or_an_idea_first_is_accepted(tree):
+    """The other way: the call as a second hint is the ladder working; a first hint that
+    names the API without the solution's arguments holds no call of it."""
+    idea = "A sharding built from the mesh and the spec, handed to jax.device_put."
+    answer = "place is one line: jax.device_put(x, NamedSharding(mesh, spec))."
+    course = _with_hints(registry.load(), 1, "place", (idea, answer))
+    assert static_problems(course, tree) == []
+
+
+def test_solution_calls_are_read_as_written():
+    from course.commands.dev import solution_calls
+
+    calls = solution_calls("def f(x):\n    return jnp.sum(\n        x * x, axis=0)  # c\n")
+    assert calls == ["jnp.sum( x * x, axis=0)"]
+    assert solution_calls("def f(:\n") == []
+
+
+def test_a_first_hint_matches_the_call_whatever_its_spacing(tree):
+    """The solution writes ``jnp.sum(g * g)``; a hint writing ``jnp.sum(g*g)`` is the same call."""
+    course = _with_hints(
+        registry.load(), 15, "clip_by_global_norm", ("norm = jnp.sqrt(jnp.sum(g*g))",)
+    )
+    (problem,) = static_problems(course, tree)
+    assert problem.startswith(
+        "lesson 15: clip_by_global_norm's first hint holds the solution's call jnp.sum(g * g)"
+    )

@@ -228,6 +228,8 @@ def test_home_makes_the_workspace_and_says_so_before_the_report(no_workspace, sc
         f"Set up your workspace: {LESSONS} exercise file(s) copied to"
     )
     assert "not started" in rest[-1]["text/plain"] and not g
+    assert "course.hint(1)" in rest[-1]["text/plain"]  # the panel names the notebook's call
+    assert "course hint 1" not in rest[-1]["text/plain"]
     assert all("\x1b" not in o["text/plain"] for o in screen.outputs)
     with Progress(home / "progress.db") as p:  # recorded in that workspace
         assert len(p.attempts()) == 1

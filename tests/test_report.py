@@ -348,30 +348,39 @@ def test_not_started_exercises_share_one_panel() -> None:
     text = render(report(r, {"ring_all_gather": 2, "ring_reduce_scatter": 2, "ring_all_reduce": 1}))
     assert text.count("· not started") == 3  # two table rows and one panel title
     assert "ring_all_gather, ring_reduce_scatter: still raising NotImplementedError" in text
-    assert text.count("The ring that sends right") == 1  # one hint of both: shown once
-    assert "hint (ring_all_gather, ring_reduce_scatter)" in text
     assert "re-run" not in text
     assert "Score 1/5 — not yet" in text
 
 
-def test_each_stub_shows_its_own_hint_or_none() -> None:
-    """The panel shows each not-started exercise's own hint, labelled with its name; a
-    stub without a hint of its own is shown none (never another exercise's)."""
+def test_the_not_started_panel_names_the_hint_command_and_prints_no_hint() -> None:
+    """Hints are a ladder climbed on request (issue 45 §6): the panel names ``course hint
+    N`` and shows none of the stubs' hints (before, it printed each one's first hint, and
+    lesson 1's was the whole answer to place)."""
     r = lesson(
         not_started("ring_all_gather", hint="ring_all_gather: send right N − 1 times."),
         not_started("ring_reduce_scatter", hint="ring_reduce_scatter: add what arrives."),
         not_started("ring_all_reduce"),
     )
     text = render(NotStartedPanel(list(r.exercises)), width=120)
-    assert "hint (ring_all_gather)  ring_all_gather: send right" in text
-    assert "hint (ring_reduce_scatter)  ring_reduce_scatter: add what" in text
-    assert "hint (ring_all_reduce)" not in text
+    assert "stuck?  course hint 2 gives this lesson's hints one at a time" in text
+    assert "send right" not in text and "add what arrives" not in text
+    assert "hint (" not in text
+    full = render(report(r, {"ring_all_gather": 2, "ring_reduce_scatter": 2, "ring_all_reduce": 1}))
+    assert "course hint 2" in full and "send right" not in full
+
+
+def test_a_notebook_report_names_its_own_hint_call() -> None:
+    r = lesson(not_started("ring_all_gather", hint="ring_all_gather: send right N − 1 times."))
+    plain = report(r, {"ring_all_gather": 2})
+    text = render(LessonReport(r, plain.card, ask_hint=lambda n: f"course.hint({n})"), width=120)
+    assert "course.hint(2)" in text and "course hint 2" not in text
+    assert "send right" not in text
 
 
 def test_not_started_panel_without_hint() -> None:
     text = render(NotStartedPanel([not_started("shard_shape")]))
     assert "shard_shape: still raising NotImplementedError" in text
-    assert "hint" not in text
+    assert "course hint" in text
 
 
 def test_error_result_shows_the_error_text() -> None:

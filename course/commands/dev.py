@@ -8,7 +8,8 @@
 2. each stub's public functions have the same signatures and docstrings as
    its solution's (read with ast: no import, no jax);
 3. the grading spec names exactly the registry's exercises;
-4. every exercise declares a hint in course.toml; no catalogue of mistakes is
+4. every exercise declares a hint in course.toml, and its first hint points at the idea:
+   it holds no call the solution makes, verbatim (:func:`_first_hint_problems`); no catalogue of mistakes is
    empty, and each names every exercise; no lesson folder imports another
    lesson or ``grader.sandbox`` (read with ast); nothing still holds the
    skeleton's :data:`MARKER` that ``course dev new`` left to fill in (the README's
@@ -111,6 +112,8 @@ def static_problems(course: Course, root: Path) -> list[str]:
             if not e.hints
         ]
         problems += _registry_marker_problems(lesson)
+        if files["solution"].is_file():
+            problems += _first_hint_problems(lesson, files["solution"])
         unparsed = _syntax_problems(
             lesson.number, root, [f for f in (*files.values(), *_folder_files(root, lesson.module))
                                   if f.suffix == ".py" and f.is_file()]
@@ -181,6 +184,43 @@ def _syntax_problems(number: int, root: Path, files: list[Path]) -> list[str]:
 
 def _folder_files(root: Path, module: str) -> list[Path]:
     return sorted((root / "grader" / "lessons" / module).glob("*.py"))
+
+
+def solution_calls(source: str) -> list[str]:
+    """Every call with an argument that ``source`` makes, as written there (whitespace
+    runs made one space): ``jax.device_put(x, NamedSharding(mesh, spec))``, and the
+    ``NamedSharding(mesh, spec)`` inside it; [] for a source that does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    calls = (
+        ast.get_source_segment(source, n)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and (n.args or n.keywords)
+    )
+    return list(dict.fromkeys(" ".join(c.split()) for c in calls if c))
+
+
+def _first_hint_problems(lesson: Lesson, solution: Path) -> list[str]:
+    """A first hint is shown to whoever asks once (``course hint N``): it points at the
+    idea, so it may not hold a call the solution makes verbatim (the answer, copied);
+    a later hint may."""
+    calls = solution_calls(solution.read_text())
+    out = []
+    for e in lesson.exercises:
+        if not e.hints:
+            continue
+        first = "".join(e.hints[0].split())  # matched without spaces: x*x is x * x
+        found = [c for c in calls if "".join(c.split()) in first]
+        longest = [c for c in found if not any(c != o and c in o for o in found)]
+        if longest:
+            out.append(
+                f"lesson {lesson.number}: {e.name}'s first hint holds the solution's call "
+                f"{', '.join(longest)} verbatim: a first hint points at the idea; move the "
+                "call to a later hint"
+            )
+    return out
 
 
 def _registry_marker_problems(lesson: Lesson) -> list[str]:
