@@ -67,6 +67,7 @@ from grader.spec import (
     Example,
     ExerciseSpec,
     LessonSpec,
+    about,
     draw_examples,
     format_example,
     load_spec,
@@ -386,7 +387,7 @@ def grade_exercise(
     try:
         return _grade_exercise(
             lesson, spec, planned.examples, planned.narrowed, start, directory, example, timeout,
-            emit, planned.runs,
+            emit, planned.runs, fixed=spec.explicit(ctx),
         )  # fmt: skip
     finally:
         planned.runs.close()  # an example prepared ahead after one that failed: not wanted
@@ -435,7 +436,7 @@ def plan_exercise(
 def _grade_exercise(
     lesson: int, spec: ExerciseSpec, examples: list[Example], narrowed: str | None,
     start: float, directory: Path, example: dict | None, timeout: float | None,
-    emit: Listener, runs: Examples,
+    emit: Listener, runs: Examples, fixed: Sequence[Example] = (),
 ) -> ExerciseResult:  # fmt: skip
     trials: list[Any] = []
     """Trials of the examples passed so far."""
@@ -549,7 +550,7 @@ def _grade_exercise(
             hint = next((c.hint for c in failed if c.hint), None)
             return finish(
                 Status.FAILED, checks=checks, example=shown, hint=hint,
-                explanation=_explain(spec, [trial]),
+                explanation=_explain(spec, [trial]), about=about(spec, ex, fixed),
             )  # fmt: skip
         trials.append(trial)
         last = checks

@@ -115,6 +115,11 @@ class DeviceMap(Evidence):
     atol: float
     rtol: float
     first_mismatch: Mismatch | None = None
+    where: str | None = None
+    """Where the wrong elements lie, in one sentence (:func:`grader.checks.relate.localise`)."""
+    measured: list[str] | None = None
+    """Relations that hold exactly between the values and the expected ones
+    (:func:`grader.checks.relate.relations`); other leaves' too, for a pytree."""
 
 
 @evidence("sharding")

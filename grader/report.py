@@ -304,6 +304,8 @@ class ExercisePanel:
             facts.add_column(style="bold")
             facts.add_column()
             facts.add_row("example", e.example)
+            if e.about:
+                facts.add_row("for", e.about)
             parts.append(facts)
         if e.checks:
             parts.append(CheckTable(e.checks))
@@ -424,6 +426,10 @@ def _device_map(d: ev.DeviceMap, exercise: ExerciseResult | None) -> list[Render
                 _grid(first.actual_shard),
             )  # fmt: skip
         )
+    if d.where:
+        out.append(Text.assemble(("where  ", "bold"), d.where))
+    for said in d.measured or []:
+        out.append(Text.assemble(("measured  ", "bold"), said))
     return out
 
 

@@ -104,6 +104,9 @@ class ExerciseResult:
     explanation: tuple[Evidence, ...] = ()
     """Report material that is not a verdict: the comparison with XLA, the step
     timeline … (see :mod:`grader.evidence`)."""
+    about: str | None = None
+    """What the failing example is for: a fixed example's sentence, or a drawn one's
+    features (:func:`grader.spec.about`)."""
     narrowed: str | None = None
     """Why this run does not count, when it ran fewer examples than a grade needs
     (``--example``, ``--max-examples``, too few devices); None for a full run."""

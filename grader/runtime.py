@@ -302,6 +302,7 @@ def run_compiled(
         program=program,
         extra=extra,
         salt=salt,
+        inputs=tuple(args),
     )
 
 

@@ -62,6 +62,9 @@ class Trial:
     extra: dict[str, Any] = field(default_factory=dict)
     salt: int = 0
     """The data salt the example's inputs were drawn with (see :class:`grader.runtime.Runtime`)."""
+    inputs: tuple = ()
+    """The arguments the program ran on (the grader's own data): report material, for
+    relations such as "equals an input unchanged" (:mod:`grader.checks.relate`)."""
 
     def __getattribute__(self, name: str) -> Any:
         value = object.__getattribute__(self, name)
@@ -177,6 +180,33 @@ class ExerciseSpec:
     """Report material (:mod:`grader.evidence` items) from the trials: all passed
     ones, or the failing one alone. Called once per exercise, never a verdict
     (see ExerciseResult.explanation)."""
+    purpose: Callable[[Example], str | None] | None = None
+    """What a fixed example (one of ``explicit``'s) is for, in one sentence: the
+    contrast it holds (e.g. "an inf on one device: the step is skipped everywhere").
+    Shown beside the numbers when a check fails on it (:func:`about`)."""
+
+
+FEATURES: dict[str, str] = {
+    "n": "a mesh of {} devices",
+    "mesh": "mesh {}",
+    "dtype": "{}",
+    "step": "at step {}",
+}
+"""How a drawn example's field reads as a feature (the others read ``key = value``)."""
+
+
+def about(spec: ExerciseSpec, example: Example, fixed: Sequence[Example]) -> str:
+    """What the example is for: a fixed one's sentence (``spec.purpose``), a drawn one's
+    distinguishing features (issue 45 §1)."""
+    if any(example == f for f in fixed):
+        said = spec.purpose(example) if spec.purpose is not None else None
+        return f"a fixed example: {said}" if said else "a fixed example (one every grade runs)"
+    features = [
+        FEATURES.get(k, k + " = {}").format(v)
+        for k, v in example.items()
+        if k != "seed" and not isinstance(v, (dict, list))
+    ]
+    return "a drawn example" + (f": {', '.join(features)}" if features else "")
 
 
 LESSONS = "grader.lessons"

@@ -12,6 +12,15 @@ import numpy as np
 
 Close = Callable[[np.ndarray, np.ndarray], bool]
 
+NON_FINITE = "NaN or Inf in the output"
+"""The start of the hint for non-finite values; a measured overflow of a narrow cast
+takes its place (:func:`grader.checks.relate.overflow`)."""
+
+STRAY_FACTOR = "The result is the right one times"
+"""The start of the hint for a factor no known mistake explains; a relation measured
+on the values (:mod:`grader.checks.relate`, which names the factor where it is one of
+the example's quantities) takes its place."""
+
 
 def _same_shapes(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> bool:
     return len(a) == len(b) and all(x.shape == y.shape for x, y in zip(a, b))
@@ -37,7 +46,7 @@ def values(
     if any(not np.all(np.isfinite(a)) for a in actual):
         bad = [d for d, a in enumerate(actual) if not np.all(np.isfinite(a))]
         return (
-            f"NaN or Inf in the output of device(s) {bad}: look for a division by zero, "
+            f"{NON_FINITE} of device(s) {bad}: look for a division by zero, "
             "a log of a non-positive number, or an uninitialised buffer (jnp.empty)."
         )
     distinct_expected = n > 1 and any(not close(expected[0], e) for e in expected[1:])
@@ -123,7 +132,7 @@ def values(
             return f"The result is exactly N = {n_ring} times too large: a sum where a mean belongs, or a value added once per device twice."
         if n_ring and np.isclose(scale * n_ring, 1.0):
             return f"The result is exactly N = {n_ring} times too small: a mean (pmean) where a sum belongs."
-        return f"The result is the right one times {scale:.3g}: a stray scale factor."
+        return f"{STRAY_FACTOR} {scale:.3g}: a stray scale factor."
     wrong = [d for d in range(n) if not close(actual[d], expected[d])]
     if 0 < len(wrong) < n:
         return f"Only device(s) {wrong} of {n} are wrong; the others are right: what your code does differently on those devices is where the values part."

@@ -12,6 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
+from grader.checks.relate import MAX_ELEMENTS
 from grader.evidence import Note
 from grader.results import CheckResult
 from grader.spec import Check, Trial
@@ -51,9 +54,12 @@ class PerLeaf(Check):
                 "(a pytree jax.tree.map keeps), paired with the loss where one is asked for.",
             )
         results = []
+        named = [(jax.tree_util.keystr(p) or "output", w) for p, w in want_leaves]
         for (path, want), got in zip(want_leaves, got_leaves):
             where = jax.tree_util.keystr(path) or "output"
-            extra = {**trial.extra, "leaf": where, **self.leaf_extra(trial, where)}
+            others = [(f"leaf {k}", w) for k, w in named if k != where]
+            extra = {**trial.extra, "leaf": where, **self.leaf_extra(trial, where),
+                     "other_leaves": _arrays(others, np.shape(want))}  # fmt: skip
             leaf = replace(trial, output=got, expected=want, extra=extra)
             results.append((where, self.inner(leaf)))
         failed = [(where, r) for where, r in results if not r.passed]
@@ -68,13 +74,35 @@ class PerLeaf(Check):
         where, first = failed[0]
         others = f" (and {len(failed) - 1} more arrays)" if len(failed) > 1 else ""
         hint = (self.explain_failure and self.explain_failure(trial)) or first.hint
+        right = [w for w, r in results if r.passed]
+        leaves = (
+            f" — leaves wrong: {', '.join(w for w, _ in failed)}; right: {', '.join(right) or 'none'}"
+            if len(results) > 1
+            else ""
+        )
+        measured = [  # what each other wrong leaf was measured to equal
+            Note(f"{w}: {text}") for w, r in failed[1:] for e in r.evidence
+            for text in (getattr(e, "measured", None) or [])
+        ]  # fmt: skip
         return CheckResult(
             self.name,
             False,
-            f"{where}: {first.message}{others}",
-            evidence=[Note(f"the first wrong array: {where}"), *first.evidence],
+            f"{where}: {first.message}{others}{leaves}",
+            evidence=[Note(f"the first wrong array: {where}"), *first.evidence, *measured],
             hint=hint,
         )
+
+
+def _arrays(named: list[tuple[str, Any]], shape: tuple[int, ...]) -> list[tuple[str, np.ndarray]]:
+    """The expected leaves of ``shape`` as float64 arrays (for "equals leaf X's expected")."""
+    out = []
+    for name, w in named:
+        if np.shape(w) == shape and np.size(w) <= MAX_ELEMENTS:
+            try:
+                out.append((name, np.asarray(w, dtype=np.float64)))
+            except (TypeError, ValueError):
+                continue
+    return out
 
 
 def describe(tree: Any, dtypes: bool = True) -> str:

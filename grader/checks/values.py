@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks import diagnose
-from grader.evidence import DeviceMap, DeviceShard, Mismatch
+from grader.checks import diagnose, relate
+from grader.evidence import DeviceMap, DeviceShard, Mismatch, Note
 from grader.results import CheckResult
 from grader.spec import Check, Example, Trial
 
@@ -59,6 +59,9 @@ class Values(Check):
     rtol: Callable[[Trial], float] | None = None
     """rtol beside ``atol``'s fraction, for a result whose precision is relative to each
     element (a bfloat16 rounding of the right value is one step of that element)."""
+    quantities: Callable[[Trial], dict[str, float]] | None = None
+    """The lesson's own quantities a stray factor may be, by name (a bias correction
+    1/(1 − βᵗ), say), beside those every example has (:func:`relate.quantities`)."""
 
     def __call__(self, trial: Trial) -> CheckResult:
         import jax
@@ -105,11 +108,13 @@ class Values(Check):
         actual = [np.asarray(s.data) for s in shards]
         expected = [want[s.index] for s in shards]
         devices, first, worst_abs, worst_rel = [], None, 0.0, 0.0
+        masks: list[np.ndarray | None] = []  # per device: its wrong elements
         wrong_rows: set[int] = set()  # global indices along axis 0 where some device differs
         for s, a, e in zip(shards, actual, expected):
             coord = coords.get(s.device.id, (s.device.id,))
             if a.shape != e.shape:
                 devices.append(DeviceShard(list(coord), False))
+                masks.append(None)
                 continue
             err = np.abs(as_numpy(a) - as_numpy(e))
             err = np.where(np.isnan(err), np.inf, err)
@@ -122,6 +127,7 @@ class Values(Check):
                     worst_rel, float((err[nonzero] / np.abs(as_numpy(e))[nonzero]).max())
                 )
             devices.append(DeviceShard(list(coord), ok, m))
+            masks.append(~(err <= atol + rtol * np.abs(as_numpy(e))))
             offset = [sl.start or 0 for sl in s.index] + [0] * (e.ndim - len(s.index))
             if not ok and e.ndim:
                 off_rows = ~(err <= atol + rtol * np.abs(as_numpy(e)))
@@ -178,6 +184,21 @@ class Values(Check):
             if first
             else ""
         )
+        place, said = self._related(trial, out, want, shards, actual, masks, atol, rtol)
+        if hint is not None and hint.startswith(diagnose.NON_FINITE):
+            hint = self._non_finite(trial, out, want, shards, actual) or hint
+        if evidence:  # the map says where and what was measured
+            evidence[0].where, evidence[0].measured = place, said or None
+        elif place or said:
+            evidence = [Note(f"where: {place}")] if place else []
+            evidence += [Note(f"measured: {x}") for x in said]
+        if said:  # a relation measured: the hint where none names a cause
+            best = max(said, key=lambda x: ": " in x)  # one that names what it is, first
+            first_said = f"{best[0].upper()}{best[1:]}."
+            if hint is None or hint.startswith(diagnose.STRAY_FACTOR):
+                hint = first_said
+            elif hint.startswith(GENERIC):
+                hint = f"{first_said} {hint}"
         return CheckResult(
             self.name,
             False,
@@ -186,6 +207,86 @@ class Values(Check):
             evidence=evidence,
             hint=hint,
         )
+
+    def _non_finite(self, trial: Trial, out, want, shards, actual) -> str | None:
+        """The NaN hint, where a measurement names the cause (issue 45 §5): a narrow cast
+        that overflowed (:func:`relate.overflow`), else None (the list of causes stays)."""
+        if trial.program is None or want.size > relate.MAX_ELEMENTS:
+            return None
+        got = relate.assemble([(a, s.index) for a, s in zip(actual, shards)], want.shape)
+        nonfinite = None if got is None else ~np.isfinite(got)
+        return relate.overflow(trial.program, _inputs(trial, want.shape), nonfinite)
+
+    def _related(self, trial: Trial, out, want, shards, actual, masks, atol: float, rtol: float):
+        """(where the wrong elements lie, the relations that hold) for a failing output
+        (:mod:`grader.checks.relate`); (None, []) past its size bound."""
+        if want.size > relate.MAX_ELEMENTS or any(m is None for m in masks):
+            return None, []
+        bad = np.zeros(want.shape, dtype=bool)
+        for s, m in zip(shards, masks):
+            bad[s.index] |= m
+        place = relate.localise(bad)
+        want64 = as_numpy(want).astype(np.float64)
+
+        def close(a: np.ndarray, e: np.ndarray) -> np.ndarray:
+            return np.abs(a - e) <= atol + rtol * np.abs(e)
+
+        leaf = trial.extra.get("leaf")
+        what = f"your {leaf}" if leaf else "your value"
+        known = relate.quantities(
+            trial.example, trial.mesh, [out.dtype.itemsize],
+            self.quantities(trial) if self.quantities else None,
+        )  # fmt: skip
+        got = relate.assemble([(a, s.index) for a, s in zip(actual, shards)], want.shape)
+        if got is None:  # devices disagree on a replicated element: per device, elementwise
+            a = np.concatenate([as_numpy(x)[m] for x, m in zip(actual, masks)])
+            e = np.concatenate([as_numpy(want[s.index])[m] for s, m in zip(shards, masks)])
+            return place, relate.relations(
+                a, e, np.ones(a.shape, bool), close, known=known, what=what
+            )
+        return place, relate.relations(
+            got, want64, bad, close, known=known, what=what,
+            inputs=_inputs(trial, want.shape), others=trial.extra.get("other_leaves", ()),
+            split=_split(out, trial.mesh),
+        )  # fmt: skip
+
+
+GENERIC = ("Only device(s)", "The output is all zeros")
+"""Hints that name where, not why: a relation measured on the values goes first."""
+
+
+def _inputs(trial: Trial, shape: tuple[int, ...]) -> list[tuple[str, np.ndarray]]:
+    """The program's arguments (each leaf, by path) as float64 numpy arrays: every one
+    for the finiteness test, and none past the size bound."""
+    import jax
+
+    out = []
+    for i, arg in enumerate(trial.inputs):
+        for path, leaf in jax.tree_util.tree_flatten_with_path(arg)[0]:
+            if isinstance(leaf, jax.Array) and leaf.is_deleted():
+                continue
+            if getattr(leaf, "size", relate.MAX_ELEMENTS + 1) > relate.MAX_ELEMENTS:
+                continue
+            if getattr(leaf, "dtype", None) is None or np.dtype(leaf.dtype).kind not in "fiuV":
+                continue
+            name = f"argument {i}{jax.tree_util.keystr(path)}"
+            out.append((name, as_numpy(leaf).astype(np.float64)))
+    return out
+
+
+def _split(out, mesh) -> list[tuple[int, int]]:
+    """(axis, devices) for each axis of ``out`` its NamedSharding splits."""
+    spec = getattr(out.sharding, "spec", None)
+    if spec is None or mesh is None:
+        return []
+    sizes = dict(zip(mesh.axis_names, mesh.devices.shape))
+    split = []
+    for axis, entry in enumerate(spec):
+        names = (entry,) if isinstance(entry, str) else tuple(entry or ())
+        n = int(np.prod([sizes.get(a, 1) for a in names])) if names else 1
+        if n > 1:
+            split.append((axis, n))
+    return split
 
 
 SHOW_RANGES = 6

@@ -137,11 +137,23 @@ def _diagnose_error(exc: BaseException, ex: Example, passed: list[Example]) -> s
     return None
 
 
+def _purpose(ex: Example) -> str | None:
+    """What each fixed example is for (issue 45 §1), as :func:`_explicit` says."""
+    return {
+        1: "an axis of size 1: no step at all, the input is the answer",
+        4: "a power of two (N = 4): a butterfly passes here, a ring must too",
+        3: "N = 3, not a power of two, with float values: a butterfly fails here, and a "
+        "sum kept in lower precision shows",
+        6: "N = 6 in bfloat16, not a power of two: the ring in the input's own dtype",
+    }.get(ex["n"])
+
+
 def _exercise(name, run, values, steps, optimum, what) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
         strategy=_strategy,
         explicit=_explicit,
+        purpose=_purpose,
         run=run,
         checks=(
             values,

@@ -635,18 +635,43 @@ def _clip_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
             "whose norm is at most max_norm as it is (jnp.maximum, not a plain division).",
             always,
         ),
-        (
-            "You clipped each device's slice by its own norm: each device's norm is that of "
-            "Ψ/N elements, smaller than the whole gradient's. All-reduce the sum of squares "
-            "(lax.psum(jnp.sum(g * g), 'data')) and take the square root of the total.",
-            local,
-        ),
+        _local_norm(trial, local),
         (
             "You added the devices' norms: norms do not add (√a + √b ≥ √(a + b)), squares do. "
             "psum the sum of squares, then take one square root.",
             summed,
         ),
     ]
+
+
+def _local_norm(trial: Trial, local: np.ndarray) -> tuple[str, np.ndarray]:
+    """Values clipped slice by slice. Where each slice's own clip leaves it as it is (the
+    "between" case) they are the gradient unclipped, which a norm too small for any reason
+    gives too: the slice's own norm is named only where the program all-reduces nothing
+    (measured in its HLO, issue 45 §5); with an all-reduce, what the values show is said,
+    and the mean of squares only as the norm ‖g‖/√N it would give, measured against max_norm."""
+    kinds = trial.comms.kinds() if trial.comms is not None else set()
+    if "all-reduce" not in kinds:
+        return (
+            "You clipped each device's slice by its own norm: each device's norm is that of "
+            "Ψ/N elements, smaller than the whole gradient's. All-reduce the sum of squares "
+            "(lax.psum(jnp.sum(g * g), 'data')) and take the square root of the total.",
+            local,
+        )
+    n, norm, max_norm = trial.example["n"], trial.extra["norm"], trial.extra["max_norm"]
+    mean = norm / np.sqrt(n)
+    fits = (
+        f" A mean of the squares (lax.pmean) gives ‖g‖/√N = {mean:.4g}, below max_norm: "
+        "sum them (lax.psum) before the square root."
+        if mean <= max_norm
+        else ""
+    )
+    return (
+        f"Your program all-reduces, but the norm it compared with max_norm = {max_norm:.4g} "
+        f"was at most max_norm: the gradient came back as it came, though its norm over "
+        f"every device is {norm:.4g}.{fits}",
+        local,
+    )
 
 
 def _scaled_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
@@ -828,7 +853,7 @@ def _trial_mistake(trial: Trial) -> str | None:
                 continue
             out = np.asarray(got[where]).astype(np.float64)
             extra = {**trial.extra, **_leaf_extra(trial, where)}
-            leaf = Trial(trial.example, got[where], expected, extra=extra)
+            leaf = Trial(trial.example, got[where], expected, extra=extra, comms=trial.comms)
             if out.shape == np.shape(expected) and (words := _known_mistake(leaf, out)):
                 return words
     return None
@@ -1270,10 +1295,24 @@ def _diagnose(kind: str) -> Callable[[BaseException, Example, list[Example]], st
 # ------------------------------------------------------------------ exercises
 
 
+def _quantities(trial: Trial) -> dict[str, float]:
+    """The bias corrections of this example's update t = step + 1, for a factor the
+    relations name (issue 45 §3): m or v kept bias-corrected is 1/(1 − βᵗ) times too large."""
+    if trial.extra.get("kind") not in ("adamw", "zero1", "zero2"):
+        return {}
+    t = trial.example["step"] + 1
+    return {
+        f"1/(1 − b1ᵗ) = {1 / (1 - HP['b1'] ** t):.6g}, the bias correction of m at t = {t}": 1
+        / (1 - HP["b1"] ** t),
+        f"1/(1 − b2ᵗ) = {1 / (1 - HP['b2'] ** t):.6g}, the bias correction of v at t = {t}": 1
+        / (1 - HP["b2"] ** t),
+    }
+
+
 def _value_checks() -> list[Check]:
     return [
         PerLeaf(
-            inner=Hinted(Values(atol=_atol, rtol=_rtol), _leaf_hint),
+            inner=Hinted(Values(atol=_atol, rtol=_rtol, quantities=_quantities), _leaf_hint),
             leaf_extra=_leaf_extra,
             explain_failure=_trial_mistake,
         ),
@@ -1290,8 +1329,59 @@ def _exercise(name: str, kind: str, run: Any, strategy: Any, explicit: Any,
     return ExerciseSpec(
         name=name, strategy=strategy, explicit=explicit, run=run,
         checks=tuple(_value_checks() + checks), max_examples=1, diagnose_error=_diagnose(kind),
-        explain=_explain_stages if kind == "zero2" else None,
+        explain=_explain_stages if kind == "zero2" else None, purpose=_purpose(kind),
     )  # fmt: skip
+
+
+SCALED_PURPOSE = {
+    "nan": "a nan (no inf) in the gradient: the step is skipped on every device, the scale "
+    "halves and good resets to 0 (a skip test with isinf alone, or |g| > 65504, misses it)",
+    "underflow": "gradients below float16's smallest subnormal, representable only scaled: "
+    "unscaled after the float32 cast, and a clean step that grows the scale",
+    "overflow": "an inf on one device's slice: the step is skipped everywhere and good "
+    "resets to 0 (a skip decided on one device alone, or with isnan alone, misses it)",
+    "clean": "a clean step two short of growing the scale: a scale grown one clean step "
+    "early doubles here, and only here",
+}
+"""The loss-scaling examples' contrasts, by case (:func:`_scaled_examples`)."""
+
+
+def _purpose(kind: str) -> Callable[[Example], str | None]:
+    """What each fixed example of ``kind`` is for (issue 45 §1), from the contrasts its
+    examples' docstrings name."""
+
+    def purpose(ex: Example) -> str | None:
+        if kind == "adamw":
+            return (
+                "a fresh optimizer (step 0, t = 1): the bias correction matters most, and a "
+                "quarter of the gradients are near 1e-6"
+                if ex["step"] == 0
+                else f"a later step (step {ex['step']}, t = {ex['step'] + 1}) on "
+                f"{ex['n']} devices: moments carried from earlier steps"
+            )
+        if kind in ("zero1", "zero2"):
+            return (
+                f"N = {ex['n']} devices with M = {ex['micro']} micro-batches at step "
+                f"{ex['step']}: the mean is over all N·M gradients, and ZeRO-1 and ZeRO-2 "
+                "send different counts"
+            )
+        if kind == "clip":
+            return {
+                "between": "max_norm between every device's own norm and the whole norm: a "
+                "local norm never clips, a sum of norms clips too much",
+                "keep": "max_norm above the whole norm: the gradient must come back as it is",
+                "clip": "max_norm below every norm: every slice is scaled by one factor",
+            }.get(ex["case"])
+        if kind == "scaled":
+            return SCALED_PURPOSE.get(ex["case"])
+        if kind == "fp8":
+            return (
+                f"{ex['n']} devices, one outlier on one device sets the scale: one amax over "
+                "every device (lax.pmax), not each slice's own"
+            )
+        return None
+
+    return purpose
 
 
 SPEC = LessonSpec(

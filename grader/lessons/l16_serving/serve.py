@@ -665,10 +665,7 @@ class Donated(Check):
                 f"the compiled step writes the whole cache ({want:,} bytes per device) outside "
                 f"an in-place update ({ops}): a copy of the cache is made each step",
                 evidence=evidence,
-                hint="Read one layer's keys and values at a time, and write only the new "
-                "position: a concatenate, a jnp.where over the whole cache or a cache carried "
-                "both ways through lax.scan (xs and ys) copies all of it, and so does reading "
-                "the cache as it came after writing into it (XLA must keep the old one).",
+                hint=_whole_write_hint({w.opcode for w in whole}),
             )  # fmt: skip
         written = sum(t for w in found if (t := w.total()) is not None)
         largest = max(found, key=lambda w: w.bytes_each, default=None)
@@ -694,6 +691,24 @@ class Donated(Check):
             "written a step: the new token's keys and values)",
             evidence=evidence,
         )  # fmt: skip
+
+
+WHOLE_WRITES = {
+    "concatenate": "a concatenate (your step joins pieces into a cache-sized buffer)",
+    "select": "a jnp.where over the whole cache (a select of cache size)",
+    "copy": "a copy: a cache carried both ways through lax.scan (xs and ys) makes one, and "
+    "so does reading the cache as it came after writing into it (XLA must keep the old one)",
+}
+"""What writes a whole cache, by the HLO opcode that writes it: a hint names only the
+opcodes the compiled step holds (issue 45 §5: no concatenate blamed where there is none)."""
+
+
+def _whole_write_hint(opcodes: set[str]) -> str:
+    said = [WHOLE_WRITES.get(op, f"a {op} of the cache's size") for op in sorted(opcodes)]
+    return (
+        "Read one layer's keys and values at a time, and write only the new position. "
+        f"What writes all of it in your compiled step: {'; '.join(said)}."
+    )
 
 
 def _times(count: int | None) -> str:

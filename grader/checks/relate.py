@@ -1,0 +1,417 @@
+"""Where a wrong array is wrong, and what it equals instead (issue 45 §2, §3).
+
+Mechanisms for mistakes nobody catalogued: they read only the student's value
+and the expected one (and the example's own quantities and inputs), never a
+list of known mistakes.
+
+:func:`localise` says where the wrong elements lie: every element, some indices
+along an axis (one row, a range, every k-th), or a block, in one sentence.
+
+:func:`relations` tests a fixed battery of relations between the value and the
+expected one, and says each that holds **exactly**: to the check's own
+tolerance, on every wrong element (a permutation: on every element). A factor
+is named when it equals one of the example's quantities (mesh axis sizes, N,
+√N, itemsize, 2, ½, a bias correction where the lesson exposes one). Nothing
+here says "close to": a relation holds or is not said.
+
+Counters and schedules one step off (the expected value of the previous or next
+step) are not in the battery: a value check sees one step's expected value, and
+the step before or after is the lesson's to compute (left to each lesson).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+MAX_ELEMENTS = 1 << 21
+"""Relations run on arrays of at most this many elements (a failing grade stays
+cheap: every relation is one or two passes over the array)."""
+
+Close = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""(actual, expected) → elementwise bool: within the check's tolerance."""
+
+
+# ------------------------------------------------------------ where
+
+
+def _runs(idx: Sequence[int]) -> list[tuple[int, int]]:
+    runs: list[list[int]] = []
+    for i in idx:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return [(a, b) for a, b in runs]
+
+
+def _indices(idx: Sequence[int], size: int) -> str:
+    """``index 3``, ``indices 2–5``, ``every 4th index from 1``, ``indices 0–1, 6``."""
+    idx = sorted(idx)
+    if len(idx) == size:
+        return "every index"
+    if len(idx) == 1:
+        return f"index {idx[0]}"
+    steps = {b - a for a, b in zip(idx, idx[1:])}
+    if len(steps) == 1 and (k := steps.pop()) > 1:
+        return f"every {_ordinal(k)} index from {idx[0]} ({len(idx)} of {size})"
+    runs = _runs(idx)
+    shown = ", ".join(f"{a}" if a == b else f"{a}–{b}" for a, b in runs[:4])
+    more = f", … ({len(runs) - 4} more runs)" if len(runs) > 4 else ""
+    return f"indices {shown}{more} ({len(idx)} of {size})"
+
+
+def _ordinal(k: int) -> str:
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
+
+
+def localise(bad: np.ndarray) -> str | None:
+    """One sentence on where ``bad`` (a global bool mask of wrong elements) is true:
+    ``every element``, ``only along axis 0 at index 3 (every element there)``,
+    ``a block: axis 0 indices 4–7, axis 1 indices 0–3``, or how many, scattered.
+    None when nothing is wrong."""
+    bad = np.asarray(bad, dtype=bool)
+    total, n_bad = bad.size, int(bad.sum())
+    if n_bad == 0:
+        return None
+    if n_bad == total:
+        return f"every element is wrong ({total} of {total})"
+    if bad.ndim == 0:
+        return None
+    if n_bad == 1:
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        return f"only the element at {at} is wrong (1 of {total})"
+    along = [np.nonzero(bad.any(axis=tuple(j for j in range(bad.ndim) if j != i)))[0]
+             for i in range(bad.ndim)]  # fmt: skip
+    box = np.zeros_like(bad)
+    box[np.ix_(*along)] = True
+    if np.array_equal(box, bad):
+        limited = [(i, a) for i, a in enumerate(along) if len(a) < bad.shape[i]]
+        parts = [f"axis {i} at {_indices(a.tolist(), bad.shape[i])}" for i, a in limited]
+        if bad.ndim == 1:
+            return f"wrong at {_indices(along[0].tolist(), total)}"
+        if len(limited) == 1:
+            return f"wrong only along {parts[0]}, every element there ({n_bad} of {total})"
+        return f"wrong on one block: {', '.join(parts)} ({n_bad} of {total} elements)"
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    return f"{n_bad} of {total} elements are wrong, scattered (no row, stride or block holds them all; the first at {first})"
+
+
+# ------------------------------------------------------------ quantities
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number the example itself holds, and its name in a sentence."""
+
+    value: float
+    name: str
+
+
+def quantities(
+    example: dict[str, Any],
+    mesh: Any = None,
+    itemsizes: Sequence[int] = (),
+    extra: dict[str, float] | None = None,
+) -> list[Quantity]:
+    """The example's own quantities a stray factor may be: the mesh's axis sizes and
+    their product N, the example's integer fields (but a seed), the lesson's own
+    (``extra``: a bias correction 1/(1 − βᵗ), say), √ of each, itemsizes, 2; and the
+    reciprocal of each. Earlier names win where two are equal."""
+    base: list[Quantity] = []
+    if mesh is not None:
+        sizes = dict(zip(mesh.axis_names, mesh.devices.shape))
+        if len(sizes) > 1:
+            base.append(
+                Quantity(float(mesh.devices.size), f"N = {mesh.devices.size}, the device count")
+            )
+        for axis, size in sizes.items():
+            what = "N, the size of mesh axis" if len(sizes) == 1 else "the size of mesh axis"
+            base.append(Quantity(float(size), f"{what} {axis!r} ({size})"))
+    for name, value in (extra or {}).items():
+        base.append(Quantity(float(value), name))
+    for key, value in example.items():
+        if key == "seed" or isinstance(value, bool) or not isinstance(value, int):
+            continue
+        base.append(Quantity(float(value), f"{key} = {value}"))
+    for size in dict.fromkeys(itemsizes):
+        base.append(Quantity(float(size), f"the itemsize ({size} bytes)"))
+    base.append(Quantity(2.0, "2"))
+    roots = [
+        Quantity(math.sqrt(q.value), f"√({q.name})") for q in base if q.value > 1 and q.name != "2"
+    ]
+    every = [q for q in base + roots if q.value > 0 and q.value != 1.0]
+    out = every + [
+        Quantity(1.0 / q.value, f"1/({q.name})" if q.name != "2" else "½") for q in every
+    ]
+    return out
+
+
+def name_factor(c: float, known: Sequence[Quantity], rel: float = 1e-6) -> Quantity | None:
+    """The first quantity equal to ``c`` (relatively within ``rel``), or None."""
+    return next((q for q in known if abs(c - q.value) <= rel * abs(q.value)), None)
+
+
+# ------------------------------------------------------------ relations
+
+
+def _fmt(c: float) -> str:
+    return f"{c:.6g}"
+
+
+def relations(
+    got: np.ndarray,
+    want: np.ndarray,
+    bad: np.ndarray,
+    close: Close,
+    *,
+    known: Sequence[Quantity] = (),
+    inputs: Sequence[tuple[str, np.ndarray]] = (),
+    others: Sequence[tuple[str, np.ndarray]] = (),
+    split: Sequence[tuple[int, int]] = (),
+    what: str = "your value",
+) -> list[str]:
+    """Every relation of the battery that holds exactly between ``got`` and ``want``
+    (global float64 arrays of one shape; ``bad`` the wrong elements), each one
+    sentence that cites it. ``inputs``: (name, array) handed to the program;
+    ``others``: (name, expected array) of the output's other leaves; ``split``:
+    (axis, devices) the output is split over, for strided-vs-contiguous blocks."""
+    if got.shape != want.shape or got.size > MAX_ELEMENTS or not bad.any():
+        return []
+    a, e = got[bad], want[bad]
+    n_bad = int(bad.sum())
+    every = f"on every one of the {n_bad} wrong elements"
+    out: list[str] = []
+    finite_in = all(np.all(np.isfinite(x)) for _, x in inputs if x.dtype.kind == "f")
+    nonfinite = ~np.isfinite(a)
+    if nonfinite.any():
+        if inputs and finite_in and np.all(np.isfinite(e)):
+            out.append(
+                f"{what} holds {int(nonfinite.sum())} non-finite value(s) (inf or nan) where "
+                "every input and the expected value are finite: the program made them"
+            )
+        return out  # nothing else can hold on a non-finite value
+    leaf_key = what.rsplit("[", 1)[-1] if what.endswith("]") else None
+    for name, x in inputs:
+        if x.shape == got.shape and np.all(close(a, x[bad])):
+            same = leaf_key is not None and name.endswith("[" + leaf_key)
+            why = ": returned as it came, never updated" if same else ""
+            out.append(f"{what} equals the input {name} {every}{why}")
+            break
+    if np.all(a == 0) and np.any(e != 0):
+        return [*out, f"{what} is exactly 0 {every}"][:LIMIT]
+    if np.all(close(a, -e)):
+        return [*out, f"{what} is exactly the expected one with its sign flipped, {every}"][:LIMIT]
+    for name, x in others:
+        if x.shape == got.shape and np.all(close(a, x[bad])):
+            out.append(
+                f"{what} equals the expected {name} {every}: the leaves are swapped or mixed up"
+            )
+            break
+    varied = len(np.unique(e)) >= 2  # on one expected value any number is some factor of it
+    factor = _factor(a, e, close, known, varied)
+    if factor is not None:
+        c, q = factor
+        named = (
+            f": the factor is {q.name}"
+            if q
+            else " (a constant factor that is none of the example's own sizes)"
+        )
+        out.append(f"{what} is exactly {_fmt(c)}× the expected one {every}{named}")
+    for name, x in inputs:  # an update: value − input, against the expected one's
+        if factor is not None or len(out) >= LIMIT:
+            break
+        if x.shape != got.shape or not np.any(x[bad]):
+            continue  # an input of zeros makes the update the value: the factor said it
+        xb = x[bad]
+        du, de = a - xb, e - xb
+        if not np.any(de) or np.all(close(a, xb)):
+            continue
+        found = _factor(du, de, lambda u, d, xb=xb: close(xb + u, xb + d), known,
+                        len(np.unique(de)) >= 2, minus_one=True)  # fmt: skip
+        if found is None:
+            continue
+        c, q = found
+        words = (
+            "the step went the wrong way (its sign flipped)" if c == -1.0
+            else f"the factor is {q.name}" if q is not None
+            else "a constant factor that is none of the example's own sizes"
+        )  # fmt: skip
+        out.append(
+            f"{what} minus {name} (your update) is exactly {_fmt(c)}× the expected "
+            f"update {every}: {words}"
+        )
+        break
+    d = float(np.median(a - e))
+    if not out and d != 0 and np.all(close(a, e + d)):
+        q = Quantity(1.0, "1") if abs(d) == 1 else name_factor(abs(d), known)
+        if q is not None or varied:
+            sign = "+" if d > 0 else "−"
+            named = f": the offset is {q.name}" if q is not None and q.name != "1" else ""
+            out.append(f"{what} is exactly the expected one {sign} {_fmt(abs(d))} {every}{named}")
+    if not out:
+        perm = _permutation(got, want, close, split)
+        if perm:
+            out.append(f"{what} holds the expected values in the wrong places: it is {perm}")
+    return out[:LIMIT]
+
+
+LIMIT = 2
+"""Relations said per array: the first that hold, in the battery's order."""
+
+
+def _factor(
+    a: np.ndarray,
+    e: np.ndarray,
+    close: Close,
+    known: Sequence[Quantity],
+    varied: bool,
+    minus_one: bool = False,
+) -> tuple[float, Quantity | None] | None:
+    """(c, the quantity it is) where ``a`` is exactly c·``e`` (held in the expected
+    value's frame, a / c against e: the check's tolerance is relative to the expected
+    values' size): each of the example's quantities tried as it is, then the
+    least-squares c, said unnamed only where ``e`` takes two values at least."""
+    if not np.any(e) or np.all(close(a, e)):
+        return None
+    if minus_one and np.all(close(-a, e)):
+        return -1.0, None
+    for q in known:
+        if np.all(close(a / q.value, e)):
+            return q.value, q
+    c = float(a @ e) / float(e @ e)
+    if c == 0 or abs(c - 1) <= 1e-9 or not varied or not np.all(close(a / c, e)):
+        return None
+    return c, None
+
+
+def _permutation(
+    got: np.ndarray, want: np.ndarray, close: Close, split: Sequence[tuple[int, int]]
+) -> str | None:
+    """The first rearrangement of ``want`` that ``got`` equals on every element."""
+    if got.ndim == 0:
+        return None
+    if np.all(close(got, want)):
+        return None
+    cands: list[tuple[str, Callable[[], np.ndarray]]] = []
+    for axis in range(got.ndim):
+        if got.shape[axis] < 2:
+            continue
+        cands.append((f"the expected one shifted by +1 along axis {axis} (element i holds i − 1's)",
+                      lambda axis=axis: np.roll(want, 1, axis=axis)))  # fmt: skip
+        cands.append((f"the expected one shifted by −1 along axis {axis} (element i holds i + 1's)",
+                      lambda axis=axis: np.roll(want, -1, axis=axis)))  # fmt: skip
+        cands.append((f"the expected one moved one place later along axis {axis} (element i "
+                      "holds i − 1's, and index 0 is 0)",
+                      lambda axis=axis: _shifted(want, 1, axis)))  # fmt: skip
+        cands.append((f"the expected one moved one place earlier along axis {axis} (element i "
+                      "holds i + 1's, and the last index is 0)",
+                      lambda axis=axis: _shifted(want, -1, axis)))  # fmt: skip
+        cands.append((f"the expected one reversed along axis {axis}",
+                      lambda axis=axis: np.flip(want, axis=axis)))  # fmt: skip
+    if got.ndim >= 2 and got.shape[-1] == got.shape[-2]:
+        cands.append(("the expected one transposed (its last two axes swapped)",
+                      lambda: np.swapaxes(want, -1, -2)))  # fmt: skip
+    for axis, n in split:
+        size = got.shape[axis] if axis < got.ndim else 0
+        if n < 2 or size % n or size // n < 2:
+            continue
+        b = size // n
+
+        def strided(axis=axis, n=n, b=b) -> np.ndarray:
+            # device d holds elements d, d + n, d + 2n, …: block d = want[d::n]
+            w = np.moveaxis(want, axis, 0)
+            w = w.reshape(b, n, *w.shape[1:]).swapaxes(0, 1).reshape(w.shape)
+            return np.moveaxis(w, 0, axis)
+
+        def contiguous_read_strided(axis=axis, n=n, b=b) -> np.ndarray:
+            w = np.moveaxis(want, axis, 0)
+            w = w.reshape(n, b, *w.shape[1:]).swapaxes(0, 1).reshape(w.shape)
+            return np.moveaxis(w, 0, axis)
+
+        cands.append((f"strided where the blocks are contiguous: along axis {axis}, over "
+                      f"{n} devices, device d holds elements d, d + {n}, d + {2 * n}, … where it "
+                      f"should hold {b} neighbours d·{b} … d·{b} + {b - 1}", strided))  # fmt: skip
+        cands.append((f"interleaved the other way: along axis {axis}, over {n} devices, "
+                      f"element j·{n} + d holds what belongs at d·{b} + j (contiguous blocks "
+                      "written where strided ones belong)", contiguous_read_strided))  # fmt: skip
+    for words, make in cands:
+        if np.all(close(got, make())):
+            return words
+    return None
+
+
+def _shifted(want: np.ndarray, k: int, axis: int) -> np.ndarray:
+    """``want`` moved ``k`` (±1) places along ``axis``, the place left empty 0."""
+    out = np.roll(want, k, axis=axis)
+    edge = [slice(None)] * want.ndim
+    edge[axis] = 0 if k > 0 else -1
+    out[tuple(edge)] = 0
+    return out
+
+
+NARROW_MAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0, "float16": 65504.0}
+"""Largest finite value of each narrow float a cast may overflow (bfloat16 keeps
+float32's range: no input overflows it)."""
+
+
+def overflow(
+    program: Any, inputs: Sequence[tuple[str, np.ndarray]], nonfinite: np.ndarray | None
+) -> str | None:
+    """The measured evidence that a narrow cast overflowed, in one sentence, or None: the
+    program converts to a narrow float (read from its own dtypes) and an input holds a
+    magnitude past that float's largest finite value; said more strongly when the
+    non-finite elements (``nonfinite``, global) are exactly those of an input of the
+    same shape past it."""
+    dtypes = getattr(program, "dtypes", None) or {}
+    for dtype, top in NARROW_MAX.items():
+        if not dtypes.get(dtype):
+            continue
+        for name, x in inputs:
+            if x.dtype.kind != "f" or not np.all(np.isfinite(x)) or x.size == 0:
+                continue
+            big = np.abs(x) > top
+            if not big.any():
+                continue
+            if (
+                nonfinite is not None
+                and x.shape == nonfinite.shape
+                and np.array_equal(big, nonfinite)
+            ):
+                return (
+                    f"The non-finite values are exactly where {name} exceeds {top:g} in "
+                    f"magnitude, and your program converts to {dtype}, whose largest finite "
+                    f"value is {top:g}: the cast overflowed ({int(big.sum())} elements). Scale "
+                    "the values into its range before the cast, and undo the scale after."
+                )
+            return (
+                f"Your program converts to {dtype}, whose largest finite value is {top:g}, "
+                f"and {name} holds magnitudes up to {float(np.abs(x).max()):.4g}: a value "
+                "past the range becomes inf or NaN in that cast. Scale the values into its "
+                "range before the cast, and undo the scale after."
+            )
+    return None
+
+
+def assemble(
+    pieces: Sequence[tuple[np.ndarray, tuple]], shape: tuple[int, ...]
+) -> np.ndarray | None:
+    """The global array the devices' pieces (data, index) make, or None where two
+    devices hold different values for one element (or an element is held by none)."""
+    out = np.zeros(shape, dtype=np.float64)
+    seen = np.zeros(shape, dtype=bool)
+    for data, index in pieces:
+        data = np.asarray(data, dtype=np.float64)
+        region, held = out[index], seen[index]
+        if data.shape != region.shape:
+            return None
+        if held.any() and not np.array_equal(region[held], data[held], equal_nan=True):
+            return None
+        out[index] = data
+        seen[index] = True
+    return out if seen.all() else None

@@ -1,0 +1,309 @@
+"""Feedback that generalises (issue 45 §2, §3, §5): where a wrong array is wrong, what it
+equals instead, and no cause without its measurement; each relation tested both ways
+(the mistake gets it, the nearest other mistake does not)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader.checks import relate
+from grader.checks.values import Values
+from grader.spec import Trial
+from tests.own_wrong import OWN
+
+
+def _close(a, e):
+    return np.abs(a - e) <= 1e-6 + 1e-6 * np.abs(e)
+
+
+def _rel(got, want, **kw) -> list[str]:
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    return relate.relations(got, want, ~_close(got, want), _close, **kw)
+
+
+WANT = np.arange(1.0, 25.0).reshape(4, 6)
+
+
+# ------------------------------------------------------------ localise
+
+
+@pytest.mark.parametrize(
+    "mark,words",
+    [
+        (np.s_[:, :], "every element is wrong (24 of 24)"),
+        (np.s_[2, :], "wrong only along axis 0 at index 2, every element there (6 of 24)"),
+        (np.s_[:, 1::2], "wrong only along axis 1 at every 2nd index from 1 (3 of 6)"),
+        (np.s_[1:3, 0:2], "wrong on one block: axis 0 at indices 1–2 (2 of 4), axis 1 at indices 0–1 (2 of 6)"),
+        (np.s_[3, 5], "only the element at (3, 5) is wrong (1 of 24)"),
+    ],
+)  # fmt: skip
+def test_localise_names_the_pattern(mark, words):
+    bad = np.zeros((4, 6), bool)
+    bad[mark] = True
+    assert words in relate.localise(bad)
+
+
+def test_localise_says_scattered_where_no_pattern_holds():
+    bad = np.zeros((4, 6), bool)
+    bad[0, 1] = bad[2, 4] = True
+    assert relate.localise(bad).startswith("2 of 24 elements are wrong, scattered")
+    assert relate.localise(np.zeros((4, 6), bool)) is None
+
+
+# ------------------------------------------------------------ relations
+
+
+class _Mesh:
+    def __init__(self, shape, names):
+        self.devices = np.zeros(shape)
+        self.axis_names = names
+
+
+def test_a_factor_is_named_when_it_is_one_of_the_examples_quantities():
+    known = relate.quantities({"n": 4, "seed": 7}, _Mesh((4,), ("data",)), [4])
+    (said,) = _rel(WANT * 4, WANT, known=known)
+    assert "exactly 4× the expected one on every one of the 24 wrong elements" in said
+    assert "the factor is N, the size of mesh axis 'data' (4)" in said
+    (root,) = _rel(WANT * 2.0, WANT, known=relate.quantities({}, _Mesh((2, 2), ("x", "y"))))
+    assert "the factor is N = 4, the device count" not in root and "2×" in root
+    (sqrt,) = _rel(WANT / np.sqrt(8), WANT, known=relate.quantities({}, _Mesh((8,), ("d",))))
+    assert "the factor is 1/(√(N, the size of mesh axis 'd' (8)))" in sqrt
+
+
+def test_a_bias_correction_is_named_where_the_lesson_exposes_it():
+    b1, t = 0.9, 3
+    known = relate.quantities({}, extra={"the bias correction 1/(1 − b1ᵗ)": 1 / (1 - b1**t)})
+    (said,) = _rel(WANT / (1 - b1**t), WANT, known=known)
+    assert "the factor is the bias correction 1/(1 − b1ᵗ)" in said
+
+
+def test_a_factor_none_of_the_quantities_is_said_unnamed_and_a_near_one_not_at_all():
+    (said,) = _rel(WANT * 0.0819, WANT, known=relate.quantities({"n": 4}))
+    assert "exactly 0.0819× the expected one" in said and "none of the example's own sizes" in said
+    noisy = WANT * 2 + np.where(WANT > 12, 1e-3, 0)  # 2× nearly, not exactly: no relation
+    assert _rel(noisy, WANT, known=relate.quantities({"n": 2})) == []
+    # a factor on one expected value alone is no evidence: any number is some factor of it
+    assert _rel([7.0, 7.0], [3.0, 3.0], known=relate.quantities({})) == []
+
+
+def test_sign_zero_unchanged_and_swapped_leaves():
+    assert "with its sign flipped" in _rel(-WANT, WANT)[0]
+    assert "is exactly 0 on every one of the 24" in _rel(WANT * 0, WANT)[0]
+    state = WANT + 100
+    (said,) = _rel(state, WANT, inputs=[("argument 2['m']", state)], what="your ['m']")
+    assert said.startswith("your ['m'] equals the input argument 2['m'] on every one")
+    assert said.endswith("returned as it came, never updated")
+    # equal to another input (the gradient, say): said, but not as "never updated"
+    (grad,) = _rel(state, WANT, inputs=[("argument 1", state)], what="your ['m']")
+    assert "equals the input argument 1" in grad and "never updated" not in grad
+    v = WANT * WANT
+    (swap,) = _rel(v, WANT, others=[("leaf ['v']", v)], what="your ['m']")
+    assert "equals the expected leaf ['v']" in swap
+    # the other way: a value that is neither gets none of these
+    assert not any("unchanged" in s or "leaf" in s for s in _rel(WANT + 0.5 * WANT**2, WANT,
+               inputs=[("argument 0", state)], others=[("leaf ['v']", v)]))  # fmt: skip
+
+
+def test_an_update_scaled_or_reversed_is_said_against_the_input():
+    params, step = WANT, np.linspace(-1, 1, 24).reshape(4, 6)
+    want = params - 0.1 * step
+    known = relate.quantities({}, _Mesh((4,), ("data",)))
+    (up,) = _rel(params + 0.1 * step, want, inputs=[("argument 0", params)])
+    assert "(your update) is exactly -1× the expected update" in up and "sign flipped" in up
+    (quarter,) = _rel(params - 0.025 * step, want, inputs=[("argument 0", params)], known=known)
+    assert (
+        "0.25× the expected update" in quarter and "1/(N, the size of mesh axis 'data'" in quarter
+    )
+
+
+def test_an_offset_and_places_moved():
+    counts = np.array([0.0, 1, 2, 3, 4, 5])
+    assert "exactly the expected one + 1 on every one" in _rel(counts + 1, counts)[0]
+    assert "moved one place later along axis 1" in _rel(np.roll(WANT, 1, 1) * [0, 1, 1, 1, 1, 1], WANT)[0]  # fmt: skip
+    assert "shifted by +1 along axis 0" in _rel(np.roll(WANT, 1, 0), WANT)[0]
+    assert "reversed along axis 1" in _rel(WANT[:, ::-1], WANT)[0]
+    sq = np.arange(16.0).reshape(4, 4)
+    assert "transposed" in _rel(sq.T, sq)[0]
+
+
+def test_strided_blocks_where_contiguous_ones_belong():
+    want = np.arange(12.0)  # 3 devices of 4 contiguous elements
+    strided = np.concatenate([want[d::3] for d in range(3)])  # device d holds d, d + 3, …
+    (said,) = _rel(strided, want, split=[(0, 3)])
+    assert "strided where the blocks are contiguous" in said and "d, d + 3, d + 6" in said
+    back = np.empty(12)
+    back[np.concatenate([np.arange(4) * 3 + d for d in range(3)])] = want
+    (other,) = _rel(back, want, split=[(0, 3)])
+    assert "interleaved the other way" in other
+    assert _rel(strided, want) == [] or "strided" not in _rel(strided, want)[0]  # unsplit: unsaid
+
+
+def test_non_finite_from_finite_inputs_is_said_without_a_cause():
+    got = WANT.copy()
+    got[1, 2] = np.inf
+    (said,) = _rel(got, WANT, inputs=[("argument 0", WANT)])
+    assert "1 non-finite value(s)" in said and "overflow" not in said
+
+
+# ------------------------------------------------------------ §5: a cause with its evidence
+
+
+class _Program:
+    def __init__(self, *dtypes):
+        self.dtypes = {d: 1 for d in dtypes}
+
+
+def test_an_overflow_is_named_only_where_a_narrow_cast_and_its_range_are_measured():
+    w = np.linspace(-600, 600, 12)
+    nonfinite = np.abs(w) > 448
+    said = relate.overflow(_Program("float32", "float8_e4m3fn"), [("argument 0", w)], nonfinite)
+    assert "exactly where argument 0 exceeds 448" in said and "float8_e4m3fn" in said
+    # the nearest other mistake: no narrow cast (a log of a negative, a division by 0) — no
+    # overflow said, however large the input; nor a cast with every input in range
+    assert relate.overflow(_Program("float32"), [("argument 0", w)], nonfinite) is None
+    small = np.linspace(-3, 3, 12)
+    assert relate.overflow(_Program("float8_e4m3fn"), [("argument 0", small)], None) is None
+
+
+def _sharded(values, mesh):
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    return jax.device_put(values, NamedSharding(mesh, P("x")))
+
+
+def test_values_names_a_float8_overflow_and_keeps_the_list_for_a_log():
+    """A whole check: the program that casts to float8 unscaled gets the overflow, with
+    its measurement; one that takes a log of a negative keeps the list of causes."""
+    import jax
+    import jax.numpy as jnp
+
+    from grader.measure import devices, jaxpr
+
+    mesh = devices.make_mesh((4,), ("x",))
+    w = np.linspace(-600, 600, 16).astype(np.float32)
+    arg = _sharded(w, mesh)
+
+    def unscaled(a):
+        return a.astype(jnp.float8_e4m3fn).astype(jnp.float32)
+
+    def logged(a):
+        return a * jnp.log(a - a - 1)
+
+    for fn, words, absent in (
+        (unscaled, "the cast overflowed", "division by zero"),
+        (logged, "division by zero", "overflowed"),
+    ):
+        out = jax.jit(fn)(arg)
+        trial = Trial({}, output=out, expected=w, mesh=mesh,
+                      program=jaxpr.trace(fn, arg), inputs=(arg,))  # fmt: skip
+        r = Values()(trial)
+        assert not r.passed and words in r.hint and absent not in r.hint, r.hint
+
+
+def test_values_reports_where_and_what_it_measured_on_the_device_map():
+    import jax
+
+    from grader.measure import devices
+
+    mesh = devices.make_mesh((4,), ("x",))
+    want = np.arange(1.0, 17.0, dtype=np.float32)
+    out = _sharded(want * 3, mesh)
+    r = Values()(Trial({"k": 3}, output=out, expected=want, mesh=mesh))
+    (device_map,) = r.evidence
+    assert device_map.where == "every element is wrong (16 of 16)"
+    assert "the factor is k = 3" in device_map.measured[0]
+    # before: "The result is the right one times 3: a stray scale factor." — now the
+    # relation, which names the example's own quantity
+    assert "exactly 3× the expected one" in r.hint and "stray scale factor" not in r.hint
+    bare = Values()(Trial({}, output=out, expected=want, mesh=mesh))  # 3 is nothing here
+    assert "none of the example's own sizes" in bare.hint
+    right = Values()(Trial({}, output=_sharded(want, mesh), expected=want, mesh=mesh))
+    assert right.passed and right.evidence[0].where is None and right.evidence[0].measured is None
+    del jax
+
+
+def test_a_pytree_failure_says_which_leaves_are_right():
+    import jax
+
+    from grader.checks.trees import PerLeaf
+    from grader.measure import devices
+
+    mesh = devices.make_mesh((2,), ("x",))
+    m, v = np.arange(1.0, 9.0, dtype=np.float32), np.arange(1.0, 9.0, dtype=np.float32) ** 2
+    put = lambda a: _sharded(a.astype(np.float32), mesh)  # noqa: E731
+    out = {"m": put(v), "step": put(np.ones(8)), "v": put(m)}
+    want = {"m": m, "step": np.ones(8, np.float32), "v": v}
+    r = PerLeaf(inner=Values())(Trial({}, output=out, expected=want, mesh=mesh))
+    assert "leaves wrong: ['m'], ['v']; right: ['step']" in r.message
+    assert "your ['m'] equals the expected leaf ['v']" in r.evidence[1].measured[0]
+    assert any("['v']: your ['v'] equals the expected leaf ['m']" in getattr(e, "text", "")
+               for e in r.evidence)  # fmt: skip
+    del jax
+
+
+# ------------------------------------------------------------ own wrong programs, whole
+
+
+@pytest.mark.parametrize("mistake", OWN, ids=lambda m: m.id)
+def test_own_wrong_program_gets_measured_feedback(root, tmp_path, mistake):
+    """Wrong programs of kinds nobody catalogued (tests/own_wrong.py): each fails, and
+    what it is told (message, hints, where and measured) says the words it must."""
+    from grader.sandbox import backends
+
+    source = (root / "solutions" / f"{mistake.module}.py").read_text()
+    (tmp_path / f"{mistake.module}.py").write_text(mistake.source(source))
+    result = backends.grade_lesson(int(mistake.module[1:3]), mistake.module, tmp_path,
+                                   only=[mistake.exercise], timeout=120, isolate=False)  # fmt: skip
+    (er,) = result.exercises
+    assert er.status.value == mistake.status, (er.status, er.error)
+    failed = {c.name: c for c in er.checks if not c.passed}
+    check = failed[mistake.check]
+    told = [check.message, check.hint or "", er.hint or ""]
+    for e in check.evidence:
+        told += [getattr(e, "where", None) or "", *(getattr(e, "measured", None) or []),
+                 getattr(e, "text", "")]  # fmt: skip
+    text = " ".join(told)
+    for words in mistake.says:
+        assert words in text, f"{words!r} not in: {text}"
+
+
+# ------------------------------------------------------------ §1: what an example is for
+
+
+def test_a_fixed_example_says_its_purpose_and_a_drawn_one_its_features():
+    from grader.engine import load_spec
+    from grader.spec import FULL, about
+
+    spec = load_spec("l15_optimizer").exercise("clip_by_global_norm")
+    fixed = spec.explicit(FULL)
+    between = next(ex for ex in fixed if ex["case"] == "between")
+    assert about(spec, between, fixed) == (
+        "a fixed example: max_norm between every device's own norm and the whole norm: a "
+        "local norm never clips, a sum of norms clips too much"
+    )
+    drawn = {"n": 3, "chunk": 8, "case": "clip", "seed": 4242}
+    assert (
+        about(spec, drawn, fixed) == "a drawn example: a mesh of 3 devices, chunk = 8, case = clip"
+    )
+    plain = load_spec("l03_cost_model").exercises[0]  # no purposes declared: still says fixed
+    ex = plain.explicit(FULL)[0]
+    assert about(plain, ex, plain.explicit(FULL)) == "a fixed example (one every grade runs)"
+
+
+def test_the_report_shows_what_the_failing_example_is_for():
+    import io
+
+    from rich.console import Console
+
+    from grader.report import ExercisePanel
+    from grader.results import ExerciseResult, Status
+
+    e = ExerciseResult(15, "clip_by_global_norm", Status.FAILED, example="n=4 case=between",
+                       about="a fixed example: max_norm between every device's own norm")  # fmt: skip
+    console = Console(file=io.StringIO(), width=120)
+    console.print(ExercisePanel(e))
+    text = console.file.getvalue()
+    assert "for      a fixed example: max_norm between every device's own norm" in text
