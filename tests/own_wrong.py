@@ -17,13 +17,13 @@ OWN = [
     Mistake(
         id="own-adam-m-v-swapped", module="l15_optimizer", exercise="adamw_step",
         status="failed", check="values",
-        says=("your ['m'] equals the expected leaf ['v']", "leaves wrong: ['m'], ['v']"),
+        says=("your [1]['m'] equals the expected leaf [1]['v']", "leaves wrong: [1]['m'], [1]['v']"),
         patch=((ADAM_NEW, ADAM_NEW.replace('"m": m, "v": v', '"m": v, "v": m')),),
     ),
     Mistake(
         id="own-zero1-mean-over-micro-only", module="l15_optimizer", exercise="zero1_step",
         status="failed", check="values",
-        says=("leaves wrong:", "right: ['step']"),
+        says=("leaves wrong: [0], [1]['m'], [1]['master'], [1]['v']; right: [1]['step']",),
         patch=(("n_terms = lax.axis_size(AXIS) * g.shape[1]", "n_terms = g.shape[1]"),),
     ),
     Mistake(
