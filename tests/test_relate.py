@@ -307,3 +307,16 @@ def test_the_report_shows_what_the_failing_example_is_for():
     console.print(ExercisePanel(e))
     text = console.file.getvalue()
     assert "for      a fixed example: max_norm between every device's own norm" in text
+
+
+def test_the_whole_cache_hint_names_only_the_opcodes_the_step_holds():
+    """Lesson 16 (issue 45 §5): a step whose whole-cache write is a select (a jnp.where)
+    is not told about a concatenate it does not have; one with a concatenate is."""
+    from grader.lessons.l16_serving.serve import _whole_write_hint
+
+    where = _whole_write_hint({"select"})
+    assert "jnp.where over the whole cache" in where and "concatenate" not in where
+    joined = _whole_write_hint({"concatenate"})
+    assert "a concatenate" in joined and "jnp.where" not in joined
+    copied = _whole_write_hint({"copy"})
+    assert "reading the cache as it came" in copied and "concatenate" not in copied
