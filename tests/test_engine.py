@@ -12,13 +12,16 @@ from grader.config import GradeConfig
 from grader.results import Status
 from grader.sandbox import backends
 from grader.spec import FULL, Context, draw_examples, format_example, parse_example
+from tests import grades
 
 LESSONS = [(lesson.number, lesson.module) for lesson in registry.load().lessons]
 
 
 @pytest.mark.parametrize("lesson,module", LESSONS)
-def test_solutions_pass(root, lesson, module):
-    result = backends.grade_lesson(lesson, module, root / "solutions")
+def test_solutions_pass(lesson, module):
+    """The run's one grade of the solution, in the student's process (tests/grades.py;
+    test_isolation reads it too); in this process on seed 1 below."""
+    result = grades.solution(lesson, module)
     assert [e.status for e in result.exercises] == [Status.PASSED] * len(result.exercises)
     assert all(e.examples_run >= min_examples(lesson) for e in result.exercises)
 
@@ -208,9 +211,11 @@ def test_values_compare_every_device_not_just_the_assembled_array(root, tmp_path
     assert sum(not d.ok for d in device_map.devices) == device_map.mesh_shape[0] - 1
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1])
 def test_solutions_pass_on_other_seeds(root, seed):
-    """Drawn examples stay legal (dtypes JAX keeps, divisible dims) whatever the seed."""
+    """Drawn examples stay legal (dtypes JAX keeps, divisible dims) whatever the seed: one
+    seed beyond the default, graded in this process (seeds 2 and 3 as well cost 10 of
+    test_engine's 19.5 minutes at load, issue 44)."""
     graded = [
         backends.grade_lesson(1, "l01_meshes", root / "solutions", seed=seed, max_examples=40),
         *(

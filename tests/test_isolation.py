@@ -18,22 +18,16 @@ from grader.results import Status
 from grader.runtime import example_rng
 from grader.sandbox import backends, wire
 from grader.sandbox.isolation import HostCall, StudentProcessDied, check_exported
-from tests import reports
-from tests.mistakes import MISTAKES
+from tests import grades, reports
 from tests.test_mistakes import assert_caught
 
 LESSONS = [(lesson.number, lesson.module) for lesson in registry.load().lessons]
 
 
-SECRET_SALT = 0x5EC12E7
-"""Data drawn as the grading process draws it: from a salt of its own."""
-
-
 @pytest.mark.parametrize("lesson, module", LESSONS, ids=[m for _, m in LESSONS])
-def test_every_solution_passes_with_its_code_in_another_process(root, lesson, module):
-    result = backends.grade_lesson(
-        lesson, module, root / "solutions", timeout=120, backend=backends.isolated(SECRET_SALT)
-    )
+def test_every_solution_passes_with_its_code_in_another_process(lesson, module):
+    """The run's one grade of the solution (tests/grades.py: on data from a secret salt)."""
+    result = grades.solution(lesson, module)
     for er in result.exercises:
         assert er.status == Status.PASSED, (er.exercise, er.status, er.error,
                                             [c.message for c in er.checks if not c.passed])  # fmt: skip
@@ -48,19 +42,13 @@ def test_untouched_stubs_are_not_started_in_another_process(root, lesson, module
     assert {er.status for er in result.exercises} == {Status.NOT_STARTED}
 
 
-SAMPLE = [
-    *{(m.module, m.exercise): m for m in reversed(MISTAKES)}.values(),  # the first of each exercise
-    *(m for m in MISTAKES if m.module == "l01_meshes"),  # plain and eager calls, every one
-]
-"""Mistakes graded through the student's process in every run, one per exercise at
-least: the real grading path (one export run per example, the programs replayed
-in the worker) gives each its words (all of them:
-``COURSE_TEST_ISOLATE=1 pytest tests/test_mistakes.py``)."""
-
-
-@pytest.mark.parametrize("mistake", list(dict.fromkeys(SAMPLE)), ids=lambda m: m.id)
-def test_mistakes_get_the_same_diagnosis_in_another_process(root, tmp_path, mistake):
-    assert_caught(root, tmp_path, mistake, isolate=True)
+@pytest.mark.parametrize("mistake", grades.SAMPLE, ids=lambda m: m.id)
+def test_mistakes_get_the_same_diagnosis_in_another_process(mistake):
+    """The sample of tests/grades.py, graded through the student's process: the real grading
+    path (one export run per example, the programs replayed in the worker) gives each its
+    words. The same grade as test_mistakes's of it: each mistake is graded once a run
+    (all of them in the student's process: ``COURSE_TEST_ISOLATE=1``)."""
+    assert_caught(mistake, isolate=True)
 
 
 def test_a_python_hang_times_out_and_a_fresh_process_grades_the_rest(root, tmp_path):

@@ -8,6 +8,7 @@ from grader.evidence import MemoryBars
 from grader.lessons.l07_fsdp import spec as spec
 from grader.results import Status
 from grader.sandbox import backends
+from tests import grades
 
 MODULE = "l07_fsdp"
 
@@ -100,28 +101,25 @@ def test_sizes_in_bytes():
     assert spec.ring(ex, spec.params_bytes(ex)) == 2 * spec.params_bytes(ex) // 3
 
 
-def _graded(root, tmp_path, mistake_id: str):
+def _graded(mistake_id: str):
     from tests.mistakes import MISTAKES
 
     m = next(m for m in MISTAKES if m.id == mistake_id)
-    (tmp_path / f"{m.module}.py").write_text(
-        m.source((root / "solutions" / f"{MODULE}.py").read_text())
-    )
-    (er,) = backends.grade_lesson(7, MODULE, tmp_path, only=[m.exercise], timeout=60).exercises
+    (er,) = grades.mistake(m).exercises  # the catalogue's grade of it (tests/grades.py)
     return " ".join(f"{c.message} {c.hint}" for c in er.checks if not c.passed) + f" {er.hint}"
 
 
-def test_extra_weight_gathers_are_not_blamed_on_the_batch(root, tmp_path):
+def test_extra_weight_gathers_are_not_blamed_on_the_batch():
     """The batch-gather hint is read from the all-gathers' shapes: weights gathered up front
     (the nearest mistake: extra all-gather bytes too) do not get it."""
-    said = _graded(root, tmp_path, "fsdp-forward-gathered-up-front")
+    said = _graded("fsdp-forward-gathered-up-front")
     assert "whole batch" not in said and "weights" in said
 
 
-def test_an_all_reduce_of_shards_is_not_blamed_on_gathered_weights(root, tmp_path):
+def test_an_all_reduce_of_shards_is_not_blamed_on_gathered_weights():
     """The collectives check reads the all-reduce's shape: shards get the shards' words, the
     catalogue's all-reduce of gathered gradients keeps its own."""
-    said = _graded(root, tmp_path, "fsdp-grads-shards-averaged-again")
+    said = _graded("fsdp-grads-shards-averaged-again")
     assert "gradient shards" in said and "already gathered" not in said
-    said = _graded(root, tmp_path, "fsdp-grads-all-reduced-then-sliced")
+    said = _graded("fsdp-grads-all-reduced-then-sliced")
     assert "already gathered" in said and "gradient shards (its shape" not in said

@@ -17,8 +17,8 @@ from grader.results import ExerciseResult, Status
 from grader.runtime import example_rng
 from grader.sandbox import backends
 from grader.spec import draw_examples
+from tests import grades
 from tests.mistakes.l11 import MISTAKES
-from tests.test_mistakes import write_variant
 
 # ------------------------------------------------------------------ the reference, by hand
 
@@ -136,22 +136,21 @@ def test_bytes_are_the_ring_share_of_the_buffer_in_the_exercise_dtype():
 # ------------------------------------------------------------------ mistakes failing several checks
 
 
-def _failed_checks(root, tmp_path, mistake_id: str) -> dict:
+def _failed_checks(mistake_id: str) -> dict:
     (mistake,) = [m for m in MISTAKES if m.id == mistake_id]
-    directory = write_variant(root, tmp_path, mistake)
-    result = backends.grade_lesson(11, l11.MODULE, directory, only=[mistake.exercise])
+    result = grades.mistake(mistake)  # the catalogue's grade of it (tests/grades.py)
     return {c.name: c for c in result.exercises[0].checks if not c.passed}
 
 
-def test_all_gathered_tokens_fail_on_kinds_and_bytes(root, tmp_path):
-    failed = _failed_checks(root, tmp_path, "moe-all-gathers-the-tokens")
+def test_all_gathered_tokens_fail_on_kinds_and_bytes():
+    failed = _failed_checks("moe-all-gathers-the-tokens")
     assert {"collectives", "bytes", "all-to-alls"} <= set(failed)
     assert "values" not in failed  # the layer computes the right thing, the wrong way
     assert "reduce-scatter" in failed["collectives"].message
 
 
-def test_missing_return_all_to_all_fails_on_values_and_count(root, tmp_path):
-    failed = _failed_checks(root, tmp_path, "moe-results-never-sent-back")
+def test_missing_return_all_to_all_fails_on_values_and_count():
+    failed = _failed_checks("moe-results-never-sent-back")
     assert {"values", "all-to-alls"} <= set(failed)
     assert "1 × all-to-all executed; expected 2" in failed["all-to-alls"].message
     assert "second all-to-all" in failed["all-to-alls"].hint

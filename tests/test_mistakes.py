@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from grader import engine
 from grader.results import Status
 from grader.sandbox import backends
+from tests import grades
 from tests.mistakes import MISTAKES, Mistake, lesson_modules
 
 
@@ -19,22 +19,21 @@ def write_variant(root, tmp_path, mistake: Mistake):
     return tmp_path
 
 
-ISOLATE = os.environ.get("COURSE_TEST_ISOLATE") == "1"
-"""Grade the whole catalogue with the student's code in a process of its own, as
-``course grade`` does (slower; tests/test_isolation.py runs a sample of it always)."""
-
-
 @pytest.mark.parametrize("mistake", MISTAKES, ids=lambda m: m.id)
-def test_mistake_is_caught_with_its_diagnosis(root, tmp_path, mistake: Mistake):
-    assert_caught(root, tmp_path, mistake, isolate=ISOLATE)
+def test_mistake_is_caught_with_its_diagnosis(mistake: Mistake):
+    """Graded once a run (:func:`tests.grades.mistake`): the sample of
+    :data:`tests.grades.SAMPLE` with the student's code in a process of its own, as
+    ``course grade`` grades, the rest in this process (``COURSE_TEST_ISOLATE=1``: all
+    of them in the student's process)."""
+    assert_caught(mistake)
 
 
-def assert_caught(root, tmp_path, mistake: Mistake, isolate: bool) -> None:
-    directory = write_variant(root, tmp_path, mistake)
-    lesson = int(mistake.module[1:3])
-    result = backends.grade_lesson(
-        lesson, mistake.module, directory, only=[mistake.exercise], timeout=60, isolate=isolate
-    )
+def assert_caught(mistake: Mistake, isolate: bool | None = None) -> None:
+    """The mistake's grade (the run's one: :func:`tests.grades.mistake`) fails as it says.
+    ``isolate``: True in the student's process, False in this one, None as the run grades
+    the catalogue (:func:`tests.grades.mistake_mode`)."""
+    mode = None if isolate is None else ("isolated" if isolate else "here")
+    result = grades.mistake(mistake, mode=mode)
     (er,) = result.exercises
     assert er.status == Status(mistake.status), (
         er.status,
