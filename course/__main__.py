@@ -3,10 +3,10 @@
 
 import sys
 
-from grader.sandbox import launch
+from grader.sandbox import spares
 
 # `python -m course grade`: its worker starts while the rest is imported
-early = launch.early(sys.argv)
+early = spares.early(sys.argv)
 
 from course.cli import main  # noqa: E402
 

@@ -7,12 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grader.sandbox import launch
+from grader.sandbox import spares
 
 # The worker `course grade` starts while the rest is imported (the command line's
 # edge), handed to the command's App (`python -m course` hands its own to main()).
 if __name__ == "__main__" or sys.argv[0].endswith("course"):  # run as the command
-    EARLY = launch.early(sys.argv)
+    EARLY = spares.early(sys.argv)
 else:
     EARLY = None
 
@@ -95,7 +95,7 @@ def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
     (or course watch) → course hint N when stuck. Without a command: your
     status, then this help.
     """
-    early = ctx.obj if isinstance(ctx.obj, launch.Early) else None  # main()'s
+    early = ctx.obj if isinstance(ctx.obj, spares.Early) else None  # main()'s
     debug = os.environ.get("COURSE_DEBUG") == "1"  # the command line's edge
     sandbox = Sandbox.from_environment(os.environ)
     caching = cache_switch(os.environ.get("COURSE_COMPILE_CACHE"))
@@ -452,7 +452,7 @@ def dev_notebooks(ctx: click.Context) -> None:
     sys.exit(notebooks_command(ctx.find_object(App)))
 
 
-def main(early: launch.Early | None = None) -> None:
+def main(early: spares.Early | None = None) -> None:
     """The command; ``early``: the worker it started as it started (:data:`EARLY`
     by default)."""
     cli(prog_name="course", obj=early or EARLY)

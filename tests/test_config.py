@@ -29,7 +29,8 @@ READERS = {
     "course/commands/grade.py": "COURSE_PLATFORM and COURSE_DEVICES, checked as `course grade` starts",
     "grader/sandbox/worker.py": "the worker's Options, read once in its main",
     "grader/sandbox/student.py": "COURSE_SANDBOX_WRITES (the sandbox's, for it), in its main",
-    "grader/sandbox/launch.py": "the early worker's switch, and the environment a worker inherits",
+    "grader/sandbox/launch.py": "the environment a worker inherits",
+    "grader/sandbox/spares.py": "the early worker's switch (COURSE_EARLY_WORKER), as `course grade` starts",
     "grader/sandbox/jail.py": "its script's main (the sandbox's process): sets TMPDIR and "
     "COURSE_SANDBOX_WRITES for the student's process; reads no setting (grader.config.Sandbox)",
     # still read where they are used (README: 'Still read where they are used')

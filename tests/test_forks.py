@@ -147,7 +147,8 @@ def test_a_forked_process_that_exits_is_the_students_error_and_the_next_lesson_i
 def test_a_server_that_ends_leaves_the_lessons_after_it_to_fresh_processes(tmp_path, monkeypatch):
     """The worker's side: a fork server gone is never used again, and its forked
     process says why it never ran the student's code."""
-    from grader.sandbox.processes import Spares, setup_failure
+    from grader.sandbox.processes import setup_failure
+    from grader.sandbox.spares import Spares
 
     spares = Spares()
     spares.fork_from(str(tmp_path))

@@ -14,7 +14,7 @@ from grader.engine import examples_for
 from grader.results import Status
 from grader.sandbox import backends, isolation, processes
 from grader.sandbox.isolation import Session, StudentProcess
-from grader.sandbox.processes import Spares
+from grader.sandbox.spares import Spares
 from grader.spec import format_example
 
 SALT = 0x5EC12E7

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from grader.results import Status
-from grader.sandbox import launch
+from grader.sandbox import spares as launch
 from grader.sandbox.protocol import LessonJob, Request
 from grader.sandbox.runner import grade
 
@@ -72,7 +72,7 @@ def test_an_early_worker_nothing_took_is_stopped_at_exit(root):
     """``course grade 99`` (a usage error) exits without grading: its early worker
     is gone with it."""
     code = (
-        "import sys; from grader.sandbox import launch;"
+        "import sys; from grader.sandbox import spares as launch;"
         "print(launch.early(['course', 'grade', '99']).proc.pid, flush=True)"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,

@@ -11,7 +11,7 @@ import os
 
 from grader.sandbox import processes
 from grader.sandbox.isolation import StudentProcess
-from grader.sandbox.processes import Ahead, Ready, Spares
+from grader.sandbox.spares import Ahead, Ready, Spares
 
 
 class _Alive:

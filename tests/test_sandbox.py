@@ -17,7 +17,7 @@ from grader.config import Sandbox
 from grader.repo import CODE
 from grader.results import Status
 from grader.sandbox import backends, jail
-from grader.sandbox.processes import Ahead
+from grader.sandbox.spares import Ahead
 from tests import reports
 from tests.sandboxed import SANDBOX, needs_sandbox
 from tests.test_cli import course

@@ -135,7 +135,7 @@ def test_each_request_to_a_serving_worker_gets_a_fresh_salt(monkeypatch):
     keeps) draws the data salt anew each time; the backends get it, nothing else."""
     from grader import engine
     from grader.results import LessonResult
-    from grader.sandbox import isolation, processes, worker
+    from grader.sandbox import isolation, spares, worker
 
     salts: list[int] = []
 
@@ -149,7 +149,7 @@ def test_each_request_to_a_serving_worker_gets_a_fresh_salt(monkeypatch):
 
     monkeypatch.setattr(isolation, "Isolated", Recording)
     monkeypatch.setattr(engine, "grade_lesson", fake_grade_lesson)
-    monkeypatch.setattr(processes.Spares, "prestart", lambda self, *a, **k: None)
+    monkeypatch.setattr(spares.Spares, "prestart", lambda self, *a, **k: None)
     for name in ("COURSE_DEVICES", "COURSE_PLATFORM", "XLA_FLAGS"):
         monkeypatch.setenv(name, os.environ.get(name, ""))
     monkeypatch.setenv("COURSE_PLATFORM", "cpu")

@@ -21,7 +21,7 @@ from grader.config import Sandbox
 from grader.repo import CODE
 
 if TYPE_CHECKING:
-    from grader.sandbox.launch import Early
+    from grader.sandbox.spares import Early
 
 NO_WORKSPACE = (
     "No workspace here. Make one with `course init DIR` (or `course init` for this folder) "
@@ -46,7 +46,7 @@ class App:
     course: registry.Course
     early: Early | None = None
     """The worker ``course grade`` started as it started
-    (:func:`grader.sandbox.launch.early`): its first one-off grade's."""
+    (:func:`grader.sandbox.spares.early`): its first one-off grade's."""
     debug: bool = False
     """The worker's stderr shown as it comes (``COURSE_DEBUG=1``, read by
     :func:`course.cli.cli` and the notebook's calls: the edge)."""

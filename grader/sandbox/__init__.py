@@ -23,11 +23,15 @@ the core's loader, faults and events (:mod:`grader.loader`, :mod:`grader.faults`
 :mod:`grader.events`), and here the wire codec (:mod:`grader.sandbox.wire`), the
 events' codec (:mod:`grader.sandbox.protocol`), the one class every line-framed
 conversation between these processes is framed with (:mod:`grader.sandbox.channel`)
-and :mod:`grader.sandbox.lifeline`. Whatever is started ahead of need (processes
-that import jax early, helpers, the fork server, lesson 13's clusters) is handed
-to a lesson's backend through one interface, :class:`grader.sandbox.processes.Ahead`;
-the work the worker does ahead of an example's turn (the next example received
-and compiled while one runs) is the sandbox's too (:mod:`grader.sandbox.prepared`,
-behind the backend's :class:`~grader.backend.Examples`): the engine is single-threaded.
+and :mod:`grader.sandbox.lifeline`. Whatever is started ahead of need (the early
+worker, processes that import jax early, helpers, the fork server, lesson 13's
+clusters) lives in one module, :mod:`grader.sandbox.spares`, with what starts
+each, who takes it and what ends it; it sits above the modules that make them,
+and a lesson's backend is handed it through one interface,
+:class:`grader.sandbox.spares.Ahead`. The work the worker does ahead of an
+example's turn (the next example received and compiled while one runs) is the
+sandbox's too (:mod:`grader.sandbox.prepared`, behind the backend's
+:class:`~grader.backend.Examples`): the engine is single-threaded. No module of
+the sandbox takes part in an import circle (``tests/test_sandbox_imports.py``).
 The student's process imports nothing of the worker, the runner or the isolation layer.
 """

@@ -22,7 +22,7 @@ from grader.spec import LESSONS
 
 def clusters(directory: Path, module: str, lessons: str = LESSONS) -> Clusters:
     """Lesson 13's clusters for a lesson graded in this process."""
-    from grader.sandbox.processes import Ahead
+    from grader.sandbox.spares import Ahead
 
     return Ahead().clusters(str(directory), module)
 

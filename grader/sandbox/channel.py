@@ -5,7 +5,7 @@ worker's questions to a student's process and its answers
 (:mod:`grader.sandbox.isolation`, :mod:`grader.sandbox.student`), and to each
 process of a lesson-13 cluster (:mod:`grader.sandbox.cluster`), the reader of a
 cluster's network counters (:class:`grader.sandbox.traffic.Reader`), the load
-question a process started ahead is asked (:mod:`grader.sandbox.processes`),
+question a process started ahead is asked (:mod:`grader.sandbox.spares`),
 and the worker's signed events to ``course`` (:mod:`grader.sandbox.worker`,
 :mod:`grader.sandbox.runner`). A message is one line: JSON without newlines
 (:func:`encode`), or a line the caller made (a signed event). Reading keeps

@@ -1023,7 +1023,7 @@ class ClusterPool:
 
     def start_ahead(self, keys: tuple[tuple[int, int], ...]) -> None:
         """Start these clusters now, not waiting for them (a serving worker, for
-        its next grade of the lesson: :meth:`grader.sandbox.processes.Spares.clusters_ahead`);
+        its next grade of the lesson: :meth:`grader.sandbox.spares.Spares.clusters_ahead`);
         their processes warm up once joined, while the student pauses. The
         grader's own clusters of the same shapes start with them (in their own
         sandbox, as always): every grade of the lesson measures programs alone."""

@@ -68,7 +68,8 @@ from grader.sandbox.channel import (
     Stopped,
 )
 from grader.sandbox.prepared import PreparedAhead, Turn
-from grader.sandbox.processes import Ahead, Ready, Started
+from grader.sandbox.processes import Started
+from grader.sandbox.spares import Ahead, Ready
 from grader.spec import Example, ExerciseSpec, Trial
 
 ANSWER_LIMIT = LINE_LIMIT
@@ -106,7 +107,7 @@ class StudentProcess:
         self.lessons = lessons
         """The package the lesson's spec is in (:func:`grader.engine.load_spec`)."""
         self.spares = spares or Ahead()
-        """Whatever was started ahead for it (:class:`grader.sandbox.processes.Ahead`):
+        """Whatever was started ahead for it (:class:`grader.sandbox.spares.Ahead`):
         where its process comes from."""
         self._given = given
         """A helper's process (:meth:`Ahead.take_helpers`, asked to load already):
@@ -418,7 +419,7 @@ Asked = tuple["StudentProcess", Any, int]
 class Session:
     """One lesson's grading against the student's process (and its helpers: more
     student's processes that trace and export examples asked for ahead, where a
-    :class:`~grader.sandbox.processes.Ahead` has them)."""
+    :class:`~grader.sandbox.spares.Ahead` has them)."""
 
     def __init__(
         self, directory: str, module: str, spares: Ahead | None = None,

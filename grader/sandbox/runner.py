@@ -31,6 +31,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from grader.results import ExerciseResult, LessonResult, Status
 from grader.sandbox import launch
@@ -53,6 +54,9 @@ from grader.sandbox.protocol import (
     unfinished,
     verify,
 )
+
+if TYPE_CHECKING:
+    from grader.sandbox.spares import Early
 
 GRACE = 5.0
 """Seconds past the per-example limit before a worker stuck in compiled code is killed."""
@@ -91,7 +95,7 @@ def grade(
     *,
     grace: float = GRACE,
     worker: Worker | None = None,
-    early: launch.Early | None = None,
+    early: Early | None = None,
     debug: bool = False,
 ) -> list[LessonResult]:
     """Grade every lesson of ``request`` in worker processes; one result per lesson.
@@ -116,7 +120,7 @@ def grade(
     when nothing went wrong (else a fresh one grades, and is kept).
 
     ``early``: the one-off worker ``course grade`` started as it started
-    (:func:`grader.sandbox.launch.early`): the first worker, if it can grade
+    (:func:`grader.sandbox.spares.early`): the first worker, if it can grade
     ``request``.
 
     ``debug``: the worker's stderr is shown as it comes (``COURSE_DEBUG=1``, read
@@ -180,7 +184,7 @@ class WorkerSession:
     """
 
     def __init__(self, request: Request, grace: float = GRACE, warm: Worker | None = None,
-                 early: launch.Early | None = None, debug: bool = False):  # fmt: skip
+                 early: Early | None = None, debug: bool = False):  # fmt: skip
         self.request = replace(request, key=secrets.token_hex(16))
         self.marker = secrets.token_hex(8)
         """Marks every process this grade starts (see _stop_strays); no part of the key."""
@@ -477,9 +481,9 @@ def _launch(request: Request, marker: str, *, serve: bool) -> Live:
     return Live(proc, read_fd, marker, _fits(request))
 
 
-def _take_early(request: Request, early: launch.Early | None) -> Live | None:
+def _take_early(request: Request, early: Early | None) -> Live | None:
     """The one-off worker ``course grade`` started as it started
-    (:func:`grader.sandbox.launch.early`), if it can grade ``request``."""
+    (:func:`grader.sandbox.spares.early`), if it can grade ``request``."""
     found = early.take() if early is not None else None
     if found is None:
         return None

@@ -114,7 +114,7 @@ class Options:
     (:mod:`grader.sandbox.prepared`; ``COURSE_AHEAD=0``: examples one after another)."""
     helpers: int = 0
     """Helpers a serving worker starts with each student's process it starts ahead
-    (:class:`grader.sandbox.processes.Spares`; ``COURSE_HELPERS``, by default one
+    (:class:`grader.sandbox.spares.Spares`; ``COURSE_HELPERS``, by default one
     where the machine has two cores or more)."""
     warm_up: bool = True
     """:func:`warm_up_replay` runs (``COURSE_WORKER_WARM_UP=0``: it does not)."""
@@ -160,10 +160,10 @@ class Warm:
     ``options``: its switches."""
 
     def __init__(self, options: Options | None = None) -> None:
-        from grader.sandbox import processes
+        from grader.sandbox import spares
 
         self.options = options or Options()
-        self.spares = processes.Spares(sandbox=self.options.sandbox)
+        self.spares = spares.Spares(sandbox=self.options.sandbox)
         """The student's processes started ahead, and the folders they must not see."""
         if self.options.root:  # a course elsewhere: its references too
             self.spares.hide(*_references(self.options.root))
@@ -293,7 +293,7 @@ AHEAD = "COURSE_AHEAD"
 """``0``: examples one after another, none prepared ahead (to measure what it saves)."""
 HELPERS = "COURSE_HELPERS"
 """How many helpers a serving worker starts with each student's process started
-ahead (:class:`grader.sandbox.processes.Spares`); ``0``: none (to measure what
+ahead (:class:`grader.sandbox.spares.Spares`); ``0``: none (to measure what
 they save). By default one, where the machine has two cores or more."""
 WARM_UP = "COURSE_WORKER_WARM_UP"
 """``0`` skips :func:`warm_up_replay` (to measure what it saves)."""
