@@ -5,8 +5,9 @@ The student's program reaches the grading process only as an exported program
 measured, :func:`check_exported` holds it to the example (it takes the
 example's inputs, fits the mesh, calls nothing off the devices), and
 :func:`read_exported` reads what the checks read of it from its own StableHLO;
-:func:`replay` compiles and runs it on the grader's data. Nothing here talks to
-a process: the core's, used by the sandbox's replaying runtime and by
+:func:`grader.runtime.replay` compiles and runs it on the grader's data (the
+runtime imports this module, never the other way). Nothing here talks to a
+process: the core's, used by the sandbox's replaying runtime and by
 ``Runtime.run_exported``.
 """
 
@@ -17,10 +18,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from grader import runtime as runtimes
 from grader.faults import GraderFault, HostCall, NotGradable, StudentProcessDied
 from grader.measure.jaxpr import Program
-from grader.spec import Example, Trial
 
 
 class HandedOver:
@@ -47,28 +46,6 @@ class HandedOver:
             raise StudentProcessDied(
                 f"it handed back a program the grader cannot read ({exc})"
             ) from None
-
-
-def replay(
-    program: HandedOver | bytes | str, args: tuple, mesh: Any, example: Example,
-    compiler_options: dict[str, Any] | None, extra: dict[str, Any], salt: int,
-    memory_limit: int | None = None,
-) -> Trial:  # fmt: skip
-    """An exported program from the student's side (a cluster's, lesson 13),
-    checked, read from its StableHLO, compiled and run here on ``args``
-    (``memory_limit``: :func:`grader.runtime.run_compiled`'s)."""
-    import jax
-
-    handed = program if isinstance(program, HandedOver) else HandedOver.read(program)
-    read = read_exported(handed.exported)
-    check_exported(handed.exported, args, mesh, read.calls)
-    with theirs("lower"):
-        lowered = jax.jit(handed.exported.call, donate_argnums=read.donated).trace(*args).lower()
-    with theirs("compile or run"):
-        return runtimes.run_compiled(
-            lowered, read.program, args, mesh, example, compiler_options, extra, salt,
-            memory_limit=memory_limit,
-        )  # fmt: skip
 
 
 @contextlib.contextmanager

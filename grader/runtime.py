@@ -29,7 +29,7 @@ import numpy as np
 
 from grader.faults import GraderFault, StudentReturnError
 from grader.measure import hlo
-from grader.spec import OPTIONAL_OPTIONS, Example, Trial
+from grader.spec import OPTIONAL_OPTIONS, Example, Trial, example_rng
 
 SAID_UNCHECKED = "said: shard_maps with check_vma=False"
 """``trial.extra`` key: how many shard_maps the student's process says it traced
@@ -39,16 +39,6 @@ forged count changes a hint, never a grade)."""
 
 FLOAT = "float"
 """``values=float`` in an example: normal floats instead of small integers."""
-
-
-def example_rng(ex: Example, salt: int = 0) -> np.random.Generator:
-    """The generator an example's input data is drawn from: its seed, mixed with
-    ``salt``. Salt 0 (tests, reproducible) gives the seed's own data; the grading
-    worker uses a secret salt, fresh per run, and the student's process a random
-    one of its own, so the data a program is traced on there tells nothing about
-    the data it is graded on."""
-    seed = int(ex.get("seed", 0))
-    return np.random.default_rng([seed, int(salt)] if salt else seed)
 
 
 def example_values(
@@ -159,8 +149,6 @@ class Runtime:
         ``args``, fits ``mesh``, calls nothing off the devices), compiled and run
         here on ``args``: the same measurement as :meth:`compile_and_run` (with
         the lesson's compiler options unless others are given)."""
-        from grader.exported import replay
-
         if compiler_options is None:
             compiler_options = self.compiler_options
         limit = self.memory_limit(mesh) if self.memory_limit is not None else None
@@ -240,6 +228,32 @@ def compile_here(
         extra,
         salt,
     )
+
+
+def replay(
+    program: Any, args: tuple, mesh: Any, example: Example,
+    compiler_options: dict[str, Any] | None, extra: dict[str, Any], salt: int,
+    memory_limit: int | None = None,
+) -> Trial:  # fmt: skip
+    """An exported program from the student's side (a cluster's, lesson 13: a
+    :class:`grader.exported.HandedOver`, or its bytes), checked, read from its
+    StableHLO, compiled and run here on ``args`` (``memory_limit``:
+    :func:`run_compiled`'s). Here, not in :mod:`grader.exported`: the runtime
+    uses that module, which uses nothing of the runtime."""
+    import jax
+
+    from grader.exported import HandedOver, check_exported, read_exported, theirs
+
+    handed = program if isinstance(program, HandedOver) else HandedOver.read(program)
+    read = read_exported(handed.exported)
+    check_exported(handed.exported, args, mesh, read.calls)
+    with theirs("lower"):
+        lowered = jax.jit(handed.exported.call, donate_argnums=read.donated).trace(*args).lower()
+    with theirs("compile or run"):
+        return run_compiled(
+            lowered, read.program, args, mesh, example, compiler_options, extra, salt,
+            memory_limit=memory_limit,
+        )  # fmt: skip
 
 
 def run_compiled(

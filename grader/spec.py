@@ -12,9 +12,12 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.later import Later
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Example = dict[str, Any]
 """One drawn example: ordered named values (ints, strings, tuples of ints)."""
@@ -23,6 +26,19 @@ Run = Callable[[Any, Callable[..., Any], Example], "Trial"]
 """``run(rt, fn, ex) -> Trial``: run the student's ``fn`` on example ``ex``, given
 the runtime ``rt`` (:class:`grader.runtime.Runtime`: the example's random source,
 meshes, compile-and-run)."""
+
+
+def example_rng(ex: Example, salt: int = 0) -> np.random.Generator:
+    """The generator an example's input data is drawn from: its seed, mixed with
+    ``salt``. Salt 0 (tests, reproducible) gives the seed's own data; the grading
+    worker uses a secret salt, fresh per run, and the student's process a random
+    one of its own, so the data a program is traced on there tells nothing about
+    the data it is graded on (:class:`grader.runtime.Runtime`'s ``rng()`` and
+    :meth:`Trial.rng`)."""
+    import numpy as np
+
+    seed = int(ex.get("seed", 0))
+    return np.random.default_rng([seed, int(salt)] if salt else seed)
 
 
 @dataclass(frozen=True)
@@ -78,8 +94,6 @@ class Trial:
     def rng(self) -> Any:
         """The random source the example's inputs were drawn from: report material
         that re-derives the inputs (alternative diagnoses) must use this one."""
-        from grader.runtime import example_rng
-
         return example_rng(self.example, self.salt)
 
 

@@ -95,10 +95,8 @@ def test_a_program_the_students_processes_exported_is_compiled_with_the_lessons_
 ):
     """Lesson 13 replays what its clusters exported (``Runtime.run_exported``): with
     the lesson's options, as ``compile_and_run`` compiles, unless others are given."""
-    from grader import exported
-
     seen = []
-    monkeypatch.setattr(exported, "replay", lambda blob, args, mesh, example, options, extra,
+    monkeypatch.setattr(runtimes, "replay", lambda blob, args, mesh, example, options, extra,
                         salt, limit=None: seen.append(options))  # fmt: skip
     rt = runtimes.Runtime({})
     rt.compiler_options = FAST_COMPILE

@@ -578,7 +578,6 @@ class Cluster:
         what the call sent between the processes is measured (:attr:`traffic`)."""
         from grader.faults import GraderFault, StudentReturnError
         from grader.sandbox import wire
-        from grader.sandbox.isolation import raise_from
 
         if task not in self.tasks:
             raise GraderFault(f"{getattr(task, '__qualname__', task)!r} is not a task the spec declares")  # fmt: skip
@@ -603,7 +602,7 @@ class Cluster:
         for i, answer in enumerate(answers):  # the student's error first, from whichever process
             if "raised" in answer:
                 try:
-                    raise_from(answer)
+                    wire.raise_from(answer)
                 except (NotImplementedError, StudentReturnError):
                     raise
                 except Exception as exc:

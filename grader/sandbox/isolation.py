@@ -50,10 +50,8 @@ from grader.exported import check_exported, platform_here, read_exported, theirs
 from grader.faults import (
     Abandoned,
     GraderFault,
-    HostCall,
     LoadError,
     NotStartedHere,
-    SpecFaultThere,
     StudentFault,
     StudentProcessDied,
 )
@@ -70,6 +68,7 @@ from grader.sandbox.channel import (
 from grader.sandbox.prepared import PreparedAhead, Turn
 from grader.sandbox.processes import Started
 from grader.sandbox.spares import Ahead, Ready
+from grader.sandbox.wire import raise_from
 from grader.spec import Example, ExerciseSpec, Trial
 
 ANSWER_LIMIT = LINE_LIMIT
@@ -597,30 +596,6 @@ def turn_abandoned(turn: Turn | None) -> bool:
 def example_key(example: Example) -> str:
     """An example as a key (of what was asked for it ahead, of the one after it)."""
     return json.dumps(wire.encode(example), sort_keys=True)
-
-
-def raise_from(answer: dict) -> None:
-    """Re-raise here what the student's code raised over there."""
-    from grader.runtime import StudentReturnError
-
-    r = answer.get("raised")
-    if not isinstance(r, dict):
-        raise StudentProcessDied("it answered with something that is not an answer")
-    kind, message = str(r.get("kind")), str(r.get("message", ""))
-    if kind == "not_started":
-        raise NotImplementedError(message)
-    if kind == "not_exportable":
-        raise HostCall(message)
-    if kind == "return":
-        hint = r.get("hint")
-        raise StudentReturnError(message, hint=hint if isinstance(hint, str) else None)
-    if kind == "grader":
-        raise SpecFaultThere(message)
-    if kind == "fault" or (kind != "exit" and not r.get("called")):
-        raise StudentFault(message)
-    exc = wire.remote_exception(str(r.get("type", "Exception")), message)
-    exc.student_text = str(r.get("text", message))  # type: ignore[attr-defined]
-    raise exc
 
 
 class RemoteFunction:

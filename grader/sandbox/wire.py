@@ -401,6 +401,40 @@ def remote_exception(type_name: str, message: str) -> BaseException:
     return cls(message)
 
 
+def raise_from(answer: dict) -> None:
+    """Re-raise here what the student's code raised over there (an answer's
+    ``raised``, as :meth:`grader.sandbox.student.Session.raised` wrote it): the
+    worker's side of it, for a lone student's process
+    (:mod:`grader.sandbox.isolation`) and for each process of a cluster
+    (:mod:`grader.sandbox.cluster`)."""
+    from grader.faults import (
+        HostCall,
+        SpecFaultThere,
+        StudentFault,
+        StudentProcessDied,
+        StudentReturnError,
+    )
+
+    r = answer.get("raised")
+    if not isinstance(r, dict):
+        raise StudentProcessDied("it answered with something that is not an answer")
+    kind, message = str(r.get("kind")), str(r.get("message", ""))
+    if kind == "not_started":
+        raise NotImplementedError(message)
+    if kind == "not_exportable":
+        raise HostCall(message)
+    if kind == "return":
+        hint = r.get("hint")
+        raise StudentReturnError(message, hint=hint if isinstance(hint, str) else None)
+    if kind == "grader":
+        raise SpecFaultThere(message)
+    if kind == "fault" or (kind != "exit" and not r.get("called")):
+        raise StudentFault(message)
+    exc = remote_exception(str(r.get("type", "Exception")), message)
+    exc.student_text = str(r.get("text", message))  # type: ignore[attr-defined]
+    raise exc
+
+
 def _name(text: str) -> str:
     clean = "".join(c for c in text if c.isalnum() or c == "_")[:100]
     return clean if clean and not clean[0].isdigit() else f"_{clean}"
