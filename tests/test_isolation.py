@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 
 from course import registry
+from grader.faults import HostCall
 from grader.measure import jaxpr
 from grader.results import Status
 from grader.runtime import example_rng
 from grader.sandbox import backends, wire
-from grader.sandbox.isolation import HostCall, StudentProcessDied, check_exported
+from grader.sandbox.isolation import StudentProcessDied, check_exported
 from tests import grades, reports
 from tests.test_mistakes import assert_caught
 

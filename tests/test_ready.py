@@ -1,5 +1,5 @@
 """Whatever is started ahead of need, behind one interface
-(:class:`grader.sandbox.processes.Ahead`): a lesson's student's process asks it
+(:class:`grader.sandbox.spares.Ahead`): a lesson's student's process asks it
 for a ready channel and takes what it hands over, a process started ahead (and
 asked to import the module already) or one started now."""
 
