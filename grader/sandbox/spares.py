@@ -179,7 +179,8 @@ class Ahead:
         sandbox is on where it can be made)."""
 
     def start(self, directory: str, prepare: str = "", ahead: bool = False) -> Started:
-        """A student's process for ``directory``, started now (:func:`spawn`)."""
+        """A student's process for ``directory``, started now
+        (:func:`grader.sandbox.processes.spawn`)."""
         from grader.sandbox import processes
 
         return processes.spawn(directory, prepare=prepare, ahead=ahead, hidden=self.hidden,
@@ -268,8 +269,9 @@ class Spares(Ahead):
             forks.close()
 
     def start(self, directory: str, prepare: str = "", ahead: bool = False) -> Started:
-        """A student's process for ``directory`` (:func:`spawn`'s), forked where
-        the fork server serves that directory and is alive."""
+        """A student's process for ``directory`` (as
+        :func:`grader.sandbox.processes.spawn` starts one), forked where the fork
+        server serves that directory and is alive."""
         forks = self.forks
         if forks is not None and forks.directory == _folder(directory):
             forked = forks.fork(prepare, ahead)
