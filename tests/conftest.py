@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -13,6 +14,13 @@ from grader.measure import devices  # noqa: E402
 
 os.environ.setdefault("COURSE_PLATFORM", "cpu")
 devices.configure(8)
+
+# Ctrl-C reaches the processes the tests start and stop with SIGINT (`course watch`, a class
+# graded at once): a pytest started as a background job of a non-interactive shell (.ci/run's
+# legs, nohup) has SIGINT ignored, and an ignored signal stays ignored through exec, so those
+# processes would never see it. A handler (not ignored) here is reset to the default in them.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 import pytest  # noqa: E402
 

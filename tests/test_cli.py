@@ -150,7 +150,7 @@ def test_usage_errors_exit_2(home, args, message):
 def test_hints_come_one_after_another(home):
     first = course(home, "hint", "2").stdout
     second = course(home, "hint", "2").stdout
-    assert "hint 1 of 5" in first and "hint 2 of 5" in second and "perm = " in first
+    assert "hint 1 of 6" in first and "hint 2 of 6" in second and "perm = " in first
 
 
 def test_show_renders_the_lesson_text(home):
