@@ -96,7 +96,8 @@ def test_a_class_run_draws_one_fresh_seed_and_says_it(tmp_path):
         r = course(tmp_path / "teacher", "classroom", str(subs), "--out", str(tmp_path / f"o{n}"),
                    "--lesson", "1")  # fmt: skip
         assert r.returncode == 0, r.stdout + r.stderr
-        (said,) = [w for w in r.stdout.split("·") if w.strip().startswith("seed ")]
+        said_all = " ".join(r.stdout.split())  # the header wraps at 100 columns: long paths (CI's)
+        (said,) = [w for w in said_all.split("·") if w.strip().startswith("seed ")]
         seeds.append(int(said.split()[1]))
         assert (
             f"seed {seeds[-1]}"
