@@ -107,12 +107,16 @@ def mistake_mode(m: Any) -> str:
 _SAMPLED = set(SAMPLE)
 
 
-def mistake(m: Any, *, mode: str | None = None, **options: Any) -> LessonResult:
+def mistake(
+    m: Any, *, mode: str | None = None, root: Path | None = None, **options: Any
+) -> LessonResult:
     """The grade of catalogued mistake ``m`` (``tests/mistakes``): its exercise only, a
-    minute a example at most, as :func:`tests.test_mistakes.assert_caught` grades it."""
+    minute a example at most, as :func:`tests.test_mistakes.assert_caught` grades it.
+    ``root``: the course whose solution the mistake edits (``course dev check``'s; by
+    default this checkout)."""
     folder = Path(tempfile.mkdtemp(prefix=f"course-mistake-{m.id}-"))
     try:
-        text = m.source((ROOT / "solutions" / f"{m.module}.py").read_text())
+        text = m.source(((root or ROOT) / "solutions" / f"{m.module}.py").read_text())
         (folder / f"{m.module}.py").write_text(text)
         return grade(int(m.module[1:3]), m.module, folder, mode=mode or mistake_mode(m),
                      only=[m.exercise], timeout=60, **options)  # fmt: skip

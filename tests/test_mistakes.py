@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -28,12 +29,15 @@ def test_mistake_is_caught_with_its_diagnosis(mistake: Mistake):
     assert_caught(mistake)
 
 
-def assert_caught(mistake: Mistake, isolate: bool | None = None) -> None:
+def assert_caught(
+    mistake: Mistake, isolate: bool | None = None, *, root: Path | None = None
+) -> None:
     """The mistake's grade (the run's one: :func:`tests.grades.mistake`) fails as it says.
     ``isolate``: True in the student's process, False in this one, None as the run grades
-    the catalogue (:func:`tests.grades.mistake_mode`)."""
+    the catalogue (:func:`tests.grades.mistake_mode`); ``root``: the course whose solution
+    the mistake edits (``course dev check --mistakes``'s)."""
     mode = None if isolate is None else ("isolated" if isolate else "here")
-    result = grades.mistake(mistake, mode=mode)
+    result = grades.mistake(mistake, mode=mode, root=root)
     (er,) = result.exercises
     assert er.status == Status(mistake.status), (
         er.status,
