@@ -185,10 +185,28 @@ def test_block_rotation_and_permutation_diagnoses():
     assert diagnose.values(expected, expected, _close, block=1, n_ring=4) is None
 
 
+def test_a_scalar_is_not_called_a_stray_factor_of_another():
+    """Any nonzero scalar is some multiple of any other: the factor says nothing (issue 45
+    §5). N times too large still names the sum; an array that takes two values names the
+    factor it measured."""
+    one = [np.array(7.0)] * 4
+    assert diagnose.values([np.array(2.5)] * 4, one, _close, block=None, n_ring=4) is None
+    assert "N = 4 times too large" in diagnose.values([np.array(28.0)] * 4, one, _close,
+                                                      block=None, n_ring=4)  # fmt: skip
+    two = [np.array([1.0, 2.0])] * 4
+    got = diagnose.values([2.5 * t for t in two], two, _close, block=1, n_ring=4)
+    assert got.startswith(diagnose.STRAY_FACTOR)
+
+
 def test_step_diagnoses():
     assert "too many" in diagnose.steps("collective-permute", 4, 3, 4)
     assert "too few" in diagnose.steps("collective-permute", 2, 3, 3)
-    assert "butterfly" in diagnose.steps("collective-permute", 3, 7, 8)
+    assert "butterfly" in diagnose.steps("collective-permute", 3, 7, 8, farthest=4)
+    # log2(4) = 2 is also a ring one step short: with sends to neighbours only (or none
+    # measured) it is not called a butterfly, and "one too few" says what was measured
+    assert "too few" in diagnose.steps("collective-permute", 2, 3, 4, farthest=1)
+    assert diagnose.steps("collective-permute", 3, 7, 8, farthest=1) is None
+    assert diagnose.steps("collective-permute", 3, 7, 8) is None
     assert "No collective-permute" in diagnose.steps("collective-permute", 0, 5, 6)
 
 

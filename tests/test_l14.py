@@ -639,3 +639,27 @@ def test_a_pipeline_may_run_as_many_micro_batches_as_stages():
     assert not r.passed and "n_micro = pp is allowed in a pipeline" in r.hint
     assert "pp = 1 runs with n_micro = 1" not in r.hint
     assert "at least p micro-batches." not in r.hint
+
+
+def test_a_tie_between_remat_and_none_is_drawn_and_a_string_key_fails_it():
+    """Issue 47: no example tied a plan with remat against one without, so a search that
+    sorted the tie by the remat string ("block" < "none") passed. On the compute-free chip
+    remat costs nothing: the best plan has no remat, that search's has, and the grade says
+    the tie's first rule broke."""
+    ex = spec.REMAT_TIE
+    assert ex in spec.BEST_EXPLICIT
+    m, hw, batch = spec._best_args(ex)
+    rows = cost.ranked(m, hw, batch)
+    tied = [p for p, _, t in rows if t["total"] <= rows[0][2]["total"] * (1 + cost.TIE)]
+    best = cost.best_plan(m, hw, batch)
+    assert best.remat == "none" and dataclasses.replace(best, remat="block") in tied
+    by_string = min(tied, key=lambda p: (p.remat, p.pp, p.tp, p.fsdp, p.n_micro))
+    assert by_string.remat == "block"
+    for other in spec.BEST_EXPLICIT:  # nowhere else does that key pick another plan
+        if other is not ex and (rows := cost.ranked(*spec._best_args(other))):
+            top = [p for p, _, t in rows if t["total"] <= rows[0][2]["total"] * (1 + cost.TIE)]
+            assert min(top, key=lambda p: (p.remat, p.pp, p.tp, p.fsdp, p.n_micro)) == top[0]
+    r = _trial(spec.BEST, ex, by_string)
+    assert not r.passed and "remat = 'block' (yours) against 'none'" in r.message
+    assert 'puts "block" before "none"' in r.hint
+    assert _trial(spec.BEST, ex, best).passed

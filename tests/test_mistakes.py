@@ -56,6 +56,8 @@ def assert_caught(
         assert er.example, "a failing exercise names its example"
     for words in mistake.says:
         assert words in evidence, f"{words!r} not in: {evidence}"
+    for words in mistake.never:
+        assert words not in evidence, f"{words!r}, a wrong cause here, in: {evidence}"
 
 
 def test_every_mistake_targets_a_real_exercise():

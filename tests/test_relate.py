@@ -281,8 +281,9 @@ def test_a_fixed_example_says_its_purpose_and_a_drawn_one_its_features():
     fixed = spec.explicit(FULL)
     between = next(ex for ex in fixed if ex["case"] == "between")
     assert about(spec, between, fixed) == (
-        "a fixed example: max_norm between every device's own norm and the whole norm: a "
-        "local norm never clips, a sum of norms clips too much"
+        "a fixed example: max_norm between every device's own norm and the whole norm: "
+        "the whole gradient is clipped, by max_norm over the whole norm, though no "
+        "device's own slice is longer than max_norm"
     )
     drawn = {"n": 3, "chunk": 8, "case": "clip", "seed": 4242}
     assert (

@@ -101,13 +101,14 @@ class Count(Check):
             return CheckResult(
                 self.name, True, f"{got} × {self.kind} ({self.what})", evidence=evidence
             )
+        n = self.ring_size(trial.example)
         return CheckResult(
             self.name,
             False,
             f"{got} × {self.kind} executed; expected {want} ({self.what})",
             evidence=evidence,
             hint=(self.hint and self.hint(trial.example, got, want))
-            or diagnose.steps(self.kind, got, want, self.ring_size(trial.example)),
+            or diagnose.steps(self.kind, got, want, n, _farthest(trial, n)),
         )
 
 
@@ -200,6 +201,14 @@ def links(src: int, dst: int, n: int) -> int:
     """Links a message from ``src`` to ``dst`` crosses on a ring of ``n``, the short way."""
     d = (dst - src) % n
     return min(d, n - d)
+
+
+def _farthest(trial: Trial, n: int) -> int | None:
+    """The most ring links any executed collective-permute's send crosses (None: no pairs
+    were measured)."""
+    hops = [links(a, b, n) for c in trial.comms.collectives
+            if c.kind == PERMUTE and c.count for a, b in c.pairs]  # fmt: skip
+    return max(hops) if hops else None
 
 
 def _sends(pairs: tuple[tuple[int, int], ...], n: int) -> str:

@@ -249,6 +249,8 @@ class Scalar:
     program is compiled for)."""
     max_examples: int = 20
     """Drawn examples on top of the explicit ones."""
+    purpose: Callable[[Example], str | None] | None = None
+    """What a fixed example is for (:attr:`grader.spec.ExerciseSpec.purpose`)."""
 
     def want(self, ex: Example) -> Any:
         return self.answer(**ex)
@@ -297,6 +299,7 @@ class Scalar:
             run=self.run,
             checks=(self.check(),),
             max_examples=self.max_examples,
+            purpose=self.purpose,
         )
 
 

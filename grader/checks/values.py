@@ -50,9 +50,10 @@ class Values(Check):
     reduce_size: Callable[[Example], int] = lambda ex: 1
     block_rows: Callable[[Example], int | None] = lambda ex: None
     """Rows of one block along dim 0, for results assembled from blocks."""
-    alternatives: Callable[[Trial], list[tuple[str, Callable[[tuple, tuple], Any]]]] | None = None
+    alternatives: Callable[[Trial], list[tuple]] | None = None
     """Known wrong results as (hint, shard(coord, index) → the array that device
-    would hold): an output matching one of them on every device gets that hint."""
+    would hold[, a relative tolerance of its own]): an output matching one of them on
+    every device gets that hint."""
     atol: Callable[[Trial], float] | None = None
     """atol as a fraction of max|expected| with rtol 0, in place of :func:`tolerance`
     (training lessons derive theirs in :mod:`grader.reference.training`)."""
@@ -166,16 +167,22 @@ class Values(Check):
                 self.name, True, "every device's shard matches the reference", evidence=evidence
             )
         n_bad = sum(not d.ok for d in devices)
+
+        def matches(wrong: Callable[[tuple, tuple], Any], rtol: float = 0.0) -> bool:
+            """Every device holds what this wrong program gives, within the check's own
+            tolerance or, where the alternative names one, within ``rtol`` of its value (a
+            loss one step on amplifies float32's rounding past the tolerance of the loss)."""
+            held = [np.asarray(wrong(coords.get(s.device.id, (s.device.id,)), s.index))
+                    for s in shards]  # fmt: skip
+            return all(
+                close(a, w) or (rtol > 0 and a.shape == w.shape
+                                and bool(np.all(np.abs(as_numpy(a) - w) <= rtol * np.abs(w))))
+                for a, w in zip(actual, held)
+            )  # fmt: skip
+
+        alternatives = self.alternatives(trial) if self.alternatives else []
         hint = next(
-            (
-                why
-                for why, wrong in (self.alternatives(trial) if self.alternatives else [])
-                if all(
-                    close(a, np.asarray(wrong(coords.get(s.device.id, (s.device.id,)), s.index)))
-                    for a, s in zip(actual, shards)
-                )
-            ),
-            None,
+            (why for why, *match in alternatives if matches(*match)), None
         ) or diagnose.values(
             actual, expected, close, block=self.block_rows(trial.example), n_ring=len(shards)
         )

@@ -17,12 +17,15 @@ import numpy as np
 Params = dict[str, np.ndarray]
 
 
-def _attn_forward(h: np.ndarray, w: Params, n_heads: int) -> tuple[np.ndarray, dict]:
+def _attn_forward(
+    h: np.ndarray, w: Params, n_heads: int, causal: bool = True
+) -> tuple[np.ndarray, dict]:
     b, s, _ = h.shape
     dh = w["wq"].shape[1] // n_heads
     q, k, v = ((h @ w[n]).reshape(b, s, n_heads, dh) for n in ("wq", "wk", "wv"))
     scores = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(dh)
-    scores = np.where(np.tril(np.ones((s, s), bool)), scores, -np.inf)
+    if causal:
+        scores = np.where(np.tril(np.ones((s, s), bool)), scores, -np.inf)
     p = np.exp(scores - scores.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     o = np.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, s, n_heads * dh)
@@ -53,14 +56,21 @@ def _layer(params: Params, i: int) -> Params:
     return {k: v[i] for k, v in params.items()}
 
 
-def forward(params: Params, x: np.ndarray, n_heads: int) -> np.ndarray:
+def forward(params: Params, x: np.ndarray, n_heads: int, causal: bool = True) -> np.ndarray:
     h = np.asarray(x, np.float64)
     p = _f64(params)
     for i in range(p["wq"].shape[0]):
         w = _layer(p, i)
-        h = h + _attn_forward(h, w, n_heads)[0]
+        h = h + _attn_forward(h, w, n_heads, causal)[0]
         h = h + np.tanh(h @ w["w_in"]) @ w["w_out"]
     return h
+
+
+def loss(params: Params, x: np.ndarray, y: np.ndarray, n_heads: int, causal: bool = True) -> float:
+    """½ · Σ (h − y)² / (B·S), float64; ``causal=False``: every position attends to every
+    other (the mask left out), for the hint that measures it."""
+    err = forward(params, x, n_heads, causal) - np.asarray(y, np.float64)
+    return float(0.5 * np.sum(err * err) / (err.shape[0] * err.shape[1]))
 
 
 def grads(params: Params, x: np.ndarray, y: np.ndarray, n_heads: int) -> tuple[float, Params]:

@@ -31,6 +31,9 @@ class Mistake:
     """The check that must fail, or None when the whole exercise ends in an error/timeout."""
     says: tuple[str, ...]
     """Words the failing check's message or the hint must contain."""
+    never: tuple[str, ...] = ()
+    """Words that must not appear there: the cause another mistake's hint names, which
+    would be wrong here (issue 45: no cause without its evidence)."""
     code: str = ""
     """Whole wrong functions appended to the solution."""
     patch: tuple[tuple[str, str], ...] = ()

@@ -54,6 +54,21 @@ def ring_all_gather(x, axis_name):
         patch=(("lax.fori_loop(0, n - 1, step, (out, x))", "lax.fori_loop(0, n, step, (out, x))"),),
     ),
     Mistake(
+        id="reduce-scatter-one-step-short",
+        module=L02,
+        exercise="ring_reduce_scatter",
+        status="failed",
+        check="steps",
+        says=("One collective-permute too few", "needs 3 sends"),
+        never=("butterfly",),  # 2 = log2(4) sends, but each to a neighbour
+        patch=(
+            (
+                "return lax.fori_loop(0, n - 1, step, acc)",
+                "return lax.fori_loop(0, n - 2, step, acc)",
+            ),
+        ),
+    ),
+    Mistake(
         id="butterfly-power-of-two",
         module=L02,
         exercise="ring_all_gather",

@@ -9,6 +9,21 @@ SPECS = "from jax.sharding import PartitionSpec as P\n"
 
 MISTAKES: list[Mistake] = [
     Mistake(
+        id="bidirectional-loop-one-step-long",
+        module=L05,
+        exercise="allgather_matmul_bidirectional",
+        status="failed",
+        check="memory",
+        says=("takes one block of W", "more than the whole W"),
+        never=("collected every block",),  # no matmul takes the whole W here
+        patch=(
+            (
+                "lax.fori_loop(1, (n - 1) // 2 + 1, step, (y, w_blk, w_blk))",
+                "lax.fori_loop(1, n // 2 + 1, step, (y, w_blk, w_blk))",
+            ),
+        ),
+    ),
+    Mistake(
         id="collective-matmul-calls-all-gather",
         module=L05,
         exercise="allgather_matmul",

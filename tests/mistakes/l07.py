@@ -85,6 +85,35 @@ def fsdp_grads(params, x, y, mesh):
 
 MISTAKES: list[Mistake] = [
     Mistake(
+        id="fsdp-loss-after-the-update",
+        module=L07,
+        exercise="fsdp_train_step",
+        status="failed",
+        check="values",
+        says=("Your loss is the loss after the step", "loss at the new params"),
+        never=("stray scale factor",),
+        patch=(
+            (
+                "return new, lax.psum(local, AXIS)  # the one all-reduce: a scalar",
+                "return new, lax.psum(_local_loss(new, xb, yb, batch), AXIS)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="fsdp-loss-after-the-update-gathers-three-times",
+        module=L07,
+        exercise="fsdp_train_step",
+        status="failed",
+        check="all-gather bytes",
+        says=("gathers every layer 3 times", "a second forward"),
+        patch=(
+            (
+                "return new, lax.psum(local, AXIS)  # the one all-reduce: a scalar",
+                "return new, lax.psum(_local_loss(new, xb, yb, batch), AXIS)",
+            ),
+        ),
+    ),
+    Mistake(
         id="fsdp-gathered-up-front",
         module=L07,
         exercise="fsdp_grads",

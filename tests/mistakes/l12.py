@@ -70,6 +70,26 @@ def _local_loss(params, x, y, dh, rows):
 
 MISTAKES: list[Mistake] = [
     Mistake(
+        id="l12-attention-without-the-causal-mask",
+        module=L12,
+        exercise="train_step",
+        patch=(("attention(q, k, v, causal=True)", "attention(q, k, v, causal=False)"),),
+        status="failed",
+        check="values",
+        says=("forward pass is wrong", "equals the model's without the causal mask"),
+        never=("never all-reduced",),  # its all-reduces are the reference's, byte for byte
+    ),
+    Mistake(
+        id="l12-mlp-without-tanh",
+        module=L12,
+        exercise="train_step",
+        patch=(('jnp.tanh(hv @ w["w_in"]) @ w["w_out"]', '(hv @ w["w_in"]) @ w["w_out"]'),),
+        status="failed",
+        check="values",
+        says=("forward pass is wrong", "moves what the reference's moves per device"),
+        never=("never all-reduced", "causal mask"),
+    ),
+    Mistake(
         id="l12-row-parallel-without-all-reduce",
         module=L12,
         exercise="train_step",
@@ -358,6 +378,21 @@ MISTAKES += [
         status="failed",
         check="prediction",
         says=("elements, not bytes", "item size"),
+    ),
+    Mistake(
+        id="l12-prediction-weights-divided-by-data-too",
+        module=L12,
+        exercise="predict_step_bytes",
+        patch=(
+            (
+                "weights = sum(_size(shapes[k]) for k in NAMES) * itemsize // model",
+                "weights = sum(_size(shapes[k]) for k in NAMES) * itemsize // (model * data)",
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="prediction",
+        says=("0.25×",),
+        never=("elements, not bytes",),  # 1/data = 1/4 = 1/itemsize on the 4×2 mesh
     ),
     Mistake(
         id="l12-prediction-weights-not-divided-by-model",

@@ -318,6 +318,13 @@ MISTAKES: list[Mistake] = [
         ("One chip's HBM",),
     ),
     _edit(
+        "l16-max-batch-weights-on-every-chip",
+        "max_batch",
+        "free = s.chips * s.hbm_bytes - param_count(m) * itemsize",
+        "free = s.chips * (s.hbm_bytes - param_count(m) * itemsize)",
+        ("A copy of the weights on every chip",),
+    ),
+    _edit(
         "l16-throughput-one-token-per-step",
         "throughput",
         "return batch / decode_step_time(m, s, batch, context, itemsize)",

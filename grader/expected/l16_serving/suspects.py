@@ -73,6 +73,9 @@ def max_batch(model: Any, slice: Any, context: int, itemsize: int) -> list:
          "The weights are not subtracted: one copy of them (P·itemsize) shares the HBM."),
         (max(0, int((s.hbm_bytes - param_count(m) * itemsize) // kv)),
          "One chip's HBM: the slice holds chips × hbm_bytes."),
+        (max(0, int(s.chips * (s.hbm_bytes - param_count(m) * itemsize) // kv)),
+         "A copy of the weights on every chip: the slice holds one copy, sharded across its "
+         "chips, so subtract P·itemsize once from chips × hbm_bytes."),
         (max(0, round(free / kv)), "Rounded: a partial cache does not fit; round down."),
         (int(free // kv), "Negative: when the weights alone do not fit, no sequence does: 0."),
     ]  # fmt: skip

@@ -19,6 +19,7 @@ and a program that concatenates every block needs 1.5–3 times W.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -341,6 +342,27 @@ def _w_bytes(t: Trial) -> int:
     return int(np.prod(layout(t.extra["kind"], t.example).w)) * _itemsize(t)
 
 
+def _memory_hint(t: Trial) -> str:
+    """The whole-W hint only where a matmul shows it: one that contracts all D rows of W at
+    once (every block collected first). A schedule that holds one block too many, a loop
+    one step long, also passes the bound without any such matmul."""
+    d = layout(t.extra["kind"], t.example).w[0]
+    dots = t.program.dots if t.program is not None else ()
+    if any(math.prod(dot.lhs_shape[i] for i in dot.lhs_contract) == d for dot in dots):
+        return (
+            f"A matmul in your program contracts all D = {d} rows of W at once: you collected "
+            "every block and multiplied once, which is an all-gather built from permutes. "
+            "Multiply each block as it arrives and keep only the one you hold."
+        )
+    blocks = t.memory["temp"] / _block_bytes(t)
+    return (
+        f"Every matmul in your program takes one block of W ({t.example['dblock']} of its {d} "
+        f"rows), yet the temporaries add up to {blocks:.2f} blocks, more than the whole W: "
+        "more blocks are alive at once than the schedule needs (the other failing checks "
+        "say where your schedule differs)."
+    )
+
+
 def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
     what = "one W block" if kind == "gather" else "one partial-sum block [B, F/N]"
     checks: list[Check] = [
@@ -392,9 +414,7 @@ def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
                 what=lambda t: "the whole W, D·F·itemsize = {}·{}·{}".format(
                     *layout(t.extra["kind"], t.example).w, _itemsize(t)
                 ),
-                hint="The compiled program holds a buffer as large as the whole W: you collected "
-                "every block and multiplied once, which is an all-gather built from permutes. "
-                "Multiply each block as it arrives and keep only the one you hold.",
+                hint=_memory_hint,
             )
         )
     return tuple(checks)

@@ -317,8 +317,26 @@ def _interleaved(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]
     return out
 
 
-def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
-    return _unscaled(trial) + _interleaved(trial)
+def _loss_after_step(trial: Trial) -> list[tuple]:
+    """The train step's loss computed at the new params: the next step's loss."""
+    if trial.extra["kind"] != "train" or trial.extra["param"] is not None:
+        return []
+    x, y = trial.extra["batch"]
+    new, _ = training.sgd_step(trial.extra["before"], x, y, LR)
+    after = np.float64(training.loss(new, x, y))
+    return [
+        (
+            "Your loss is the loss after the step: it equals the full-batch loss at the new "
+            f"params, p − lr·g ({after:.6g}). The step returns the loss before it, the value "
+            "that jax.value_and_grad computes with the gradients.",
+            lambda coord, index: after,
+            1e-3,  # float32's rounding, amplified by a step of this learning rate
+        )
+    ]
+
+
+def _alternatives(trial: Trial) -> list[tuple]:
+    return _unscaled(trial) + _interleaved(trial) + _loss_after_step(trial)
 
 
 def _precision_hint(trial: Trial, result: CheckResult) -> str | None:
@@ -385,7 +403,8 @@ class BytesInRange(Check):
     high: Callable[[Example], int] = lambda ex: 0
     what: str = ""
     """The allowance in words, in the lesson's terms."""
-    too_many: str | None = None
+    too_many: str | Callable[[Trial, int], str | None] | None = None
+    """The hint above the range, or a function of (trial, bytes measured) that words it."""
     too_few: str | None = None
 
     @property
@@ -412,6 +431,8 @@ class BytesInRange(Check):
                 self.name, True, f"{got:,} bytes per device ({self.what})", evidence=evidence
             )
         hint = self.too_many if got > hi else self.too_few
+        if callable(hint):
+            hint = hint(trial, got)
         if got > hi and self.kind == ALL_GATHER:
             hint = batch_gathered(trial) or hint
         return CheckResult(
@@ -419,6 +440,22 @@ class BytesInRange(Check):
             f"{got:,} bytes per device in {self.kind}; allowed {allowed} ({self.what})",
             evidence=evidence, hint=hint,
         )  # fmt: skip
+
+
+def _gathers_too_many(trial: Trial, got: int) -> str:
+    """More all-gather bytes than a forward and the backward's re-gathers: how many times
+    every layer is gathered, when the bytes are a whole number of gathers of them all, and
+    the two ways a program runs the layers once more."""
+    once = ring(trial.example, params_bytes(trial.example))
+    times = f" {got // once} times ({got:,} B = {got // once} × (N−1)/N·|params|)" \
+        if once and got % once == 0 else f" more than twice ({got:,} B)"  # fmt: skip
+    return (
+        f"Your program gathers every layer{times}; a forward and the backward's re-gathers "
+        "make two. Each further pass over the layers gathers them again: a second forward "
+        "(for the loss, say: jax.value_and_grad gives the loss and the gradients from one "
+        "forward), or a jax.checkpoint around more than one layer (its recompute gathers "
+        "again: gather each layer inside its own jax.checkpoint only)."
+    )
 
 
 def _count(n: int | None) -> str:
@@ -494,8 +531,7 @@ def _comm_checks(kind: str) -> list[Check]:
             ALL_GATHER, once, lambda ex: 2 * once(ex),
             "the forward's gathers, plus at most the backward's re-gathers: (N−1)/N·|params| "
             "… twice that",
-            too_many="More than two gathers of every layer: gather each layer inside its "
-            "jax.checkpoint only (once in the forward, once again in the backward).",
+            too_many=_gathers_too_many,
         )
     )  # fmt: skip
     if kind == "train":  # before the reduce-scatter: its absence is a consequence

@@ -331,19 +331,52 @@ class Divergence(Check):
         elif not loss_ok:
             result = replace(
                 result,
-                hint=(
-                    "The loss before the step already differs, so the forward pass is wrong. Most "
-                    "often a row-parallel matmul (o @ wo, or tanh(h @ w_in) @ w_out) leaves a "
-                    "partial sum over 'model' that is never all-reduced: psum it over 'model' "
-                    "before adding it to h."
-                )
-                + (UNCHECKED_TOO if _unchecked(trial) else ""),
+                hint=self._forward_hint(trial) + (UNCHECKED_TOO if _unchecked(trial) else ""),
             )
         elif _unchecked(trial):
             result = replace(result, hint=UNCHECKED_GRADS)
         if first is not None:
             result = replace(result, evidence=[table, *result.evidence])
         return result
+
+    @staticmethod
+    def _forward_hint(trial: Trial) -> str:
+        """The loss before the step differs: the cause a measurement shows, else what was
+        measured. The mask left out (the loss equals the unmasked model's); an all-reduce
+        short of the reference's step (a partial sum never psum'd); else the bytes agree
+        and each device's own computation is where it parts."""
+        s = sizes(trial.example)
+        lead = "The loss before the step already differs, so the forward pass is wrong"
+        if "batch" in trial.extra:
+            x, y = trial.extra["batch"]
+            unmasked = model.loss(trial.extra["before"], x, y, s.heads, causal=False)
+            got = np.asarray(trial.output[1], np.float64)
+            if got.shape == () and abs(float(got) - unmasked) <= _atol(trial) * abs(unmasked):
+                return (
+                    f"{lead}: measured, your loss equals the model's without the causal mask "
+                    f"({unmasked:.6g}), where every position also attends to later ones. Mask "
+                    "the scores where the key comes after the query (attention(..., "
+                    "causal=True))."
+                )
+        ref = F.reference_bytes(s.shapes(), s.data, s.model, ITEMSIZE)
+        got_bytes = _measured(trial)
+        mine, theirs = got_bytes.get(ALL_REDUCE), ref.get(ALL_REDUCE, 0)
+        if mine is not None and mine < theirs * (1 - SLACK):
+            return (
+                f"{lead}. Your step all-reduces {mine:,} B per device where the reference's "
+                f"sends {theirs:,} B: a row-parallel matmul (o @ wo, or tanh(h @ w_in) @ "
+                "w_out) leaves a partial sum over 'model' that is never all-reduced: psum it "
+                "over 'model' before adding it to h."
+            )
+        moved = ", ".join(f"{k} {got_bytes.get(k) or 0:,} B" for k in KINDS)
+        if all(got_bytes.get(k) == ref.get(k, 0) for k in KINDS):
+            return (
+                f"{lead}. Your step moves what the reference's moves per device ({moved}), so "
+                "the communication is not where the two part: what each device computes on "
+                "its own differs (attention, the MLP or the loss)."
+            )
+        theirs_all = ", ".join(f"{k} {ref.get(k, 0):,} B" for k in KINDS)
+        return f"{lead}. Per device your step moves {moved}; the reference's {theirs_all}."
 
     @staticmethod
     def _twice(trial: Trial) -> bool:
@@ -857,8 +890,14 @@ def _run_predict(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
             hint="Return e.g. {'all-gather': …, 'reduce-scatter': …, 'all-reduce': …} with int "
             "values (use // for the (G−1)/G factors).",
         )
+    try:  # the same call at half the item size: a prediction in elements does not change
+        half = fn(dict(shapes), {DATA: data, MODEL: m}, ITEMSIZE // 2)
+        half = {str(k): int(v) for k, v in half.items()}
+    except Exception:  # report material only: the verdict rests on the call above
+        half = None
     return Trial(example=ex, output={str(k): int(v) for k, v in out.items()},
-                 expected=F.reference_bytes(shapes, data, m, ITEMSIZE))  # fmt: skip
+                 expected=F.reference_bytes(shapes, data, m, ITEMSIZE),
+                 extra={"half": half})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -884,7 +923,8 @@ class Prediction(Check):
                 self.name, False,
                 f"{row.kind}: you predict {mine:,} bytes per device; the reference's step "
                 f"sends {ref:,}" + (f" ({mine / ref:.2f}×)" if ref else ""),
-                evidence=evidence, hint=_prediction_hint(row.kind, mine, ref, trial.example),
+                evidence=evidence,
+                hint=_prediction_hint(row.kind, mine, ref, trial.example, _itemless(trial, row.kind)),
             )  # fmt: skip
         return CheckResult(self.name, True, "every kind within 10% of the reference's step",
                            evidence=evidence)  # fmt: skip
@@ -894,11 +934,26 @@ def _kind_order(kind: str) -> int:
     return KINDS.index(kind) if kind in KINDS else len(KINDS)
 
 
-def _prediction_hint(kind: str, mine: int, ref: int, ex: Example) -> str:
+def _itemless(trial: Trial, kind: str) -> bool:
+    """The prediction for ``kind`` is the same at half the item size: counted in elements."""
+    half = trial.extra.get("half")
+    return half is not None and half.get(kind) == trial.output.get(kind) != 0
+
+
+ELEMENTS = "Counted in elements, not bytes"
+
+
+def _prediction_hint(kind: str, mine: int, ref: int, ex: Example, itemless: bool = False) -> str:
+    """Known slips whose value yours equals; "elements, not bytes" only when measured
+    (your prediction did not change with the item size), since other slips give 1/4 too."""
     if not ref:
         return f"This step sends no {kind} on a {ex['mesh'][0]}×{ex['mesh'][1]} mesh (a group of one moves nothing)."
     named = [why for value, why in F.prediction_factors(kind, ex)
-             if abs(mine - value) <= SLACK * max(value, 1) and abs(value - ref) > SLACK * ref]  # fmt: skip
+             if abs(mine - value) <= SLACK * max(value, 1) and abs(value - ref) > SLACK * ref
+             and (itemless or not why.startswith(ELEMENTS))]  # fmt: skip
+    if itemless and not any(why.startswith(ELEMENTS) for why in named):
+        named.insert(0, f"{ELEMENTS}: your prediction is the same at half the item size; "
+                     "multiply by itemsize.")  # fmt: skip
     if named:
         named = list(dict.fromkeys(named))
         return named[0] if len(named) == 1 else "One of these: " + " Or: ".join(named)

@@ -53,3 +53,5 @@ grads = _REFERENCE.fn("grads")
 """(loss, ``jax.grad(tinymodels.transformer.loss)``) in float64."""
 sgd_step = _REFERENCE.fn("sgd_step")
 """(params − lr·grads, loss before the step), float64."""
+loss = _REFERENCE.fn("loss")
+"""½ · Σ (h − y)² / (B·S) in float64; ``causal=False`` leaves the attention mask out."""

@@ -58,12 +58,15 @@ CHIPS = {
     "toy": Hardware("toy", 1, 1, 1e12, 16e9, 1e9, 1e-5, 1e8, 1e-4),
     "toy-1228800": Hardware("toy-1228800", 1, 1, 1e12, 1_228_800, 1e9, 1e-5, 1e8, 1e-4),
     "ideal": Hardware("ideal", 1, 1, 1e12, 16e9, 1e30, 0.0, 1e30, 0.0),
+    "free-compute": Hardware("free-compute", 1, 1, 1e30, 16e9, 1e9, 1e-5, 1e8, 1e-4),
 }
 """The presets, and toy chips with round figures (their names are not in the student's
 HARDWARE): ``toy``; ``toy-1228800``, whose HBM is exactly what the best plan of
 ``TIGHT`` needs (every term a whole number of bytes, so any order of summing gives it
 exactly); ``ideal``, whose links cost nothing (1e30 B/s, no latency), so plans that
-differ only in how they communicate tie and the tie-break decides."""
+differ only in how they communicate tie and the tie-break decides; ``free-compute``, whose
+compute costs nothing (1e30 FLOP/s) and links what ``toy``'s cost, so a plan with remat ties
+the same plan without it (remat only adds compute, and tp = 1 adds no all-reduce)."""
 
 PRESETS = {
     (m.layers, m.d_model, m.d_ff, m.heads, m.kv_heads, m.head_dim, m.vocab, m.seq): m
@@ -438,6 +441,15 @@ def _plan_fields_differ(a: Plan, b: Plan) -> str:
     return f"{first} = {getattr(a, first)!r} (yours) against {getattr(b, first)!r}"
 
 
+def _tie_hint(got: Plan, want: Plan) -> str:
+    hint = ("Collect every plan within 1e-9 (relative) of the fastest time, then take the "
+            "first in the stated order.")  # fmt: skip
+    if got.remat == "block" and want.remat == "none":
+        hint += (' Its first rule is no remat: a key on the string plan.remat puts "block" '
+                 'before "none"; key on plan.remat != "none" instead.')  # fmt: skip
+    return hint
+
+
 TIE_ORDER = ("no remat first, then the fewest stages (pp), then the smallest tp, then the "
              "smallest fsdp, then the fewest micro-batches")  # fmt: skip
 
@@ -514,8 +526,7 @@ class BestPlan(Check):
             return CheckResult(self.name, False, f"{lead}. Both take {explain.seconds(bt['total'])}"
                                f" per step: a tie, and the order breaks it: {TIE_ORDER}; here "
                                f"{_plan_fields_differ(got, want)}", evidence=evidence,
-                               hint="Collect every plan within 1e-9 (relative) of the fastest "
-                               "time, then take the first in the stated order.")  # fmt: skip
+                               hint=_tie_hint(got, want))  # fmt: skip
         fit = f" The best plan needs {explain.gb(best[1]['total'])}, within the " \
               f"{explain.gb(hw.hbm_bytes)} of HBM" + (" exactly" if close(
                   best[1]["total"], hw.hbm_bytes) else "") + "."  # fmt: skip
@@ -631,6 +642,13 @@ passed them all; it returns fsdp = 8, tp = 8, pp = 1 here, 11 % slower (3.71 s a
 3.34 s a step). On a grid of the presets (LLaMA-3 8B/70B/405B; A100, H100, v5p; 2–64 chips
 in nodes of 8; batch 1–32) the best plan has n_micro = pp > 1 in 6 cases."""
 BEST_EXPLICIT.append(AS_MANY_MICRO_AS_STAGES)
+
+REMAT_TIE = {"model": MODEL_TWISTS[0], "chip": "free-compute", "chips": 4, "node": 4, "batch": 8}
+"""Compute free: dp = 4 with remat takes exactly the time of dp = 4 without it, so the tie's
+first rule (no remat first) decides. No other fixed example ties a plan with remat against one
+without, so a search that sorts the tie by the remat string ("block" < "none") passed them all;
+it returns remat = "block" here."""
+BEST_EXPLICIT.append(REMAT_TIE)
 
 
 # ------------------------------------------------------------------ exercises

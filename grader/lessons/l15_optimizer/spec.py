@@ -1367,8 +1367,9 @@ def _purpose(kind: str) -> Callable[[Example], str | None]:
             )
         if kind == "clip":
             return {
-                "between": "max_norm between every device's own norm and the whole norm: a "
-                "local norm never clips, a sum of norms clips too much",
+                "between": "max_norm between every device's own norm and the whole norm: "
+                "the whole gradient is clipped, by max_norm over the whole norm, though no "
+                "device's own slice is longer than max_norm",
                 "keep": "max_norm above the whole norm: the gradient must come back as it is",
                 "clip": "max_norm below every norm: every slice is scaled by one factor",
             }.get(ex["case"])
