@@ -294,6 +294,31 @@ def test_a_fixed_example_says_its_purpose_and_a_drawn_one_its_features():
     assert about(plain, ex, plain.explicit(FULL)) == "a fixed example (one every grade runs)"
 
 
+def _fixed_without_purpose(lesson) -> list[str]:
+    """``lesson``'s fixed examples (under the full context) that say no purpose."""
+    from grader.engine import load_spec
+    from grader.spec import FULL, about
+
+    missing = []
+    for spec in load_spec(lesson.module).exercises:
+        fixed = spec.explicit(FULL) if callable(spec.explicit) else list(spec.explicit)
+        for ex in fixed:
+            if about(spec, ex, fixed).startswith("a fixed example (one every grade runs)"):
+                missing.append(f"{lesson.module}.{spec.name}: {ex}")
+    return missing
+
+
+@pytest.mark.parametrize("number", range(1, 17))
+def test_every_fixed_example_says_what_it_is_for(number):
+    """Issue 45 §1: a check that fails on a fixed example shows that example's sentence —
+    what it holds and what right code does there, never a mistake the reader may not have
+    made (it is shown beside every failure on it)."""
+    from course import registry
+
+    lesson = next(x for x in registry.load().lessons if x.number == number)
+    assert not _fixed_without_purpose(lesson)
+
+
 def test_the_report_shows_what_the_failing_example_is_for():
     import io
 
