@@ -172,6 +172,9 @@ def time_limit(seconds: float | None):
 
     Compiled code that never returns cannot be interrupted this way; the
     parent process (``grader.sandbox.runner``) kills the worker as a backstop.
+    The alarm repeats until the block ends: an exception raised where Python only
+    prints it (a gc callback, a ``__del__``) or that the code swallows (``except
+    Exception``) would otherwise leave a loop that never returns running for good.
     """
     if not seconds:
         yield
@@ -185,12 +188,17 @@ def time_limit(seconds: float | None):
     except ValueError:  # not the main thread: only it may set a handler
         yield
         return
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, min(max(seconds / 10, 0.05), 1.0))
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        while True:  # a repeat may land here: disarm until it did not
+            try:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+                break
+            except ExampleTimeout:
+                continue
 
 
 def grade_lesson(

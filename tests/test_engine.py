@@ -347,3 +347,41 @@ def test_the_time_limit_interrupts_python_work_in_the_grading_thread():
     t.start()
     t.join(timeout=30)
     assert ended == ["ended"]
+
+
+def test_a_time_limit_swallowed_once_fires_again():
+    """An ExampleTimeout raised where Python only prints it (a gc callback: measured, an
+    in-process grade of a function that never returned then never ended) or that the
+    code swallows: the alarm repeats until the limited block ends, and none is left
+    armed after it."""
+    import signal
+    import time
+
+    from grader.faults import ExampleTimeout
+
+    swallowed: list[str] = []
+
+    def spin(start: float) -> None:  # in a frame of its own: see the test above
+        while time.monotonic() - start < 60:
+            pass
+
+    def stubborn(start: float) -> None:
+        try:
+            spin(start)
+        except ExampleTimeout:  # as a gc callback's exception is: printed, then gone
+            swallowed.append("once")
+        spin(start)
+
+    def careful(start: float) -> None:
+        try:
+            stubborn(start)
+        except ExampleTimeout:
+            swallowed.append("twice")
+            raise
+
+    start = time.monotonic()
+    with pytest.raises(ExampleTimeout), engine.time_limit(0.2):
+        careful(start)
+    assert swallowed == ["once", "twice"] and time.monotonic() - start < 30
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) is not None
