@@ -131,6 +131,81 @@ def _explicit(indivisible: bool, extra: dict) -> Callable[[Context], list[Exampl
     return explicit
 
 
+_INDIVISIBLE = (
+    "(6, 8) as P('y', None) on {'x': 2, 'y': 4}: 6 rows do not split into 4 equal blocks, "
+    "so JAX raises ValueError, and so does right code"
+)
+
+PURPOSES: dict[tuple, dict[str, str]] = {
+    ((1,), (3,), "x"): {
+        "shard_shape": "a mesh axis of size 1: splitting (3,) over x divides by 1, the shard "
+        "is the whole (3,)",
+        "device_slices": "a mesh axis of size 1: its one device, at coordinate (0,), holds "
+        "the whole array, 0:3",
+        "place": "a mesh of one device: the whole (3,) array lands on it, with the sharding P('x')",
+        "bytes_per_device": "a mesh axis of size 1: its one device holds all 3 float32 "
+        "elements, 12 bytes",
+    },
+    ((2, 4), (8, 6), "y/-"): {
+        "shard_shape": "the lesson's worked example, (8, 6) as P('y', None) on {'x': 2, "
+        "'y': 4}: the shard is (8/4, 6) = (2, 6)",
+        "device_slices": "the lesson's worked example, P('y', None) on {'x': 2, 'y': 4}: "
+        "device (c_x, c_y) holds rows 2·c_y:2·c_y + 2, the same for both c_x",
+        "place": "the lesson's worked example: (8, 6) float32 as P('y', None) on {'x': 2, "
+        "'y': 4}, rows split over y and copied along x",
+        "bytes_per_device": "the lesson's worked example: a (2, 6) float32 shard, 48 bytes "
+        "per device (the whole array is 192)",
+    },
+    ((2, 4), (8, 2), "x+y/-"): {
+        "shard_shape": "(8, 2) as P(('x', 'y'), None) on {'x': 2, 'y': 4}: dim 0 splits "
+        "into 2·4 = 8 blocks, shard (1, 2)",
+        "device_slices": "dim 0 split over ('x', 'y'), x major, on {'x': 2, 'y': 4}: device "
+        "(c_x, c_y) holds row 4·c_x + c_y",
+        "place": "dim 0 split over ('x', 'y'), x major, on {'x': 2, 'y': 4}: one row per "
+        "device, device (c_x, c_y) holds row 4·c_x + c_y",
+        "bytes_per_device": "dim 0 split over ('x', 'y') on {'x': 2, 'y': 4}: a (1, 2) "
+        "float32 shard, 8 bytes per device",
+    },
+    ((2, 4), (8, 2), "y+x/-"): {
+        "shard_shape": "(8, 2) as P(('y', 'x'), None), the same axes in the other order: "
+        "still 8 blocks, shard (1, 2)",
+        "device_slices": "dim 0 split over ('y', 'x'), y major, on {'x': 2, 'y': 4}: device "
+        "(c_x, c_y) holds row 2·c_y + c_x",
+        "place": "dim 0 split over ('y', 'x'), y major, on {'x': 2, 'y': 4}: one row per "
+        "device, device (c_x, c_y) holds row 2·c_y + c_x",
+        "bytes_per_device": "dim 0 split over ('y', 'x'), the same axes in the other order: "
+        "still a (1, 2) float32 shard, 8 bytes per device",
+    },
+    ((2, 3), (4, 6, 5), "x/y"): {
+        "shard_shape": "a spec of 2 entries on a 3-D array, P('x', 'y') on {'x': 2, 'y': 3}: "
+        "dim 2 stays whole, shard (2, 2, 5)",
+        "device_slices": "a spec of 2 entries on a 3-D array, P('x', 'y') on {'x': 2, 'y': "
+        "3}: every device holds all of dim 2, 0:5",
+        "place": "a spec of 2 entries on a (4, 6, 5) array, P('x', 'y') on {'x': 2, 'y': 3}: "
+        "dim 2 stays whole on every device",
+        "bytes_per_device": "a spec of 2 entries on a 3-D array: a (2, 2, 5) float32 shard, "
+        "80 bytes per device",
+    },
+    ((2, 4), (6, 8), "y/-"): {
+        "shard_shape": _INDIVISIBLE,
+        "device_slices": _INDIVISIBLE,
+        "bytes_per_device": _INDIVISIBLE,
+    },
+}
+"""What each fixed example (:func:`_explicit`) is for (issue 45 §1), by its layout
+(mesh, shape, spec) and then by exercise: the contrast each layout was chosen for."""
+
+
+def _purpose(exercise: str) -> Callable[[Example], str | None]:
+    """The sentence of ``exercise``'s fixed examples, from :data:`PURPOSES`."""
+
+    def purpose(ex: Example) -> str | None:
+        layout = (tuple(ex["mesh"]), tuple(ex["shape"]), ex["spec"])
+        return PURPOSES.get(layout, {}).get(exercise)
+
+    return purpose
+
+
 def _reference(rt: Runtime, ex: Example):
     """(mesh, NamedSharding, shape, spec tuple, mesh_shape dict) for an example."""
     from jax.sharding import NamedSharding, PartitionSpec
@@ -351,6 +426,7 @@ SPEC = LessonSpec(
             run=_run_shard_shape,
             checks=(_agrees(_as_shape, _explain_shape),),
             max_examples=25,
+            purpose=_purpose("shard_shape"),
         ),
         ExerciseSpec(
             name="device_slices",
@@ -359,6 +435,7 @@ SPEC = LessonSpec(
             run=_run_device_slices,
             checks=(_agrees(_as_slices, _explain_slices),),
             max_examples=25,
+            purpose=_purpose("device_slices"),
         ),
         ExerciseSpec(
             name="place",
@@ -371,6 +448,7 @@ SPEC = LessonSpec(
                 InputsUntouched(),
             ),
             max_examples=6,
+            purpose=_purpose("place"),
         ),
         ExerciseSpec(
             name="bytes_per_device",
@@ -379,6 +457,7 @@ SPEC = LessonSpec(
             run=_run_bytes,
             checks=(_agrees(_as_int, _explain_bytes),),
             max_examples=25,
+            purpose=_purpose("bytes_per_device"),
         ),
     ),
 )

@@ -91,6 +91,15 @@ def _mkn(ctx: Context):
     return st.fixed_dictionaries({"m": _DIM, "k": _DIM, "n": _DIM})
 
 
+FLOPS_PURPOSE = {
+    (2, 3, 4): "m, k, n all different (2, 3, 4): 2·m·k·n = 48 FLOPs",
+    (1, 1, 1): "a single multiply-add (m = k = n = 1): 2 FLOPs",
+    (4096, 8192, 1): "a matrix-vector product (n = 1) with m = 4096, k = 8192: 2·m·k·n = "
+    "67,108,864 FLOPs",
+}
+"""What each fixed example of matmul_flops is for (issue 45 §1), by (m, k, n)."""
+
+
 MATMUL_FLOPS = Scalar(
     "matmul_flops", int, _mkn,
     explicit=({"m": 2, "k": 3, "n": 4}, {"m": 1, "k": 1, "n": 1}, {"m": 4096, "k": 8192, "n": 1}),
@@ -99,6 +108,7 @@ MATMUL_FLOPS = Scalar(
     call=lambda m, k, n: f"matmul_flops({m}, {k}, {n})",
     formula=lambda m, k, n: f"2·m·k·n = 2·{m}·{k}·{n}",
     suspects=F.fn("suspects_flops"),
+    purpose=lambda ex: FLOPS_PURPOSE.get((ex["m"], ex["k"], ex["n"])),
 )  # fmt: skip
 
 
@@ -109,6 +119,19 @@ def _mknb(ctx: Context):
     return st.fixed_dictionaries(
         {"m": _DIM, "k": _DIM, "n": _DIM, "bytes_per_elem": st.sampled_from([1, 2, 4])}
     )
+
+
+INTENSITY_PURPOSE = {
+    (2, 3, 4): "m, k, n all different (2, 3, 4) in bf16: 48 FLOPs over (6 + 12 + 8)·2 = 52 "
+    "bytes, 0.923 FLOPs per byte",
+    (1, 1, 1): "m = k = n = 1 in float32 (4 bytes per element): 2 FLOPs over 3 elements, "
+    "12 bytes, 1/6 FLOP per byte",
+    (4096, 4096, 4096): "a square 4096³ matmul in bf16: n/3 = 1365.3 FLOPs per byte, above "
+    "every chip's C/H",
+    (1, 8192, 8192): "a matrix-vector product (m = 1, k = n = 8192) in bf16: 8192/8194, just "
+    "under 1 FLOP per byte, each weight element read for one multiply-add",
+}
+"""What each fixed example of arithmetic_intensity is for (issue 45 §1), by (m, k, n)."""
 
 
 ARITHMETIC_INTENSITY = Scalar(
@@ -126,6 +149,7 @@ ARITHMETIC_INTENSITY = Scalar(
     ),
     formula=F.fn("intensity_formula"),
     suspects=F.fn("suspects_intensity"),
+    purpose=lambda ex: INTENSITY_PURPOSE.get((ex["m"], ex["k"], ex["n"])),
 )  # fmt: skip
 
 
@@ -139,6 +163,23 @@ def _timed(ctx: Context):
             "chip": st.sampled_from(sorted(CHIPS)), "bytes_per_elem": st.sampled_from([1, 2, 4]),
         }
     )  # fmt: skip
+
+
+TIME_PURPOSE = {
+    (8192, "h100-sxm"): "8192³ in bf16 on h100-sxm: compute-bound, 1.112 ms of math against "
+    "0.1202 ms of memory",
+    (1, "h100-sxm"): "one row (m = 1) times an 8192×8192 weight on h100-sxm: memory-bound, "
+    "40.07 µs of memory against 0.1357 µs of math",
+    (512, "toy-chip"): "a toy chip no preset names (1 TFLOP/s, HBM 10 GB/s), float32: "
+    "compute-bound, 17.18 ms of math against 8.389 ms of memory",
+    (128, "tpu-v5e"): "m = 128, k = n = 8192 on tpu-v5e (C/H ≈ 241): memory-bound, 169.0 µs "
+    "of memory against 87.21 µs of math",
+    (4096, "tpu-v5p"): "4096³ in bf16 on tpu-v5p: compute-bound, 299.4 µs of math against "
+    "36.41 µs of memory",
+    (256, "h200-sxm"): "m = 256, k = n = 8192 on h200-sxm (C/H ≈ 206): just compute-bound, "
+    "34.74 µs of math against 29.71 µs of memory",
+}
+"""What each fixed example of matmul_time is for (issue 45 §1), by (m, chip)."""
 
 
 MATMUL_TIME = Scalar(
@@ -158,6 +199,7 @@ MATMUL_TIME = Scalar(
     ),
     formula=F.fn("time_formula"),
     suspects=F.fn("suspects_time"),
+    purpose=lambda ex: TIME_PURPOSE.get((ex["m"], ex["chip"])),
 )  # fmt: skip
 
 
@@ -182,6 +224,31 @@ def _collective(ctx: Context):
 _MIB = 2**20
 
 
+_SAME = "V = 1 MiB on N = 4 over nvlink4, one example per kind:"
+COLLECTIVE_PURPOSE = {
+    ("all_gather", 4): f"{_SAME} an all-gather is N−1 = 3 hops of α + V/(N·W), 4.748 µs",
+    ("reduce_scatter", 4): f"{_SAME} a reduce-scatter is N−1 = 3 hops of α + V/(N·W), 4.748 µs",
+    ("all_reduce", 4): f"{_SAME} an all-reduce is 2·(N−1) = 6 hops of α + V/(N·W), 9.495 µs",
+    ("all_to_all", 4): f"{_SAME} an all-to-all is (N−1)·α + (N−1)/(2N)·V/W, 3.874 µs",
+    ("permute", 4): f"{_SAME} a permute is one hop, α + V/(N·W), 1.583 µs",
+    ("permute", 1): "a permute on one device (N = 1): nothing moves, 0 s",
+    ("all_reduce", 1): "one device (N = 1) on a toy link no preset names (1 GB/s, α = 10 µs): "
+    "nothing moves, 0 s",
+    ("all_reduce", 2): "N = 2 over infiniband-ndr (α = 5 µs): an all-reduce of V = 3 MiB is "
+    "2 hops of α + V/(2W), 72.91 µs",
+    ("reduce_scatter", 3): "N = 3 over tpu-v5p-ici: a reduce-scatter of V = 3 MiB is 2 hops "
+    "of α + V/(3W), 25.30 µs",
+    ("all_to_all", 8): "V = 1 GiB on N = 8 over tpu-v5e-ici: each link carries (N−1)/(2N)·V "
+    "= 7/16 of V, 10.45 ms, of which 7 µs is latency",
+    ("permute", 6): "V = 6 MiB on N = 6 over a toy link no preset names (1 GB/s, α = 10 µs): "
+    "one hop carrying V/N = 1 MiB, 1.059 ms",
+    ("all_gather", 256): "V = 1 byte on N = 256 over infiniband-ndr: latency-bound, 255 hops "
+    "of α = 5 µs, 1.275 ms in all",
+    ("gather", 4): "'gather', a kind the lesson does not define: right code raises ValueError",
+}
+"""What each fixed example of collective_time is for (issue 45 §1), by (kind, n)."""
+
+
 COLLECTIVE_TIME = Scalar(
     "collective_time", float, _collective,
     explicit=(
@@ -204,6 +271,7 @@ COLLECTIVE_TIME = Scalar(
     suspects=F.fn("suspects_collective"),
     fallback=F.fn("fallback_collective"),
     max_examples=30,
+    purpose=lambda ex: COLLECTIVE_PURPOSE.get((ex["kind"], ex["n"])),
 )  # fmt: skip
 
 
@@ -248,6 +316,29 @@ def _dp_step(batch: int) -> Example:
     return {"batch": batch, "d_model": 1024, "d_ff": 4096, "chip": "h100-sxm", "link": "nvlink4"}
 
 
+def _dp_step_purpose(batch: int, ratio: float) -> str:
+    bound = "compute-bound, True" if ratio >= 1 else "the all-reduce is not hidden, False"
+    return (
+        f"B = {batch} ≈ {ratio:g}·T on h100-sxm over nvlink4, T = (2/3)·C/W ≈ 1465 tokens: " + bound
+    )
+
+
+DP_PURPOSE = {
+    **{b: _dp_step_purpose(b, r) for b, r in zip(DP_STEP_BATCHES, _DP_STEPS)},
+    4096: "B = 4096 on tpu-v5e over tpu-v5e-ici, above its T = (2/3)·C/W ≈ 2919 tokens: "
+    "compute-bound, True",
+    2048: "B = 2048 on tpu-v5p over tpu-v5p-ici, below its T = (2/3)·C/W = 3400 tokens: the "
+    "all-reduce is not hidden, False",
+    16384: "B = 16384 on h200-sxm over infiniband-ndr, above its T = (2/3)·C/W ≈ 13187 "
+    "tokens: compute-bound, True",
+    1: "B = 1 on a toy chip and link no preset names (1 TFLOP/s, 1 GB/s, T ≈ 667 tokens): "
+    "the all-reduce is not hidden, False",
+    BOUNDARY["batch"]: "B = T exactly (3400 on tpu-v5p over tpu-v5p-ici): compute and "
+    "communication times are equal, which counts as compute-bound, True",
+}
+"""What each fixed example of dp_is_compute_bound is for (issue 45 §1), by batch."""
+
+
 DP_IS_COMPUTE_BOUND = Scalar(
     "dp_is_compute_bound", bool, _dp,
     explicit=(
@@ -267,6 +358,7 @@ DP_IS_COMPUTE_BOUND = Scalar(
     formula=F.fn("dp_formula"),
     suspects=F.fn("suspects_dp"),
     fallback=F.fn("fallback_dp"),
+    purpose=lambda ex: DP_PURPOSE.get(ex["batch"]),
 )  # fmt: skip
 
 
@@ -307,6 +399,27 @@ def _bytes_strategy(ctx: Context):
     return example()
 
 
+def _bytes_purpose(ex: Example) -> str | None:
+    """What each fixed example of predict_bytes (:func:`_explicit_bytes`) is for (issue 45
+    §1), by case; the mesh is the context's."""
+    mesh = ex["mesh"]
+    return {
+        "local": f"case local, A[I_X, J]·B[J, K] → C[I_X, K] on N = {mesh}: each device "
+        "already holds what its rows of C need, 0 bytes",
+        "allgather": f"case allgather, A[I, J_X]·B[J, K] → C[I, K] on N = {mesh}: A is "
+        "all-gathered, N−1 ring steps of one [I, J/N] block each",
+        "allreduce": f"case allreduce, A[I, J_X]·B[J_X, K] → C[I, K] on N = {mesh}: the "
+        "partial Cs are all-reduced, the whole C on every device",
+        "reducescatter": f"case reducescatter in bfloat16 (b = 2) on N = {mesh}: C[I, K_X] "
+        "keeps its own columns, the partial Cs are reduce-scattered",
+        "conflict": f"case conflict, A[I_X, J]·B[J, K_X] → C[I_X, K] on N = {mesh}: C keeps "
+        "A's row split, so B is the operand gathered",
+        "2d": f"case 2d on the mesh (X, Y) = {mesh}: the [I/X, K] partials are "
+        "all-reduced over y alone, in rings of Y devices",
+        "matmul": "'matmul', a case the lesson does not define: right code raises ValueError",
+    }.get(ex["case"])
+
+
 PREDICT_BYTES = Scalar(
     "predict_bytes", int, _bytes_strategy,
     explicit=_explicit_bytes,
@@ -321,6 +434,7 @@ PREDICT_BYTES = Scalar(
     fallback=F.fn("fallback_bytes"),
     measure=F.fn("measure_bytes"),
     max_examples=2,
+    purpose=_bytes_purpose,
 )  # fmt: skip
 
 
