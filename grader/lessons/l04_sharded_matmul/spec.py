@@ -114,6 +114,40 @@ def _explicit(case: Case) -> Callable[[Context], list[Example]]:
     return explicit
 
 
+def _purpose(case: Case) -> Callable[[Example], str | None]:
+    """What each fixed example is for (issue 45 §1), as :func:`_explicit` and
+    :data:`VALUES` say: one device (nothing to send), then float values in float32,
+    then bfloat16 on a mesh that is not a power of two; every shape is one where the
+    case's plan is strictly the cheapest, and the sentence says what that plan sends."""
+
+    def purpose(ex: Example) -> str | None:
+        mesh = mesh_shape(ex)
+        shape = "I×J×K = {}×{}×{}".format(*ex["shape"])
+        if int(np.prod(mesh)) == 1:
+            return (
+                f"N = 1, {shape}: A, B and C are whole on the one device, C = A @ B, nothing sent"
+            )
+        on = "mesh X×Y = {}×{}".format(*mesh) if case.two_d else f"N = {mesh[0]}"
+        if any(m & (m - 1) for m in mesh):
+            on += " (not a power of two)"
+        if ex.get("values") == FLOAT:
+            held = "normal floats in float32, C to float32 rounding"
+        elif ex["dtype"] == "bfloat16":
+            held = "all in bfloat16"
+        else:
+            held = "small integers in float32, C exact"
+        sent = optimum(case, ex)
+        if not sent:
+            moves = "each device multiplies its own rows of A by B, nothing sent"
+        elif case.two_d:
+            moves = f"{sent} bytes sent per device, all-reduce over 'y' of the [I/X, K] partial"
+        else:
+            moves = f"{sent} bytes sent per device, {case.formula}"
+        return f"{on}, {shape}, {held}: {moves}"
+
+    return purpose
+
+
 def make_run(case: Case) -> Run:
     def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         import jax
@@ -313,6 +347,7 @@ def _exercise(case: Case) -> ExerciseSpec:
         max_examples=1,  # on top of 3 explicit ones, plus XLA's compile: within 3 s a lesson
         diagnose_error=_diagnose_error(case),
         explain=_explain(case),
+        purpose=_purpose(case),
     )
 
 

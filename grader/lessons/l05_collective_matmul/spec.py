@@ -420,6 +420,45 @@ def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
     return tuple(checks)
 
 
+def _purpose(kind: str, bidirectional: bool) -> Callable[[Example], str | None]:
+    """What each fixed example is for (issue 45 §1), as :func:`_explicit` and
+    :func:`_variant` say: N = 1 (nothing to pass), floats at N = 4, then N = 3 and 6,
+    not powers of two (bfloat16 at N = 3 for the reduce-scatter; 6 even with an odd half
+    for the bidirectional split)."""
+
+    def purpose(ex: Example) -> str | None:
+        n = ex["n"]
+        if n == 1:
+            return "N = 1: X and W are whole on the one device, Y = X·W with no block passed"
+        on = f"N = {n}" if n & (n - 1) == 0 else f"N = {n} (not a power of two)"
+        if ex.get("values") == FLOAT:
+            on += ", normal floats in float32"
+        if kind == "gather":
+            d, f = layout(kind, ex).w
+            block = (
+                f"one W block [{ex['dblock']}, {f}] per send, "
+                f"temporaries under the whole W [{d}, {f}]"
+            )
+        else:
+            block = f"one partial-sum block [B, F/N] = [{ex['b']}, {ex['fblock']}] per send"
+        if ex["dtype"] == "bfloat16":
+            block += ", the partial sums sent in bfloat16"
+        if not bidirectional:
+            return f"{on}: N − 1 = {n - 1} ring steps, {block}"
+        half = n // 2
+        if n % 2:
+            steps = f"{half} step" if half == 1 else f"{half} steps"
+            return f"N = {n}, odd: ⌊N/2⌋ = {steps} each way, N − 1 = {n - 1} sends in all"
+        if half % 2:
+            on = f"N = {n}, even with an odd half"
+        return (
+            f"{on}: the block N/2 = {half} away is the same from either side, so "
+            f"{half} steps, the last one way only, N − 1 = {n - 1} sends in all"
+        )
+
+    return purpose
+
+
 def _exercise(name: str, kind: str, bidirectional: bool = False) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
@@ -429,6 +468,7 @@ def _exercise(name: str, kind: str, bidirectional: bool = False) -> ExerciseSpec
         checks=_checks(kind, bidirectional),
         max_examples=1,  # on top of N = 1, 4, 3, 6: 5 compiles, within the 3 s budget
         explain=_explain(kind),
+        purpose=_purpose(kind, bidirectional),
     )
 
 

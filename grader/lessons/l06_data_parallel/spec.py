@@ -693,6 +693,34 @@ def _explain(name: str, kind: str) -> Callable[[list[Trial]], list[Any]]:
     return explain
 
 
+def _purpose(kind: str) -> Callable[[Example], str | None]:
+    """What each fixed example is for (issue 45 §1), as :func:`_explicit` says: N = 4,
+    then N = 3 (not a power of two), and for the accumulation n_micro ≠ N."""
+
+    def purpose(ex: Example) -> str | None:
+        n, rows = ex["n"], ex["rows"]
+        on = f"N = {n}" if n & (n - 1) == 0 else f"N = {n} (not a power of two)"
+        if kind == "accumulate":
+            micro = ex["micro"]
+            return (
+                f"{on}, n_micro = {micro} ≠ N, micro-batches of {rows // micro} rows a device: the "
+                f"mean gradient over all B = {n * rows} rows, one loop, one all-reduce after it"
+            )
+        on += f", B = {n * rows} rows"
+        if kind == "train":
+            return (
+                f"{on}, lr = {ex['lr']}: every device takes the same step, with the mean "
+                "gradient over all B rows, and returns the loss over all B"
+            )
+        sent = _bytes(Fraction(2 * (n - 1), n) * params_bytes(ex))
+        return (
+            f"{on}, L = {ex['layers']}: every device returns the mean gradient over all B "
+            f"rows, 2(N − 1)/N·|params| = {sent} bytes all-reduced"
+        )
+
+    return purpose
+
+
 def _exercise(name: str, kind: str) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
@@ -703,6 +731,7 @@ def _exercise(name: str, kind: str) -> ExerciseSpec:
         max_examples=1,
         diagnose_error=_diagnose_error,
         explain=_explain(name, kind),
+        purpose=_purpose(kind),
     )
 
 

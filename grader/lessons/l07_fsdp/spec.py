@@ -724,6 +724,32 @@ def _vma_error(kind: str) -> Callable[[BaseException, Example, list[Example]], s
     return diagnose
 
 
+def _purpose(kind: str) -> Callable[[Example], str | None]:
+    """What each fixed example is for (issue 45 §1), as :func:`_explicit` says: N = 4, the
+    smallest mesh whose memory is checked, and N = 6, not a power of two."""
+
+    def purpose(ex: Example) -> str | None:
+        n = ex["n"]
+        if n == MEMORY_FROM:
+            on = f"N = {n}, the smallest mesh with a memory check"
+        elif n & (n - 1):
+            on = f"N = {n} (not a power of two), D = {sizes(ex).d}"
+        else:
+            on = f"N = {n}"
+        if _memory_checked(ex):
+            held = f"temporaries under |params|/2 = {params_bytes(ex) // 2:,} bytes"
+        else:
+            held = f"memory checked from N = {MEMORY_FROM}"
+        what = {
+            "forward": f"each layer's weights ({layer_bytes(ex):,} bytes) gathered once",
+            "grads": "layers gathered one at a time, gradients reduce-scattered to shards",
+            "train": "layers gathered one at a time, each device updating its own shard",
+        }[kind]
+        return f"{on}: {what}, {held}"
+
+    return purpose
+
+
 def _exercise(name: str, kind: str) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
@@ -734,6 +760,7 @@ def _exercise(name: str, kind: str) -> ExerciseSpec:
         max_examples=1,
         explain=_explain,
         diagnose_error=_vma_error(kind),
+        purpose=_purpose(kind),
     )
 
 

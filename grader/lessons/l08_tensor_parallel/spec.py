@@ -627,6 +627,48 @@ def _explain(trials: list[Trial]) -> list[Evidence]:
     return [replica_groups(trial, grouped(trial))]
 
 
+def _purpose(name: str) -> Callable[[Example], str | None]:
+    """What each fixed example is for (issue 45 §1), as :func:`_explicit_1d` and
+    :func:`_dp_tp_explicit` say: one device or a 'data' axis alone (nothing may move),
+    N = 4, then N = 3 (not a power of two); for dp_tp_mlp 2×3 and 3×2."""
+
+    def _rows(k: int) -> str:
+        return f"{k} row" if k == 1 else f"{k} rows"
+
+    def purpose(ex: Example) -> str | None:
+        if name == "dp_tp_mlp":
+            (data, model), (b, d, f) = ex["mesh"], ex["shape"]
+            on = f"mesh data×model = {data}×{model}, B×D×F = {b}×{d}×{f}"
+            if model == 1:
+                return f"{on}: whole weights and B/{data} = {_rows(b // data)} per device, nothing sent"
+            return (
+                f"{on}: B/{data} = {_rows(b // data)} per 'data' group, F/{model} = {f // model} "
+                f"columns per device, one all-reduce of y within each 'model' group of {model}"
+            )
+        n = ex["n"]
+        if n == 1:
+            return "N = 1: every weight is whole on the one device, y computed with nothing sent"
+        on = f"N = {n}" if n & (n - 1) == 0 else f"N = {n} (not a power of two)"
+        if name == "tp_attention":
+            heads, dh = ex["heads"], ex["dh"]
+            return (
+                f"{on}, H = {heads}, Dh = {dh}: each device holds H/N = {heads // n} whole heads "
+                f"({dh} contiguous columns each), scores scaled by 1/√Dh, one all-reduce of y"
+            )
+        rows, d, f = ex["shape"]
+        if name == "sp_mlp":
+            return (
+                f"{on}, S×D×F = {rows}×{d}×{f}, S/N = {_rows(rows // n)} each: x all-gathered, "
+                "y reduce-scattered back to rows, no all-reduce, the weights stay put"
+            )
+        return (
+            f"{on}, B×D×F = {rows}×{d}×{f}: F/N = {f // n} columns of w_in and rows of w_out "
+            f"per device, one all-reduce of y [{rows}, {d}], the weights stay put"
+        )
+
+    return purpose
+
+
 def _exercise(name: str, strategy, explicit, checks) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
@@ -637,6 +679,7 @@ def _exercise(name: str, strategy, explicit, checks) -> ExerciseSpec:
         max_examples=1,  # on top of 3 explicit ones: about 4 compiles an exercise
         diagnose_error=_diagnose_error,
         explain=_explain,
+        purpose=_purpose(name),
     )
 
 
