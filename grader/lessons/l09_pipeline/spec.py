@@ -114,6 +114,56 @@ def _schedule_error(exc: BaseException, ex: Example, passed: list[Example]) -> s
     return None
 
 
+SCHEDULE_PURPOSE: dict[str, dict[tuple[int, int], str]] = {
+    "gpipe": {
+        (1, 1): "one stage, one micro-batch (p = m = 1): its F, then its B, in 2 ticks",
+        (1, 4): "one stage, m = 4: all 4 forwards, then all 4 backwards, in 8 ticks with no "
+        "idle cell",
+        (4, 1): "m = 1 < p = 4: the one micro-batch crosses the 4 stages and back in "
+        "2(m + p − 1) = 8 ticks, 24 of the 32 cells idle",
+        (4, 2): "m = 2 < p = 4, fewer micro-batches than stages: 2(m + p − 1) = 10 ticks, each "
+        "stage holds both micro-batches at once",
+        (4, 4): "m = p = 4: 2(m + p − 1) = 14 ticks, each stage holds all 4 micro-batches before "
+        "its first backward",
+        (3, 7): "m = 7 > p = 3: 2(m + p − 1) = 18 ticks, each stage holds all 7 micro-batches "
+        "before its first backward",
+        (8, 16): "the largest, p = 8 and m = 16: 2(m + p − 1) = 46 ticks, each stage holds all "
+        "16 micro-batches",
+    },
+    "1f1b": {
+        (1, 1): "one stage, one micro-batch (p = m = 1): its F, then its B, in 2 ticks",
+        (1, 4): "one stage, m = 4: each backward follows its forward, so one micro-batch is "
+        "alive at a time, 8 ticks",
+        (4, 1): "m = 1 < p = 4: the one micro-batch crosses the 4 stages and back in "
+        "2(m + p − 1) = 8 ticks, one alive per stage",
+        (4, 2): "m = 2 < p = 4, fewer micro-batches than stages: the warm-up stops at m, "
+        "min(p − s, m) = 2, 2, 2, 1 alive, 10 ticks",
+        (4, 4): "m = p = 4: 2(m + p − 1) = 14 ticks, at most p − s = 4, 3, 2, 1 micro-batches "
+        "alive on stage s",
+        (3, 7): "m = 7 > p = 3: warm-up, one forward per backward, cool-down; 18 ticks, at most "
+        "3, 2, 1 micro-batches alive",
+        (8, 16): "the largest, p = 8 and m = 16: 2(m + p − 1) = 46 ticks, at most p − s = 8 … 1 "
+        "micro-batches alive on stage s",
+    },
+    "zb": {
+        (1, 1): "one stage, one micro-batch (p = m = 1): its F, B and W in 3 ticks",
+        (1, 4): "one stage, m = 4: every F, B and W in 3m = 12 ticks with no idle cell, at most "
+        "p = 1 micro-batch alive",
+        (4, 1): "m = 1 < p = 4: F across the stages, B back, each W after its B: "
+        "2(m + p) − 1 = 9 ticks",
+        (4, 2): "m = 2 < p = 4, fewer micro-batches than stages: max(3m + p − 1, 2(m + p) − 1) = "
+        "11 ticks",
+        (4, 4): "m = p = 4: max(3m + p − 1, 2(m + p) − 1) = 15 ticks, at most p = 4 micro-batches "
+        "alive per stage, each until its W",
+        (3, 7): "m = 7 > p = 3: 3m + p − 1 = 23 ticks, W ops filling the idle cells, at most p = 3 "
+        "micro-batches alive per stage",
+        (8, 16): "the largest, p = 8 and m = 16: 3m + p − 1 = 55 ticks, at most p = 8 "
+        "micro-batches alive per stage",
+    },
+}
+"""What each (p, m) of :data:`EDGES` holds, per schedule (issue 45 §1)."""
+
+
 def _schedule_exercise(
     name: str, reference: str, memory: ActivationMemory, split_w: bool = False
 ) -> ExerciseSpec:
@@ -125,6 +175,7 @@ def _schedule_exercise(
         checks=(ScheduleOps(), ScheduleDependencies(), Makespan(), memory),
         max_examples=16,
         diagnose_error=_schedule_error,
+        purpose=lambda ex: SCHEDULE_PURPOSE[reference].get((ex["p"], ex["m"])),
     )
 
 
@@ -273,6 +324,33 @@ def _same_list(got: Any, want: Any) -> bool:
         return False
 
 
+MEASURE_PURPOSE: dict[str, dict[str, str]] = {
+    "bubble_fraction": {
+        "random": "a random valid schedule, p = 3, m = 4: 21 idle cells of 15 ticks × 3 "
+        "stages, not the (p − 1)/(m + p − 1) = 1/3 of GPipe and 1F1B",
+        "random_w": "a random valid schedule with W ops, p = 4, m = 3: 40 idle cells of 19 "
+        "ticks × 4 stages",
+        "gpipe": "GPipe, p = 4, m = 8: 24 idle cells of 22 ticks × 4 stages, which here is "
+        "(p − 1)/(m + p − 1) = 3/11",
+        "zb": "zero bubble, p = 4, m = 6: W ops fill idle cells, 12 of 21 ticks × 4 stages "
+        "(1/7), below (p − 1)/(m + p − 1) = 1/3",
+        "1f1b": "one stage, one micro-batch (1F1B, p = m = 1): 2 ticks, no idle cell, a bubble "
+        "of 0",
+    },
+    "peak_activations": {
+        "random": "a random valid schedule, p = 3, m = 4: peaks 4, 3, 2, counted tick by tick "
+        "from each F to its B; no formula of GPipe or 1F1B gives them",
+        "random_w": "a random valid schedule with W ops, p = 4, m = 3: a micro-batch is alive "
+        "from its F until its W, peaks 3, 3, 3, 3",
+        "gpipe": "GPipe, p = 4, m = 8: every stage holds all m = 8 micro-batches at its peak",
+        "zb": "zero bubble, p = 4, m = 6: a micro-batch is alive from its F until its W, every "
+        "stage peaks at p = 4",
+        "1f1b": "one stage, one micro-batch (1F1B, p = m = 1): a peak of 1",
+    },
+}
+"""What each schedule of :func:`_given_edges` holds, per exercise (issue 45 §1)."""
+
+
 def _measure_exercise(name: str) -> ExerciseSpec:
     bubble = name == "bubble_fraction"
     check = Measured(
@@ -288,6 +366,7 @@ def _measure_exercise(name: str) -> ExerciseSpec:
         run=_run_measure(name),
         checks=(check, InputsUntouched()),
         max_examples=10,
+        purpose=lambda ex: MEASURE_PURPOSE[name].get(ex["kind"]),
     )
 
 
@@ -670,6 +749,21 @@ def _exec_error(exc: BaseException, ex: Example, passed: list[Example]) -> str |
     return None
 
 
+EXEC_PURPOSE: dict[tuple[bool, int, int], str] = {
+    (False, 4, 3): "p = 4 stages, m = 3 < p micro-batches of 2 rows: one loop of m + p − 1 = 6 "
+    "ticks moves them stage to stage, then y reaches every stage",
+    (False, 6, 4): "p = 6 stages, m = 4 micro-batches of one row: m + p − 1 = 9 ticks, each "
+    "stage applying its own layer, then y reaches every stage",
+    (False, 1, 2): "p = 1: the one stage holds the one layer and runs both micro-batches itself, "
+    "nothing is sent",
+    (True, 4, 3): "p = 4 stages, m = 3 < p micro-batches of 2 rows: each stage's weight "
+    "gradients stay on it, input gradients flow back from stage s + 1 to s",
+    (True, 3, 5): "p = 3 stages, m = 5 > p micro-batches of one row: the loss is the mean over "
+    "all B = 5 rows, gradients flow back stage to stage",
+}
+"""What each example of :func:`_exec_explicit` holds, by (grads, p, m) (issue 45 §1)."""
+
+
 def _exec_exercise(name: str, grads: bool) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
@@ -679,6 +773,7 @@ def _exec_exercise(name: str, grads: bool) -> ExerciseSpec:
         checks=_exec_checks(grads),
         max_examples=1,
         diagnose_error=_exec_error,
+        purpose=lambda ex: EXEC_PURPOSE.get((grads, ex["p"], ex["m"])),
     )
 
 

@@ -670,6 +670,45 @@ def _explain(trials: list[Trial]) -> list[RingSteps]:
     return [ring_steps(ex["n"], steps, _shift(trial), causal, zigzag, format_example(ex), note)]
 
 
+def _merge_purpose(ex: Example) -> str | None:
+    """What merge_partials' fixed example holds (issue 45 §1)."""
+    return (
+        f"S = {ex['s']}, H = {ex['h']}, lse in [−300, 300] where e^lse overflows float32: row 0 "
+        "saw no key in partial 1, row 1 none in partial 2, row 2 none in either"
+    )
+
+
+def _ring_purpose(zigzag: bool) -> Callable[[Example], str | None]:
+    """What each fixed example of ring_explicit / zigzag_explicit holds (issue 45 §1); N
+    is the example's own, as the grading context left it."""
+
+    def purpose(ex: Example) -> str | None:
+        n, s = ex["n"], ex["n"] * rows_per_device(ex)
+        if ex["dtype"] == "bfloat16":
+            if zigzag:
+                seen = f"causal, chunks of {ex['chunk']} row" + "s" * (ex["chunk"] > 1)
+            else:
+                seen = "causal" if causal_of(ex) else f"no mask (every row sees all {s} keys)"
+            return (
+                f"bfloat16, N = {n}, S = {s}, {seen}: the scores, running max and sum, and the "
+                "output accumulator stay in float32"
+            )
+        memory = n >= MEMORY_MIN_N  # where the memory check measures
+        if zigzag:
+            return (
+                f"float32, N = {n}, S = {s}, device i holding chunks i and 2N − 1 − i: each step "
+                "but the diagonal computes half a score block"
+                + ("; scratch stays below |K| + |V|" if memory else "")
+            )
+        return (
+            f"float32, causal, N = {n}, S = {s}: a row sees only keys at or before it, so "
+            "blocks from later devices add nothing"
+            + ("; scratch stays below the global |K| + |V|" if memory else "")
+        )
+
+    return purpose
+
+
 def _ring_exercise(name: str, zigzag: bool) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
@@ -680,6 +719,7 @@ def _ring_exercise(name: str, zigzag: bool) -> ExerciseSpec:
         max_examples=1,
         diagnose_error=_diagnose_error,
         explain=_explain,
+        purpose=_ring_purpose(zigzag),
     )
 
 
@@ -690,6 +730,7 @@ MERGE = ExerciseSpec(
     run=_run_merge,
     checks=(MergeValues(),),
     max_examples=2,
+    purpose=_merge_purpose,
 )
 
 SPEC = LessonSpec(

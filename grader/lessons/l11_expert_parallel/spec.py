@@ -187,6 +187,28 @@ def _check_router_output(
             )
 
 
+DISPATCH_PURPOSE: dict[tuple[int, int, int, int, str], str] = {
+    # (k, T, E, C, dtype)
+    (1, 8, 4, 2, "float32"): "T = 8, E = 4, C = 2, logits on a grid of 0, ½, 1, 3/2 (ties "
+    "common): a tie goes to the lowest expert, a token past its expert's 2 slots is dropped",
+    (1, 7, 3, 1, "float32"): "C = 1, T = 7 tokens with tied logits over E = 3 experts: each "
+    "expert keeps only the first token routed to it, at least 4 of 7 are dropped",
+    (1, 5, 1, 3, "float32"): "a single expert (E = 1, C = 3): all 5 tokens choose it, tokens "
+    "0, 1, 2 take its slots, tokens 3 and 4 are dropped; every gate is 1",
+    (1, 6, 3, 2, "bfloat16"): "bfloat16 logits, T = 6, E = 3, C = 2: combine comes back in "
+    "bfloat16, each gate the softmax of the rounded logits",
+    (2, 8, 4, 2, "float32"): "top-2, T = 8, E = 4, C = 2, tied logits: slots go to every "
+    "first choice, in token order, before any second choice; 16 choices for 8 slots",
+    (2, 7, 3, 1, "float32"): "top-2, C = 1, T = 7 tokens with tied logits over E = 3 experts: "
+    "3 slots for 14 choices, first choices served first, ties to the lowest expert",
+    (2, 6, 3, 6, "float32"): "top-2, C = 6 = T: no expert overflows, every token keeps both "
+    "choices, each gated by its softmax over all 3 experts (the two sum to less than 1)",
+    (2, 6, 3, 2, "bfloat16"): "top-2, bfloat16 logits, T = 6, E = 3, C = 2: 12 choices for 6 "
+    "slots; combine comes back in bfloat16",
+}
+"""What each fixed example of :func:`_dispatch_explicit` holds (issue 45 §1)."""
+
+
 def _dispatch_exercise(name: str, k: int) -> ExerciseSpec:
     return ExerciseSpec(
         name=name,
@@ -197,6 +219,7 @@ def _dispatch_exercise(name: str, k: int) -> ExerciseSpec:
         max_examples=2,
         diagnose_error=_diagnose_error,
         explain=_explain_dispatch,
+        purpose=lambda ex: DISPATCH_PURPOSE.get((k, ex["t"], ex["e"], ex["capacity"], ex["dtype"])),
     )
 
 
@@ -228,6 +251,18 @@ def layer_explicit(ctx: Context) -> list[Example]:
         for i, (n, rows, c, dtype) in enumerate(cases)
         if n in ctx.mesh_sizes
     ]
+
+
+def _layer_purpose(ex: Example) -> str | None:
+    """What each fixed example of :func:`layer_explicit` holds (issue 45 §1)."""
+    return {
+        4: "N = 4 experts, one per device, float32: each device routes its own 6 tokens with "
+        "C = 2 slots per expert, a dropped token's output is 0; two all-to-alls",
+        1: "N = 1: the one device holds the one expert, routes its 4 tokens there, keeps "
+        "tokens 0 and 1 (C = 2) and sends nothing",
+        3: "N = 3 in bfloat16, not a power of two: each device routes its own 6 tokens with "
+        "C = 2; the all-to-alls' bytes count at the item size sent",
+    }.get(ex["n"])
 
 
 def layer_inputs(ex: Example, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -504,6 +539,7 @@ SPEC = LessonSpec(
             max_examples=1,
             diagnose_error=_diagnose_error,
             explain=explain_layer,
+            purpose=_layer_purpose,
         ),
         _dispatch_exercise("top2_dispatch", 2),
     ),

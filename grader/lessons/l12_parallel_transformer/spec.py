@@ -141,6 +141,26 @@ def explicit_examples(ctx: Context) -> list[Example]:
     ]  # fmt: skip
 
 
+SHARD_PURPOSE = {
+    (4, 2): "a 4 × 2 mesh (data = 4, model = 2), D = 32, H = 6 heads, F = 64: each weight split "
+    "on D over 'data' and on heads or F over 'model', 1/8 of it per device",
+    (2, 3): "a 2 × 3 mesh, model = 3 not a power of two: each 'model' device holds 2 of the "
+    "H = 6 heads and 32 of F = 96, each 'data' device half of D = 32",
+    (1, 1): "a 1 × 1 mesh (too few devices for 4 × 2 or 2 × 3): one device holds every "
+    "weight whole",
+}
+"""What each mesh of :func:`explicit_examples` holds, for shard_params (issue 45 §1)."""
+STEP_PURPOSE = {
+    (4, 2): "a 4 × 2 mesh, B = 4 rows: weights gathered over data = 4 (FSDP), each sub-block "
+    "all-reduced over model = 2; temporaries stay below |params|/(2·model)",
+    (2, 3): "a 2 × 3 mesh, model = 3 not a power of two: 2 of the H = 6 heads and 32 of "
+    "F = 96 per 'model' device, B = 4 rows split over data = 2",
+    (1, 1): "a 1 × 1 mesh (too few devices for 4 × 2 or 2 × 3): one device, nothing to send, "
+    "one plain SGD step",
+}
+"""What each mesh of :func:`explicit_examples` holds, for train_step (issue 45 §1)."""
+
+
 @dataclass(frozen=True)
 class Sizes:
     data: int
@@ -871,6 +891,17 @@ PREDICT_EXPLICIT = [
     {"mesh": (3, 1), "layers": 8, "batch": 6, "seq": 4, "d": 24, "hdh": 8, "f": 16},
 ]
 """4×2 and 2×3 as train_step's; 1×2 (no FSDP traffic) and 3×1 (no Megatron traffic)."""
+PREDICT_PURPOSE = {
+    (4, 2): "train_step's 4 × 2 example: all-gathers and a reduce-scatter over data = 4, "
+    "all-reduces of [B/data, S, D] activations over model = 2",
+    (2, 3): "train_step's 2 × 3 example: model = 3 not a power of two, FSDP traffic over "
+    "data = 2, Megatron all-reduces over model = 3",
+    (1, 2): "a 1 × 2 mesh, data = 1: no FSDP traffic (no all-gather, no reduce-scatter), only "
+    "the all-reduces over model = 2",
+    (3, 1): "a 3 × 1 mesh, model = 1: no Megatron traffic, only FSDP's all-gathers and "
+    "reduce-scatter over data = 3 (and the scalar loss's few bytes)",
+}
+"""What each example of :data:`PREDICT_EXPLICIT` holds, by mesh (issue 45 §1)."""
 
 
 def _predict_shapes(ex: Example) -> dict[str, tuple[int, ...]]:
@@ -1073,6 +1104,7 @@ SPEC = LessonSpec(
                 HeldBytes(),
             ),
             max_examples=1,
+            purpose=lambda ex: SHARD_PURPOSE.get(ex["mesh"]),
         ),
         ExerciseSpec(
             name="train_step",
@@ -1088,6 +1120,7 @@ SPEC = LessonSpec(
                 StepBytes(),
             ),
             max_examples=1,
+            purpose=lambda ex: STEP_PURPOSE.get(ex["mesh"]),
             explain=_explain,
             diagnose_error=_train_error,
         ),
@@ -1100,6 +1133,7 @@ SPEC = LessonSpec(
             run=_run_predict,
             checks=(Prediction(),),
             max_examples=4,
+            purpose=lambda ex: PREDICT_PURPOSE.get(ex["mesh"]),
         ),
     ),
 )

@@ -236,6 +236,19 @@ def _blocks_hint(got: Any, want: Any, q: int, trial: Trial) -> str | None:
     return None
 
 
+SLICES_PURPOSE = {
+    "rows": "rows split over ('host', 'local'), an 8 × 8 array on P = 2 processes of D = 4: "
+    "process 0 holds rows 0:4, process 1 rows 4:8, every column",
+    "grid": "rows over 'host', columns over 'local', 6 × 12 on P = 3 of D = 2: process i's two "
+    "devices together hold rows 2i:2i + 2 and all 12 columns",
+    "interleaved": "rows split over ('local', 'host'), P = 2: process 0 holds rows 0, 2, 4, 6, "
+    "process 1 rows 1, 3, 5, 7, neither one block: ValueError for both",
+    "swapped": "rows over 'local', columns over 'host', 12 × 6 on P = 3 of D = 2: process i "
+    "holds every row of columns 2i:2i + 2",
+}
+"""What each fixed example of host_local_slices holds, by its partition spec (issue 45 §1)."""
+
+
 # ------------------------------------------------------------ global_batch
 
 
@@ -253,6 +266,15 @@ def run_batch(rt: Any, fn: Any, ex: Example) -> Trial:
     said = _task(rt, ex, "global_batch", on_process.batch, [{"rows": part} for part in parts], measure=True)  # fmt: skip
     traffic = _cluster(rt, ex).traffic
     return Trial(ex, output=said, expected=data, extra={"traffic": traffic})
+
+
+def _batch_purpose(ex: Example) -> str | None:
+    """What each fixed example of global_batch holds (issue 45 §1)."""
+    p, d, n = ex["hosts"], ex["local"], ex["rows"]
+    return (
+        f"P = {p} processes of D = {d} devices, {n} rows per device: each process passes its own "
+        f"{d * n} rows, which stay on its own devices; no row crosses processes"
+    )
 
 
 @dataclass(frozen=True)
@@ -352,6 +374,14 @@ LOADER_EXPLICIT = [
     {"step": 7, "processes": 4, "per": 2, "dataset": 50},
     {"step": 1, "processes": 3, "per": 0, "dataset": 20},  # per 0: a batch of 10 over 3
 ]
+LOADER_PURPOSE = [
+    "step 0, B = 8 over P = 2 processes, 64 rows: process 0 loads rows 0–3, process 1 rows 4–7",
+    "step 3, B = 15 over P = 3, a dataset of 40: rows 45–59 wrap around to 5–19, five per "
+    "process in process order",
+    "step 7, B = 8 over P = 4, a dataset of 50: rows 56–63 wrap around to 6–13, two per process",
+    "a batch of 10 over P = 3 processes: 3 does not divide 10, so every process raises ValueError",
+]
+"""What each example of :data:`LOADER_EXPLICIT` holds, in its order (issue 45 §1)."""
 
 
 def run_loader(rt: Any, fn: Any, ex: Example) -> Trial:
@@ -468,6 +498,18 @@ def run_allreduce(rt: Any, fn: Any, ex: Example) -> Trial:
     trial.expected = blocks.sum(axis=(0, 1))
     trial.extra["host_sums"] = blocks.sum(axis=1)
     return trial
+
+
+def _allreduce_purpose(ex: Example) -> str | None:
+    """What each fixed example of hierarchical_all_reduce holds (issue 45 §1)."""
+    p, d = ex["hosts"], ex["local"]
+    n = p * d * ex["rows"]
+    x = n * ex["cols"] * (2 if ex["dtype"] == "bfloat16" else np.dtype(ex["dtype"]).itemsize)
+    return (
+        f"P = {p} processes of D = {d}, a {ex['dtype']} block of {n} × {ex['cols']} per device: "
+        f"each ends with the sum over all {p * d}, 2(P − 1)/P·|x|/D = {optimum(p, d, x):.0f} "
+        "bytes crossing processes"
+    )
 
 
 @dataclass(frozen=True)
@@ -1188,6 +1230,19 @@ class MeasuredStep(Check):
 GB = 10**9
 
 
+ALLREDUCE_TIME_PURPOSE = {
+    (16, 8, "yes"): "14 GB over 16 hosts of 8 chips, hierarchical: a ring within each host over "
+    "ici, then each chip's 1/8 all-reduced across the 16 hosts over dcn",
+    (16, 8, "no"): "the same 14 GB over 16 × 8 chips in one flat ring of 128: the ring crosses "
+    "hosts, so it runs at dcn's 50 GB/s",
+    (1, 8, "no"): "one host of 8 chips, flat: the ring never leaves the host, so it runs at ici's "
+    "450 GB/s",
+    (4, 1, "yes"): "4 hosts of one chip each, hierarchical: nothing to reduce within a host, the "
+    "whole 100 MB is all-reduced across the 4 hosts over dcn's 25 GB/s",
+}
+"""What each fixed example of allreduce_time holds, by (hosts, local, hierarchical)."""
+
+
 ALLREDUCE_TIME = Scalar(
     "allreduce_time", float,
     lambda ctx: st.fixed_dictionaries({
@@ -1210,6 +1265,7 @@ ALLREDUCE_TIME = Scalar(
     suspects=lambda nbytes, hosts, local, ici, dcn, hierarchical: F.time_suspects(
         nbytes, hosts, local, ici, dcn, hierarchical == "yes"),
     max_examples=12,
+    purpose=lambda ex: ALLREDUCE_TIME_PURPOSE.get((ex["hosts"], ex["local"], ex["hierarchical"])),
 )  # fmt: skip
 
 
@@ -1229,6 +1285,13 @@ TRAIN_EXPLICIT = [
     {"hosts": 2, "local": 4, "layers": 1, "rows": 2, "d": 17, "f": 65},  # 2210 params: 4 ∤ 2210
     {"hosts": 3, "local": 2, "layers": 1, "rows": 2, "d": 16, "f": 64},
 ]
+TRAIN_PURPOSE = {
+    (2, 4): "P = 2 processes of D = 4, d = 17, f = 65: 2210 gradient elements, which D = 4 does "
+    "not divide; params come back the same on every device",
+    (3, 2): "P = 3 processes of D = 2, 2048 gradient elements: each process feeds its own rows; "
+    "params match one step on the global batch, the same on every device",
+}
+"""What each example of :data:`TRAIN_EXPLICIT` holds, by cluster (issue 45 §1)."""
 
 
 def _error_hint(exc: BaseException, ex: Example, passed: list[Example]) -> str | None:
@@ -1299,6 +1362,7 @@ SPEC = LessonSpec(
             checks=(Blocks(),),
             max_examples=4,
             diagnose_error=_error_hint,
+            purpose=lambda ex: SLICES_PURPOSE.get(ex["spec"]),
         ),
         ExerciseSpec(
             name="global_batch",
@@ -1315,6 +1379,7 @@ SPEC = LessonSpec(
             checks=(Returned(), HoldsItsBlock(), RowsStay()),
             max_examples=3,
             diagnose_error=_error_hint,
+            purpose=_batch_purpose,
         ),
         ExerciseSpec(
             name="loader_indices",
@@ -1323,6 +1388,9 @@ SPEC = LessonSpec(
             run=run_loader,
             checks=(LoaderRows(),),
             max_examples=12,
+            purpose=lambda ex: next(
+                (said for e, said in zip(LOADER_EXPLICIT, LOADER_PURPOSE) if e == ex), None
+            ),
         ),
         ExerciseSpec(
             name="hierarchical_all_reduce",
@@ -1345,6 +1413,7 @@ SPEC = LessonSpec(
             checks=(SumEverywhere(), Hierarchy(), CrossBytes()),
             max_examples=2,
             diagnose_error=_error_hint,
+            purpose=_allreduce_purpose,
         ),
         ExerciseSpec(
             name="multihost_train_step",
@@ -1362,6 +1431,7 @@ SPEC = LessonSpec(
             checks=(SameEverywhere(), StepValues(), HierarchicalStep(), MeasuredStep()),
             max_examples=1,
             diagnose_error=_error_hint,
+            purpose=lambda ex: TRAIN_PURPOSE.get((ex["hosts"], ex["local"])),
         ),
         ALLREDUCE_TIME.spec(),
     ],
