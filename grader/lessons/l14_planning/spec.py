@@ -178,6 +178,42 @@ def _best_examples(ctx: Context):
 # ------------------------------------------------------------------ param_count and train_flops
 
 
+def _told(pairs: list[tuple[Example, str]]) -> Callable[[Example], str | None]:
+    """What a fixed example is for (issue 45 §1): the sentence paired with it, found by
+    equality (None for a drawn one)."""
+    return lambda ex: next((said for fixed, said in pairs if fixed == ex), None)
+
+
+PARAMS_PURPOSE = {
+    L8: "LLaMA-3-8B as published: K = 8 key/value heads for N = 32 query heads, N·H = D, "
+    "untied embeddings (2·D·V): P = 8,029,995,008",
+    L70: "LLaMA-3-70B as published: K = 8 key/value heads for N = 64 query heads, N·H = D, "
+    "untied embeddings: P = 70,552,387,584",
+    L405: "LLaMA-3-405B as published: K = 8 key/value heads for N = 128 query heads, 126 "
+    "layers, N·H = D: P = 405,849,243,648",
+    (1,) * 8: "every dimension 1: each matrix counts once, P = 2·1·1 + 1·(2·1·1·(1 + 1) + "
+    "3·1·1) = 9",
+    MODEL_TWISTS[0]: "three layers, N·H = 3·16 = 48 = D, K = 1 key/value head for N = 3 query "
+    "heads: P = 69,504",
+    MODEL_TWISTS[1]: "seven layers, N·H = 6·160 = 960 ≠ D = 1000, K = N = 6 (plain multi-head): "
+    "W_q and W_o are D×(N·H), P = 93,328,000",
+}
+"""What each fixed example of param_count is for, by its model (issue 45 §1)."""
+
+FLOPS_PURPOSE = {
+    L70: "LLaMA-3-70B on its 15·10¹² training tokens: 7.32·10²⁴ FLOPs, the attention term "
+    "12·L·N·H·S·T 13 % of them",
+    L8: "LLaMA-3-8B on 2²⁰ tokens of sequences of S = 8192: the attention term 12·L·N·H·S·T is "
+    "21 % of the total",
+    (1,) * 8: "every dimension 1 and one token: 6·P·T = 6·9 = 54 and 12·L·N·H·S·T = 12, 66 in all",
+    MODEL_TWISTS[0]: "three layers, K = 1 key/value head for N = 3 query heads, N·H = D, 4096 "
+    "tokens: the attention term counts all N heads, 12 % of the total",
+    MODEL_TWISTS[1]: "seven layers, N·H = 960 ≠ D = 1000, 4096 tokens: the attention term "
+    "12·L·N·H·S·T has N·H = 960, 0.9 % of the total",
+}
+"""What each fixed example of train_flops is for, by its model (issue 45 §1)."""
+
+
 def _params_formula(model: tuple) -> str:
     m = model_of(model)
     return (
@@ -196,6 +232,7 @@ PARAM_COUNT = Scalar(
     formula=_params_formula,
     suspects=lambda model: suspects.params(model_of(model)),
     max_examples=12,
+    purpose=lambda ex: PARAMS_PURPOSE.get(ex["model"]),
 )  # fmt: skip
 
 
@@ -218,6 +255,7 @@ TRAIN_FLOPS = Scalar(
     formula=_flops_formula,
     suspects=lambda model, tokens: suspects.flops(model_of(model), tokens),
     max_examples=12,
+    purpose=lambda ex: FLOPS_PURPOSE.get(ex["model"]),
 )  # fmt: skip
 
 
@@ -341,6 +379,35 @@ float32 give 2×, GPipe's n_micro micro-batches 3× (n_micro/pp = 3), tokens not
 fsdp 4×, and weights counted as elements ½ against dp = 3 not sharding them ⅓; in the
 third, pp micro-batches held give 4× (n_micro = 1), fsdp's 3× and float32's 2×
 (``tests/test_l14.py`` holds every suspect alone where it first shows)."""
+MEMORY_PURPOSE = [
+    (
+        MEMORY_EXPLICIT[0],
+        "dp = 3, fsdp = 4, tp = 8, pp = 4, all above 1, n_micro = 12, no remat, "
+        "bf16 gradients: weights over fsdp·tp·pp = 128, pp = 4 micro-batches held",
+    ),
+    (
+        MEMORY_EXPLICIT[1],
+        "the same plan with remat = 'block' and fp32 gradients (4 bytes a "
+        "parameter): each block's input held, one block's activations recomputed",
+    ),
+    (
+        MEMORY_EXPLICIT[2],
+        "n_micro = 1 < pp = 4 (fsdp = 3, tp = 8), 3 sequences: one micro-batch "
+        "in flight, held = min(n_micro, pp) = 1",
+    ),
+    (
+        MEMORY_EXPLICIT[3],
+        "one chip (every axis 1), LLaMA-3-8B, one sequence: nothing is divided, "
+        "165 GB in all on the chip",
+    ),
+    (
+        MEMORY_EXPLICIT[4],
+        "seven layers over pp = 7 stages, six heads split tp = 3 ways (N·H = 960 "
+        "≠ D), dp = 3, remat and fp32 gradients: held = min(2, 7) = 2",
+    ),
+]
+"""What each fixed example of memory_per_chip is for (issue 45 §1), as the docstring above
+says."""
 
 
 def _explain_memory(trials: list[Trial]) -> list[Any]:
@@ -413,6 +480,44 @@ TIME_EXPLICIT = [
 two micro-batches; a toy chip with three heads split three ways and seven stages; fsdp's
 groups spanning 6 chips of a node of 8 (fewer than a node, but they do not tile it: some
 straddle two nodes); a plan of 32 chips for a cluster of 64 (ValueError)."""
+TIME_PURPOSE = [
+    (
+        TIME_EXPLICIT[0],
+        "dp = 2, fsdp = 2, tp = 8, pp = 4 on 128 H100s with remat: all six terms "
+        "non-zero, tp inside a node, fsdp, dp and pp across nodes",
+    ),
+    (
+        TIME_EXPLICIT[1],
+        "tp = 16 on nodes of 8 (LLaMA-3-70B on 16 A100s, no other axis split): "
+        "tp's all-reduces cross nodes, over the inter-node link",
+    ),
+    (
+        TIME_EXPLICIT[2],
+        "one chip (every axis 1): the bubble and every communication term are 0, "
+        "the step is compute alone and MFU = 1",
+    ),
+    (
+        TIME_EXPLICIT[3],
+        "fsdp = 16 over two nodes of 8 with n_micro = 2 (dp = 4, LLaMA-3-8B on 64 "
+        "H100s): fsdp's collectives run once a micro-batch, across nodes",
+    ),
+    (
+        TIME_EXPLICIT[4],
+        "a toy chip, six heads split tp = 3 ways, pp = 7 stages with n_micro = 7 on "
+        "42 chips in nodes of 6: tp and dp stay in a node, pp crosses nodes",
+    ),
+    (
+        TIME_EXPLICIT[5],
+        "fsdp = 3 over tp = 2: groups of 6 neighbouring chips in nodes of 8, which "
+        "do not tile a node (some straddle two), so fsdp crosses nodes",
+    ),
+    (
+        TIME_EXPLICIT[6],
+        "dp·fsdp·tp·pp = 32 on a cluster of 64 chips: the plan leaves chips out, "
+        "and a ValueError is due",
+    ),
+]
+"""What each fixed example of step_time is for (issue 45 §1), as the docstring above says."""
 
 
 # ------------------------------------------------------------------ best_plan
@@ -650,6 +755,80 @@ without, so a search that sorts the tie by the remat string ("block" < "none") p
 it returns remat = "block" here."""
 BEST_EXPLICIT.append(REMAT_TIE)
 
+BEST_PURPOSE = [
+    (
+        BEST_EXPLICIT[0],
+        "LLaMA-3-70B on 64 H100s in nodes of 8, 64 sequences: the best plan is "
+        "tp = 8 in each node, pp = 8 across nodes, n_micro = 64",
+    ),
+    (
+        BEST_EXPLICIT[1],
+        "LLaMA-3-8B on one node of 8 H100s, 16 sequences: the best plan is dp = 2, "
+        "fsdp = 2, tp = 2, n_micro = 2",
+    ),
+    (
+        BEST_EXPLICIT[2],
+        "LLaMA-3-405B on 8 toy chips of 16 GB: plans exist but none fits (the "
+        "smallest needs 847 GB a chip), so a ValueError is due",
+    ),
+    (
+        BEST_EXPLICIT[3],
+        "six heads and seven layers on a node of 6 toy chips, 12 sequences: pp "
+        "can only be 1, and the best plan is tp = 6",
+    ),
+    (
+        BEST_EXPLICIT[4],
+        "one layer on 4 chips of a node of 8, 8 sequences: dp = 4 with n_micro = 1 and with "
+        "n_micro = 2 tie, and the stated order takes the fewer micro-batches, 1",
+    ),
+    (
+        TRAPS[0],
+        "nodes of one chip (LLaMA-3-8B on 2 v5p chips): tp = 2 would be faster but "
+        "crosses nodes; the best plan is fsdp = 2, n_micro = 2, with remat",
+    ),
+    (
+        TRAPS[1],
+        "three layers on 6 toy chips in nodes of 2: n_micro = 1 < pp = 3 would be faster "
+        "but is outside the rules; the best plan is dp = 2, pp = 3, n_micro = 4",
+    ),
+    (
+        TRAPS[2],
+        "2 v5p chips of 95 GB, 4 sequences: the fastest plan of all, dp = 2, needs 142 GB "
+        "a chip; the best that fits is tp = 2, n_micro = 2",
+    ),
+    (
+        MORE_TRAPS[0],
+        "free links (the ideal chip), 8 chips: ten plans take exactly the same time, "
+        "and the stated order picks dp = 8, n_micro = 1",
+    ),
+    (
+        TIGHT,
+        "the best plan (dp = 8, no remat) needs exactly the 1,228,800 B of this chip's HBM: "
+        "a plan that needs exactly HBM fits",
+    ),
+    (
+        MORE_TRAPS[2],
+        "LLaMA-3-70B on a whole v5p pod, 8960 = 2⁸·5·7 chips, 512 sequences: no "
+        "split follows the rules, so a ValueError is due (divisibility, not memory)",
+    ),
+    (
+        MORE_TRAPS[3],
+        "one chip of 16 GB, 4 sequences: one micro-batch with remat needs 16.27 GB, "
+        "just over HBM; the best plan is n_micro = 2 with remat (15.72 GB)",
+    ),
+    (
+        AS_MANY_MICRO_AS_STAGES,
+        "LLaMA-3-70B on eight nodes of eight A100s, 8 sequences: the best "
+        "plan is tp = 8 in a node, pp = 8 across nodes and n_micro = pp = 8",
+    ),
+    (
+        REMAT_TIE,
+        "compute free (the free-compute chip), 4 chips: dp = 4 with remat takes exactly "
+        "the time of dp = 4 without, and the tie's first rule picks no remat",
+    ),
+]
+"""What each fixed example of best_plan is for (issue 45 §1), as the docstrings above say."""
+
 
 # ------------------------------------------------------------------ exercises
 
@@ -663,6 +842,7 @@ MEMORY = ExerciseSpec(
     ),  # fmt: skip
     max_examples=12,
     explain=_explain_memory,
+    purpose=_told(MEMORY_PURPOSE),
 )
 TIME = ExerciseSpec(
     name="step_time",
@@ -671,6 +851,7 @@ TIME = ExerciseSpec(
     run=_run_time,
     checks=(Terms(TIME_KEYS, _time_formulas, lambda ex: suspects.time(*_time_args(ex))),),
     max_examples=12,
+    purpose=_told(TIME_PURPOSE),
 )
 
 
@@ -686,6 +867,7 @@ BEST = ExerciseSpec(
     checks=(BestPlan(),),
     max_examples=6,
     explain=_explain_best,
+    purpose=_told(BEST_PURPOSE),
 )
 
 SPEC = LessonSpec(

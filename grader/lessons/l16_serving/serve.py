@@ -149,6 +149,35 @@ def explicit(ctx: Context) -> list[Example]:
     return fits or [{**EXPLICIT[0], "mesh": (1, 1)}]
 
 
+MESH_PURPOSE = {
+    (2, 2): "a 2×2 mesh",
+    (2, 3): "a 2×3 mesh ('model' = 3: 6 devices, not a power of two)",
+    (3, 2): "a 3×2 mesh ('data' = 3: 6 devices, not a power of two)",
+}
+"""The feature of each fixed example's mesh (:data:`EXPLICIT`'s docstring)."""
+
+
+def purpose(ex: Example) -> str | None:
+    """What a fixed example of ``prefill`` or ``decode_step`` is for (issue 45 §1): its
+    mesh, and the share of the cache each device holds there (the whole of it on the one
+    device of a grade with too few for :data:`EXPLICIT`)."""
+    s = sizes(ex)
+    sizes_said = f"B = {s.batch}, N = {s.heads}, L = {s.layers}"
+    slots = f"{s.slots} slots for a prompt of {s.prompt}"
+    if tuple(ex["mesh"]) == (1, 1):
+        return (
+            f"one device (a 1×1 mesh, all this grade has), {sizes_said}: the whole cache, {slots}"
+        )
+    mesh = MESH_PURPOSE.get(tuple(ex["mesh"]))
+    if mesh is None:
+        return None
+    rows, heads = s.batch // s.data, s.heads // s.model
+    return (
+        f"{mesh}, {sizes_said}: each device's cache holds {rows} row{'s' if rows > 1 else ''} "
+        f"and {heads} head{'s' if heads > 1 else ''}, {slots}"
+    )
+
+
 def draw(ex: Example, rng: np.random.Generator) -> tuple[Sizes, dict, np.ndarray]:
     s = sizes(ex)
     params = model.draw_params(rng, s.layers, D, s.heads * DH, s.model * F_PER, VOCAB, s.slots,
@@ -731,10 +760,12 @@ def _writes_table(found: list) -> Table:
 PREFILL = ExerciseSpec(
     name="prefill", strategy=strategy, explicit=explicit, run=run_prefill,
     checks=(Logits(), CacheLayout(), Collectives(), CacheStays()), max_examples=1,
+    purpose=purpose,
 )  # fmt: skip
 DECODE = ExerciseSpec(
     name="decode_step", strategy=strategy, explicit=explicit, run=run_decode,
     checks=(Logits(), CacheLayout(), Collectives(), CacheStays(), Donated()), max_examples=1,
+    purpose=purpose,
 )  # fmt: skip
 
 
@@ -786,8 +817,27 @@ def gqa_explicit(ctx: Context) -> list[Example]:
     return fits or [{**GQA_EXPLICIT[0], "mesh": (1, 1)}]  # one device: K = 1 of N = 2
 
 
+def gqa_purpose(ex: Example) -> str | None:
+    """What a fixed example of ``decode_step_gqa`` is for (issue 45 §1): K key/value heads,
+    fewer than the 'model' devices (:data:`GQA_EXPLICIT`'s docstring), or one device."""
+    if ex not in GQA_EXPLICIT and ex != {**GQA_EXPLICIT[0], "mesh": (1, 1)}:
+        return None
+    s = sizes(ex)
+    if s.model == 1:
+        return (
+            f"one device (a 1×1 mesh, all this grade has), K = {s.kv} key/value head for "
+            f"N = {s.heads} query heads: the whole cache on it"
+        )
+    rows = s.batch // (s.data * s.model)
+    return (
+        f"K = {s.kv} key/value head{'s' if s.kv > 1 else ''} for N = {s.heads} query heads "
+        f"on a {s.data}×{s.model} mesh, fewer than its {s.model} 'model' devices: the cache "
+        f"split by batch over both axes, {rows} row{'s' if rows > 1 else ''} a device"
+    )
+
+
 DECODE_GQA = ExerciseSpec(
     name="decode_step_gqa", strategy=gqa_strategy, explicit=gqa_explicit, run=run_decode,
     checks=(Logits(), CacheLayout(), Collectives(), CacheStays(), Donated()), max_examples=1,
-    diagnose_error=_gqa_error,
+    diagnose_error=_gqa_error, purpose=gqa_purpose,
 )  # fmt: skip

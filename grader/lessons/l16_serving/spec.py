@@ -91,6 +91,17 @@ ITEMSIZES = st.sampled_from([1, 2])
 # ------------------------------------------------------------------ kv_cache_bytes
 
 
+KV_PURPOSE = {
+    L13: "LLaMA-2-13B, K = N = 40 heads, 8192 tokens in bf16: 2·40·40·128·8192·2 = 6.71 GB for "
+    "one sequence",
+    GQA: "the 8-kv-head variant (K = 8 < N = 40), 8192 tokens in bf16: the cache holds the K "
+    "heads, 1.34 GB a sequence",
+    (2, 64, 128, 4, 2, 16, 100): "a tiny model with K = 2 < N = 4, two layers, 3 tokens of one "
+    "byte: 2·2·2·16·3·1 = 384 bytes",
+}
+"""What each fixed example of kv_cache_bytes is for, by its model (issue 45 §1)."""
+
+
 KV_BYTES = Scalar(
     "kv_cache_bytes", int,
     lambda ctx: st.fixed_dictionaries(
@@ -105,6 +116,7 @@ KV_BYTES = Scalar(
         *(getattr(model_of(model), a) for a in ("layers", "kv_heads", "head_dim")), tokens, itemsize),
     suspects=suspects.fn("kv"),
     max_examples=8,
+    purpose=lambda ex: KV_PURPOSE.get(ex["model"]),
 )  # fmt: skip
 
 
@@ -130,6 +142,16 @@ def _time_draw(ctx: Context) -> Any:
     })  # fmt: skip
 
 
+PREFILL_PURPOSE = {
+    (L13, 1): "LLaMA-2-13B, one prompt of 8192 tokens on v5e-8: compute-bound (153 ms of FLOPs "
+    "against 5 ms of bytes), attention 11 % of the FLOPs",
+    (L13, 4): "LLaMA-2-13B, 4 prompts of 128 tokens on v5e-8: the FLOPs take 8.5 ms and the bytes "
+    "4.0 ms, so the time is the FLOPs'",
+    (GQA, 1): "the 8-kv-head variant on one chip (197 TFLOP/s, 16 GiB, 820 GB/s), a prompt of 4 "
+    "tokens in int8: memory-bound, its 13 GB of weights read in 15.9 ms",
+}
+"""What each fixed example of prefill_time is for, by (model, batch) (issue 45 §1)."""
+
 PREFILL_TIME = Scalar(
     "prefill_time", float, _time_draw,
     explicit=({"model": L13, "slice": V5E, "batch": 1, "tokens": 8192, "itemsize": 2},
@@ -142,11 +164,30 @@ PREFILL_TIME = Scalar(
     "(P·itemsize + B·kv_cache_bytes(T)) / (chips·bandwidth))",
     suspects=suspects.fn("prefill"),
     max_examples=8,
+    purpose=lambda ex: PREFILL_PURPOSE.get((ex["model"], ex["batch"])),
 )  # fmt: skip
 
 
 # ------------------------------------------------------------------ decode_step_time
 
+
+DECODE_PURPOSE = {
+    (L13, 1): "LLaMA-2-13B, batch 1, context 8192: reading the weights takes 3.97 ms, the one "
+    "cache 1.02 ms, the weights' FLOPs 0.02 ms",
+    (L13, 16): "LLaMA-2-13B, batch 16 (the most that fits), context 8192: the 16 caches (16.4 ms) "
+    "take longer than the weights (3.97 ms)",
+    (L13, 240): "LLaMA-2-13B at batch 240, the critical batch: the weights' FLOPs (3.964 ms) just "
+    "under their read (3.968 ms), the caches 245 ms",
+    (GQA, 1): "the 8-kv-head variant, batch 1, context 8192: the weights 3.97 ms, the cache of "
+    "K = 8 heads 0.20 ms",
+    (GQA, 16): "the 8-kv-head variant, batch 16, context 8192: the caches 3.27 ms beside the "
+    "weights' 3.97 ms",
+    (GQA, 240): "the 8-kv-head variant at batch 240, the critical batch, context 8192: the caches "
+    "49.1 ms, the weights' FLOPs and read both about 3.97 ms",
+    (GQA, 512): "batch 512, above the critical batch of 240, context 128: the weights' FLOPs "
+    "(8.46 ms) outlast their read (3.97 ms), the caches add 1.64 ms",
+}
+"""What each fixed example of decode_step_time is for, by (model, batch) (issue 45 §1)."""
 
 DECODE_TIME = Scalar(
     "decode_step_time", float, _time_draw,
@@ -160,11 +201,22 @@ DECODE_TIME = Scalar(
     "max(2·B·P / (chips·peak), P·itemsize / (chips·bandwidth))",
     suspects=suspects.fn("decode"),
     max_examples=8,
+    purpose=lambda ex: DECODE_PURPOSE.get((ex["model"], ex["batch"])),
 )  # fmt: skip
 
 
 # ------------------------------------------------------------------ max_batch
 
+
+MAX_BATCH_PURPOSE = {
+    (L13, V5E): "LLaMA-2-13B on v5e-8 (128 GiB), context 8192 in bf16: 26 GB of weights leave "
+    "room for 16 caches of 6.71 GB",
+    (GQA, V5E): "the 8-kv-head variant on v5e-8, context 8192 in bf16: caches of 1.34 GB, 83 of "
+    "them beside the 26 GB of weights",
+    (L13, (1, 197, 16, 820)): "LLaMA-2-13B on one chip of 16 GiB: its 26 GB of weights alone do "
+    "not fit, so no sequence does: 0",
+}
+"""What each fixed example of max_batch is for, by (model, slice) (issue 45 §1)."""
 
 MAX_BATCH = Scalar(
     "max_batch", int,
@@ -180,11 +232,23 @@ MAX_BATCH = Scalar(
     formula=lambda **ex: "max(0, ⌊(chips·hbm_bytes − P·itemsize) / kv_cache_bytes(context)⌋)",
     suspects=suspects.fn("max_batch"),
     max_examples=8,
+    purpose=lambda ex: MAX_BATCH_PURPOSE.get((ex["model"], ex["slice"])),
 )  # fmt: skip
 
 
 # ------------------------------------------------------------------ throughput
 
+
+THROUGHPUT_PURPOSE = {
+    (L13, 1): "LLaMA-2-13B, batch 1, context 8192 on v5e-8: one token a 4.99 ms step, 200 tokens/s",
+    (L13, 64): "LLaMA-2-13B, batch 64, context 8192 on v5e-8: 64 tokens a 69.4 ms step, 922 "
+    "tokens/s for the whole slice",
+    (GQA, 1): "the 8-kv-head variant, batch 1, context 8192: one token a 4.17 ms step, 240 "
+    "tokens/s",
+    (GQA, 64): "the 8-kv-head variant, batch 64, context 8192: 64 tokens a 17.1 ms step, 3751 "
+    "tokens/s for the whole slice",
+}
+"""What each fixed example of throughput is for, by (model, batch) (issue 45 §1)."""
 
 THROUGHPUT = Scalar(
     "throughput", float, _time_draw,
@@ -196,11 +260,20 @@ THROUGHPUT = Scalar(
     formula=lambda **ex: "batch / decode_step_time(...)",
     suspects=suspects.fn("throughput"),
     max_examples=6,
+    purpose=lambda ex: THROUGHPUT_PURPOSE.get((ex["model"], ex["batch"])),
 )  # fmt: skip
 
 
 # ------------------------------------------------------------------ critical_batch
 
+
+CRITICAL_PURPOSE = {
+    (V5E, 2): "v5e in bf16 (2 bytes a parameter): B* = 1.97e14·2 / (2·8.2e11) = 240",
+    (V5E, 1): "v5e with int8 weights (1 byte a parameter): half the bf16 figure, B* = 120",
+    ((8, 989, 80, 3350), 2): "8 chips of 989 TFLOP/s and 3.35 TB/s in bf16: the chips cancel, "
+    "B* = 295",
+}
+"""What each fixed example of critical_batch is for, by (slice, itemsize) (issue 45 §1)."""
 
 CRITICAL = Scalar(
     "critical_batch", float,
@@ -213,6 +286,7 @@ CRITICAL = Scalar(
     formula=lambda **ex: "peak · itemsize / (2 · bandwidth)",
     suspects=suspects.fn("critical"),
     max_examples=4,
+    purpose=lambda ex: CRITICAL_PURPOSE.get((ex["slice"], ex["itemsize"])),
 )  # fmt: skip
 
 

@@ -60,6 +60,19 @@ EXPLICIT = (
 )
 
 
+VERIFY_PURPOSE = {
+    ((1, 2, 3, 4), (4, 3, 2, 1)): "p and q over 4 tokens in opposite orders: drafts of 0 and 1 "
+    "kept with a = 1/4 and 2/3, of 2 and 3 always; the residual (0, 0, 1/4, 3/4)",
+    ((5, 1, 0, 2), (1, 1, 1, 0)): "q is 0 on token 3, where p is not: 3 is never drafted and "
+    "comes from the residual alone; p is 0 on token 2, so a = 0 there",
+    ((1, 1, 1), (1, 1, 1)): "p = q (uniform over 3 tokens): every draft is kept, a = 1, and "
+    "max(p − q, 0) is 0 everywhere, so the residual is p itself",
+    ((0, 0, 1), (2, 1, 1)): "a one-hot target p = (0, 0, 1): drafts of 0 and 1 have a = 0, 2 is "
+    "always kept, and the residual is all on token 2",
+}
+"""What each fixed example of verify_draft is for, by (p, q) (issue 45 §1)."""
+
+
 def _weights(v: int) -> Any:
     return st.tuples(*[st.integers(0, 6) for _ in range(v)]).filter(lambda w: sum(w) > 0)
 
@@ -185,8 +198,18 @@ class PerToken(Check):
 VERIFY = ExerciseSpec(
     name="verify_draft", strategy=_strategy, explicit=lambda ctx: list(EXPLICIT), run=_run,
     checks=(Emitted(), PerToken()), max_examples=8,
+    purpose=lambda ex: VERIFY_PURPOSE.get((ex["p"], ex["q"])),
 )  # fmt: skip
 
+
+EXPECTED_PURPOSE = {
+    (80, 4): "α = 0.8, γ = 4: (1 − 0.8⁵) / (1 − 0.8) = 3.3616 tokens a verification",
+    (100, 3): "α = 1, every draft accepted: γ + 1 = 4 tokens, the limit of the formula's 0/0",
+    (0, 5): "α = 0, no draft accepted: the target's own token alone, 1 a verification whatever "
+    "γ = 5",
+    (50, 1): "γ = 1, α = 0.5: one draft, 1 + 0.5 = 1.5 tokens a verification",
+}
+"""What each fixed example of expected_tokens is for, by (alpha_pct, gamma) (issue 45 §1)."""
 
 EXPECTED = Scalar(
     "expected_tokens", float,
@@ -199,4 +222,5 @@ EXPECTED = Scalar(
     formula=lambda alpha_pct, gamma: "(1 − α^(γ+1)) / (1 − α) (γ + 1 at α = 1)",
     suspects=F.fn("expected_tokens_suspects"),
     max_examples=8,
+    purpose=lambda ex: EXPECTED_PURPOSE.get((ex["alpha_pct"], ex["gamma"])),
 )  # fmt: skip
