@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import re
 import signal
 import time
@@ -172,15 +173,18 @@ def time_limit(seconds: float | None):
 
     Compiled code that never returns cannot be interrupted this way; the
     parent process (``grader.sandbox.runner``) kills the worker as a backstop.
-    The alarm repeats until the block ends: an exception raised where Python only
-    prints it (a gc callback, a ``__del__``) or that the code swallows (``except
-    Exception``) would otherwise leave a loop that never returns running for good.
+    An alarm that lands where Python would only print the exception (a gc callback,
+    such as hypothesis's, or a ``__del__``) is put off until that code has returned:
+    raised there, it was lost, and a loop that never returns ran on for good.
     """
     if not seconds:
         yield
         return
 
     def expire(signum, frame):
+        if _unraisable(frame):
+            signal.setitimer(signal.ITIMER_REAL, 0.05)  # once back in the code it limits
+            return
         raise ExampleTimeout(f"no result after {seconds:g} s")
 
     try:
@@ -188,17 +192,23 @@ def time_limit(seconds: float | None):
     except ValueError:  # not the main thread: only it may set a handler
         yield
         return
-    signal.setitimer(signal.ITIMER_REAL, seconds, min(max(seconds / 10, 0.05), 1.0))
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
-        while True:  # a repeat may land here: disarm until it did not
-            try:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                signal.signal(signal.SIGALRM, previous)
-                break
-            except ExampleTimeout:
-                continue
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _unraisable(frame: Any) -> bool:
+    """``frame`` runs inside a gc callback or a ``__del__``, whose exceptions Python
+    prints and drops."""
+    callbacks = {getattr(cb, "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in callbacks or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def grade_lesson(

@@ -141,10 +141,11 @@ def _purpose(ex: Example) -> str | None:
     """What each fixed example is for (issue 45 §1), as :func:`_explicit` says."""
     return {
         1: "an axis of size 1: no step at all, the input is the answer",
-        4: "a power of two (N = 4): a butterfly passes here, a ring must too",
-        3: "N = 3, not a power of two, with float values: a butterfly fails here, and a "
-        "sum kept in lower precision shows",
-        6: "N = 6 in bfloat16, not a power of two: the ring in the input's own dtype",
+        4: "N = 4, a power of two: every send goes one link, to a ring neighbour",
+        3: "N = 3, not a power of two, with float values: partners i XOR 2^k do not exist "
+        "there, a ring still reaches every device",
+        6: "N = 6 in bfloat16, not a power of two: the ring sends and adds in the input's "
+        "own dtype",
     }.get(ex["n"])
 
 

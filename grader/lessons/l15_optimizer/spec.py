@@ -1335,13 +1335,13 @@ def _exercise(name: str, kind: str, run: Any, strategy: Any, explicit: Any,
 
 SCALED_PURPOSE = {
     "nan": "a nan (no inf) in the gradient: the step is skipped on every device, the scale "
-    "halves and good resets to 0 (a skip test with isinf alone, or |g| > 65504, misses it)",
+    "halves and good resets to 0 (a nan is not inf and compares false with any bound)",
     "underflow": "gradients below float16's smallest subnormal, representable only scaled: "
     "unscaled after the float32 cast, and a clean step that grows the scale",
-    "overflow": "an inf on one device's slice: the step is skipped everywhere and good "
-    "resets to 0 (a skip decided on one device alone, or with isnan alone, misses it)",
-    "clean": "a clean step two short of growing the scale: a scale grown one clean step "
-    "early doubles here, and only here",
+    "overflow": "an inf on one device's slice only: the step is skipped on every device and "
+    "good resets to 0",
+    "clean": "a clean step two short of growing the scale: good rises by one and the scale "
+    "stays as it is",
 }
 """The loss-scaling examples' contrasts, by case (:func:`_scaled_examples`)."""
 
