@@ -82,7 +82,7 @@ def test_a_hang_while_tracing_a_later_example_is_charged_to_that_example(
     """The student's process traces the next example while this one compiles here:
     a hang there is the next example's, whether or not it was prepared ahead."""
     hung = _grade(root, tmp_path, monkeypatch, ahead,
-                  _second_example_differs("        while True:\n            pass\n"), timeout=4)  # fmt: skip
+                  _second_example_differs("        while True:\n            pass\n"), timeout=10)  # fmt: skip
     k = _first_with_another_shape()
     assert hung.status == Status.TIMEOUT, (hung.status, hung.error)
     assert hung.example == format_example(_examples("ring_all_gather")[k])
@@ -446,7 +446,7 @@ def test_a_hang_in_an_exercises_last_example_leaves_the_next_exercise_its_own_ve
     monkeypatch.setattr(PreparedAhead, "abandon_first", abandon_first)
     result = backends.grade_lesson(
         2, "l02_collectives", tmp_path, only=["ring_all_gather", "ring_reduce_scatter"],
-        timeout=4, backend=backends.isolated(SALT, ahead=ahead),
+        timeout=10, backend=backends.isolated(SALT, ahead=ahead),
     )  # fmt: skip
     assert abandoned == (["ring_reduce_scatter"] if ahead else [])
     hung, after = result.exercises

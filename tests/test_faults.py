@@ -75,7 +75,7 @@ def course(
     return r
 
 
-def leftovers(home: Path, wait: float = 3.0) -> list[int]:
+def leftovers(home: Path, wait: float = 30.0) -> list[int]:
     """Processes still running with this COURSE_HOME (after up to ``wait`` s to exit)."""
     marker = f"COURSE_HOME={home}\0".encode()
     end = time.monotonic() + wait
@@ -152,7 +152,7 @@ def test_what_the_module_leaves_running_does_not_keep_grading_waiting(home, code
     t = time.monotonic()
     r = course(home, "grade", *ONE, "--json")
     assert status_of(r, "ring_all_gather").status == Status.PASSED, r.stderr[-2000:]
-    assert time.monotonic() - t < 60
+    assert time.monotonic() - t < 300  # not the 10,000 s it leaves behind
 
 
 def test_fork_in_an_exercise_leaves_no_orphans_and_closes_the_attempt(home):
@@ -168,7 +168,7 @@ def ring_all_gather(x, axis_name):
 """)  # fmt: skip
     t = time.monotonic()
     r = course(home, "grade", *ONE, "--json")
-    assert time.monotonic() - t < 60
+    assert time.monotonic() - t < 300  # not the children's 10,000 s
     assert status_of(r, "ring_all_gather").status == Status.PASSED, r.stderr[-2000:]
     assert b"Traceback" not in r.stderr
     assert attempts(home) == ["done"]
@@ -211,7 +211,7 @@ def test_a_module_that_hangs_at_import_honours_the_timeout(home, code):
     (lesson,) = as_json(r)["lessons"]
     assert [e["status"] for e in lesson["exercises"]] == ["timeout"] * 3  # one import, one verdict
     assert "importing" in lesson["exercises"][0]["error"]
-    assert took < 45  # jax's start-up, the 3 s limit, the 5 s grace: not 3 × 120 s
+    assert took < 180  # jax's start-up, the 3 s limit, the 5 s grace: not 3 × 120 s
 
 
 def test_a_flood_of_output_is_relayed_bounded(home):

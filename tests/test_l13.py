@@ -135,14 +135,14 @@ def test_a_collective_not_every_process_reaches_is_stopped_at_the_limit_and_name
     c.load()
     start = time.monotonic()
     with pytest.raises(ClusterHung) as caught:
-        c.ask(batch_question(c), "running global_batch", limit=4.0)
+        c.ask(batch_question(c), "running global_batch", limit=10.0)  # process 1: room at load
     took = time.monotonic() - start
     message = str(caught.value)
     assert "process 1 returned from global_batch" in message, message
-    assert "process 0 still inside after 4" in message, message
+    assert "process 0 still inside after 10" in message, message
     assert "a collective not every process reached" in message
     assert "jax.process_index()" in (caught.value.hint or "")
-    assert took < 4.0 + 15.0, took
+    assert took < 10.0 + 30.0, took
     assert gone(pids)
 
 
@@ -247,7 +247,7 @@ def test_forming_a_grades_clusters_starts_their_imports_at_once(tmp_path, capfd)
     pool = ClusterPool(str(tmp_path), MODULE)
     try:
         pool.form(SimpleNamespace(cluster=lambda ex: ((2, 1), (3, 1))), {})
-        deadline = time.monotonic() + 30.0
+        deadline = time.monotonic() + 300.0  # JAX imported and joined by 5 processes at load
         said = ""
         while said.count("imported-") < 5 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -380,13 +380,13 @@ def test_through_the_engine_a_deadlock_is_a_timeout_that_names_the_processes(roo
     solution = (root / "solutions" / f"{MODULE}.py").read_text()
     (tmp_path / f"{MODULE}.py").write_text(solution + DEADLOCK.replace(BATCH, ""))
     start = time.monotonic()
-    result = backends.grade_lesson(13, MODULE, tmp_path, only=["global_batch"], timeout=6)
+    result = backends.grade_lesson(13, MODULE, tmp_path, only=["global_batch"], timeout=15)
     (er,) = result.exercises
     assert er.status == Status.TIMEOUT, (er.status, er.error)
     assert "process 1 returned from global_batch; process 0 still inside after" in er.error
     assert "a collective not every process reached" in er.error
     assert "jax.process_index()" in er.hint
-    assert time.monotonic() - start < 6 + 60  # the clusters' start is the machine's time
+    assert time.monotonic() - start < 15 + 120  # the clusters' start is the machine's time
 
 
 RAISES_IN_ONE = (
@@ -1200,8 +1200,10 @@ def test_a_clusters_processes_share_no_writable_folder(tmp_path, capfd):
     try:
         c.join()
         c.ask(batch_question(c), "running global_batch")
-        time.sleep(0.3)
-        out = capfd.readouterr().out
+        out, deadline = "", time.monotonic() + 60  # the lines come through the launcher's
+        while out.count(" sees ") < 2 and time.monotonic() < deadline:  # forwarding threads
+            time.sleep(0.05)
+            out += capfd.readouterr().out
     finally:
         c.stop()
     for i in range(2):

@@ -612,9 +612,10 @@ def _adopt_orphans() -> None:
     prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
-DYING = 1.0
+DYING = 5.0
 """Seconds a process of a worker's may take to end on its own once found
-outside it (:func:`outlived`)."""
+outside it (:func:`outlived`): a JAX process its parent has just killed may still
+be ending when looked at; one that stays is killed after it, as before."""
 
 
 def outlived(session: str, keep: int | None = None, grace: float = DYING) -> bool:
