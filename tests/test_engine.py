@@ -369,11 +369,11 @@ def test_a_time_limit_that_lands_in_a_gc_callback_is_put_off_not_lost():
             while time.monotonic() < end:
                 pass
 
-    def spin(start: float) -> None:  # allocating, so the collector runs
+    def spin(start: float) -> None:  # allocating, so the collector runs now and then
         junk = []
         while time.monotonic() - start < 60:
             junk.append([0])
-            if len(junk) > 1000:
+            if len(junk) > 20_000:  # above every Python's first threshold (3.13's: 2,000)
                 junk = []
 
     gc.callbacks.append(slow_callback)

@@ -233,7 +233,10 @@ def _leaf_extra(trial: Trial, path: str) -> dict[str, Any]:
         return {"sharding": trial.extra["shardings"][name], "param": name}
     if trial.extra["kind"] == "forward":
         return {"sharding": trial.extra["shardings"]["batch"], "param": None}
-    return {"sharding": trial.extra["replicated"], "param": None}  # the loss
+    out = {"sharding": trial.extra["replicated"], "param": None}  # the loss
+    if trial.extra["kind"] == "train" and isinstance(trial.output, (tuple, list)):
+        out["returned"] = trial.output[0]  # the new params beside it, for its relations
+    return out
 
 
 def _unscaled(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
@@ -318,19 +321,28 @@ def _interleaved(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]
 
 
 def _loss_after_step(trial: Trial) -> list[tuple]:
-    """The train step's loss computed at the new params: the next step's loss."""
-    if trial.extra["kind"] != "train" or trial.extra["param"] is not None:
+    """The train step's loss computed at the new params it returned: the next step's
+    loss, computed in float64 at the params the program returned (the reference's own new
+    params differ from those by float32's rounding, which this learning rate amplifies:
+    held at the reference's, the relation missed on a CI run's salt at 1e-3). A float32
+    forward through 12 layers at these params is itself off by up to 1.6e-3 (measured:
+    salt 2, N = 6), hence 1e-2; the loss before the step is 27× smaller there."""
+    returned = trial.extra.get("returned")
+    if trial.extra["kind"] != "train" or trial.extra["param"] is not None or returned is None:
+        return []
+    try:
+        new = {k: np.asarray(returned[k], np.float64) for k in NAMES}
+    except (KeyError, TypeError, ValueError):  # not params of the right form: nothing said
         return []
     x, y = trial.extra["batch"]
-    new, _ = training.sgd_step(trial.extra["before"], x, y, LR)
     after = np.float64(training.loss(new, x, y))
     return [
         (
             "Your loss is the loss after the step: it equals the full-batch loss at the new "
-            f"params, p − lr·g ({after:.6g}). The step returns the loss before it, the value "
+            f"params you return ({after:.6g}). The step returns the loss before it, the value "
             "that jax.value_and_grad computes with the gradients.",
             lambda coord, index: after,
-            1e-3,  # float32's rounding, amplified by a step of this learning rate
+            1e-2,  # see above
         )
     ]
 
