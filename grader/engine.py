@@ -24,6 +24,7 @@ import functools
 import gc
 import re
 import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -173,9 +174,12 @@ def time_limit(seconds: float | None):
 
     Compiled code that never returns cannot be interrupted this way; the
     parent process (``grader.sandbox.runner``) kills the worker as a backstop.
-    An alarm that lands where Python would only print the exception (a gc callback,
-    such as hypothesis's, or a ``__del__``) is put off until that code has returned:
-    raised there, it was lost, and a loop that never returns ran on for good.
+    An alarm that lands where Python only prints the exception and drops it (a gc
+    callback, such as hypothesis's; a weakref callback the collector runs; a
+    ``__del__``) was lost, and a loop that never returns ran on for good: one that
+    lands in a gc callback or a ``__del__`` is put off until that code has returned,
+    and one dropped anywhere else (Python hands it to ``sys.unraisablehook``) is
+    raised again 50 ms later.
     """
     if not seconds:
         yield
@@ -192,12 +196,22 @@ def time_limit(seconds: float | None):
     except ValueError:  # not the main thread: only it may set a handler
         yield
         return
+    hook = sys.unraisablehook
+
+    def dropped(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, ExampleTimeout):
+            signal.setitimer(signal.ITIMER_REAL, 0.05)  # lost where it landed: again
+            return
+        hook(unraisable)
+
+    sys.unraisablehook = dropped
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        sys.unraisablehook = hook
 
 
 def _unraisable(frame: Any) -> bool:
