@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import re
 import signal
 import sys
@@ -176,19 +175,15 @@ def time_limit(seconds: float | None):
     parent process (``grader.sandbox.runner``) kills the worker as a backstop.
     An alarm that lands where Python only prints the exception and drops it (a gc
     callback, such as hypothesis's; a weakref callback the collector runs; a
-    ``__del__``) was lost, and a loop that never returns ran on for good: one that
-    lands in a gc callback or a ``__del__`` is put off until that code has returned,
-    and one dropped anywhere else (Python hands it to ``sys.unraisablehook``) is
-    raised again 50 ms later.
+    ``__del__``) was lost, and a loop that never returns ran on for good: Python hands
+    such an exception to ``sys.unraisablehook``, which, for the block, raises it again
+    50 ms later.
     """
     if not seconds:
         yield
         return
 
     def expire(signum, frame):
-        if _unraisable(frame):
-            signal.setitimer(signal.ITIMER_REAL, 0.05)  # once back in the code it limits
-            return
         raise ExampleTimeout(f"no result after {seconds:g} s")
 
     try:
@@ -212,17 +207,6 @@ def time_limit(seconds: float | None):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         sys.unraisablehook = hook
-
-
-def _unraisable(frame: Any) -> bool:
-    """``frame`` runs inside a gc callback or a ``__del__``, whose exceptions Python
-    prints and drops."""
-    callbacks = {getattr(cb, "__code__", None) for cb in gc.callbacks}
-    while frame is not None:
-        if frame.f_code in callbacks or frame.f_code.co_name == "__del__":
-            return True
-        frame = frame.f_back
-    return False
 
 
 def grade_lesson(

@@ -352,8 +352,8 @@ def test_the_time_limit_interrupts_python_work_in_the_grading_thread():
 def test_a_time_limit_that_lands_in_a_gc_callback_is_put_off_not_lost():
     """An ExampleTimeout raised in a gc callback (hypothesis registers one) is printed and
     dropped by Python: measured, an in-process grade of a function that never returned,
-    allocating as it looped, then never ended. The alarm is put off until the callback
-    has returned, and none is left armed after the block."""
+    allocating as it looped, then never ended. The dropped alarm is raised again, and
+    none is left armed after the block."""
     import gc
     import signal
     import time
