@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from course import registry
+from course.figure_links import names
 from course.commands.common import TrimmedLines
 from course.commands.show import LessonText, page
 
@@ -85,12 +86,15 @@ def test_show_keeps_code_and_diagrams_whole(tmp_path, width):
     lesson = registry.load().lesson(2)
     path = str(tmp_path / "exercises" / "l02_collectives.py")
     code = _code_lines(text)
+    figures = [str((ROOT / "course" / "lessons" / "figures" / n).resolve()) for n in names(text)]
+    assert figures  # the lesson has a figure, and its path is printed whole
     dots = text.count("…") + sum(e.summary.count("…") for e in lesson.exercises)
-    assert_clean(out, width, whole=(path, *(line.strip() for line in code)), dots=dots)
+    assert_clean(out, width, whole=(path, *figures, *(line.strip() for line in code)), dots=dots)
     assert any(len(line) > width for line in code) or width > 80  # lines wider than 80 …
     shown = {line.strip() for line in out.splitlines()}
     assert all(line.strip() in shown for line in code)  # … and each line is printed whole
     assert str(tmp_path / "exercises" / "l02_collectives.py") in shown
+    assert all(f in shown for f in figures)  # however long the checkout's path
 
 
 def _code_lines(markdown: str) -> list[str]:
