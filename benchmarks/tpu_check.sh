@@ -2,15 +2,19 @@
 # The device check for a TPU host (the one-chip v5e lent to developers; Colab's and Kaggle's
 # TPU runtimes; a TPU VM), run from the repository root with the host's own python3 and JAX
 # (with libtpu). Nothing is installed here: where the host lacks rich, watchfiles or
-# flatbuffers, put their wheels' contents on PYTHONPATH first. Writes logs under $OUT
-# (default ./tpu-out). On a host without an accelerator it says so and exits 0.
+# flatbuffers (and for step 5 nbclient, ipykernel), install their wheels with
+# `pip install --no-deps --target DIR` and append DIR to PYTHONPATH (after the host's own
+# entries: a newer typing_extensions or dateutil ahead of them can break the host's jax). Writes logs under $OUT
+# (default ./tpu-out); STEPS picks steps (default all). On a host without an accelerator it says so and exits 0.
 #
 #   1. which jax and devices;
 #   2. `course grade --all --solutions --json`: every lesson's reference passes (lesson 13 says
 #      in one sentence where the host refuses loopback TCP); only the worker opens the TPU, every
 #      student's process runs jax on the CPU and exports for the worker's platform; one chip is
 #      fewer than the meshes need, so meshes are simulated CPUs and the one-device programs
-#      (10.merge_partials, 11.top1_dispatch/top2_dispatch) run on the chip;
+#      (10.merge_partials, 11.top1_dispatch/top2_dispatch) run on the chip; their correct forms
+#      within the checks' allowances there (tpu_precision.py) and each catalogued mistake of
+#      them failing there with its words (tpu_mistakes.py);
 #   3. `course grade --all` of the stubs: every exercise "not started";
 #   4. the same from a process that holds the TPU first (a notebook's kernel): from the
 #      command line, and through course.notebook.grade in that very process;
@@ -21,7 +25,10 @@
 #      has its benchmark (benchmarks/pallas_tpu.py).
 set -uo pipefail
 OUT=${OUT:-tpu-out}
+STEPS=${STEPS:-2 3 4 5 6} # which of steps 2-6 to run (step 1 always): STEPS="2 3" for a short call
+want() { [[ " $STEPS " == *" $1 "* ]]; }
 mkdir -p "$OUT"
+: >"$OUT/summary.txt"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONWARNINGS="ignore:Transparent hugepages" # libtpu's advice, printed by every process
 if ! python3 -c 'import jax, sys; sys.exit(0 if jax.devices()[0].platform == "tpu" else 1)' 2>/dev/null; then
@@ -44,18 +51,27 @@ for lesson in doc["lessons"]:
 PY
 }
 
+if want 2; then
 home=$(mktemp -d)
 SECONDS=0
 python3 -m course --home "$home" grade --all --solutions --json >"$OUT/solutions.json" 2>"$OUT/solutions.err"
-echo "== grade --all --solutions: exit $? in ${SECONDS} s" | tee "$OUT/summary.txt"
+echo "== grade --all --solutions: exit $? in ${SECONDS} s" | tee -a "$OUT/summary.txt"
 summary "$OUT/solutions.json" | tee -a "$OUT/summary.txt"
+# the one-device programs on the chip: correct forms within the checks' allowances, and
+# every catalogued mistake of them failing there with its words
+python3 benchmarks/tpu_precision.py 2>&1 | tee "$OUT/precision.txt" | tee -a "$OUT/summary.txt"
+python3 benchmarks/tpu_mistakes.py 2>&1 | tee "$OUT/mistakes.txt" | tail -1 | tee -a "$OUT/summary.txt"
 
+fi
+if want 3; then
 SECONDS=0
 python3 -m course --home "$(mktemp -d)" grade --all --json >"$OUT/stubs.json" 2>"$OUT/stubs.err"
 echo "== grade --all (the stubs): exit $? in ${SECONDS} s" | tee -a "$OUT/summary.txt"
 summary "$OUT/stubs.json" | tee -a "$OUT/summary.txt"
 
+fi
 # 4. a process that holds the TPU first, as a notebook's kernel does
+if want 4; then
 python3 - "$OUT" <<'PY' 2>&1 | tee -a "$OUT/summary.txt"
 import json, subprocess, sys, tempfile, time
 import jax
@@ -77,8 +93,10 @@ g = notebook.grade(2, home=tempfile.mkdtemp())
 print(f"held, notebook.grade(2) of the stubs: passed={g.passed}")
 PY
 
+fi
 # 5. `course watch` re-grades on a save; notebooks 01 and 16 top to bottom in a real kernel; the
 #    notebooks' setup cell, as on a hosted TPU runtime, pins this host's jax, jaxlib and libtpu
+if want 5; then
 watched=$(mktemp -d)
 python3 -m course --home "$watched" grade 2 >/dev/null 2>&1 # the workspace, with the stubs
 timeout 90 python3 -m course --home "$watched" watch 2 >"$OUT/watch.txt" 2>&1 &
@@ -131,8 +149,11 @@ exec(compile(cell.replace('COURSE_PACKAGE = ""', f'COURSE_PACKAGE = "{wheel}"'),
 print("== setup cell on this TPU host: pip asked", asked)
 PY
 
+fi
 # 6. the chip's figures
+if want 6; then
 python3 benchmarks/tpu_roofline.py --json "$OUT/roofline.json" 2>&1 | tee "$OUT/roofline.txt"
 python3 benchmarks/tpu_decode.py --json "$OUT/decode.json" 2>&1 | tee "$OUT/decode.txt"
 [[ -f benchmarks/pallas_tpu.py ]] && python3 benchmarks/pallas_tpu.py 2>&1 | tee "$OUT/pallas.txt"
+fi
 exit 0

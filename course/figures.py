@@ -1296,7 +1296,9 @@ CONTEXT_16_CHIP = 2048
 SLICE_16_CHIP = ("v5e-1", 1, 1.97e14, 16 * 2**30, 8.2e11)
 """One v5e chip as the lesson's slices give it (peak, HBM, bandwidth per chip)."""
 FORMS_16_CHIP = (("repeat", "#c5221f"), ("grouped", "#d97706"), ("heads-major", "#0b5cad"),
-                 ("unrolled", "#a3319c"), ("layers", "#1a7f37"))  # fmt: skip
+                 ("layers", "#1a7f37"), ("kv-layers", "#a3319c"), ("paged", "#0f766e"))  # fmt: skip
+"""The forms lesson 16's table and figure show (decode.json holds two more: unrolled and
+kt-layers, which the text gives in words)."""
 
 
 def decode_on_chip_model(batches: tuple[int, ...]) -> list[dict[str, float]]:
@@ -1375,7 +1377,7 @@ def decode_on_chip() -> str:
              anchor="start", size=11, colour=MUTED)  # fmt: skip
     svg.text(x0 + w + 12, y0 + 74 + 20 * len(FORMS_16_CHIP) + 24, "queued back to back",
              anchor="start", size=11, colour=MUTED)  # fmt: skip
-    svg.text(20, y0 + h + 56, "Measured 2026-12-05 with jax 0.10.2 by benchmarks/tpu_decode.py "
+    svg.text(20, y0 + h + 56, "Measured 2026-12-05 and -06 with jax 0.10.2 by benchmarks/tpu_decode.py "
              "(benchmarks/tpu_v5e/decode.json).", anchor="start", size=11,
              colour=MUTED)  # fmt: skip
     return svg.render("Lesson 16: a decode step on one TPU v5e against the lesson's model")
@@ -1402,7 +1404,7 @@ FIGURES = (
     Figure(16, "16_decode_roofline.svg", "a decode step's time against the batch: caches, weights read, weights' FLOPs, the critical batch", decode_roofline),
     Figure(16, "16_latency_throughput.svg", "throughput against latency as the batch grows, 40 and 8 key/value heads", latency_throughput),
     Figure(16, "16_kv_cache_sharding.svg", "which device holds which rows and heads of the KV cache on the (data, model) mesh", kv_cache_sharding),
-    Figure(16, "16_decode_on_chip.svg", "a decode step on one TPU v5e against the lesson's model, five forms of the same step", decode_on_chip),
+    Figure(16, "16_decode_on_chip.svg", "a decode step on one TPU v5e against the lesson's model, six forms of the same step", decode_on_chip),
 )  # fmt: skip
 """Every figure, in lesson order."""
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from grader.lessons.l10_context_parallel import attention
 from grader.lessons.l10_context_parallel import spec as spec
-from grader.lessons.l10_context_parallel.checks import ring_steps, score_products
+from grader.lessons.l10_context_parallel.checks import MergeValues, ring_steps, score_products
 from grader.measure import jaxpr
 from grader.results import Status
 from grader.runtime import example_rng
@@ -34,6 +34,41 @@ def test_reference_merges_disjoint_key_sets_exactly():
     assert np.all(np.isneginf(rest[1][:3])) and np.all(rest[0][:3] == 0)  # rows 0–2 see no key
     # softmax weights sum to one: attention to a constant V is that constant
     assert np.allclose(attention.attention(q, k, np.ones_like(v), causal=True), 1.0)
+
+
+def _merge_trial(got_o, got_lse, inputs):
+    from grader.spec import Trial
+
+    o1, lse1, o2, lse2 = (a.astype(np.float64) for a in inputs)
+    want = attention.merge((o1, lse1), (o2, lse2))
+    import jax.numpy as jnp
+
+    got = tuple(jnp.asarray(a, jnp.float32) for a in (got_o, got_lse))
+    trial = Trial(example={}, output=got, expected=want)
+    trial.extra.update(lse=(lse1, lse2), o=(o1, o2))
+    return MergeValues()(trial)
+
+
+def test_merge_allows_a_chips_exp_and_log_but_not_a_rounded_or_shortened_lse():
+    """A TPU's float32 exp and log left the reference's lse about 1e-4 off (measured on
+    one v5e: ``benchmarks/tpu_precision.py``); an lse rounded to bfloat16, or the larger
+    lse alone without its log1p term, is off by far more and fails."""
+    ex = spec.merge_explicit(CTX)[0]
+    inputs = spec.merge_inputs(ex, example_rng(ex))
+    o1, lse1, o2, lse2 = (a.astype(np.float64) for a in inputs)
+    o, lse = attention.merge((o1, lse1), (o2, lse2))
+    finite = np.isfinite(lse)
+    wobble = np.where(finite, 1e-4 * np.cos(np.arange(lse.size).reshape(lse.shape)), 0.0)
+    chip_lse = lse + wobble  # what the chip returned, as measured: ~1e-4 off
+    chip_o = o * (1 + wobble)[..., None]  # weights e^(lse_i - lse) off by as much
+    assert _merge_trial(chip_o, chip_lse, inputs).passed
+    assert _merge_trial(o, lse, inputs).passed
+    bf16 = np.where(finite, lse, 0).astype(np.float32).view(np.uint32) & 0xFFFF0000
+    rounded = np.where(finite, bf16.view(np.float32).astype(np.float64), lse)
+    alone = np.maximum(lse1, lse2)
+    for wrong in (rounded, alone):
+        result = _merge_trial(o, wrong, inputs)
+        assert not result.passed and "(row, head) pairs wrong" in result.message, result.message
 
 
 def test_zigzag_order_gives_device_i_chunks_i_and_2n_minus_1_minus_i():

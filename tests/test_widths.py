@@ -12,9 +12,9 @@ import pytest
 from rich.console import Console
 
 from course import registry
-from course.figure_links import names
 from course.commands.common import TrimmedLines
 from course.commands.show import LessonText, page
+from course.figure_links import names
 
 ROOT = Path(__file__).resolve().parent.parent
 WIDTHS = [60, 80, 120]
