@@ -115,7 +115,15 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 spec = Path(tempfile.mkdtemp()) / "kernels" / "course"
 spec.mkdir(parents=True)
-(spec / "kernel.json").write_text(json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"], "language": "python", "display_name": "course"}))
+# ipykernel binds its IOPub pipe (output of forked children) to tcp://127.0.0.1 whatever the
+# transport; where the host refuses TCP, libzmq aborts the kernel there (measured on the lent
+# host, ipykernel 6.31 and 7.4). The kernel below runs without that pipe: the same kernel,
+# children's output unforwarded. (Run with TCP refused by an LD_PRELOAD shim on a CPU host:
+# notebook 01 ran top to bottom; not yet run on the chip's host.)
+launch = ("import ipykernel.iostream as io\n"
+          "io.IOPubThread._setup_pipe_in = lambda self: setattr(self, '_pipe_flag', False)\n"
+          "from ipykernel.kernelapp import launch_new_instance\nlaunch_new_instance()")
+(spec / "kernel.json").write_text(json.dumps({"argv": [sys.executable, "-c", launch, "-f", "{connection_file}"], "language": "python", "display_name": "course"}))
 os.environ["JUPYTER_PATH"] = str(spec.parents[1])
 for name in ("01_meshes", "16_serving"):
     os.environ["COURSE_HOME"] = tempfile.mkdtemp()
