@@ -75,21 +75,4 @@ HELD: list[Held] = [
             ),
         ),
     ),
-    Held(
-        id="hb-l03-predict-2d-divides-first",
-        module=M,
-        exercise="predict_bytes",
-        what=(
-            "Computes the 2-D case's ring factor 2·(Y−1)/Y with integer division before "
-            "multiplying: exact at Y = 1 and 2, but 2·(Y−1)//Y truncates to 1 for Y ≥ 3."
-        ),
-        cause=("multiply first", "integer division", "truncat", "rounds"),
-        kind="formula",
-        patch=(
-            (
-                "return 2 * (y - 1) * (i // x) * k * b // y",
-                "return 2 * (y - 1) // y * (i // x) * k * b",
-            ),
-        ),
-    ),
 ]

@@ -30,23 +30,6 @@ def dp_grads(params, x, y, mesh):
 """,
     ),
     Held(
-        id="hb-l06-step-loss-pmean-divided-by-n",
-        module=M,
-        exercise="dp_train_step",
-        what=(
-            "Divides the pmean'ed loss by N again, copying the gradient's / n: the pmean is "
-            "already the mean over devices, so the returned loss is N times too small."
-        ),
-        cause=("n times too small", "already averages", "divided by n", "pmean already"),
-        kind="factor",
-        patch=(
-            (
-                "return new, lax.pmean(local_loss, AXIS)  # mean of equal-sized local means",
-                "return new, lax.pmean(local_loss, AXIS) / n  # averaged like the grads",
-            ),
-        ),
-    ),
-    Held(
         id="hb-l06-step-loss-all-gathered",
         module=M,
         exercise="dp_train_step",

@@ -58,24 +58,6 @@ HELD: list[Held] = [
         ),
     ),
     Held(
-        id="hb-l07-remat-policy-saves-everything",
-        module=M,
-        exercise="fsdp_grads",
-        what="The learner keeps jax.checkpoint around gather + layer but gives it the "
-        "everything_saveable policy to avoid the re-gather, so every gathered layer is saved "
-        "as a residual and the whole model sits on each device again.",
-        cause=("policy", "saveable", "saves the gathered", "everything_saveable"),
-        kind="other",
-        patch=(
-            (
-                "gathered_layer = jax.checkpoint(_gathered_layer)",
-                "gathered_layer = jax.checkpoint(  # no recomputation, please\n"
-                "        _gathered_layer, policy=jax.checkpoint_policies.everything_saveable\n"
-                "    )",
-            ),
-        ),
-    ),
-    Held(
         id="hb-l07-forward-layers-in-reverse",
         module=M,
         exercise="fsdp_forward",

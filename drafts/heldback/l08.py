@@ -61,26 +61,6 @@ def tp_mlp(x, w_in, w_out, mesh):
         ),
     ),
     Held(
-        id="hb-l08-sp-mlp-no-all-gather",
-        module=M,
-        exercise="sp_mlp",
-        what="The learner runs the MLP on the device's own sequence rows without all-gathering "
-        "them and then psums, which adds partial sums that belong to different devices' "
-        "tokens (and uses an all-reduce instead of all-gather + reduce-scatter).",
-        cause=("all-gather", "gather the sequence", "different rows", "other devices' tokens"),
-        kind="collective",
-        code="""
-def sp_mlp(x, w_in, w_out, mesh):
-    def body(x_rows, w_in_cols, w_out_rows):
-        # every device keeps its own tokens; one psum adds the hidden slices
-        return lax.psum(_mlp_partial(x_rows, w_in_cols, w_out_rows), "model")
-
-    return jax.shard_map(body, mesh=mesh, in_specs=(ROWS, COLUMNS, ROWS), out_specs=ROWS)(
-        x, w_in, w_out
-    )
-""",
-    ),
-    Held(
         id="hb-l08-dp-tp-reuses-tp-mlp",
         module=M,
         exercise="dp_tp_mlp",

@@ -59,22 +59,6 @@ def merge_partials(o1, lse1, o2, lse2):
         ),
     ),
     Held(
-        id="hb-l10-ring-nan-on-fully-masked-blocks",
-        module=M,
-        exercise="ring_attention",
-        what="The learner's block attention subtracts the row max without guarding rows whose "
-        "keys are all masked, so a causal block from the future gives exp(−inf − (−inf)) = NaN "
-        "and the NaN spreads through every merge.",
-        cause=("nan", "fully masked", "-inf", "−inf"),
-        kind="mask",
-        patch=(
-            (
-                "    m = jnp.where(jnp.isneginf(m), 0.0, m)  # a fully masked row: exp(−inf − 0) = 0\n",
-                "",
-            ),
-        ),
-    ),
-    Held(
         id="hb-l10-zigzag-earlier-uses-the-late-key-chunk",
         module=M,
         exercise="zigzag_ring_attention",

@@ -52,24 +52,6 @@ HELD: list[Held] = [
         ),
     ),
     Held(
-        id="hb-l12-loss-pmean-over-data",
-        module=M,
-        exercise="train_step",
-        what=(
-            "The learner averaged the replicas' losses with lax.pmean over 'data', although "
-            "each local loss is already divided by the global B·S, so the reported loss is "
-            "1/data of the true one (the gradients are right)."
-        ),
-        cause=("pmean", "averaged", "divided by data", "psum of the loss"),
-        kind="collective",
-        patch=(
-            (
-                'return new, lax.psum(local, "data")',
-                'return new, lax.pmean(local, "data")  # the replicas\' average loss',
-            ),
-        ),
-    ),
-    Held(
         id="hb-l12-w-out-logical-axes-copied-from-w-in",
         module=M,
         exercise="shard_params",

@@ -63,11 +63,14 @@ def grade(h: Held) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="")
+    parser.add_argument("--ids", default="", help="only these ids (comma-separated)")
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     held = collect()
     if args.only:
         held = [h for h in held if h.module[:3] in args.only.split(",")]
+    if args.ids:
+        held = [h for h in held if h.id in args.ids.split(",")]
     rows = []
     for h in held:
         row = grade(h)

@@ -46,8 +46,10 @@ def values(
     if any(not np.all(np.isfinite(a)) for a in actual):
         bad = [d for d, a in enumerate(actual) if not np.all(np.isfinite(a))]
         return (
-            f"{NON_FINITE} of device(s) {bad}: look for a division by zero, "
-            "a log of a non-positive number, or an uninitialised buffer (jnp.empty)."
+            f"{NON_FINITE} of device(s) {bad}: look for inf − inf (a row's max of −inf "
+            "subtracted from its scores, where every score of the row is masked to −inf), "
+            "0 · inf, a division by zero, a log of a non-positive number, or an "
+            "uninitialised buffer (jnp.empty)."
         )
     distinct_expected = n > 1 and any(not close(expected[0], e) for e in expected[1:])
     differ = any(not close(actual[0], a) for a in actual[1:])

@@ -248,6 +248,8 @@ def suspects_bytes(
              "rows of C: [I/X, K], not [I, K]."),
             ((y - 1) * (i // x) * k * b / y, "C[I_X, K] is whole along 'y', so the partials are "
              "all-reduced, 2·(Y−1)/Y, not reduce-scattered."),
+            (2 * (y - 1) // y * (i // x) * k * b, "2·(Y−1)/Y is a fraction: integer division "
+             "(//) truncates it (to 1 for every Y ≥ 3); divide last, or in floats."),
         ]  # fmt: skip
         return out
     n = mesh

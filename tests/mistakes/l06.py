@@ -373,4 +373,19 @@ def dp_train_step(params, x, y, mesh, lr):
         check="values",
         says=("gradient of its own rows only", "divide by N"),
     ),
+    Mistake(  # held back in drafts/heldback until its hint was made right (issue 45)
+        id="l06-step-loss-pmean-divided-by-n",
+        module="l06_data_parallel",
+        exercise="dp_train_step",
+        status="failed",
+        check="values",
+        says=("Your loss is 1/N",),
+        never=("Your gradient is 1/N",),
+        patch=(
+            (
+                "return new, lax.pmean(local_loss, AXIS)  # mean of equal-sized local means",
+                "return new, lax.pmean(local_loss, AXIS) / n  # averaged like the grads",
+            ),
+        ),
+    ),
 ]

@@ -166,7 +166,7 @@ MISTAKES: list[Mistake] = [
         code="from tinymodels import layer\n" + REMAT_OUTSIDE_GATHERS,
         status="failed",
         check="memory",
-        says=("wraps the layer but not the gathers",),
+        says=("the gathers are outside the checkpointed function", "all-gathered once"),
     ),
     Mistake(
         id="fsdp-checkpoint-whole-forward",
@@ -422,5 +422,19 @@ def fsdp_grads(params, x, y, mesh):
         status="failed",
         check="values",
         says=("already reduce-scattered", "mixed different devices' shards"),
+    ),
+    Mistake(  # held back in drafts/heldback until its hint was made right (issue 45)
+        id="l07-remat-policy-saves-everything",
+        module="l07_fsdp",
+        exercise="fsdp_grads",
+        status="failed",
+        check="memory",
+        says=("a policy that saves them", "all-gathered once"),
+        patch=(
+            (
+                "gathered_layer = jax.checkpoint(_gathered_layer)",
+                "gathered_layer = jax.checkpoint(  # no recomputation, please\n        _gathered_layer, policy=jax.checkpoint_policies.everything_saveable\n    )",
+            ),
+        ),
     ),
 ]

@@ -274,4 +274,14 @@ MISTAKES += [
         check="values",
         says=("scattered along dimension 1", "scatter_dimension=0"),
     ),
+    Mistake(  # held back in drafts/heldback until its hint was made right (issue 45)
+        id="l08-sp-mlp-no-all-gather",
+        module="l08_tensor_parallel",
+        exercise="sp_mlp",
+        status="failed",
+        check="collectives",
+        says=("has no all-gather",),
+        never=("followed by slicing",),
+        code='\ndef sp_mlp(x, w_in, w_out, mesh):\n    def body(x_rows, w_in_cols, w_out_rows):\n        # every device keeps its own tokens; one psum adds the hidden slices\n        return lax.psum(_mlp_partial(x_rows, w_in_cols, w_out_rows), "model")\n\n    return jax.shard_map(body, mesh=mesh, in_specs=(ROWS, COLUMNS, ROWS), out_specs=ROWS)(\n        x, w_in, w_out\n    )\n',
+    ),
 ]

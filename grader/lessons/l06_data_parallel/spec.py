@@ -286,7 +286,14 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
                 scaled(n * micro),
             ),
         ]
-    if n > 1:
+    if n > 1 and name is None:  # the loss leaf: the gradients may well be right
+        out.append((
+            f"Your loss is 1/N = 1/{n} of the reference: it was divided by N twice. The mean "
+            "of the N local means (lax.pmean) is already the mean over all B rows: divide "
+            "no further.",
+            scaled(1 / n),
+        ))  # fmt: skip
+    elif n > 1:
         out.append(
             (
                 f"Your gradient is 1/N = 1/{n} of the reference: you divided by N twice. "

@@ -605,9 +605,14 @@ def _memory_hint(trial: Trial) -> str:
     if trial.comms.bytes(ALL_GATHER) == ring(ex, params_bytes(ex)):
         if program.counts["remat2"] or program.counts["checkpoint"]:
             return (
-                "jax.checkpoint wraps the layer but not the gathers: the gathered weights are "
-                "the checkpointed function's inputs, so they are saved for the backward — every "
-                "layer's. Gather inside the checkpointed function."
+                "jax.checkpoint is in the program, but the weights are all-gathered once "
+                f"({trial.comms.bytes(ALL_GATHER):,} bytes a device, the forward's gathers "
+                "only): the backward does not gather again, so every layer's gathered weights "
+                "are kept from the forward. Either "
+                "the gathers are outside the checkpointed function (its inputs are saved for "
+                "the backward) or the checkpoint is given a policy that saves them "
+                "(everything_saveable, say): checkpoint 'gather + layer' together, with no "
+                "policy."
             )
         return (
             "No remat: autodiff keeps each layer's gathered weights from the forward pass until "

@@ -340,7 +340,14 @@ def _all_reduce_advice(found: list[Collective], t: Trial) -> str | None:
 
 
 def _advice_sp(kind: str, t: Trial) -> str | None:
-    if kind == ALL_REDUCE:
+    if kind == ALL_REDUCE and ALL_GATHER not in t.comms.kinds():
+        return (
+            "The program all-reduces and has no all-gather: sequence parallelism gathers x "
+            "over 'model' first (lax.all_gather(x, 'model', axis=0, tiled=True)), so that "
+            "each device's matmuls see every token, and reduce-scatters the partial y after "
+            "the row-parallel matmul (lax.psum_scatter)."
+        )
+    if kind == ALL_REDUCE:  # gathered: a psum and a slice where a reduce-scatter belongs
         return (
             "A psum of the partial y followed by slicing out your rows moves 2(N − 1)/N·|y| and "
             "leaves the whole y on every device for a moment; lax.psum_scatter(partial, 'model', "

@@ -348,6 +348,8 @@ class Divergence(Check):
                 "has lost its ½. It is ½ · Σ (h − y)² / (B·S): the ½ makes the gradient of ½·err² "
                 "exactly err."
             ))  # fmt: skip
+        elif not loss_ok and first is None:  # every update right: the forward is too
+            result = replace(result, hint=self._loss_only_hint(trial))
         elif not loss_ok:
             result = replace(
                 result,
@@ -358,6 +360,32 @@ class Divergence(Check):
         if first is not None:
             result = replace(result, evidence=[table, *result.evidence])
         return result
+
+    @staticmethod
+    def _loss_only_hint(trial: Trial) -> str:
+        """Every parameter's update is right and only the returned loss differs: the forward
+        and the backward are right, so how the loss is combined or reported is where it
+        parts; its ratio to the reference's, named where it is a mesh axis's size."""
+        s = sizes(trial.example)
+        got, want = float(np.asarray(trial.output[1], np.float64)), float(trial.expected[1])
+        said = (
+            "Every parameter's update is right and only the loss you return differs, so the "
+            "forward and the backward are right: what parts is how the returned loss is "
+            "combined over the devices"
+        )
+        if want == 0.0:
+            return f"{said}."
+        ratio = got / want
+        for label, size in (("data", s.data), ("model", s.model)):
+            for factor, words in (
+                (size, f"{size} = '{label}'"),
+                (1 / size, f"1/{size} = 1/'{label}'"),
+            ):
+                if size > 1 and abs(ratio - factor) <= 1e-6 * abs(factor):
+                    return (f"{said}: measured, yours is {words} × the reference's. Each "
+                            "device's share is ½ · its squared errors / (all B·S rows), and "
+                            "the shares add up over 'data' (lax.psum).")  # fmt: skip
+        return f"{said}: measured, yours is {ratio:.4g} × the reference's."
 
     @staticmethod
     def _forward_hint(trial: Trial) -> str:
