@@ -8,28 +8,6 @@ M = "l06_data_parallel"
 
 HELD: list[Held] = [
     Held(
-        id="hb-l06-grads-pmean-then-divide-by-n",
-        module=M,
-        exercise="dp_grads",
-        what=(
-            "Casts the params to varying and pmeans the local gradients, then also divides by "
-            "N as for the already-summed gradient: it combines two rows of the table and the "
-            "gradient comes out N times too small."
-        ),
-        cause=("n times too small", "divides by n twice", "already a mean", "pmean already"),
-        kind="factor",
-        code="""
-def dp_grads(params, x, y, mesh):
-    def body(p, x_rows, y_rows):
-        pv = jax.tree.map(lambda w: lax.pcast(w, AXIS, to="varying"), p)
-        g = jax.grad(tinymodels.loss)(pv, x_rows, y_rows)
-        n = lax.axis_size(AXIS)
-        return jax.tree.map(lambda a: lax.pmean(a, AXIS) / n, g)  # all-reduce, then / N
-
-    return _data_parallel(body, mesh, P())(params, x, y)
-""",
-    ),
-    Held(
         id="hb-l06-step-loss-all-gathered",
         module=M,
         exercise="dp_train_step",

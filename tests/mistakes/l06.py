@@ -388,4 +388,14 @@ def dp_train_step(params, x, y, mesh, lr):
             ),
         ),
     ),
+    Mistake(  # held back in drafts/heldback; catalogued as the loss-divided-twice entry's neighbour (issue 45)
+        id="l06-grads-pmean-then-divide-by-n",
+        module="l06_data_parallel",
+        exercise="dp_grads",
+        status="failed",
+        check="values",
+        says=("Your gradient is 1/N",),
+        never=("Your loss is 1/N",),
+        code='\ndef dp_grads(params, x, y, mesh):\n    def body(p, x_rows, y_rows):\n        pv = jax.tree.map(lambda w: lax.pcast(w, AXIS, to="varying"), p)\n        g = jax.grad(tinymodels.loss)(pv, x_rows, y_rows)\n        n = lax.axis_size(AXIS)\n        return jax.tree.map(lambda a: lax.pmean(a, AXIS) / n, g)  # all-reduce, then / N\n\n    return _data_parallel(body, mesh, P())(params, x, y)\n',
+    ),
 ]
