@@ -1,0 +1,661 @@
+"""Grading spec for lesson 17: kernels in Pallas (a tiled matmul; a ring all-gather and
+reduce-scatter written as remote DMAs with semaphores).
+
+Every kernel runs in TPU interpret mode on simulated CPU devices, which simulates each
+device's HBM, VMEM, DMA engines and semaphores, and fills memory never written with NaN.
+Such a kernel lowers to host callbacks into jax's interpreter, so it cannot be exported
+(``jax.export`` refuses host callbacks): it can run only in the process that holds the
+student's Python, the student's process. So each example does two things there:
+
+1. A constant program, handed over like any other (``rt.compile_and_run``): while it is
+   traced, the student's function runs once in interpret mode on decoy inputs of the
+   example's shapes, with the race detector on and every DMA, wait and semaphore signal
+   of the interpreter recorded (:mod:`.dmas`); the program's output is that record's
+   summary, one row per device. For the tiled matmul it is read from the kernel's
+   jaxpr (the accumulator's dtype; whether the output is stored under a condition).
+2. The student's function called on the grader's own data (the sandbox's ``call``, as
+   the plain-Python lessons are), in interpret mode: its output, every device's shard,
+   is held to the reference here.
+
+What this rests on: the values are the function's on the grader's secret data, checked
+here; the structure (DMAs, their direction, bytes, semaphores, waits, barrier, races)
+is what the student's process recorded of its own run: a forged summary could pass
+those checks, so they are the one place where this lesson takes the student's process's
+word (ARCHITECTURE.md's trust rule holds for the values only). Reading the structure
+from a program the worker holds needs the kernel lowered for a TPU (Mosaic), which the
+worker cannot run on CPU: see the lesson's note in the README.
+
+Examples are small (interpret mode runs each kernel in Python: 0.3–1 s a call).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grader.checks import Values
+from grader.lessons.l17_pallas_kernels import dmas
+from grader.results import CheckResult
+from grader.runtime import FLOAT, Runtime, example_values
+from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
+
+OBSERVED = "observed"
+"""``trial.extra`` key: the :class:`dmas.Observed` summary of the example's kernel."""
+
+
+def _dtype(name: str) -> Any:
+    import jax.numpy as jnp
+
+    return np.dtype("float32") if name == "float32" else jnp.dtype("bfloat16")
+
+
+def _itemsize(ex: Example) -> int:
+    return 4 if ex["dtype"] == "float32" else 2
+
+
+# ------------------------------------------------------------------ running a kernel
+
+
+def _interpret(races: bool) -> Any:
+    from jax.experimental.pallas import tpu as pltpu
+
+    return pltpu.InterpretParams(detect_races=races)
+
+
+def _elsewhere(fn: Callable[[], Any]) -> Any:
+    """``fn()`` on a thread of its own: outside the trace of the program being built
+    (jax's trace state is per thread), so the kernel runs rather than being traced."""
+    box: dict[str, Any] = {}
+
+    def go() -> None:
+        try:
+            box["out"] = fn()
+        except BaseException as exc:  # the student's error: raised in the tracing thread
+            box["raised"] = exc
+
+    thread = threading.Thread(target=go, name="l17-watched-kernel")
+    thread.start()
+    thread.join()
+    if "raised" in box:
+        raise box["raised"]
+    return box["out"]
+
+
+def _decoy(shape: tuple[int, ...], dtype: Any, sharding: Any) -> Any:
+    import jax
+
+    rng = np.random.default_rng(len(shape) + sum(shape))
+    return jax.device_put(rng.integers(-3, 4, size=shape).astype(dtype), sharding)
+
+
+def _watched_ring(fn: Callable[..., Any], mesh: Any, x: Any) -> Any:
+    """The constant program's body for a ring kernel (see the module docstring)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental.pallas import tpu as pltpu
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    missing = dmas.supported()
+    if missing is not None:
+        from grader.faults import GraderFault
+
+        raise GraderFault(f"this jax's TPU interpret mode cannot be watched: {missing}")
+    shape, dtype = tuple(x.shape), x.dtype
+
+    def run() -> Any:
+        pltpu.set_tpu_interpret_mode(_interpret(False))  # for the calls on the grader's data
+        decoy = _decoy(shape, dtype, NamedSharding(mesh, P("x", None)))
+        with pltpu.force_tpu_interpret_mode(_interpret(True)), dmas.watch() as log:
+            jax.block_until_ready(fn(decoy, mesh))
+        return dmas.summary(log, mesh.size)
+
+    return jnp.asarray(_elsewhere(run), jnp.int32)
+
+
+def _watched_matmul(fn: Callable[..., Any], tiles: tuple[int, int, int], a: Any, b: Any) -> Any:
+    """The constant program's body for the tiled matmul: its kernel's jaxpr, read."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental.pallas import tpu as pltpu
+
+    shapes = [jax.ShapeDtypeStruct(t.shape, t.dtype) for t in (a, b)]
+
+    def run() -> list[list[int]]:
+        pltpu.set_tpu_interpret_mode(_interpret(False))
+        with pltpu.force_tpu_interpret_mode(_interpret(False)):
+            traced = jax.make_jaxpr(lambda p, q: fn(p, q, *tiles))(*shapes)
+        return kernel_summary(traced)
+
+    return jnp.asarray(_elsewhere(run), jnp.int32)
+
+
+KERNEL_COLUMNS = ("kernels", "acc_f32", "acc_low", "stores", "stores_unconditional", "grid")
+
+
+def kernel_summary(closed: Any) -> list[list[int]]:
+    """From a traced function's jaxpr: how many ``pallas_call``s; of the first, its
+    float scratch buffers in float32 and in a lower precision, its stores into the
+    output (all, and those outside any condition), and its grid's size."""
+    from grader.measure.jaxpr import equations
+
+    calls = [eqn for eqn, _ in equations(closed, "pallas_call")]
+    row = [len(calls), 0, 0, 0, 0, 0]
+    if calls:
+        eqn = calls[0]
+        kernel = eqn.params["jaxpr"]
+        kernel = getattr(kernel, "jaxpr", kernel)
+        n_in, n_out = len(eqn.invars), len(eqn.outvars)
+        outs = set(kernel.invars[n_in : n_in + n_out])
+        for ref in kernel.invars[n_in + n_out :]:
+            dtype = str(getattr(getattr(ref.aval, "inner_aval", ref.aval), "dtype", ""))
+            row[1] += dtype == "float32"
+            row[2] += dtype in ("bfloat16", "float16")
+        for _store, conditional in _stores(kernel, outs, False):
+            row[3] += 1
+            row[4] += not conditional
+        grid = getattr(eqn.params.get("grid_mapping"), "grid", ())
+        row[5] = int(np.prod(grid)) if grid else 1
+    return [row]
+
+
+def _stores(jaxpr: Any, refs: set, conditional: bool) -> Any:
+    from grader.measure.jaxpr import _subjaxprs
+
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in ("swap", "store") and eqn.invars and eqn.invars[0] in refs:
+            yield eqn, conditional
+        for sub in _subjaxprs(eqn.params):
+            # a ref is passed into a cond's branches as an operand: follow it by position
+            inner = {sub.invars[i] for i, v in enumerate(_operands(eqn)) if v in refs
+                     and i < len(sub.invars)}  # fmt: skip
+            yield from _stores(sub, refs | inner, conditional or eqn.primitive.name == "cond")
+
+
+def _operands(eqn: Any) -> list[Any]:
+    """A cond's operands less its predicate (its branches take the rest)."""
+    return list(eqn.invars[1:] if eqn.primitive.name == "cond" else eqn.invars)
+
+
+# ------------------------------------------------------------------ examples
+
+
+def _matmul_strategy(ctx: Context) -> Any:
+    return st.fixed_dictionaries(
+        {
+            "gm": st.integers(1, 2),  # tiles along M, K, N
+            "gk": st.integers(1, 3),
+            "gn": st.integers(1, 2),
+            "bm": st.just(8),
+            "bk": st.sampled_from([8, 16]),
+            "bn": st.sampled_from([8, 16]),
+            "dtype": st.sampled_from(["float32", "bfloat16"]),
+            "seed": st.integers(0, 2**16),
+        }
+    )
+
+
+def _matmul_explicit(ctx: Context) -> list[Example]:
+    """A 2×2×2 grid (the accumulator's reset and the last step's store both matter);
+    four k steps of bfloat16 normal floats (a bfloat16 accumulator shows); K = 24 with
+    a tile of 16 (refused)."""
+    return [
+        {"gm": 2, "gk": 2, "gn": 2, "bm": 8, "bk": 8, "bn": 8, "dtype": "float32", "seed": 0},
+        {"gm": 1, "gk": 4, "gn": 1, "bm": 8, "bk": 16, "bn": 8, "dtype": "bfloat16",
+         "values": FLOAT, "seed": 1},
+        {"gm": 1, "gk": 1, "gn": 1, "bm": 8, "bk": 16, "bn": 8, "dtype": "float32",
+         "ragged": 8, "seed": 2},
+    ]  # fmt: skip
+
+
+def _ring_strategy(ctx: Context) -> Any:
+    return st.fixed_dictionaries(
+        {
+            "n": st.sampled_from([n for n in ctx.mesh_sizes if n >= 2] or [1]),
+            "b": st.integers(1, 2),  # rows of one block
+            "d": st.sampled_from([8, 16]),
+            "dtype": st.sampled_from(["float32", "bfloat16"]),
+            "seed": st.integers(0, 2**16),
+        }
+    )
+
+
+def _ring_explicit(kind: str) -> Callable[[Context], list[Example]]:
+    """Meshes of 2 (one step: the neighbours left and right are one device), 4 (the
+    usual ring; floats in the reduce-scatter, whose float32 sum shows), 3 (not a power of
+    two: left and right differ, and a hard-coded N shows) and 8 (the largest: a
+    semaphore shared by the steps loses blocks there)."""
+
+    def explicit(ctx: Context) -> list[Example]:
+        out = []
+        for i, n in enumerate(m for m in (2, 4, 3, 8) if m in ctx.mesh_sizes):
+            ex: Example = {"n": n, "b": 2, "d": 8, "dtype": "float32", "seed": i}
+            if n == 3:
+                ex["dtype"] = "bfloat16"
+            if n == 4 and kind == "scatter":
+                ex["dtype"], ex["values"] = "bfloat16", FLOAT
+            out.append(ex)
+        return out
+
+    return explicit
+
+
+# ------------------------------------------------------------------ runs
+
+
+def _run_matmul(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+    bm, bk, bn = ex["bm"], ex["bk"], ex["bn"]
+    m, k, n = ex["gm"] * bm, ex["gk"] * bk + ex.get("ragged", 0), ex["gn"] * bn
+    rng = rt.rng()
+    dtype = _dtype(ex["dtype"])
+    a = example_values(rng, (m, k), ex, 3).astype(dtype)
+    b = example_values(rng, (k, n), ex, 3).astype(dtype)
+    if ex.get("ragged"):  # refused: nothing to watch
+        try:
+            out: Any = fn(a, b, bm, bk, bn)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            out = exc
+        return Trial(example=ex, output=out, extra={"ragged": True})
+    seen = rt.compile_and_run(functools.partial(_watched_matmul, fn, (bm, bk, bn)), (a, b), None)
+    out = fn(a, b, bm, bk, bn)
+    trial = Trial(example=ex, output=out, extra={OBSERVED: np.asarray(seen.output)})
+    trial.expected = (a.astype(np.float64) @ b.astype(np.float64)).astype(dtype)
+    return trial
+
+
+@dataclass(frozen=True)
+class Layout:
+    rows: int
+    """Rows of X, the input (placed by rows over the mesh)."""
+    block: int
+    """Bytes of the block that travels on each step."""
+
+
+def _layout(kind: str, ex: Example) -> Layout:
+    n, b, d = ex["n"], ex["b"], ex["d"]
+    if kind == "gather":
+        return Layout(n * b, b * d * _itemsize(ex))
+    return Layout(n * n * b, b * d * 4)  # the running sum travels in float32
+
+
+def _run_ring(kind: str) -> Callable[[Runtime, Callable[..., Any], Example], Trial]:
+    def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+        import jax
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        n = ex["n"]
+        mesh = rt.mesh((n,), ("x",))
+        x = example_values(rt.rng(), (_layout(kind, ex).rows, ex["d"]), ex, 3)
+        x = x.astype(_dtype(ex["dtype"]))
+        placed = jax.device_put(x, NamedSharding(mesh, P("x", None)))
+        watched = jax.jit(  # on the example's mesh: a program for its N devices
+            functools.partial(_watched_ring, fn, mesh), out_shardings=NamedSharding(mesh, P())
+        )
+        seen = rt.compile_and_run(watched, (placed,), mesh)
+        out = fn(placed, mesh)
+        trial = Trial(example=ex, output=out, mesh=mesh,
+                      extra={OBSERVED: np.asarray(seen.output)})  # fmt: skip
+        if kind == "gather":
+            trial.expected = x
+        else:  # device i's X_i is rows [i·N·b, (i+1)·N·b): block i of their sum
+            trial.expected = x.astype(np.float64).reshape(n, n * ex["b"], ex["d"]).sum(0)
+            trial.expected = trial.expected.astype(x.dtype)
+        return trial
+
+    return run
+
+
+# ------------------------------------------------------------------ checks
+
+
+def observed(trial: Trial) -> dmas.Observed:
+    return dmas.Observed.read(trial.extra[OBSERVED], trial.example["n"])
+
+
+def _per_device(values: list[int]) -> str:
+    if len(set(values)) == 1:
+        return f"{values[0]} on every device"
+    return ", ".join(f"device {i}: {v}" for i, v in enumerate(values))
+
+
+@dataclass(frozen=True)
+class NoRace(Check):
+    """The interpreter's race detector, run on the kernel, reported nothing."""
+
+    name: str = "races"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if not observed(trial).races:
+            return CheckResult(self.name, True, "the race detector reported no race")
+        return CheckResult(
+            self.name,
+            False,
+            "TPU interpret mode's race detector reported a race in your kernel: a buffer "
+            "was read or written while a DMA into it or out of it could still be running",
+            hint="Wait for every DMA before its buffer is used: .wait_send() before the "
+            "block you sent is overwritten, .wait_recv() before the block that arrives is "
+            "read or sent on; and a barrier before the first remote write. Run the kernel "
+            "under pltpu.force_tpu_interpret_mode(pltpu.InterpretParams(detect_races=True)) "
+            "to see the line and each device's clock.",
+        )
+
+
+@dataclass(frozen=True)
+class RemoteSteps(Check):
+    """N − 1 remote DMAs per device."""
+
+    name: str = "steps"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        n = trial.example["n"]
+        got = observed(trial).column("remote")
+        if all(g == n - 1 for g in got):
+            return CheckResult(self.name, True, f"N − 1 = {n - 1} remote DMAs per device")
+        hint = None
+        if all(g == n for g in got):
+            hint = (
+                f"N steps instead of N − 1: after N − 1 = {n - 1} sends every device holds "
+                "every block (its own was there from the start); the N-th sends a block "
+                "back to where it started."
+            )
+        elif all(g == 0 for g in got):
+            hint = "No remote DMA: make_async_remote_copy(..., device_id=(right,)) sends one."
+        return CheckResult(
+            self.name,
+            False,
+            f"remote DMAs started: {_per_device(got)}; a ring moves one block per step, "
+            f"N − 1 = {n - 1} steps",
+            hint=hint,
+        )
+
+
+@dataclass(frozen=True)
+class Direction(Check):
+    """Every remote DMA goes to the right neighbour, i + 1 (mod N)."""
+
+    name: str = "direction"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        n = trial.example["n"]
+        obs = observed(trial)
+        remote, right, left = obs.column("remote"), obs.column("right"), obs.column("left")
+        if right == remote:
+            return CheckResult(self.name, True, "every remote DMA goes to device i + 1")
+        if n > 2 and left == remote:
+            return CheckResult(
+                self.name,
+                False,
+                f"every remote DMA goes to the left neighbour (i − 1), at N = {n}; the ring "
+                "of this lesson sends to the right neighbour, i + 1 (mod N)",
+                hint="Your values may still be right (you mirrored the slots too); the "
+                "lesson's ring, its text and the reduce-scatter's block order count on the "
+                "right: device_id = (lax.rem(me + 1, n),).",
+            )
+        return CheckResult(
+            self.name,
+            False,
+            f"remote DMAs to i + 1: {_per_device(right)}; of all: {_per_device(remote)}: "
+            "a ring sends to the neighbour only, i + 1 (mod N)",
+        )
+
+
+@dataclass(frozen=True)
+class RingBytes(Check):
+    """(N − 1) blocks per device, the ring optimum of lesson 2, one block a DMA."""
+
+    what: str = "one block"
+    name: str = "bytes"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        ex = trial.example
+        n, block = ex["n"], _layout(self.kind(trial), ex).block
+        obs = observed(trial)
+        sent, largest = obs.column("bytes"), obs.column("largest")
+        want = (n - 1) * block
+        if all(s == want for s in sent) and all(g == (block if n > 1 else 0) for g in largest):
+            return CheckResult(
+                self.name, True, f"(N − 1) × {block} B = {want} B sent per device, "
+                f"{self.what} a DMA: lesson 2's ring optimum",
+            )  # fmt: skip
+        return CheckResult(
+            self.name,
+            False,
+            f"bytes sent by remote DMAs: {_per_device(sent)} (largest DMA: "
+            f"{_per_device(largest)}); the ring optimum is (N − 1) × {block} B = {want} B, "
+            f"{self.what} ({block} B) a DMA",
+            hint="Send one block per step (o_ref.at[slot], not the whole buffer)."
+            if any(g > block for g in largest)
+            else None,
+        )
+
+    def kind(self, trial: Trial) -> str:
+        return "gather" if "all_gather" in str(trial.extra.get("exercise", "gather")) else "scatter"
+
+
+@dataclass(frozen=True)
+class ReceiveSemaphores(Check):
+    """One receive semaphore per step."""
+
+    name: str = "semaphores"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        n = trial.example["n"]
+        got = observed(trial).column("recv_sems")
+        if all(g == n - 1 for g in got):
+            return CheckResult(self.name, True, f"N − 1 = {n - 1} receive semaphores, one a step")
+        hint = None
+        if all(g == 1 for g in got) and n > 2:
+            hint = (
+                "One receive semaphore shared by every step: a DMA semaphore counts bytes, "
+                "not blocks, so a wait on it can be satisfied by a block of another step, and "
+                "the block you wait for may be read before it has landed (a lost block "
+                "reads NaN). Give each step its own: pltpu.SemaphoreType.DMA((n - 1,)) and "
+                "recv_sems.at[s]."
+            )
+        return CheckResult(
+            self.name,
+            False,
+            f"distinct receive semaphores of the remote DMAs: {_per_device(got)}; the "
+            f"lesson's ring gives each of its N − 1 = {n - 1} steps its own",
+            hint=hint,
+        )
+
+
+@dataclass(frozen=True)
+class Waits(Check):
+    """Every DMA waited for: at least 2 (N − 1) DMA waits per device (send and receive)."""
+
+    name: str = "waits"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        n = trial.example["n"]
+        got = observed(trial).column("waits")
+        need = 2 * (n - 1)
+        if all(g >= need for g in got):
+            return CheckResult(self.name, True, f"at least 2 (N − 1) = {need} DMA waits a device")
+        return CheckResult(
+            self.name,
+            False,
+            f"DMA waits: {_per_device(got)}; each of the N − 1 remote DMAs needs two, "
+            f"2 (N − 1) = {need}: a wait missing",
+            hint="A wait missing: .wait_send() says the block has left (its buffer may be "
+            "reused), .wait_recv() that the block from the left has arrived (it may be "
+            "read). Without them the next step reads or overwrites a block in flight.",
+        )
+
+
+@dataclass(frozen=True)
+class Barrier(Check):
+    """Both neighbours signalled, and the signals waited for, before the first remote DMA."""
+
+    name: str = "barrier"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        got = observed(trial).column("barrier")
+        if all(got) or trial.example["n"] == 1:
+            return CheckResult(self.name, True, "a barrier with both neighbours comes first")
+        missing = [i for i, g in enumerate(got) if not g]
+        return CheckResult(
+            self.name,
+            False,
+            f"no barrier before the first remote DMA on device(s) {missing}: a device may "
+            "write into a neighbour that has not entered the kernel yet",
+            hint="No barrier: signal the barrier semaphore (pltpu.get_barrier_semaphore()) "
+            "of both neighbours with pl.semaphore_signal(..., device_id=…), wait for both "
+            "signals with pl.semaphore_wait(barrier, 2), then start the first remote DMA; "
+            "the pallas_call needs compiler_params=pltpu.CompilerParams(collective_id=0).",
+        )
+
+
+@dataclass(frozen=True)
+class Refuses(Check):
+    """A K its tile does not divide is refused with a ValueError that says so."""
+
+    name: str = "refuses"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if not trial.extra.get("ragged"):
+            return CheckResult(self.name, True, "(no ragged example here)")
+        out = trial.output
+        if isinstance(out, ValueError) and any(w in str(out) for w in ("K", "multiple", "divid")):
+            return CheckResult(self.name, True, f"refused: {out}")
+        what = f"raised {type(out).__name__}: {out}" if isinstance(out, BaseException) else (
+            f"returned a {type(out).__name__}")  # fmt: skip
+        return CheckResult(
+            self.name,
+            False,
+            f"K = {trial.example['gk'] * trial.example['bk'] + trial.example['ragged']} with a "
+            f"tile bk = {trial.example['bk']}: your function {what}; it must refuse ragged K "
+            "with a ValueError that names the dim and its tile",
+            hint="The last k tile would read past the end of A and B (or be dropped): check "
+            "K % bk (and M % bm, N % bn) before the pallas_call and raise ValueError.",
+        )
+
+
+@dataclass(frozen=True)
+class NotRagged(Check):
+    """``inner`` on every example but the ragged one (which has no output to check)."""
+
+    inner: Check = None  # type: ignore[assignment]
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if trial.extra.get("ragged"):
+            return CheckResult(self.name, True, "(a ragged example: refused)")
+        return self.inner(trial)
+
+
+@dataclass(frozen=True)
+class Accumulator(Check):
+    """A float32 VMEM accumulator (for bfloat16 inputs too), stored on the last k step only."""
+
+    name: str = "accumulator"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if trial.extra.get("ragged"):
+            return CheckResult(self.name, True, "(a ragged example: refused)")
+        row = dict(zip(KERNEL_COLUMNS, map(int, np.asarray(trial.extra[OBSERVED])[0])))
+        if row["kernels"] != 1:
+            return CheckResult(
+                self.name, False, f"{row['kernels']} pallas_calls traced; write one kernel",
+                hint="Compute the product inside one pl.pallas_call with a grid, not with "
+                "jnp.dot outside it." if row["kernels"] == 0 else None,
+            )  # fmt: skip
+        if row["acc_low"] or not row["acc_f32"]:
+            return CheckResult(
+                self.name,
+                False,
+                "the kernel's accumulator (its scratch buffer) is not float32",
+                hint="A bfloat16 accumulator rounds the running sum to 8 bits of mantissa at "
+                "every k step: keep it in float32 (pltpu.VMEM((bm, bn), jnp.float32)) and "
+                "cast once, when the output tile is stored.",
+            )
+        if row["stores_unconditional"]:
+            return CheckResult(
+                self.name,
+                False,
+                "the kernel stores its output tile on every k step, not once",
+                hint="The output written on every k step: the output tile is complete only "
+                "after the last k step; store it under "
+                "@pl.when(pl.program_id(2) == pl.num_programs(2) - 1).",
+            )
+        return CheckResult(self.name, True, "a float32 accumulator, stored on the last k step")
+
+
+def _checks(kind: str) -> list[Check]:
+    return [
+        Values(reduce_size=lambda ex: ex["n"]) if kind == "scatter" else Values(),
+        NoRace(),
+        RemoteSteps(),
+        Direction(),
+        _Bytes(kind),
+        ReceiveSemaphores(),
+        Waits(),
+        Barrier(),
+    ]
+
+
+def _Bytes(kind: str) -> Check:  # noqa: N802 (a check's factory)
+    return GatherBytes() if kind == "gather" else ScatterBytes()
+
+
+@dataclass(frozen=True)
+class GatherBytes(RingBytes):
+    what: str = "one block [b, d]"
+
+    def kind(self, trial: Trial) -> str:
+        return "gather"
+
+
+@dataclass(frozen=True)
+class ScatterBytes(RingBytes):
+    what: str = "one float32 partial sum [b, d]"
+
+    def kind(self, trial: Trial) -> str:
+        return "scatter"
+
+
+SPEC = LessonSpec(
+    exercises=[
+        ExerciseSpec(
+            name="tiled_matmul",
+            strategy=_matmul_strategy,
+            explicit=_matmul_explicit,
+            run=_run_matmul,
+            checks=[
+                Refuses(),
+                NotRagged(Values(reduce_size=lambda ex: ex["gk"] * ex["bk"])),
+                Accumulator(),
+            ],  # fmt: skip
+            max_examples=2,
+        ),
+        ExerciseSpec(
+            name="ring_all_gather",
+            strategy=_ring_strategy,
+            explicit=_ring_explicit("gather"),
+            run=_run_ring("gather"),
+            checks=_checks("gather"),
+            max_examples=2,
+        ),
+        ExerciseSpec(
+            name="ring_reduce_scatter",
+            strategy=_ring_strategy,
+            explicit=_ring_explicit("scatter"),
+            run=_run_ring("scatter"),
+            checks=_checks("scatter"),
+            max_examples=2,
+        ),
+    ]
+)
