@@ -122,10 +122,11 @@ COLUMNS = (
     "right",  # of them, to device i + 1
     "left",  # to device i − 1
     "bytes",  # bytes the device's remote DMAs read and sent
-    "waits",  # DMA waits
+    "recv_waits",  # DMA waits on the receive semaphores of its remote DMAs
     "recv_sems",  # distinct receive semaphores of its remote DMAs
     "barrier",  # 1: signalled both neighbours and waited before its first remote DMA
     "largest",  # bytes of its largest remote DMA
+    "send_waits",  # DMA waits on the send semaphores of its remote DMAs
 )
 
 
@@ -133,6 +134,8 @@ def summary(log: Log, n: int, barrier_sem: int = 0) -> list[list[int]]:
     """One row per device, :data:`COLUMNS`, then a last row: races (0/1), padded."""
     rows = [[0] * len(COLUMNS) for _ in range(n)]
     sems: list[set[int]] = [set() for _ in range(n)]
+    sends: list[set[int]] = [set() for _ in range(n)]
+    waits: list[list[int]] = [[] for _ in range(n)]
     signalled: list[set[int]] = [set() for _ in range(n)]
     waited = [False] * n
     for kind, dev, f in log.events:
@@ -147,8 +150,10 @@ def summary(log: Log, n: int, barrier_sem: int = 0) -> list[list[int]]:
             row[1] += shift == 1
             row[2] += shift == n - 1 and n > 2
             sems[dev].add(f["dst_sem_id"])
+            if f["src_sem_id"] is not None:
+                sends[dev].add(f["src_sem_id"])
         elif kind == "dma_wait":
-            row[4] += 1
+            waits[dev].append(f["sem_id"])
         elif kind == "semaphore_signal" and f["sem_id"] == barrier_sem:
             if f["target_device_id"] is not None and f["target_device_id"] != dev:
                 signalled[dev].add(f["target_device_id"])
@@ -160,6 +165,10 @@ def summary(log: Log, n: int, barrier_sem: int = 0) -> list[list[int]]:
             rows[src][7] = max(rows[src][7], size)
     for dev in range(n):
         rows[dev][5] = len(sems[dev])
+        # the semaphores of a kernel are allocated alike on every device: a device's
+        # incoming DMAs signal the same ids as its outgoing ones
+        rows[dev][4] = sum(w in sems[dev] for w in waits[dev])
+        rows[dev][8] = sum(w in sends[dev] for w in waits[dev])
     return [*rows, [int(log.races)] + [0] * (len(COLUMNS) - 1)]
 
 

@@ -432,10 +432,24 @@ class RingBytes(Check):
             f"bytes sent by remote DMAs: {_per_device(sent)} (largest DMA: "
             f"{_per_device(largest)}); the ring optimum is (N − 1) × {block} B = {want} B, "
             f"{self.what} ({block} B) a DMA",
-            hint="Send one block per step (o_ref.at[slot], not the whole buffer)."
-            if any(g > block for g in largest)
-            else None,
+            hint=self.advice(trial, sent, largest, block),
         )
+
+    def advice(self, trial: Trial, sent: list[int], largest: list[int], block: int) -> str | None:
+        n = trial.example["n"]
+        if any(g > block for g in largest):
+            return "Send one block per step (o_ref.at[slot], not the whole buffer)."
+        if (
+            self.kind(trial) == "scatter"
+            and trial.example["dtype"] == "bfloat16"
+            and all(2 * s == (n - 1) * block for s in sent)
+        ):
+            return (
+                "Half the bytes: the running sum travels in bfloat16, rounded to 8 bits of "
+                "mantissa at every step. Keep the sum and the receive slots float32 "
+                "(pltpu.VMEM(..., jnp.float32)) and cast once, when the block is stored."
+            )
+        return None
 
     def kind(self, trial: Trial) -> str:
         return "gather" if "all_gather" in str(trial.extra.get("exercise", "gather")) else "scatter"
@@ -472,24 +486,35 @@ class ReceiveSemaphores(Check):
 
 @dataclass(frozen=True)
 class Waits(Check):
-    """Every DMA waited for: at least 2 (N − 1) DMA waits per device (send and receive)."""
+    """Every remote DMA waited for at both ends: N − 1 waits on receive semaphores and
+    N − 1 on send semaphores per device."""
 
     name: str = "waits"
 
     def __call__(self, trial: Trial) -> CheckResult:
         n = trial.example["n"]
-        got = observed(trial).column("waits")
-        need = 2 * (n - 1)
-        if all(g >= need for g in got):
-            return CheckResult(self.name, True, f"at least 2 (N − 1) = {need} DMA waits a device")
+        obs = observed(trial)
+        recv, send = obs.column("recv_waits"), obs.column("send_waits")
+        if all(r == n - 1 for r in recv) and all(s == n - 1 for s in send):
+            return CheckResult(
+                self.name, True, f"N − 1 = {n - 1} waits for arrival and N − 1 for departure"
+            )
+        which = []
+        if any(r < n - 1 for r in recv):
+            which.append(".wait_recv() says the block from the left has arrived (it may be read "
+                         "or sent on)")  # fmt: skip
+        if any(s < n - 1 for s in send):
+            which.append(".wait_send() says your block has left (its buffer may be reused)")
         return CheckResult(
             self.name,
             False,
-            f"DMA waits: {_per_device(got)}; each of the N − 1 remote DMAs needs two, "
-            f"2 (N − 1) = {need}: a wait missing",
-            hint="A wait missing: .wait_send() says the block has left (its buffer may be "
-            "reused), .wait_recv() that the block from the left has arrived (it may be "
-            "read). Without them the next step reads or overwrites a block in flight.",
+            f"waits on the receive semaphores: {_per_device(recv)}; on the send semaphores: "
+            f"{_per_device(send)}; each of the N − 1 = {n - 1} remote DMAs is waited for at "
+            "both ends",
+            hint="A wait missing: " + "; ".join(which) + ". Without it the next step reads or "
+            "overwrites a block in flight."
+            if which
+            else None,
         )
 
 
@@ -538,6 +563,40 @@ class Refuses(Check):
             "with a ValueError that names the dim and its tile",
             hint="The last k tile would read past the end of A and B (or be dropped): check "
             "K % bk (and M % bm, N % bn) before the pallas_call and raise ValueError.",
+        )
+
+
+@dataclass(frozen=True)
+class NaNs(Check):
+    """``inner`` (the values), with what NaN in the output measures: TPU interpret
+    mode fills memory never written with NaN."""
+
+    inner: Check = None  # type: ignore[assignment]
+    cause: str = ""
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        import dataclasses
+
+        result = self.inner(trial)
+        if result.passed or isinstance(trial.output, BaseException):
+            return result
+        try:
+            shards = [np.asarray(s.data, np.float32) for s in trial.output.addressable_shards]
+        except AttributeError:
+            return result
+        bad = [i for i, a in enumerate(shards) if np.isnan(a).any()]
+        if not bad:
+            return result
+        where = f"device(s) {bad}" if len(shards) > 1 else "the output"
+        count = sum(int(np.isnan(shards[i]).sum()) for i in bad)
+        return dataclasses.replace(
+            result,
+            hint=f"{count} NaN values on {where}: TPU interpret mode fills memory never "
+            f"written with NaN, so {self.cause}",
         )
 
 
@@ -594,9 +653,21 @@ class Accumulator(Check):
         return CheckResult(self.name, True, "a float32 accumulator, stored on the last k step")
 
 
+MATMUL_NAN = (
+    "a sum read memory before anything was written there: the accumulator not zeroed on "
+    "the first k step (its first += reads uninitialised VMEM), or an output tile never "
+    "stored."
+)
+RING_NAN = (
+    "a block was lost: it never arrived, or was read or sent on before it landed (a wait "
+    "missing, or one receive semaphore shared by several steps)."
+)
+
+
 def _checks(kind: str) -> list[Check]:
+    values = Values(reduce_size=lambda ex: ex["n"]) if kind == "scatter" else Values()
     return [
-        Values(reduce_size=lambda ex: ex["n"]) if kind == "scatter" else Values(),
+        NaNs(values, RING_NAN),
         NoRace(),
         RemoteSteps(),
         Direction(),
@@ -636,7 +707,7 @@ SPEC = LessonSpec(
             run=_run_matmul,
             checks=[
                 Refuses(),
-                NotRagged(Values(reduce_size=lambda ex: ex["gk"] * ex["bk"])),
+                NotRagged(NaNs(Values(reduce_size=lambda ex: ex["gk"] * ex["bk"]), MATMUL_NAN)),
                 Accumulator(),
             ],  # fmt: skip
             max_examples=2,
