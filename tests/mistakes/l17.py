@@ -55,7 +55,7 @@ MISTAKES: list[Mistake] = [
         module=L17,
         exercise="ring_all_gather",
         status="failed",
-        check="steps",
+        check="dmas",
         says=("N steps instead of N − 1",),
         patch=(
             (

@@ -353,7 +353,7 @@ class NoRace(Check):
 class RemoteSteps(Check):
     """N − 1 remote DMAs per device."""
 
-    name: str = "steps"
+    name: str = "dmas"
 
     def __call__(self, trial: Trial) -> CheckResult:
         n = trial.example["n"]
