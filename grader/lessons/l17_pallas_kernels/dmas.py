@@ -102,9 +102,12 @@ def watch() -> Iterator[Log]:
             for name in HOOKS:
                 setattr(ip, name, wrap(name, saved[name]))
             ip.DMA.execute_read = execute_read
-            ip.reset_tpu_interpret_mode_state()
+            ip.reset_tpu_interpret_mode_state()  # what a kernel that raised before left
             yield log
             log.races = bool(getattr(ip.races, "races_found", False))
+        except BaseException:
+            ip.reset_tpu_interpret_mode_state()  # a kernel that raises leaves its state
+            raise
         finally:
             for name in HOOKS:
                 setattr(ip, name, saved[name])
