@@ -78,7 +78,7 @@ def _barrier(left: jax.Array, right: jax.Array) -> None:
     first remote write: signal each one's barrier semaphore, wait for both signals."""
     barrier = pltpu.get_barrier_semaphore()
     for peer in (left, right):
-        pl.semaphore_signal(barrier, 1, device_id=(peer,), device_id_type=pl.DeviceIdType.MESH)
+        pl.semaphore_signal(barrier, 1, device_id=(peer,))
     pl.semaphore_wait(barrier, 2)
 
 
@@ -104,9 +104,8 @@ def ring_all_gather(x: jax.Array, mesh: Mesh) -> jax.Array:
         def _(s):
             slot = lax.rem(me + n - s, n)  # the block that started on device me − s
             send = pltpu.make_async_remote_copy(
-                o_ref.at[slot], o_ref.at[slot], send_sem, recv_sems.at[s],
-                device_id=(right,), device_id_type=pl.DeviceIdType.MESH,
-            )  # fmt: skip
+                o_ref.at[slot], o_ref.at[slot], send_sem, recv_sems.at[s], device_id=(right,)
+            )
             send.start()
             send.wait_send()  # our block has left: the buffer may be read again
             send.wait_recv()  # block me − s − 1 has arrived from the left
@@ -155,9 +154,8 @@ def ring_reduce_scatter(x: jax.Array, mesh: Mesh) -> jax.Array:
         @pl.loop(0, n - 1)
         def _(s):
             send = pltpu.make_async_remote_copy(
-                acc, recv.at[s], send_sem, recv_sems.at[s],
-                device_id=(right,), device_id_type=pl.DeviceIdType.MESH,
-            )  # fmt: skip
+                acc, recv.at[s], send_sem, recv_sems.at[s], device_id=(right,)
+            )
             send.start()
             own = load(lax.rem(me + 2 * n - s - 2, n))  # read while the sum travels
             send.wait_send()  # acc has left: it may be overwritten

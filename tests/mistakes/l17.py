@@ -6,7 +6,7 @@ from tests.mistakes import Mistake
 
 L17 = "l17_pallas_kernels"
 
-GATHER_SEND = "o_ref.at[slot], o_ref.at[slot], send_sem, recv_sems.at[s],"
+GATHER_SEND = "o_ref.at[slot], o_ref.at[slot], send_sem, recv_sems.at[s], device_id=(right,)"
 
 MISTAKES: list[Mistake] = [
     Mistake(
@@ -16,7 +16,7 @@ MISTAKES: list[Mistake] = [
         status="failed",
         check="semaphores",
         says=("One receive semaphore shared by every step",),
-        patch=((GATHER_SEND, "o_ref.at[slot], o_ref.at[slot], send_sem, recv_sems.at[0],"),),
+        patch=((GATHER_SEND, GATHER_SEND.replace("recv_sems.at[s]", "recv_sems.at[0]")),),
     ),
     Mistake(
         id="pallas-ring-receive-not-waited",
@@ -42,12 +42,7 @@ MISTAKES: list[Mistake] = [
         patch=(
             # sending left, the block that arrives at step s started on device me + s + 1
             ("slot = lax.rem(me + n - s, n)", "slot = lax.rem(me + s, n)"),
-            (
-                "device_id=(right,), device_id_type=pl.DeviceIdType.MESH,\n            )  # fmt: skip\n"
-                "            send.start()\n            send.wait_send()  # our block",
-                "device_id=(left,), device_id_type=pl.DeviceIdType.MESH,\n            )  # fmt: skip\n"
-                "            send.start()\n            send.wait_send()  # our block",
-            ),
+            (GATHER_SEND, GATHER_SEND.replace("(right,)", "(left,)")),
         ),  # fmt: skip
     ),
     Mistake(
