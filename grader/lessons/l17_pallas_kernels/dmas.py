@@ -5,7 +5,7 @@ signal, the bytes each DMA moved, and whether the race detector reported a race.
 TPU interpret mode runs a kernel's memory operations as host callbacks into jax's
 interpreter (``jax._src.pallas.mosaic.interpret.interpret_pallas_call``): its
 module-level ``dma_start``, ``dma_wait``, ``semaphore_signal``, ``semaphore_wait``
-and the ``DMA`` class's ``execute_read``. :func:`watch` wraps them while a kernel is
+and the ``DMA`` class's ``execute_write``. :func:`watch` wraps them while a kernel is
 traced and run, and gives back the :class:`Log`. Whether this jax has them (with the
 arguments named as read here) is asked of the module itself (:func:`supported`),
 never of its version.
@@ -38,8 +38,8 @@ class Log:
     """Events in the order each device ran them (``(kind, device, fields)``)."""
 
     events: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)
-    moved: list[tuple[int, int, int]] = field(default_factory=list)
-    """(from device, to device, bytes) of every DMA that read its source."""
+    moved: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    """DMA id → (from device, to device, bytes), for every DMA that wrote its destination."""
     races: bool = False
 
 
@@ -63,8 +63,8 @@ def supported() -> str | None:
         if any(n not in params for n in names):
             return f"{hook} takes {list(params)}"
     dma = getattr(ip, "DMA", None)
-    if dma is None or not hasattr(dma, "execute_read"):
-        return "no DMA.execute_read"
+    if dma is None or not hasattr(dma, "execute_write"):
+        return "no DMA.execute_write"
     return None
 
 
@@ -77,7 +77,7 @@ def watch() -> Iterator[Log]:
     ip = _interpreter()
     log = Log()
     saved = {name: getattr(ip, name) for name in HOOKS}
-    read = ip.DMA.execute_read
+    write = ip.DMA.execute_write
 
     def wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         signature = inspect.signature(original)
@@ -90,18 +90,20 @@ def watch() -> Iterator[Log]:
 
         return hooked
 
-    def execute_read(self: Any) -> Any:
-        before = self.state
-        out = read(self)
-        if before != self.state:
-            log.moved.append((int(self.src_device_id), int(self.dst_device_id), self.data_size))
-        return out
+    def execute_write(self: Any) -> Any:
+        # the data read is there until this write completes; a second call for the same
+        # DMA (another thread's wait) finds it gone or records the same entry again
+        data = self.data
+        if data is not None:
+            size = int(data.size) * int(data.itemsize)
+            log.moved[int(self.id)] = (int(self.src_device_id), int(self.dst_device_id), size)
+        return write(self)
 
     with _lock:
         try:
             for name in HOOKS:
                 setattr(ip, name, wrap(name, saved[name]))
-            ip.DMA.execute_read = execute_read
+            ip.DMA.execute_write = execute_write
             ip.reset_tpu_interpret_mode_state()  # what a kernel that raised before left
             yield log
             log.races = bool(getattr(ip.races, "races_found", False))
@@ -111,7 +113,7 @@ def watch() -> Iterator[Log]:
         finally:
             for name in HOOKS:
                 setattr(ip, name, saved[name])
-            ip.DMA.execute_read = read
+            ip.DMA.execute_write = write
 
 
 def _int(v: Any) -> int | None:
@@ -162,7 +164,7 @@ def summary(log: Log, n: int, barrier_sem: int = 0) -> list[list[int]]:
                 signalled[dev].add(f["target_device_id"])
         elif kind == "semaphore_wait" and f["sem_id"] == barrier_sem:
             waited[dev] = True
-    for src, dst, size in log.moved:
+    for src, dst, size in log.moved.values():
         if src != dst and 0 <= src < n:
             rows[src][3] += size
             rows[src][7] = max(rows[src][7], size)
