@@ -5,34 +5,42 @@ Every kernel runs in TPU interpret mode on simulated CPU devices, which simulate
 device's HBM, VMEM, DMA engines and semaphores, and fills memory never written with NaN.
 Such a kernel lowers to host callbacks into jax's interpreter, so it cannot be exported
 (``jax.export`` refuses host callbacks): it can run only in the process that holds the
-student's Python, the student's process. So each example does two things there:
+student's Python, the student's process. So each example of a ring kernel is:
 
-1. A constant program, handed over like any other (``rt.compile_and_run``): while it is
-   traced, the student's function runs once in interpret mode on decoy inputs of the
-   example's shapes, with the race detector on and every DMA, wait and semaphore signal
-   of the interpreter recorded (:mod:`.dmas`); the program's output is that record's
-   summary, one row per device. For the tiled matmul it is read from the kernel's
-   jaxpr (the accumulator's dtype; whether the output is stored under a condition).
-2. The student's function called on the grader's own data (the sandbox's ``call``, as
-   the plain-Python lessons are), in interpret mode: its output, every device's shard,
-   is held to the reference here.
+1. The student's function called on the example's inputs, watched (:func:`_watched`):
+   in the student's process (the spec's run there, on decoy data) the kernel runs in
+   interpret mode with the race detector on while every DMA, wait and semaphore
+   signal of the interpreter is recorded (:mod:`.dmas`); in the worker the same call
+   is the sandbox's ``call``: the function runs in the student's process on the
+   grader's own data (as the plain-Python lessons' functions do), in interpret mode
+   (:func:`interpret_here`), and its output, every device's shard, is held here to
+   the reference.
+2. A constant program handed over like any other (``rt.compile_and_run``): its output
+   is the record's summary, one row per device. The worker replays the one the
+   student's process exported, so the summary the checks read is that process's.
+
+The tiled matmul's constant program is read from its kernel's jaxpr instead (the
+accumulator's dtype; whether the output is stored under a condition), traced in the
+student's process while the program is (on a thread of its own: outside that trace).
 
 What this rests on: the values are the function's on the grader's secret data, checked
 here; the structure (DMAs, their direction, bytes, semaphores, waits, barrier, races)
 is what the student's process recorded of its own run: a forged summary could pass
 those checks, so they are the one place where this lesson takes the student's process's
-word (ARCHITECTURE.md's trust rule holds for the values only). Reading the structure
-from a program the worker holds needs the kernel lowered for a TPU (Mosaic), which the
-worker cannot run on CPU: see the lesson's note in the README.
+word (ARCHITECTURE.md's trust rule holds for the values only; the lesson's text says so,
+section 7). A program the worker could read itself: the same kernel exported for a TPU
+(``jax.export(..., platforms=["tpu"])`` works from a CPU-only process: a Mosaic custom
+call whose body lists the DMAs), which the sandbox would have to hand over unrun.
 
 Examples are small (interpret mode runs each kernel in Python: 0.3–1 s a call).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +52,19 @@ from grader.lessons.l17_pallas_kernels import dmas
 from grader.results import CheckResult
 from grader.runtime import FLOAT, Runtime, example_values
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
+
+
+def interpret_here() -> None:
+    """Every ``pallas_call`` of this process runs in TPU interpret mode (race detector
+    off) unless a context says otherwise: the student's function is called on the
+    grader's data by the sandbox's ``call``, which runs it with no context of the
+    spec's around it. Set when the spec is imported (in the student's process, before
+    any question; in the worker and the tests too, where only this lesson's kernels
+    run)."""
+    from jax.experimental.pallas import tpu as pltpu
+
+    pltpu.set_tpu_interpret_mode(_interpret(False))
+
 
 OBSERVED = "observed"
 """``trial.extra`` key: the :class:`dmas.Observed` summary of the example's kernel."""
@@ -103,29 +124,29 @@ def _decoy(shape: tuple[int, ...], dtype: Any, sharding: Any) -> Any:
     return jax.device_put(rng.integers(-3, 4, size=shape).astype(dtype), sharding)
 
 
-def _watched_ring(fn: Callable[..., Any], mesh: Any, x: Any) -> Any:
-    """The constant program's body for a ring kernel (see the module docstring)."""
-    import jax
-    import jax.numpy as jnp
+@contextlib.contextmanager
+def _watched(n: int) -> Iterator[dict[str, Any]]:
+    """Every kernel run inside, in interpret mode with the race detector on, recorded
+    (:mod:`.dmas`); on leaving, ``["summary"]`` is one row per device of ``n``. Where
+    the student's function runs in another process (the worker's remote call) nothing
+    is recorded here, and what is handed over is that process's own summary."""
     from jax.experimental.pallas import tpu as pltpu
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
 
     missing = dmas.supported()
     if missing is not None:
         from grader.faults import GraderFault
 
         raise GraderFault(f"this jax's TPU interpret mode cannot be watched: {missing}")
-    shape, dtype = tuple(x.shape), x.dtype
+    box: dict[str, Any] = {}
+    with pltpu.force_tpu_interpret_mode(_interpret(True)), dmas.watch() as log:
+        yield box
+    box["summary"] = dmas.summary(log, n)
 
-    def run() -> Any:
-        pltpu.set_tpu_interpret_mode(_interpret(False))  # for the calls on the grader's data
-        decoy = _decoy(shape, dtype, NamedSharding(mesh, P("x", None)))
-        with pltpu.force_tpu_interpret_mode(_interpret(True)), dmas.watch() as log:
-            jax.block_until_ready(fn(decoy, mesh))
-        return dmas.summary(log, mesh.size)
 
-    return jnp.asarray(_elsewhere(run), jnp.int32)
+def _constant(table: np.ndarray, *args: Any) -> Any:
+    import jax.numpy as jnp
+
+    return jnp.asarray(table)
 
 
 def _watched_matmul(fn: Callable[..., Any], tiles: tuple[int, int, int], a: Any, b: Any) -> Any:
@@ -137,7 +158,6 @@ def _watched_matmul(fn: Callable[..., Any], tiles: tuple[int, int, int], a: Any,
     shapes = [jax.ShapeDtypeStruct(t.shape, t.dtype) for t in (a, b)]
 
     def run() -> list[list[int]]:
-        pltpu.set_tpu_interpret_mode(_interpret(False))
         with pltpu.force_tpu_interpret_mode(_interpret(False)):
             traced = jax.make_jaxpr(lambda p, q: fn(p, q, *tiles))(*shapes)
         return kernel_summary(traced)
@@ -306,11 +326,13 @@ def _run_ring(kind: str) -> Callable[[Runtime, Callable[..., Any], Example], Tri
         x = example_values(rt.rng(), (_layout(kind, ex).rows, ex["d"]), ex, 3)
         x = x.astype(_dtype(ex["dtype"]))
         placed = jax.device_put(x, NamedSharding(mesh, P("x", None)))
-        watched = jax.jit(  # on the example's mesh: a program for its N devices
-            functools.partial(_watched_ring, fn, mesh), out_shardings=NamedSharding(mesh, P())
+        with _watched(n) as watched:
+            out = jax.block_until_ready(fn(placed, mesh))
+        summary = np.asarray(watched["summary"], np.int32)
+        handed = jax.jit(  # a constant, on the example's mesh: a program for its N devices
+            functools.partial(_constant, summary), out_shardings=NamedSharding(mesh, P())
         )
-        seen = rt.compile_and_run(watched, (placed,), mesh)
-        out = fn(placed, mesh)
+        seen = rt.compile_and_run(handed, (placed,), mesh)
         trial = Trial(example=ex, output=out, mesh=mesh,
                       extra={OBSERVED: np.asarray(seen.output)})  # fmt: skip
         if kind == "gather":
@@ -739,3 +761,6 @@ SPEC = LessonSpec(
         ),
     ]
 )
+
+
+interpret_here()
