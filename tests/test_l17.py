@@ -176,3 +176,21 @@ def test_the_kernel_read_tells_the_accumulator_and_the_store_apart():
     every = _kernel_row("pallas-matmul-output-every-k-step")
     assert every["stores_unconditional"] == 1 and every["acc_low"] == 0
     assert _kernel_row("pallas-matmul-accumulator-not-zeroed") == ref
+
+
+def test_the_tpu_benchmark_says_there_is_no_tpu_and_runs_in_interpret_mode(capsys):
+    """benchmarks/pallas_tpu.py (the lead runs it on the chip): without a TPU it says so
+    and exits 0; --interpret runs its code path on CPU and prints jnp.dot's line and the
+    tiled matmul's, with the values checked."""
+    import importlib.util
+
+    path = ROOT / "benchmarks" / "pallas_tpu.py"
+    loaded = importlib.util.spec_from_file_location("pallas_tpu", path)
+    bench = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(bench)
+    assert bench.main([]) == 0
+    assert "no TPU on this host" in capsys.readouterr().out
+    assert bench.main(["--interpret", "--runs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "jnp.dot:" in out and "tiled_matmul bm=128 bk=128 bn=128:" in out
+    assert "refused" not in out
