@@ -72,3 +72,21 @@ def ring_reduce_scatter(x: jax.Array, mesh: Mesh) -> jax.Array:
     #       Load blocks from HBM with pltpu.sync_copy; send the sum with
     #       make_async_remote_copy into recv.at[s] of the right neighbour.
     raise NotImplementedError("ring_reduce_scatter: TODO")
+
+
+def all_gather_matmul(x: jax.Array, w: jax.Array, mesh: Mesh) -> jax.Array:
+    """Bonus: lesson 5's ``X[B_X, D] · W[D_X, F] -> Y[B_X, F]`` as one kernel.
+
+    The W blocks travel right round the ring as remote DMAs into a double buffer of
+    two VMEM slots: at step s the block held (block i − s, in slot s mod 2) is sent on
+    and, while it travels, multiplied by the matching columns of X; the DMA is waited
+    for after the matmul. Before writing into its right neighbour's other slot, a
+    device waits for that neighbour to say the slot is free (a REGULAR semaphore the
+    neighbour signals once it has multiplied and sent on what was there).
+    """
+    # TODO: shard_map with in_specs (P('x', None), P('x', None)), out_specs
+    #       P('x', None), check_vma=False; a pallas_call with X in VMEM, W in HBM
+    #       (pl.ANY), a [2, d, F] VMEM buffer, a float32 accumulator, DMA semaphores and
+    #       a pltpu.SemaphoreType.REGULAR one. Each step: start the DMA of the block you
+    #       hold, multiply it, then wait; the last block is multiplied after the loop.
+    raise NotImplementedError("all_gather_matmul: TODO")

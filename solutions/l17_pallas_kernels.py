@@ -188,3 +188,83 @@ def ring_reduce_scatter(x: jax.Array, mesh: Mesh) -> jax.Array:
     return jax.shard_map(
         body, mesh=mesh, in_specs=P("x", None), out_specs=P("x", None), check_vma=False
     )(x)
+
+
+# ------------------------------------------------------------------ bonus
+
+
+def all_gather_matmul(x: jax.Array, w: jax.Array, mesh: Mesh) -> jax.Array:
+    """Bonus: lesson 5's ``X[B_X, D] · W[D_X, F] -> Y[B_X, F]`` as one kernel.
+
+    The W blocks travel right round the ring as remote DMAs into a double buffer of
+    two VMEM slots: at step s the block held (block i − s, in slot s mod 2) is sent on
+    and, while it travels, multiplied by the matching columns of X; the DMA is waited
+    for after the matmul. Before writing into its right neighbour's other slot, a
+    device waits for that neighbour to say the slot is free (a REGULAR semaphore the
+    neighbour signals once it has multiplied and sent on what was there).
+    """
+    n = mesh.shape["x"]
+
+    def kernel(x_ref, w_ref, o_ref, buf, acc, copy_sem, send_sem, recv_sems, free):
+        me, right, left = _neighbours(n)
+        d = buf.shape[1]
+        own = pltpu.make_async_copy(w_ref, buf.at[0], copy_sem)
+        own.start()
+        acc[...] = jnp.zeros_like(acc)
+        own.wait()
+        _barrier(left, right)
+
+        def multiply(s, slot):  # W block (me − s) mod N times X's columns for it
+            cols = x_ref[:, pl.ds(lax.rem(me + 2 * n - s, n) * d, d)]
+            acc[...] += jnp.dot(cols, buf[slot], preferred_element_type=jnp.float32)
+
+        @pl.loop(0, n - 1)
+        def _(s):
+            slot = lax.rem(s, 2)
+
+            @pl.when(s > 0)
+            def _():  # the right neighbour has used its slot 1 − slot: we may write it
+                pl.semaphore_wait(free, 1)
+
+            send = pltpu.make_async_remote_copy(
+                buf.at[slot], buf.at[1 - slot], send_sem, recv_sems.at[s], device_id=(right,)
+            )
+            send.start()  # the next block moves …
+            multiply(s, slot)  # … while this one is multiplied
+            send.wait_send()
+            send.wait_recv()
+
+            @pl.when(s < n - 2)
+            def _():  # our slot `slot` is free for the left neighbour's next block
+                pl.semaphore_signal(free, 1, device_id=(left,))
+
+        multiply(n - 1, lax.rem(n - 1, 2))
+        o_ref[...] = acc[...].astype(o_ref.dtype)
+
+    def body(x_blk, w_blk):  # x_blk: [b, D]; w_blk: [d, F]
+        return pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct((x_blk.shape[0], w_blk.shape[1]), x_blk.dtype),
+            in_specs=[
+                pl.BlockSpec(memory_space=pltpu.VMEM),
+                pl.BlockSpec(memory_space=pl.ANY),
+            ],
+            out_specs=pl.BlockSpec(memory_space=pltpu.VMEM),
+            scratch_shapes=[
+                pltpu.VMEM((2, *w_blk.shape), w_blk.dtype),  # the double buffer
+                pltpu.VMEM((x_blk.shape[0], w_blk.shape[1]), jnp.float32),
+                pltpu.SemaphoreType.DMA,
+                pltpu.SemaphoreType.DMA,
+                pltpu.SemaphoreType.DMA((max(n - 1, 1),)),
+                pltpu.SemaphoreType.REGULAR,
+            ],
+            compiler_params=pltpu.CompilerParams(collective_id=0),
+        )(x_blk, w_blk)
+
+    return jax.shard_map(
+        body,
+        mesh=mesh,
+        in_specs=(P("x", None), P("x", None)),
+        out_specs=P("x", None),
+        check_vma=False,
+    )(x, w)

@@ -27,7 +27,9 @@ def test_this_jax_has_what_the_grader_watches():
     assert dmas.supported() is None
 
 
-@pytest.mark.parametrize("exercise", ["ring_all_gather", "ring_reduce_scatter", "tiled_matmul"])
+@pytest.mark.parametrize(
+    "exercise", ["ring_all_gather", "ring_reduce_scatter", "tiled_matmul", "all_gather_matmul"]
+)
 def test_the_reference_passes_on_this_jax(exercise):
     result = backends.grade_lesson(
         17, "l17_pallas_kernels", ROOT / "solutions", only=[exercise], max_examples=0
@@ -194,3 +196,37 @@ def test_the_tpu_benchmark_says_there_is_no_tpu_and_runs_in_interpret_mode(capsy
     out = capsys.readouterr().out
     assert "jnp.dot:" in out and "tiled_matmul bm=128 bk=128 bn=128:" in out
     assert "refused" not in out
+
+
+def _order(mistake_id: str | None) -> int:
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    source = (ROOT / "solutions" / "l17_pallas_kernels.py").read_text()
+    if mistake_id is not None:
+        (mistake,) = [m for m in MISTAKES if m.id == mistake_id]
+        source = mistake.source(source)
+    namespace: dict = {}
+    exec(compile(source, "l17_variant.py", "exec"), namespace)
+    mesh = jax.make_mesh((4,), ("x",), devices=jax.devices()[:4],
+                         axis_types=(jax.sharding.AxisType.Explicit,))  # fmt: skip
+    rows = NamedSharding(mesh, P("x", None))
+    x = jax.ShapeDtypeStruct((8, 32), jnp.float32, sharding=rows)
+    w = jax.ShapeDtypeStruct((32, 16), jnp.float32, sharding=rows)
+    fn = namespace["all_gather_matmul"]
+    return spec.kernel_order(jax.make_jaxpr(lambda p, q: fn(p, q, mesh))(x, w))
+
+
+def test_the_bonus_order_tells_waiting_first_from_double_buffering():
+    """start, matmul, wait in the loop: 1; wait before the matmul: 0; the kernel without
+    the free-slot handshake still overlaps (its race is the race detector's)."""
+    assert _order(None) == 1
+    assert _order("pallas-gather-matmul-waits-before-multiplying") == 0
+    assert _order("pallas-gather-matmul-no-free-slot-handshake") == 1
+    trial = _trial()
+    trial.extra[spec.OBSERVED][-1, 1] = 0
+    assert "Not double buffered" in _hint(spec.Overlap(), trial)
+    trial.extra[spec.OBSERVED][-1, 1] = 1
+    assert spec.Overlap()(trial).passed

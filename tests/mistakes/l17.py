@@ -179,3 +179,50 @@ MISTAKES: list[Mistake] = [
         ),
     ),
 ]
+
+MISTAKES += [
+    Mistake(
+        id="pallas-gather-matmul-waits-before-multiplying",
+        module=L17,
+        exercise="all_gather_matmul",
+        status="failed",
+        check="overlap",
+        says=("Not double buffered", "does not move while this one is multiplied"),
+        patch=(
+            (
+                "            send.start()  # the next block moves …\n"
+                "            multiply(s, slot)  # … while this one is multiplied\n"
+                "            send.wait_send()\n"
+                "            send.wait_recv()\n",
+                "            send.start()\n"
+                "            send.wait_send()\n"
+                "            send.wait_recv()\n"
+                "            multiply(s, slot)  # the block has left and the next arrived\n",
+            ),
+        ),
+    ),
+    Mistake(
+        id="pallas-gather-matmul-no-free-slot-handshake",
+        module=L17,
+        exercise="all_gather_matmul",
+        status="failed",
+        check="races",
+        says=("race detector reported a race",),
+        patch=(
+            (
+                "            @pl.when(s > 0)\n"
+                "            def _():  # the right neighbour has used its slot 1 − slot: we may "
+                "write it\n"
+                "                pl.semaphore_wait(free, 1)\n",
+                "",
+            ),
+            (
+                "            @pl.when(s < n - 2)\n"
+                "            def _():  # our slot `slot` is free for the left neighbour's next "
+                "block\n"
+                "                pl.semaphore_signal(free, 1, device_id=(left,))\n",
+                "",
+            ),
+        ),
+    ),
+]

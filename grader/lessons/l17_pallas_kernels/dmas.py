@@ -183,6 +183,8 @@ class Observed:
 
     rows: tuple[dict[str, int], ...]
     races: bool
+    extra: tuple[int, ...] = ()
+    """The last row's other columns (the bonus puts its kernel's order in the first)."""
 
     @classmethod
     def read(cls, array: Any, n: int) -> Observed:
@@ -192,7 +194,12 @@ class Observed:
         if table.shape != (n + 1, len(COLUMNS)):
             raise ValueError(f"a summary of shape {table.shape}, not {(n + 1, len(COLUMNS))}")
         rows = tuple(dict(zip(COLUMNS, map(int, r))) for r in table[:n])
-        return cls(rows, bool(table[n, 0]))
+        return cls(rows, bool(table[n, 0]), tuple(int(v) for v in table[n, 1:]))
+
+    @property
+    def overlap(self) -> bool:
+        """The bonus's kernel order (``spec.kernel_order``), where the summary has it."""
+        return bool(self.extra[0]) if self.extra else False
 
     def column(self, name: str) -> list[int]:
         return [r[name] for r in self.rows]

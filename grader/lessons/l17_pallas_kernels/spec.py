@@ -28,7 +28,7 @@ here; the structure (DMAs, their direction, bytes, semaphores, waits, barrier, r
 is what the student's process recorded of its own run: a forged summary could pass
 those checks, so they are the one place where this lesson takes the student's process's
 word (ARCHITECTURE.md's trust rule holds for the values only; the lesson's text says so,
-section 7). A program the worker could read itself: the same kernel exported for a TPU
+section 8). A program the worker could read itself: the same kernel exported for a TPU
 (``jax.export(..., platforms=["tpu"])`` works from a CPU-only process: a Mosaic custom
 call whose body lists the DMAs), which the sandbox would have to hand over unrun.
 
@@ -194,6 +194,64 @@ def kernel_summary(closed: Any) -> list[list[int]]:
     return [row]
 
 
+def kernel_order(closed: Any) -> int:
+    """1 where a loop of the (first) kernel starts a DMA, then multiplies, then waits for
+    a DMA, in that order (double buffering: the next block moves while this one is
+    multiplied), else 0: read from the kernel's jaxpr, its loop bodies flattened in
+    program order (conditions and nested calls inline)."""
+    from grader.measure.jaxpr import LOOPS, _subjaxprs, equations
+
+    calls = [eqn for eqn, _ in equations(closed, "pallas_call")]
+    if not calls:
+        return 0
+    kernel = calls[0].params["jaxpr"]
+
+    def flat(jaxpr: Any) -> list[str]:
+        names = []
+        for eqn in jaxpr.eqns:
+            names.append(eqn.primitive.name)
+            for sub in _subjaxprs(eqn.params):
+                names += flat(sub)
+        return names
+
+    def bodies(jaxpr: Any) -> Any:
+        for eqn in jaxpr.eqns:
+            for sub in _subjaxprs(eqn.params):
+                if eqn.primitive.name in LOOPS:
+                    yield sub
+                yield from bodies(sub)
+
+    for body in bodies(getattr(kernel, "jaxpr", kernel)):
+        names = flat(body)
+        if "dma_start" not in names:
+            continue
+        start = names.index("dma_start")
+        dots = [i for i, name in enumerate(names) if name == "dot_general" and i > start]
+        if dots and "dma_wait" in names[dots[0] :]:
+            return 1
+    return 0
+
+
+def _ordered(table: np.ndarray, fn: Callable[..., Any], mesh: Any, x: Any, w: Any) -> Any:
+    """The bonus's constant program: the watched summary, and in its last row's second
+    column the kernel's order (:func:`kernel_order`), read from its jaxpr here, in the
+    student's process, while this program is traced (on a thread: outside that trace)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    rows = NamedSharding(mesh, P("x", None))  # both placed by rows (the run's)
+    shapes = [jax.ShapeDtypeStruct(t.shape, t.dtype, sharding=rows) for t in (x, w)]
+
+    def read() -> int:
+        return kernel_order(jax.make_jaxpr(lambda p, q: fn(p, q, mesh))(*shapes))
+
+    table = np.array(table)
+    table[-1, 1] = _elsewhere(read)
+    return jnp.asarray(table)
+
+
 def _stores(jaxpr: Any, refs: set, conditional: bool) -> Any:
     from grader.measure.jaxpr import _subjaxprs
 
@@ -309,6 +367,8 @@ class Layout:
 
 
 def _layout(kind: str, ex: Example) -> Layout:
+    if kind == "matmul":  # one W block [dblock, f] travels
+        return Layout(ex["n"] * ex["rows"], ex["dblock"] * ex["f"] * _itemsize(ex))
     n, b, d = ex["n"], ex["b"], ex["d"]
     if kind == "gather":
         return Layout(n * b, b * d * _itemsize(ex))
@@ -343,6 +403,57 @@ def _run_ring(kind: str) -> Callable[[Runtime, Callable[..., Any], Example], Tri
         return trial
 
     return run
+
+
+def _gather_matmul_strategy(ctx: Context) -> Any:
+    return st.fixed_dictionaries(
+        {
+            "n": st.sampled_from([n for n in ctx.mesh_sizes if n >= 2] or [1]),
+            "rows": st.integers(1, 2),  # rows of X per device
+            "dblock": st.sampled_from([8, 16]),  # rows of one W block
+            "f": st.sampled_from([8, 16]),
+            "dtype": st.sampled_from(["float32", "bfloat16"]),
+            "seed": st.integers(0, 2**16),
+        }
+    )
+
+
+def _gather_matmul_explicit(ctx: Context) -> list[Example]:
+    """N = 4 with normal floats (a bfloat16 sum inside shows), N = 3 in bfloat16 (the two
+    slots alternate over an odd number of blocks)."""
+    sizes = [n for n in (4, 3) if n in ctx.mesh_sizes]
+    out = []
+    for i, n in enumerate(sizes):
+        ex: Example = {"n": n, "rows": 2, "dblock": 8, "f": 16, "dtype": "float32", "seed": i}
+        if n == 4:
+            ex["values"] = FLOAT
+        else:
+            ex["dtype"] = "bfloat16"
+        out.append(ex)
+    return out
+
+
+def _run_gather_matmul(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    n = ex["n"]
+    mesh = rt.mesh((n,), ("x",))
+    rng, dtype = rt.rng(), _dtype(ex["dtype"])
+    x = example_values(rng, (n * ex["rows"], n * ex["dblock"]), ex, 3).astype(dtype)
+    w = example_values(rng, (n * ex["dblock"], ex["f"]), ex, 3).astype(dtype)
+    rows = NamedSharding(mesh, P("x", None))
+    args = (jax.device_put(x, rows), jax.device_put(w, rows))
+    with _watched(n) as watched:
+        out = jax.block_until_ready(fn(*args, mesh))
+    summary = np.asarray(watched["summary"], np.int32)
+    handed = jax.jit(functools.partial(_ordered, summary, fn, mesh),
+                     out_shardings=NamedSharding(mesh, P()))  # fmt: skip
+    seen = rt.compile_and_run(handed, args, mesh)
+    trial = Trial(example=ex, output=out, mesh=mesh, extra={OBSERVED: np.asarray(seen.output)})
+    trial.expected = (x.astype(np.float64) @ w.astype(np.float64)).astype(dtype)
+    return trial
 
 
 # ------------------------------------------------------------------ checks
@@ -598,6 +709,29 @@ class Refuses(Check):
 
 
 @dataclass(frozen=True)
+class Overlap(Check):
+    """In the kernel's loop: a DMA started, then a matmul, then a DMA waited for."""
+
+    name: str = "overlap"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if observed(trial).overlap:
+            return CheckResult(
+                self.name, True, "the loop starts the next block's DMA, multiplies, then waits"
+            )
+        return CheckResult(
+            self.name,
+            False,
+            "in your kernel's loop no DMA is started before the matmul and waited for after "
+            "it: the next block does not move while this one is multiplied",
+            hint="Not double buffered: start the remote copy of the block you hold "
+            "(send.start()), add its product into the accumulator, and only then "
+            "send.wait_send() and send.wait_recv(); the block arriving goes into the other "
+            "slot of a two-slot buffer.",
+        )
+
+
+@dataclass(frozen=True)
 class NaNs(Check):
     """``inner`` (the values), with what NaN in the output measures: TPU interpret
     mode fills memory never written with NaN."""
@@ -722,6 +856,14 @@ class GatherBytes(RingBytes):
 
 
 @dataclass(frozen=True)
+class WeightBytes(RingBytes):
+    what: str = "one W block [D/N, F]"
+
+    def kind(self, trial: Trial) -> str:
+        return "matmul"
+
+
+@dataclass(frozen=True)
 class ScatterBytes(RingBytes):
     what: str = "one float32 partial sum [b, d]"
 
@@ -757,6 +899,23 @@ SPEC = LessonSpec(
             explicit=_ring_explicit("scatter"),
             run=_run_ring("scatter"),
             checks=_checks("scatter"),
+            max_examples=1,
+        ),
+        ExerciseSpec(
+            name="all_gather_matmul",
+            strategy=_gather_matmul_strategy,
+            explicit=_gather_matmul_explicit,
+            run=_run_gather_matmul,
+            checks=[
+                NaNs(Values(reduce_size=lambda ex: ex["n"] * ex["dblock"]), RING_NAN),
+                NoRace(),
+                RemoteSteps(),
+                Direction(),
+                WeightBytes(),
+                Waits(),
+                Barrier(),
+                Overlap(),
+            ],
             max_examples=1,
         ),
     ]
