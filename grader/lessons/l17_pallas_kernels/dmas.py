@@ -4,9 +4,9 @@ signal, the bytes each DMA moved, and whether the race detector reported a race.
 
 TPU interpret mode runs a kernel's memory operations as host callbacks into jax's
 interpreter (``jax._src.pallas.mosaic.interpret.interpret_pallas_call``): its
-module-level ``dma_start``, ``dma_wait``, ``semaphore_signal``, ``semaphore_wait``
-and the ``DMA`` class's ``execute_write``. :func:`watch` wraps them while a kernel is
-traced and run, and gives back the :class:`Log`. Whether this jax has them (with the
+module-level ``dma_start``, ``dma_wait``, ``semaphore_signal``, ``semaphore_wait``,
+``get_barrier_semaphore`` and the ``DMA`` class's ``execute_write``. :func:`watch`
+wraps them while a kernel is traced and run, and gives back the :class:`Log`. Whether this jax has them (with the
 arguments named as read here) is asked of the module itself (:func:`supported`),
 never of its version.
 
@@ -24,12 +24,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-HOOKS = ("dma_start", "dma_wait", "semaphore_signal", "semaphore_wait")
+HOOKS = ("dma_start", "dma_wait", "semaphore_signal", "semaphore_wait", "get_barrier_semaphore")
 NAMES = {
     "dma_start": ("device_id", "dst_device_id", "dst_sem_id", "src_sem_id"),
     "dma_wait": ("device_id", "sem_id"),
     "semaphore_signal": ("device_id", "sem_id", "inc", "target_device_id"),
     "semaphore_wait": ("device_id", "sem_id", "value"),
+    "get_barrier_semaphore": ("device_id", "collective_id"),
 }
 
 
@@ -135,8 +136,11 @@ COLUMNS = (
 )
 
 
-def summary(log: Log, n: int, barrier_sem: int = 0) -> list[list[int]]:
-    """One row per device, :data:`COLUMNS`, then a last row: races (0/1), padded."""
+def summary(log: Log, n: int) -> list[list[int]]:
+    """One row per device, :data:`COLUMNS`, then a last row: races (0/1), padded. The
+    barrier semaphore is the one ``get_barrier_semaphore`` handed out (its id is the
+    ``collective_id``: the interpreter gives it that fixed id)."""
+    barriers = {f["collective_id"] for kind, _, f in log.events if kind == "get_barrier_semaphore"}
     rows = [[0] * len(COLUMNS) for _ in range(n)]
     sems: list[set[int]] = [set() for _ in range(n)]
     sends: list[set[int]] = [set() for _ in range(n)]
@@ -159,10 +163,10 @@ def summary(log: Log, n: int, barrier_sem: int = 0) -> list[list[int]]:
                 sends[dev].add(f["src_sem_id"])
         elif kind == "dma_wait":
             waits[dev].append(f["sem_id"])
-        elif kind == "semaphore_signal" and f["sem_id"] == barrier_sem:
+        elif kind == "semaphore_signal" and f["sem_id"] in barriers:
             if f["target_device_id"] is not None and f["target_device_id"] != dev:
                 signalled[dev].add(f["target_device_id"])
-        elif kind == "semaphore_wait" and f["sem_id"] == barrier_sem:
+        elif kind == "semaphore_wait" and f["sem_id"] in barriers:
             waited[dev] = True
     for src, dst, size in log.moved.values():
         if src != dst and 0 <= src < n:
