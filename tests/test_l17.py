@@ -230,3 +230,25 @@ def test_the_bonus_order_tells_waiting_first_from_double_buffering():
     assert "Not double buffered" in _hint(spec.Overlap(), trial)
     trial.extra[spec.OBSERVED][-1, 1] = 1
     assert spec.Overlap()(trial).passed
+
+
+def test_the_barrier_is_whichever_semaphore_get_barrier_semaphore_gave():
+    """Two devices; each signals the other on the barrier semaphore (collective_id 3,
+    the interpreter's fixed id for it) and waits before its remote DMA: a barrier. The
+    same signals on another semaphore (id 0) are not one."""
+
+    def log(sem: int) -> dmas.Log:
+        out = dmas.Log()
+        for dev in (0, 1):
+            peer = 1 - dev
+            out.events += [
+                ("get_barrier_semaphore", dev, {"collective_id": 3}),
+                ("semaphore_signal", dev, {"sem_id": sem, "inc": 1, "target_device_id": peer}),
+                ("semaphore_wait", dev, {"sem_id": sem, "value": 1}),
+                ("dma_start", dev, {"dst_device_id": peer, "dst_sem_id": 7, "src_sem_id": 6}),
+            ]
+        return out
+
+    barrier = dmas.COLUMNS.index("barrier")
+    assert [row[barrier] for row in dmas.summary(log(3), 2)[:2]] == [1, 1]
+    assert [row[barrier] for row in dmas.summary(log(0), 2)[:2]] == [0, 0]
