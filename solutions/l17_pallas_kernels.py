@@ -208,10 +208,10 @@ def all_gather_matmul(x: jax.Array, w: jax.Array, mesh: Mesh) -> jax.Array:
     def kernel(x_ref, w_ref, o_ref, buf, acc, copy_sem, send_sem, recv_sems, free):
         me, right, left = _neighbours(n)
         d = buf.shape[1]
-        own = pltpu.make_async_copy(w_ref, buf.at[0], copy_sem)
-        own.start()
+        first = pltpu.make_async_copy(w_ref, buf.at[0], copy_sem)
+        first.start()
         acc[...] = jnp.zeros_like(acc)
-        own.wait()
+        first.wait()
         _barrier(left, right)
 
         def multiply(s, slot):  # W block (me − s) mod N times X's columns for it
@@ -220,22 +220,22 @@ def all_gather_matmul(x: jax.Array, w: jax.Array, mesh: Mesh) -> jax.Array:
 
         @pl.loop(0, n - 1)
         def _(s):
-            slot = lax.rem(s, 2)
+            held = lax.rem(s, 2)
 
             @pl.when(s > 0)
-            def _():  # the right neighbour has used its slot 1 − slot: we may write it
+            def _():  # the right neighbour has used its slot 1 − held: we may write it
                 pl.semaphore_wait(free, 1)
 
             send = pltpu.make_async_remote_copy(
-                buf.at[slot], buf.at[1 - slot], send_sem, recv_sems.at[s], device_id=(right,)
+                buf.at[held], buf.at[1 - held], send_sem, recv_sems.at[s], device_id=(right,)
             )
             send.start()  # the next block moves …
-            multiply(s, slot)  # … while this one is multiplied
+            multiply(s, held)  # … while this one is multiplied
             send.wait_send()
             send.wait_recv()
 
             @pl.when(s < n - 2)
-            def _():  # our slot `slot` is free for the left neighbour's next block
+            def _():  # our slot `held` is free for the left neighbour's next block
                 pl.semaphore_signal(free, 1, device_id=(left,))
 
         multiply(n - 1, lax.rem(n - 1, 2))

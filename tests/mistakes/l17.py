@@ -191,13 +191,13 @@ MISTAKES += [
         patch=(
             (
                 "            send.start()  # the next block moves …\n"
-                "            multiply(s, slot)  # … while this one is multiplied\n"
+                "            multiply(s, held)  # … while this one is multiplied\n"
                 "            send.wait_send()\n"
                 "            send.wait_recv()\n",
                 "            send.start()\n"
                 "            send.wait_send()\n"
                 "            send.wait_recv()\n"
-                "            multiply(s, slot)  # the block has left and the next arrived\n",
+                "            multiply(s, held)  # the block has left and the next arrived\n",
             ),
         ),
     ),
@@ -211,14 +211,14 @@ MISTAKES += [
         patch=(
             (
                 "            @pl.when(s > 0)\n"
-                "            def _():  # the right neighbour has used its slot 1 − slot: we may "
+                "            def _():  # the right neighbour has used its slot 1 − held: we may "
                 "write it\n"
                 "                pl.semaphore_wait(free, 1)\n",
                 "",
             ),
             (
                 "            @pl.when(s < n - 2)\n"
-                "            def _():  # our slot `slot` is free for the left neighbour's next "
+                "            def _():  # our slot `held` is free for the left neighbour's next "
                 "block\n"
                 "                pl.semaphore_signal(free, 1, device_id=(left,))\n",
                 "",
