@@ -226,3 +226,41 @@ MISTAKES += [
         ),
     ),
 ]
+
+SPECS = "from jax.sharding import PartitionSpec as P\n"
+
+MISTAKES += [
+    Mistake(
+        id="pallas-ring-calls-all-gather",
+        module=L17,
+        exercise="ring_all_gather",
+        status="failed",
+        check="dmas",
+        says=("No remote DMA",),
+        code=SPECS
+        + """
+def ring_all_gather(x, mesh):
+    def body(block):  # lesson 2's collective, not a kernel
+        return lax.all_gather(block, "x", tiled=True)
+
+    return jax.shard_map(
+        body, mesh=mesh, in_specs=P("x", None), out_specs=P(), check_vma=False
+    )(x)
+""",
+    ),
+    Mistake(
+        id="pallas-matmul-without-a-kernel",
+        module=L17,
+        exercise="tiled_matmul",
+        status="failed",
+        check="accumulator",
+        says=("0 pallas_calls", "one pl.pallas_call with a grid"),
+        code="""
+def tiled_matmul(a, b, bm, bk, bn):
+    for size, tile in ((a.shape[0], bm), (a.shape[1], bk), (b.shape[1], bn)):
+        if size % tile:
+            raise ValueError(f"{size} is not a multiple of its tile {tile}")
+    return jnp.dot(a, b, preferred_element_type=jnp.float32).astype(a.dtype)
+""",
+    ),
+]
