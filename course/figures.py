@@ -1383,6 +1383,74 @@ def decode_on_chip() -> str:
     return svg.render("Lesson 16: a decode step on one TPU v5e against the lesson's model")
 
 
+# ------------------------------------------------------------------ lesson 17
+
+
+def tiled_matmul() -> str:
+    gm, gk, gn, cell = 2, 4, 2, 30
+    i, j, k = 1, 0, 2  # the program shown
+    svg = Svg(660, 300)
+    svg.text(20, 22, "A tiled matmul: the program (i, j, k) = (1, 0, 2) of a grid "
+             "(M/bm, N/bn, K/bk) = (2, 2, 4)", anchor="start", bold=True, size=13)  # fmt: skip
+
+    def grid(x0: float, y0: float, rows: int, cols: int, lit: tuple[int, int], label: str,
+             fill: str) -> None:  # fmt: skip
+        for r in range(rows):
+            for c in range(cols):
+                svg.rect(x0 + c * cell, y0 + r * cell, cell, cell,
+                         fill if (r, c) == lit else CARD, stroke=MUTED)  # fmt: skip
+        svg.text(x0 + cols * cell / 2, y0 + rows * cell + 18, label, size=11)
+
+    grid(40, 110, gm, gk, (i, k), "A [M, K]: tile (i, k)", DEVICE_FILLS[0])
+    svg.text(40 + gk * cell + 18, 110 + cell + 4, "·", bold=True, size=20)
+    grid(220, 60, gk, gn, (k, j), "B [K, N]: tile (k, j)", DEVICE_FILLS[1])
+    svg.text(220 + gn * cell + 20, 110 + cell + 4, "→", bold=True, size=18)
+    grid(320, 110, gm, gn, (i, j), "C [M, N]: tile (i, j)", DEVICE_FILLS[2])
+    svg.rect(440, 112, 150, 56, DEVICE_FILLS[3], stroke=INK)
+    svg.text(515, 134, "acc [bm, bn] float32", size=11, bold=True)
+    svg.text(515, 152, "in VMEM, across k", size=11)
+    svg.line(440, 140, 320 + gn * cell + 4, 140, arrow=True)
+    notes = (
+        "k = 0: acc = 0.   every k: acc += A[i, k] · B[k, j] (bfloat16 in, float32 sum).",
+        "k = K/bk − 1: C[i, j] = acc, cast; Pallas writes the tile to HBM once, when (i, j) moves on.",
+        "Per k step: 2·bm·bk·bn FLOPs for 2·bk·(bm + bn) bytes read: bm·bn / (bm + bn) FLOP/B.",
+    )
+    for n, line in enumerate(notes):
+        svg.text(40, 230 + n * 20, line, anchor="start", size=11, colour=MUTED)
+    return svg.render("Lesson 17: the tiled matmul's blocks")
+
+
+def dma_ring() -> str:
+    n, cw, ch = 4, 118, 34
+    svg = Svg(60 + 5 * (cw + 10) + 20, 120 + n * (ch + 14) + 50)
+    svg.text(20, 22, "A ring all-gather as DMAs on 4 devices: step s sends slot (i − s) mod N "
+             "to device i + 1", anchor="start", bold=True, size=13)  # fmt: skip
+    columns = ("own block", "barrier", "step 0", "step 1", "step 2")
+    for c, title in enumerate(columns):
+        svg.text(60 + c * (cw + 10) + cw / 2, 56, title, bold=True)
+    for i in range(n):
+        y = 70 + i * (ch + 14)
+        svg.text(40, y + ch / 2 + 4, f"d{i}", bold=True)
+        cells = [(f"slot {i} ← x (local)", DEVICE_FILLS[i]),
+                 (f"signal d{(i - 1) % n}, d{(i + 1) % n}; wait 2", CARD)]  # fmt: skip
+        for s in range(n - 1):
+            b = (i - s) % n
+            cells.append((f"slot {b} → d{(i + 1) % n}, sem {s}", DEVICE_FILLS[b]))
+        for c, (text, fill) in enumerate(cells):
+            svg.rect(60 + c * (cw + 10), y, cw, ch, fill, stroke=MUTED)
+            svg.text(60 + c * (cw + 10) + cw / 2, y + ch / 2 + 4, text, size=10)
+    y = 70 + n * (ch + 14) + 6
+    for n_line, line in enumerate((
+        "Each step: start(); wait_send(): our block has left; wait_recv(): slot (i − s − 1) "
+        "has landed,",
+        "and it is what step s + 1 sends. One receive semaphore per step (sem s): a DMA "
+        "semaphore counts",
+        "bytes, so one shared by the steps cannot tell their blocks apart.",
+    )):  # fmt: skip
+        svg.text(60, y + 14 + n_line * 18, line, anchor="start", size=11, colour=MUTED)
+    return svg.render("Lesson 17: a ring all-gather's DMAs")
+
+
 FIGURES = (
     Figure(1, "01_mesh_layouts.svg", "which device holds which block of an 8×8 array, for five specs on the 2×4 mesh", mesh_layouts),
     Figure(2, "02_ring_all_gather.svg", "a ring all-gather on four devices, step by step", ring_all_gather),
@@ -1405,6 +1473,8 @@ FIGURES = (
     Figure(16, "16_latency_throughput.svg", "throughput against latency as the batch grows, 40 and 8 key/value heads", latency_throughput),
     Figure(16, "16_kv_cache_sharding.svg", "which device holds which rows and heads of the KV cache on the (data, model) mesh", kv_cache_sharding),
     Figure(16, "16_decode_on_chip.svg", "a decode step on one TPU v5e against the lesson's model, six forms of the same step", decode_on_chip),
+    Figure(17, "17_tiled_matmul.svg", "the tiled matmul's grid: which tiles of A and B the program at (i, j, k) reads, and the float32 accumulator", tiled_matmul),
+    Figure(17, "17_dma_ring.svg", "a ring all-gather's DMAs on four devices, step by step: start, wait for the send, wait for the arrival", dma_ring),
 )  # fmt: skip
 """Every figure, in lesson order."""
 

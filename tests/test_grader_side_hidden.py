@@ -147,7 +147,7 @@ print("loaded", len(lessons))
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                        timeout=300)  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "loaded 16" in r.stdout, r.stdout
+    assert "loaded 17" in r.stdout, r.stdout
     assert (
         "fault: grader.expected.l14_planning.cost is the grader's side and could not" in r.stdout
     ), r.stdout

@@ -1,0 +1,925 @@
+"""Grading spec for lesson 17: kernels in Pallas (a tiled matmul; a ring all-gather and
+reduce-scatter written as remote DMAs with semaphores).
+
+Every kernel runs in TPU interpret mode on simulated CPU devices, which simulates each
+device's HBM, VMEM, DMA engines and semaphores, and fills memory never written with NaN.
+Such a kernel lowers to host callbacks into jax's interpreter, so it cannot be exported
+(``jax.export`` refuses host callbacks): it can run only in the process that holds the
+student's Python, the student's process. So each example of a ring kernel is:
+
+1. The student's function called on the example's inputs, watched (:func:`_watched`):
+   in the student's process (the spec's run there, on decoy data) the kernel runs in
+   interpret mode with the race detector on while every DMA, wait and semaphore
+   signal of the interpreter is recorded (:mod:`.dmas`); in the worker the same call
+   is the sandbox's ``call``: the function runs in the student's process on the
+   grader's own data (as the plain-Python lessons' functions do), in interpret mode
+   (:func:`interpret_here`), and its output, every device's shard, is held here to
+   the reference.
+2. A constant program handed over like any other (``rt.compile_and_run``): its output
+   is the record's summary, one row per device. The worker replays the one the
+   student's process exported, so the summary the checks read is that process's.
+
+The tiled matmul's constant program is read from its kernel's jaxpr instead (the
+accumulator's dtype; whether the output is stored under a condition), traced in the
+student's process while the program is (on a thread of its own: outside that trace).
+
+What this rests on: the values are the function's on the grader's secret data, checked
+here; the structure (DMAs, their direction, bytes, semaphores, waits, barrier, races)
+is what the student's process recorded of its own run: a forged summary could pass
+those checks, so they are the one place where this lesson takes the student's process's
+word (ARCHITECTURE.md's trust rule holds for the values only; the lesson's text says so,
+section 8). A program the worker could read itself: the same kernel exported for a TPU
+(``jax.export(..., platforms=["tpu"])`` works from a CPU-only process: a Mosaic custom
+call whose body lists the DMAs), which the sandbox would have to hand over unrun.
+
+Examples are small (interpret mode runs each kernel in Python: 0.3–1 s a call).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from grader.checks import Values
+from grader.lessons.l17_pallas_kernels import dmas
+from grader.results import CheckResult
+from grader.runtime import FLOAT, Runtime, example_values
+from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
+
+
+def interpret_here() -> None:
+    """Every ``pallas_call`` of this process runs in TPU interpret mode (race detector
+    off) unless a context says otherwise: the student's function is called on the
+    grader's data by the sandbox's ``call``, which runs it with no context of the
+    spec's around it. Set when the spec is imported (in the student's process, before
+    any question; in the worker and the tests too, where only this lesson's kernels
+    run)."""
+    from jax.experimental.pallas import tpu as pltpu
+
+    pltpu.set_tpu_interpret_mode(_interpret(False))
+
+
+OBSERVED = "observed"
+"""``trial.extra`` key: the :class:`dmas.Observed` summary of the example's kernel."""
+
+
+def _dtype(name: str) -> Any:
+    import jax.numpy as jnp
+
+    return np.dtype("float32") if name == "float32" else jnp.dtype("bfloat16")
+
+
+def _itemsize(ex: Example) -> int:
+    return 4 if ex["dtype"] == "float32" else 2
+
+
+# ------------------------------------------------------------------ running a kernel
+
+
+def _interpret(races: bool) -> Any:
+    """TPU interpret mode's parameters: with the race detector or without. Where this
+    jax's detector can raise on a race (its ``on_race``, "raise" by default), it is told
+    to warn instead: the grader reports the race itself (:class:`NoRace`), and a kernel
+    stopped half-way would say nothing about its DMAs."""
+    import dataclasses
+
+    from jax.experimental.pallas import tpu as pltpu
+
+    options: dict[str, Any] = {"detect_races": races}
+    if races and "on_race" in {f.name for f in dataclasses.fields(pltpu.InterpretParams)}:
+        options["on_race"] = "warn"
+    return pltpu.InterpretParams(**options)
+
+
+def _elsewhere(fn: Callable[[], Any]) -> Any:
+    """``fn()`` on a thread of its own: outside the trace of the program being built
+    (jax's trace state is per thread), so the kernel runs rather than being traced."""
+    box: dict[str, Any] = {}
+
+    def go() -> None:
+        try:
+            box["out"] = fn()
+        except BaseException as exc:  # the student's error: raised in the tracing thread
+            box["raised"] = exc
+
+    thread = threading.Thread(target=go, name="l17-watched-kernel")
+    thread.start()
+    thread.join()
+    if "raised" in box:
+        raise box["raised"]
+    return box["out"]
+
+
+def _decoy(shape: tuple[int, ...], dtype: Any, sharding: Any) -> Any:
+    import jax
+
+    rng = np.random.default_rng(len(shape) + sum(shape))
+    return jax.device_put(rng.integers(-3, 4, size=shape).astype(dtype), sharding)
+
+
+@contextlib.contextmanager
+def _watched(n: int) -> Iterator[dict[str, Any]]:
+    """Every kernel run inside, in interpret mode with the race detector on, recorded
+    (:mod:`.dmas`); on leaving, ``["summary"]`` is one row per device of ``n``. Where
+    the student's function runs in another process (the worker's remote call) nothing
+    is recorded here, and what is handed over is that process's own summary."""
+    from jax.experimental.pallas import tpu as pltpu
+
+    missing = dmas.supported()
+    if missing is not None:
+        from grader.faults import GraderFault
+
+        raise GraderFault(f"this jax's TPU interpret mode cannot be watched: {missing}")
+    box: dict[str, Any] = {}
+    with pltpu.force_tpu_interpret_mode(_interpret(True)), dmas.watch() as log:
+        yield box
+    box["summary"] = dmas.summary(log, n)
+
+
+def _constant(table: np.ndarray, *args: Any) -> Any:
+    import jax.numpy as jnp
+
+    return jnp.asarray(table)
+
+
+def _watched_matmul(fn: Callable[..., Any], tiles: tuple[int, int, int], a: Any, b: Any) -> Any:
+    """The constant program's body for the tiled matmul: its kernel's jaxpr, read."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental.pallas import tpu as pltpu
+
+    shapes = [jax.ShapeDtypeStruct(t.shape, t.dtype) for t in (a, b)]
+
+    def run() -> list[list[int]]:
+        with pltpu.force_tpu_interpret_mode(_interpret(False)):
+            traced = jax.make_jaxpr(lambda p, q: fn(p, q, *tiles))(*shapes)
+        return kernel_summary(traced)
+
+    return jnp.asarray(_elsewhere(run), jnp.int32)
+
+
+KERNEL_COLUMNS = ("kernels", "acc_f32", "acc_low", "stores", "stores_unconditional", "grid")
+
+
+def kernel_summary(closed: Any) -> list[list[int]]:
+    """From a traced function's jaxpr: how many ``pallas_call``s; of the first, its
+    float scratch buffers in float32 and in a lower precision, its stores into the
+    output (all, and those outside any condition), and its grid's size."""
+    from grader.measure.jaxpr import equations
+
+    calls = [eqn for eqn, _ in equations(closed, "pallas_call")]
+    row = [len(calls), 0, 0, 0, 0, 0]
+    if calls:
+        eqn = calls[0]
+        kernel = eqn.params["jaxpr"]
+        kernel = getattr(kernel, "jaxpr", kernel)
+        n_in, n_out = len(eqn.invars), len(eqn.outvars)
+        outs = set(kernel.invars[n_in : n_in + n_out])
+        for ref in kernel.invars[n_in + n_out :]:
+            dtype = str(getattr(getattr(ref.aval, "inner_aval", ref.aval), "dtype", ""))
+            row[1] += dtype == "float32"
+            row[2] += dtype in ("bfloat16", "float16")
+        for _store, conditional in _stores(kernel, outs, False):
+            row[3] += 1
+            row[4] += not conditional
+        grid = getattr(eqn.params.get("grid_mapping"), "grid", ())
+        row[5] = int(np.prod(grid)) if grid else 1
+    return [row]
+
+
+def kernel_order(closed: Any) -> int:
+    """1 where a loop of the (first) kernel starts a DMA, then multiplies, then waits for
+    a DMA, in that order (double buffering: the next block moves while this one is
+    multiplied), else 0: read from the kernel's jaxpr, its loop bodies flattened in
+    program order (conditions and nested calls inline)."""
+    from grader.measure.jaxpr import LOOPS, _subjaxprs, equations
+
+    calls = [eqn for eqn, _ in equations(closed, "pallas_call")]
+    if not calls:
+        return 0
+    kernel = calls[0].params["jaxpr"]
+
+    def flat(jaxpr: Any) -> list[str]:
+        names = []
+        for eqn in jaxpr.eqns:
+            names.append(eqn.primitive.name)
+            for sub in _subjaxprs(eqn.params):
+                names += flat(sub)
+        return names
+
+    def bodies(jaxpr: Any) -> Any:
+        for eqn in jaxpr.eqns:
+            for sub in _subjaxprs(eqn.params):
+                if eqn.primitive.name in LOOPS:
+                    yield sub
+                yield from bodies(sub)
+
+    for body in bodies(getattr(kernel, "jaxpr", kernel)):
+        names = flat(body)
+        if "dma_start" not in names:
+            continue
+        start = names.index("dma_start")
+        dots = [i for i, name in enumerate(names) if name == "dot_general" and i > start]
+        if dots and "dma_wait" in names[dots[0] :]:
+            return 1
+    return 0
+
+
+def _ordered(table: np.ndarray, fn: Callable[..., Any], mesh: Any, x: Any, w: Any) -> Any:
+    """The bonus's constant program: the watched summary, and in its last row's second
+    column the kernel's order (:func:`kernel_order`), read from its jaxpr here, in the
+    student's process, while this program is traced (on a thread: outside that trace)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    rows = NamedSharding(mesh, P("x", None))  # both placed by rows (the run's)
+    shapes = [jax.ShapeDtypeStruct(t.shape, t.dtype, sharding=rows) for t in (x, w)]
+
+    def read() -> int:
+        return kernel_order(jax.make_jaxpr(lambda p, q: fn(p, q, mesh))(*shapes))
+
+    table = np.array(table)
+    table[-1, 1] = _elsewhere(read)
+    return jnp.asarray(table)
+
+
+def _stores(jaxpr: Any, refs: set, conditional: bool) -> Any:
+    from grader.measure.jaxpr import _subjaxprs
+
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in ("swap", "store") and eqn.invars and eqn.invars[0] in refs:
+            yield eqn, conditional
+        for sub in _subjaxprs(eqn.params):
+            # a ref is passed into a cond's branches as an operand: follow it by position
+            inner = {sub.invars[i] for i, v in enumerate(_operands(eqn)) if v in refs
+                     and i < len(sub.invars)}  # fmt: skip
+            yield from _stores(sub, refs | inner, conditional or eqn.primitive.name == "cond")
+
+
+def _operands(eqn: Any) -> list[Any]:
+    """A cond's operands less its predicate (its branches take the rest)."""
+    return list(eqn.invars[1:] if eqn.primitive.name == "cond" else eqn.invars)
+
+
+# ------------------------------------------------------------------ examples
+
+
+def _matmul_strategy(ctx: Context) -> Any:
+    return st.fixed_dictionaries(
+        {
+            "gm": st.integers(1, 2),  # tiles along M, K, N
+            "gk": st.integers(1, 3),
+            "gn": st.integers(1, 2),
+            "bm": st.just(8),
+            "bk": st.sampled_from([8, 16]),
+            "bn": st.sampled_from([8, 16]),
+            "dtype": st.sampled_from(["float32", "bfloat16"]),
+            "seed": st.integers(0, 2**16),
+        }
+    )
+
+
+def _matmul_explicit(ctx: Context) -> list[Example]:
+    """A 2×2×2 grid (the accumulator's reset and the last step's store both matter);
+    four k steps of bfloat16 normal floats (a bfloat16 accumulator shows); K = 24 with
+    a tile of 16 (refused)."""
+    return [
+        {"gm": 2, "gk": 2, "gn": 2, "bm": 8, "bk": 8, "bn": 8, "dtype": "float32", "seed": 0},
+        {"gm": 1, "gk": 4, "gn": 1, "bm": 8, "bk": 16, "bn": 8, "dtype": "bfloat16",
+         "values": FLOAT, "seed": 1},
+        {"gm": 1, "gk": 1, "gn": 1, "bm": 8, "bk": 16, "bn": 8, "dtype": "float32",
+         "ragged": 8, "seed": 2},
+    ]  # fmt: skip
+
+
+def _ring_strategy(ctx: Context) -> Any:
+    return st.fixed_dictionaries(
+        {
+            "n": st.sampled_from([n for n in ctx.mesh_sizes if n >= 2] or [1]),
+            "b": st.integers(1, 2),  # rows of one block
+            "d": st.sampled_from([8, 16]),
+            "dtype": st.sampled_from(["float32", "bfloat16"]),
+            "seed": st.integers(0, 2**16),
+        }
+    )
+
+
+def _ring_explicit(kind: str) -> Callable[[Context], list[Example]]:
+    """Meshes of 2 (one step: the neighbours left and right are one device), 4 (the
+    usual ring; floats in the reduce-scatter, whose float32 sum shows), 3 (not a power of
+    two: left and right differ, and a hard-coded N shows) and 8 (the largest: a
+    semaphore shared by the steps loses blocks there)."""
+
+    def explicit(ctx: Context) -> list[Example]:
+        out = []
+        for i, n in enumerate(m for m in (2, 4, 3, 8) if m in ctx.mesh_sizes):
+            ex: Example = {"n": n, "b": 2, "d": 8, "dtype": "float32", "seed": i}
+            if n == 3:
+                ex["dtype"] = "bfloat16"
+            if n == 4 and kind == "scatter":
+                ex["dtype"], ex["values"] = "bfloat16", FLOAT
+            out.append(ex)
+        return out
+
+    return explicit
+
+
+# ------------------------------------------------------------------ runs
+
+
+def _run_matmul(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+    bm, bk, bn = ex["bm"], ex["bk"], ex["bn"]
+    m, k, n = ex["gm"] * bm, ex["gk"] * bk + ex.get("ragged", 0), ex["gn"] * bn
+    rng = rt.rng()
+    dtype = _dtype(ex["dtype"])
+    a = example_values(rng, (m, k), ex, 3).astype(dtype)
+    b = example_values(rng, (k, n), ex, 3).astype(dtype)
+    if ex.get("ragged"):  # refused: nothing to watch
+        try:
+            out: Any = fn(a, b, bm, bk, bn)
+        except NotImplementedError:
+            raise
+        except Exception as exc:
+            out = exc
+        return Trial(example=ex, output=out, extra={"ragged": True})
+    seen = rt.compile_and_run(functools.partial(_watched_matmul, fn, (bm, bk, bn)), (a, b), None)
+    out = fn(a, b, bm, bk, bn)
+    trial = Trial(example=ex, output=out, extra={OBSERVED: np.asarray(seen.output)})
+    trial.expected = (a.astype(np.float64) @ b.astype(np.float64)).astype(dtype)
+    return trial
+
+
+@dataclass(frozen=True)
+class Layout:
+    rows: int
+    """Rows of X, the input (placed by rows over the mesh)."""
+    block: int
+    """Bytes of the block that travels on each step."""
+
+
+def _layout(kind: str, ex: Example) -> Layout:
+    if kind == "matmul":  # one W block [dblock, f] travels
+        return Layout(ex["n"] * ex["rows"], ex["dblock"] * ex["f"] * _itemsize(ex))
+    n, b, d = ex["n"], ex["b"], ex["d"]
+    if kind == "gather":
+        return Layout(n * b, b * d * _itemsize(ex))
+    return Layout(n * n * b, b * d * 4)  # the running sum travels in float32
+
+
+def _run_ring(kind: str) -> Callable[[Runtime, Callable[..., Any], Example], Trial]:
+    def run(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+        import jax
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        n = ex["n"]
+        mesh = rt.mesh((n,), ("x",))
+        x = example_values(rt.rng(), (_layout(kind, ex).rows, ex["d"]), ex, 3)
+        x = x.astype(_dtype(ex["dtype"]))
+        placed = jax.device_put(x, NamedSharding(mesh, P("x", None)))
+        with _watched(n) as watched:
+            out = jax.block_until_ready(fn(placed, mesh))
+        summary = np.asarray(watched["summary"], np.int32)
+        handed = jax.jit(  # a constant, on the example's mesh: a program for its N devices
+            functools.partial(_constant, summary), out_shardings=NamedSharding(mesh, P())
+        )
+        seen = rt.compile_and_run(handed, (placed,), mesh)
+        trial = Trial(example=ex, output=out, mesh=mesh,
+                      extra={OBSERVED: np.asarray(seen.output)})  # fmt: skip
+        if kind == "gather":
+            trial.expected = x
+        else:  # device i's X_i is rows [i·N·b, (i+1)·N·b): block i of their sum
+            trial.expected = x.astype(np.float64).reshape(n, n * ex["b"], ex["d"]).sum(0)
+            trial.expected = trial.expected.astype(x.dtype)
+        return trial
+
+    return run
+
+
+def _gather_matmul_strategy(ctx: Context) -> Any:
+    return st.fixed_dictionaries(
+        {
+            "n": st.sampled_from([n for n in ctx.mesh_sizes if n >= 2] or [1]),
+            "rows": st.integers(1, 2),  # rows of X per device
+            "dblock": st.sampled_from([8, 16]),  # rows of one W block
+            "f": st.sampled_from([8, 16]),
+            "dtype": st.sampled_from(["float32", "bfloat16"]),
+            "seed": st.integers(0, 2**16),
+        }
+    )
+
+
+def _gather_matmul_explicit(ctx: Context) -> list[Example]:
+    """N = 4 with normal floats (a bfloat16 sum inside shows), N = 3 in bfloat16 (the two
+    slots alternate over an odd number of blocks)."""
+    sizes = [n for n in (4, 3) if n in ctx.mesh_sizes]
+    out = []
+    for i, n in enumerate(sizes):
+        ex: Example = {"n": n, "rows": 2, "dblock": 8, "f": 16, "dtype": "float32", "seed": i}
+        if n == 4:
+            ex["values"] = FLOAT
+        else:
+            ex["dtype"] = "bfloat16"
+        out.append(ex)
+    return out
+
+
+def _run_gather_matmul(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    n = ex["n"]
+    mesh = rt.mesh((n,), ("x",))
+    rng, dtype = rt.rng(), _dtype(ex["dtype"])
+    x = example_values(rng, (n * ex["rows"], n * ex["dblock"]), ex, 3).astype(dtype)
+    w = example_values(rng, (n * ex["dblock"], ex["f"]), ex, 3).astype(dtype)
+    rows = NamedSharding(mesh, P("x", None))
+    args = (jax.device_put(x, rows), jax.device_put(w, rows))
+    with _watched(n) as watched:
+        out = jax.block_until_ready(fn(*args, mesh))
+    summary = np.asarray(watched["summary"], np.int32)
+    handed = jax.jit(functools.partial(_ordered, summary, fn, mesh),
+                     out_shardings=NamedSharding(mesh, P()))  # fmt: skip
+    seen = rt.compile_and_run(handed, args, mesh)
+    trial = Trial(example=ex, output=out, mesh=mesh, extra={OBSERVED: np.asarray(seen.output)})
+    trial.expected = (x.astype(np.float64) @ w.astype(np.float64)).astype(dtype)
+    return trial
+
+
+# ------------------------------------------------------------------ checks
+
+
+def observed(trial: Trial) -> dmas.Observed:
+    return dmas.Observed.read(trial.extra[OBSERVED], trial.example["n"])
+
+
+def _per_device(values: list[int]) -> str:
+    if len(set(values)) == 1:
+        return f"{values[0]} on every device"
+    return ", ".join(f"device {i}: {v}" for i, v in enumerate(values))
+
+
+@dataclass(frozen=True)
+class NoRace(Check):
+    """The interpreter's race detector, run on the kernel, reported nothing."""
+
+    name: str = "races"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if not observed(trial).races:
+            return CheckResult(self.name, True, "the race detector reported no race")
+        return CheckResult(
+            self.name,
+            False,
+            "TPU interpret mode's race detector reported a race in your kernel: a buffer "
+            "was read or written while a DMA into it or out of it could still be running",
+            hint="Wait for every DMA before its buffer is used: .wait_send() before the "
+            "block you sent is overwritten, .wait_recv() before the block that arrives is "
+            "read or sent on; and a barrier before the first remote write. Run the kernel "
+            "under pltpu.force_tpu_interpret_mode(pltpu.InterpretParams(detect_races=True)) "
+            "to see the line and each device's clock.",
+        )
+
+
+@dataclass(frozen=True)
+class RemoteSteps(Check):
+    """N − 1 remote DMAs per device."""
+
+    name: str = "dmas"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        n = trial.example["n"]
+        got = observed(trial).column("remote")
+        if all(g == n - 1 for g in got):
+            return CheckResult(self.name, True, f"N − 1 = {n - 1} remote DMAs per device")
+        hint = None
+        if all(g == n for g in got):
+            hint = (
+                f"N steps instead of N − 1: after N − 1 = {n - 1} sends every device holds "
+                "every block (its own was there from the start); the N-th sends a block "
+                "back to where it started."
+            )
+        elif all(g == 0 for g in got):
+            hint = "No remote DMA: make_async_remote_copy(..., device_id=(right,)) sends one."
+        return CheckResult(
+            self.name,
+            False,
+            f"remote DMAs started: {_per_device(got)}; a ring moves one block per step, "
+            f"N − 1 = {n - 1} steps",
+            hint=hint,
+        )
+
+
+@dataclass(frozen=True)
+class Direction(Check):
+    """Every remote DMA goes to the right neighbour, i + 1 (mod N)."""
+
+    name: str = "direction"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        n = trial.example["n"]
+        obs = observed(trial)
+        remote, right, left = obs.column("remote"), obs.column("right"), obs.column("left")
+        if right == remote:
+            return CheckResult(self.name, True, "every remote DMA goes to device i + 1")
+        if n > 2 and left == remote:
+            return CheckResult(
+                self.name,
+                False,
+                f"every remote DMA goes to the left neighbour (i − 1), at N = {n}; the ring "
+                "of this lesson sends to the right neighbour, i + 1 (mod N)",
+                hint="Your values may still be right (you mirrored the slots too); the "
+                "lesson's ring, its text and the reduce-scatter's block order count on the "
+                "right: device_id = (lax.rem(me + 1, n),).",
+            )
+        return CheckResult(
+            self.name,
+            False,
+            f"remote DMAs to i + 1: {_per_device(right)}; of all: {_per_device(remote)}: "
+            "a ring sends to the neighbour only, i + 1 (mod N)",
+        )
+
+
+@dataclass(frozen=True)
+class RingBytes(Check):
+    """(N − 1) blocks per device, the ring optimum of lesson 2, one block a DMA."""
+
+    what: str = "one block"
+    name: str = "bytes"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        ex = trial.example
+        n, block = ex["n"], _layout(self.kind(trial), ex).block
+        obs = observed(trial)
+        sent, largest = obs.column("bytes"), obs.column("largest")
+        want = (n - 1) * block
+        if all(s == want for s in sent) and all(g == (block if n > 1 else 0) for g in largest):
+            return CheckResult(
+                self.name, True, f"(N − 1) × {block} B = {want} B sent per device, "
+                f"{self.what} a DMA: lesson 2's ring optimum",
+            )  # fmt: skip
+        return CheckResult(
+            self.name,
+            False,
+            f"bytes sent by remote DMAs: {_per_device(sent)} (largest DMA: "
+            f"{_per_device(largest)}); the ring optimum is (N − 1) × {block} B = {want} B, "
+            f"{self.what} ({block} B) a DMA",
+            hint=self.advice(trial, sent, largest, block),
+        )
+
+    def advice(self, trial: Trial, sent: list[int], largest: list[int], block: int) -> str | None:
+        n = trial.example["n"]
+        if any(g > block for g in largest):
+            return "Send one block per step (o_ref.at[slot], not the whole buffer)."
+        if (
+            self.kind(trial) == "scatter"
+            and trial.example["dtype"] == "bfloat16"
+            and all(2 * s == (n - 1) * block for s in sent)
+        ):
+            return (
+                "Half the bytes: the running sum travels in bfloat16, rounded to 8 bits of "
+                "mantissa at every step. Keep the sum and the receive slots float32 "
+                "(pltpu.VMEM(..., jnp.float32)) and cast once, when the block is stored."
+            )
+        return None
+
+    def kind(self, trial: Trial) -> str:
+        return "gather" if "all_gather" in str(trial.extra.get("exercise", "gather")) else "scatter"
+
+
+@dataclass(frozen=True)
+class ReceiveSemaphores(Check):
+    """One receive semaphore per step."""
+
+    name: str = "semaphores"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        n = trial.example["n"]
+        got = observed(trial).column("recv_sems")
+        if all(g == n - 1 for g in got):
+            return CheckResult(self.name, True, f"N − 1 = {n - 1} receive semaphores, one a step")
+        hint = None
+        if all(g == 1 for g in got) and n > 2:
+            hint = (
+                "One receive semaphore shared by every step: a DMA semaphore counts bytes, "
+                "not blocks, so a wait on it can be satisfied by a block of another step, and "
+                "the block you wait for may be read before it has landed (a lost block "
+                "reads NaN). Give each step its own: pltpu.SemaphoreType.DMA((n - 1,)) and "
+                "recv_sems.at[s]."
+            )
+        return CheckResult(
+            self.name,
+            False,
+            f"distinct receive semaphores of the remote DMAs: {_per_device(got)}; the "
+            f"lesson's ring gives each of its N − 1 = {n - 1} steps its own",
+            hint=hint,
+        )
+
+
+@dataclass(frozen=True)
+class Waits(Check):
+    """Every remote DMA waited for at both ends: N − 1 waits on receive semaphores and
+    N − 1 on send semaphores per device."""
+
+    name: str = "waits"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        n = trial.example["n"]
+        obs = observed(trial)
+        recv, send = obs.column("recv_waits"), obs.column("send_waits")
+        if all(r == n - 1 for r in recv) and all(s == n - 1 for s in send):
+            return CheckResult(
+                self.name, True, f"N − 1 = {n - 1} waits for arrival and N − 1 for departure"
+            )
+        which = []
+        if any(r < n - 1 for r in recv):
+            which.append(".wait_recv() says the block from the left has arrived (it may be read "
+                         "or sent on)")  # fmt: skip
+        if any(s < n - 1 for s in send):
+            which.append(".wait_send() says your block has left (its buffer may be reused)")
+        return CheckResult(
+            self.name,
+            False,
+            f"waits on the receive semaphores: {_per_device(recv)}; on the send semaphores: "
+            f"{_per_device(send)}; each of the N − 1 = {n - 1} remote DMAs is waited for at "
+            "both ends",
+            hint="A wait missing: " + "; ".join(which) + ". Without it the next step reads or "
+            "overwrites a block in flight."
+            if which
+            else None,
+        )
+
+
+@dataclass(frozen=True)
+class Barrier(Check):
+    """Both neighbours signalled, and the signals waited for, before the first remote DMA."""
+
+    name: str = "barrier"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        got = observed(trial).column("barrier")
+        if all(got) or trial.example["n"] == 1:
+            return CheckResult(self.name, True, "a barrier with both neighbours comes first")
+        missing = [i for i, g in enumerate(got) if not g]
+        return CheckResult(
+            self.name,
+            False,
+            f"no barrier before the first remote DMA on device(s) {missing}: a device may "
+            "write into a neighbour that has not entered the kernel yet",
+            hint="No barrier: signal the barrier semaphore (pltpu.get_barrier_semaphore()) "
+            "of both neighbours with pl.semaphore_signal(..., device_id=…), wait for both "
+            "signals with pl.semaphore_wait(barrier, 2), then start the first remote DMA; "
+            "the pallas_call needs compiler_params=pltpu.CompilerParams(collective_id=0).",
+        )
+
+
+@dataclass(frozen=True)
+class Refuses(Check):
+    """A K its tile does not divide is refused with a ValueError that says so."""
+
+    name: str = "refuses"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if not trial.extra.get("ragged"):
+            return CheckResult(self.name, True, "(no ragged example here)")
+        out = trial.output
+        if isinstance(out, ValueError) and any(w in str(out) for w in ("K", "multiple", "divid")):
+            return CheckResult(self.name, True, f"refused: {out}")
+        what = f"raised {type(out).__name__}: {out}" if isinstance(out, BaseException) else (
+            f"returned a {type(out).__name__}")  # fmt: skip
+        return CheckResult(
+            self.name,
+            False,
+            f"K = {trial.example['gk'] * trial.example['bk'] + trial.example['ragged']} with a "
+            f"tile bk = {trial.example['bk']}: your function {what}; it must refuse ragged K "
+            "with a ValueError that names the dim and its tile",
+            hint="The last k tile would read past the end of A and B (or be dropped): check "
+            "K % bk (and M % bm, N % bn) before the pallas_call and raise ValueError.",
+        )
+
+
+@dataclass(frozen=True)
+class Overlap(Check):
+    """In the kernel's loop: a DMA started, then a matmul, then a DMA waited for."""
+
+    name: str = "overlap"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if observed(trial).overlap:
+            return CheckResult(
+                self.name, True, "the loop starts the next block's DMA, multiplies, then waits"
+            )
+        return CheckResult(
+            self.name,
+            False,
+            "in your kernel's loop no DMA is started before the matmul and waited for after "
+            "it: the next block does not move while this one is multiplied",
+            hint="Not double buffered: start the remote copy of the block you hold "
+            "(send.start()), add its product into the accumulator, and only then "
+            "send.wait_send() and send.wait_recv(); the block arriving goes into the other "
+            "slot of a two-slot buffer.",
+        )
+
+
+@dataclass(frozen=True)
+class NaNs(Check):
+    """``inner`` (the values), with what NaN in the output measures: TPU interpret
+    mode fills memory never written with NaN."""
+
+    inner: Check = None  # type: ignore[assignment]
+    cause: str = ""
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        import dataclasses
+
+        result = self.inner(trial)
+        if result.passed or isinstance(trial.output, BaseException):
+            return result
+        try:
+            shards = [np.asarray(s.data, np.float32) for s in trial.output.addressable_shards]
+        except AttributeError:
+            return result
+        bad = [i for i, a in enumerate(shards) if np.isnan(a).any()]
+        if not bad:
+            return result
+        where = f"device(s) {bad}" if len(shards) > 1 else "the output"
+        count = sum(int(np.isnan(shards[i]).sum()) for i in bad)
+        return dataclasses.replace(
+            result,
+            hint=f"{count} NaN values on {where}: TPU interpret mode fills memory never "
+            f"written with NaN, so {self.cause}",
+        )
+
+
+@dataclass(frozen=True)
+class NotRagged(Check):
+    """``inner`` on every example but the ragged one (which has no output to check)."""
+
+    inner: Check = None  # type: ignore[assignment]
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if trial.extra.get("ragged"):
+            return CheckResult(self.name, True, "(a ragged example: refused)")
+        return self.inner(trial)
+
+
+@dataclass(frozen=True)
+class Accumulator(Check):
+    """A float32 VMEM accumulator (for bfloat16 inputs too), stored on the last k step only."""
+
+    name: str = "accumulator"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if trial.extra.get("ragged"):
+            return CheckResult(self.name, True, "(a ragged example: refused)")
+        row = dict(zip(KERNEL_COLUMNS, map(int, np.asarray(trial.extra[OBSERVED])[0])))
+        if row["kernels"] != 1:
+            return CheckResult(
+                self.name, False, f"{row['kernels']} pallas_calls traced; write one kernel",
+                hint="Compute the product inside one pl.pallas_call with a grid, not with "
+                "jnp.dot outside it." if row["kernels"] == 0 else None,
+            )  # fmt: skip
+        if row["acc_low"] or not row["acc_f32"]:
+            return CheckResult(
+                self.name,
+                False,
+                "the kernel's accumulator (its scratch buffer) is not float32",
+                hint="A bfloat16 accumulator rounds the running sum to 8 bits of mantissa at "
+                "every k step: keep it in float32 (pltpu.VMEM((bm, bn), jnp.float32)) and "
+                "cast once, when the output tile is stored.",
+            )
+        if row["stores_unconditional"]:
+            return CheckResult(
+                self.name,
+                False,
+                "the kernel stores its output tile on every k step, not once",
+                hint="The output written on every k step: the output tile is complete only "
+                "after the last k step; store it under "
+                "@pl.when(pl.program_id(2) == pl.num_programs(2) - 1).",
+            )
+        return CheckResult(self.name, True, "a float32 accumulator, stored on the last k step")
+
+
+MATMUL_NAN = (
+    "a sum read memory before anything was written there: the accumulator not zeroed on "
+    "the first k step (its first += reads uninitialised VMEM), or an output tile never "
+    "stored."
+)
+RING_NAN = (
+    "a block was lost: it never arrived, or was read or sent on before it landed (a wait "
+    "missing, or one receive semaphore shared by several steps)."
+)
+
+
+def _checks(kind: str) -> list[Check]:
+    values = Values(reduce_size=lambda ex: ex["n"]) if kind == "scatter" else Values()
+    return [
+        NaNs(values, RING_NAN),
+        NoRace(),
+        RemoteSteps(),
+        Direction(),
+        _Bytes(kind),
+        ReceiveSemaphores(),
+        Waits(),
+        Barrier(),
+    ]
+
+
+def _Bytes(kind: str) -> Check:  # noqa: N802 (a check's factory)
+    return GatherBytes() if kind == "gather" else ScatterBytes()
+
+
+@dataclass(frozen=True)
+class GatherBytes(RingBytes):
+    what: str = "one block [b, d]"
+
+    def kind(self, trial: Trial) -> str:
+        return "gather"
+
+
+@dataclass(frozen=True)
+class WeightBytes(RingBytes):
+    what: str = "one W block [D/N, F]"
+
+    def kind(self, trial: Trial) -> str:
+        return "matmul"
+
+
+@dataclass(frozen=True)
+class ScatterBytes(RingBytes):
+    what: str = "one float32 partial sum [b, d]"
+
+    def kind(self, trial: Trial) -> str:
+        return "scatter"
+
+
+SPEC = LessonSpec(
+    exercises=[
+        ExerciseSpec(
+            name="tiled_matmul",
+            strategy=_matmul_strategy,
+            explicit=_matmul_explicit,
+            run=_run_matmul,
+            checks=[
+                Refuses(),
+                NotRagged(NaNs(Values(reduce_size=lambda ex: ex["gk"] * ex["bk"]), MATMUL_NAN)),
+                Accumulator(),
+            ],  # fmt: skip
+            max_examples=1,
+        ),
+        ExerciseSpec(
+            name="ring_all_gather",
+            strategy=_ring_strategy,
+            explicit=_ring_explicit("gather"),
+            run=_run_ring("gather"),
+            checks=_checks("gather"),
+            max_examples=1,
+        ),
+        ExerciseSpec(
+            name="ring_reduce_scatter",
+            strategy=_ring_strategy,
+            explicit=_ring_explicit("scatter"),
+            run=_run_ring("scatter"),
+            checks=_checks("scatter"),
+            max_examples=1,
+        ),
+        ExerciseSpec(
+            name="all_gather_matmul",
+            strategy=_gather_matmul_strategy,
+            explicit=_gather_matmul_explicit,
+            run=_run_gather_matmul,
+            checks=[
+                NaNs(Values(reduce_size=lambda ex: ex["n"] * ex["dblock"]), RING_NAN),
+                NoRace(),
+                RemoteSteps(),
+                Direction(),
+                WeightBytes(),
+                Waits(),
+                Barrier(),
+                Overlap(),
+            ],
+            max_examples=1,
+        ),
+    ]
+)
+
+
+interpret_here()
