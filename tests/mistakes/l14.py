@@ -86,7 +86,13 @@ MISTAKES: list[Mistake] = [
           ("does not shard the 4·D part",)),
     _edit("l14-memory-pipeline-holds-pp-micro-batches", "memory_per_chip",
           "held = min(plan.n_micro, plan.pp)", "held = plan.pp",
-          ("n_micro = 1 < pp = 4", "min(n_micro, pp), not pp")),
+          ("n_micro = 3 < pp = 8", "min(n_micro, pp), not pp")),
+    # from drafts/heldback (2026-12-06): on the first example fsdp = pp = 4 then, so this
+    # got "fsdp = 4 splits the batch too", a wrong cause; that example now has pp = 5
+    Mistake(id="l14-activations-of-every-layer-on-a-stage", module=L14,
+            exercise="memory_per_chip", status="failed", check="values",
+            says=("only its own L/pp = 80/5 layers",), never=("splits the batch",),
+            patch=(("layers = m.layers / plan.pp", "layers = m.layers"),)),
     _edit("l14-memory-gpipe-holds-every-micro-batch", "memory_per_chip",
           "held = min(plan.n_micro, plan.pp)", "held = plan.n_micro", ("that is GPipe",)),
     _edit("l14-memory-activations-in-float32", "memory_per_chip",
