@@ -393,11 +393,17 @@ def _lessons_option(
     help="Grade these lessons' catalogued mistakes too, each once: each must fail as its "
     "entry in tests/mistakes/lNN.py says (about 10 s for lesson 1, 4 min for all).",
 )  # fmt: skip
+@click.option(
+    "--lessons", "graded", metavar="all|N[,N…]", default="all", callback=_lessons_option,
+    help="Grade only these lessons' solutions and stubs (default all); the file checks "
+    "are always the whole course's.",
+)  # fmt: skip
 @_ROOT
 @click.pass_context
 def dev_check(
-    ctx: click.Context, static: bool, mistakes: tuple[int, ...] | None, root: Path | None
-) -> None:
+    ctx: click.Context, static: bool, mistakes: tuple[int, ...] | None,
+    graded: tuple[int, ...] | None, root: Path | None,
+) -> None:  # fmt: skip
     """Check the registry, files, solutions and stubs.
 
     The registry matches the files; stubs match solutions; every exercise has a hint and
@@ -407,7 +413,8 @@ def dev_check(
     entry says."""
     from course.commands.dev import check
 
-    sys.exit(check(ctx.find_object(App), grade_code=not static, root=root, mistakes=mistakes))
+    sys.exit(check(ctx.find_object(App), grade_code=not static, root=root, mistakes=mistakes,
+                   graded=graded))  # fmt: skip
 
 
 @dev.command("new")

@@ -84,9 +84,8 @@ ALLOWED_CALLS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullS
 """Custom calls a handed-back program may hold: sharding annotations only."""
 
 
-def check_exported(exported: Any, args: tuple, mesh: Any, calls: Collection[str]) -> None:
-    """The program takes the example's inputs, fits the mesh, calls nothing else
-    (``calls``: its custom calls' targets, :attr:`Read.calls`)."""
+def _takes(exported: Any, args: tuple, mesh: Any) -> None:
+    """The program takes the example's inputs and is made for the mesh's devices."""
     import jax
 
     leaves = jax.tree.leaves(args)
@@ -101,6 +100,12 @@ def check_exported(exported: Any, args: tuple, mesh: Any, calls: Collection[str]
         raise StudentProcessDied(
             f"it handed back a program for {exported.nr_devices} devices, not {need}"
         )
+
+
+def check_exported(exported: Any, args: tuple, mesh: Any, calls: Collection[str]) -> None:
+    """The program takes the example's inputs, fits the mesh, calls nothing else
+    (``calls``: its custom calls' targets, :attr:`Read.calls`)."""
+    _takes(exported, args, mesh)
     here = mesh.devices.flat[0].platform if mesh is not None else platform_here()
     made_for = [str(p).lower() for p in getattr(exported, "platforms", None) or [here]]
     if here not in made_for and not (here == "gpu" and {"cuda", "rocm"} & set(made_for)):
@@ -177,3 +182,41 @@ def donated_argnums(exported: Any, module: Any = None) -> tuple[int, ...]:
             out.append(index)
         first += arg.num_leaves
     return tuple(out)
+
+
+KERNEL_CALL = "tpu_custom_call"
+"""The custom call a Pallas TPU kernel lowers to (its body: the kernel's Mosaic IR). A
+program that holds one is only ever read here (:func:`read_kernels`), never compiled or
+run: :func:`check_exported` refuses it like any other call out of the devices."""
+
+
+def read_kernels(exported: Any, args: tuple, mesh: Any) -> tuple[Any, ...]:
+    """The Pallas TPU kernels of a program handed over exported for a TPU
+    (``Runtime.kernels``), read from their Mosaic IR (:func:`grader.measure.mosaic.kernels`)
+    after the checks :func:`check_exported` makes of any program: it takes the example's
+    inputs and fits the mesh, it was made for a TPU, and it calls nothing but kernels and
+    sharding annotations. Nothing of it is compiled or run; an empty tuple: no kernel."""
+    from grader.measure import mosaic, stablehlo
+
+    _takes(exported, args, mesh)
+    made_for = [str(p).lower() for p in getattr(exported, "platforms", None) or ()]
+    if made_for != ["tpu"]:
+        raise StudentProcessDied(
+            f"it handed back a program made for {', '.join(made_for) or 'no platform'} "
+            "where its kernels for a TPU were asked"
+        )
+    try:
+        module = stablehlo.parse_exported(exported)
+        calls = frozenset(stablehlo.custom_calls(module))
+    except stablehlo.Unrecognised as exc:
+        raise GraderFault(f"the grader cannot read your exported program: {exc}") from None
+    unknown = sorted(t for t in calls if t not in ALLOWED_CALLS | {KERNEL_CALL})
+    if unknown:
+        raise HostCall(
+            "your program calls out of the devices (" + ", ".join(unknown[:3]) + "); the grader "
+            "reads Pallas kernels and sharding annotations only: compute with jax operations"
+        )
+    try:
+        return mosaic.kernels(module, exported.nr_devices)
+    except stablehlo.Unrecognised as exc:
+        raise GraderFault(f"the grader cannot read your kernel's Mosaic IR: {exc}") from None

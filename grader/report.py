@@ -428,8 +428,10 @@ def _device_map(d: ev.DeviceMap, exercise: ExerciseResult | None) -> list[Render
         )
     if d.where:
         out.append(Text.assemble(("where  ", "bold"), d.where))
+    hint = (exercise.hint or "").lower() if exercise is not None else ""
     for said in d.measured or []:
-        out.append(Text.assemble(("measured  ", "bold"), said))
+        if said.lower() not in hint:  # a relation the hint says whole is said once, there
+            out.append(Text.assemble(("measured  ", "bold"), said))
     return out
 
 

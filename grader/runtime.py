@@ -199,12 +199,67 @@ class Runtime:
         """How this runtime treats the program built around the student's function."""
         raise NotImplementedError
 
+    def kernels(self, program: Callable[..., Any], args: tuple[Any, ...], mesh: Any) -> tuple:
+        """The Pallas TPU kernels of ``program`` (built around the student's function, as
+        for :meth:`compile_and_run`), read by the grading process from the program
+        exported for a TPU (:func:`grader.exported.read_kernels`: grid, windows, DMAs,
+        semaphores, barrier, matmuls, stores, as :mod:`grader.measure.mosaic` reads them).
+        Never compiled or run, here or in the student's process, so a host with no TPU
+        reads them too. In the student's process, where nothing is read, the tuple is
+        empty: a spec keeps what it reads for its checks and computes nothing from it.
+        The values come from elsewhere (the student's function called in TPU interpret
+        mode; on a TPU, the program compiled)."""
+        return self.student_kernels(program, args, mesh)
+
+    def student_kernels(
+        self, program: Callable[..., Any], args: tuple[Any, ...], mesh: Any
+    ) -> tuple:
+        """How this runtime reads the kernels of a program (:meth:`kernels`): exported
+        and read in this process."""
+        import jax
+
+        from grader.exported import read_kernels
+
+        try:
+            exported = export_for_tpu(program, args)
+        except Exception as exc:
+            raise StudentReturnError(why_no_kernel(exc)) from None
+        return read_kernels(jax.export.deserialize(exported.serialize()), args, mesh)
+
 
 class InProcess(Runtime):
     """Everything in this process: the tests, ``course dev``, benchmarks."""
 
     def student_program(self, program, args, mesh, compiler_options, extra) -> Trial:
         return compile_here(program, args, mesh, self.example, compiler_options, extra, self.salt)
+
+
+def export_for_tpu(program: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """``program`` traced on ``args`` and exported for a TPU (``jax.export``, which needs no
+    TPU), with TPU interpret mode off for it: a process may run every kernel in interpret
+    mode (lesson 17 sets it), and an interpreted kernel lowers to host callbacks, which
+    neither export nor say what the chip would run."""
+    import jax
+    from jax.experimental.pallas import tpu as pltpu
+
+    with pltpu.force_tpu_interpret_mode(None):  # type: ignore[arg-type]
+        return jax.export.export(jax.jit(program), platforms=["tpu"])(*args)
+
+
+def why_no_kernel(exc: Exception) -> str:
+    """What the student is told where their kernel cannot be exported for a TPU."""
+    text = str(exc)
+    if "callback" in text or "different from the lowering platform" in text:
+        # what an interpreted kernel's callbacks (bound to this CPU) say, exported for a TPU
+        return (
+            "your kernel could not be exported for a TPU: it runs on the host (a callback, or "
+            "interpret= passed to pallas_call): leave interpret mode to the grader, which "
+            f"reads the kernel a TPU would run. ({text.splitlines()[0][:200]})"
+        )
+    return (
+        "your kernel could not be lowered for a TPU, which the grader reads it from: "
+        f"{(text.strip().splitlines() or [type(exc).__name__])[0][:300]}"
+    )
 
 
 def compile_here(

@@ -5,6 +5,7 @@ equals instead, and no cause without its measurement; each relation tested both 
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 import pytest
@@ -225,6 +226,48 @@ def test_values_reports_where_and_what_it_measured_on_the_device_map():
     right = Values()(Trial({}, output=_sharded(want, mesh), expected=want, mesh=mesh))
     assert right.passed and right.evidence[0].where is None and right.evidence[0].measured is None
     del jax
+
+
+def test_a_factor_equal_to_several_of_the_examples_quantities_names_them_all():
+    """One example cannot tell 1/(rows = 2) from ½ (a value not doubled, on an example
+    with rows = 2): both are named, the first leading; a factor only one quantity equals
+    names that one alone (issue 45 §5)."""
+    from grader.measure import devices
+
+    mesh = devices.make_mesh((3,), ("x",))
+    want = np.arange(1.0, 13.0, dtype=np.float32)
+    half = Values()(Trial({"rows": 2}, output=_sharded(want / 2, mesh), expected=want, mesh=mesh))
+    assert "the factor is 1/(rows = 2) (or ½: equal on this example)" in half.hint, half.hint
+    five = {"rows": 2, "k": 5}
+    alone = Values()(Trial(five, output=_sharded(want * 5, mesh), expected=want, mesh=mesh))
+    assert "the factor is k = 5." in alone.hint, alone.hint
+
+
+def test_the_report_says_a_relation_once_where_the_hint_is_that_relation():
+    """The terminal report's "measured" line is left out where the hint repeats it whole
+    (it was printed twice); one the hint does not hold is still drawn."""
+    from grader.measure import devices
+    from grader.report import draw
+    from grader.results import ExerciseResult, Status
+
+    mesh = devices.make_mesh((3,), ("x",))
+    want = np.arange(1.0, 13.0, dtype=np.float32)
+    r = Values()(Trial({"k": 5}, output=_sharded(want * 5, mesh), expected=want, mesh=mesh))
+    (device_map,) = r.evidence
+    said = device_map.measured[0]
+
+    def drawn(hint: str) -> str:
+        from rich.console import Console
+
+        e = ExerciseResult(lesson=1, exercise="f", status=Status.FAILED, hint=hint)
+        console = Console(width=400, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+        for part in draw(device_map, e):
+            console.print(part)
+        return console.export_text()
+
+    assert said.lower() in r.hint.lower()
+    assert "measured" not in drawn(r.hint)
+    assert f"measured  {said}" in drawn("Something else.")
 
 
 def test_a_pytree_failure_says_which_leaves_are_right():

@@ -536,11 +536,13 @@ def _course_at(root: Path) -> Course:
 
 def check(
     app: App, grade_code: bool = True, timeout: float = 120.0, root: Path | None = None,
-    mistakes: Sequence[int] | None = (),
+    mistakes: Sequence[int] | None = (), graded: Sequence[int] | None = None,
 ) -> int:  # fmt: skip
     """``course dev check``: the repository at ``root`` (default: this one, or
     ``COURSE_ROOT``), its own course.toml included; ``mistakes``: the lessons whose
-    catalogue of mistakes is graded too (:func:`mistake_problems`; None: every lesson's)."""
+    catalogue of mistakes is graded too (:func:`mistake_problems`; None: every lesson's);
+    ``graded``: the lessons whose solutions and stubs are graded (None: every lesson's;
+    the file checks are the whole course's whatever it is)."""
     from grader.sandbox.protocol import LessonJob, Request
     from grader.sandbox.runner import grade
 
@@ -555,10 +557,15 @@ def check(
     course = _course_at(root)
     problems = static_problems(course, root)
     rows: list[tuple[str, str, bool, str]] = []
+    if graded is not None:
+        unknown = sorted(set(graded) - {lesson.number for lesson in course.lessons})
+        if unknown:
+            raise click.UsageError(f"--lessons: no lesson {', '.join(map(str, unknown))}")
     if grade_code and not problems:
         lessons = tuple(
             LessonJob(lesson.number, lesson.module, tuple(e.name for e in lesson.exercises))
             for lesson in course.lessons
+            if graded is None or lesson.number in graded
         )
         for folder, want in (("solutions", Status.PASSED), ("exercises", Status.NOT_STARTED)):
             with app.console.status(f"grading {folder}/ …"):
@@ -604,6 +611,11 @@ def check(
         Text(
             f"✔ {len(course.lessons)} lessons consistent"
             + (", solutions pass, stubs not started" if grade_code else "")
+            + (
+                f" (lessons {', '.join(map(str, graded))} graded)"
+                if grade_code and graded is not None
+                else ""
+            )  # fmt: skip
             + (
                 f", {caught} catalogued mistake{'s' * (caught != 1)} caught with their words"
                 if mistakes

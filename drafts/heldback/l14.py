@@ -26,18 +26,6 @@ HELD: list[Held] = [
         ),
     ),
     Held(
-        id="hb-l14-activations-of-every-layer-on-a-stage",
-        module=M,
-        exercise="memory_per_chip",
-        what=(
-            "The learner counted the activations of all L layers on the first pipeline stage, "
-            "though a stage holds only its L/pp layers."
-        ),
-        cause=("l/pp", "stage's layers", "per stage", "its layers"),
-        kind="factor",
-        patch=(("layers = m.layers / plan.pp", "layers = m.layers"),),
-    ),
-    Held(
         id="hb-l14-pipeline-hops-on-the-link-of-pp-chips",
         module=M,
         exercise="step_time",

@@ -142,8 +142,10 @@ def quantities(
     for size in dict.fromkeys(itemsizes):
         base.append(Quantity(float(size), f"the itemsize ({size} bytes)"))
     base.append(Quantity(2.0, "2"))
-    roots = [
-        Quantity(math.sqrt(q.value), f"√({q.name})") for q in base if q.value > 1 and q.name != "2"
+    roots = [  # of counts and sizes: √N is a scale (1/√d), √itemsize never one
+        Quantity(math.sqrt(q.value), f"√({q.name})")
+        for q in base
+        if q.value > 1 and q.name != "2" and not q.name.startswith("the itemsize")
     ]
     every = [q for q in base + roots if q.value > 0 and q.value != 1.0]
     out = every + [
@@ -153,8 +155,21 @@ def quantities(
 
 
 def name_factor(c: float, known: Sequence[Quantity], rel: float = 1e-6) -> Quantity | None:
-    """The first quantity equal to ``c`` (relatively within ``rel``), or None."""
-    return next((q for q in known if abs(c - q.value) <= rel * abs(q.value)), None)
+    """The first quantity equal to ``c`` (relatively within ``rel``), or None; named with
+    the others equal to it (:func:`also_equal`)."""
+    q = next((q for q in known if abs(c - q.value) <= rel * abs(q.value)), None)
+    return None if q is None else also_equal(q, known)
+
+
+def also_equal(q: Quantity, known: Sequence[Quantity]) -> Quantity:
+    """``q``, its name followed by every other quantity of the example equal to it: one
+    example cannot tell 1/(rows = 2) from ½ when rows = 2, so a hint names both (issue 45
+    §5: no cause the measurement does not show). The first name leads, as before."""
+    same = [k.name for k in known if k.name != q.name and abs(k.value - q.value) <= 1e-9 * q.value]
+    same = list(dict.fromkeys(same))
+    if not same:
+        return q
+    return Quantity(q.value, f"{q.name} (or {', or '.join(same[:3])}: equal on this example)")
 
 
 # ------------------------------------------------------------ relations
@@ -287,7 +302,7 @@ def _factor(
     near = [q for q in known if abs(q.value - c) <= 0.05 * abs(c)]  # only these can hold
     for q in sorted(near, key=lambda q: abs(q.value - c)):
         if np.all(close(a / q.value, e)):
-            return q.value, q
+            return q.value, also_equal(q, known)
     if abs(c - 1) <= 1e-9 or not varied or not np.all(close(a / c, e)):
         return None
     return c, None

@@ -46,7 +46,13 @@ from grader import phases
 from grader import runtime as runtimes
 from grader.backend import Backend, Examples, RuntimeFor
 from grader.engine import LESSONS, load_spec
-from grader.exported import check_exported, platform_here, read_exported, theirs
+from grader.exported import (
+    check_exported,
+    platform_here,
+    read_exported,
+    read_kernels,
+    theirs,
+)
 from grader.faults import (
     Abandoned,
     GraderFault,
@@ -57,6 +63,7 @@ from grader.faults import (
 )
 from grader.runtime import SAID_UNCHECKED, Runtime
 from grader.sandbox import jail, processes, wire
+from grader.sandbox.book import Book
 from grader.sandbox.channel import (
     LINE_LIMIT,
     Channel,
@@ -94,9 +101,12 @@ for ended first) is waited for before the next exercise (:meth:`StudentProcess.s
 class StudentProcess:
     """The student's process, started on first use and again after it dies.
 
-    Safe to use from two threads (the next example is prepared in one while the
-    current one runs: :mod:`grader.sandbox.prepared`): questions are numbered, one thread at a time
-    reads the answers and keeps the others' for them."""
+    Safe to use from several threads (the next example is prepared in one while the
+    current one runs: :mod:`grader.sandbox.prepared`): questions are numbered and
+    sent on its :class:`~grader.sandbox.channel.Channel`; one reader thread a
+    process (:meth:`_read`) reads every line it sends and files it in the
+    process's :class:`~grader.sandbox.book.Book`; each asking thread waits on one
+    condition for its own answer (:meth:`receive`)."""
 
     def __init__(
         self, directory: str, module: str, spares: Ahead | None = None,
@@ -116,18 +126,16 @@ class StudentProcess:
         self.functions: set[str] = set()
         self.load_error: str | None = None
         self.channel: Channel | None = None
-        """Its questions and answers, one line each (:mod:`grader.sandbox.channel`)."""
+        """Its questions and answers, one line each (:mod:`grader.sandbox.channel`):
+        written here, read by its reader thread only."""
+        self._book = Book()
+        """The running process's open questions and what came for them."""
         self._loaded = False
         self._loading: int | None = None
-        self._pending: set[int] = set()
-        self._stash: dict[int, dict] = {}
-        self._parts: dict[tuple[int, int], dict] = {}
-        self._moot: set[int] = set()
-        self._lock = threading.RLock()
-        self._cv = threading.Condition(self._lock)
-        """Held for every change of state; waited on for the reader's turn."""
-        self._reading: subprocess.Popen | None = None
-        """The process whose answers a thread is reading now (outside the lock)."""
+        self._seq = 0
+        self._cv = threading.Condition(threading.RLock())
+        """Held for every change of state (re-entrant: start → spawn → receive
+        nest); waited on for answers (a wait releases every level)."""
         self.closed = False
         """The lesson's grading is over: never started again (by a thread still
         preparing an example nobody wants)."""
@@ -139,7 +147,7 @@ class StudentProcess:
     @property
     def waiting(self) -> int:
         """Questions asked and not answered yet."""
-        return len(self._pending)
+        return len(self._book.pending)
 
     # -------------------------------------------------------------- life
 
@@ -156,8 +164,6 @@ class StudentProcess:
                 raise StudentProcessDied("a helper's process is not started again")
             if not self.helper and threading.current_thread() is not self._owner:
                 raise NotStartedHere("it is not running, and only the grading thread starts it")
-            while self._reading is not None:  # a thread still reading the one stopped
-                self._cv.wait()
             if self.helper:  # started by the grading thread already: taken from any thread
                 assert self._given is not None
                 ready, self._given = Ready(self._given, asked=True), None
@@ -178,24 +184,21 @@ class StudentProcess:
         from); ``pending``: the questions whose answers are awaited from it (0: its
         "ready" line), the last one asked last; ``loaded``: it has imported the
         module already. What :meth:`spawn` does with the process it starts; a test
-        hands over a pipe of its own."""
+        hands over a pipe of its own. Its reader thread starts here."""
         with self._cv:
-            self.proc = channel[0]
-            self.channel = Channel(channel[1], channel[2], ANSWER_LIMIT)
+            proc = self.proc = channel[0]
+            talk = self.channel = Channel(channel[1], channel[2], ANSWER_LIMIT)
+            book = self._book = Book(pending)
             self._seq = max(pending)
-            self._pending = set(pending)
-            self._stash = {}
-            self._parts = {}
-            """Lines sent ahead of an answer (an export's programs), by (question, index)."""
-            self._moot = set()
-            """Questions whose answer and parts are dropped as they come (:meth:`forget`)."""
             self._loaded = loaded
+        threading.Thread(target=self._read, args=(proc, talk, book), daemon=True,
+                         name="student's answers").start()  # fmt: skip
 
     def start(self) -> None:
         """:meth:`spawn`, then import the module in the process (the student's
         time: the caller bounds it with the exercise's limit)."""
         with self._cv:
-            if self.proc is not None and self._reading is None and self.proc.poll() is not None:
+            if self.proc is not None and self.proc.poll() is not None:
                 self.stop()  # it ended while nobody waited for it (on a question asked ahead)
             if self.proc is not None and self._loaded:
                 return
@@ -208,16 +211,15 @@ class StudentProcess:
             self.functions = set(answer.get("functions") or [])
 
     def stop(self) -> None:
+        """Kill the process; whoever waits for it is told. Its reader closes the side
+        it reads when it sees the stop (within a second)."""
         with self._cv:
             proc, self.proc = self.proc, None
             if proc is None:
                 return
             assert self.channel is not None
-            if self._reading is not proc:
-                self.channel.close()
-            else:  # its reader closes the side it reads when it sees the stop
-                with contextlib.suppress(OSError):
-                    self.channel.out.close()  # type: ignore[union-attr]
+            with contextlib.suppress(OSError):
+                self.channel.out.close()  # type: ignore[union-attr]
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -265,7 +267,7 @@ class StudentProcess:
                 self.start()
             assert self.proc is not None
             self._seq += 1
-            self._pending.add(self._seq)
+            self._book.ask(self._seq)
             try:
                 assert self.channel is not None
                 self.channel.send({**question, "seq": self._seq})
@@ -279,52 +281,27 @@ class StudentProcess:
             return self._seq
 
     def receive(self, seq: int, deadline: float | None = None, part: int | None = None) -> dict:
-        """The answer to question ``seq``; answers to other questions asked
-        before it are kept for later (a moot one: :meth:`settle`).
-        ``deadline`` (``time.monotonic()``): :class:`Overdue` after it (the
-        process is stopped). ``part``: the ``part``-th of the lines the process
-        sends ahead of its answer (an export's programs, each sent as soon as it
-        is exported), or the answer itself where it ended with fewer."""
+        """The answer to question ``seq`` (answers to others are kept for their
+        askers). ``deadline`` (``time.monotonic()``): :class:`Overdue` after it
+        (the process is stopped). ``part``: the ``part``-th of the lines the
+        process sends ahead of its answer (an export's programs, each sent as
+        soon as it is exported), or the answer itself where it ended with fewer."""
         with self._cv:
-            proc = self.proc
-            while seq not in self._stash and (part is None or (seq, part) not in self._parts):
-                if self.proc is not proc or proc is None:  # stopped by another thread
+            proc, book = self.proc, self._book
+            while (answer := book.take(seq, part)) is None:
+                if proc is None or self.proc is not proc:
+                    if book.closed is not None:  # it ended, or said what is no answer
+                        raise book.closed()
                     raise StudentProcessDied("it was stopped while the grader waited for it")
+                wait = 1.0 if deadline is None else min(1.0, deadline - time.monotonic())
                 try:
-                    if self._reading is not None:  # another thread reads: its turn first
-                        self._cv.wait()
-                        continue
-                    line = self._read_line_unlocked(proc, deadline)
+                    if wait <= 0:
+                        raise Overdue()
+                    self._cv.wait(wait)  # a time limit's signal ends it too
                 except BaseException:  # a time limit, an interrupt: its state is unknown now
                     if self.proc is proc:
                         self.stop()
                     raise
-                try:
-                    answer = json.loads(line)
-                except (ValueError, RecursionError):
-                    answer = None
-                got = answer.get("seq") if isinstance(answer, dict) else None
-                if got not in self._pending:
-                    self.stop()
-                    raise StudentProcessDied(
-                        "something wrote on the grader's channel to it that is not the grader's answer"
-                    )
-                k = answer.get("part")
-                ahead = isinstance(k, int) and not isinstance(k, bool)
-                if not ahead:
-                    self._pending.discard(got)
-                if got in self._moot:  # forgotten: nobody takes it
-                    if not ahead:
-                        self._moot.discard(got)
-                elif ahead:
-                    self._parts[(got, k)] = answer  # more lines follow for this question
-                else:
-                    self._stash[got] = answer
-                self._cv.notify_all()
-            if part is not None and (seq, part) in self._parts:
-                answer = self._parts.pop((seq, part))
-            else:
-                answer = self._stash.pop(seq)
         if "fault" in answer:
             raise StudentFault(str(answer["fault"]))
         return answer
@@ -333,13 +310,8 @@ class StudentProcess:
         """Nobody takes question ``seq``'s answer or what it sent ahead of it (an
         example's export pass once the example is over): dropped, now and as it comes."""
         with self._cv:
-            if self.proc is None:
-                return
-            self._stash.pop(seq, None)
-            for key in [key for key in self._parts if key[0] == seq]:
-                del self._parts[key]
-            if seq in self._pending:
-                self._moot.add(seq)
+            if self.proc is not None:
+                self._book.forget(seq)
 
     def settle(self, seq: int, limit: float = MOOT_LIMIT) -> None:
         """Wait up to ``limit`` seconds for the answer to question ``seq`` (asked
@@ -347,54 +319,62 @@ class StudentProcess:
         answer in time, is stopped (it is started afresh when next needed): what a
         moot question did to it is never charged to the next exercise."""
         with self._cv:
-            taken = self.proc is None or (seq not in self._pending and seq not in self._stash)
+            taken = self.proc is None or self._book.settled(seq)
         if not taken:
-            with contextlib.suppress(StudentProcessDied, StudentFault, Overdue):
+            with contextlib.suppress(StudentProcessDied, StudentFault, SandboxFailed, Overdue):
                 self.receive(seq, deadline=time.monotonic() + limit)
         self.forget(seq)  # what it sent ahead of its answer
 
-    def _read_line_unlocked(self, proc: subprocess.Popen, deadline: float | None = None) -> bytes:
-        """One line from ``proc``, read with the lock released (this thread is the
-        reader meanwhile); called with the lock held."""
-        channel = self.channel
-        assert channel is not None
-        self._reading = proc
-        held = 0  # every level this thread holds (start → spawn → receive nest): all released
-        while True:
-            try:
-                self._lock.release()
-            except RuntimeError:  # not held any more
-                break
-            held += 1
-        try:
-            return self._read_line(proc, channel, deadline)
-        finally:
-            for _ in range(held):
-                self._lock.acquire()
-            self._reading = None
-            if self.proc is not proc:  # stopped meanwhile: the side it read is ours to close
-                channel.close()
-            self._cv.notify_all()
+    # -------------------------------------------------------------- its reader
 
-    def _read_line(self, proc: subprocess.Popen, channel: Channel, deadline: float | None) -> bytes:
+    def _read(self, proc: Any, channel: Channel, book: Book) -> None:
+        """The reader thread of ``proc``: every line it sends, filed in ``book``,
+        until it ends or is stopped; then the side read is closed."""
         try:
-            return channel.read_line(deadline, stopped=lambda: self.proc is not proc)
-        except Stopped:
-            raise StudentProcessDied("it was stopped while the grader waited for it") from None
-        except ChannelEnded:
-            code = proc.wait()
-            with self._cv:
-                why = processes.setup_failure(proc)
-                if self.proc is proc:
-                    self.stop()
-            if why is not None:
-                raise SandboxFailed(why) from None
-            raise StudentProcessDied(_ended(code)) from None
-        except LineTooLong:
-            with self._cv:
-                if self.proc is proc:
-                    self.stop()
-            raise StudentProcessDied("it sent an answer larger than the grader takes") from None
+            while True:
+                try:
+                    line = channel.read_line(stopped=lambda: self.proc is not proc)
+                except Stopped:
+                    return
+                except ChannelEnded:
+                    code = proc.wait()
+                    with self._cv:
+                        why = processes.setup_failure(proc)
+                    if why is not None:
+                        self._closed(proc, book, functools.partial(SandboxFailed, why))
+                    else:
+                        self._closed(
+                            proc, book, functools.partial(StudentProcessDied, _ended(code))
+                        )
+                    return
+                except LineTooLong:
+                    self._closed(proc, book, functools.partial(
+                        StudentProcessDied, "it sent an answer larger than the grader takes"))  # fmt: skip
+                    return
+                except OSError:  # its side closed under it: stopped
+                    return
+                try:
+                    answer = json.loads(line)
+                except (ValueError, RecursionError):
+                    answer = None
+                with self._cv:
+                    if not book.file(answer):
+                        self._closed(proc, book, functools.partial(
+                            StudentProcessDied, "something wrote on the grader's channel to "
+                            "it that is not the grader's answer"))  # fmt: skip
+                        return
+                    self._cv.notify_all()
+        finally:
+            channel.close()
+
+    def _closed(self, proc: Any, book: Book, error: Callable[[], BaseException]) -> None:
+        """Nothing more comes from ``proc``: its waiters raise ``error()``, and it is
+        stopped (its state is unknown)."""
+        with self._cv:
+            book.closed = error
+            if self.proc is proc:
+                self.stop()
+            self._cv.notify_all()
 
 
 def _ended(code: int | None) -> str:
@@ -773,6 +753,29 @@ class Replaying(Runtime):
                 read_as=_inputs_key(args, mesh, compiler_options),
                 memory_limit=replay_limit(mesh, self.session.process.spares.sandbox.memory),
             )
+
+    def student_kernels(self, program, args, mesh) -> tuple:
+        """The program exported for a TPU by the student's process, read here, never run
+        (:meth:`Runtime.kernels`): its place among the example's programs is asked for as
+        any program's is."""
+        import jax
+
+        k, self.index = self.index, self.index + 1
+        if k and self.turn is not None:
+            self.turn.wait()
+        answer, self.asked = self.session.export(
+            self.exercise, self.example, k, self.following, self.turn, self.asked
+        )
+        if "ok" not in answer:
+            raise_from(answer)
+        self.answered.set()
+        try:
+            exported = jax.export.deserialize(bytearray(base64.b64decode(str(answer["blob"]))))
+        except Exception as exc:
+            raise StudentProcessDied(
+                f"it handed back a program the grader cannot read ({exc})"
+            ) from None
+        return read_kernels(exported, args, mesh)
 
 
 def replay_limit(mesh: Any, memory: str = "") -> int | None:

@@ -41,9 +41,9 @@ def best_plan(m, hw, global_batch):
 L14 = "l14_planning"
 
 
-def _edit(id: str, exercise: str, old: str, new: str, says: tuple[str, ...], check: str = "values") -> Mistake:  # fmt: skip
+def _edit(id: str, exercise: str, old: str, new: str, says: tuple[str, ...], check: str = "values", never: tuple[str, ...] = ()) -> Mistake:  # fmt: skip
     return Mistake(id=id, module=L14, exercise=exercise, status="failed", check=check,
-                   says=says, patch=((old, new),))  # fmt: skip
+                   says=says, never=never, patch=((old, new),))  # fmt: skip
 
 
 MEMORY_RETURN = '"optimizer": ADAM * p / shards,'
@@ -86,7 +86,12 @@ MISTAKES: list[Mistake] = [
           ("does not shard the 4·D part",)),
     _edit("l14-memory-pipeline-holds-pp-micro-batches", "memory_per_chip",
           "held = min(plan.n_micro, plan.pp)", "held = plan.pp",
-          ("n_micro = 1 < pp = 4", "min(n_micro, pp), not pp")),
+          ("n_micro = 3 < pp = 8", "min(n_micro, pp), not pp")),
+    # from drafts/heldback (2026-12-06): on the first example fsdp = pp = 4 then, so this
+    # got "fsdp = 4 splits the batch too", a wrong cause; that example now has pp = 5
+    _edit("l14-activations-of-every-layer-on-a-stage", "memory_per_chip",
+          "layers = m.layers / plan.pp", "layers = m.layers",
+          ("only its own L/pp = 80/5 layers",), never=("splits the batch",)),
     _edit("l14-memory-gpipe-holds-every-micro-batch", "memory_per_chip",
           "held = min(plan.n_micro, plan.pp)", "held = plan.n_micro", ("that is GPipe",)),
     _edit("l14-memory-activations-in-float32", "memory_per_chip",
@@ -100,7 +105,7 @@ MISTAKES: list[Mistake] = [
     _edit("l14-memory-tokens-not-divided-by-fsdp", "memory_per_chip",
           "tokens = global_batch / (plan.dp * plan.fsdp * plan.n_micro) * m.seq",
           "tokens = global_batch / (plan.dp * plan.n_micro) * m.seq",
-          ("splits the batch too", "B/(dp·fsdp·n_micro)")),
+          ("splits the batch too", "B/(dp·fsdp·n_micro)"), never=("L/pp",)),
     # ---------------------------------------------------------------- step_time
     _edit("l14-time-ring-of-n-steps", "step_time",
           'hops = {"all_gather": n - 1, "reduce_scatter": n - 1, "all_reduce": 2 * (n - 1)}[kind]',

@@ -130,6 +130,7 @@ def activation_bytes(
     held: int | None = None,
     replicated_over_tp: bool = True,
     how: Costing = REFERENCE,
+    layers: float | None = None,
 ) -> float:
     """Activations on one chip (the first pipeline stage, which holds the most).
 
@@ -141,7 +142,7 @@ def activation_bytes(
     remat = plan.remat if remat is None else remat
     held = in_flight(plan) if held is None else held
     tokens = micro_tokens(m, plan, global_batch, how)
-    layers = m.layers / plan.pp
+    layers = m.layers / plan.pp if layers is None else layers
     full = layer_bytes_per_token(m, plan.tp, replicated_over_tp, how)
     if remat == "none":
         return held * tokens * layers * full

@@ -121,6 +121,10 @@ def memory_variants(m: Model, plan: Plan, batch: int) -> dict[str, tuple[dict[st
                                      "With remat, one layer's full activations of one "
                                      "micro-batch are alive while it is recomputed: add tokens "
                                      "· 2·(4·D + (2·H·(N + K) + 3·F)/tp).")  # fmt: skip
+    if plan.pp > 1:
+        out["layers-all"] = (variant(activations=acts(layers=m.layers)), f"A stage holds "
+                             f"only its own L/pp = {m.layers}/{plan.pp} layers, and their "
+                             f"activations: not all L = {m.layers} of them.")  # fmt: skip
     if plan.n_micro < plan.pp:
         out["held-pp"] = (variant(activations=acts(held=plan.pp)), f"With n_micro = "
                           f"{plan.n_micro} < pp = {plan.pp} micro-batches, a stage holds only "

@@ -365,9 +365,9 @@ def _run_memory(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
 
 
 MEMORY_EXPLICIT = [
-    {"model": L70, "plan": (3, 4, 8, 4, 12), "remat": "none", "batch": 144, "grads": "bf16"},
-    {"model": L70, "plan": (3, 4, 8, 4, 12), "remat": "block", "batch": 144, "grads": "fp32"},
-    {"model": L70, "plan": (1, 3, 8, 4, 1), "remat": "none", "batch": 3, "grads": "bf16"},
+    {"model": L70, "plan": (3, 4, 8, 5, 15), "remat": "none", "batch": 180, "grads": "bf16"},
+    {"model": L70, "plan": (3, 4, 8, 5, 15), "remat": "block", "batch": 180, "grads": "fp32"},
+    {"model": L70, "plan": (1, 3, 8, 8, 3), "remat": "none", "batch": 9, "grads": "bf16"},
     {"model": L8, "plan": (1, 1, 1, 1, 1), "remat": "none", "batch": 1, "grads": "bf16"},
     {"model": MODEL_TWISTS[1], "plan": (3, 1, 3, 7, 2), "remat": "block", "batch": 12,
      "grads": "fp32"},
@@ -376,14 +376,15 @@ MEMORY_EXPLICIT = [
 n_micro < pp; one chip; three heads split three ways over seven stages (seven layers).
 Drawn so that the suspects differ where they first show: in the first, activations in
 float32 give 2×, GPipe's n_micro micro-batches 3× (n_micro/pp = 3), tokens not divided by
-fsdp 4×, and weights counted as elements ½ against dp = 3 not sharding them ⅓; in the
-third, pp micro-batches held give 4× (n_micro = 1), fsdp's 3× and float32's 2×
-(``tests/test_l14.py`` holds every suspect alone where it first shows)."""
+fsdp 4×, all L layers on a stage 5× (pp = 5), and weights counted as elements ½ against
+dp = 3 not sharding them ⅓; in the third, pp micro-batches held give 8/3× (n_micro = 3),
+all L layers 8×, fsdp's 3× and float32's 2× (``tests/test_l14.py`` holds every suspect
+alone where it first shows)."""
 MEMORY_PURPOSE = [
     (
         MEMORY_EXPLICIT[0],
-        "dp = 3, fsdp = 4, tp = 8, pp = 4, all above 1, n_micro = 12, no remat, "
-        "bf16 gradients: weights over fsdp·tp·pp = 128, pp = 4 micro-batches held",
+        "dp = 3, fsdp = 4, tp = 8, pp = 5, all above 1, n_micro = 15, no remat, "
+        "bf16 gradients: weights over fsdp·tp·pp = 160, pp = 5 micro-batches held",
     ),
     (
         MEMORY_EXPLICIT[1],
@@ -392,8 +393,8 @@ MEMORY_PURPOSE = [
     ),
     (
         MEMORY_EXPLICIT[2],
-        "n_micro = 1 < pp = 4 (fsdp = 3, tp = 8), 3 sequences: one micro-batch "
-        "in flight, held = min(n_micro, pp) = 1",
+        "n_micro = 3 < pp = 8 (fsdp = 3, tp = 8), 9 sequences: three micro-batches "
+        "in flight, held = min(n_micro, pp) = 3",
     ),
     (
         MEMORY_EXPLICIT[3],
