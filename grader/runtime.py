@@ -101,6 +101,12 @@ class Runtime:
     """The lesson's clusters (:class:`grader.backend.Clusters`), set by the backend
     that made this runtime (None: no cluster can be reached from it)."""
 
+    exporting: bool = False
+    """True in the student's process, where the spec's ``run`` only hands its programs
+    over (:class:`grader.sandbox.student.Exporting`): nothing computed there is read, so
+    a ``run`` may skip work only a check reads (lesson 17's interpret-mode call of the
+    student's function, a second a kernel)."""
+
     memory_limit: Callable[[Any], int | None] | None = None
     """Bytes a handed-back program may need on all its devices together, by its
     mesh (None: no limit), set by the backend: the sandbox's limit where the

@@ -66,6 +66,8 @@ class Exporting(Runtime):
     earlier one's output. The data comes from this process's own random salt
     (decoy data)."""
 
+    exporting = True
+
     def __init__(self, example: Example, salt: int, send: Any,
                  platforms: Mapping[str, str] | None = None):  # fmt: skip
         super().__init__(example, salt)
