@@ -226,10 +226,7 @@ class Runtime:
 
         from grader.exported import read_kernels
 
-        try:
-            exported = export_for_tpu(program, args)
-        except Exception as exc:
-            raise StudentReturnError(why_no_kernel(exc)) from None
+        exported = export_for_tpu(program, args)
         return read_kernels(jax.export.deserialize(exported.serialize()), args, mesh)
 
 
@@ -244,12 +241,18 @@ def export_for_tpu(program: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     """``program`` traced on ``args`` and exported for a TPU (``jax.export``, which needs no
     TPU), with TPU interpret mode off for it: a process may run every kernel in interpret
     mode (lesson 17 sets it), and an interpreted kernel lowers to host callbacks, which
-    neither export nor say what the chip would run."""
+    neither export nor say what the chip would run. What fails to lower is the student's
+    (:class:`StudentReturnError`, :func:`why_no_kernel`)."""
     import jax
     from jax.experimental.pallas import tpu as pltpu
 
     with pltpu.force_tpu_interpret_mode(None):  # type: ignore[arg-type]
-        return jax.export.export(jax.jit(program), platforms=["tpu"])(*args)
+        jitted = jax.jit(program)
+        jitted.trace(*args)  # the student's own errors (a stub's TODO) surface here, as theirs
+        try:
+            return jax.export.export(jitted, platforms=["tpu"])(*args)
+        except Exception as exc:  # traced, but not lowered for a TPU
+            raise StudentReturnError(why_no_kernel(exc)) from None
 
 
 def why_no_kernel(exc: Exception) -> str:

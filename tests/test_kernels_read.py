@@ -134,3 +134,19 @@ def test_a_kernels_program_is_read_only_where_kernels_are_asked():
         read_kernels(for_cpu, (x,), mesh)
     with pytest.raises(StudentProcessDied, match="does not take this example's inputs"):
         read_kernels(exported, (np.zeros((8, 128), np.float32),), mesh)
+
+
+@pytest.mark.parametrize("isolate", [False, True], ids=["here", "student's process"])
+def test_an_untouched_stub_is_not_started_both_ways(tmp_path, isolate):
+    """Its TODO is raised while the program is traced, before anything is lowered: the
+    student's own error, not a kernel the grader could not read."""
+    folder = tmp_path / "stub"
+    folder.mkdir()
+    (folder / f"{MODULE}.py").write_text(
+        'def send_right(block, axis_name):\n    raise NotImplementedError("TODO: send_right")\n'
+    )
+    chosen = backends.isolated(SALT, LESSONS) if isolate else backends.here(SALT, LESSONS)
+    (er,) = backends.grade_lesson(
+        97, MODULE, folder, backend=chosen, lessons=LESSONS, timeout=120
+    ).exercises
+    assert er.status == Status.NOT_STARTED, _verdict(er)
