@@ -1,7 +1,8 @@
-"""Lesson 17: what the grader watches of a kernel in TPU interpret mode (on this jax), the
-summary it makes of the reference's DMAs against the ring's formulas, and each
-structural diagnosis both ways: the mistake gets it, the nearest other mistake does not
-(the whole grades of the catalogue are in tests/mistakes/l17.py)."""
+"""Lesson 17: what the grader reads of a kernel from its Mosaic IR (the program exported
+for a TPU, :mod:`grader.lessons.l17_pallas_kernels.observed`), the counts it makes of the
+reference's DMAs against the ring's formulas, and each structural diagnosis both ways:
+the mistake gets it, the nearest other mistake does not (the whole grades of the
+catalogue are in tests/mistakes/l17.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.lessons.l17_pallas_kernels import dmas, spec
+from grader.lessons.l17_pallas_kernels import observed, spec
 from grader.loader import load_module
+from grader.measure import mosaic
 from grader.results import Status
+from grader.runtime import InProcess
 from grader.sandbox import backends
 from grader.spec import Trial
 from tests.mistakes.l17 import MISTAKES
@@ -21,10 +24,10 @@ ROOT = Path(spec.__file__).resolve().parents[3]
 SOLUTION = load_module(ROOT / "solutions", "l17_pallas_kernels")
 
 
-def test_this_jax_has_what_the_grader_watches():
-    """The interpreter's hooks exist with the arguments read (a newer jax that renames
-    them is named here, not by a wrong grade)."""
-    assert dmas.supported() is None
+def test_this_jaxlib_reads_mosaic():
+    """The TPU dialect's bindings and mosaic-serde are there (a jaxlib without them is
+    named here, not by a wrong grade)."""
+    assert mosaic.dialect_missing() is None
 
 
 @pytest.mark.parametrize(
@@ -38,29 +41,28 @@ def test_the_reference_passes_on_this_jax(exercise):
     assert er.status == Status.PASSED, [c.to_dict() for c in er.checks if not c.passed]
 
 
-def _watch(fn, n: int, rows: int, d: int, dtype=np.float32) -> dmas.Observed:
+def _read(fn, n: int, rows: int, d: int, dtype=np.float32) -> observed.Observed:
+    """``fn``'s kernel exported for a TPU and counted, as the worker reads it."""
     import jax
-    from jax.experimental.pallas import tpu as pltpu
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
     mesh = jax.make_mesh((n,), ("x",), devices=jax.devices()[:n],
                          axis_types=(jax.sharding.AxisType.Explicit,))  # fmt: skip
     x = jax.device_put(np.ones((rows, d), dtype), NamedSharding(mesh, P("x", None)))
-    with pltpu.force_tpu_interpret_mode(spec._interpret(True)), dmas.watch() as log:
-        jax.block_until_ready(fn(x, mesh))
-    return dmas.Observed.read(np.asarray(dmas.summary(log, n)), n)
+    return observed.observe(InProcess({}).kernels(lambda v: fn(v, mesh), (x,), mesh), n)
 
 
-def test_the_reference_all_gather_as_watched():
+def test_the_reference_all_gather_as_read():
     """N = 3, b = 2, d = 8, float32: one block is 2·8·4 = 64 B; each device starts
     N − 1 = 2 remote DMAs to i + 1, sends 128 B, gives each step its own receive
     semaphore, waits twice at each end, and signals both neighbours first."""
-    obs = _watch(SOLUTION.ring_all_gather, 3, 3 * 2, 8)
-    assert not obs.races
+    obs = _read(SOLUTION.ring_all_gather, 3, 3 * 2, 8)
+    assert obs.kernels == 1 and obs.unread is None
     for row in obs.rows:
         assert row == {"remote": 2, "right": 2, "left": 0, "bytes": 128, "recv_waits": 2,
-                       "recv_sems": 2, "barrier": 1, "largest": 64, "send_waits": 2}  # fmt: skip
+                       "recv_sems": 2, "barrier": 1, "largest": 64, "send_waits": 2,
+                       "handshakes": 0, "handshake_waits": 0}  # fmt: skip
 
 
 def test_the_reference_reduce_scatter_sends_float32_sums():
@@ -68,22 +70,24 @@ def test_the_reference_reduce_scatter_sends_float32_sums():
     32 B a step, 3 · 32 = 96 B per device."""
     import jax.numpy as jnp
 
-    obs = _watch(SOLUTION.ring_reduce_scatter, 4, 4 * 4 * 1, 8, jnp.bfloat16)
+    obs = _read(SOLUTION.ring_reduce_scatter, 4, 4 * 4 * 1, 8, jnp.bfloat16)
     assert obs.column("bytes") == [96] * 4 and obs.column("largest") == [32] * 4
 
 
 # ------------------------------------------------------------------ diagnoses both ways
 
 ROW = {"remote": 3, "right": 3, "left": 0, "bytes": 192, "recv_waits": 3, "recv_sems": 3,
-       "barrier": 1, "largest": 64, "send_waits": 3}  # fmt: skip
+       "barrier": 1, "largest": 64, "send_waits": 3, "handshakes": 2,
+       "handshake_waits": 2}  # fmt: skip
 """The reference's row at N = 4, b = 2, d = 8, float32."""
 
 
-def _trial(n: int = 4, dtype: str = "float32", races: bool = False, **changed: int) -> Trial:
-    row = [{**ROW, **changed}[c] for c in dmas.COLUMNS]
-    table = [row] * n + [[int(races)] + [0] * (len(dmas.COLUMNS) - 1)]
+def _trial(n: int = 4, dtype: str = "float32", overlap: bool = True,
+           unread: str | None = None, **changed: int) -> Trial:  # fmt: skip
+    rows = tuple({**ROW, **changed} for _ in range(n))
     ex = {"n": n, "b": 2, "d": 8, "dtype": dtype, "seed": 0}
-    return Trial(example=ex, extra={spec.OBSERVED: np.array(table)})
+    seen = observed.Observed(rows, 1, overlap=overlap, unread=unread)
+    return Trial(example=ex, extra={spec.OBSERVED: seen})
 
 
 def _hint(check, trial: Trial) -> str:
@@ -132,9 +136,19 @@ def test_no_barrier_is_named_and_a_barrier_passes():
     assert spec.Barrier()(_trial(remote=4, right=4)).passed
 
 
-def test_a_race_is_reported_and_none_passes():
-    assert "race detector reported a race" in _hint(spec.NoRace(), _trial(races=True))
-    assert spec.NoRace()(_trial()).passed
+def test_no_free_slot_handshake_is_named_and_n_minus_2_of_each_passes():
+    """At N = 4 the reference signals and waits N − 2 = 2 times per device."""
+    said = _hint(spec.Handshake(), _trial(handshakes=0, handshake_waits=0))
+    assert "No free-slot handshake" in said
+    assert "No free-slot handshake" in _hint(spec.Handshake(), _trial(handshake_waits=0))
+    assert spec.Handshake()(_trial()).passed
+    assert spec.Handshake()(_trial(n=2, handshakes=0, handshake_waits=0)).passed
+
+
+def test_a_kernel_the_grader_cannot_count_is_said_and_not_guessed():
+    said = _hint(spec.RemoteSteps(), _trial(unread="a remote DMA under a loop ..."))
+    assert "could not count your kernel's DMAs" in said and "constant bounds" in said
+    assert "N steps" not in said
 
 
 def test_nan_in_the_output_is_named_and_wrong_finite_values_are_not():
@@ -151,33 +165,41 @@ def test_nan_in_the_output_is_named_and_wrong_finite_values_are_not():
 # ------------------------------------------------------------------ the kernel's jaxpr
 
 
-def _kernel_row(mistake_id: str | None) -> dict[str, int]:
-    import jax
-    import jax.numpy as jnp
-
+def _variant(mistake_id: str | None) -> dict:
     source = (ROOT / "solutions" / "l17_pallas_kernels.py").read_text()
     if mistake_id is not None:
         (mistake,) = [m for m in MISTAKES if m.id == mistake_id]
         source = mistake.source(source)
     namespace: dict = {}
     exec(compile(source, "l17_variant.py", "exec"), namespace)
-    a = jax.ShapeDtypeStruct((16, 32), jnp.bfloat16)
-    b = jax.ShapeDtypeStruct((32, 16), jnp.bfloat16)
-    traced = jax.make_jaxpr(lambda p, q: namespace["tiled_matmul"](p, q, 8, 16, 8))(a, b)
-    return dict(zip(spec.KERNEL_COLUMNS, spec.kernel_summary(traced)[0]))
+    return namespace
+
+
+def _accumulator(mistake_id: str | None):
+    """The accumulator check on a variant's kernel, read at TPU tiles on a 2 × 2 × 2 grid."""
+    import jax
+    import jax.numpy as jnp
+
+    fn = _variant(mistake_id)["tiled_matmul"]
+    a = jax.ShapeDtypeStruct((16, 256), jnp.bfloat16)
+    b = jax.ShapeDtypeStruct((256, 256), jnp.bfloat16)
+    kernels = InProcess({}).kernels(lambda p, q: fn(p, q, 8, 128, 128), (a, b), None)
+    ex = {"gm": 2, "gk": 2, "gn": 2, "bm": 8, "bk": 16, "bn": 8, "dtype": "bfloat16"}
+    return spec.Accumulator()(Trial(example=ex, extra={spec.KERNELS: kernels}))
 
 
 def test_the_kernel_read_tells_the_accumulator_and_the_store_apart():
-    """The reference: one kernel, a float32 scratch, its output stored under a condition,
-    on a 2 × 2 × 2 grid. A bfloat16 accumulator and a store on every k step are each
-    seen; an accumulator never zeroed is not the accumulator check's (values say it)."""
-    ref = _kernel_row(None)
-    assert ref == {"kernels": 1, "acc_f32": 1, "acc_low": 0, "stores": 1,
-                   "stores_unconditional": 0, "grid": 8}  # fmt: skip
-    assert _kernel_row("pallas-matmul-bfloat16-accumulator")["acc_low"] == 1
-    every = _kernel_row("pallas-matmul-output-every-k-step")
-    assert every["stores_unconditional"] == 1 and every["acc_low"] == 0
-    assert _kernel_row("pallas-matmul-accumulator-not-zeroed") == ref
+    """The reference: one kernel, its sum in float32, its output stored on the last k
+    step only. A bfloat16 accumulator and a store on every k step are each named, and
+    not each other; an accumulator never zeroed is not the accumulator check's (values
+    say it: interpret mode's NaN)."""
+    assert _accumulator(None).passed
+    low = _accumulator("pallas-matmul-bfloat16-accumulator")
+    assert not low.passed and "bfloat16" in low.message and "The output written" not in low.hint
+    every = _accumulator("pallas-matmul-output-every-k-step")
+    assert not every.passed and "k steps [0, 1]" in every.message
+    assert "bfloat16" not in every.message
+    assert _accumulator("pallas-matmul-accumulator-not-zeroed").passed
 
 
 def test_the_tpu_benchmark_says_there_is_no_tpu_and_runs_in_interpret_mode(capsys):
@@ -198,57 +220,37 @@ def test_the_tpu_benchmark_says_there_is_no_tpu_and_runs_in_interpret_mode(capsy
     assert "refused" not in out
 
 
-def _order(mistake_id: str | None) -> int:
+def _gather_matmul(mistake_id: str | None) -> observed.Observed:
     import jax
-    import jax.numpy as jnp
     from jax.sharding import NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    source = (ROOT / "solutions" / "l17_pallas_kernels.py").read_text()
-    if mistake_id is not None:
-        (mistake,) = [m for m in MISTAKES if m.id == mistake_id]
-        source = mistake.source(source)
-    namespace: dict = {}
-    exec(compile(source, "l17_variant.py", "exec"), namespace)
+    fn = _variant(mistake_id)["all_gather_matmul"]
     mesh = jax.make_mesh((4,), ("x",), devices=jax.devices()[:4],
                          axis_types=(jax.sharding.AxisType.Explicit,))  # fmt: skip
     rows = NamedSharding(mesh, P("x", None))
-    x = jax.ShapeDtypeStruct((8, 32), jnp.float32, sharding=rows)
-    w = jax.ShapeDtypeStruct((32, 16), jnp.float32, sharding=rows)
-    fn = namespace["all_gather_matmul"]
-    return spec.kernel_order(jax.make_jaxpr(lambda p, q: fn(p, q, mesh))(x, w))
+    x = jax.device_put(np.ones((8, 32), np.float32), rows)
+    w = jax.device_put(np.ones((32, 16), np.float32), rows)
+    kernels = InProcess({}).kernels(lambda p, q: fn(p, q, mesh), (x, w), mesh)
+    return observed.observe(kernels, 4)
 
 
-def test_the_bonus_order_tells_waiting_first_from_double_buffering():
-    """start, matmul, wait in the loop: 1; wait before the matmul: 0; the kernel without
-    the free-slot handshake still overlaps (its race is the race detector's)."""
-    assert _order(None) == 1
-    assert _order("pallas-gather-matmul-waits-before-multiplying") == 0
-    assert _order("pallas-gather-matmul-no-free-slot-handshake") == 1
-    trial = _trial()
-    trial.extra[spec.OBSERVED][-1, 1] = 0
-    assert "Not double buffered" in _hint(spec.Overlap(), trial)
-    trial.extra[spec.OBSERVED][-1, 1] = 1
-    assert spec.Overlap()(trial).passed
+def test_the_bonus_order_and_handshake_are_read_from_the_kernel():
+    """start, matmul, wait in the loop: overlap; the wait before the matmul: none; the
+    kernel without the free-slot handshake still overlaps, and its handshakes read 0."""
+    ref = _gather_matmul(None)
+    assert ref.overlap and ref.column("handshakes") == [2] * 4
+    assert not _gather_matmul("pallas-gather-matmul-waits-before-multiplying").overlap
+    loose = _gather_matmul("pallas-gather-matmul-no-free-slot-handshake")
+    assert loose.overlap and loose.column("handshakes") == [0] * 4
+    assert "Not double buffered" in _hint(spec.Overlap(), _trial(overlap=False))
+    assert spec.Overlap()(_trial()).passed
 
 
-def test_the_barrier_is_whichever_semaphore_get_barrier_semaphore_gave():
-    """Two devices; each signals the other on the barrier semaphore (collective_id 3,
-    the interpreter's fixed id for it) and waits before its remote DMA: a barrier. The
-    same signals on another semaphore (id 0) are not one."""
-
-    def log(sem: int) -> dmas.Log:
-        out = dmas.Log()
-        for dev in (0, 1):
-            peer = 1 - dev
-            out.events += [
-                ("get_barrier_semaphore", dev, {"collective_id": 3}),
-                ("semaphore_signal", dev, {"sem_id": sem, "inc": 1, "target_device_id": peer}),
-                ("semaphore_wait", dev, {"sem_id": sem, "value": 1}),
-                ("dma_start", dev, {"dst_device_id": peer, "dst_sem_id": 7, "src_sem_id": 6}),
-            ]
-        return out
-
-    barrier = dmas.COLUMNS.index("barrier")
-    assert [row[barrier] for row in dmas.summary(log(3), 2)[:2]] == [1, 1]
-    assert [row[barrier] for row in dmas.summary(log(0), 2)[:2]] == [0, 0]
+def test_no_barrier_reads_0_and_the_reference_reads_1():
+    """The barrier: both neighbours signalled on get_barrier_semaphore's semaphore and
+    waited for before the first remote DMA (the catalogue's kernel without one, its
+    collective_id dropped so that Mosaic lowers it)."""
+    assert _read(SOLUTION.ring_all_gather, 4, 4 * 2, 8).column("barrier") == [1] * 4
+    loose = _variant("pallas-ring-no-barrier")["ring_all_gather"]
+    assert _read(loose, 4, 4 * 2, 8).column("barrier") == [0] * 4

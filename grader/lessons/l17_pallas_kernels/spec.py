@@ -1,46 +1,33 @@
 """Grading spec for lesson 17: kernels in Pallas (a tiled matmul; a ring all-gather and
 reduce-scatter written as remote DMAs with semaphores).
 
-Every kernel runs in TPU interpret mode on simulated CPU devices, which simulates each
-device's HBM, VMEM, DMA engines and semaphores, and fills memory never written with NaN.
-Such a kernel lowers to host callbacks into jax's interpreter, so it cannot be exported
-(``jax.export`` refuses host callbacks): it can run only in the process that holds the
-student's Python, the student's process. So each example of a ring kernel is:
+Each example reads the student's kernel twice, in two forms, and trusts each only for
+what the grading process observes of it itself:
 
-1. The student's function called on the example's inputs, watched (:func:`_watched`):
-   in the student's process (the spec's run there, on decoy data) the kernel runs in
-   interpret mode with the race detector on while every DMA, wait and semaphore
-   signal of the interpreter is recorded (:mod:`.dmas`); in the worker the same call
-   is the sandbox's ``call``: the function runs in the student's process on the
-   grader's own data (as the plain-Python lessons' functions do), in interpret mode
-   (:func:`interpret_here`), and its output, every device's shard, is held here to
-   the reference.
-2. A constant program handed over like any other (``rt.compile_and_run``): its output
-   is the record's summary, one row per device. The worker replays the one the
-   student's process exported, so the summary the checks read is that process's.
+1. **Its structure, from the program a TPU would run.** The program around the student's
+   function goes to ``rt.kernels``: exported for a TPU (which a CPU-only process can
+   do; through the sandbox, in the student's process, handed over like any program) and
+   read here, in the worker, from its Mosaic IR (:mod:`grader.measure.mosaic`), never
+   compiled or run. Every DMA, wait, semaphore signal and barrier, the loops and
+   conditions around them, the accumulator's dtype and the stores: the structural checks
+   count them per device from the IR (:mod:`.observed`), as a run would.
+2. **Its values, from TPU interpret mode.** The student's function called on the
+   grader's data (in the worker: the sandbox's ``call``, which runs it in the student's
+   process on data it is sent, and hands back every device's shard), in TPU interpret
+   mode (:func:`interpret_here`), which simulates each device's HBM, VMEM, DMA engines
+   and semaphores and fills memory never written with NaN (a lost block shows). The
+   values are held here to the reference.
 
-The tiled matmul's constant program is read from its kernel's jaxpr instead (the
-accumulator's dtype; whether the output is stored under a condition), traced in the
-student's process while the program is (on a thread of its own: outside that trace).
-
-What this rests on: the values are the function's on the grader's secret data, checked
-here; the structure (DMAs, their direction, bytes, semaphores, waits, barrier, races)
-is what the student's process recorded of its own run: a forged summary could pass
-those checks, so they are the one place where this lesson takes the student's process's
-word (ARCHITECTURE.md's trust rule holds for the values only; the lesson's text says so,
-section 8). A program the worker could read itself: the same kernel exported for a TPU
-(``jax.export(..., platforms=["tpu"])`` works from a CPU-only process: a Mosaic custom
-call whose body lists the DMAs), which the sandbox would have to hand over unrun.
-
-Examples are small (interpret mode runs each kernel in Python: 0.3–1 s a call).
+A tiled matmul's kernel is read at TPU tiles (8 × 128 × 128, the smallest its lowering
+takes; its grid is the example's) and run at the example's small ones, which interpret
+mode runs quickly. Examples are small (interpret mode runs each kernel in Python:
+0.3–1 s a call), and the student's process skips the call (``rt.exporting``), where
+nothing it computes is read.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +35,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from grader.checks import Values
-from grader.lessons.l17_pallas_kernels import dmas
+from grader.lessons.l17_pallas_kernels import observed as seen
 from grader.results import CheckResult
 from grader.runtime import FLOAT, Runtime, example_values
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
@@ -67,7 +54,9 @@ def interpret_here() -> None:
 
 
 OBSERVED = "observed"
-"""``trial.extra`` key: the :class:`dmas.Observed` summary of the example's kernel."""
+"""``trial.extra`` key: the :class:`.observed.Observed` counts of the example's kernel."""
+KERNELS = "kernels"
+"""``trial.extra`` key: the example's kernels as read (:class:`grader.measure.mosaic.Kernel`)."""
 
 
 def _dtype(name: str) -> Any:
@@ -86,8 +75,7 @@ def _itemsize(ex: Example) -> int:
 def _interpret(races: bool) -> Any:
     """TPU interpret mode's parameters: with the race detector or without. Where this
     jax's detector can raise on a race (its ``on_race``, "raise" by default), it is told
-    to warn instead: the grader reports the race itself (:class:`NoRace`), and a kernel
-    stopped half-way would say nothing about its DMAs."""
+    to warn instead (a learner's own run of the detector says where)."""
     import dataclasses
 
     from jax.experimental.pallas import tpu as pltpu
@@ -98,176 +86,9 @@ def _interpret(races: bool) -> Any:
     return pltpu.InterpretParams(**options)
 
 
-def _elsewhere(fn: Callable[[], Any]) -> Any:
-    """``fn()`` on a thread of its own: outside the trace of the program being built
-    (jax's trace state is per thread), so the kernel runs rather than being traced."""
-    box: dict[str, Any] = {}
-
-    def go() -> None:
-        try:
-            box["out"] = fn()
-        except BaseException as exc:  # the student's error: raised in the tracing thread
-            box["raised"] = exc
-
-    thread = threading.Thread(target=go, name="l17-watched-kernel")
-    thread.start()
-    thread.join()
-    if "raised" in box:
-        raise box["raised"]
-    return box["out"]
-
-
-def _decoy(shape: tuple[int, ...], dtype: Any, sharding: Any) -> Any:
-    import jax
-
-    rng = np.random.default_rng(len(shape) + sum(shape))
-    return jax.device_put(rng.integers(-3, 4, size=shape).astype(dtype), sharding)
-
-
-@contextlib.contextmanager
-def _watched(n: int) -> Iterator[dict[str, Any]]:
-    """Every kernel run inside, in interpret mode with the race detector on, recorded
-    (:mod:`.dmas`); on leaving, ``["summary"]`` is one row per device of ``n``. Where
-    the student's function runs in another process (the worker's remote call) nothing
-    is recorded here, and what is handed over is that process's own summary."""
-    from jax.experimental.pallas import tpu as pltpu
-
-    missing = dmas.supported()
-    if missing is not None:
-        from grader.faults import GraderFault
-
-        raise GraderFault(f"this jax's TPU interpret mode cannot be watched: {missing}")
-    box: dict[str, Any] = {}
-    with pltpu.force_tpu_interpret_mode(_interpret(True)), dmas.watch() as log:
-        yield box
-    box["summary"] = dmas.summary(log, n)
-
-
-def _constant(table: np.ndarray, *args: Any) -> Any:
-    import jax.numpy as jnp
-
-    return jnp.asarray(table)
-
-
-def _watched_matmul(fn: Callable[..., Any], tiles: tuple[int, int, int], a: Any, b: Any) -> Any:
-    """The constant program's body for the tiled matmul: its kernel's jaxpr, read."""
-    import jax
-    import jax.numpy as jnp
-    from jax.experimental.pallas import tpu as pltpu
-
-    shapes = [jax.ShapeDtypeStruct(t.shape, t.dtype) for t in (a, b)]
-
-    def run() -> list[list[int]]:
-        with pltpu.force_tpu_interpret_mode(_interpret(False)):
-            traced = jax.make_jaxpr(lambda p, q: fn(p, q, *tiles))(*shapes)
-        return kernel_summary(traced)
-
-    return jnp.asarray(_elsewhere(run), jnp.int32)
-
-
-KERNEL_COLUMNS = ("kernels", "acc_f32", "acc_low", "stores", "stores_unconditional", "grid")
-
-
-def kernel_summary(closed: Any) -> list[list[int]]:
-    """From a traced function's jaxpr: how many ``pallas_call``s; of the first, its
-    float scratch buffers in float32 and in a lower precision, its stores into the
-    output (all, and those outside any condition), and its grid's size."""
-    from grader.measure.jaxpr import equations
-
-    calls = [eqn for eqn, _ in equations(closed, "pallas_call")]
-    row = [len(calls), 0, 0, 0, 0, 0]
-    if calls:
-        eqn = calls[0]
-        kernel = eqn.params["jaxpr"]
-        kernel = getattr(kernel, "jaxpr", kernel)
-        n_in, n_out = len(eqn.invars), len(eqn.outvars)
-        outs = set(kernel.invars[n_in : n_in + n_out])
-        for ref in kernel.invars[n_in + n_out :]:
-            dtype = str(getattr(getattr(ref.aval, "inner_aval", ref.aval), "dtype", ""))
-            row[1] += dtype == "float32"
-            row[2] += dtype in ("bfloat16", "float16")
-        for _store, conditional in _stores(kernel, outs, False):
-            row[3] += 1
-            row[4] += not conditional
-        grid = getattr(eqn.params.get("grid_mapping"), "grid", ())
-        row[5] = int(np.prod(grid)) if grid else 1
-    return [row]
-
-
-def kernel_order(closed: Any) -> int:
-    """1 where a loop of the (first) kernel starts a DMA, then multiplies, then waits for
-    a DMA, in that order (double buffering: the next block moves while this one is
-    multiplied), else 0: read from the kernel's jaxpr, its loop bodies flattened in
-    program order (conditions and nested calls inline)."""
-    from grader.measure.jaxpr import LOOPS, _subjaxprs, equations
-
-    calls = [eqn for eqn, _ in equations(closed, "pallas_call")]
-    if not calls:
-        return 0
-    kernel = calls[0].params["jaxpr"]
-
-    def flat(jaxpr: Any) -> list[str]:
-        names = []
-        for eqn in jaxpr.eqns:
-            names.append(eqn.primitive.name)
-            for sub in _subjaxprs(eqn.params):
-                names += flat(sub)
-        return names
-
-    def bodies(jaxpr: Any) -> Any:
-        for eqn in jaxpr.eqns:
-            for sub in _subjaxprs(eqn.params):
-                if eqn.primitive.name in LOOPS:
-                    yield sub
-                yield from bodies(sub)
-
-    for body in bodies(getattr(kernel, "jaxpr", kernel)):
-        names = flat(body)
-        if "dma_start" not in names:
-            continue
-        start = names.index("dma_start")
-        dots = [i for i, name in enumerate(names) if name == "dot_general" and i > start]
-        if dots and "dma_wait" in names[dots[0] :]:
-            return 1
-    return 0
-
-
-def _ordered(table: np.ndarray, fn: Callable[..., Any], mesh: Any, x: Any, w: Any) -> Any:
-    """The bonus's constant program: the watched summary, and in its last row's second
-    column the kernel's order (:func:`kernel_order`), read from its jaxpr here, in the
-    student's process, while this program is traced (on a thread: outside that trace)."""
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import NamedSharding
-    from jax.sharding import PartitionSpec as P
-
-    rows = NamedSharding(mesh, P("x", None))  # both placed by rows (the run's)
-    shapes = [jax.ShapeDtypeStruct(t.shape, t.dtype, sharding=rows) for t in (x, w)]
-
-    def read() -> int:
-        return kernel_order(jax.make_jaxpr(lambda p, q: fn(p, q, mesh))(*shapes))
-
-    table = np.array(table)
-    table[-1, 1] = _elsewhere(read)
-    return jnp.asarray(table)
-
-
-def _stores(jaxpr: Any, refs: set, conditional: bool) -> Any:
-    from grader.measure.jaxpr import _subjaxprs
-
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name in ("swap", "store") and eqn.invars and eqn.invars[0] in refs:
-            yield eqn, conditional
-        for sub in _subjaxprs(eqn.params):
-            # a ref is passed into a cond's branches as an operand: follow it by position
-            inner = {sub.invars[i] for i, v in enumerate(_operands(eqn)) if v in refs
-                     and i < len(sub.invars)}  # fmt: skip
-            yield from _stores(sub, refs | inner, conditional or eqn.primitive.name == "cond")
-
-
-def _operands(eqn: Any) -> list[Any]:
-    """A cond's operands less its predicate (its branches take the rest)."""
-    return list(eqn.invars[1:] if eqn.primitive.name == "cond" else eqn.invars)
+TPU_TILES = (8, 128, 128)
+"""bm, bk, bn where a tiled matmul's kernel is read: the smallest its TPU lowering takes
+(a block's last two dims divisible by 8 and 128)."""
 
 
 # ------------------------------------------------------------------ examples
@@ -337,23 +158,28 @@ def _ring_explicit(kind: str) -> Callable[[Context], list[Example]]:
 
 
 def _run_matmul(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
+    import jax
+
     bm, bk, bn = ex["bm"], ex["bk"], ex["bn"]
     m, k, n = ex["gm"] * bm, ex["gk"] * bk + ex.get("ragged", 0), ex["gn"] * bn
     rng = rt.rng()
     dtype = _dtype(ex["dtype"])
     a = example_values(rng, (m, k), ex, 3).astype(dtype)
     b = example_values(rng, (k, n), ex, 3).astype(dtype)
-    if ex.get("ragged"):  # refused: nothing to watch
+    if ex.get("ragged"):  # refused: no kernel to read
         try:
-            out: Any = fn(a, b, bm, bk, bn)
+            out: Any = None if rt.exporting else fn(a, b, bm, bk, bn)
         except NotImplementedError:
             raise
         except Exception as exc:
             out = exc
         return Trial(example=ex, output=out, extra={"ragged": True})
-    seen = rt.compile_and_run(functools.partial(_watched_matmul, fn, (bm, bk, bn)), (a, b), None)
-    out = fn(a, b, bm, bk, bn)
-    trial = Trial(example=ex, output=out, extra={OBSERVED: np.asarray(seen.output)})
+    tm, tk, tn = TPU_TILES  # the kernel read on the example's grid, at tiles a TPU takes
+    shapes = (jax.ShapeDtypeStruct((ex["gm"] * tm, ex["gk"] * tk), dtype),
+              jax.ShapeDtypeStruct((ex["gk"] * tk, ex["gn"] * tn), dtype))  # fmt: skip
+    kernels = rt.kernels(lambda p, q: fn(p, q, tm, tk, tn), shapes, None)
+    out = None if rt.exporting else fn(a, b, bm, bk, bn)
+    trial = Trial(example=ex, output=out, extra={KERNELS: kernels})
     trial.expected = (a.astype(np.float64) @ b.astype(np.float64)).astype(dtype)
     return trial
 
@@ -386,15 +212,10 @@ def _run_ring(kind: str) -> Callable[[Runtime, Callable[..., Any], Example], Tri
         x = example_values(rt.rng(), (_layout(kind, ex).rows, ex["d"]), ex, 3)
         x = x.astype(_dtype(ex["dtype"]))
         placed = jax.device_put(x, NamedSharding(mesh, P("x", None)))
-        with _watched(n) as watched:
-            out = jax.block_until_ready(fn(placed, mesh))
-        summary = np.asarray(watched["summary"], np.int32)
-        handed = jax.jit(  # a constant, on the example's mesh: a program for its N devices
-            functools.partial(_constant, summary), out_shardings=NamedSharding(mesh, P())
-        )
-        seen = rt.compile_and_run(handed, (placed,), mesh)
+        kernels = rt.kernels(lambda v: fn(v, mesh), (placed,), mesh)
+        out = None if rt.exporting else jax.block_until_ready(fn(placed, mesh))
         trial = Trial(example=ex, output=out, mesh=mesh,
-                      extra={OBSERVED: np.asarray(seen.output)})  # fmt: skip
+                      extra={OBSERVED: seen.observe(kernels, n)})  # fmt: skip
         if kind == "gather":
             trial.expected = x
         else:  # device i's X_i is rows [i·N·b, (i+1)·N·b): block i of their sum
@@ -445,13 +266,9 @@ def _run_gather_matmul(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Tria
     w = example_values(rng, (n * ex["dblock"], ex["f"]), ex, 3).astype(dtype)
     rows = NamedSharding(mesh, P("x", None))
     args = (jax.device_put(x, rows), jax.device_put(w, rows))
-    with _watched(n) as watched:
-        out = jax.block_until_ready(fn(*args, mesh))
-    summary = np.asarray(watched["summary"], np.int32)
-    handed = jax.jit(functools.partial(_ordered, summary, fn, mesh),
-                     out_shardings=NamedSharding(mesh, P()))  # fmt: skip
-    seen = rt.compile_and_run(handed, args, mesh)
-    trial = Trial(example=ex, output=out, mesh=mesh, extra={OBSERVED: np.asarray(seen.output)})
+    kernels = rt.kernels(lambda p, q: fn(p, q, mesh), args, mesh)
+    out = None if rt.exporting else jax.block_until_ready(fn(*args, mesh))
+    trial = Trial(example=ex, output=out, mesh=mesh, extra={OBSERVED: seen.observe(kernels, n)})
     trial.expected = (x.astype(np.float64) @ w.astype(np.float64)).astype(dtype)
     return trial
 
@@ -459,8 +276,22 @@ def _run_gather_matmul(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Tria
 # ------------------------------------------------------------------ checks
 
 
-def observed(trial: Trial) -> dmas.Observed:
-    return dmas.Observed.read(trial.extra[OBSERVED], trial.example["n"])
+def observed(trial: Trial) -> seen.Observed:
+    return trial.extra[OBSERVED]
+
+
+def _unread(name: str, trial: Trial) -> CheckResult | None:
+    """A failed check where the kernel's counts are not complete (:attr:`seen.Observed.unread`)."""
+    why = observed(trial).unread
+    if why is None:
+        return None
+    return CheckResult(
+        name, False,
+        f"the grader could not count your kernel's DMAs from its Mosaic IR: {why}",
+        hint="Write the ring's loop with constant bounds (pl.loop(0, n - 1) or a Python "
+        "for over range(n - 1)), and compute devices and semaphore slots from "
+        "lax.axis_index and the step only.",
+    )  # fmt: skip
 
 
 def _per_device(values: list[int]) -> str:
@@ -470,34 +301,14 @@ def _per_device(values: list[int]) -> str:
 
 
 @dataclass(frozen=True)
-class NoRace(Check):
-    """The interpreter's race detector, run on the kernel, reported nothing."""
-
-    name: str = "races"
-
-    def __call__(self, trial: Trial) -> CheckResult:
-        if not observed(trial).races:
-            return CheckResult(self.name, True, "the race detector reported no race")
-        return CheckResult(
-            self.name,
-            False,
-            "TPU interpret mode's race detector reported a race in your kernel: a buffer "
-            "was read or written while a DMA into it or out of it could still be running",
-            hint="Wait for every DMA before its buffer is used: .wait_send() before the "
-            "block you sent is overwritten, .wait_recv() before the block that arrives is "
-            "read or sent on; and a barrier before the first remote write. Run the kernel "
-            "under pltpu.force_tpu_interpret_mode(pltpu.InterpretParams(detect_races=True)) "
-            "to see the line and each device's clock.",
-        )
-
-
-@dataclass(frozen=True)
 class RemoteSteps(Check):
     """N − 1 remote DMAs per device."""
 
     name: str = "dmas"
 
     def __call__(self, trial: Trial) -> CheckResult:
+        if (unread := _unread(self.name, trial)) is not None:
+            return unread
         n = trial.example["n"]
         got = observed(trial).column("remote")
         if all(g == n - 1 for g in got):
@@ -527,6 +338,8 @@ class Direction(Check):
     name: str = "direction"
 
     def __call__(self, trial: Trial) -> CheckResult:
+        if (unread := _unread(self.name, trial)) is not None:
+            return unread
         n = trial.example["n"]
         obs = observed(trial)
         remote, right, left = obs.column("remote"), obs.column("right"), obs.column("left")
@@ -558,6 +371,8 @@ class RingBytes(Check):
     name: str = "bytes"
 
     def __call__(self, trial: Trial) -> CheckResult:
+        if (unread := _unread(self.name, trial)) is not None:
+            return unread
         ex = trial.example
         n, block = ex["n"], _layout(self.kind(trial), ex).block
         obs = observed(trial)
@@ -604,6 +419,8 @@ class ReceiveSemaphores(Check):
     name: str = "semaphores"
 
     def __call__(self, trial: Trial) -> CheckResult:
+        if (unread := _unread(self.name, trial)) is not None:
+            return unread
         n = trial.example["n"]
         got = observed(trial).column("recv_sems")
         if all(g == n - 1 for g in got):
@@ -634,6 +451,8 @@ class Waits(Check):
     name: str = "waits"
 
     def __call__(self, trial: Trial) -> CheckResult:
+        if (unread := _unread(self.name, trial)) is not None:
+            return unread
         n = trial.example["n"]
         obs = observed(trial)
         recv, send = obs.column("recv_waits"), obs.column("send_waits")
@@ -667,6 +486,8 @@ class Barrier(Check):
     name: str = "barrier"
 
     def __call__(self, trial: Trial) -> CheckResult:
+        if (unread := _unread(self.name, trial)) is not None:
+            return unread
         got = observed(trial).column("barrier")
         if all(got) or trial.example["n"] == 1:
             return CheckResult(self.name, True, "a barrier with both neighbours comes first")
@@ -732,6 +553,42 @@ class Overlap(Check):
 
 
 @dataclass(frozen=True)
+class Handshake(Check):
+    """With two slots, a device tells its left neighbour when a slot is free (a regular
+    semaphore signalled to it) before that neighbour's next DMA writes into it (waited
+    for): N − 2 of each per device, the blocks after the first two."""
+
+    name: str = "handshake"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        if (unread := _unread(self.name, trial)) is not None:
+            return unread
+        n = trial.example["n"]
+        obs = observed(trial)
+        told, waited = obs.column("handshakes"), obs.column("handshake_waits")
+        want = max(n - 2, 0)
+        if all(t == want for t in told) and all(w == want for w in waited):
+            return CheckResult(
+                self.name, True,
+                f"N − 2 = {want} free-slot signals to the left neighbour, and as many waits",
+            )  # fmt: skip
+        return CheckResult(
+            self.name,
+            False,
+            f"signals of a regular semaphore to another device: {_per_device(told)}; waits on "
+            f"one: {_per_device(waited)}; with two slots, each of the N − 2 = {want} blocks "
+            "after the first two is written into a slot the right neighbour may still be "
+            "multiplying, unless it said the slot is free",
+            hint="No free-slot handshake: once a slot's block is multiplied, tell the left "
+            "neighbour (pl.semaphore_signal(free, 1, device_id=(left,))), and before a remote "
+            "DMA writes into the right neighbour's slot from the second step on, wait for its "
+            "word (pl.semaphore_wait(free, 1)). Without it the DMA races the matmul: run the "
+            "kernel under pltpu.force_tpu_interpret_mode(pltpu.InterpretParams("
+            "detect_races=True)) to see the race.",
+        )
+
+
+@dataclass(frozen=True)
 class NaNs(Check):
     """``inner`` (the values), with what NaN in the output measures: TPU interpret
     mode fills memory never written with NaN."""
@@ -783,34 +640,45 @@ class NotRagged(Check):
 
 @dataclass(frozen=True)
 class Accumulator(Check):
-    """A float32 VMEM accumulator (for bfloat16 inputs too), stored on the last k step only."""
+    """One kernel; its running sum kept in float32 (for bfloat16 inputs too); the output
+    tile stored on the last k step only: read from the kernel's Mosaic IR."""
 
     name: str = "accumulator"
 
     def __call__(self, trial: Trial) -> CheckResult:
         if trial.extra.get("ragged"):
             return CheckResult(self.name, True, "(a ragged example: refused)")
-        row = dict(zip(KERNEL_COLUMNS, map(int, np.asarray(trial.extra[OBSERVED])[0])))
-        if row["kernels"] != 1:
+        kernels = trial.extra[KERNELS]
+        if len(kernels) != 1:
             return CheckResult(
-                self.name, False, f"{row['kernels']} pallas_calls traced; write one kernel",
+                self.name, False, f"{len(kernels)} Pallas kernels in your program; write one",
                 hint="Compute the product inside one pl.pallas_call with a grid, not with "
-                "jnp.dot outside it." if row["kernels"] == 0 else None,
+                "jnp.dot outside it." if not kernels else None,
             )  # fmt: skip
-        if row["acc_low"] or not row["acc_f32"]:
+        (kernel,) = kernels
+        outputs = {f"arg{o.index}" for o in kernel.operands if o.role == "output"}
+        sums = {r.dtype for m in kernel.matmuls for r in m.kept_in if r.root not in outputs}
+        if sums != {"float32"}:
+            kept = ", ".join(sorted(sums)) or "no scratch buffer (straight into the output)"
             return CheckResult(
                 self.name,
                 False,
-                "the kernel's accumulator (its scratch buffer) is not float32",
+                f"the kernel's running sum is kept in {kept}, not a float32 accumulator",
                 hint="A bfloat16 accumulator rounds the running sum to 8 bits of mantissa at "
                 "every k step: keep it in float32 (pltpu.VMEM((bm, bn), jnp.float32)) and "
                 "cast once, when the output tile is stored.",
             )
-        if row["stores_unconditional"]:
+        steps = kernel.grid[-1] if kernel.grid else 1
+        stored = sorted(
+            {k for st_ in kernel.stores if st_.ref.root in outputs for k in range(steps)
+             if st_.runs({"pid0": 0, "pid1": 0, "pid2": k}) is not False}
+        )  # fmt: skip
+        if stored != [steps - 1]:
             return CheckResult(
                 self.name,
                 False,
-                "the kernel stores its output tile on every k step, not once",
+                f"the kernel stores its output tile on k steps {stored} of 0 … {steps - 1}, "
+                "not on the last one only",
                 hint="The output written on every k step: the output tile is complete only "
                 "after the last k step; store it under "
                 "@pl.when(pl.program_id(2) == pl.num_programs(2) - 1).",
@@ -833,7 +701,6 @@ def _checks(kind: str) -> list[Check]:
     values = Values(reduce_size=lambda ex: ex["n"]) if kind == "scatter" else Values()
     return [
         NaNs(values, RING_NAN),
-        NoRace(),
         RemoteSteps(),
         Direction(),
         _Bytes(kind),
@@ -908,13 +775,13 @@ SPEC = LessonSpec(
             run=_run_gather_matmul,
             checks=[
                 NaNs(Values(reduce_size=lambda ex: ex["n"] * ex["dblock"]), RING_NAN),
-                NoRace(),
                 RemoteSteps(),
                 Direction(),
                 WeightBytes(),
                 Waits(),
                 Barrier(),
                 Overlap(),
+                Handshake(),
             ],
             max_examples=1,
         ),
