@@ -21,6 +21,7 @@ the runtime object.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -211,8 +212,11 @@ class Runtime:
         exported for a TPU (:func:`grader.exported.read_kernels`: grid, windows, DMAs,
         semaphores, barrier, matmuls, stores, as :mod:`grader.measure.mosaic` reads them).
         Never compiled or run, here or in the student's process, so a host with no TPU
-        reads them too. In the student's process, where nothing is read, the tuple is
-        empty: a spec keeps what it reads for its checks and computes nothing from it.
+        reads them too. ``mesh``: the program's; where newer jax must be told the TPU
+        it lowers for (``pltpu.sync_copy``), build the program on :func:`tpu_mesh` and
+        pass ``jax.ShapeDtypeStruct`` args placed on it. In the student's process, where
+        nothing is read, the tuple is empty: a spec keeps what it reads for its checks
+        and computes nothing from it.
         The values come from elsewhere (the student's function called in TPU interpret
         mode; on a TPU, the program compiled)."""
         return self.student_kernels(program, args, mesh)
@@ -226,7 +230,7 @@ class Runtime:
 
         from grader.exported import read_kernels
 
-        exported = export_for_tpu(program, args)
+        exported = export_for_tpu(program, args, mesh)
         return read_kernels(jax.export.deserialize(exported.serialize()), args, mesh)
 
 
@@ -237,22 +241,62 @@ class InProcess(Runtime):
         return compile_here(program, args, mesh, self.example, compiler_options, extra, self.salt)
 
 
-def export_for_tpu(program: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+TPU_KIND = "TPU v5 lite"
+"""The TPU a kernel is lowered for where no TPU is attached (:func:`tpu_mesh`): the v5e,
+the chip this course was measured on (``benchmarks/tpu_v5e/``)."""
+
+
+def tpu_mesh(axis_sizes: tuple[int, ...], axis_names: tuple[str, ...]) -> Any:
+    """An abstract mesh of TPU devices (:data:`TPU_KIND`, one core each), Explicit axes:
+    what a program is built on to be exported for a TPU from a host without one. Newer
+    jax lowers some kernels (a ``run_scoped`` region, ``pltpu.sync_copy``) only for a
+    named TPU, which it asks of the context's mesh (a CPU device is refused)."""
+    from jax.sharding import AbstractDevice, AbstractMesh, AxisType
+
+    device = AbstractDevice(device_kind=TPU_KIND, num_cores=1, platform="tpu")
+    types = (AxisType.Explicit,) * len(axis_sizes)
+    return AbstractMesh(tuple(axis_sizes), tuple(axis_names), types, abstract_device=device)
+
+
+def export_for_tpu(program: Callable[..., Any], args: tuple[Any, ...], mesh: Any = None) -> Any:
     """``program`` traced on ``args`` and exported for a TPU (``jax.export``, which needs no
     TPU), with TPU interpret mode off for it: a process may run every kernel in interpret
     mode (lesson 17 sets it), and an interpreted kernel lowers to host callbacks, which
-    neither export nor say what the chip would run. What fails to lower is the student's
-    (:class:`StudentReturnError`, :func:`why_no_kernel`)."""
+    neither export nor say what the chip would run. ``mesh``: the one the program is built
+    on: an abstract one (:func:`tpu_mesh`) is the context it is lowered in; None (one
+    device) is lowered under a one-device :func:`tpu_mesh` where jax asks for the TPU it
+    lowers for. What fails to lower is the
+    student's (:class:`StudentReturnError`, :func:`why_no_kernel`)."""
     import jax
     from jax.experimental.pallas import tpu as pltpu
+    from jax.sharding import AbstractMesh
 
-    with pltpu.force_tpu_interpret_mode(None):  # type: ignore[arg-type]
-        jitted = jax.jit(program)
-        jitted.trace(*args)  # the student's own errors (a stub's TODO) surface here, as theirs
-        try:
-            return jax.export.export(jitted, platforms=["tpu"])(*args)
-        except Exception as exc:  # traced, but not lowered for a TPU
-            raise StudentReturnError(why_no_kernel(exc)) from None
+    def export(context: Any) -> Any:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(pltpu.force_tpu_interpret_mode(None))  # type: ignore[arg-type]
+            if context is not None:
+                stack.enter_context(jax.sharding.use_abstract_mesh(context))
+            jitted = jax.jit(program)
+            jitted.trace(*args)  # the student's own errors (a stub's TODO) surface here, theirs
+            try:
+                return jax.export.export(jitted, platforms=["tpu"])(*args)
+            except Exception as exc:  # traced, but not lowered for a TPU
+                raise _NotLowered(exc) from None
+
+    try:
+        return export(mesh if isinstance(mesh, AbstractMesh) else None)
+    except _NotLowered as failed:
+        why = failed.args[0]
+    if mesh is None and "use_abstract_mesh" in str(why):
+        try:  # one device: a kernel newer jax lowers only for a named TPU
+            return export(tpu_mesh((1,), ("_",)))
+        except _NotLowered as failed:
+            why = failed.args[0]
+    raise StudentReturnError(why_no_kernel(why))
+
+
+class _NotLowered(Exception):
+    """A traced program :func:`export_for_tpu` could not lower (its one arg: why)."""
 
 
 def why_no_kernel(exc: Exception) -> str:

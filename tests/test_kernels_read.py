@@ -123,7 +123,7 @@ def test_a_kernels_program_is_read_only_where_kernels_are_asked():
     from grader.runtime import export_for_tpu
 
     program, x, mesh = _ring(3)
-    exported = export_for_tpu(program, (x,))
+    exported = export_for_tpu(program, (x,), mesh)
     assert KERNEL_CALL not in ALLOWED_CALLS
     with pytest.raises(NotGradable, match="exported for tpu"):
         check_exported(exported, (x,), mesh, {KERNEL_CALL})
@@ -150,3 +150,35 @@ def test_an_untouched_stub_is_not_started_both_ways(tmp_path, isolate):
         97, MODULE, folder, backend=chosen, lessons=LESSONS, timeout=120
     ).exercises
     assert er.status == Status.NOT_STARTED, _verdict(er)
+
+
+def test_a_scoped_copy_is_read_on_an_abstract_tpu_mesh():
+    """``pltpu.sync_copy`` allocates its semaphore in a ``run_scoped`` region, which newer
+    jax lowers only for a named TPU: built on ``tpu_mesh`` (ShapeDtypeStruct args placed on
+    it), the kernel is read on every jax this course supports, here and in the worker's
+    checks alike (the same ``read_kernels``)."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    from grader.runtime import InProcess, tpu_mesh
+
+    mesh = tpu_mesh((4,), ("x",))
+
+    def kernel(x_hbm, o_ref, buf):
+        pltpu.sync_copy(x_hbm, buf)
+        o_ref[...] = buf[...] * 2
+
+    def body(block):
+        return pl.pallas_call(
+            kernel,
+            out_shape=jax.ShapeDtypeStruct(block.shape, block.dtype),
+            in_specs=[pl.BlockSpec(memory_space=pl.ANY)],
+            scratch_shapes=[pltpu.VMEM(block.shape, block.dtype)],
+        )(block)
+
+    program = jax.shard_map(body, mesh=mesh, in_specs=P("x"), out_specs=P("x"), check_vma=False)
+    x = jax.ShapeDtypeStruct((4 * 8, 128), np.float32, sharding=NamedSharding(mesh, P("x")))
+    (kernel_read,) = InProcess({}).kernels(program, (x,), mesh)
+    (start,) = kernel_read.starts
+    assert not start.remote and start.bytes == 8 * 128 * 4
+    assert kernel_read.devices == 4

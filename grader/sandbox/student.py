@@ -101,7 +101,7 @@ class Exporting(Runtime):
     def student_kernels(self, program, args, mesh) -> tuple:
         from grader.runtime import export_for_tpu
 
-        blob = export_for_tpu(program, args).serialize()  # what fails is the student's
+        blob = export_for_tpu(program, args, mesh).serialize()  # what fails is the student's
         self.send(bytes(blob), {})
         self.exported += 1
         return ()  # nothing is read here (Runtime.kernels)
