@@ -50,7 +50,7 @@ def _read(fn, n: int, rows: int, d: int, dtype=np.float32) -> observed.Observed:
     mesh = jax.make_mesh((n,), ("x",), devices=jax.devices()[:n],
                          axis_types=(jax.sharding.AxisType.Explicit,))  # fmt: skip
     x = jax.device_put(np.ones((rows, d), dtype), NamedSharding(mesh, P("x", None)))
-    return observed.observe(InProcess({}).kernels(lambda v: fn(v, mesh), (x,), mesh), n)
+    return observed.observe(spec._read(InProcess({}), fn, (x,), n), n)
 
 
 def test_the_reference_all_gather_as_read():
@@ -231,8 +231,7 @@ def _gather_matmul(mistake_id: str | None) -> observed.Observed:
     rows = NamedSharding(mesh, P("x", None))
     x = jax.device_put(np.ones((8, 32), np.float32), rows)
     w = jax.device_put(np.ones((32, 16), np.float32), rows)
-    kernels = InProcess({}).kernels(lambda p, q: fn(p, q, mesh), (x, w), mesh)
-    return observed.observe(kernels, 4)
+    return observed.observe(spec._read(InProcess({}), fn, (x, w), 4), 4)
 
 
 def test_the_bonus_order_and_handshake_are_read_from_the_kernel():

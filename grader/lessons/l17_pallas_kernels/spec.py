@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from grader.checks import Values
 from grader.lessons.l17_pallas_kernels import observed as seen
 from grader.results import CheckResult
-from grader.runtime import FLOAT, Runtime, example_values
+from grader.runtime import FLOAT, Runtime, example_values, tpu_mesh
 from grader.spec import Check, Context, Example, ExerciseSpec, LessonSpec, Trial
 
 
@@ -212,7 +212,7 @@ def _run_ring(kind: str) -> Callable[[Runtime, Callable[..., Any], Example], Tri
         x = example_values(rt.rng(), (_layout(kind, ex).rows, ex["d"]), ex, 3)
         x = x.astype(_dtype(ex["dtype"]))
         placed = jax.device_put(x, NamedSharding(mesh, P("x", None)))
-        kernels = rt.kernels(lambda v: fn(v, mesh), (placed,), mesh)
+        kernels = _read(rt, fn, (placed,), n)
         out = None if rt.exporting else jax.block_until_ready(fn(placed, mesh))
         trial = Trial(example=ex, output=out, mesh=mesh,
                       extra={OBSERVED: seen.observe(kernels, n)})  # fmt: skip
@@ -266,7 +266,7 @@ def _run_gather_matmul(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Tria
     w = example_values(rng, (n * ex["dblock"], ex["f"]), ex, 3).astype(dtype)
     rows = NamedSharding(mesh, P("x", None))
     args = (jax.device_put(x, rows), jax.device_put(w, rows))
-    kernels = rt.kernels(lambda p, q: fn(p, q, mesh), args, mesh)
+    kernels = _read(rt, fn, args, n)
     out = None if rt.exporting else jax.block_until_ready(fn(*args, mesh))
     trial = Trial(example=ex, output=out, mesh=mesh, extra={OBSERVED: seen.observe(kernels, n)})
     trial.expected = (x.astype(np.float64) @ w.astype(np.float64)).astype(dtype)
@@ -274,6 +274,20 @@ def _run_gather_matmul(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Tria
 
 
 # ------------------------------------------------------------------ checks
+
+
+def _read(rt: Runtime, fn: Callable[..., Any], args: tuple[Any, ...], n: int) -> tuple:
+    """The kernels of ``fn`` on a mesh of ``n`` TPUs, lowered for a TPU and read (never
+    run): ``fn`` built on an abstract TPU mesh shaped as the example's (``tpu_mesh``: newer
+    jax lowers ``pltpu.sync_copy`` only for a named TPU), its args placed there by rows."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = tpu_mesh((n,), ("x",))
+    rows = NamedSharding(mesh, P("x", None))
+    shapes = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=rows) for a in args)
+    return rt.kernels(lambda *xs: fn(*xs, mesh), shapes, mesh)
 
 
 def observed(trial: Trial) -> seen.Observed:
