@@ -290,7 +290,7 @@ class _Decoder:
 
     def jarray(self, r: dict, depth: int) -> Any:
         import jax
-        from jax.sharding import NamedSharding, SingleDeviceSharding
+        from jax.sharding import NamedSharding, make_single_device_sharding
 
         shape = tuple(int(s) for s in _list(r["shape"]))
         dtype = _dtype(r["dtype"])
@@ -303,7 +303,7 @@ class _Decoder:
             by_id = {d.id: d for d in _all_devices()}
             if int(how.get("device", -1)) not in by_id:
                 raise WireError("an array on a device this process does not have")
-            sharding = SingleDeviceSharding(by_id[int(how["device"])])
+            sharding = make_single_device_sharding(by_id[int(how["device"])])
         shards = {int(_pair(s)[0]): _nd(_pair(s)[1]) for s in _list(r["shards"])}
         try:
             devices = list(sharding.addressable_devices_indices_map(shape).items())
