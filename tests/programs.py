@@ -3,8 +3,8 @@
 ``gather()`` grades every lesson's solution and every mistake of ``tests/mistakes`` in
 this process and keeps the StableHLO of every program the student's code builds
 (``jax.export`` of it, printed as the grading worker prints it:
-``Exported.mlir_module()``), and of every program a spec hands over already exported
-(lesson 13's processes). Only the programs are wanted, not verdicts: a student's program
+``Exported.mlir_module()``; a kernel's program exported for a TPU, lesson 17's), and of
+every program a spec hands over already exported (lesson 13's processes). Only the programs are wanted, not verdicts: a student's program
 is exported, never compiled or run, and the spec gets zeros of its outputs' shapes,
 dtypes and shardings (a later program of the example may take them); the checks then
 fail, which nobody reads, so each explicit example is graded on its own (a failed
@@ -63,12 +63,24 @@ def _recording(into: list[Recorded], label: list[str]) -> Iterator[None]:
         into.append(Recorded(label[0] + " (exported)", str(text)))
         return read(text)
 
+    def student_kernels(self: Any, program: Any, args: Any, mesh: Any) -> tuple:
+        # a kernel's program (lesson 17), exported for a TPU as the student's process
+        # exports it; the spec computes nothing more where it is exporting
+        exported = runtime.export_for_tpu(program, args, mesh)
+        into.append(Recorded(label[0], exported.mlir_module(), exported))
+        return ()
+
+    kernels = runtime.InProcess.student_kernels
     runtime.InProcess.student_program = student_program  # type: ignore[method-assign]
+    runtime.InProcess.student_kernels = student_kernels  # type: ignore[method-assign]
+    runtime.InProcess.exporting = True
     stablehlo.read = reading  # type: ignore[assignment]
     try:
         yield
     finally:
         runtime.InProcess.student_program = original  # type: ignore[method-assign]
+        runtime.InProcess.student_kernels = kernels  # type: ignore[method-assign]
+        del runtime.InProcess.exporting
         stablehlo.read = read  # type: ignore[assignment]
 
 
