@@ -305,9 +305,11 @@ def why_no_kernel(exc: Exception) -> str:
     if "callback" in text or "different from the lowering platform" in text:
         # what an interpreted kernel's callbacks (bound to this CPU) say, exported for a TPU
         return (
-            "your kernel could not be exported for a TPU: it runs on the host (a callback, or "
-            "interpret= passed to pallas_call): leave interpret mode to the grader, which "
-            f"reads the kernel a TPU would run. ({text.splitlines()[0][:200]})"
+            "your kernel could not be exported for a TPU: it runs on the host (a callback, "
+            "interpret= passed to pallas_call, or a pallas_call made when your module is "
+            "imported, which takes the grader's interpret mode: make it inside your function): "
+            "leave interpret mode to the grader, which reads the kernel a TPU would run. "
+            f"({text.splitlines()[0][:200]})"
         )
     return (
         "your kernel could not be lowered for a TPU, which the grader reads it from: "

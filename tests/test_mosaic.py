@@ -43,6 +43,15 @@ def rows(mesh, shape, dtype=F32) -> jax.ShapeDtypeStruct:
     return jax.ShapeDtypeStruct(shape, dtype, sharding=NamedSharding(mesh, P("x", None)))
 
 
+@pytest.fixture(autouse=True)
+def _lowered_for_the_chip():
+    """Lesson 17's spec, once imported in this process, runs every kernel in TPU interpret
+    mode (a global setting; ``pl.pallas_call`` reads it when it is made): these kernels are
+    made and lowered for a TPU."""
+    with pltpu.force_tpu_interpret_mode(None):
+        yield
+
+
 def exported(f, *args):
     """``f`` exported for a TPU, serialised and read back (what the worker is handed)."""
     exp = jax.export.export(jax.jit(f), platforms=["tpu"])(*args)
@@ -552,9 +561,7 @@ def test_a_program_without_kernels_has_none():
 
 def test_a_body_that_is_not_mosaic_is_refused():
     a = jax.ShapeDtypeStruct((128, 128), F32)
-    text = jax.export.export(jax.jit(lambda a: tiled_matmul(a, a)), platforms=["tpu"])(
-        a
-    ).mlir_module()
+    text = exported(lambda a: tiled_matmul(a, a), a).mlir_module()
     body = text.split("\\22body\\22: \\22", 1)[1].split("\\22", 1)[0]
     junk = base64.b64encode(b"MLIR but not really").decode()
     with pytest.raises(Unrecognised, match="Mosaic body"):
