@@ -1,5 +1,5 @@
-"""The course's order where a learner sees a list (issue 48.1): lesson 15 comes after
-lesson 7. Numbers are kept (they name the files, ``course grade N`` and the progress
+"""The course's order where a learner sees a list (issue 48.1): lesson 17 comes after
+lesson 5, lesson 15 after lesson 7. Numbers are kept (they name the files, ``course grade N`` and the progress
 recorded); every list is in the registry's order and says why the numbers jump, the
 notebooks' index lists them so, and each notebook ends with the lesson after it."""
 
@@ -15,7 +15,9 @@ from course import notebooks, registry
 from course.cli import cli
 from course.registry import Course, Lesson
 
-NOTE = "Listed in the course's order: lesson 15 comes after lesson 7"
+NOTE = (
+    "Listed in the course's order: lesson 17 comes after lesson 5; lesson 15 comes after lesson 7"
+)
 
 
 def _course(*numbers: int) -> Course:
@@ -39,7 +41,7 @@ def test_the_lessons_out_of_number_order_are_named_with_the_one_before(numbers, 
 
 def test_the_courses_own_order_is_explained_once():
     course = registry.load()
-    assert [x.number for x, _ in course.out_of_order()] == [15]
+    assert [x.number for x, _ in course.out_of_order()] == [17, 15]
     assert course.order_note().startswith(NOTE)
     assert "a lesson added later takes a new number" in course.order_note()
     assert _course(1, 2, 3).order_note() is None
@@ -52,7 +54,7 @@ def test_list_and_status_show_the_courses_order_and_say_why(tmp_path, command):
     said = " ".join(r.output.split())
     assert NOTE in said
     rows = [line.split()[0] for line in r.output.splitlines() if line[:3].strip().isdigit()]
-    assert rows == [str(x.number) for x in registry.load().lessons]  # 1 … 7, 15, 8 …
+    assert rows == [str(x.number) for x in registry.load().lessons]  # 1 … 5, 17, 6, 7, 15, 8 …
 
 
 def test_the_notebooks_index_and_next_cells_follow_the_courses_order(root: Path):
