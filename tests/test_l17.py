@@ -202,6 +202,40 @@ def test_the_kernel_read_tells_the_accumulator_and_the_store_apart():
     assert _accumulator("pallas-matmul-accumulator-not-zeroed").passed
 
 
+def test_a_sum_kept_in_the_output_is_not_called_a_bfloat16_accumulator():
+    """Accumulating into the output tile itself (no scratch): the check names no scratch
+    buffer, and its advice is the float32 scratch, not bfloat16 rounding."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import pallas as pl
+
+    def straight(a, b, bm, bk, bn):
+        def kernel(a_ref, b_ref, o_ref):
+            @pl.when(pl.program_id(2) == 0)
+            def _():
+                o_ref[...] = jnp.zeros_like(o_ref)
+
+            o_ref[...] += jnp.dot(a_ref[...], b_ref[...], preferred_element_type=jnp.float32)
+
+        m, k, n = a.shape[0], a.shape[1], b.shape[1]
+        return pl.pallas_call(
+            kernel,
+            grid=(m // bm, n // bn, k // bk),
+            in_specs=[pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
+                      pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))],
+            out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+            out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
+        )(a, b)  # fmt: skip
+
+    a = jax.ShapeDtypeStruct((16, 256), jnp.float32)
+    b = jax.ShapeDtypeStruct((256, 256), jnp.float32)
+    kernels = InProcess({}).kernels(lambda p, q: straight(p, q, 8, 128, 128), (a, b), None)
+    ex = {"gm": 2, "gk": 2, "gn": 2, "bm": 8, "bk": 16, "bn": 8, "dtype": "float32"}
+    result = spec.Accumulator()(Trial(example=ex, extra={spec.KERNELS: kernels}))
+    assert not result.passed and "no scratch buffer" in result.message, result.message
+    assert "bfloat16" not in result.hint and "float32 VMEM scratch" in result.hint
+
+
 def test_the_tpu_benchmark_says_there_is_no_tpu_and_runs_in_interpret_mode(capsys):
     """benchmarks/pallas_tpu.py (the lead runs it on the chip): without a TPU it says so
     and exits 0; --interpret runs its code path on CPU and prints jnp.dot's line and the

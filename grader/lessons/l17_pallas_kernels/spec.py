@@ -680,7 +680,11 @@ class Accumulator(Check):
                 f"the kernel's running sum is kept in {kept}, not a float32 accumulator",
                 hint="A bfloat16 accumulator rounds the running sum to 8 bits of mantissa at "
                 "every k step: keep it in float32 (pltpu.VMEM((bm, bn), jnp.float32)) and "
-                "cast once, when the output tile is stored.",
+                "cast once, when the output tile is stored."
+                if "bfloat16" in sums
+                else "Keep the running sum in a float32 VMEM scratch buffer "
+                "(scratch_shapes=[pltpu.VMEM((bm, bn), jnp.float32)]), zero it on the first k "
+                "step, and store the output tile from it once, on the last.",
             )
         steps = kernel.grid[-1] if kernel.grid else 1
         stored = sorted(
