@@ -265,8 +265,8 @@ def export_for_tpu(program: Callable[..., Any], args: tuple[Any, ...], mesh: Any
     neither export nor say what the chip would run. ``mesh``: the one the program is built
     on: an abstract one (:func:`tpu_mesh`) is the context it is lowered in; None (one
     device) is lowered under a one-device :func:`tpu_mesh` where jax asks for the TPU it
-    lowers for. What fails to lower is the
-    student's (:class:`StudentReturnError`, :func:`why_no_kernel`)."""
+    lowers for. What fails to lower is the student's (:class:`StudentReturnError`,
+    :func:`why_no_kernel`)."""
     import jax
     from jax.experimental.pallas import tpu as pltpu
     from jax.sharding import AbstractMesh

@@ -42,3 +42,24 @@ if os.environ.get("COURSE_TEST_GRADES"):  # count the grades (tests/gradecount.p
             return (yield)
         finally:
             gradecount.CURRENT["test"] = "(between tests)"
+
+
+SHARED = (
+    "test_engine", "test_isolation", "test_mistakes", "test_grades", "test_l07", "test_l10",
+    "test_l11",
+)  # fmt: skip
+"""Test modules that read the run's shared grades (:mod:`tests.grades`: every solution's,
+every catalogued mistake's): one worker runs them all, so each grade is made once a run."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's ``--dist loadgroup`` (the README's test command), a module's
+    tests go to one worker together (its module-scoped fixtures are made once), and
+    :data:`SHARED`'s modules to one worker between them. Before xdist's own hook, which
+    reads the marks."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    for item in items:
+        module = item.path.stem
+        item.add_marker(pytest.mark.xdist_group("shared-grades" if module in SHARED else module))

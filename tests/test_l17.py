@@ -269,11 +269,16 @@ def _gather_matmul(mistake_id: str | None) -> observed.Observed:
 
 
 def test_the_bonus_order_and_handshake_are_read_from_the_kernel():
-    """start, matmul, wait in the loop: overlap; the wait before the matmul: none; the
-    kernel without the free-slot handshake still overlaps, and its handshakes read 0."""
+    """start, matmul, wait in the loop: overlap; the wait before the matmul: none, but its
+    handshake whole (N − 2 = 2 signals and waits a device: the handshake check passes it,
+    and only the overlap is named); the kernel without the free-slot handshake still
+    overlaps, and its handshakes read 0."""
     ref = _gather_matmul(None)
     assert ref.overlap and ref.column("handshakes") == [2] * 4
-    assert not _gather_matmul("pallas-gather-matmul-waits-before-multiplying").overlap
+    assert ref.column("handshake_waits") == [2] * 4
+    serial = _gather_matmul("pallas-gather-matmul-waits-before-multiplying")
+    assert not serial.overlap
+    assert serial.column("handshakes") == serial.column("handshake_waits") == [2] * 4
     loose = _gather_matmul("pallas-gather-matmul-no-free-slot-handshake")
     assert loose.overlap and loose.column("handshakes") == [0] * 4
     assert "Not double buffered" in _hint(spec.Overlap(), _trial(overlap=False))

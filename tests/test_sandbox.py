@@ -8,6 +8,7 @@ import json
 import os
 import secrets
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -74,10 +75,14 @@ def probed(tmp_path_factory):
     }
     listener = socket.create_server(("127.0.0.1", 0))
     listener.setblocking(False)
+    # A process up the worker's chain. Where the test process was orphaned (started under
+    # nohup, its parent gone), its parent is pid 1, which inside the probe's namespace is
+    # the probe itself: a process of the test's own stands in for it then.
+    stand_in = subprocess.Popen(["sleep", "600"]) if os.getppid() == 1 else None
     source = (CODE / "solutions" / "l01_meshes.py").read_text()
     probe = (
         PROBE.replace("WORKER", str(os.getpid()))
-        .replace("PARENT", str(os.getppid()))
+        .replace("PARENT", str(stand_in.pid if stand_in else os.getppid()))
         .replace("PORT", str(listener.getsockname()[1]))
         .replace("TARGETS", repr([str(t) for t in targets.values()]))
     )
@@ -95,6 +100,9 @@ def probed(tmp_path_factory):
         seen = reports.read(relayed.getvalue())
     finally:
         listener.close()
+        if stand_in is not None:
+            stand_in.kill()
+            stand_in.wait()
         for name, t in targets.items():
             if name != "own" and t.exists():
                 t.unlink()

@@ -705,27 +705,12 @@ class Replaying(Runtime):
         return RemoteFunction(self.session, name, self)
 
     def student_program(self, program, args, mesh, compiler_options, extra) -> Trial:
-        import jax
 
-        k, self.index = self.index, self.index + 1
-        if k and self.turn is not None:  # only the first program is asked for ahead
-            self.turn.wait()
-        answer, self.asked = self.session.export(
-            self.exercise, self.example, k, self.following, self.turn, self.asked
-        )
-        if "ok" not in answer:
-            raise_from(answer)
-        self.answered.set()  # exported: the next example is prepared (not after a failure)
+        answer, blob = self._handed()
         started = time.perf_counter()
-        try:
-            blob = base64.b64decode(str(answer["blob"]))
-            digest = hashlib.sha256(blob).digest()
-            known = self.session.programs.take(digest)
-            exported = known.exported if known else jax.export.deserialize(bytearray(blob))
-        except Exception as exc:
-            raise StudentProcessDied(
-                f"it handed back a program the grader cannot read ({exc})"
-            ) from None
+        digest = hashlib.sha256(blob).digest()
+        known = self.session.programs.take(digest)
+        exported = known.exported if known else _deserialize(blob)
         known = self.session.programs.keep(digest, known or Known(exported))
         program = known.program
         check_exported(exported, args, mesh, known.calls)
@@ -758,24 +743,38 @@ class Replaying(Runtime):
         """The program exported for a TPU by the student's process, read here, never run
         (:meth:`Runtime.kernels`): its place among the example's programs is asked for as
         any program's is."""
-        import jax
+        return read_kernels(_deserialize(self._handed()[1]), args, mesh)
 
+    def _handed(self) -> tuple[dict, bytes]:
+        """The example's next program as the student's process hands it over: its
+        answer and the program's bytes (its exception raised here where it failed)."""
         k, self.index = self.index, self.index + 1
-        if k and self.turn is not None:
+        if k and self.turn is not None:  # only the first program is asked for ahead
             self.turn.wait()
         answer, self.asked = self.session.export(
             self.exercise, self.example, k, self.following, self.turn, self.asked
         )
         if "ok" not in answer:
             raise_from(answer)
-        self.answered.set()
+        self.answered.set()  # exported: the next example is prepared (not after a failure)
         try:
-            exported = jax.export.deserialize(bytearray(base64.b64decode(str(answer["blob"]))))
+            return answer, base64.b64decode(str(answer["blob"]))
         except Exception as exc:
             raise StudentProcessDied(
                 f"it handed back a program the grader cannot read ({exc})"
             ) from None
-        return read_kernels(exported, args, mesh)
+
+
+def _deserialize(blob: bytes) -> Any:
+    """A program handed over, read (the student's process's fault where it cannot be)."""
+    import jax
+
+    try:
+        return jax.export.deserialize(bytearray(blob))
+    except Exception as exc:
+        raise StudentProcessDied(
+            f"it handed back a program the grader cannot read ({exc})"
+        ) from None
 
 
 def replay_limit(mesh: Any, memory: str = "") -> int | None:
