@@ -351,3 +351,28 @@ def test_a_handed_back_program_that_calls_the_host_is_refused():
     other_inputs = SimpleNamespace(**{**vars(forged), "in_avals": ()})
     with pytest.raises(StudentProcessDied, match="does not take this example's inputs"):
         check_exported(other_inputs, (x,), None, calls)
+
+
+def test_a_process_whose_side_closed_is_told_with_the_code_it_exits_with():
+    """A question sent as the student's process ends finds its side of the channel closed
+    while its exit status is not known yet (it closed it a moment before it exited): the
+    grader waits for that status, and says it (polled at once, a loaded host's crash
+    read "it ended", no code)."""
+    import subprocess
+    import sys
+
+    from grader.sandbox.channel import Channel
+    from grader.sandbox.isolation import StudentProcess
+
+    ending = "import os, sys, time\nos.close(0)\nprint(flush=True)\ntime.sleep(0.3)\nsys.exit(3)"
+    proc = subprocess.Popen([sys.executable, "-c", ending], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE)  # fmt: skip
+    assert proc.stdout is not None and proc.stdout.readline() == b"\n"  # its side closed
+    student = StudentProcess("/nowhere", "l01_meshes")
+    student.proc, student.channel = proc, Channel(out=proc.stdin)
+    try:
+        with pytest.raises(StudentProcessDied, match="it exited with code 3$"):
+            student.send({"op": "load"})  # "load": sent to the process there is
+    finally:
+        proc.kill()
+        proc.wait()

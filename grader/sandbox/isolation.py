@@ -271,8 +271,11 @@ class StudentProcess:
             try:
                 assert self.channel is not None
                 self.channel.send({**question, "seq": self._seq})
-            except OSError:  # it ended
-                code = self.proc.poll()
+            except OSError:  # its side closed: it is ending, its status known a moment later
+                try:  # (polled at once, a loaded host's crash was told with no exit code)
+                    code = self.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:  # alive with its side closed: stopped
+                    code = None
                 self.stop()
                 raise StudentProcessDied(_ended(code)) from None
             except BaseException:
