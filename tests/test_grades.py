@@ -42,20 +42,3 @@ def test_a_mistakes_grade_is_made_once_and_where_the_run_grades_it():
 def test_an_unknown_mode_is_refused(root):
     with pytest.raises(ValueError, match="mode 'sandbox': one of here, isolated"):
         grades.grade(1, "l01_meshes", root / "solutions", mode="sandbox")
-
-
-def test_every_module_reading_the_shared_grades_runs_on_one_worker(root):
-    """Under the README's ``-n 2 --dist loadgroup`` the modules that read the shared grades
-    (``tests.grades``, or the catalogue's grades through ``tests.test_mistakes``) are one
-    group (``tests/conftest.py``'s ``SHARED``): split over two workers, each would grade
-    them again."""
-    import re
-
-    from tests.conftest import SHARED
-
-    reads = re.compile(
-        r"^\s*from tests(\.test_mistakes)? import .*\b(grades|assert_caught)\b", re.M
-    )
-    readers = {p.stem for p in (root / "tests").glob("test_*.py") if reads.search(p.read_text())}
-    assert "test_mistakes" in readers and "test_engine" in readers  # the pattern finds them
-    assert readers <= set(SHARED), sorted(readers - set(SHARED))
