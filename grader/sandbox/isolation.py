@@ -708,7 +708,6 @@ class Replaying(Runtime):
         return RemoteFunction(self.session, name, self)
 
     def student_program(self, program, args, mesh, compiler_options, extra) -> Trial:
-
         answer, blob = self._handed()
         started = time.perf_counter()
         digest = hashlib.sha256(blob).digest()
