@@ -762,9 +762,7 @@ class Replaying(Runtime):
         try:
             return answer, base64.b64decode(str(answer["blob"]))
         except Exception as exc:
-            raise StudentProcessDied(
-                f"it handed back a program the grader cannot read ({exc})"
-            ) from None
+            raise _unreadable(exc) from None
 
 
 def _deserialize(blob: bytes) -> Any:
@@ -774,9 +772,11 @@ def _deserialize(blob: bytes) -> Any:
     try:
         return jax.export.deserialize(bytearray(blob))
     except Exception as exc:
-        raise StudentProcessDied(
-            f"it handed back a program the grader cannot read ({exc})"
-        ) from None
+        raise _unreadable(exc) from None
+
+
+def _unreadable(exc: Exception) -> StudentProcessDied:
+    return StudentProcessDied(f"it handed back a program the grader cannot read ({exc})")
 
 
 def replay_limit(mesh: Any, memory: str = "") -> int | None:
