@@ -18,10 +18,12 @@ change what another reads.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,14 @@ from tests.mistakes import MISTAKES
 ROOT = Path(__file__).resolve().parent.parent
 
 _KEPT: dict[tuple, LessonResult] = {}
+_READ: dict[int, tuple[str, ...]] = {}
+"""The text of every program the worker read while making a kept grade of a lesson in
+:data:`RECORDED`, by the grade's ``id`` (kept grades live for the run)."""
+
+RECORDED = {13}
+"""Lessons whose programs come to the worker exported by the student's processes (lesson
+13's clusters): ``tests/test_readers.py`` reads them from the run's grades
+(:func:`read_in`) instead of forming every cluster again."""
 
 MODES = ("here", "isolated")
 
@@ -60,8 +70,40 @@ def grade(
             backend = backends.isolated(salt, lessons=lessons)
         else:
             backend = backends.here(salt or 0, lessons=lessons)
-        _KEPT[key] = backends.grade_lesson(lesson, module, directory, backend=backend, **options)
+        with _reading(lesson in RECORDED) as texts:
+            result = backends.grade_lesson(lesson, module, directory, backend=backend, **options)
+        _KEPT[key] = result
+        _READ[id(result)] = tuple(texts)
     return _KEPT[key]
+
+
+@contextlib.contextmanager
+def _reading(record: bool) -> Iterator[list[str]]:
+    """The text of every program the worker reads (:func:`grader.measure.stablehlo.read`,
+    which every exported program goes through) while the block runs, where ``record``."""
+    from grader.measure import stablehlo
+
+    texts: list[str] = []
+    if not record:
+        yield texts
+        return
+    read = stablehlo.read
+
+    def reading(program: Any) -> Any:
+        texts.append(str(program))
+        return read(program)
+
+    stablehlo.read = reading  # type: ignore[assignment]
+    try:
+        yield texts
+    finally:
+        stablehlo.read = read  # type: ignore[assignment]
+
+
+def read_in(result: LessonResult) -> tuple[str, ...]:
+    """The programs the worker read making ``result``, a kept grade of a lesson in
+    :data:`RECORDED` (empty for any other)."""
+    return _READ.get(id(result), ())
 
 
 SECRET_SALT = 0x5EC12E7

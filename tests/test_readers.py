@@ -4,7 +4,12 @@ the course the same: each solution's and each catalogued mistake's (``tests/mist
 
 The programs are gathered once for this module (:func:`tests.programs.gather`: every
 lesson graded in this process on its explicit examples, each program exported as the
-student's process exports it); that grading is the cost of this file.
+student's process exports it); that grading is the cost of this file. Lesson 13's
+programs, exported by the processes of a cluster, are those the worker read making the
+run's own grades of its solution and of each of its catalogued mistakes
+(:func:`tests.grades.read_in`): the grades ``test_engine``, ``test_isolation`` and
+``test_mistakes`` read, made once a run (forming every cluster again here cost some 45 s
+a leg, issue 44 §3).
 """
 
 from __future__ import annotations
@@ -12,14 +17,25 @@ from __future__ import annotations
 import pytest
 
 from grader.measure import jaxpr, stablehlo
-from tests import stablehlo_text
+from tests import grades, stablehlo_text
 from tests.mistakes import collect
 from tests.programs import Recorded, gather
 
 
 @pytest.fixture(scope="module")
 def programs() -> list[Recorded]:
-    return gather()
+    from course import registry
+
+    lessons = registry.load().lessons
+    found = gather({lesson.number for lesson in lessons} - grades.RECORDED)
+    for lesson in (lesson for lesson in lessons if lesson.number in grades.RECORDED):
+        module = lesson.module
+        found += [Recorded(f"{module} (exported)", text)
+                  for text in grades.read_in(grades.solution(lesson.number, module))]  # fmt: skip
+        for m in (m for m in collect() if m.module == module):
+            found += [Recorded(f"{m.id} (exported)", text)
+                      for text in grades.read_in(grades.mistake(m))]  # fmt: skip
+    return found
 
 
 def reading(p: jaxpr.Program) -> dict:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.checks import relate, terms
 from grader.evidence import Evidence
 from grader.results import CheckResult
 from grader.runtime import GraderFault, call_pure
@@ -190,6 +191,11 @@ class Suspicion:
     fallback: Callable[[Example], str | None] = lambda ex: None
     reference: Callable[[Example], Any] | None = None
     before: Callable[[Example], list[Example]] = lambda ex: []
+    terms: Callable[[Example], terms.Expr | None] = lambda ex: None
+    """The right answer as named terms (:mod:`grader.checks.terms`): where no suspect
+    matches, the one change of it that gives the answer is said."""
+    quantities: Callable[[Example], dict[str, float]] = lambda ex: {}
+    """Quantities of the lesson's own a term may be off by, beside the example's fields."""
 
     def __call__(self, got: Any, want: Any, trial: Trial) -> str | None:
         ex = trial.example
@@ -204,7 +210,11 @@ class Suspicion:
                 hints.append(hint)
         if len(hints) > 1:
             return "One of these: " + " Or: ".join(hints)
-        return hints[0] if hints else self.fallback(ex)
+        if hints:
+            return hints[0]
+        known = terms.squares(relate.quantities(ex, extra=self.quantities(ex)))
+        said = [terms.explain(got, want, self.terms(ex), known, close), self.fallback(ex)]
+        return " ".join(x for x in said if x) or None
 
 
 def _no_suspects(**ex: Any) -> list[tuple[Any, str]]:
@@ -243,6 +253,11 @@ class Scalar:
     """(value, diagnosis) of each known mistake on this example."""
     fallback: Callable[..., str | None] = _no_fallback
     """The hint when no suspect matches."""
+    terms: Callable[..., Any] | None = None
+    """The right answer as named terms (:mod:`grader.checks.terms`, the same value as
+    ``answer``): a wrong answer that is the formula with one term changed is told which."""
+    quantities: Callable[..., dict[str, float]] | None = None
+    """The lesson's own quantities a term may be off by (``{"N = hosts·local (16)": 16}``)."""
     measure: Callable[..., int] | None = None
     """A second truth measured by the grader (bytes in a compiled program): called
     with the example's fields and ``simulated`` (the runtime's: the devices its
@@ -277,6 +292,10 @@ class Scalar:
                 lambda ex: self.fallback(**ex),
                 reference=self.want if fixed else None,
                 before=self._before,
+                terms=(lambda ex: self.terms(**ex)) if self.terms else (lambda ex: None),
+                quantities=(lambda ex: self.quantities(**ex))
+                if self.quantities
+                else (lambda ex: {}),
             ),
         )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from grader.checks.scalar import RAISES
+from grader.checks.terms import Max, Sum, Term
 from grader.expected import matmul as costs
 from grader.lessons.l03_cost_model.spec import CHIPS, KINDS, LINKS, Chip, Link
 from grader.reference import matmul
@@ -114,6 +115,32 @@ def suspects_time(m: int, k: int, n: int, chip: str, bytes_per_elem: int) -> lis
         (max(f / c, t / b / h), "Memory time is bytes over bandwidth: multiply the element "
          "count by bytes_per_elem."),
     ]  # fmt: skip
+
+
+def time_terms(m: int, k: int, n: int, chip: str, bytes_per_elem: int) -> Max:
+    """:func:`matmul_time` as its two named terms (:mod:`grader.checks.terms`)."""
+    math_t, mem_t = _roofline(m, k, n, chip, bytes_per_elem)
+    return Max(Term("math time, 2·m·k·n / peak_flops", math_t),
+               Term("memory time, (m·k + k·n + m·n)·b / hbm_bandwidth", mem_t))  # fmt: skip
+
+
+HOPS_SAID = {"all_gather": "(N−1)", "reduce_scatter": "(N−1)", "all_reduce": "2(N−1)",
+             "permute": "1"}  # fmt: skip
+
+
+def collective_terms(kind: str, nbytes: int, n: int, link: str) -> Sum | None:
+    """:func:`want_collective` as its latency and bandwidth terms; None where nothing moves."""
+    if kind not in KINDS or n == 1:
+        return None
+    a, bw = LINKS[link].latency, LINKS[link].bandwidth
+    if kind == "all_to_all":
+        return Sum(Term("latency, (N−1)·α", (n - 1) * a),
+                   Term("bandwidth, (N−1)/(2N)·V/W", (n - 1) * nbytes / (2 * n * bw)))  # fmt: skip
+    hops = {"all_gather": n - 1, "reduce_scatter": n - 1, "all_reduce": 2 * (n - 1),
+            "permute": 1}[kind]  # fmt: skip
+    said = HOPS_SAID[kind]
+    return Sum(Term(f"latency, {said}·α", hops * a),
+               Term(f"bandwidth, {said}·V/(N·W)", hops * nbytes / (n * bw)))  # fmt: skip
 
 
 def want_collective(kind: str, nbytes: int, n: int, link: str) -> Any:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.checks.terms import Sum, Term
+
 
 def loader_rows(step: int, batch: int, size: int) -> np.ndarray:
     """The single-process batch of step ``step``: rows s·B … s·B + B − 1, wrapping
@@ -19,6 +21,25 @@ def ring_time(nbytes: float, hosts: int, local: int, ici: float, dcn: float, hie
     if hierarchical == "no":
         return 0.0 if n == 1 else 2 * (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)
     return 2 * (local - 1) / local * nbytes / ici + 2 * (hosts - 1) / hosts * nbytes / local / dcn
+
+
+def time_terms(nbytes: float, hosts: int, local: int, ici: float, dcn: float, hierarchical: str) -> Sum | Term | None:  # fmt: skip
+    """:func:`ring_time` as named terms (:mod:`grader.checks.terms`): the all-reduce within
+    the hosts and the one across them, or the flat ring's one term."""
+    n = hosts * local
+    if hierarchical == "no":
+        if n == 1:
+            return None
+        link = "dcn" if hosts > 1 else "ici"
+        return Term(f"ring, 2(N−1)/N·n/{link}", ring_time(nbytes, hosts, local, ici, dcn, "no"))
+    return Sum(Term("in-host, 2(L−1)/L·n/ici", 2 * (local - 1) / local * nbytes / ici),
+               Term("cross-host, 2(H−1)/H·(n/L)/dcn",
+                    2 * (hosts - 1) / hosts * nbytes / local / dcn))  # fmt: skip
+
+
+def time_quantities(nbytes: float, hosts: int, local: int, **_: object) -> dict[str, float]:
+    """The cluster's device count N = H·L, beside the example's own fields."""
+    return {f"N = hosts·local ({hosts * local})": float(hosts * local)}
 
 
 TWO_PHASES = ("An all-reduce is a reduce-scatter then an all-gather, each moving (N−1)/N of "

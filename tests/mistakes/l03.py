@@ -68,6 +68,12 @@ MISTAKES: list[Mistake] = [
         old="return 2 * (n - 1) * step", new="return (n - 1) * step",
         says=("reduce-scatter followed by an all-gather",),
     ),
+    _edit(  # latency paid in both phases, the bytes counted as crossing once
+        id="all-reduce-bytes-counted-once", exercise="collective_time",
+        old="return 2 * (n - 1) * step",
+        new="return 2 * (n - 1) * alpha + (n - 1) * nbytes / (n * w)",
+        says=("bandwidth term (2(N−1)·V/(N·W)", "multiplied by ½"),
+    ),
     _edit(
         id="one-device-not-free", exercise="collective_time",
         old="    if n == 1:\n        return 0.0\n", new="",

@@ -296,6 +296,13 @@ MISTAKES: list[Mistake] = [
         "return weights",
         ("caches are missing",),
     ),
+    _edit(  # one cache read for the whole batch, as if the sequences shared it like the weights
+        "l16-decode-one-cache-read-for-the-batch",
+        "decode_step_time",
+        "caches = batch * kv_cache_bytes(m, context, itemsize) / bandwidth",
+        "caches = kv_cache_bytes(m, context, itemsize) / bandwidth",
+        ("caches read term", "multiplied by 1/(batch = 16)"),
+    ),
     _edit(
         "l16-decode-memory-only",
         "decode_step_time",

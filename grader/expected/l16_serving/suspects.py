@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from grader.checks.terms import Max, Sum, Term
 from grader.expected.l16_serving import cost
 from grader.lessons.l16_serving.records import param_count
 from grader.lessons.l16_serving.spec import _time_args, model_of, slice_of
@@ -100,3 +101,41 @@ def critical(slice: Any, itemsize: int) -> list:
         (s.peak_flops * itemsize / s.hbm_bandwidth,
          "Twice too large: a token costs 2 FLOPs per parameter (multiply and add)."),
     ]  # fmt: skip
+
+
+def prefill_terms(model: Any, slice: Any, batch: int, tokens: int, itemsize: int) -> Max:
+    """:func:`cost.prefill_time` as named terms (:mod:`grader.checks.terms`)."""
+    m, s = model_of(model), slice_of(slice)
+    p, fl, bw = param_count(m), s.chips * s.peak_flops, s.chips * s.hbm_bandwidth
+    return Max(
+        Sum(Term("weights' FLOPs, 2·P·B·T / (chips·peak)", 2.0 * p * batch * tokens / fl),
+            Term("attention FLOPs, 2·L·N·H·B·T² / (chips·peak)",
+                 2.0 * m.layers * m.heads * m.head_dim * batch * tokens**2 / fl)),
+        Sum(Term("weights' read, P·itemsize / (chips·bandwidth)", p * itemsize / bw),
+            Term("caches written, B·kv_cache_bytes(T) / (chips·bandwidth)",
+                 batch * cost.kv_cache_bytes(m, tokens, itemsize) / bw)),
+    )  # fmt: skip
+
+
+def decode_terms(model: Any, slice: Any, batch: int, tokens: int, itemsize: int) -> Sum:
+    """:func:`cost.decode_step_time` as named terms (:mod:`grader.checks.terms`)."""
+    m, s = model_of(model), slice_of(slice)
+    p, fl, bw = param_count(m), s.chips * s.peak_flops, s.chips * s.hbm_bandwidth
+    return Sum(
+        Term("caches read, B·kv_cache_bytes(context) / (chips·bandwidth)",
+             batch * cost.kv_cache_bytes(m, tokens, itemsize) / bw),
+        Max(Term("weights' FLOPs, 2·B·P / (chips·peak)", 2.0 * batch * p / fl),
+            Term("weights' read, P·itemsize / (chips·bandwidth)", p * itemsize / bw)),
+    )  # fmt: skip
+
+
+def time_quantities(model: Any, slice: Any, **_: Any) -> dict[str, float]:
+    """The model's and slice's own counts a term may be off by, beside the example's."""
+    m, s = model_of(model), slice_of(slice)
+    return {
+        f"chips ({s.chips})": float(s.chips),
+        f"L, the layer count ({m.layers})": float(m.layers),
+        f"N, the query heads ({m.heads})": float(m.heads),
+        f"K, the key/value heads ({m.kv_heads})": float(m.kv_heads),
+        f"N/K ({m.heads}/{m.kv_heads})": m.heads / m.kv_heads,
+    }

@@ -199,6 +199,7 @@ MATMUL_TIME = Scalar(
     ),
     formula=F.fn("time_formula"),
     suspects=F.fn("suspects_time"),
+    terms=F.fn("time_terms"),
     purpose=lambda ex: TIME_PURPOSE.get((ex["m"], ex["chip"])),
 )  # fmt: skip
 
@@ -269,6 +270,7 @@ COLLECTIVE_TIME = Scalar(
     ),
     formula=F.fn("collective_formula"),
     suspects=F.fn("suspects_collective"),
+    terms=F.fn("collective_terms"),
     fallback=F.fn("fallback_collective"),
     max_examples=30,
     purpose=lambda ex: COLLECTIVE_PURPOSE.get((ex["kind"], ex["n"])),

@@ -1264,6 +1264,8 @@ ALLREDUCE_TIME = Scalar(
         "2(L−1)/L·n/ici + 2(H−1)/H·(n/L)/dcn" if hierarchical == "yes" else "2(N−1)/N·n/(dcn, or ici on one host)"),  # fmt: skip
     suspects=lambda nbytes, hosts, local, ici, dcn, hierarchical: F.time_suspects(
         nbytes, hosts, local, ici, dcn, hierarchical == "yes"),
+    terms=F.fn("time_terms"),
+    quantities=F.fn("time_quantities"),
     max_examples=12,
     purpose=lambda ex: ALLREDUCE_TIME_PURPOSE.get((ex["hosts"], ex["local"], ex["hierarchical"])),
 )  # fmt: skip

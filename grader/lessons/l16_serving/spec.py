@@ -163,6 +163,8 @@ PREFILL_TIME = Scalar(
     formula=lambda **ex: "max((2·P·B·T + 2·L·N·H·B·T²) / (chips·peak), "
     "(P·itemsize + B·kv_cache_bytes(T)) / (chips·bandwidth))",
     suspects=suspects.fn("prefill"),
+    terms=suspects.fn("prefill_terms"),
+    quantities=suspects.fn("time_quantities"),
     max_examples=8,
     purpose=lambda ex: PREFILL_PURPOSE.get((ex["model"], ex["batch"])),
 )  # fmt: skip
@@ -200,6 +202,8 @@ DECODE_TIME = Scalar(
     formula=lambda **ex: "B·kv_cache_bytes(context) / (chips·bandwidth) + "
     "max(2·B·P / (chips·peak), P·itemsize / (chips·bandwidth))",
     suspects=suspects.fn("decode"),
+    terms=suspects.fn("decode_terms"),
+    quantities=suspects.fn("time_quantities"),
     max_examples=8,
     purpose=lambda ex: DECODE_PURPOSE.get((ex["model"], ex["batch"])),
 )  # fmt: skip

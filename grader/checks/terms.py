@@ -1,0 +1,193 @@
+"""A cost formula as named terms, and the one change that turns it into the student's
+value (issue 45 §3: cost models).
+
+A cost model's answer is a sum or a maximum of terms (latency and bandwidth, compute
+and memory, the caches read and the weights). A wrong answer from a mistake nobody
+catalogued is, often, the formula with **one** thing changed: a term multiplied by one
+of the example's own sizes (a missing parenthesis makes ``(N−1)/(2N)`` into
+``(N−1)/2·N``, N² times too large), a term left out, a term alone, the maximum of two
+terms where they add up or their sum where the slower one sets the time.
+
+:func:`explain` tries each such change of the formula's tree and says every one that
+gives the student's value **exactly** (to the check's own tolerance) while the right
+formula does not: one sentence that cites the term, its value and the factor, never a
+"close to". The tree is the grader's own: :func:`explain` says nothing where it does not
+give the expected answer itself (``tests/test_terms.py`` holds every lesson's trees to
+their answers, on fixed and drawn examples).
+
+    Sum(Term("latency, (N−1)·α", 3e-6), Term("bandwidth, (N−1)/(2N)·V/W", 8.7e-7))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from grader.checks.relate import Quantity, also_equal
+
+
+@dataclass(frozen=True)
+class Term:
+    """One named term of a formula and its value on this example."""
+
+    name: str
+    """How the student's formula names it: ``"bandwidth, (N−1)/(2N)·V/W"``."""
+    value: float
+    unit: str = "s"
+
+
+@dataclass(frozen=True)
+class Sum:
+    """Terms that add up (they happen one after the other)."""
+
+    parts: tuple[Expr, ...]
+
+    def __init__(self, *parts: Expr) -> None:
+        object.__setattr__(self, "parts", tuple(parts))
+
+
+@dataclass(frozen=True)
+class Max:
+    """Terms that overlap: the slowest sets the time (a roofline)."""
+
+    parts: tuple[Expr, ...]
+
+    def __init__(self, *parts: Expr) -> None:
+        object.__setattr__(self, "parts", tuple(parts))
+
+
+Expr = Term | Sum | Max
+
+
+def value(e: Expr) -> float:
+    if isinstance(e, Term):
+        return float(e.value)
+    values = [value(p) for p in e.parts]
+    return sum(values) if isinstance(e, Sum) else max(values)
+
+
+def _terms(e: Expr) -> Iterator[Term]:
+    if isinstance(e, Term):
+        yield e
+    else:
+        for p in e.parts:
+            yield from _terms(p)
+
+
+def _names(e: Expr) -> str:
+    names = [t.name.split(",")[0] for t in _terms(e)]
+    return " and ".join(names) if len(names) == 2 else ", ".join(names)
+
+
+def _replace(e: Expr, old: Expr, new: Expr | None) -> Expr | None:
+    """``e`` with node ``old`` (by identity) replaced by ``new`` (None: left out)."""
+    if e is old:
+        return new
+    if isinstance(e, Term):
+        return e
+    parts = [q for q in (_replace(p, old, new) for p in e.parts) if q is not None]
+    if not parts:
+        return None
+    return type(e)(*parts)
+
+
+def _nodes(e: Expr) -> Iterator[Expr]:
+    yield e
+    if not isinstance(e, Term):
+        for p in e.parts:
+            yield from _nodes(p)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def changes(e: Expr, known: Sequence[Quantity]) -> Iterator[tuple[str, float]]:
+    """(what changed, the formula's value with that change) for every single change of
+    the battery: a term times each quantity of the example, a term left out, a term
+    alone, a maximum taken as a sum, a sum taken as a maximum."""
+    terms = list(_terms(e))
+    factors: dict[float, Quantity] = {}
+    plain = sorted(known, key=lambda q: q.name not in ("2", "½"))  # a stray 2 leads
+    for q in plain:  # one name a value, every equal quantity named in it
+        if q.value > 0 and q.value != 1.0 and q.value not in factors:
+            factors[q.value] = also_equal(q, known)
+    for t in terms:
+        head, _, formula = t.name.partition(", ")
+        shown = f"{head} term ({formula + ' = ' if formula else ''}{_fmt(t.value)} {t.unit})"
+        for q in factors.values():
+            changed = _replace(e, t, Term(t.name, t.value * q.value, t.unit))
+            if changed is not None:
+                yield f"with its {shown} multiplied by {q.name}", value(changed)
+        if len(terms) > 1:
+            dropped = _replace(e, t, None)
+            if dropped is not None:
+                yield f"without its {shown}", value(dropped)
+            if len(terms) > 2:  # with two, one alone is the other left out
+                yield f"reduced to its {shown} alone", t.value
+    for node in _nodes(e):
+        if isinstance(node, Max) and len(node.parts) > 1:
+            changed = _replace(e, node, Sum(*node.parts))
+            if changed is not None:
+                yield (f"with its {_names(node)} terms added, where the formula takes the "
+                       "larger of them (they overlap: the slower sets the time)",
+                       value(changed))  # fmt: skip
+        if isinstance(node, Sum) and len(node.parts) > 1:
+            changed = _replace(e, node, Max(*node.parts))
+            if changed is not None:
+                yield (f"with only the larger of its {_names(node)} terms, where the formula "
+                       "adds them (one follows the other: both take their time)",
+                       value(changed))  # fmt: skip
+
+
+def explain(
+    got: float,
+    want: float,
+    formula: Expr | None,
+    known: Sequence[Quantity],
+    close: Callable[[Any, Any], bool],
+) -> str | None:
+    """The sentence naming every single change of ``formula`` that gives ``got`` exactly
+    and not ``want``; None where none does, where the formula does not give ``want``
+    itself, or where ``got`` is not a finite number."""
+    if formula is None or not isinstance(got, (int, float)) or isinstance(got, bool):
+        return None
+    if got != got or got in (float("inf"), float("-inf")) or not close(value(formula), want):
+        return None
+    holds: list[str] = []
+    for said, v in changes(formula, known):
+        if close(got, v) and not close(want, v) and said not in holds:
+            holds.append(said)
+    structural = [x for x in holds if not x.startswith("with its ") or " added, " in x]
+    if structural:  # a term scaled till it no longer counts is the same as leaving it out
+        holds = structural
+    if not holds:
+        return None
+    first = holds[0]
+    others = holds[1:]
+    more = ""
+    if others:
+        more = (
+            " (or " + "; or ".join(others[:2]) + (", …" if len(others) > 2 else "") + ": "
+            "each gives your value on this example)"
+        )
+    return f"Your value {_fmt(got)} is exactly the formula {first}{more}."
+
+
+def squares(known: Sequence[Quantity]) -> list[Quantity]:
+    """``known`` and the square of each whole quantity above 1 (and its reciprocal): a
+    missing parenthesis, ``a / 2 * n`` for ``a / (2 * n)``, is off by n²."""
+    out = list(known)
+    for q in known:
+        if (
+            q.value > 1
+            and float(q.value).is_integer()
+            and q.value <= 1 << 16
+            and not q.name.startswith(("√", "1/", "the itemsize"))
+            and q.name != "2"
+        ):
+            square = f"the square of {q.name} ({q.value**2:g})"
+            out.append(Quantity(q.value**2, square))
+            out.append(Quantity(1 / q.value**2, f"1/{square}"))
+    return out

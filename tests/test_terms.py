@@ -1,0 +1,136 @@
+"""A cost formula's one changed term, said exactly (issue 45 §3, :mod:`grader.checks.terms`):
+each change of the battery named where it gives the answer and nowhere else, nothing said
+where no single change does, and every lesson's term tree equal to its answer."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grader.checks import relate, terms
+from grader.checks.scalar import RAISES, Scalar, close
+from grader.checks.terms import Max, Sum, Term
+from grader.spec import FULL, Trial
+
+LAT, BW = Term("latency, 3·α", 3e-6), Term("bandwidth, 3·V/(N·W)", 7.5e-4)
+RING = Sum(LAT, BW)
+ROOF = Max(Term("math time, 2·m·k·n / peak", 2e-3), Term("memory time, bytes / bandwidth", 5e-3))
+KNOWN = terms.squares(relate.quantities({"n": 4, "nbytes": 3 << 20}))
+
+
+def _say(got, formula=RING, want=None):
+    want = terms.value(formula) if want is None else want
+    return terms.explain(got, want, formula, KNOWN, close)
+
+
+def test_a_term_times_one_of_the_examples_sizes_is_named_with_the_term_and_the_size():
+    said = _say(LAT.value + 4 * BW.value)
+    assert said.startswith("Your value 0.003003 is exactly the formula with its bandwidth term")
+    assert "(3·V/(N·W) = 0.00075 s) multiplied by n = 4" in said
+    said = _say(LAT.value + 16 * BW.value)
+    assert "bandwidth term" in said and "the square of n = 4 (16)" in said
+
+
+def test_a_term_left_out_or_alone_is_named():
+    assert "without its latency term (3·α = 3e-06 s)" in _say(BW.value)
+    assert _say(5e-3, ROOF) is None  # the memory term alone is the answer itself
+    assert "without its memory time term (bytes / bandwidth = 0.005 s)." in _say(2e-3, ROOF)
+    three = Sum(LAT, BW, Term("start-up, once", 1e-3))
+    assert "reduced to its bandwidth term (3·V/(N·W) = 0.00075 s) alone" in _say(BW.value, three)
+
+
+def test_a_max_for_a_sum_and_a_sum_for_a_max_are_named():
+    assert (
+        "with its math time and memory time terms added, where the formula takes the larger"
+        in _say(7e-3, ROOF)
+    )
+    assert (
+        "with only the larger of its latency and bandwidth terms, where the formula adds them"
+        in _say(BW.value)
+    )
+
+
+def test_nothing_is_said_where_no_single_change_gives_the_value():
+    assert _say(LAT.value + 1.37 * BW.value) is None  # no size of the example is 1.37
+    assert _say(7 * LAT.value + 5 * BW.value) is None  # two terms changed
+    assert _say(terms.value(RING)) is None  # the answer itself
+    assert _say(float("nan")) is None and _say(True) is None
+
+
+def test_a_tree_that_does_not_give_the_answer_says_nothing():
+    """The guard: a term tree out of step with the answer would name false causes."""
+    assert _say(LAT.value + 4 * BW.value, want=terms.value(RING) * 1.01) is None
+
+
+def test_every_size_equal_to_the_factor_is_named_not_only_the_first():
+    known = terms.squares(relate.quantities({"n": 2, "rows": 2}))
+    said = terms.explain(LAT.value + 2 * BW.value, terms.value(RING), RING, known, close)
+    assert "multiplied by 2 (or n = 2, or rows = 2: equal on this example)" in said  # 2 leads
+
+
+# ------------------------------------------------------------ every lesson's trees
+
+
+def _scalars() -> list[tuple[str, Scalar]]:
+    found = []
+    for module in ("l03_cost_model", "l13_multi_host", "l14_planning", "l16_serving"):
+        spec = importlib.import_module(f"grader.lessons.{module}.spec")
+        found += [(f"{module}.{s.name}", s) for s in vars(spec).values()
+                  if isinstance(s, Scalar) and s.terms is not None]  # fmt: skip
+    return found
+
+
+SCALARS = _scalars()
+
+
+def test_the_cost_models_have_their_trees():
+    assert {name for name, _ in SCALARS} >= {
+        "l03_cost_model.matmul_time", "l03_cost_model.collective_time",
+        "l13_multi_host.allreduce_time", "l16_serving.prefill_time",
+        "l16_serving.decode_step_time",
+    }  # fmt: skip
+
+
+def _agrees(s: Scalar, ex: dict) -> None:
+    want = s.want(ex)
+    tree = s.terms(**ex)
+    if want == RAISES or tree is None:
+        assert want == RAISES or want == 0.0, (s.name, ex, want)
+        return
+    assert close(terms.value(tree), want), (s.name, ex, terms.value(tree), want)
+
+
+@pytest.mark.parametrize("name,scalar", SCALARS, ids=[n for n, _ in SCALARS])
+def test_a_lessons_tree_gives_its_answer_on_every_fixed_example(name, scalar):
+    for ex in scalar.examples(FULL):
+        _agrees(scalar, ex)
+
+
+@pytest.mark.parametrize("name,scalar", SCALARS, ids=[n for n, _ in SCALARS])
+@settings(max_examples=40, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])  # fmt: skip
+@given(data=st.data())
+def test_a_lessons_tree_gives_its_answer_on_drawn_examples(name, scalar, data):
+    _agrees(scalar, data.draw(scalar.draw(FULL)))
+
+
+def test_the_check_says_the_change_where_no_suspect_matches_and_keeps_a_suspects_words():
+    """Through the exercise's own check: the suspect's words where one matches (all-reduce
+    timed as an all-gather), the term where none does (its bandwidth halved)."""
+    spec = importlib.import_module("grader.lessons.l03_cost_model.spec")
+    s = spec.COLLECTIVE_TIME
+    ex = {"kind": "all_reduce", "nbytes": 1 << 20, "n": 4, "link": "nvlink4"}  # fixed, third
+    tree, want = s.terms(**ex), s.want(ex)
+    latency, bandwidth = (t.value for t in tree.parts)
+    check = s.check()
+    halved = check(Trial(ex, output=latency + bandwidth / 2, expected=want,
+                         extra={"call": "c", "formula": "f"}))  # fmt: skip
+    assert not halved.passed and "bandwidth term" in halved.hint
+    assert "multiplied by ½ (or 1/(√(n = 4)): equal on this example)" in halved.hint
+    as_gather = check(Trial(ex, output=(latency + bandwidth) / 2, expected=want,
+                            extra={"call": "c", "formula": "f"}))  # fmt: skip
+    assert "reduce-scatter followed by an all-gather" in as_gather.hint
+    assert "exactly the formula" not in as_gather.hint
