@@ -142,6 +142,90 @@ def test_strided_blocks_where_contiguous_ones_belong():
     assert _rel(strided, want) == [] or "strided" not in _rel(strided, want)[0]  # unsplit: unsaid
 
 
+RNG = np.random.default_rng(45)
+FLOATS = RNG.normal(size=(8, 4))
+INTS = RNG.integers(-8, 9, size=(8, 4)).astype(np.float64)  # values repeat, as lesson 2's
+
+
+@pytest.mark.parametrize("want", [FLOATS, INTS], ids=["distinct floats", "small integers"])
+def test_values_moved_by_one_shift_are_said_whatever_the_values(want):
+    """Data moved, not computed: a cyclic shift along one axis is tried for every shift, so
+    it is said on repeated values too; the rows never written are counted apart."""
+    late = np.roll(want, 2, axis=0)
+    late[:2] = 0  # the first block never written, the rest two rows late
+    said = relate.moved(late, want, ~_close(late, want), _close)
+    assert (
+        "exactly the expected value of another index: each holds the element 2 place(s) "
+        "before it along axis 0, cyclically" in said
+    )
+    assert said.endswith("other wrong element(s) hold 0")
+    cols = want[:, [1, 2, 3, 0]]
+    assert "each holds the element 1 place(s) after it along axis 1, cyclically" in relate.moved(
+        cols, want, ~_close(cols, want), _close
+    )
+
+
+def test_where_the_values_are_distinct_each_ones_source_is_named():
+    copied = FLOATS.copy()
+    copied[1:3] = FLOATS[0]
+    said = relate.moved(copied, FLOATS, ~_close(copied, FLOATS), _close)
+    assert "(some expected values copied to several places): each moved along axis 0 only" in said
+    assert "e.g. the element at (1, 0) holds the one at (0, 0)" in said
+    scrambled = FLOATS.reshape(2, 4, 4).transpose(1, 0, 2).reshape(8, 4)
+    said = relate.moved(scrambled, FLOATS, ~_close(scrambled, FLOATS), _close)
+    assert "(the expected values of the wrong places, rearranged among them)" in said
+    repeated = INTS.reshape(2, 4, 4).transpose(1, 0, 2).reshape(8, 4)
+    said = relate.moved(repeated, INTS, ~_close(repeated, INTS), _close)
+    assert "rearranged among them; which came from where is not known" in said
+
+
+@pytest.mark.parametrize("want", [FLOATS, INTS], ids=["distinct floats", "small integers"])
+def test_computed_values_are_never_said_moved(want):
+    off = want.copy()
+    off[2, 3] += 0.5
+    off[1, 1] += 1.25
+    off[5, 0] -= 3.5
+    assert relate.moved(off, want, ~_close(off, want), _close) is None
+    copied = want.copy()
+    copied[1:3] = want[0]  # copies on small integers: not the multiset, and no source known
+    if want is INTS:
+        assert relate.moved(copied, want, ~_close(copied, want), _close) is None
+    two = want.copy()
+    two[0, 0], two[7, 3] = want[7, 3], want[0, 0]  # two wrong elements: too few to tell
+    assert relate.moved(two, want, ~_close(two, want), _close) is None
+
+
+def test_a_replicated_output_whose_devices_moved_their_blocks_is_said_per_device():
+    """Devices that disagree on a replicated output: each wrong device's shard against its
+    expected one, the first named, the others said to have moved theirs the same way."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from grader.measure import devices
+
+    mesh = devices.make_mesh((4,), ("x",))
+    want = RNG.integers(-8, 9, size=(8, 3)).astype(np.float32)
+    held = [want if d == 0 else np.roll(want, 2 * d, axis=0) for d in range(4)]
+    out = jax.make_array_from_single_device_arrays(
+        want.shape, NamedSharding(mesh, P()),
+        [jax.device_put(h, dev) for h, dev in zip(held, mesh.devices.flat)],
+    )  # fmt: skip
+    r = Values()(Trial({}, output=out, expected=want, mesh=mesh))
+    assert (
+        "Device (1,)'s shard holds, at 24 of its wrong elements, exactly the expected value "
+        "of another index: each holds the element 2 place(s) before it along axis 0" in r.hint
+    )
+    assert "the other 2 wrong device(s) hold only expected values moved too" in r.hint
+    same = [want if d == 0 else np.roll(want, 2, axis=0) for d in range(4)]
+    out = jax.make_array_from_single_device_arrays(
+        want.shape, NamedSharding(mesh, P()),
+        [jax.device_put(h, dev) for h, dev in zip(same, mesh.devices.flat)],
+    )  # fmt: skip
+    r = Values()(Trial({}, output=out, expected=want, mesh=mesh))
+    assert "the other 2 wrong device(s) moved theirs the same way" in r.hint
+
+
 def test_non_finite_from_finite_inputs_is_said_without_a_cause():
     got = WANT.copy()
     got[1, 2] = np.inf

@@ -190,12 +190,15 @@ def relations(
     others: Sequence[tuple[str, np.ndarray]] = (),
     split: Sequence[tuple[int, int]] = (),
     what: str = "your value",
+    places: bool = True,
 ) -> list[str]:
     """Every relation of the battery that holds exactly between ``got`` and ``want``
     (global float64 arrays of one shape; ``bad`` the wrong elements), each one
     sentence that cites it. ``inputs``: (name, array) handed to the program;
     ``others``: (name, expected array) of the output's other leaves; ``split``:
-    (axis, devices) the output is split over, for strided-vs-contiguous blocks."""
+    (axis, devices) the output is split over, for strided-vs-contiguous blocks;
+    ``places``: False where the arrays' positions mean nothing (wrong elements of several
+    devices, concatenated), so no permutation or move is tried."""
     if got.shape != want.shape or got.size > MAX_ELEMENTS or not bad.any():
         return []
     a, e = got[bad], want[bad]
@@ -269,11 +272,93 @@ def relations(
             sign = "+" if d > 0 else "−"
             named = f": the offset is {q.name}" if q is not None and q.name != "1" else ""
             out.append(f"{what} is exactly the expected one {sign} {_fmt(abs(d))} {every}{named}")
-    if not out:
+    if not out and places:
         perm = _permutation(got, want, close, split)
         if perm:
             out.append(f"{what} holds the expected values in the wrong places: it is {perm}")
+        elif said := moved(got, want, bad, close, what=what):
+            out.append(said)
     return out[:LIMIT]
+
+
+def moved(
+    got: np.ndarray, want: np.ndarray, bad: np.ndarray, close: Close, *, what: str = "your value"
+) -> str | None:
+    """Data moved, not computed wrongly: where every wrong element of ``got`` (but those
+    left 0, never written) is exactly an expected value of another index, one sentence
+    saying so and how: one cyclic shift along one axis (tried for every shift, so it
+    holds whatever the values), else, where the expected values are distinct, each
+    element's source (moves along one axis only, or across axes; rearranged among the
+    wrong places, or copied), else the wrong places' values rearranged among themselves
+    (the sorted values equal). None where no such relation holds on every element or
+    fewer than :data:`MOVED_MIN` elements are wrong."""
+    if got.shape != want.shape or got.ndim == 0 or not bad.any():
+        return None
+    unwritten = bad & (got == 0) & (want != 0)
+    for sel in (bad, bad & ~unwritten) if unwritten.any() else (bad,):
+        said = _moved(got, want, sel, bad, close)
+        if said is not None:
+            zeros = int((bad & ~sel).sum())
+            tail = f"; {zeros} other wrong element(s) hold 0" if zeros else ""
+            lead = (f"{what} holds, at {int(sel.sum())} of its wrong elements, exactly the "
+                    "expected value of another index")  # fmt: skip
+            return f"{lead}{said}{tail}"
+    return None
+
+
+def _moved(
+    got: np.ndarray, want: np.ndarray, sel: np.ndarray, bad: np.ndarray, close: Close
+) -> str | None:
+    """:func:`moved`'s relation on the elements ``sel`` (of the wrong ones, ``bad``): the
+    words after its lead, or None."""
+    if int(sel.sum()) < MOVED_MIN:
+        return None
+    for ax in range(got.ndim):
+        n = got.shape[ax]
+        if n < 2 or n > 256:
+            continue
+        for k in sorted(range(1, n), key=lambda k: min(k, n - k)):
+            if np.all(close(got[sel], np.roll(want, k, axis=ax)[sel])):
+                back = k if k <= n // 2 else k - n
+                return (f": each holds the element {abs(back)} place(s) "
+                        f"{'before' if back > 0 else 'after'} it along axis {ax}, cyclically")  # fmt: skip
+    flat = want.ravel()
+    order = np.argsort(flat, kind="stable")
+    ranked = flat[order]
+    if np.any(close(ranked[1:], ranked[:-1]) & (ranked[1:] != 0)):  # repeated values
+        if sel is bad and np.all(close(np.sort(got[sel]), np.sort(want[sel]))):
+            return (" (the values of the wrong places, rearranged among them; which came "
+                    "from where is not known: the expected values repeat)")  # fmt: skip
+        return None
+    held = got[sel]
+    k = np.searchsorted(ranked, held)
+    below, above = np.clip(k - 1, 0, ranked.size - 1), np.clip(k, 0, ranked.size - 1)
+    near = [close(held, ranked[j]) & (ranked[j] != 0) for j in (below, above)]
+    if not np.all(near[0] | near[1]):
+        return None  # some wrong element equals no expected value: computed, not moved
+    idx = np.argwhere(sel)
+    src = np.stack(np.unravel_index(order[np.where(near[0], below, above)], want.shape), axis=1)
+    shift = src - idx  # each element holds the one ``shift`` away
+    axes = [ax for ax in range(got.ndim) if np.any(shift[:, ax])]
+    if len(axes) == 1:
+        how = f"each moved along axis {axes[0]} only, its other indices kept"
+    else:
+        how = f"moved across axes {', '.join(map(str, axes))}"
+    example = (f"the element at {tuple(int(x) for x in idx[0])} holds the one at "
+               f"{tuple(int(x) for x in src[0])}")  # fmt: skip
+    taken = [tuple(int(x) for x in row) for row in src]
+    if len(set(taken)) < len(taken):
+        kind = "some expected values copied to several places"
+    elif set(taken) <= {tuple(x) for x in np.argwhere(bad).tolist()}:
+        kind = "the expected values of the wrong places, rearranged among them"
+    else:
+        kind = "expected values copied from other places"
+    return f" ({kind}): {how}; e.g. {example}"
+
+
+MOVED_MIN = 3
+"""Wrong elements (not left 0) a move is said on at least: fewer may equal another
+expected value by chance (small integers)."""
 
 
 LIMIT = 2

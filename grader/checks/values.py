@@ -251,14 +251,42 @@ class Values(Check):
         if got is None:  # devices disagree on a replicated element: per device, elementwise
             a = np.concatenate([as_numpy(x)[m] for x, m in zip(actual, masks)])
             e = np.concatenate([as_numpy(want[s.index])[m] for s, m in zip(shards, masks)])
-            return place, relate.relations(
-                a, e, np.ones(a.shape, bool), close, known=known, what=what
+            moved = _moved_on_devices(trial, shards, actual, masks, want, close)
+            return place, moved or relate.relations(
+                a, e, np.ones(a.shape, bool), close, known=known, what=what, places=False
             )
         return place, relate.relations(
             got, want64, bad, close, known=known, what=what,
             inputs=_inputs(trial, want.shape), others=trial.extra.get("other_leaves", ()),
             split=_split(out, trial.mesh),
         )  # fmt: skip
+
+
+def _moved_on_devices(trial: Trial, shards, actual, masks, want, close) -> list[str]:
+    """Where every wrong device's shard holds only expected values moved within it
+    (:func:`relate.moved`), the first one's sentence, and whether the others moved theirs
+    the same way (the sentences alike but for the device and the example)."""
+    coords = device_coords(trial.mesh) if trial.mesh is not None else {}
+    said = []
+    for s, a, m in zip(shards, actual, masks):
+        if m is None or not m.any():
+            continue
+        who = f"device {coords.get(s.device.id, (s.device.id,))}'s shard"
+        one = relate.moved(as_numpy(a).astype(np.float64),
+                           as_numpy(want[s.index]).astype(np.float64), m, close, what=who)  # fmt: skip
+        if one is None:
+            return []
+        said.append((who, one))
+    if not said:
+        return []
+    shapes = {one.split("another index", 1)[-1].split("; ")[0] for _, one in said}
+    others = len(said) - 1
+    if not others:
+        return [said[0][1]]
+    alike = (
+        "moved theirs the same way" if len(shapes) == 1 else "hold only expected values moved too"
+    )
+    return [f"{said[0][1]}; the other {others} wrong device(s) {alike}"]
 
 
 GENERIC = ("Only device(s)", "The output is all zeros")
