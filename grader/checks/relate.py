@@ -313,15 +313,23 @@ def _moved(
     words after its lead, or None."""
     if int(sel.sum()) < MOVED_MIN:
         return None
+    sample = np.argwhere(sel)[:SAMPLE]
     for ax in range(got.ndim):
         n = got.shape[ax]
-        if n < 2 or n > 256:
+        if n < 2:
             continue
-        for k in sorted(range(1, n), key=lambda k: min(k, n - k)):
+        ks = np.arange(1, n)
+        src = np.repeat(sample[None], n - 1, axis=0)  # [shift, element, axis]
+        src[:, :, ax] = (sample[None, :, ax] - ks[:, None]) % n
+        held = want[tuple(np.moveaxis(src, -1, 0))]  # want at each sampled element's source
+        fits = np.all(close(got[tuple(sample.T)][None, :], held), axis=1)
+        for k in sorted(ks[fits].tolist(), key=lambda k: min(k, n - k)):  # then every element
             if np.all(close(got[sel], np.roll(want, k, axis=ax)[sel])):
                 back = k if k <= n // 2 else k - n
                 return (f": each holds the element {abs(back)} place(s) "
                         f"{'before' if back > 0 else 'after'} it along axis {ax}, cyclically")  # fmt: skip
+    if want.size > SORT_MAX:
+        return None
     flat = want.ravel()
     order = np.argsort(flat, kind="stable")
     ranked = flat[order]
@@ -355,6 +363,14 @@ def _moved(
         kind = "expected values copied from other places"
     return f" ({kind}): {how}; e.g. {example}"
 
+
+SAMPLE = 32
+"""Wrong elements every shift is first tried on; only a shift that fits them all is
+tried on every wrong element (a failing grade stays cheap on a long axis)."""
+
+SORT_MAX = 1 << 18
+"""Expected arrays up to this many elements are sorted to find each wrong element's
+source (past it, only the shifts are tried: a failing grade stays cheap)."""
 
 MOVED_MIN = 3
 """Wrong elements (not left 0) a move is said on at least: fewer may equal another
