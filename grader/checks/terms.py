@@ -103,24 +103,26 @@ def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
 
+SWAPS = (
+    (Max, Sum, "with its {} terms added, where the formula takes the larger of them (they "
+     "overlap: the slower sets the time)"),
+    (Sum, Max, "with only the larger of its {} terms, where the formula adds them (one "
+     "follows the other: both take their time)"),
+)  # fmt: skip
+"""(node kind, what it is taken as, the words): the two slips between a sum and a max."""
+
+
 def changes(e: Expr, known: Sequence[Quantity]) -> Iterator[tuple[str, float]]:
     """(what changed, the formula's value with that change) for every single change of
     the battery: a maximum taken as a sum, a sum taken as a maximum (first: a sum's
     larger term alone is also the smaller left out, and the swap is the likelier
     slip), a term times each quantity of the example, a term left out, a term alone."""
     for node in _nodes(e):
-        if isinstance(node, Max) and len(node.parts) > 1:
-            changed = _replace(e, node, Sum(*node.parts))
-            if changed is not None:
-                yield (f"with its {_names(node)} terms added, where the formula takes the "
-                       "larger of them (they overlap: the slower sets the time)",
-                       value(changed))  # fmt: skip
-        if isinstance(node, Sum) and len(node.parts) > 1:
-            changed = _replace(e, node, Max(*node.parts))
-            if changed is not None:
-                yield (f"with only the larger of its {_names(node)} terms, where the formula "
-                       "adds them (one follows the other: both take their time)",
-                       value(changed))  # fmt: skip
+        for kind, other, words in SWAPS:
+            if isinstance(node, kind) and len(node.parts) > 1:
+                changed = _replace(e, node, other(*node.parts))
+                if changed is not None:
+                    yield words.format(_names(node)), value(changed)
     terms = list(_terms(e))
     factors: dict[float, Quantity] = {}
     plain = sorted(known, key=lambda q: q.name not in ("2", "½"))  # a stray 2 leads
