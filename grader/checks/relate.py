@@ -281,36 +281,58 @@ def relations(
     return out[:LIMIT]
 
 
+@dataclass(frozen=True)
+class Moves:
+    """What :func:`moves` found: the wrong elements that hold expected values of other
+    indices, how they moved, one of them, and the wrong elements left 0."""
+
+    n: int
+    how: str
+    """``": each holds the element 1 place(s) before it along axis 0, cyclically"``, or
+    the kind of move and its pattern: what two devices' moves are alike by."""
+    example: str
+    zeros: int
+
+    def said(self, what: str = "your value") -> str:
+        example = f"; e.g. {self.example}" if self.example else ""
+        tail = f"; {self.zeros} other wrong element(s) hold 0" if self.zeros else ""
+        return (f"{what} holds, at {self.n} of its wrong elements, exactly the expected value "
+                f"of another index{self.how}{example}{tail}")  # fmt: skip
+
+
 def moved(
     got: np.ndarray, want: np.ndarray, bad: np.ndarray, close: Close, *, what: str = "your value"
 ) -> str | None:
+    """:func:`moves`, said in one sentence (None where it found nothing)."""
+    found = moves(got, want, bad, close)
+    return None if found is None else found.said(what)
+
+
+def moves(got: np.ndarray, want: np.ndarray, bad: np.ndarray, close: Close) -> Moves | None:
     """Data moved, not computed wrongly: where every wrong element of ``got`` (but those
-    left 0, never written) is exactly an expected value of another index, one sentence
-    saying so and how: one cyclic shift along one axis (tried for every shift, so it
-    holds whatever the values), else, where the expected values are distinct, each
-    element's source (moves along one axis only, or across axes; rearranged among the
-    wrong places, or copied), else the wrong places' values rearranged among themselves
-    (the sorted values equal). None where no such relation holds on every element or
-    fewer than :data:`MOVED_MIN` elements are wrong."""
+    left 0, never written) is exactly an expected value of another index, how: one
+    cyclic shift along one axis (tried for every shift, so it holds whatever the
+    values), else, where the expected values are distinct, each element's source (moves
+    along one axis only, or across axes; rearranged among the wrong places, or copied),
+    else the wrong places' values rearranged among themselves (the sorted values
+    equal). None where no such relation holds on every element or fewer than
+    :data:`MOVED_MIN` elements are wrong."""
     if got.shape != want.shape or got.ndim == 0 or not bad.any():
         return None
     unwritten = bad & (got == 0) & (want != 0)
     for sel in (bad, bad & ~unwritten) if unwritten.any() else (bad,):
-        said = _moved(got, want, sel, bad, close)
-        if said is not None:
-            zeros = int((bad & ~sel).sum())
-            tail = f"; {zeros} other wrong element(s) hold 0" if zeros else ""
-            lead = (f"{what} holds, at {int(sel.sum())} of its wrong elements, exactly the "
-                    "expected value of another index")  # fmt: skip
-            return f"{lead}{said}{tail}"
+        found = _moved(got, want, sel, bad, close)
+        if found is not None:
+            how, example = found
+            return Moves(int(sel.sum()), how, example, int((bad & ~sel).sum()))
     return None
 
 
 def _moved(
     got: np.ndarray, want: np.ndarray, sel: np.ndarray, bad: np.ndarray, close: Close
-) -> str | None:
-    """:func:`moved`'s relation on the elements ``sel`` (of the wrong ones, ``bad``): the
-    words after its lead, or None."""
+) -> tuple[str, str] | None:
+    """:func:`moves`'s relation on the elements ``sel`` (of the wrong ones, ``bad``): (how,
+    an example, or ""), or None."""
     if int(sel.sum()) < MOVED_MIN:
         return None
     sample = np.argwhere(sel)[:SAMPLE]
@@ -327,7 +349,7 @@ def _moved(
             if np.all(close(got[sel], np.roll(want, k, axis=ax)[sel])):
                 back = k if k <= n // 2 else k - n
                 return (f": each holds the element {abs(back)} place(s) "
-                        f"{'before' if back > 0 else 'after'} it along axis {ax}, cyclically")  # fmt: skip
+                        f"{'before' if back > 0 else 'after'} it along axis {ax}, cyclically", "")  # fmt: skip
     if want.size > SORT_MAX:
         return None
     flat = want.ravel()
@@ -336,7 +358,7 @@ def _moved(
     if np.any(close(ranked[1:], ranked[:-1]) & (ranked[1:] != 0)):  # repeated values
         if sel is bad and np.all(close(np.sort(got[sel]), np.sort(want[sel]))):
             return (" (the values of the wrong places, rearranged among them; which came "
-                    "from where is not known: the expected values repeat)")  # fmt: skip
+                    "from where is not known: the expected values repeat)", "")  # fmt: skip
         return None
     held = got[sel]
     k = np.searchsorted(ranked, held)
@@ -361,7 +383,7 @@ def _moved(
         kind = "the expected values of the wrong places, rearranged among them"
     else:
         kind = "expected values copied from other places"
-    return f" ({kind}): {how}; e.g. {example}"
+    return f" ({kind}): {how}", example
 
 
 SAMPLE = 32

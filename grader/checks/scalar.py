@@ -292,12 +292,18 @@ class Scalar:
                 lambda ex: self.fallback(**ex),
                 reference=self.want if fixed else None,
                 before=self._before,
-                terms=(lambda ex: self.terms(**ex)) if self.terms else (lambda ex: None),
-                quantities=(lambda ex: self.quantities(**ex))
-                if self.quantities
-                else (lambda ex: {}),
+                **self._by_terms(),
             ),
         )
+
+    def _by_terms(self) -> dict[str, Any]:
+        """:class:`Suspicion`'s ``terms`` and ``quantities``, where this exercise has them."""
+        out: dict[str, Any] = {}
+        if self.terms is not None:
+            out["terms"] = lambda ex: self.terms(**ex)
+        if self.quantities is not None:
+            out["quantities"] = lambda ex: self.quantities(**ex)
+        return out
 
     def run(self, rt: Any, fn: Callable[..., Any], ex: Example) -> Trial:
         want = self.want(ex)

@@ -264,29 +264,27 @@ class Values(Check):
 
 def _moved_on_devices(trial: Trial, shards, actual, masks, want, close) -> list[str]:
     """Where every wrong device's shard holds only expected values moved within it
-    (:func:`relate.moved`), the first one's sentence, and whether the others moved theirs
-    the same way (the sentences alike but for the device and the example)."""
+    (:func:`relate.moves`), the first one's sentence, and whether the others moved theirs
+    the same way."""
     coords = device_coords(trial.mesh) if trial.mesh is not None else {}
-    said = []
+    found = []
     for s, a, m in zip(shards, actual, masks):
         if m is None or not m.any():
             continue
-        who = f"device {coords.get(s.device.id, (s.device.id,))}'s shard"
-        one = relate.moved(as_numpy(a).astype(np.float64),
-                           as_numpy(want[s.index]).astype(np.float64), m, close, what=who)  # fmt: skip
+        one = relate.moves(as_numpy(a).astype(np.float64),
+                           as_numpy(want[s.index]).astype(np.float64), m, close)  # fmt: skip
         if one is None:
             return []
-        said.append((who, one))
-    if not said:
+        found.append((coords.get(s.device.id, (s.device.id,)), one))
+    if not found:
         return []
-    shapes = {one.split("another index", 1)[-1].split("; ")[0] for _, one in said}
-    others = len(said) - 1
+    (coord, first), others = found[0], len(found) - 1
+    said = first.said(f"device {coord}'s shard")
     if not others:
-        return [said[0][1]]
-    alike = (
-        "moved theirs the same way" if len(shapes) == 1 else "hold only expected values moved too"
-    )
-    return [f"{said[0][1]}; the other {others} wrong device(s) {alike}"]
+        return [said]
+    alike = len({one.how for _, one in found}) == 1
+    how = "moved theirs the same way" if alike else "hold only expected values moved too"
+    return [f"{said}; the other {others} wrong device(s) {how}"]
 
 
 GENERIC = ("Only device(s)", "The output is all zeros")
