@@ -491,6 +491,20 @@ def test_a_dict_of_other_keys_or_types_is_refused():
     assert _trial(spec.MEMORY, ex, dict(want)).passed
 
 
+def test_a_term_off_by_one_of_the_examples_counts_is_told_which_count():
+    """No known mistake gives the answer, but its wrong term is exactly one of the
+    example's own counts times the reference's: named (every count equal to it too); a
+    ratio none of them is, only measured."""
+    ex = spec.TIME_EXPLICIT[0]  # dp 2, fsdp 2, tp 8, pp 4, n_micro 8, nodes of 8
+    want = cost.step_time(*spec._time_args(ex))
+    per_micro = _trial(spec.TIME, ex, {**want, "dp": want["dp"] * 8})
+    said = per_micro.hint
+    assert "8× the reference's (the factor is tp = 8 (or n_micro = 8, or node = 8" in said, said
+    assert "No known mistake gives your value" in per_micro.hint
+    odd = _trial(spec.TIME, ex, {**want, "dp": want["dp"] * 1.37})
+    assert "1.37× the reference's;" in odd.hint and "the factor is" not in odd.hint
+
+
 def test_step_time_must_refuse_a_plan_of_other_chips():
     ex = spec.TIME_EXPLICIT[-1]
     assert ex["chips"] != math.prod(ex["plan"][:4])

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from grader.checks import relate
 from grader.checks.scalar import RAISES, Scalar, close, fmt
 from grader.evidence import Note, Table
 from grader.later import expected
@@ -301,7 +302,7 @@ class Terms(Check):
         key, hint = suspects.matching(got, want, self.keys, self.suspects(trial.example))
         key = key or wrong[0]
         if hint is None:
-            ratio = f", {got[key] / want[key]:.4g}× the reference's" if want[key] else ""
+            ratio = _ratio(got[key], want[key], trial.example)
             hint = (
                 f"Measured: your {key!r} is {fmt(got[key], want[key])}{ratio}; the formula is "
                 f"{self.formulas(trial.example).get(key, '')}. No known mistake gives your value."
@@ -312,6 +313,23 @@ class Terms(Check):
             + (f" (wrong terms: {', '.join(wrong)})" if len(wrong) > 1 else ""),
             evidence=[table], hint=hint,
         )  # fmt: skip
+
+
+def _ratio(got: float, want: float, ex: Example) -> str:
+    """``", 8× the reference's (the factor is n_micro = 8 …)"``: the ratio, named where it
+    is one of the example's own quantities (its plan's and model's counts among them:
+    :func:`grader.checks.relate.name_factor`), or ``""`` where the reference is 0."""
+    if not want:
+        return ""
+    c = got / want
+    extra = {f"L, the layer count ({model_of(ex['model']).layers})": model_of(ex["model"]).layers}
+    if "plan" in ex:
+        extra |= {
+            f"{f} = {v}": v for f, v in zip(("dp", "fsdp", "tp", "pp", "n_micro"), ex["plan"])
+        }
+    known = relate.quantities({k: v for k, v in ex.items() if k != "plan"}, extra=extra)
+    q = relate.name_factor(c, known, rel=1e-9)
+    return f", {c:.4g}× the reference's" + (f" (the factor is {q.name})" if q else "")
 
 
 def _not_terms(out: Any, keys: tuple[str, ...]) -> str | None:
