@@ -112,8 +112,9 @@ SWAPS = (
 """(node kind, what it is taken as, the words): the two slips between a sum and a max."""
 
 
-def changes(e: Expr, known: Sequence[Quantity]) -> Iterator[tuple[str, float]]:
-    """(what changed, the formula's value with that change) for every single change of
+def changes(e: Expr, known: Sequence[Quantity]) -> Iterator[tuple[str, float, bool]]:
+    """(what changed, the formula's value with that change, whether the change is a term
+    scaled) for every single change of
     the battery: a maximum taken as a sum, a sum taken as a maximum (first: a sum's
     larger term alone is also the smaller left out, and the swap is the likelier
     slip), a term times each quantity of the example, a term left out, a term alone."""
@@ -122,7 +123,7 @@ def changes(e: Expr, known: Sequence[Quantity]) -> Iterator[tuple[str, float]]:
             if isinstance(node, kind) and len(node.parts) > 1:
                 changed = _replace(e, node, other(*node.parts))
                 if changed is not None:
-                    yield words.format(_names(node)), value(changed)
+                    yield words.format(_names(node)), value(changed), False
     terms = list(_terms(e))
     factors: dict[float, Quantity] = {}
     plain = sorted(known, key=lambda q: q.name not in ("2", "½"))  # a stray 2 leads
@@ -135,13 +136,13 @@ def changes(e: Expr, known: Sequence[Quantity]) -> Iterator[tuple[str, float]]:
         for q in factors.values():
             changed = _replace(e, t, Term(t.name, t.value * q.value, t.unit))
             if changed is not None:
-                yield f"with its {shown} multiplied by {q.name}", value(changed)
+                yield f"with its {shown} multiplied by {q.name}", value(changed), True
         if len(terms) > 1:
             dropped = _replace(e, t, None)
             if dropped is not None:
-                yield f"without its {shown}", value(dropped)
+                yield f"without its {shown}", value(dropped), False
             if len(terms) > 2:  # with two, one alone is the other left out
-                yield f"reduced to its {shown} alone", t.value
+                yield f"reduced to its {shown} alone", t.value, False
 
 
 def explain(
@@ -158,17 +159,15 @@ def explain(
         return None
     if got != got or got in (float("inf"), float("-inf")) or not close(value(formula), want):
         return None
-    holds: list[str] = []
-    for said, v in changes(formula, known):
-        if close(got, v) and not close(want, v) and said not in holds:
-            holds.append(said)
-    structural = [x for x in holds if not x.startswith("with its ") or " added, " in x]
-    if structural:  # a term scaled till it no longer counts is the same as leaving it out
-        holds = structural
+    holds: dict[str, bool] = {}  # what changed → a term scaled
+    for said, v, scaled in changes(formula, known):
+        if close(got, v) and not close(want, v):
+            holds.setdefault(said, scaled)
+    if not all(holds.values()):  # a term scaled till it no longer counts is one left out
+        holds = {said: scaled for said, scaled in holds.items() if not scaled}
     if not holds:
         return None
-    first = holds[0]
-    others = holds[1:]
+    first, *others = holds
     more = ""
     if others:
         more = (
