@@ -461,7 +461,14 @@ def dev_notebooks(ctx: click.Context) -> None:
 
 def main(early: spares.Early | None = None) -> None:
     """The command; ``early``: the worker it started as it started (:data:`EARLY`
-    by default)."""
+    by default). SIGUSR1 prints every thread's stack to stderr and goes on (Python's
+    faulthandler): what a command that seems stuck is doing, for a bug report or a
+    test that timed out."""
+    import faulthandler
+    import signal
+
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     cli(prog_name="course", obj=early or EARLY)
 
 

@@ -262,6 +262,12 @@ def test_with_json_ctrl_c_still_prints_json(home):
         hanging(proc, home)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:  # it failed this way once in CI: show where it waits
+        proc.send_signal(signal.SIGUSR1)  # course's faulthandler: every thread's stack
+        time.sleep(2)
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"not ended 30 s after Ctrl-C; its threads:\n{err.decode()[-6000:]}")
     finally:
         proc.kill()
     assert proc.returncode == 130
