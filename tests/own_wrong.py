@@ -50,4 +50,24 @@ OWN = [
         says=("Your program all-reduces", "‖g‖/√N"),
         patch=(("lax.psum(jnp.sum(g * g), AXIS)", "lax.pmean(jnp.sum(g * g), AXIS)"),),
     ),
+    Mistake(
+        id="own-l04-scatter-out-specs-rows", module="l04_sharded_matmul",
+        exercise="matmul_reducescatter", status="failed", check="values",
+        says=("has its blocks along the wrong dimension", "put together along dimension 1 (columns) instead, are the expected value exactly",
+              "your output's sharding P('x', None) splits dimension 0 (rows)"),
+        patch=(('in_specs=(P(None, "x"), P("x", None)), out_specs=P(None, "x")',
+                'in_specs=(P(None, "x"), P("x", None)), out_specs=P("x", None)'),),
+    ),
+    Mistake(
+        id="own-l05-last-block-own-columns", module="l05_collective_matmul",
+        exercise="allgather_matmul", status="failed", check="values",
+        says=("is exactly a sum of block products, but not the right one", "no term takes X's column block"),
+        patch=(("return (y + partial(w_last, n - 1)).astype", "return (y + partial(w_last, 0)).astype"),),
+    ),
+    Mistake(
+        id="own-l05-scatter-blocks-counted-the-other-way", module="l05_collective_matmul",
+        exercise="matmul_reducescatter", status="failed", check="values",
+        says=("is exactly a sum of block products, but not the right one", "F block"),
+        patch=(("return acc + product((me - s - 2) % n)", "return acc + product((me + s + 2) % n)"),),
+    ),
 ]  # fmt: skip

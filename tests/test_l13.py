@@ -878,6 +878,21 @@ def test_the_loaders_messages_name_the_stride_and_the_modulo_only_when_measured(
     )
 
 
+def test_a_loader_taking_every_p_th_row_is_told_its_rows_are_strided():
+    """The rows of the batch, strided over the processes (PyTorch's DistributedSampler's
+    split) where contiguous blocks belong, are said strided; rows in another order no
+    rearrangement of the battery gives get no hint (both ways)."""
+    from grader.lessons.l13_multi_host.spec import _rearranged
+
+    want = np.arange(16, 28)
+    strided = [want[i::3] for i in range(3)]
+    hint = _rearranged(strided, want, 3)
+    assert hint is not None and "strided where the blocks are contiguous" in hint, hint
+    assert "over 3 processes, process d holds elements d, d + 3, d + 6" in hint, hint
+    assert _rearranged([want[[1, 0, 2, 3]], want[4:8], want[8:]], want, 3) is None
+    assert _rearranged(np.split(want, 3), want, 3) is None  # right: nothing to say
+
+
 @pytest.mark.parametrize(
     "mistake,old,new",
     [

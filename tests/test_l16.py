@@ -163,6 +163,40 @@ def test_prefill_s_cache_feeds_decode_and_the_greedy_tokens_match_the_recomputat
     np.testing.assert_array_equal(np.stack(got, 1), tokens)
 
 
+def test_a_cache_written_one_position_late_is_said_where_and_how():
+    """The decode hint reads the returned cache: its first wrong layer, where, and (only
+    where every wrong entry holds another place's expected value) how they moved; a cache
+    computed wrongly gets where only, and a right one nothing (both ways)."""
+    import jax
+
+    from grader.spec import Trial
+
+    ex = serve.EXPLICIT[0]
+    s, p, prompt = serve.draw(ex, np.random.default_rng(3))
+    fed = np.random.default_rng(4).integers(0, serve.VOCAB, (s.batch, serve.STEPS))
+    seq = np.concatenate([prompt, fed], axis=1)
+    right = np.zeros(s.cache_shape, np.float32)
+    right[:, :, :, : seq.shape[1]] = model.kv(p, seq, s.heads)
+    late = right.copy()  # each new token's entries written at pos + 1: pos left 0
+    late[:, :, :, s.prompt + 1 : seq.shape[1] + 1] = right[:, :, :, s.prompt : seq.shape[1]]
+    late[:, :, :, s.prompt] = 0
+
+    def said(cache):
+        trial = Trial(ex, output={"cache": jax.device_put(cache)},
+                      extra={"sizes": s, "params": p, "prompt": prompt, "fed": fed})  # fmt: skip
+        return serve._cache_said(trial)
+
+    hint = said(late)
+    assert hint.startswith("The cache your last step returns first differs from the reference's")
+    assert "in layer 0: wrong only along axis 2 (position) at indices 5–8" in hint, hint
+    assert "each holds the element 1 place(s) before it along axis 2 (position)" in hint, hint
+    off = right.copy()
+    off[:, :, :, s.prompt :] += 0.5 * (right[:, :, :, s.prompt :] != 0)
+    computed = said(off)
+    assert "in layer 0" in computed and "expected value of another index" not in computed
+    assert said(right) is None
+
+
 # ------------------------------------------------------------------ graded here
 
 

@@ -195,6 +195,60 @@ def test_computed_values_are_never_said_moved(want):
     assert relate.moved(two, want, ~_close(two, want), _close) is None
 
 
+def test_where_a_few_expected_values_repeat_a_move_along_one_axis_is_still_said():
+    """Mostly distinct values with one repeated (a token seen twice): wrong elements each
+    holding a value of their own line along one axis are said moved along it, by the
+    axis's name, without a source; the same wrong places holding new values are not."""
+    want = FLOATS.copy()
+    want[6, 0] = want[6, 1]  # one repeat: no element's source is known for sure
+    got = want.copy()
+    got[2:5, 3] = want[2, 0], want[3, 1], want[4, 2]  # three sources: no one shift
+    said = relate.moves(got, want, ~_close(got, want), _close, names=("row", "column"))
+    assert said is not None and "each moved along axis 1 (column) only" in said.how, said
+    assert "which came from where is not known" in said.how
+    made = want.copy()
+    made[2:5, 3] = want[2, 0] + 0.25, want[3, 1] + 0.25, want[4, 2] + 0.25
+    assert relate.moves(made, want, ~_close(made, want), _close) is None
+
+
+def _ring_matmul(n: int, rows: int = 2, d: int = 3, f: int = 16):
+    """X[rows, n·d] and W[n·d, f], and the family of their block products."""
+    x, w = RNG.normal(size=(rows, n * d)), RNG.normal(size=(n * d, f))
+    atoms = {(j, k): x[:, j * d : (j + 1) * d] @ w[k * d : (k + 1) * d]
+             for j in range(n) for k in range(n)}  # fmt: skip
+    family = relate.Products(
+        atoms=lambda c: atoms, right=lambda c: {j: j for j in range(n)},
+        term=lambda j, k: f"X[:, block {j}]·W[block {k}]", first="X's column block",
+        second="W block", n=n,
+    )  # fmt: skip
+    return atoms, family
+
+
+def test_a_block_that_is_a_wrong_sum_of_block_products_is_told_which():
+    """A device's block that is exactly another sum of the products of X's and W's blocks:
+    the terms that differ, and the pattern where one holds; a block computed otherwise,
+    the right block, and products that do not determine a sum say nothing (both ways)."""
+    atoms, family = _ring_matmul(4)
+    shifted = sum(atoms[j, (j + 1) % 4] for j in range(4))
+    said = relate.paired(family, (0,), shifted, _close, "device (0,)'s block")
+    assert said.startswith("device (0,)'s block is exactly a sum of block products, but not "
+                           "the right one: it has X[:, block 0]·W[block 1] + ")  # fmt: skip
+    assert "where X[:, block 0]·W[block 0] + X[:, block 1]·W[block 1]" in said
+    assert said.endswith("each term takes the W block 1 after the right one (mod 4)")
+    clamped = atoms[0, 0] + atoms[1, 1] + atoms[2, 2] + atoms[2, 3]  # block 3's columns never
+    said = relate.paired(family, (0,), clamped, _close, "it")
+    assert "it has X[:, block 2]·W[block 3] where X[:, block 3]·W[block 3] belongs" in said
+    assert said.endswith("no term takes X's column block 3")
+    right = sum(atoms[j, j] for j in range(4))
+    assert relate.paired(family, (0,), right, _close, "it") is None
+    assert relate.paired(family, (0,), right + 0.01 * RNG.normal(size=right.shape), _close,
+                         "it") is None  # fmt: skip
+    assert relate.paired(family, (0,), 1.5 * atoms[0, 1] + right, _close, "it") is None
+    few, small = _ring_matmul(4, rows=1, f=8)  # 8 elements, 16 products: not determined
+    assert relate.paired(small, (0,), sum(few[j, (j + 1) % 4] for j in range(4)), _close,
+                         "it") is None  # fmt: skip
+
+
 def test_a_replicated_output_whose_devices_moved_their_blocks_is_said_per_device():
     """Devices that disagree on a replicated output: each wrong device's shard against its
     expected one, the first named, the others said to have moved theirs the same way."""
@@ -224,6 +278,61 @@ def test_a_replicated_output_whose_devices_moved_their_blocks_is_said_per_device
     )  # fmt: skip
     r = Values()(Trial({}, output=out, expected=want, mesh=mesh))
     assert "the other 2 wrong device(s) moved theirs the same way" in r.hint
+
+
+def _reshaped(got, want, sizes=(4,), **kw):
+    return relate.reshaped(np.asarray(got, np.float64), np.asarray(want, np.float64), _close,
+                           sizes, **kw)  # fmt: skip
+
+
+def test_a_wrong_shape_holding_the_expected_values_rearranged_is_said_how():
+    """Each relation of :func:`relate.reshaped` where it holds, and nothing where the
+    values are computed wrongly in the same wrong shape (both ways)."""
+    want = RNG.normal(size=(8, 4))
+    columns = np.concatenate(np.split(want, 4, axis=0), axis=1)  # (2, 16)
+    said = _reshaped(columns, want, spec="P(None, 'x')", split=[(1, 4)])
+    assert said.startswith("your value of shape (2, 16) has its blocks along the wrong dimension")
+    assert ("its 4 blocks along dimension 1 (columns), put together along dimension 0 (rows) "
+            "instead, are the expected value exactly") in said  # fmt: skip
+    assert "your output's sharding P(None, 'x') splits dimension 1 (columns)" in said
+    assert "sharding" not in _reshaped(columns, want)  # no spec: nothing said of one
+    assert _reshaped(columns + 1e-3 * RNG.normal(size=columns.shape), want) is None
+    assert _reshaped(columns, want, sizes=(3,)) is None  # 4 blocks, but the mesh has 3
+    assert "transposed to (1, 0) it is exact" in _reshaped(want.T, want)
+    assert "only its shape differs" in _reshaped(want.reshape(4, 8), want)
+    copies = _reshaped(np.concatenate([want] * 4), want)
+    assert "is 4 copies of the expected value side by side along dimension 0 (rows)" in copies
+    parts = [RNG.normal(size=want.shape) for _ in range(3)]
+    parts.append(want - sum(parts))
+    assert "4 blocks along dimension 0 (rows) that add up to the expected value exactly" in (
+        _reshaped(np.concatenate(parts), want)
+    )
+    assert "exactly block 2 of the expected value's 4 blocks along dimension 0 (rows)" in (
+        _reshaped(want[4:6], want)
+    )
+    assert _reshaped(want[4:6] * 2, want) is None
+    assert _reshaped(want, want) is None  # the right shape: not this relation's to say
+
+
+def test_values_says_an_output_whose_blocks_went_along_the_wrong_dimension():
+    """A whole check: a sharded result the devices each hold right, put together along
+    the other dimension by the output's sharding, gets the relation as its hint."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from grader.measure import devices
+
+    mesh = devices.make_mesh((4,), ("x",))
+    want = RNG.normal(size=(8, 4)).astype(np.float32)
+    blocks = np.concatenate(np.split(want, 4, axis=0), axis=1)
+    out = jax.device_put(blocks, NamedSharding(mesh, P(None, "x")))
+    r = Values()(Trial({}, output=out, expected=want, mesh=mesh))
+    assert r.message == "returned shape (2, 16); expected (8, 4)"
+    assert r.hint.startswith("Your value of shape (2, 16) has its blocks along the wrong dimension")
+    assert "your output's sharding P(None, 'x') splits dimension 1 (columns)" in r.hint
+    wrong = jax.device_put(blocks * 1.5, NamedSharding(mesh, P(None, "x")))
+    assert Values()(Trial({}, output=wrong, expected=want, mesh=mesh)).hint is None
 
 
 def test_non_finite_from_finite_inputs_is_said_without_a_cause():

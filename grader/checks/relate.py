@@ -21,6 +21,7 @@ the step before or after is the lesson's to compute (left to each lesson).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -70,7 +71,12 @@ def _ordinal(k: int) -> str:
     return f"{k}{suffix}"
 
 
-def localise(bad: np.ndarray) -> str | None:
+def _axis(ax: int, names: Sequence[str] | None) -> str:
+    """``axis 2``, or ``axis 2 (position)`` where the caller names its axes."""
+    return f"axis {ax} ({names[ax]})" if names and ax < len(names) else f"axis {ax}"
+
+
+def localise(bad: np.ndarray, names: Sequence[str] | None = None) -> str | None:
     """One sentence on where ``bad`` (a global bool mask of wrong elements) is true:
     ``every element``, ``only along axis 0 at index 3 (every element there)``,
     ``a block: axis 0 indices 4–7, axis 1 indices 0–3``, or how many, scattered.
@@ -92,7 +98,8 @@ def localise(bad: np.ndarray) -> str | None:
     box[np.ix_(*along)] = True
     if np.array_equal(box, bad):
         limited = [(i, a) for i, a in enumerate(along) if len(a) < bad.shape[i]]
-        parts = [f"axis {i} at {_indices(a.tolist(), bad.shape[i])}" for i, a in limited]
+        parts = [f"{_axis(i, names)} at {_indices(a.tolist(), bad.shape[i])}"
+                 for i, a in limited]  # fmt: skip
         if bad.ndim == 1:
             return f"wrong at {_indices(along[0].tolist(), total)}"
         if len(limited) == 1:
@@ -308,7 +315,13 @@ def moved(
     return None if found is None else found.said(what)
 
 
-def moves(got: np.ndarray, want: np.ndarray, bad: np.ndarray, close: Close) -> Moves | None:
+def moves(
+    got: np.ndarray,
+    want: np.ndarray,
+    bad: np.ndarray,
+    close: Close,
+    names: Sequence[str] | None = None,
+) -> Moves | None:
     """Data moved, not computed wrongly: where every wrong element of ``got`` (but those
     left 0, never written) is exactly an expected value of another index, how: one
     cyclic shift along one axis (tried for every shift, so it holds whatever the
@@ -316,25 +329,32 @@ def moves(got: np.ndarray, want: np.ndarray, bad: np.ndarray, close: Close) -> M
     along one axis only, or across axes; rearranged among the wrong places, or copied),
     else the wrong places' values rearranged among themselves (the sorted values
     equal). None where no such relation holds on every element or fewer than
-    :data:`MOVED_MIN` elements are wrong."""
+    :data:`MOVED_MIN` elements are wrong. ``names``: the axes' names, said beside them."""
     if got.shape != want.shape or got.ndim == 0 or not bad.any():
         return None
     unwritten = bad & (got == 0) & (want != 0)
-    for sel in (bad, bad & ~unwritten) if unwritten.any() else (bad,):
-        found = _moved(got, want, sel, bad, close)
-        if found is not None:
-            how, example = found
-            return Moves(int(sel.sum()), how, example, int((bad & ~sel).sum()))
+    sels = (bad, bad & ~unwritten) if unwritten.any() else (bad,)
+    for find in (_shift, _moved):  # a shift of every wrong element first, then sources
+        for sel in sels:
+            if int(sel.sum()) < MOVED_MIN:
+                continue
+            found = find(got, want, sel, bad, close, names)
+            if found is not None:
+                how, example = found
+                return Moves(int(sel.sum()), how, example, int((bad & ~sel).sum()))
     return None
 
 
-def _moved(
-    got: np.ndarray, want: np.ndarray, sel: np.ndarray, bad: np.ndarray, close: Close
+def _shift(
+    got: np.ndarray,
+    want: np.ndarray,
+    sel: np.ndarray,
+    bad: np.ndarray,
+    close: Close,
+    names: Sequence[str] | None = None,
 ) -> tuple[str, str] | None:
-    """:func:`moves`'s relation on the elements ``sel`` (of the wrong ones, ``bad``): (how,
-    an example, or ""), or None."""
-    if int(sel.sum()) < MOVED_MIN:
-        return None
+    """One cyclic shift along one axis that gives every element of ``sel``: (how, ""),
+    or None. Each shift is tried on :data:`SAMPLE` elements first."""
     sample = np.argwhere(sel)[:SAMPLE]
     for ax in range(got.ndim):
         n = got.shape[ax]
@@ -349,7 +369,43 @@ def _moved(
             if np.all(close(got[sel], np.roll(want, k, axis=ax)[sel])):
                 back = k if k <= n // 2 else k - n
                 return (f": each holds the element {abs(back)} place(s) "
-                        f"{'before' if back > 0 else 'after'} it along axis {ax}, cyclically", "")  # fmt: skip
+                        f"{'before' if back > 0 else 'after'} it along {_axis(ax, names)}, cyclically", "")  # fmt: skip
+    return None
+
+
+def _along(
+    got: np.ndarray, want: np.ndarray, sel: np.ndarray, close: Close, names: Sequence[str] | None
+) -> str | None:
+    """Where the expected values repeat, though most are distinct (a token seen twice):
+    the one axis along which every element of ``sel`` finds its value among the nonzero
+    expected ones of its own line (its other indices kept), said without a source; None
+    where no axis does, or where most values repeat (found on a line by chance)."""
+    nonzero = want[want != 0]
+    if np.unique(nonzero).size * 2 < nonzero.size:
+        return None  # values this few (small integers) are found on a line by chance
+    idx = np.argwhere(sel)
+    held = got[sel]
+    for ax in range(got.ndim):
+        if got.shape[ax] < 2 or idx.shape[0] * got.shape[ax] > SORT_MAX:
+            continue
+        lines = np.moveaxis(want, ax, -1)[tuple(np.delete(idx, ax, axis=1).T)]  # [element, n]
+        if np.all(np.any(close(held[:, None], lines) & (lines != 0), axis=1)):
+            return (f" (expected values of other places; which came from where is not known: "
+                    f"the expected values repeat): each moved along {_axis(ax, names)} only, "
+                    "its other indices kept")  # fmt: skip
+    return None
+
+
+def _moved(
+    got: np.ndarray,
+    want: np.ndarray,
+    sel: np.ndarray,
+    bad: np.ndarray,
+    close: Close,
+    names: Sequence[str] | None = None,
+) -> tuple[str, str] | None:
+    """:func:`moves`'s sources of the elements ``sel`` (of the wrong ones, ``bad``): (how,
+    an example, or ""), or None."""
     if want.size > SORT_MAX:
         return None
     flat = want.ravel()
@@ -359,7 +415,8 @@ def _moved(
         if sel is bad and np.all(close(np.sort(got[sel]), np.sort(want[sel]))):
             return (" (the values of the wrong places, rearranged among them; which came "
                     "from where is not known: the expected values repeat)", "")  # fmt: skip
-        return None
+        along = _along(got, want, sel, close, names)
+        return None if along is None else (along, "")
     held = got[sel]
     k = np.searchsorted(ranked, held)
     below, above = np.clip(k - 1, 0, ranked.size - 1), np.clip(k, 0, ranked.size - 1)
@@ -371,7 +428,7 @@ def _moved(
     shift = src - idx  # each element holds the one ``shift`` away
     axes = [ax for ax in range(got.ndim) if np.any(shift[:, ax])]
     if len(axes) == 1:
-        how = f"each moved along axis {axes[0]} only, its other indices kept"
+        how = f"each moved along {_axis(axes[0], names)} only, its other indices kept"
     else:
         how = f"moved across axes {', '.join(map(str, axes))}"
     example = (f"the element at {tuple(int(x) for x in idx[0])} holds the one at "
@@ -432,9 +489,15 @@ def _factor(
 
 
 def _permutation(
-    got: np.ndarray, want: np.ndarray, close: Close, split: Sequence[tuple[int, int]]
+    got: np.ndarray,
+    want: np.ndarray,
+    close: Close,
+    split: Sequence[tuple[int, int]],
+    holders: tuple[str, str] = ("device", "devices"),
 ) -> str | None:
-    """The first rearrangement of ``want`` that ``got`` equals on every element."""
+    """The first rearrangement of ``want`` that ``got`` equals on every element;
+    ``holders``: what holds each block of ``split``, singular and plural."""
+    one, many = holders
     if got.ndim == 0:
         return None
     if np.all(close(got, want)):
@@ -476,15 +539,108 @@ def _permutation(
             return np.moveaxis(w, 0, axis)
 
         cands.append((f"strided where the blocks are contiguous: along axis {axis}, over "
-                      f"{n} devices, device d holds elements d, d + {n}, d + {2 * n}, … where it "
+                      f"{n} {many}, {one} d holds elements d, d + {n}, d + {2 * n}, … where it "
                       f"should hold {b} neighbours d·{b} … d·{b} + {b - 1}", strided))  # fmt: skip
-        cands.append((f"interleaved the other way: along axis {axis}, over {n} devices, "
+        cands.append((f"interleaved the other way: along axis {axis}, over {n} {many}, "
                       f"element j·{n} + d holds what belongs at d·{b} + j (contiguous blocks "
                       "written where strided ones belong)", contiguous_read_strided))  # fmt: skip
     for words, make in cands:
         if np.all(close(got, make())):
             return words
     return None
+
+
+def rearranged(
+    got: np.ndarray,
+    want: np.ndarray,
+    close: Close,
+    split: Sequence[tuple[int, int]] = (),
+    holders: tuple[str, str] = ("device", "devices"),
+) -> str | None:
+    """How ``got`` holds the expected values in other places, where one rearrangement of
+    the battery (a shift, a reversal, a transpose, strided blocks where contiguous ones
+    belong) gives it on every element: its words, or None."""
+    if got.shape != want.shape:
+        return None
+    return _permutation(np.asarray(got, np.float64), np.asarray(want, np.float64), close,
+                        split, holders)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Products:
+    """One family of products two operands' blocks make, for a matmul split over a ring:
+    ``atoms(coord)`` maps each pair (a, b) to the product that pair gives on the device
+    at ``coord``, ``right(coord)`` the pairs the device's block is the sum of, ``term``
+    writes a pair (``"X[:, a]·W[b]"``). A block that is
+    exactly another sum of these products pairs the blocks wrongly (:func:`products`)."""
+
+    atoms: Callable[[tuple], dict[tuple[int, int], np.ndarray]]
+    right: Callable[[tuple], dict[int, int]]
+    """a → the b it belongs with, for every a of the right sum."""
+    term: Callable[[int, int], str]
+    first: str
+    """What a indexes (``X's column block``)."""
+    second: str
+    """What b indexes (``W block``)."""
+    n: int
+
+
+def products(got: np.ndarray, atoms: dict[tuple[int, int], np.ndarray], close: Close
+             ) -> dict[tuple[int, int], int] | None:  # fmt: skip
+    """``got`` as the one sum of ``atoms`` with whole coefficients that gives it exactly
+    (to the check's tolerance): {pair: coefficient} of the nonzero ones. None where the
+    atoms do not determine a sum (fewer elements than atoms, or atoms that are not
+    independent: two sums could give one value) or no whole-coefficient sum gives it."""
+    keys = list(atoms)
+    if not keys:
+        return None
+    a = np.stack([np.asarray(atoms[k], np.float64).ravel() for k in keys], axis=1)
+    y = np.asarray(got, np.float64).ravel()
+    if a.shape[0] < a.shape[1] or np.linalg.matrix_rank(a) < a.shape[1]:
+        return None
+    coef = np.linalg.lstsq(a, y, rcond=None)[0]
+    whole = np.round(coef)
+    if not whole.any() or np.any(np.abs(coef - whole) > 0.05):
+        return None
+    if not np.all(close(a @ whole, y)):
+        return None
+    return {k: int(c) for k, c in zip(keys, whole) if c}
+
+
+def paired(family: Products, coord: tuple, got: np.ndarray, close: Close,
+           what: str) -> str | None:  # fmt: skip
+    """One sentence where ``got`` (the device's block) is exactly another sum of the
+    family's products than the right one: the sum, the right one, and the pattern where
+    one holds (every term taking the ``second`` d after the right one, mod N; a ``first``
+    no term takes). None where no such sum gives it, or it is the right one."""
+    found = products(got, family.atoms(coord), close)
+    right = family.right(coord)
+    if found is None or found == {(a, b): 1 for a, b in right.items()}:
+        return None
+
+    def listed(pairs: dict[tuple[int, int], int]) -> str:
+        return " + ".join((f"{c}·" if c != 1 else "") + family.term(a, b)
+                          for (a, b), c in sorted(pairs.items()))  # fmt: skip
+
+    want = {(a, b): 1 for a, b in right.items()}
+    extra = {k: c - want.get(k, 0) for k, c in found.items() if c != want.get(k, 0)}
+    missing = {k: 1 for k in want if k not in found}
+    said = (
+        f"{what} is exactly a sum of block products, but not the right one: it has {listed(extra)}"
+    )
+    said += f" where {listed(missing)} belongs" if missing else " on top of the right sum"
+    n = family.n
+    offsets = {(b - right[a]) % n for a, b in found if a in right}
+    firsts = sorted(a for a, _ in found)
+    if (len(offsets) == 1 and (d := offsets.pop()) and set(found.values()) == {1}
+            and firsts == sorted(right)):  # fmt: skip
+        later = d if d <= n // 2 else d - n
+        step = f"{abs(later)} {'after' if later > 0 else 'before'}"
+        return f"{said}: each term takes the {family.second} {step} the right one (mod {n})"
+    left_out = sorted(set(right) - set(firsts))
+    if left_out:
+        return f"{said}: no term takes {family.first} {', '.join(map(str, left_out))}"
+    return said
 
 
 def _shifted(want: np.ndarray, k: int, axis: int) -> np.ndarray:
@@ -494,6 +650,89 @@ def _shifted(want: np.ndarray, k: int, axis: int) -> np.ndarray:
     edge[axis] = 0 if k > 0 else -1
     out[tuple(edge)] = 0
     return out
+
+
+def _dimension(axis: int, ndim: int) -> str:
+    """``dimension 0 (rows)``: a matrix's dimensions by their everyday names too."""
+    names = {0: " (rows)", 1: " (columns)"} if ndim == 2 else {}
+    return f"dimension {axis}{names.get(axis, '')}"
+
+
+def reshaped(
+    got: np.ndarray,
+    want: np.ndarray,
+    close: Close,
+    sizes: Sequence[int],
+    *,
+    spec: str | None = None,
+    split: Sequence[tuple[int, int]] = (),
+    what: str = "your value",
+) -> str | None:
+    """A value of the wrong shape that holds the expected one exactly, rearranged, in
+    one sentence (None where none of these holds on every element): its k blocks along
+    one dimension placed along another (k one of ``sizes``, the mesh's axis sizes and
+    their product), its dimensions transposed, the expected values in their order in
+    another shape; k times the expected size: k copies of it, or k parts that add up to
+    it; 1/k of it: one of its k blocks. ``spec``: the output's sharding, said where it
+    splits (``split``: (axis, devices), as :func:`relations` takes) the dimension the
+    blocks were placed along."""
+    if got.shape == want.shape or max(got.size, want.size) > MAX_ELEMENTS or not want.size:
+        return None
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+
+    def equal(c: np.ndarray) -> bool:
+        return c.shape == want.shape and bool(np.all(close(c, want)))
+
+    ks = sorted({int(k) for k in sizes if k > 1})
+    ndim = want.ndim
+    shape = tuple(got.shape)
+    if got.size == want.size and got.ndim == ndim:
+        for a in range(ndim):
+            for b in range(ndim):
+                for k in ks:
+                    if a == b or got.shape[a] % k:
+                        continue
+                    if equal(np.concatenate(np.split(got, k, axis=a), axis=b)):
+                        where = (f" (your output's sharding {spec} splits {_dimension(a, ndim)})"
+                                 if spec and any(x == a for x, _ in split) else "")  # fmt: skip
+                        return (f"{what} of shape {shape} has its blocks along the wrong "
+                                f"dimension: its {k} blocks along {_dimension(a, ndim)}, put "
+                                f"together along {_dimension(b, ndim)} instead, are the "
+                                "expected value exactly (each block is right, its place is "
+                                f"not){where}")  # fmt: skip
+        if ndim <= 4:
+            for order in itertools.permutations(range(ndim)):
+                if order != tuple(range(ndim)) and equal(got.transpose(order)):
+                    return (f"{what} of shape {shape} is the expected value with its dimensions "
+                            f"in another order: transposed to {order} it is exact")  # fmt: skip
+    if got.size == want.size and equal(got.reshape(want.shape)):
+        return (f"{what} of shape {shape} holds the expected values in their order: only its "
+                f"shape differs (reshaped to {tuple(want.shape)} it is exact)")  # fmt: skip
+    if got.ndim != ndim:
+        return None
+    for a in range(ndim):
+        for k in ks:
+            others = all(got.shape[j] == want.shape[j] for j in range(ndim) if j != a)
+            if not others:
+                continue
+            if got.shape[a] == k * want.shape[a]:
+                parts = np.split(got, k, axis=a)
+                if all(equal(p) for p in parts):
+                    return (f"{what} of shape {shape} is {k} copies of the expected value side "
+                            f"by side along {_dimension(a, ndim)}: each block is the whole "
+                            "result (every device returned all of it, and its blocks were "
+                            "put together as if each held a part)")  # fmt: skip
+                if equal(np.sum(parts, axis=0)):
+                    return (f"{what} of shape {shape} is {k} blocks along "
+                            f"{_dimension(a, ndim)} that add up to the expected value "
+                            "exactly: partial sums, never added together")  # fmt: skip
+            if want.shape[a] == k * got.shape[a]:
+                for j, part in enumerate(np.split(want, k, axis=a)):
+                    if bool(np.all(close(got, part))):
+                        return (f"{what} of shape {shape} is exactly block {j} of the expected "
+                                f"value's {k} blocks along {_dimension(a, ndim)}: one block "
+                                f"where all {k} belong")  # fmt: skip
+    return None
 
 
 NARROW_MAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0, "float16": 65504.0}

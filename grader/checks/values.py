@@ -60,6 +60,10 @@ class Values(Check):
     rtol: Callable[[Trial], float] | None = None
     """rtol beside ``atol``'s fraction, for a result whose precision is relative to each
     element (a bfloat16 rounding of the right value is one step of that element)."""
+    products: Callable[[Trial], list[relate.Products]] | None = None
+    """For a matmul split over a ring: the families of block products a device's block
+    may be a sum of; the first wrong device whose block is exactly a wrong sum of one of
+    them is told which (:func:`relate.paired`)."""
     quantities: Callable[[Trial], dict[str, float]] | None = None
     """The lesson's own quantities a stray factor may be, by name (a bias correction
     1/(1 − βᵗ), say), beside those every example has (:func:`relate.quantities`)."""
@@ -79,8 +83,9 @@ class Values(Check):
             )
         if out.shape != want.shape:
             return CheckResult(
-                self.name, False, f"returned shape {out.shape}; expected {want.shape}"
-            )
+                self.name, False, f"returned shape {out.shape}; expected {want.shape}",
+                hint=self._reshaped(trial, out, want),
+            )  # fmt: skip
         want_dtype = trial.extra.get("dtype", want.dtype.name)
         if out.dtype.name != want_dtype:
             return CheckResult(
@@ -90,12 +95,7 @@ class Values(Check):
                 hint="Keep the input's dtype: a float32 constant (jnp.zeros without dtype=) or "
                 "a Python float can promote bfloat16 to float32.",
             )
-        if self.atol is not None:
-            atol_frac, rtol = self.atol(trial), self.rtol(trial) if self.rtol else 0.0
-        else:
-            atol_frac, rtol = tolerance(want_dtype, self.reduce_size(trial.example))
-        scale = float(np.max(np.abs(as_numpy(want)))) if want.size else 1.0
-        atol = atol_frac * (scale if self.atol is not None else max(scale, 1.0))
+        atol, rtol = self._tolerance(trial, want)
 
         def close(a: np.ndarray, e: np.ndarray) -> bool:
             return a.shape == e.shape and bool(
@@ -193,17 +193,20 @@ class Values(Check):
         )
         try:  # report material: it never turns a verdict into a grader fault
             place, said = self._related(trial, out, want, shards, actual, masks, atol, rtol)
+            pairs = self._paired(trial, shards, actual, masks, atol, rtol)
             if hint is not None and hint.startswith(diagnose.NON_FINITE):
                 hint = self._non_finite(trial, out, want, shards, actual) or hint
         except Exception:  # an output relate cannot read (an odd dtype): nothing said
-            place, said = None, []
+            place, said, pairs = None, [], None
+        said = [pairs, *said] if pairs else said
         if evidence:  # the map says where and what was measured
             evidence[0].where, evidence[0].measured = place, said or None
         elif place or said:
             evidence = [Note(f"where: {place}")] if place else []
             evidence += [Note(f"measured: {x}") for x in said]
         if said:  # a relation measured: the hint where none names a cause
-            best = max(said, key=lambda x: ": " in x)  # one that names what it is, first
+            # the blocks' pairing first, else one that names what it is
+            best = pairs or max(said, key=lambda x: ": " in x)
             first_said = f"{best[0].upper()}{best[1:]}."
             if hint is None or hint.startswith(diagnose.STRAY_FACTOR):
                 hint = first_said
@@ -217,6 +220,57 @@ class Values(Check):
             evidence=evidence,
             hint=hint,
         )
+
+    def _paired(self, trial: Trial, shards, actual, masks, atol: float, rtol: float) -> str | None:
+        """The first wrong device's block as a wrong sum of block products (``products``),
+        in one sentence; None where the check has none or no family gives it exactly."""
+        if self.products is None:
+            return None
+        coords = device_coords(trial.mesh) if trial.mesh is not None else {}
+
+        def close(a: np.ndarray, e: np.ndarray) -> np.ndarray:
+            return np.abs(a - e) <= atol + rtol * np.abs(e)
+
+        wrong = [(s, a) for s, a, m in zip(shards, actual, masks) if m is None or m.any()]
+        if not wrong:
+            return None
+        s, a = wrong[0]
+        coord = coords.get(s.device.id, (s.device.id,))
+        for family in self.products(trial):
+            said = relate.paired(family, coord, as_numpy(a), close, f"device {coord}'s block")
+            if said:
+                return said
+        return None
+
+    def _tolerance(self, trial: Trial, want: np.ndarray) -> tuple[float, float]:
+        """(atol, rtol) of this check on this trial's expected value."""
+        if self.atol is not None:
+            atol_frac, rtol = self.atol(trial), self.rtol(trial) if self.rtol else 0.0
+        else:
+            want_dtype = trial.extra.get("dtype", want.dtype.name)
+            atol_frac, rtol = tolerance(want_dtype, self.reduce_size(trial.example))
+        scale = float(np.max(np.abs(as_numpy(want)))) if want.size else 1.0
+        return atol_frac * (scale if self.atol is not None else max(scale, 1.0)), rtol
+
+    def _reshaped(self, trial: Trial, out, want) -> str | None:
+        """A wrong shape holding the expected values rearranged (:func:`relate.reshaped`),
+        to the check's tolerance, said as a hint; None where no such relation holds."""
+        atol, rtol = self._tolerance(trial, want)
+        want64 = as_numpy(want).astype(np.float64)
+        try:  # report material: it never turns a verdict into a grader fault
+            if not out.is_fully_addressable or out.size > relate.MAX_ELEMENTS:
+                return None
+            got = as_numpy(out).astype(np.float64)
+            mesh = trial.mesh
+            sizes = list(mesh.devices.shape) + [mesh.devices.size] if mesh is not None else []
+            spec = getattr(out.sharding, "spec", None)
+            said = relate.reshaped(
+                got, want64, lambda a, e: np.abs(a - e) <= atol + rtol * np.abs(e), sizes,
+                spec=_written(spec) if spec is not None else None, split=_split(out, mesh),
+            )  # fmt: skip
+        except Exception:  # an output relate cannot read: nothing said
+            return None
+        return None if said is None else f"{said[0].upper()}{said[1:]}."
 
     def _non_finite(self, trial: Trial, out, want, shards, actual) -> str | None:
         """The NaN hint, where a measurement names the cause (issue 45 §5): a narrow cast
@@ -308,6 +362,11 @@ def _inputs(trial: Trial, shape: tuple[int, ...]) -> list[tuple[str, np.ndarray]
             name = f"argument {i}{jax.tree_util.keystr(path)}"
             out.append((name, as_numpy(leaf).astype(np.float64)))
     return out
+
+
+def _written(spec) -> str:
+    """A PartitionSpec as a student writes it: ``P(None, 'x')``."""
+    return f"P({', '.join(repr(e) if isinstance(e, str) else str(e) for e in spec)})"
 
 
 def _split(out, mesh) -> list[tuple[int, int]]:

@@ -39,6 +39,7 @@ from grader.checks import (
     TempMemory,
     UnderShardMap,
     Values,
+    relate,
 )
 from grader.checks.comms import PERMUTE, communication, streams
 from grader.evidence import Timeline
@@ -273,6 +274,61 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
     ]
 
 
+def _products(kind: str) -> Callable[[Trial], list[relate.Products]]:
+    """The block products a device's block of Y may be a sum of (:func:`relate.paired`):
+    for the all-gather matmul, device i's rows of X, column block j, times W's block k
+    (the right sum: k = j); for the reduce-scatter matmul, X's column block j times W's
+    row block j and F block c (the right sum: c = i), or times W's row block k and F
+    block i (the right sum: k = j)."""
+
+    def families(trial: Trial) -> list[relate.Products]:
+        ex = trial.example
+        n = ex["n"]
+        x, w = (a.astype(np.float64) for a in inputs(kind, ex, trial.rng()))
+        d = ex["dblock"]
+
+        def xcols(j: int, rows: slice = slice(None)) -> np.ndarray:
+            return x[rows, j * d : (j + 1) * d]
+
+        def wrows(k: int, cols: slice = slice(None)) -> np.ndarray:
+            return w[k * d : (k + 1) * d, cols]
+
+        pairs = [(j, k) for j in range(n) for k in range(n)]
+        if kind == "gather":
+            per = ex["rows"]
+
+            def own(i: int) -> slice:
+                return slice(i * per, (i + 1) * per)
+
+            return [relate.Products(
+                atoms=lambda c: {(j, k): xcols(j, own(c[0])) @ wrows(k) for j, k in pairs},
+                right=lambda c: {j: j for j in range(n)},
+                term=lambda j, k: f"X[:, block {j}]·W[block {k}]", first="X's column block",
+                second="W block", n=n,
+            )]  # fmt: skip
+        f = ex["fblock"]
+
+        def fcols(c: int) -> slice:
+            return slice(c * f, (c + 1) * f)
+
+        return [
+            relate.Products(
+                atoms=lambda c: {(j, o): xcols(j) @ wrows(j, fcols(o)) for j, o in pairs},
+                right=lambda c: {j: c[0] for j in range(n)},
+                term=lambda j, o: f"X[:, block {j}]·W[block {j}, F block {o}]",
+                first="X's column block", second="F block", n=n,
+            ),
+            relate.Products(
+                atoms=lambda c: {(j, k): xcols(j) @ wrows(k, fcols(c[0])) for j, k in pairs},
+                right=lambda c: {j: j for j in range(n)},
+                term=lambda j, k: f"X[:, block {j}]·W[block {k}, your F block]",
+                first="X's column block", second="W row block", n=n,
+            ),
+        ]  # fmt: skip
+
+    return families
+
+
 def _explain(kind: str) -> Callable[[list[Trial]], list[Timeline]]:
     """The ring schedule the permutes imply (their directions and counts in the
     compiled program); labelled as such, since no step is observed on its own."""
@@ -369,6 +425,7 @@ def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
         Values(
             reduce_size=lambda ex: ex["n"] * ex["dblock"],
             alternatives=_alternatives if kind == "gather" and not bidirectional else None,
+            products=_products(kind),
         ),
         OutputSharding(expected=lambda t: t.extra["sharding"]),
         InputsUntouched(),

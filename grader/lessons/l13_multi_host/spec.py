@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from grader.checks import relate
 from grader.checks.groups import parse_groups, show_groups, spanned_axes
 from grader.checks.scalar import Scalar
 from grader.evidence import Evidence, Table
@@ -424,7 +425,21 @@ class LoaderRows(Check):
             return CheckResult(self.name, True, "the processes' rows, in process order, are the single-process batch")  # fmt: skip
         return CheckResult(self.name, False, _loader_message(parts, want, p, b, call, ex["step"], ex["dataset"]),
                            evidence=(Table(["process", "rows it loads"],
-                                           [[str(i), _show_rows(a)] for i, a in enumerate(parts)]),))  # fmt: skip
+                                           [[str(i), _show_rows(a)] for i, a in enumerate(parts)]),),
+                           hint=_rearranged(parts, want, p))  # fmt: skip
+
+
+def _rearranged(parts: list[np.ndarray], want: np.ndarray, p: int) -> str | None:
+    """The processes' rows in process order, where they are the batch's rows rearranged
+    one way of :func:`relate.rearranged` (strided where contiguous blocks belong, say)."""
+    joined = np.concatenate(parts)
+    if joined.shape != want.shape or np.array_equal(joined, want):
+        return None
+    how = relate.rearranged(joined, want, lambda a, e: a == e, [(0, p)], ("process", "processes"))
+    if how is None:
+        return None
+    return (f"The rows your processes load, put together in process order, are the "
+            f"single-process batch's rows {how}.")  # fmt: skip
 
 
 def _show_rows(a: np.ndarray) -> str:

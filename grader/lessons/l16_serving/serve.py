@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from grader.checks import relate
 from grader.checks.groups import grouped, show_groups, spanned_axes
 from grader.evidence import Table
 from grader.later import in_worker, later
@@ -381,11 +382,49 @@ class Logits(Check):
             if all(g is not None and np.abs(g - a).max() <= ATOL * np.abs(a).max()
                    for g, a in zip(got, alt)):  # fmt: skip
                 return hint
+        said = _cache_said(trial)
         if k > 0:
             return ("The first steps agree and a later one does not: the cache you return is "
                     "not the one the next step needs. Write the new keys and values at pos "
-                    "(lax.dynamic_update_slice), in every layer, and return the whole cache.")  # fmt: skip
+                    "(lax.dynamic_update_slice), in every layer, and return the whole cache."
+                    + (f" {said}" if said else ""))  # fmt: skip
+        return said
+
+
+CACHE_AXES = ("keys/values", "sequence", "position", "head", "feature")
+"""The axes of one layer's cache, [2, B, S, H, Dh], by name."""
+
+
+def _cache_said(trial: Trial) -> str | None:
+    """Where the cache the last decode step returned first differs from the reference's
+    (every layer's keys and values of the prompt and the fed tokens, 0 past them): the
+    first wrong layer, where in it (:func:`relate.localise`), and whether its wrong
+    entries hold expected ones of other places (:func:`relate.moved`). A wrong entry of
+    a later layer follows from a wrong earlier one, so only the first is read. None
+    where the cache matches or cannot be read."""
+    s = trial.extra["sizes"]
+    got = _host(trial.output["cache"])
+    if got is None or got.shape != s.cache_shape:
         return None
+    seq = np.concatenate([trial.extra["prompt"], trial.extra["fed"]], axis=1)
+    want = np.zeros(s.cache_shape)
+    want[:, :, :, : seq.shape[1]] = model.kv(trial.extra["params"], seq, s.heads)
+    allowed = ATOL * float(np.abs(want).max())
+
+    def close(a: np.ndarray, e: np.ndarray) -> np.ndarray:
+        return np.abs(a - e) <= allowed
+
+    bad = ~close(got, want)
+    wrong = [layer for layer in range(got.shape[0]) if bad[layer].any()]
+    if not wrong:
+        return None
+    first = wrong[0]
+    where = relate.localise(bad[first], CACHE_AXES)
+    moved = relate.moves(got[first], want[first], bad[first], close, CACHE_AXES)
+    said = (f"The cache your last step returns first differs from the reference's (every "
+            f"layer's keys and values of the prompt and the fed tokens) in layer {first}: "
+            f"{where}")  # fmt: skip
+    return f"{said}; {moved.said('it')}." if moved else f"{said}."
 
 
 @dataclass(frozen=True)
