@@ -719,9 +719,8 @@ def reshaped(
                 parts = np.split(got, k, axis=a)
                 if all(equal(p) for p in parts):
                     return (f"{what} of shape {shape} is {k} copies of the expected value side "
-                            f"by side along {_dimension(a, ndim)}: each block is the whole "
-                            "result (every device returned all of it, and its blocks were "
-                            "put together as if each held a part)")  # fmt: skip
+                            f"by side along {_dimension(a, ndim)}: each of its {k} blocks is "
+                            "the whole result")  # fmt: skip
                 if equal(np.sum(parts, axis=0)):
                     return (f"{what} of shape {shape} is {k} blocks along "
                             f"{_dimension(a, ndim)} that add up to the expected value "
