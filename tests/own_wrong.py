@@ -70,4 +70,10 @@ OWN = [
         says=("is exactly a sum of block products, but not the right one", "F block"),
         patch=(("return acc + product((me - s - 2) % n)", "return acc + product((me + s + 2) % n)"),),
     ),
+    Mistake(
+        id="own-fsdp-loss-not-divided-by-the-batch", module="l07_fsdp",
+        exercise="fsdp_train_step", status="failed", check="values",
+        says=("(your update) is exactly 8× the expected update", "the factor is B = 8, the global batch"),
+        patch=(("0.5 * jnp.sum(err * err) / batch", "0.5 * jnp.sum(err * err)"),),
+    ),
 ]  # fmt: skip

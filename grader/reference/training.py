@@ -112,6 +112,14 @@ class Sizes:
         return self.batch + self.n_layers * (self.d + self.f)
 
 
+def quantities(s: Sizes) -> dict[str, float]:
+    """The model's sizes a stray factor may be (issue 45 §3: :func:`relate.quantities`
+    names a factor by them), as the lessons write them: the model dimension and the
+    global batch, which lesson 7's example holds only as products (N·dblock, N·rows);
+    the layers and F are the examples' own fields already."""
+    return {f"D = {s.d}, the model dimension": s.d, f"B = {s.batch}, the global batch": s.batch}
+
+
 def tolerance(sizes: Sizes) -> float:
     """atol as a fraction of max|ref| for float32 results of the course model."""
     return SAFETY * U32 * float(np.sqrt(sizes.reduction))

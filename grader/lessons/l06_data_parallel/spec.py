@@ -630,7 +630,11 @@ def _atol(trial: Trial) -> float:
 
 def _checks(kind: str) -> tuple[Check, ...]:
     values = PerLeaf(
-        inner=Values(atol=_atol, alternatives=_alternatives),
+        inner=Values(
+            atol=_atol,
+            alternatives=_alternatives,
+            quantities=lambda t: training.quantities(model_sizes(t.example)),
+        ),
         explain_failure=_precision_hint,
     )
     checks: list[Check] = [

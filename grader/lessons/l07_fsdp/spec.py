@@ -688,7 +688,14 @@ def _atol(trial: Trial) -> float:
 def _checks(kind: str) -> tuple[Check, ...]:
     return (
         PerLeaf(
-            inner=Hinted(Values(atol=_atol, alternatives=_alternatives), _precision_hint),
+            inner=Hinted(
+                Values(
+                    atol=_atol,
+                    alternatives=_alternatives,
+                    quantities=lambda t: training.quantities(sizes(t.example)),
+                ),
+                _precision_hint,
+            ),
             leaf_extra=_leaf_extra,
         ),
         PerLeaf(
