@@ -571,8 +571,8 @@ class Products:
     """One family of products two operands' blocks make, for a matmul split over a ring:
     ``atoms(coord)`` maps each pair (a, b) to the product that pair gives on the device
     at ``coord``, ``right(coord)`` the pairs the device's block is the sum of, ``term``
-    writes a pair (``"X[:, a]·W[b]"``). A block that is
-    exactly another sum of these products pairs the blocks wrongly (:func:`products`)."""
+    writes a pair (``"X[:, a]·W[b]"``). A block that is exactly another sum of these
+    products pairs the blocks wrongly (:func:`paired`)."""
 
     atoms: Callable[[tuple], dict[tuple[int, int], np.ndarray]]
     right: Callable[[tuple], dict[int, int]]
@@ -610,9 +610,10 @@ def products(got: np.ndarray, atoms: dict[tuple[int, int], np.ndarray], close: C
 def paired(family: Products, coord: tuple, got: np.ndarray, close: Close,
            what: str) -> str | None:  # fmt: skip
     """One sentence where ``got`` (the device's block) is exactly another sum of the
-    family's products than the right one: the sum, the right one, and the pattern where
-    one holds (every term taking the ``second`` d after the right one, mod N; a ``first``
-    no term takes). None where no such sum gives it, or it is the right one."""
+    family's products than the right one (:func:`products`): the terms it has that the
+    right sum has not, those it lacks, and the pattern where one holds (every term
+    taking the ``second`` d after the right one, mod N; a ``first`` no term takes). None
+    where no such sum gives it, or it is the right one."""
     found = products(got, family.atoms(coord), close)
     right = family.right(coord)
     if found is None or found == {(a, b): 1 for a, b in right.items()}:
