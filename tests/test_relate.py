@@ -246,6 +246,7 @@ def test_a_block_that_is_a_wrong_sum_of_block_products_is_told_which():
     assert relate.paired(family, (0,), right + 0.01 * OWN_RNG.normal(size=right.shape), _close,
                          "it") is None  # fmt: skip
     assert relate.paired(family, (0,), 1.5 * atoms[0, 1] + right, _close, "it") is None
+    assert relate.products(np.ones(5), atoms, _close) is None  # a block of another size
     few, small = _ring_matmul(4, rows=1, f=8)  # 8 elements, 16 products: not determined
     assert relate.paired(small, (0,), sum(few[j, (j + 1) % 4] for j in range(4)), _close,
                          "it") is None  # fmt: skip

@@ -590,13 +590,14 @@ def products(got: np.ndarray, atoms: dict[tuple[int, int], np.ndarray], close: C
     """``got`` as the one sum of ``atoms`` with whole coefficients that gives it exactly
     (to the check's tolerance): {pair: coefficient} of the nonzero ones. None where the
     atoms do not determine a sum (fewer elements than atoms, or atoms that are not
-    independent: two sums could give one value) or no whole-coefficient sum gives it."""
+    independent: two sums could give one value), where ``got`` is not of their size, or
+    where no whole-coefficient sum gives it."""
     keys = list(atoms)
     if not keys:
         return None
     a = np.stack([np.asarray(atoms[k], np.float64).ravel() for k in keys], axis=1)
     y = np.asarray(got, np.float64).ravel()
-    if a.shape[0] < a.shape[1] or np.linalg.matrix_rank(a) < a.shape[1]:
+    if y.size != a.shape[0] or a.shape[0] < a.shape[1] or np.linalg.matrix_rank(a) < a.shape[1]:
         return None
     coef = np.linalg.lstsq(a, y, rcond=None)[0]
     whole = np.round(coef)

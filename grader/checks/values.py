@@ -193,11 +193,14 @@ class Values(Check):
         )
         try:  # report material: it never turns a verdict into a grader fault
             place, said = self._related(trial, out, want, shards, actual, masks, atol, rtol)
-            pairs = self._paired(trial, shards, actual, masks, atol, rtol)
             if hint is not None and hint.startswith(diagnose.NON_FINITE):
                 hint = self._non_finite(trial, out, want, shards, actual) or hint
         except Exception:  # an output relate cannot read (an odd dtype): nothing said
-            place, said, pairs = None, [], None
+            place, said = None, []
+        try:  # apart: a family it cannot solve leaves the relations above said
+            pairs = self._paired(trial, shards, actual, masks, atol, rtol)
+        except Exception:
+            pairs = None
         said = [pairs, *said] if pairs else said
         if evidence:  # the map says where and what was measured
             evidence[0].where, evidence[0].measured = place, said or None
@@ -266,7 +269,7 @@ class Values(Check):
             spec = getattr(out.sharding, "spec", None)
             said = relate.reshaped(
                 got, want64, lambda a, e: np.abs(a - e) <= atol + rtol * np.abs(e), sizes,
-                spec=_written(spec) if spec is not None else None, split=_split(out, mesh),
+                spec=str(spec) if spec is not None else None, split=_split(out, mesh),
             )  # fmt: skip
         except Exception:  # an output relate cannot read: nothing said
             return None
@@ -362,11 +365,6 @@ def _inputs(trial: Trial, shape: tuple[int, ...]) -> list[tuple[str, np.ndarray]
             name = f"argument {i}{jax.tree_util.keystr(path)}"
             out.append((name, as_numpy(leaf).astype(np.float64)))
     return out
-
-
-def _written(spec) -> str:
-    """A PartitionSpec as a student writes it: ``P(None, 'x')``."""
-    return f"P({', '.join(repr(e) if isinstance(e, str) else str(e) for e in spec)})"
 
 
 def _split(out, mesh) -> list[tuple[int, int]]:
