@@ -59,6 +59,7 @@ class Expected:
             return getattr(self._module(), attr)(*args, **kwargs)
 
         later.__name__ = later.__qualname__ = attr
+        later.target = lambda: getattr(self._module(), attr)  # type: ignore[attr-defined]
         return later
 
     def __repr__(self) -> str:
@@ -80,20 +81,24 @@ class Later:
     trial is thrown away: there nothing reads it, so nothing is computed."""
 
     def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
-        self._call: tuple[Callable[..., Any], tuple, dict] | None = (fn, args, kwargs)
+        self.call: tuple[Callable[..., Any], tuple, dict] = (fn, args, kwargs)
+        """(reference, args, kwargs): kept after the value is computed, so a failing check
+        can ask the reference what it gives on changed arguments
+        (:mod:`grader.checks.variants`)."""
+        self._done = False
         self._value: Any = None
 
     def value(self) -> Any:
         """The value, computed on the first call."""
-        if self._call is not None:
-            fn, args, kwargs = self._call
-            self._value, self._call = fn(*args, **kwargs), None
+        if not self._done:
+            fn, args, kwargs = self.call
+            self._value, self._done = fn(*args, **kwargs), True
         return self._value
 
     def __repr__(self) -> str:
-        if self._call is None:
+        if self._done:
             return f"later(= {self._value!r})"
-        return f"later({getattr(self._call[0], '__name__', self._call[0])!r}, …)"
+        return f"later({getattr(self.call[0], '__name__', self.call[0])!r}, …)"
 
 
 def later(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Later:

@@ -27,9 +27,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from grader.config import GradeConfig
 from grader.results import LessonResult
 from grader.sandbox import backends
-from grader.spec import LESSONS
+from grader.spec import LESSONS, Draws
 from tests.mistakes import MISTAKES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,6 +46,12 @@ RECORDED = {13}
 (:func:`read_in`) instead of forming every cluster again."""
 
 MODES = ("here", "isolated")
+
+DRAWS = Draws()
+"""The run's drawn examples, shared by every kept grade: an exercise's draw for a seed is
+made once a run (hypothesis, about 0.15 s a grade), as a serving worker's memo makes it
+once for its grades (:class:`grader.spec.Draws`; ``tests/test_kept_draws.py`` holds a
+kept draw equal to hypothesis's)."""
 
 
 def _sources(directory: Path) -> str:
@@ -70,8 +77,10 @@ def grade(
             backend = backends.isolated(salt, lessons=lessons)
         else:
             backend = backends.here(salt or 0, lessons=lessons)
+        config = GradeConfig(draws=DRAWS)
         with _reading(lesson in RECORDED) as texts:
-            result = backends.grade_lesson(lesson, module, directory, backend=backend, **options)
+            result = backends.grade_lesson(lesson, module, directory, backend=backend,
+                                           config=config, **options)  # fmt: skip
         _KEPT[key] = result
         _READ[id(result)] = tuple(texts)
     return _KEPT[key]

@@ -77,3 +77,69 @@ OWN = [
         patch=(("0.5 * jnp.sum(err * err) / batch", "0.5 * jnp.sum(err * err)"),),
     ),
 ]  # fmt: skip
+
+
+VARIANTS = [
+    Mistake(
+        id="own-adamw-weight-decay-never-applied",
+        module="l15_optimizer",
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=(
+            "is exactly what the reference computes with hp['weight_decay'] = 0 in place of 0.1",
+        ),
+        patch=(
+            (
+                'master = master - hp["lr"] * (update + hp["weight_decay"] * master)',
+                'master = master - hp["lr"] * update',
+            ),
+        ),
+    ),
+    Mistake(
+        id="own-dp-grads-inputs-and-targets-swapped",
+        module="l06_data_parallel",
+        exercise="dp_grads",
+        status="failed",
+        check="values",
+        says=("is exactly what the reference computes with x and y swapped",),
+        patch=(
+            (
+                "summed = jax.grad(tinymodels.loss)(p, x_rows, y_rows)",
+                "summed = jax.grad(tinymodels.loss)(p, y_rows, x_rows)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="own-top2-second-choices-never-dispatched",
+        module="l11_expert_parallel",
+        exercise="top2_dispatch",
+        status="failed",
+        check="dispatch",
+        says=(
+            "Your dispatch is exactly what the reference computes with k = 1 in place of 2 (one less)",
+        ),
+        patch=(
+            (
+                "dispatch = _dispatch(onehot1, slot1, capacity) | _dispatch(onehot2, slot2, capacity)",
+                "dispatch = _dispatch(onehot1, slot1, capacity)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="own-l10-merge-drops-the-second-output",
+        module="l10_context_parallel",
+        exercise="merge_partials",
+        status="failed",
+        check="values",
+        says=("Your (o, lse) is exactly what the reference computes with o2 all zeros",),
+        patch=(
+            (
+                "return (w1 * o1 + w2 * o2).astype(o1.dtype), lse",
+                "return (w1 * o1).astype(o1.dtype), lse",
+            ),
+        ),
+    ),
+]
+"""Wrong programs whose values are the reference's on changed arguments, for
+tests/test_variants.py (:mod:`grader.checks.variants`)."""

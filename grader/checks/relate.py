@@ -288,6 +288,13 @@ def relations(
     return out[:LIMIT]
 
 
+def names(said: str) -> bool:
+    """Whether a sentence of :func:`relations` says what the value is (a named factor or
+    offset, a source, a move: a colon before it), not only a number (a factor that is none
+    of the example's quantities, an unnamed offset)."""
+    return ": " in said
+
+
 @dataclass(frozen=True)
 class Moves:
     """What :func:`moves` found: the wrong elements that hold expected values of other

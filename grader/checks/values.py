@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks import diagnose, relate
+from grader.checks import diagnose, relate, variants
 from grader.evidence import DeviceMap, DeviceShard, Mismatch, Note
 from grader.results import CheckResult
 from grader.spec import Check, Example, Trial
@@ -202,14 +202,22 @@ class Values(Check):
         except Exception:
             pairs = None
         said = [pairs, *said] if pairs else said
+        changed = None
+        open_hint = hint is None or hint.startswith((*GENERIC, diagnose.STRAY_FACTOR))
+        if open_hint and not any(map(relate.names, said)):
+            try:  # report material, as above
+                changed = self._changed(trial, shards, actual, atol, rtol)
+            except Exception:
+                changed = None
+            said = [changed, *said] if changed else said
         if evidence:  # the map says where and what was measured
             evidence[0].where, evidence[0].measured = place, said or None
         elif place or said:
             evidence = [Note(f"where: {place}")] if place else []
             evidence += [Note(f"measured: {x}") for x in said]
         if said:  # a relation measured: the hint where none names a cause
-            # the blocks' pairing first, else one that names what it is
-            best = pairs or max(said, key=lambda x: ": " in x)
+            # the blocks' pairing first, a changed argument, else one that names what it is
+            best = pairs or changed or max(said, key=relate.names)
             first_said = f"{best[0].upper()}{best[1:]}."
             if hint is None or hint.startswith(diagnose.STRAY_FACTOR):
                 hint = first_said
@@ -244,6 +252,27 @@ class Values(Check):
             if said:
                 return said
         return None
+
+    def _changed(self, trial: Trial, shards, actual, atol: float, rtol: float) -> str | None:
+        """What the reference computes on changed arguments, where the output (this leaf of
+        it) equals that on every element, to this check's tolerance
+        (:mod:`grader.checks.variants`), in one sentence; else None."""
+        want = np.asarray(trial.expected)
+        if want.size > relate.MAX_ELEMENTS:
+            return None
+        got = relate.assemble([(a, s.index) for a, s in zip(actual, shards)], want.shape)
+        if got is None:
+            return None
+        leaf = trial.extra.get("leaf")
+
+        def matches(value: Any) -> bool:
+            other = variants.leaf_at(value, leaf)
+            if other is None or np.shape(other) != got.shape:
+                return False
+            other = as_numpy(other).astype(np.float64)
+            return bool(np.all(np.abs(got - other) <= atol + rtol * np.abs(other)))
+
+        return variants.said(trial, matches, f"your {leaf}" if leaf else "your value")
 
     def _tolerance(self, trial: Trial, want: np.ndarray) -> tuple[float, float]:
         """(atol, rtol) of this check on this trial's expected value."""

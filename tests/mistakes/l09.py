@@ -34,6 +34,22 @@ MISTAKES: list[Mistake] = [
         says=("never run", "last micro-batch"),
     ),
     Mistake(
+        id="pp-1f1b-steady-loop-over-every-micro-batch",
+        module=L09,
+        exercise="one_f_one_b_schedule",
+        code="",
+        patch=(
+            (
+                '        for i in range(m - warmup):\n            order += [("F", warmup + i), ("B", i)]',
+                '        for i in range(m):\n            order += [("F", warmup + i), ("B", i)]',
+            ),
+        ),  # fmt: skip
+        status="failed",
+        check="ops",
+        says=("does not exist: there are m = ",),
+        never=("never run",),
+    ),
+    Mistake(
         id="pp-gpipe-rows-share-one-list",
         module=L09,
         exercise="gpipe_schedule",

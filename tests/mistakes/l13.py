@@ -63,6 +63,22 @@ MISTAKES: list[Mistake] = [
         check="block",
     ),
     _edit(
+        "l13-loader-asserts-the-split",
+        "loader_indices",
+        "    if global_batch % process_count:\n        raise ValueError(",
+        "    if global_batch % process_count:\n        raise AssertionError(",
+        ("refused the batch, but with AssertionError", "3 does not divide the batch of 10"),
+        check="rows",
+    ),
+    _edit(
+        "l13-loader-drops-the-remainder",
+        "loader_indices",
+        "    if global_batch % process_count:\n        raise ValueError(",
+        "    if False:\n        raise ValueError(",
+        ("did not refuse the batch", "its 3 processes hold 3 + 3 + 3 = 9 rows of the 10"),
+        check="rows",
+    ),
+    _edit(
         "l13-slices-holes-not-refused",
         "host_local_slices",
         "if held != box:",

@@ -80,6 +80,8 @@ class Violation:
     stage: int | None = None
     waits_for: tuple[int, int] | None = None
     """(tick, stage) of the op it depends on, when that op runs at all."""
+    micro: int | None = None
+    """The micro-batch of an op that names one no example has (outside 0 … m − 1)."""
 
 
 @dataclass
@@ -193,7 +195,7 @@ def _read_cell(value: Any, t: int, s: int, sim: Simulation, kinds: tuple[str, ..
     if not 0 <= micro < sim.m:
         sim.violations.append(
             Violation(OPS, f"tick {t}, stage {s} runs {kind}{micro}: micro-batches are "
-                      f"0 … {sim.m - 1} (m = {sim.m})", tick=t, stage=s)
+                      f"0 … {sim.m - 1} (m = {sim.m})", tick=t, stage=s, micro=micro)
         )  # fmt: skip
         return "?"
     key = (kind, s, micro)

@@ -85,6 +85,17 @@ def _ops_hint(trial: Trial, v: Violation) -> str | None:
             f"The last micro-batch ({m - 1}) never runs: micro-batches are 0 … m − 1, so loop "
             "over range(m) — a range(m - 1), or a grid too short to hold it, drops it."
         )
+    if v.micro is not None:  # an op of a micro-batch outside 0 … m − 1
+        p = trial.example["p"]
+        fewer = (
+            f" This example has fewer micro-batches than stages (m = {m} < p = {p})."
+            if m < p and v.micro >= m
+            else ""
+        )
+        return (
+            f"Micro-batch {v.micro} does not exist: there are m = {m} micro-batches, 0 … "
+            f"{m - 1}, and a stage runs the ops of those only.{fewer}"
+        )
     if v.kind == schedules.CLASH:
         return "A stage runs one op per tick: when two ops are ready, one waits for a later tick."
     if "runs twice" in v.message:

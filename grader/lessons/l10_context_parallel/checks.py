@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.checks import variants
 from grader.checks.comms import PERMUTE, communication
 from grader.checks.values import as_numpy
 from grader.evidence import CountExpectation, Note, RingSteps, Table
@@ -61,28 +62,44 @@ class MergeValues(Check):
         if shaped:
             return CheckResult(self.name, False, shaped[0], hint=shaped[1])
         got_o, got_lse = (as_numpy(a) for a in trial.output)
-        lse_tol, o_tol = merge_allowance(want_o, want_lse)
-        empty = np.isneginf(want_lse)
-        with np.errstate(
-            invalid="ignore"
-        ):  # −inf − (−inf) where both are empty: decided by `empty`
-            near = np.abs(got_lse - want_lse) <= lse_tol
-        lse_ok = np.where(empty, np.isneginf(got_lse), near)
-        o_ok = np.abs(got_o - want_o) <= o_tol
-        rows_ok = lse_ok & np.all(o_ok, axis=-1)
+        rows_ok = _rows_ok(got_o, got_lse, want_o, want_lse)
         if rows_ok.all():
             return CheckResult(
                 self.name, True, "o and lse match the float64 merge, rows that saw no key included"
             )
         bad = [tuple(int(i) for i in at) for at in np.argwhere(~rows_ok)]
+        hint = _merge_hint(got_o, got_lse, trial)
+        changed = None
+        if hint is None:  # what the merge gives on changed partials, where that is yours
+
+            def matches(value: Any) -> bool:
+                o, lse = (np.asarray(a, np.float64) for a in value)
+                if o.shape != got_o.shape or lse.shape != got_lse.shape:
+                    return False
+                return bool(_rows_ok(got_o, got_lse, o, lse).all())
+
+            changed = variants.said(trial, matches, "your (o, lse)")
         return CheckResult(
             self.name,
             False,
             f"{len(bad)} of {rows_ok.size} (row, head) pairs wrong, first at row {bad[0][0]}, "
             f"head {bad[0][1]}",
-            evidence=[_wrong_rows(bad[:SHOW_ROWS], trial, got_o, got_lse)],
-            hint=_merge_hint(got_o, got_lse, trial),
+            evidence=[_wrong_rows(bad[:SHOW_ROWS], trial, got_o, got_lse)]
+            + ([Note(f"measured: {changed}")] if changed else []),
+            hint=hint or (changed and f"{changed[0].upper()}{changed[1:]}."),
         )
+
+
+def _rows_ok(got_o: np.ndarray, got_lse: np.ndarray, want_o: np.ndarray,
+             want_lse: np.ndarray) -> np.ndarray:  # fmt: skip
+    """[S, H]: the (row, head) pairs whose lse and every element of o are within the
+    allowance (:func:`merge_allowance`); an empty row (expected lse −inf) must be −inf."""
+    lse_tol, o_tol = merge_allowance(want_o, want_lse)
+    empty = np.isneginf(want_lse)
+    with np.errstate(invalid="ignore"):  # −inf − (−inf) where both are empty: by `empty`
+        near = np.abs(got_lse - want_lse) <= lse_tol
+    lse_ok = np.where(empty, np.isneginf(got_lse), near)
+    return lse_ok & np.all(np.abs(got_o - want_o) <= o_tol, axis=-1)
 
 
 def merge_allowance(want_o: np.ndarray, want_lse: np.ndarray) -> tuple[np.ndarray, float]:

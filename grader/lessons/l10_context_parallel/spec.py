@@ -249,13 +249,19 @@ def merge_inputs(ex: Example, rng: np.random.Generator) -> tuple[np.ndarray, ...
     return tuple(a.astype(np.float32) for a in (o1, lse1, o2, lse2))
 
 
+def _merged(o1: np.ndarray, lse1: np.ndarray, o2: np.ndarray, lse2: np.ndarray) -> Any:
+    """The float64 merge of the partials (o1, lse1) and (o2, lse2): the reference, by the
+    exercise's own argument names (which a failing check's changes of them say)."""
+    return attention.merge((o1, lse1), (o2, lse2))
+
+
 def _run_merge(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     import jax
 
     inputs = merge_inputs(ex, rt.rng())
     trial = rt.compile_and_run(jax.jit(fn), tuple(jax.numpy.asarray(a) for a in inputs), None)
     o1, lse1, o2, lse2 = (a.astype(np.float64) for a in inputs)
-    trial.expected = later(attention.merge, (o1, lse1), (o2, lse2))  # in the worker only
+    trial.expected = later(_merged, o1, lse1, o2, lse2)  # in the worker only
     trial.extra.update(lse=(lse1, lse2), o=(o1, o2))
     return trial
 

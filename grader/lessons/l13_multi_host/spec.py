@@ -407,8 +407,10 @@ class LoaderRows(Check):
         if want is None:
             for i, g in enumerate(got):
                 if not isinstance(g, ValueError):
-                    return CheckResult(self.name, False, f"{call.replace('i,', f'{i},')} returned {g!r}; "
-                                       f"{p} processes cannot split a batch of {b}: raise ValueError")  # fmt: skip
+                    did = f"raised {g!r}" if isinstance(g, BaseException) else f"returned {g!r}"
+                    return CheckResult(self.name, False, f"{call.replace('i,', f'{i},')} {did}; "
+                                       f"{p} processes cannot split a batch of {b}: raise ValueError",
+                                       hint=_unsplit_hint(g, got, p, b))  # fmt: skip
             return CheckResult(self.name, True, f"ValueError when {p} does not divide {b}")
         parts = []
         for i, g in enumerate(got):
@@ -444,6 +446,26 @@ def _rearranged(parts: list[np.ndarray], want: np.ndarray, p: int) -> str | None
 
 def _show_rows(a: np.ndarray) -> str:
     return " ".join(map(str, a[:8].tolist())) + (" …" if a.size > 8 else "")
+
+
+def _unsplit_hint(first: Any, got: list[Any], p: int, b: int) -> str:
+    """What a loader that did not raise ValueError on a batch its processes cannot split
+    did instead (``first``: the first process's answer that is not one; ``got``: every
+    process's), measured on these calls."""
+    split = f"{p} does not divide the batch of {b} ({b} = {p}·{b // p} + {b % p})"
+    if isinstance(first, BaseException):
+        return (f"Your loader refused the batch, but with {type(first).__name__}: {split}, "
+                "and the exercise asks for a ValueError, the error a caller catches for a bad "
+                "argument.")  # fmt: skip
+    rows = []
+    for g in got:
+        try:
+            rows.append(int(np.size(np.asarray(g))))
+        except Exception:
+            return f"Your loader did not refuse the batch, though {split}: raise ValueError."
+    return (f"Your loader did not refuse the batch, though {split}: its {p} processes hold "
+            f"{' + '.join(map(str, rows))} = {sum(rows)} rows of the {b}. Such a batch is "
+            "refused: raise ValueError.")  # fmt: skip
 
 
 def _loader_message(parts: list[np.ndarray], want: np.ndarray, p: int, b: int, call: str, step: int = 0, size: int = 0) -> str:  # fmt: skip

@@ -1,0 +1,232 @@
+"""What the reference gives on changed arguments (issue 45 §3).
+
+A wrong value may still be exactly the right computation of other inputs: two of them
+the other way round, a flag the other way (a causal mask never applied), a counter one
+step on or behind, an argument read as zeros, stacked layers in reverse order. Where a
+``run`` deferred its expected value (:func:`grader.later.later`), the trial keeps the
+reference and its arguments (``trial.extra[REFERENCE]``); a failing check that found no
+other relation calls the reference again on each change of a fixed list, in this order,
+within a time budget, and says the first whose value the output equals to the check's
+own tolerance on every element.
+
+It reads only the reference's arguments (named by the reference's own parameters, or by
+the example's fields), never a list of known mistakes; its sentence says the change that
+was measured, not a cause. Nothing is said where no change gives the output exactly.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from grader.later import Later
+from grader.spec import REFERENCE, Example, Trial
+
+CHANGES_AT_MOST = 120
+"""Changes tried per failing check at most."""
+
+BUDGET_S = 1.0
+"""Seconds a failing check spends calling the reference again, at most (the change under
+way is finished): a failing grade stays cheap (issue 45's 1.5× rule)."""
+
+MAX_ELEMENTS = 1 << 21
+"""Arguments past this many elements in all are not changed (each change copies them)."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change of a reference's arguments: what it is, in words, and the call it makes."""
+
+    said: str
+    """``"with m and v swapped"``, ``"with causal = False in place of True"``."""
+    call: tuple[Callable[..., Any], tuple, dict]
+
+
+def deferred(trial: Trial) -> Later | None:
+    """The :class:`Later` the trial's expected value was computed from, once it has been
+    read; None where ``run`` set a plain value."""
+    found = trial.extra.get(REFERENCE)
+    return found if isinstance(found, Later) else None
+
+
+def _target(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The function whose parameters name the arguments: a hidden reference's own
+    (:meth:`grader.later.Expected.fn` gives its ``target``), else ``fn``."""
+    target = getattr(fn, "target", None)
+    if callable(target):
+        try:
+            return target()
+        except Exception:  # the grader's side not importable: no names
+            return fn
+    return fn
+
+
+def _kind(x: Any) -> str | None:
+    """``bool``, ``int``, ``float`` (scalars), ``array`` (a numeric numpy array of two
+    elements or more), or None: what a change may do to it."""
+    if isinstance(x, (bool, np.bool_)):
+        return "bool"
+    if isinstance(x, (int, np.integer)):
+        return "int"
+    if isinstance(x, (float, np.floating)):
+        return "float"
+    if isinstance(x, np.ndarray) and x.dtype.kind in "fiu" and x.size >= 2:
+        return "array"
+    return None
+
+
+def _alike(a: Any, b: Any, kind_a: str | None, kind_b: str | None) -> bool:
+    """Two arguments one could be taken for the other: numbers of one kind, or arrays of
+    one shape and kind, that differ."""
+    if kind_a is None or kind_a == "bool" or kind_a != kind_b:
+        return False
+    if kind_a == "array" and (a.shape != b.shape or a.dtype.kind != b.dtype.kind):
+        return False
+    return not np.array_equal(a, b)
+
+
+def _fmt(x: Any) -> str:
+    return repr(x.item() if isinstance(x, np.generic) else x)
+
+
+def changes(
+    call: tuple[Callable[..., Any], tuple, dict], example: Example | None = None
+) -> Iterator[Change]:
+    """Every change of ``call``'s arguments, in the order tried: a flag flipped; two
+    arguments of one shape swapped; an integer one more or one less; a square matrix
+    transposed; an argument whose arrays share a first axis reversed along it; an array or
+    a float as zeros; one argument in place of another of its shape. Arguments
+    that are themselves deferred (a :class:`Later`) are changed inside, by their own
+    reference's parameters; a parameter left to its default is an argument too. Names:
+    the reference's parameters, with the path inside (``params['w_in']``, ``hp['b1']``);
+    a field of ``example`` by its key."""
+    import jax
+
+    fn, args, kwargs = call
+    try:
+        signature = inspect.signature(_target(fn))
+        bound = signature.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return
+    bound.apply_defaults()  # a default is an argument too (hyperparameters: ``hp``)
+    names = list(bound.arguments)
+    if sum(np.size(x) for x in jax.tree_util.tree_leaves(list(bound.arguments.values()))
+           if isinstance(x, np.ndarray)) > MAX_ELEMENTS:  # fmt: skip
+        return
+    flat, tree = jax.tree_util.tree_flatten_with_path([bound.arguments[k] for k in names])
+
+    def name(path: tuple) -> str:
+        top = names[path[0].idx]
+        rest = path[1:]
+        if example is not None and bound.arguments[top] is example and rest:
+            return str(getattr(rest[0], "key", rest[0])) + jax.tree_util.keystr(rest[1:])
+        return top + jax.tree_util.keystr(rest)
+
+    leaves = [leaf for _, leaf in flat]
+    labels = [name(path) for path, _ in flat]
+
+    def made(new: dict[int, Any]) -> tuple[Callable[..., Any], tuple, dict]:
+        values = [{**dict(enumerate(leaves)), **new}[i] for i in range(len(leaves))]
+        values = [np.array(x) if isinstance(x, np.ndarray) else x for x in values]  # copies
+        arguments = jax.tree_util.tree_unflatten(tree, values)
+        again = inspect.BoundArguments(signature, dict(zip(names, arguments)))
+        return fn, again.args, again.kwargs
+
+    kinds = [_kind(x) for x in leaves]
+    for i, k in enumerate(kinds):  # a flag the other way
+        if k == "bool":
+            flipped = not bool(leaves[i])
+            yield Change(f"with {labels[i]} = {flipped} in place of {not flipped}",
+                         made({i: flipped}))  # fmt: skip
+    alike = [
+        (i, j) for i in range(len(leaves)) for j in range(i + 1, len(leaves))
+        if _alike(leaves[i], leaves[j], kinds[i], kinds[j])
+    ]  # fmt: skip
+    for i, j in alike:  # two arguments the other way round
+        yield Change(f"with {labels[i]} and {labels[j]} swapped",
+                     made({i: leaves[j], j: leaves[i]}))  # fmt: skip
+    for i, k in enumerate(kinds):  # a counter one step on or behind
+        if k == "int":
+            for d, words in ((1, "one more"), (-1, "one less")):
+                yield Change(
+                    f"with {labels[i]} = {_fmt(leaves[i] + d)} in place of "
+                    f"{_fmt(leaves[i])} ({words})",
+                    made({i: type(leaves[i])(leaves[i] + d)}),
+                )
+    for i, k in enumerate(kinds):  # a matrix read the other way round
+        x = leaves[i]
+        if k == "array" and x.ndim >= 2 and x.shape[-1] == x.shape[-2] and x.shape[-1] >= 2:
+            last = "" if x.ndim == 2 else " (its last two axes swapped)"
+            yield Change(f"with {labels[i]} transposed{last}", made({i: np.swapaxes(x, -1, -2)}))
+    for top in range(len(names)):  # stacked along a first axis, in reverse order
+        idx = [i for i, (path, _) in enumerate(flat) if path[0].idx == top]
+        arrays = [i for i in idx if isinstance(leaves[i], np.ndarray) and leaves[i].ndim >= 1]
+        firsts = {leaves[i].shape[0] for i in arrays}
+        if arrays and len(firsts) == 1 and firsts.pop() >= 2:
+            axis = "their first axis" if len(arrays) > 1 else "its first axis"
+            yield Change(f"with {names[top]} reversed along {axis}",
+                         made({i: leaves[i][::-1] for i in arrays}))  # fmt: skip
+    for i, k in enumerate(kinds):  # an argument read as zeros
+        if k == "array" and leaves[i].dtype.kind == "f" and np.any(leaves[i]):
+            yield Change(f"with {labels[i]} all zeros", made({i: np.zeros_like(leaves[i])}))
+        elif k == "float" and leaves[i] != 0:
+            yield Change(f"with {labels[i]} = 0 in place of {_fmt(leaves[i])}",
+                         made({i: type(leaves[i])(0)}))  # fmt: skip
+    for i, j in alike:  # one argument where another belongs (a copy left unedited)
+        yield Change(f"with {labels[j]} in place of {labels[i]}", made({i: leaves[j]}))
+        yield Change(f"with {labels[i]} in place of {labels[j]}", made({j: leaves[i]}))
+    for i, x in enumerate(leaves):  # inside a deferred argument, by its own parameters
+        if isinstance(x, Later):
+            for inner in changes(x.call, example):
+                inner_fn, inner_args, inner_kwargs = inner.call
+                yield Change(inner.said, made({i: Later(inner_fn, *inner_args, **inner_kwargs)}))
+
+
+def leaf_at(value: Any, path: str | None) -> Any:
+    """The leaf of ``value`` at ``path`` (``jax.tree_util.keystr``'s, as
+    :class:`grader.checks.trees.PerLeaf` names leaves; ``"output"`` or None: the whole
+    value where it is one leaf), or None where there is none."""
+    import jax
+
+    leaves = jax.tree_util.tree_flatten_with_path(value)[0]
+    if path is None or path == "output":
+        return leaves[0][1] if len(leaves) == 1 and not leaves[0][0] else (
+            value if path is None else None)  # fmt: skip
+    return next((x for p, x in leaves if jax.tree_util.keystr(p) == path), None)
+
+
+def first_change(trial: Trial, matches: Callable[[Any], bool],
+                 budget_s: float = BUDGET_S) -> Change | None:  # fmt: skip
+    """The first change of the trial's reference call whose value ``matches`` (the
+    check's own test: the output equals it on every element), tried in :func:`changes`'
+    order while ``budget_s`` lasts; None where none does or the value was not deferred."""
+    later = deferred(trial)
+    if later is None:
+        return None
+    start = time.monotonic()
+    for n, change in enumerate(changes(later.call, trial.example)):
+        if n >= CHANGES_AT_MOST or time.monotonic() - start > budget_s:
+            return None
+        fn, args, kwargs = change.call
+        try:
+            with np.errstate(all="ignore"):
+                value = fn(*args, **kwargs)
+            if matches(value):
+                return change
+        except Exception:  # a change the reference cannot take (a size one more)
+            continue
+    return None
+
+
+def said(trial: Trial, matches: Callable[[Any], bool], what: str = "your value") -> str | None:
+    """:func:`first_change` in one sentence, as :mod:`grader.checks.relate` words its
+    relations (lower case, no final stop), or None."""
+    change = first_change(trial, matches)
+    if change is None:
+        return None
+    return f"{what} is exactly what the reference computes {change.said}, on every element"

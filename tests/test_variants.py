@@ -1,0 +1,164 @@
+"""What the reference gives on changed arguments (grader/checks/variants.py, issue 45 §3):
+each change said where the output is exactly that value, nothing where it is not."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from grader.checks import variants
+from grader.checks.trees import PerLeaf
+from grader.checks.values import Values
+from grader.later import later
+from grader.spec import REFERENCE, Trial
+from tests.own_wrong import VARIANTS
+
+RNG = np.random.default_rng(59)
+X, Y = RNG.normal(size=(6, 4)), RNG.normal(size=(6, 4))
+STACKED = {"w": RNG.normal(size=(3, 4, 4)), "b": RNG.normal(size=(3, 4))}
+HP = {"scale": 0.5, "shift": 0.25}
+
+
+def toy(x, y, layers, causal=True, step=3, hp=HP):
+    """A reference of the kinds the changes read: two same-shaped arrays, stacked layers,
+    a flag, a counter and hyperparameters left to their default."""
+    h = x
+    for w, b in zip(layers["w"], layers["b"]):
+        h = np.tanh(h @ w + b)
+    h = h * hp["scale"] + hp["shift"] + y
+    if causal:
+        h = np.tril(h)
+    return h * (1 - 0.9 ** (step + 1))
+
+
+def _trial(output, *args, **kwargs):
+    """A trial whose expected value was deferred and read, as a run's is in the worker."""
+    import jax
+
+    t = Trial({}, output=jax.numpy.asarray(np.asarray(output, np.float32)),
+              expected=later(toy, *args, **kwargs), extra={"dtype": "float32"})  # fmt: skip
+    t.expected  # noqa: B018  (read: the worker computes it, the trial keeps the call)
+    return t
+
+
+CHANGED = [
+    ("with causal = False in place of True", dict(causal=False)),
+    ("with x and y swapped", dict(x=Y, y=X)),
+    ("with y in place of x", dict(x=Y)),
+    ("with x in place of y", dict(y=X)),
+    ("with step = 4 in place of 3 (one more)", dict(step=4)),
+    ("with layers['w'] transposed (its last two axes swapped)",
+     dict(layers={"w": STACKED["w"].swapaxes(-1, -2), "b": STACKED["b"]})),
+    ("with step = 2 in place of 3 (one less)", dict(step=2)),
+    ("with layers reversed along their first axis",
+     dict(layers={k: v[::-1] for k, v in STACKED.items()})),
+    ("with hp['shift'] = 0 in place of 0.25", dict(hp={**HP, "shift": 0.0})),
+    ("with hp['scale'] and hp['shift'] swapped", dict(hp={"scale": 0.25, "shift": 0.5})),
+    ("with y all zeros", dict(y=np.zeros_like(Y))),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("words, change", CHANGED, ids=[w for w, _ in CHANGED])
+def test_each_change_is_said_where_the_output_is_exactly_its_value(words, change):
+    """Through a whole ``Values`` check: the output the reference gives on the changed
+    arguments gets the change in its hint; the same output off by a little noise gets
+    none of it, and the right output passes."""
+    args = {"x": X, "y": Y, "layers": STACKED, **change}
+    r = Values()(_trial(toy(**args), X, Y, STACKED))
+    assert not r.passed
+    assert r.hint == f"Your value is exactly what the reference computes {words}, on every element."
+    off = toy(**args) + 1e-3 * RNG.normal(size=X.shape)
+    r = Values()(_trial(off, X, Y, STACKED))
+    assert "the reference computes" not in (r.hint or "")
+    assert Values()(_trial(toy(X, Y, STACKED), X, Y, STACKED)).passed
+
+
+def test_a_deferred_argument_is_changed_inside_by_its_own_reference_names():
+    """An argument that is itself deferred (lesson 15's step, read by a wrapper) is
+    changed by the inner reference's parameters, and the wrapper computes on it."""
+
+    def inner(a, b):
+        return a - 2 * b
+
+    def outer(step, n):
+        return step.value() * n
+
+    call = (outer, (later(inner, X, Y), 2), {})
+    said = [c.said for c in variants.changes(call)]
+    assert said == ["with n = 3 in place of 2 (one more)", "with n = 1 in place of 2 (one less)",
+                    "with a and b swapped", "with a reversed along its first axis",
+                    "with b reversed along its first axis", "with a all zeros",
+                    "with b all zeros", "with b in place of a", "with a in place of b"]  # fmt: skip
+    swapped = next(c for c in variants.changes(call) if c.said == "with a and b swapped")
+    fn, args, kwargs = swapped.call
+    assert np.array_equal(fn(*args, **kwargs), (Y - 2 * X) * 2)
+
+
+def test_a_field_of_the_example_is_named_by_its_key_and_the_inputs_are_never_changed():
+    def ref(ex, x):
+        return x * ex["step"]
+
+    ex = {"step": 3, "name": "adamw"}
+    x = X.copy()
+    said = [c.said for c in variants.changes((ref, (ex, x), {}), ex)]
+    assert said[:2] == ["with step = 4 in place of 3 (one more)",
+                        "with step = 2 in place of 3 (one less)"]  # fmt: skip
+    for c in variants.changes((ref, (ex, x), {}), ex):
+        fn, args, kwargs = c.call
+        fn(*args, **kwargs)
+        args[1][...] = 0  # a reference that wrote into its arguments would write into copies
+    assert ex == {"step": 3, "name": "adamw"} and np.array_equal(x, X)
+
+
+def test_a_leaf_of_a_pytree_output_is_read_at_its_path():
+    """Through ``PerLeaf``: the first wrong leaf is held to the same leaf of the changed
+    reference's value."""
+
+    def ref(x, y):
+        return {"sum": x + y, "weighted": x + 2 * y}
+
+    t = Trial({}, output=None, expected=later(ref, X, Y), extra={"dtype": "float32"})
+    import jax
+
+    t.output = jax.tree.map(lambda a: jax.numpy.asarray(a.astype(np.float32)), ref(Y, X))
+    r = PerLeaf(inner=Values())(t)
+    assert r.message.startswith("['weighted']")
+    assert "Your ['weighted'] is exactly what the reference computes with x and y swapped" in r.hint
+
+
+def test_the_budget_and_a_plain_expected_value_leave_nothing_said():
+    def slow(x, y):
+        time.sleep(0.02)
+        return x + 2 * y
+
+    t = Trial({}, output=None, expected=later(slow, X, Y))
+    t.expected  # noqa: B018
+    swapped = Y + 2 * X
+    assert (
+        variants.first_change(t, lambda v: np.allclose(v, swapped)).said == "with x and y swapped"
+    )
+    # one change (x and y swapped) is tried at most: its call already spends the budget
+    assert variants.first_change(t, lambda v: np.allclose(v, 2 * Y), budget_s=0.01) is None
+    assert variants.first_change(t, lambda v: np.allclose(v, 2 * Y)).said == "with x all zeros"
+    assert REFERENCE in t.extra
+    plain = Trial({}, output=None, expected=X)
+    assert variants.first_change(plain, lambda v: True) is None
+
+
+@pytest.mark.parametrize("mistake", VARIANTS, ids=lambda m: m.id)
+def test_an_own_wrong_program_is_told_the_change_that_gives_its_values(root, tmp_path, mistake):
+    """Wrong programs nobody catalogued (tests/own_wrong.py), graded whole: the failing
+    check's hint says the change of the reference's arguments whose value the output is."""
+    from grader.sandbox import backends
+
+    source = (root / "solutions" / f"{mistake.module}.py").read_text()
+    (tmp_path / f"{mistake.module}.py").write_text(mistake.source(source))
+    result = backends.grade_lesson(int(mistake.module[1:3]), mistake.module, tmp_path,
+                                   only=[mistake.exercise], timeout=120, isolate=False)  # fmt: skip
+    (er,) = result.exercises
+    assert er.status.value == mistake.status, (er.status, er.error)
+    check = {c.name: c for c in er.checks if not c.passed}[mistake.check]
+    for words in mistake.says:
+        assert words in (check.hint or ""), (words, check.message, check.hint)
