@@ -96,7 +96,7 @@ class Trial:
             deferred, value = value, value.value()
             object.__setattr__(self, name, value)
             # kept for a failing check: the reference and its arguments (issue 45 §3)
-            object.__getattribute__(self, "extra").setdefault(REFERENCE, deferred)
+            object.__getattribute__(self, "extra")[REFERENCE] = deferred
         return value
 
     def rng(self) -> Any:

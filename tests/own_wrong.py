@@ -127,6 +127,20 @@ VARIANTS = [
         ),
     ),
     Mistake(
+        id="own-l16-decode-cache-holds-the-new-token-too",
+        module="l16_serving",
+        exercise="decode_step_time",
+        status="failed",
+        check="values",
+        says=("is exactly what the formula gives with context = 8193 in place of 8192 (one more)",),
+        patch=(
+            (
+                "caches = batch * kv_cache_bytes(m, context, itemsize) / bandwidth",
+                "caches = batch * kv_cache_bytes(m, context + 1, itemsize) / bandwidth",
+            ),
+        ),
+    ),
+    Mistake(
         id="own-l10-merge-drops-the-second-output",
         module="l10_context_parallel",
         exercise="merge_partials",

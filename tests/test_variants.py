@@ -147,6 +147,19 @@ def test_the_budget_and_a_plain_expected_value_leave_nothing_said():
     assert variants.first_change(plain, lambda v: True) is None
 
 
+def test_a_check_holding_the_output_to_another_value_than_the_deferred_one_says_nothing():
+    """A trial whose expected value was read, then replaced by a value of its own (a check
+    on something else of the example): the reference's changes are not its, so none is
+    said, though one gives the output exactly."""
+    import jax
+
+    t = _trial(toy(Y, X, STACKED), X, Y, STACKED)
+    assert "with x and y swapped" in Values()(t).hint
+    t.expected = toy(X, Y, STACKED) * 2  # held to another value now; the call is still kept
+    assert "the reference computes" not in (Values()(t).hint or "")
+    assert isinstance(t.output, jax.Array)
+
+
 @pytest.mark.parametrize("mistake", VARIANTS, ids=lambda m: m.id)
 def test_an_own_wrong_program_is_told_the_change_that_gives_its_values(root, tmp_path, mistake):
     """Wrong programs nobody catalogued (tests/own_wrong.py), graded whole: the failing
@@ -162,3 +175,32 @@ def test_an_own_wrong_program_is_told_the_change_that_gives_its_values(root, tmp
     check = {c.name: c for c in er.checks if not c.passed}[mistake.check]
     for words in mistake.says:
         assert words in (check.hint or ""), (words, check.message, check.hint)
+
+
+def test_a_formula_of_the_examples_fields_is_told_the_field_changed_under_its_called_name():
+    """A ``Scalar``'s float answer (:class:`grader.checks.scalar.Suspicion`): the first
+    change of the example's fields that gives it, named as the call shows the field; an
+    answer no change gives, an int answer and a bool get nothing of it."""
+    from grader.checks.scalar import Suspicion
+
+    def answer(tokens, bandwidth, latency):
+        return tokens * 2.0 / bandwidth + latency
+
+    def call(tokens, bandwidth, latency):
+        return f"step_time(context={tokens}, bandwidth={bandwidth}, latency={latency})"
+
+    ex = {"tokens": 8192, "bandwidth": 4.0, "latency": 1.5}
+    suspicion = Suspicion(lambda ex: [], answer=answer, call=call)
+    want = answer(**ex)
+
+    def hint(got):
+        return suspicion(got, want, Trial(ex))
+
+    assert hint(answer(8193, 4.0, 1.5)) == (
+        f"Your answer {answer(8193, 4.0, 1.5):.6g} is exactly what the formula gives with "
+        "context = 8193 in place of 8192 (one more)."
+    )
+    assert "with bandwidth and latency swapped" in hint(answer(8192, 1.5, 4.0))
+    assert hint(want * 1.000001) is None  # no change gives it
+    assert Suspicion(lambda ex: [], answer=answer, call=call)(8193, 8192, Trial(ex)) is None
+    assert Suspicion(lambda ex: [], answer=lambda **ex: True)(False, True, Trial(ex)) is None

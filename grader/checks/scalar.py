@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from grader.checks import relate, terms
+from grader.checks import relate, terms, variants
 from grader.evidence import Evidence
 from grader.results import CheckResult
 from grader.runtime import GraderFault, call_pure
@@ -196,6 +197,18 @@ class Suspicion:
     matches, the one change of it that gives the answer is said."""
     quantities: Callable[[Example], dict[str, float]] = lambda ex: {}
     """Quantities of the lesson's own a term may be off by, beside the example's fields."""
+    answer: Callable[..., Any] | None = None
+    """The right answer of the example's fields: where nothing above names a float answer,
+    the first change of those fields that gives it is said (:mod:`grader.checks.variants`:
+    a size one more, two bandwidths swapped)."""
+    call: Callable[..., str] | None = None
+    """The call as the student writes it, for the fields' names there."""
+
+    def _call(self, ex: Example) -> str | None:
+        try:
+            return None if self.call is None else self.call(**ex)
+        except Exception:  # a call that cannot be shown: the example's own names
+            return None
 
     def __call__(self, got: Any, want: Any, trial: Trial) -> str | None:
         ex = trial.example
@@ -213,8 +226,43 @@ class Suspicion:
         if hints:
             return hints[0]
         known = terms.squares(relate.quantities(ex, extra=self.quantities(ex)))
-        said = [terms.explain(got, want, self.terms(ex), known, close), self.fallback(ex)]
-        return " ".join(x for x in said if x) or None
+        explained = terms.explain(got, want, self.terms(ex), known, close)
+        if explained is None:
+            explained = self._changed(got, want, ex)
+        return " ".join(x for x in (explained, self.fallback(ex)) if x) or None
+
+    def _changed(self, got: Any, want: Any, ex: Example) -> str | None:
+        """The first change of the example's fields whose right answer is ``got`` (a float
+        answer only: an int or a bool is too often some other example's answer too)."""
+        if self.answer is None or not isinstance(want, float) or isinstance(got, bool):
+            return None
+
+        def matches(value: Any) -> bool:
+            return (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and close(value, got)
+            )
+
+        rename = _as_called(ex, trial_call) if (trial_call := self._call(ex)) else {}
+        change = variants.first_change_of((self.answer, (), dict(ex)), matches, rename=rename)
+        if change is None:
+            return None
+        return f"Your answer {fmt(got)} is exactly what the formula gives {change.said}."
+
+
+def _as_called(ex: Example, call: str) -> dict[str, str]:
+    """Example fields the call shows under another name (``tokens`` as ``context=8192``):
+    where exactly one keyword of the call shows the field's value and none its name."""
+    shown = dict(re.findall(r"(\w+)=([^,()]+)", call))
+    out = {}
+    for key, value in ex.items():
+        if key in shown or isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        names = [name for name, text in shown.items() if text.strip() in (str(value), repr(value))]
+        if len(names) == 1:
+            out[key] = names[0]
+    return out
 
 
 def _no_suspects(**ex: Any) -> list[tuple[Any, str]]:
@@ -292,6 +340,8 @@ class Scalar:
                 lambda ex: self.fallback(**ex),
                 reference=self.want if fixed else None,
                 before=self._before,
+                answer=self.answer,
+                call=self.call,
                 **self._by_terms(),
             ),
         )

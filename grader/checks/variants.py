@@ -95,8 +95,9 @@ def _fmt(x: Any) -> str:
 
 
 def changes(
-    call: tuple[Callable[..., Any], tuple, dict], example: Example | None = None
-) -> Iterator[Change]:
+    call: tuple[Callable[..., Any], tuple, dict], example: Example | None = None,
+    rename: dict[str, str] | None = None,
+) -> Iterator[Change]:  # fmt: skip
     """Every change of ``call``'s arguments, in the order tried: a flag flipped; two
     arguments of one shape swapped; an integer one more or one less; a square matrix
     transposed; an argument whose arrays share a first axis reversed along it; an array or
@@ -104,7 +105,8 @@ def changes(
     that are themselves deferred (a :class:`Later`) are changed inside, by their own
     reference's parameters; a parameter left to its default is an argument too. Names:
     the reference's parameters, with the path inside (``params['w_in']``, ``hp['b1']``);
-    a field of ``example`` by its key."""
+    a field of ``example`` (or of a ``**`` parameter) by its key; ``rename`` maps a name
+    to the one the student knows it by."""
     import jax
 
     fn, args, kwargs = call
@@ -123,12 +125,13 @@ def changes(
     def name(path: tuple) -> str:
         top = names[path[0].idx]
         rest = path[1:]
-        if example is not None and bound.arguments[top] is example and rest:
+        keyed = signature.parameters[top].kind is inspect.Parameter.VAR_KEYWORD
+        if rest and (keyed or (example is not None and bound.arguments[top] is example)):
             return str(getattr(rest[0], "key", rest[0])) + jax.tree_util.keystr(rest[1:])
         return top + jax.tree_util.keystr(rest)
 
     leaves = [leaf for _, leaf in flat]
-    labels = [name(path) for path, _ in flat]
+    labels = [(rename or {}).get(x, x) for x in (name(path) for path, _ in flat)]
 
     def made(new: dict[int, Any]) -> tuple[Callable[..., Any], tuple, dict]:
         values = [{**dict(enumerate(leaves)), **new}[i] for i in range(len(leaves))]
@@ -182,7 +185,7 @@ def changes(
         yield Change(f"with {labels[i]} in place of {labels[j]}", made({j: leaves[i]}))
     for i, x in enumerate(leaves):  # inside a deferred argument, by its own parameters
         if isinstance(x, Later):
-            for inner in changes(x.call, example):
+            for inner in changes(x.call, example, rename):
                 inner_fn, inner_args, inner_kwargs = inner.call
                 yield Change(inner.said, made({i: Later(inner_fn, *inner_args, **inner_kwargs)}))
 
@@ -208,18 +211,31 @@ def first_change(trial: Trial, matches: Callable[[Any], bool],
     later = deferred(trial)
     if later is None:
         return None
+    return first_change_of(later.call, matches, trial.example, budget_s)
+
+
+def first_change_of(
+    call: tuple[Callable[..., Any], tuple, dict], matches: Callable[[Any], bool],
+    example: Example | None = None, budget_s: float = BUDGET_S,
+    rename: dict[str, str] | None = None,
+) -> Change | None:  # fmt: skip
+    """:func:`first_change` of a call of the grader's own (a formula of the example's
+    fields, say), its arguments named as :func:`changes` names them."""
     start = time.monotonic()
-    for n, change in enumerate(changes(later.call, trial.example)):
-        if n >= CHANGES_AT_MOST or time.monotonic() - start > budget_s:
-            return None
-        fn, args, kwargs = change.call
-        try:
-            with np.errstate(all="ignore"):
-                value = fn(*args, **kwargs)
-            if matches(value):
-                return change
-        except Exception:  # a change the reference cannot take (a size one more)
-            continue
+    try:  # report material: never a grader fault
+        for n, change in enumerate(changes(call, example, rename)):
+            if n >= CHANGES_AT_MOST or time.monotonic() - start > budget_s:
+                return None
+            fn, args, kwargs = change.call
+            try:
+                with np.errstate(all="ignore"):
+                    value = fn(*args, **kwargs)
+                if matches(value):
+                    return change
+            except Exception:  # a change the reference cannot take (a size one more)
+                continue
+    except Exception:  # arguments it cannot take apart
+        return None
     return None
 
 
