@@ -30,7 +30,7 @@ from grader.spec import REFERENCE, Example, Trial
 CHANGES_AT_MOST = 120
 """Changes tried per failing check at most."""
 
-BUDGET_S = 1.0
+BUDGET_S = 0.5
 """Seconds a failing check spends calling the reference again, at most (the change under
 way is finished): a failing grade stays cheap (issue 45's 1.5× rule)."""
 
