@@ -13,6 +13,7 @@ import pytest
 from grader.checks import relate
 from grader.checks.values import Values
 from grader.spec import Trial
+from tests import grades
 from tests.own_wrong import OWN
 
 
@@ -489,16 +490,10 @@ def test_a_pytree_failure_says_which_leaves_are_right():
 
 
 @pytest.mark.parametrize("mistake", OWN, ids=lambda m: m.id)
-def test_own_wrong_program_gets_measured_feedback(root, tmp_path, mistake):
+def test_own_wrong_program_gets_measured_feedback(mistake):
     """Wrong programs of kinds nobody catalogued (tests/own_wrong.py): each fails, and
     what it is told (message, hints, where and measured) says the words it must."""
-    from grader.sandbox import backends
-
-    source = (root / "solutions" / f"{mistake.module}.py").read_text()
-    (tmp_path / f"{mistake.module}.py").write_text(mistake.source(source))
-    result = backends.grade_lesson(int(mistake.module[1:3]), mistake.module, tmp_path,
-                                   only=[mistake.exercise], timeout=120, isolate=False)  # fmt: skip
-    (er,) = result.exercises
+    (er,) = grades.mistake(mistake, mode="here").exercises
     assert er.status.value == mistake.status, (er.status, er.error)
     failed = {c.name: c for c in er.checks if not c.passed}
     check = failed[mistake.check]

@@ -13,6 +13,7 @@ from grader.checks.trees import PerLeaf
 from grader.checks.values import Values
 from grader.later import later
 from grader.spec import REFERENCE, Trial
+from tests import grades
 from tests.own_wrong import VARIANTS
 
 RNG = np.random.default_rng(59)
@@ -161,16 +162,11 @@ def test_a_check_holding_the_output_to_another_value_than_the_deferred_one_says_
 
 
 @pytest.mark.parametrize("mistake", VARIANTS, ids=lambda m: m.id)
-def test_an_own_wrong_program_is_told_the_change_that_gives_its_values(root, tmp_path, mistake):
-    """Wrong programs nobody catalogued (tests/own_wrong.py), graded whole: the failing
-    check's hint says the change of the reference's arguments whose value the output is."""
-    from grader.sandbox import backends
-
-    source = (root / "solutions" / f"{mistake.module}.py").read_text()
-    (tmp_path / f"{mistake.module}.py").write_text(mistake.source(source))
-    result = backends.grade_lesson(int(mistake.module[1:3]), mistake.module, tmp_path,
-                                   only=[mistake.exercise], timeout=120, isolate=False)  # fmt: skip
-    (er,) = result.exercises
+def test_an_own_wrong_program_is_told_the_change_that_gives_its_values(mistake):
+    """Wrong programs nobody catalogued (tests/own_wrong.py), graded whole in this process
+    (:func:`tests.grades.mistake`): the failing check's hint says the change of the
+    reference's arguments whose value the output is."""
+    (er,) = grades.mistake(mistake, mode="here").exercises
     assert er.status.value == mistake.status, (er.status, er.error)
     check = {c.name: c for c in er.checks if not c.passed}[mistake.check]
     for words in mistake.says:
