@@ -134,7 +134,7 @@ def changes(
     labels = [(rename or {}).get(x, x) for x in (name(path) for path, _ in flat)]
 
     def made(new: dict[int, Any]) -> tuple[Callable[..., Any], tuple, dict]:
-        values = [{**dict(enumerate(leaves)), **new}[i] for i in range(len(leaves))]
+        values = [new.get(i, x) for i, x in enumerate(leaves)]
         values = [np.array(x) if isinstance(x, np.ndarray) else x for x in values]  # copies
         arguments = jax.tree_util.tree_unflatten(tree, values)
         again = inspect.BoundArguments(signature, dict(zip(names, arguments)))
@@ -172,7 +172,7 @@ def changes(
         firsts = {leaves[i].shape[0] for i in arrays}
         if arrays and len(firsts) == 1 and firsts.pop() >= 2:
             axis = "their first axis" if len(arrays) > 1 else "its first axis"
-            yield Change(f"with {names[top]} reversed along {axis}",
+            yield Change(f"with {(rename or {}).get(names[top], names[top])} reversed along {axis}",
                          made({i: leaves[i][::-1] for i in arrays}))  # fmt: skip
     for i, k in enumerate(kinds):  # an argument read as zeros
         if k == "array" and leaves[i].dtype.kind == "f" and np.any(leaves[i]):
