@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.evidence import Note
 from grader.later import Later
 from grader.spec import REFERENCE, Example, Trial
 
@@ -246,3 +247,12 @@ def said(trial: Trial, matches: Callable[[Any], bool], what: str = "your value")
     if change is None:
         return None
     return f"{what} is exactly what the reference computes {change.said}, on every element"
+
+
+def told(trial: Trial, matches: Callable[[Any], bool], what: str) -> tuple[str | None, list[Note]]:
+    """:func:`said` for a check of a lesson's own: (the hint, its measured note), or
+    (None, []) where no change gives the output."""
+    sentence = said(trial, matches, what)
+    if sentence is None:
+        return None, []
+    return f"{sentence[0].upper()}{sentence[1:]}.", [Note(f"measured: {sentence}")]

@@ -32,6 +32,7 @@ MISTAKES: list[Mistake] = [
         status="failed",
         check="ops",
         says=("never run", "last micro-batch"),
+        never=("does not exist",),
     ),
     Mistake(
         id="pp-1f1b-steady-loop-over-every-micro-batch",

@@ -15,9 +15,9 @@ from tests.mistakes import Mistake
 L13 = "l13_multi_host"
 
 
-def _edit(id: str, exercise: str, old: str, new: str, says: tuple[str, ...], check: str | None = "values", status: str = "failed") -> Mistake:  # fmt: skip
+def _edit(id: str, exercise: str, old: str, new: str, says: tuple[str, ...], check: str | None = "values", status: str = "failed", never: tuple[str, ...] = ()) -> Mistake:  # fmt: skip
     return Mistake(id=id, module=L13, exercise=exercise, status=status, check=check,
-                   says=says, patch=((old, new),))  # fmt: skip
+                   says=says, never=never, patch=((old, new),))  # fmt: skip
 
 
 def _code(id: str, exercise: str, code: str, says: tuple[str, ...], check: str | None, status: str = "failed") -> Mistake:  # fmt: skip
@@ -69,6 +69,7 @@ MISTAKES: list[Mistake] = [
         "    if global_batch % process_count:\n        raise AssertionError(",
         ("refused the batch, but with AssertionError", "3 does not divide the batch of 10"),
         check="rows",
+        never=("did not refuse",),
     ),
     _edit(
         "l13-loader-drops-the-remainder",
@@ -77,6 +78,7 @@ MISTAKES: list[Mistake] = [
         "    if False:\n        raise ValueError(",
         ("did not refuse the batch", "its 3 processes hold 3 + 3 + 3 = 9 rows of the 10"),
         check="rows",
+        never=("but with",),
     ),
     _edit(
         "l13-slices-holes-not-refused",

@@ -68,8 +68,7 @@ class MergeValues(Check):
                 self.name, True, "o and lse match the float64 merge, rows that saw no key included"
             )
         bad = [tuple(int(i) for i in at) for at in np.argwhere(~rows_ok)]
-        hint = _merge_hint(got_o, got_lse, trial)
-        changed = None
+        hint, measured = _merge_hint(got_o, got_lse, trial), []
         if hint is None:  # what the merge gives on changed partials, where that is yours
 
             def matches(value: Any) -> bool:
@@ -78,15 +77,14 @@ class MergeValues(Check):
                     return False
                 return bool(_rows_ok(got_o, got_lse, o, lse).all())
 
-            changed = variants.said(trial, matches, "your (o, lse)")
+            hint, measured = variants.told(trial, matches, "your (o, lse)")
         return CheckResult(
             self.name,
             False,
             f"{len(bad)} of {rows_ok.size} (row, head) pairs wrong, first at row {bad[0][0]}, "
             f"head {bad[0][1]}",
-            evidence=[_wrong_rows(bad[:SHOW_ROWS], trial, got_o, got_lse)]
-            + ([Note(f"measured: {changed}")] if changed else []),
-            hint=hint or (changed and f"{changed[0].upper()}{changed[1:]}."),
+            evidence=[_wrong_rows(bad[:SHOW_ROWS], trial, got_o, got_lse), *measured],
+            hint=hint,
         )
 
 

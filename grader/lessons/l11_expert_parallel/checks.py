@@ -23,7 +23,7 @@ import numpy as np
 
 from grader.checks import variants
 from grader.checks.comms import communication
-from grader.evidence import CountExpectation, Note, Table
+from grader.evidence import CountExpectation, Table
 from grader.lessons.l11_expert_parallel import routing as moe_routing
 from grader.reference import training
 from grader.results import CheckResult
@@ -147,13 +147,11 @@ class Dispatch(Check):
              if np.array_equal(got, alt)),
             None,
         ) or _dispatch_hint(got, k)  # fmt: skip
-        changed = None
+        measured = []
         if hint is None:  # the router's own arguments changed (a capacity one off, say)
-            changed = variants.said(trial, lambda r: np.array_equal(got, r.dispatch()),
-                                    "your dispatch")  # fmt: skip
-        evidence = [table, *([Note(f"measured: {changed}")] if changed else [])]
-        hint = hint or (changed and f"{changed[0].upper()}{changed[1:]}.")
-        return CheckResult(self.name, False, message, evidence=evidence, hint=hint)
+            hint, measured = variants.told(trial, lambda r: np.array_equal(got, r.dispatch()),
+                                           "your dispatch")  # fmt: skip
+        return CheckResult(self.name, False, message, evidence=[table, *measured], hint=hint)
 
 
 def _dispatch_hint(got: np.ndarray, k: int) -> str | None:
