@@ -3,7 +3,7 @@ grade at most 1.5× what it cost before).
 
     python benchmarks/failing_grade.py OTHER_CHECKOUT [--rounds 3] [--ids a,b,…]
 
-Each catalogued mistake named (``tests/mistakes``, ``tests/own_wrong.py``: OWN and VARIANTS) is written into a
+Each catalogued mistake named (``tests/mistakes``, ``tests/own_wrong.py``: OWN, VARIANTS and FORMULAS) is written into a
 fresh workspace of each checkout and graded as a student grades it, ``course grade
 N.EXERCISE --json`` in that checkout (the sandbox where the host has one; this Python for
 both), the two checkouts alternating, ``--rounds`` times. Prints each grade, then each
@@ -63,9 +63,9 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from tests.mistakes import MISTAKES
-    from tests.own_wrong import OWN, VARIANTS
+    from tests.own_wrong import FORMULAS, OWN, VARIANTS
 
-    known = {m.id: m for m in [*MISTAKES, *OWN, *VARIANTS]}
+    known = {m.id: m for m in [*MISTAKES, *OWN, *VARIANTS, *FORMULAS]}
     trees = {"other": args.other.resolve(), "this": ROOT}
     best: dict[str, dict[str, float]] = {name: {} for name in trees}
     for r in range(args.rounds):

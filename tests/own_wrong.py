@@ -157,3 +157,49 @@ VARIANTS = [
 ]
 """Wrong programs whose values are the reference's on changed arguments, for
 tests/test_variants.py (:mod:`grader.checks.variants`)."""
+
+FORMULAS = [
+    Mistake(
+        id="own-fp8-dequantised-times-the-scale",
+        module="l15_optimizer",
+        exercise="fp8_all_gather",
+        status="failed",
+        check="values",
+        says=(
+            "is exactly what the reference computes with a product where the reference divides"
+            " — `q.astype(np.float32) * scale` in place of `q.astype(np.float32) / scale`",
+            "(in `fp8_round_trip`, which the reference calls)",
+        ),
+        patch=(
+            (
+                "return whole.astype(jnp.float32) / scale",
+                "return whole.astype(jnp.float32) * scale",
+            ),
+        ),
+    ),
+    Mistake(
+        id="own-adamw-v-from-g-not-squared",
+        module="l15_optimizer",
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=("with a factor left out — `(1 - b2) * g` in place of `(1 - b2) * g * g`",),
+        patch=(
+            (
+                'v = hp["b2"] * v + (1 - hp["b2"]) * g * g',
+                'v = hp["b2"] * v + (1 - hp["b2"]) * g',
+            ),
+        ),
+    ),
+    Mistake(
+        id="own-tp-mlp-without-its-nonlinearity",
+        module="l08_tensor_parallel",
+        exercise="tp_mlp",
+        status="failed",
+        check="values",
+        says=("with `np.tanh` left out — `x @ w_in` in place of `np.tanh(x @ w_in)`",),
+        patch=(("    return jnp.tanh(x @ w_in) @ w_out\n", "    return x @ w_in @ w_out\n"),),
+    ),
+]
+"""Wrong programs whose values a change of the reference's formula gives
+(grader/checks/mutants.py), each a kind no catalogued mistake has."""

@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from grader.checks import variants
 from grader.checks.relate import MAX_ELEMENTS
+from grader.checks.values import open_hint
 from grader.evidence import Note
 from grader.results import CheckResult
 from grader.spec import Check, Trial
@@ -74,6 +76,8 @@ class PerLeaf(Check):
         where, first = failed[0]
         others = f" (and {len(failed) - 1} more arrays)" if len(failed) > 1 else ""
         hint = (self.explain_failure and self.explain_failure(trial)) or first.hint
+        if open_hint(hint):  # another wrong leaf measured as the reference changed: its words
+            hint = next((r.hint for _, r in failed[1:] if r.hint and variants.SAID in r.hint), hint)
         right = [w for w, r in results if r.passed]
         leaves = (
             f" — leaves wrong: {', '.join(w for w, _ in failed)}; right: {', '.join(right) or 'none'}"

@@ -203,8 +203,7 @@ class Values(Check):
             pairs = None
         said = [pairs, *said] if pairs else said
         changed = None
-        open_hint = hint is None or hint.startswith((*GENERIC, diagnose.STRAY_FACTOR))
-        if open_hint and not any(map(relate.names, said)):
+        if open_hint(hint) and not any(map(relate.names, said)):
             try:  # report material, as above
                 changed = self._changed(trial, shards, actual, atol, rtol)
             except Exception:
@@ -219,7 +218,8 @@ class Values(Check):
             # the blocks' pairing first, a changed argument, else one that names what it is
             best = pairs or changed or max(said, key=relate.names)
             first_said = f"{best[0].upper()}{best[1:]}."
-            if hint is None or hint.startswith(diagnose.STRAY_FACTOR):
+            if (hint is None or hint.startswith(diagnose.STRAY_FACTOR)
+                    or (changed and hint.startswith(diagnose.NON_FINITE))):  # fmt: skip
                 hint = first_said
             elif hint.startswith(GENERIC):
                 hint = f"{first_said} {hint}"
@@ -271,7 +271,9 @@ class Values(Check):
                 return False
             other = as_numpy(other).astype(np.float64)
             with np.errstate(invalid="ignore"):  # inf − inf: not within any tolerance
-                return bool(np.all(np.abs(to - other) <= atol + rtol * np.abs(other)))
+                close = np.abs(to - other) <= atol + rtol * np.abs(other)
+            # a non-finite element equals the same non-finite value (a NaN another NaN)
+            return bool(np.all(close | (to == other) | (np.isnan(to) & np.isnan(other))))
 
         later = variants.deferred(trial)
         if later is None or not equal(later.value(), as_numpy(want).astype(np.float64)):
@@ -379,6 +381,14 @@ def _moved_on_devices(trial: Trial, shards, actual, masks, want, close) -> list[
 
 
 GENERIC = ("Only device(s)", "The output is all zeros")
+
+
+def open_hint(hint: str | None) -> bool:
+    """A hint that names no cause: none, a generic one, an unnamed factor, or the list of
+    what can make a NaN. A measured relation or change may take its place."""
+    return hint is None or hint.startswith((*GENERIC, diagnose.STRAY_FACTOR, diagnose.NON_FINITE))
+
+
 """Hints that name where, not why: a relation measured on the values goes first."""
 
 

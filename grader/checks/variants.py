@@ -18,15 +18,20 @@ from __future__ import annotations
 
 import inspect
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from grader.checks import mutants
 from grader.evidence import Note
 from grader.later import Later
 from grader.spec import REFERENCE, Example, Trial
+
+SAID = "is exactly what the reference computes"
+"""The words every sentence of a change found here has."""
 
 CHANGES_AT_MOST = 120
 """Changes tried per failing check at most."""
@@ -34,6 +39,18 @@ CHANGES_AT_MOST = 120
 BUDGET_S = 0.5
 """Seconds a failing check spends calling the reference again, at most (the change under
 way is finished): a failing grade stays cheap (issue 45's 1.5× rule)."""
+
+FORMULAS_AT_MOST = 400
+"""Changes of the reference's formula tried per failing check at most."""
+
+FORMULA_BUDGET_S = 0.5
+"""Seconds for those, after the arguments' changes (:data:`BUDGET_S`)."""
+
+ALSO_S = 0.1
+"""Seconds spent, after a change gives the value, looking for others that give it too."""
+
+ALSO_AT_MOST = 2
+"""Other changes that give the value too, named at most."""
 
 MAX_ELEMENTS = 1 << 21
 """Arguments past this many elements in all are not changed (each change copies them)."""
@@ -46,6 +63,11 @@ class Change:
     said: str
     """``"with m and v swapped"``, ``"with causal = False in place of True"``."""
     call: tuple[Callable[..., Any], tuple, dict]
+    where: str = ""
+    """The end of ``said`` that names where a change of the formula is (its line), which
+    several changes at one place share."""
+    text: Callable[[], str] | None = None
+    """The changed formula's source, where it is one: changes of one text are one."""
 
 
 def deferred(trial: Trial) -> Later | None:
@@ -97,7 +119,7 @@ def _fmt(x: Any) -> str:
 
 def changes(
     call: tuple[Callable[..., Any], tuple, dict], example: Example | None = None,
-    rename: dict[str, str] | None = None,
+    rename: dict[str, str] | None = None, formula: bool = False,
 ) -> Iterator[Change]:  # fmt: skip
     """Every change of ``call``'s arguments, in the order tried: a flag flipped; two
     arguments of one shape swapped; an integer one more or one less; a square matrix
@@ -107,10 +129,15 @@ def changes(
     reference's parameters; a parameter left to its default is an argument too. Names:
     the reference's parameters, with the path inside (``params['w_in']``, ``hp['b1']``);
     a field of ``example`` (or of a ``**`` parameter) by its key; ``rename`` maps a name
-    to the one the student knows it by."""
+    to the one the student knows it by. ``formula``: instead, the reference's own formula
+    changed (:func:`grader.checks.mutants.mutants`, on the same arguments), then each
+    deferred argument's."""
     import jax
 
     fn, args, kwargs = call
+    if formula:
+        yield from _formulas(call)
+        return
     try:
         signature = inspect.signature(_target(fn))
         bound = signature.bind(*args, **kwargs)
@@ -191,6 +218,38 @@ def changes(
                 yield Change(inner.said, made({i: Later(inner_fn, *inner_args, **inner_kwargs)}))
 
 
+def _formulas(call: tuple[Callable[..., Any], tuple, dict]) -> Iterator[Change]:
+    """The reference's formula changed, then that of each deferred argument."""
+    import jax
+
+    fn, args, kwargs = call
+    arrays = [x for x in jax.tree_util.tree_leaves((args, kwargs)) if isinstance(x, np.ndarray)]
+    if sum(x.size for x in arrays) > MAX_ELEMENTS:
+        return
+    target = _target(fn)
+    if mutants.ours(target):
+        for m in mutants.mutants(target):  # on copies: a changed formula may write into them
+            copied = jax.tree_util.tree_map(
+                lambda x: np.array(x) if isinstance(x, np.ndarray) else x, (args, kwargs)
+            )
+            yield Change(m.said, (m.fn, *copied), m.where, m.text)
+    for i, x in enumerate(args):
+        if isinstance(x, Later):
+            for inner in _formulas(x.call):
+                inner_fn, inner_args, inner_kwargs = inner.call
+                changed = Later(inner_fn, *inner_args, **inner_kwargs)
+                call = (fn, args[:i] + (changed,) + args[i + 1 :], kwargs)
+                yield Change(inner.said, call, inner.where, inner.text)
+    for k, x in kwargs.items():
+        if isinstance(x, Later):
+            for inner in _formulas(x.call):
+                inner_fn, inner_args, inner_kwargs = inner.call
+                changed = Later(inner_fn, *inner_args, **inner_kwargs)
+                yield Change(
+                    inner.said, (fn, args, {**kwargs, k: changed}), inner.where, inner.text
+                )
+
+
 def leaf_at(value: Any, path: str | None) -> Any:
     """The leaf of ``value`` at ``path`` (``jax.tree_util.keystr``'s, as
     :class:`grader.checks.trees.PerLeaf` names leaves; ``"output"`` or None: the whole
@@ -221,23 +280,78 @@ def first_change_of(
     rename: dict[str, str] | None = None,
 ) -> Change | None:  # fmt: skip
     """:func:`first_change` of a call of the grader's own (a formula of the example's
-    fields, say), its arguments named as :func:`changes` names them."""
+    fields, say), its arguments named as :func:`changes` names them: the arguments'
+    changes first (``budget_s``, :data:`CHANGES_AT_MOST`), then the formula's
+    (:data:`FORMULA_BUDGET_S`, :data:`FORMULAS_AT_MOST`)."""
+    for formula, most, seconds in ((False, CHANGES_AT_MOST, budget_s),
+                                   (True, FORMULAS_AT_MOST, FORMULA_BUDGET_S)):  # fmt: skip
+        found = _first(changes(call, example, rename, formula), matches, most, seconds)
+        if found is not None:
+            return found
+    return None
+
+
+def _first(tried: Iterator[Change], matches: Callable[[Any], bool], most: int,
+           budget_s: float) -> Change | None:  # fmt: skip
+    """The first change whose value ``matches``; where others after it (within
+    :data:`ALSO_S`, at most :data:`ALSO_AT_MOST`) give the value too, its words name them:
+    the example cannot tell them apart (two fields of a model equal on it). Where more
+    give it, none is said: such a value (all zeros, say) tells nothing of its cause."""
     start = time.monotonic()
+    found: list[Change] = []
+    stop = budget_s
     try:  # report material: never a grader fault
-        for n, change in enumerate(changes(call, example, rename)):
-            if n >= CHANGES_AT_MOST or time.monotonic() - start > budget_s:
-                return None
+        for n, change in enumerate(tried):
+            if n >= most or time.monotonic() - start > stop or len(found) > ALSO_AT_MOST + 1:
+                break
             fn, args, kwargs = change.call
             try:
-                with np.errstate(all="ignore"):
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
                     value = fn(*args, **kwargs)
-                if matches(value):
-                    return change
+                if matches(value) and not _constant(value) and not _same(change, found):
+                    found.append(change)
+                    stop = min(budget_s, time.monotonic() - start + ALSO_S)
             except Exception:  # a change the reference cannot take (a size one more)
                 continue
     except Exception:  # arguments it cannot take apart
-        return None
-    return None
+        pass
+    if not found or len(found) > ALSO_AT_MOST + 1:
+        return None  # none, or so many that the value tells nothing (all zeros, say)
+    if len(found) == 1:
+        return found[0]
+    first, rest = found[0], found[1:]
+    where = first.where if all(f.where == first.where for f in rest) else ""
+
+    def what(change: Change) -> str:
+        return change.said.removesuffix(where).strip() if where else change.said
+
+    others = " or ".join(what(f).removeprefix("with ") for f in rest)
+    said = f"{what(first)} (or, the same value on this example, {others})"
+    return Change(f"{said} {where}" if where else said, first.call, first.where)
+
+
+def _same(change: Change, found: list[Change]) -> bool:
+    """``change`` is one already found: its words, or its changed formula's text."""
+    if any(f.said == change.said for f in found):
+        return True
+    text = change.text() if change.text else None
+    return bool(text) and any(f.text and f.text() == text for f in found)
+
+
+def _constant(value: Any) -> bool:
+    """Every element of every array in ``value`` the same (all zeros, say), with more than
+    one: such a value is what too many changes give to tell anything of its cause."""
+    import jax
+
+    arrays = [np.asarray(x) for x in jax.tree_util.tree_leaves(value) if np.ndim(x) > 0]
+    if not arrays or sum(a.size for a in arrays) < 2:
+        return False
+    try:
+        flat = np.concatenate([a.ravel().astype(np.float64) for a in arrays])
+    except (TypeError, ValueError):
+        return False
+    return bool(np.all(flat == flat[0]))
 
 
 def said(trial: Trial, matches: Callable[[Any], bool], what: str = "your value") -> str | None:
@@ -246,7 +360,7 @@ def said(trial: Trial, matches: Callable[[Any], bool], what: str = "your value")
     change = first_change(trial, matches)
     if change is None:
         return None
-    return f"{what} is exactly what the reference computes {change.said}, on every element"
+    return f"{what} {SAID} {change.said}, on every element"
 
 
 def told(trial: Trial, matches: Callable[[Any], bool], what: str) -> tuple[str | None, list[Note]]:

@@ -16,6 +16,12 @@ def verify(p: np.ndarray, q: np.ndarray, token: int) -> tuple[float, np.ndarray]
     return accept, (residual / total if total > 0 else p.copy())
 
 
+def verify_each(p: np.ndarray, q: np.ndarray, tokens: list[int]) -> list[tuple[float, np.ndarray]]:
+    """:func:`verify` of every drafted token in ``tokens``: what a check's changes of the
+    reference are held to (:mod:`grader.checks.variants`)."""
+    return [verify(p, q, x) for x in tokens]
+
+
 def known(p: np.ndarray, q: np.ndarray, x: int) -> list[tuple[str, float, np.ndarray | None]]:
     """(hint, acceptance, residual) of known mistakes; None: any residual."""
     residual = np.maximum(p - q, 0.0)

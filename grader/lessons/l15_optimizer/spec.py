@@ -62,7 +62,7 @@ from grader.checks.trees import PerLeaf
 from grader.evidence import Note, Table
 from grader.later import Later, later, resolved
 from grader.lessons.l15_optimizer import byte_table, reference
-from grader.lessons.l15_optimizer.reference import HP, SCALER_HP, as64
+from grader.lessons.l15_optimizer.reference import HP, SCALER_HP, as64, fp8_round_trip
 from grader.results import CheckResult
 from grader.runtime import Runtime, StudentReturnError
 from grader.spec import (
@@ -370,6 +370,12 @@ def _run_clip(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     return trial
 
 
+def _fp8_expected(w: np.ndarray) -> np.ndarray:
+    """The expected gathered weights, float64, by the exercise's argument name: a failing
+    check's changes of it and of the round trip are said so (:mod:`grader.checks.variants`)."""
+    return fp8_round_trip(w).astype(np.float64)
+
+
 def _run_fp8(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     import jax
     from jax.sharding import NamedSharding
@@ -383,7 +389,7 @@ def _run_fp8(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         jax.jit(lambda a: fn(a, mesh)), (_put(mesh, P(AXIS))(w),), mesh,
         kind="fp8", sharding=NamedSharding(mesh, P()), dtype="float32",
     )  # fmt: skip
-    trial.expected = later(lambda: reference.fp8_round_trip(w).astype(np.float64))
+    trial.expected = later(_fp8_expected, w)
     trial.extra.update(w=w)
     return trial
 
@@ -781,11 +787,12 @@ def _leaf_hint(trial: Trial, result: CheckResult) -> str | None:
     if "returned dtype" not in result.message:
         out = np.asarray(trial.output, np.float64) if hasattr(trial.output, "shape") else None
         fresh = trial.extra["kind"] in ("adamw", "zero1", "zero2") and trial.example["step"] == 0
-        if fresh and out is not None and not np.all(np.isfinite(out)):
+        if fresh and out is not None and _as_t_equals_step(trial, out):
             return (
                 f"Your {name} is not finite on a fresh optimizer (step = 0), where the moments "
-                "are zero: 1 − β^t is 0 for t = 0, so a bias correction with t = step divides "
-                "by zero. This update is number step + 1: t = step + 1."
+                "are zero, at exactly the elements where an update with t = step is: 1 − β^t "
+                "is 0 for t = 0, so a bias correction with t = step divides by zero. This "
+                "update is number step + 1: t = step + 1."
             )
         return _known_mistake(trial, out) if out is not None else None
     if name in ("m", "v"):
@@ -799,6 +806,20 @@ def _leaf_hint(trial: Trial, result: CheckResult) -> str | None:
     if name == "params":
         return "Return the params in bfloat16: bfloat16(master), the model's compute copy."
     return None
+
+
+def _as_t_equals_step(trial: Trial, out: np.ndarray) -> bool:
+    """The output is not finite at exactly the elements where the reference's update with
+    t = step (``bias-t``) is: measured, not assumed from a non-finite value alone (a v
+    of unsquared gradients takes the square root of negatives too)."""
+    name, before, g = trial.extra["name"], trial.extra.get("before"), trial.extra.get("g")
+    if np.all(np.isfinite(out)) or before is None or g is None or name == "step":
+        return False
+    new, m, v, _ = reference.adamw(before["master"], before["m"], before["v"],
+                                   trial.example["step"], g, variant="bias-t")  # fmt: skip
+    wrong = {"params": new, "master": new, "m": m, "v": v}.get(name)
+    return wrong is not None and np.shape(wrong) == out.shape and bool(
+        np.array_equal(np.isfinite(out), np.isfinite(wrong)))  # fmt: skip
 
 
 def _known_mistake(trial: Trial, out: np.ndarray) -> str | None:

@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from grader.checks import variants
 from grader.checks.scalar import Scalar
-from grader.evidence import Table
+from grader.evidence import Note, Table
 from grader.later import expected
 from grader.results import CheckResult
 from grader.runtime import Runtime, StudentReturnError, call_pure
@@ -154,6 +155,26 @@ def _diagnose(trial: Trial) -> str | None:
     return None
 
 
+def _changed(trial: Trial) -> tuple[str | None, list[Note]]:
+    """The first change of the reference's arguments or formula whose answers, for every
+    drafted token, are the student's (:mod:`grader.checks.variants`)."""
+    p, q = trial.extra["p"], trial.extra["q"]
+    tokens = [x for x, _, _ in trial.output]
+
+    def matches(answers: list) -> bool:
+        return len(answers) == len(tokens) and all(
+            _matches(a, r, float(want_a), np.asarray(want_r, np.float64))
+            for (_, a, r), (want_a, want_r) in zip(trial.output, answers)
+        )
+
+    change = variants.first_change_of((F.fn("verify_each"), (p, q, tokens), {}), matches)
+    if change is None:
+        return None, []
+    sentence = (f"your acceptance and residual of every drafted token are exactly what the "
+                f"reference computes {change.said}")  # fmt: skip
+    return f"{sentence[0].upper()}{sentence[1:]}.", [Note(f"measured: {sentence}")]
+
+
 def _matches(a: float, r: np.ndarray, want_a: float, want_r: np.ndarray | None) -> bool:
     return abs(a - want_a) <= 1e-9 and (
         want_r is None or a >= 1 or np.abs(r - want_r).max() <= 1e-9
@@ -182,14 +203,21 @@ class PerToken(Check):
                 )  # fmt: skip
         for (x, a, r), (_, want_a, want_r) in zip(trial.output, trial.expected):
             if abs(a - want_a) > 1e-9:
+                hint, measured = _diagnose(trial), []
+                if hint is None:
+                    hint, measured = _changed(trial)
                 return CheckResult(self.name, False,
                                    f"verify_draft(token={x}): accept probability {a:.6g}; expected "
-                                   f"min(1, p[x]/q[x]) = {want_a:.6g}", hint=_diagnose(trial))  # fmt: skip
+                                   f"min(1, p[x]/q[x]) = {want_a:.6g}", hint=hint,
+                                   evidence=measured)  # fmt: skip
             if want_a < 1 and np.abs(r - want_r).max() > 1e-9:
+                hint, measured = _diagnose(trial), []
+                if hint is None:
+                    hint, measured = _changed(trial)
                 return CheckResult(self.name, False,
                                    f"verify_draft(token={x}): residual {np.round(r, 4).tolist()}; "
                                    f"expected max(p − q, 0) normalised = {np.round(want_r, 4).tolist()}",
-                                   hint=_diagnose(trial))  # fmt: skip
+                                   hint=hint, evidence=measured)  # fmt: skip
         return CheckResult(
             self.name, True, "every drafted token's acceptance and residual as the reference's"
         )

@@ -1,0 +1,503 @@
+"""The reference with one piece of its formula changed (issue 45 §3–4).
+
+A wrong value is often the right program with one piece of its formula written another
+way: a difference the other way round (``q - p`` for ``p - q``), a quotient upside down
+(``amax / 448``), a factor or a term left out, a nonlinearity applied after a matmul
+instead of before it, a softmax taken over the other axis, a comparison with ``<`` for
+``<=``, the weights of a running average swapped. These are mutations of the reference's
+own source, and they need no list of known mistakes: this module parses a reference
+function (and the functions of the grader's that it calls by name, one level down), and
+yields every such change of it as a function of the same signature, each with the change
+in words: the piece as the reference has it, as changed, and the reference's line.
+
+:mod:`grader.checks.variants` tries them after the changes of the arguments, within its
+time budget, and says the first whose value the output equals on every element, to the
+check's own tolerance. The sentence says what was measured (this value, computed so), not
+a cause; the reference's lines it quotes are formulas the lesson's text states.
+
+A change applied at every place where the same piece occurs (``axis=-1`` in both the
+max and the sum of a softmax; both moments' weights) is tried first, as one change: a
+misreading is usually consistent.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+import inspect
+import textwrap
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+OURS = ("grader.expected", "grader.lessons", "grader.reference")
+"""Modules whose functions may be changed: the grader's references and lessons."""
+
+_OTHER_OP = {ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Add: ast.Sub, ast.Sub: ast.Add,
+             ast.FloorDiv: ast.Mod, ast.Mod: ast.FloorDiv}  # fmt: skip
+_OTHER_CALL = {"sum": ("mean", "a mean where the reference sums"),
+               "mean": ("sum", "a sum where the reference takes a mean"),
+               "max": ("min", "the smallest where the reference takes the largest"),
+               "min": ("max", "the largest where the reference takes the smallest"),
+               "maximum": ("minimum", "the smaller where the reference takes the larger"),
+               "minimum": ("maximum", "the larger where the reference takes the smaller"),
+               "argmax": ("argmin", "the smallest's index where the reference takes the largest's"),
+               "argmin": ("argmax", "the largest's index where the reference takes the smallest's"),
+               "tril": ("triu", "the upper triangle where the reference keeps the lower"),
+               "triu": ("tril", "the lower triangle where the reference keeps the upper")}  # fmt: skip
+"""Functions (by their last name: ``np.sum``, ``x.sum``, ``max``) read as another."""
+_OTHER_CMP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One change of a reference's source: in words, and the function it makes."""
+
+    what: str
+    """``"with the difference the other way round — `q - p` in place of `p - q`"``."""
+    fn: Callable[..., Any]
+    where: str
+    """``"in `residual = np.maximum(p - q, 0.0)`"``: the reference's line."""
+
+    text: Callable[[], str] = lambda: ""
+    """The changed function's source, made when asked: two changes of one text (``(1 - b2)
+    * g * g`` with either ``g`` left out) are one."""
+
+    @property
+    def said(self) -> str:
+        return f"{self.what} {self.where}"
+
+
+@dataclass(frozen=True)
+class _Site:
+    index: int
+    """The node's place in :func:`ast.walk` order of the function's tree."""
+    new: ast.AST
+    old_text: str
+    new_text: str
+    line: int
+    words: str
+    """The kind of change: ``"the quotient upside down"``."""
+    group: str
+    """Sites with one ``group`` are the same change at several places."""
+
+
+def ours(fn: Any) -> bool:
+    """A plain function of the grader's references or lessons (source to read)."""
+    return isinstance(fn, types.FunctionType) and str(fn.__module__).startswith(OURS)
+
+
+DEPTH = 2
+"""How far down the calls a change is looked for: the reference, what it calls, and what
+those call (a cost model's lambda, its formula, the formula's own terms)."""
+
+
+def mutants(fn: Callable[..., Any], depth: int = DEPTH, called: bool = False) -> Iterator[Mutant]:
+    """Every one-piece change of ``fn`` (a plain function: no closure, no method), then
+    of each function of ours (:func:`ours`) that it calls by a global name (``mlp(…)``,
+    or ``cost.prefill_time(…)`` through a module or a hidden reference's
+    :class:`grader.later.Expected`), ``depth`` calls down, as ``fn`` calling the
+    changed one. ``called``: ``fn`` is called by the reference, and its changes say so."""
+    yield from _of(fn, called)
+    if depth <= 0 or not isinstance(fn, types.FunctionType):
+        return
+    for name, attr, callee in _callees(fn):
+        for m in mutants(callee, depth - 1, called=True):
+            patched = dict(fn.__globals__)
+            patched[name] = _Proxy(fn.__globals__[name], attr, m.fn) if attr else m.fn
+            yield Mutant(m.what, _rebound(fn, patched), m.where, m.text)
+
+
+class _Proxy:
+    """A module (or :class:`grader.later.Expected`) with one function changed."""
+
+    def __init__(self, module: Any, attr: str, fn: Callable[..., Any]) -> None:
+        self._module, self._attr, self._fn = module, attr, fn
+
+    def __getattr__(self, name: str) -> Any:
+        return self._fn if name == self._attr else getattr(self._module, name)
+
+
+def _callees(fn: types.FunctionType) -> list[tuple[str, str | None, types.FunctionType]]:
+    """(global name, attribute or None, function) of ours that ``fn`` calls by name: a
+    function, a hidden reference's wrapper (:meth:`grader.later.Expected.fn`) by the
+    function it wraps, or a function read off a module of ours or an ``Expected``."""
+    out: list[tuple[str, str | None, types.FunctionType]] = []
+    names = list(dict.fromkeys(_names(fn.__code__)))
+    for name in names:
+        value = fn.__globals__.get(name)
+        target = getattr(value, "target", None)
+        if callable(target):
+            try:
+                value = target()
+            except Exception:  # the grader's side not importable here
+                continue
+        if value is not fn and ours(value):
+            out.append((name, None, value))
+        elif _module_of_ours(value):
+            for attr in names:
+                try:
+                    found = getattr(value, attr, None)
+                except Exception:  # the grader's side not importable here
+                    found = None
+                if found is not fn and ours(found):
+                    out.append((name, attr, found))
+    return out
+
+
+def _module_of_ours(value: Any) -> bool:
+    from grader.later import Expected
+
+    if isinstance(value, Expected):
+        return True
+    return isinstance(value, types.ModuleType) and value.__name__.startswith(OURS)
+
+
+def _names(code: types.CodeType) -> list[str]:
+    """The global names ``code`` and the code nested in it (a comprehension) read."""
+    return [*code.co_names, *(n for c in code.co_consts if isinstance(c, types.CodeType)
+                               for n in _names(c))]  # fmt: skip
+
+
+def _rebound(fn: types.FunctionType, globals_: dict) -> types.FunctionType:
+    new = types.FunctionType(fn.__code__, globals_, fn.__name__, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    return new
+
+
+def _tree(fn: types.FunctionType) -> tuple[ast.FunctionDef, list[str]] | None:
+    if not isinstance(fn, types.FunctionType) or fn.__closure__ or fn.__qualname__ != fn.__name__:
+        return None  # a closure or a method cannot be rebuilt from its source alone
+    try:
+        lines = textwrap.dedent(inspect.getsource(fn))
+        node = ast.parse(lines).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return None
+    if not isinstance(node, ast.FunctionDef):
+        return None
+    node.decorator_list = []
+    return node, lines.splitlines()
+
+
+def _of(fn: types.FunctionType, called: bool = False) -> Iterator[Mutant]:
+    """The changes of ``fn``'s own body: every change at all its places first (where a
+    piece occurs more than once), then each place alone."""
+    made = _tree(fn)
+    if made is None:
+        return
+    tree, lines = made
+    nodes = list(ast.walk(tree))
+    for i, node in enumerate(nodes):
+        node._place = i  # type: ignore[attr-defined]
+    skip = {id(n) for stmt in tree.body[:1] if _docstring(tree) for n in ast.walk(stmt)}
+    skip |= {id(n) for n in ast.walk(tree.args)}  # defaults and annotations
+    skip |= {id(n) for n in ast.walk(tree.returns)} if tree.returns else set()
+    skip |= {id(n) for w in ast.walk(tree) if isinstance(w, ast.While) for n in ast.walk(w.test)}
+    parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
+    _PARENTS[id(tree)] = {i: parents[id(n)]._place for i, n in enumerate(nodes) if id(n) in parents}
+    try:
+        for m in _changed(fn, tree, lines, nodes, skip, parents):
+            yield (
+                Mutant(
+                    m.what,
+                    m.fn,
+                    f"{m.where} (in `{fn.__name__}`, which the reference calls)",
+                    m.text,
+                )
+                if called
+                else m
+            )
+    finally:
+        del _PARENTS[id(tree)]
+
+
+def _changed(fn: types.FunctionType, tree: ast.FunctionDef, lines: list[str],
+             nodes: list[ast.AST], skip: set[int], parents: dict[int, ast.AST],
+             ) -> Iterator[Mutant]:  # fmt: skip
+    fields = _fields(fn, tree)
+    sites = [
+        s for i, node in enumerate(nodes) if id(node) not in skip
+        for s in _sites(i, node, parents.get(id(node)), lines, fields)
+    ]  # fmt: skip
+    groups: dict[str, list[_Site]] = {}
+    for s in sites:
+        groups.setdefault(s.group, []).append(s)
+    for group in groups.values():
+        if len(group) > 1 and group[0].new_text != group[0].old_text:
+            first = group[0]
+            where = "; ".join(f"`{lines[i].strip()}`" for i in sorted({s.line for s in group}))
+            built = _built(fn, tree, group)
+            if built is not None:
+                yield Mutant(f"with {first.words} at all {len(group)} places — "
+                             f"`{first.new_text}` in place of `{first.old_text}`"
+                             f"{_values(fn, first)}", built, f"in {where}",
+                             _text_of(built))  # fmt: skip
+    for s in sites:
+        if s.new_text == s.old_text:
+            continue
+        built = _built(fn, tree, [s])
+        if built is not None:
+            yield Mutant(f"with {s.words} — `{s.new_text}` in place of `{s.old_text}`"
+                         f"{_values(fn, s)}", built, f"in `{lines[s.line].strip()}`",
+                         _text_of(built))  # fmt: skip
+
+
+def _values(fn: types.FunctionType, s: _Site) -> str:
+    """`` (E4M3_MAX = 448.0)``: the value of each global constant the change names."""
+    try:
+        names = [n.id for n in ast.walk(ast.parse(s.old_text, mode="eval"))
+                 if isinstance(n, ast.Name)]  # fmt: skip
+    except SyntaxError:  # a keyword argument's text: ``axis=-1``
+        return ""
+    found = {n: fn.__globals__[n] for n in dict.fromkeys(names)
+             if type(fn.__globals__.get(n)) in (int, float)}  # fmt: skip
+    return "".join(f" ({n} = {v!r})" for n, v in found.items())
+
+
+def _docstring(tree: ast.FunctionDef) -> bool:
+    first = tree.body[0] if tree.body else None
+    return isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(
+        first.value.value, str)  # fmt: skip
+
+
+def _built(fn: types.FunctionType, tree: ast.FunctionDef,
+           sites: list[_Site]) -> types.FunctionType | None:  # fmt: skip
+    """``fn`` with each site's node replaced, compiled in a copy of its globals. The
+    tree is never changed: nodes on the way to a replaced one are copied, the rest shared
+    (nodes carry their place in :func:`ast.walk` order as ``_place``, their parent's as
+    ``_parent``)."""
+    replace = {s.index: s.new for s in sites}
+    on_path: set[int] = set()
+    for s in sites:
+        at = s.index
+        while at is not None and at not in on_path:
+            on_path.add(at)
+            at = _PARENTS[id(tree)].get(at)
+
+    def rebuilt(node: Any) -> Any:
+        if isinstance(node, list):
+            return [rebuilt(x) for x in node]
+        place = getattr(node, "_place", None)
+        if not isinstance(node, ast.AST) or place not in on_path:
+            return node
+        if place in replace:
+            return _located(copy.deepcopy(replace[place]), node)
+        new = copy.copy(node)
+        for field, value in ast.iter_fields(node):
+            setattr(new, field, rebuilt(value))
+        return new
+
+    changed = rebuilt(tree)
+    module = ast.Module(body=[changed], type_ignores=[])
+    namespace = dict(fn.__globals__)
+    try:
+        exec(compile(module, inspect.getsourcefile(fn) or "<mutant>", "exec"), namespace)
+    except Exception:  # a change Python cannot compile or define
+        return None
+    new = namespace.get(tree.name)
+    if not isinstance(new, types.FunctionType):
+        return None
+    new.__defaults__, new.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+    new.__mutant_tree__ = changed  # type: ignore[attr-defined]  (its text, when asked)
+    return new
+
+
+def _text_of(fn: types.FunctionType) -> Callable[[], str]:
+    return lambda: _text(fn.__mutant_tree__)  # type: ignore[attr-defined]
+
+
+_PARENTS: dict[int, dict[int, int]] = {}
+"""Per tree being changed (by id, while :func:`_of` holds it): each node's parent's place."""
+
+
+def _located(new: ast.AST, old: ast.AST) -> ast.AST:
+    """``new`` with ``old``'s position on every node of it that has none."""
+    for node in ast.walk(new):
+        if "lineno" in node._attributes and not hasattr(node, "lineno"):
+            ast.copy_location(node, old)
+    return new
+
+
+def _text(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except Exception:
+        return "?"
+
+
+def _int_of(node: ast.AST) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+            and isinstance(node.operand, ast.Constant) and type(node.operand.value) is int):  # fmt: skip
+        return -node.operand.value
+    return None
+
+
+def _const(value: Any) -> ast.AST:
+    if isinstance(value, (int, float)) and value < 0:
+        return ast.UnaryOp(op=ast.USub(), operand=ast.Constant(-value))
+    return ast.Constant(value)
+
+
+def _factors(node: ast.AST) -> list[ast.AST]:
+    """A product ``a * b * c`` as its factors, leftmost first."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _factors(node.left) + [node.right]
+    return [node]
+
+
+def _product(factors: list[ast.AST]) -> ast.AST:
+    out = factors[0]
+    for f in factors[1:]:
+        out = ast.BinOp(left=out, op=ast.Mult(), right=f)
+    return out
+
+
+_SYMBOL = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.MatMult: "@",
+           ast.FloorDiv: "//", ast.Mod: "%",
+           ast.Pow: "**", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}  # fmt: skip
+_SWAP_WORDS = {ast.Sub: "the difference the other way round",
+               ast.Div: "the quotient upside down",
+               ast.MatMult: "the matmul's operands the other way round",
+               ast.Pow: "base and exponent the other way round"}  # fmt: skip
+_OP_WORDS = {ast.FloorDiv: "a remainder where the reference divides",
+             ast.Mod: "a quotient where the reference takes a remainder",
+             ast.Mult: "a quotient where the reference multiplies",
+             ast.Div: "a product where the reference divides",
+             ast.Add: "a difference where the reference adds",
+             ast.Sub: "a sum where the reference subtracts"}  # fmt: skip
+
+
+def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
+           fields: dict[str, list[str]]) -> Iterator[_Site]:  # fmt: skip
+    """Every change at ``node``: its replacement, the change in words, its group."""
+    line = getattr(node, "lineno", 1) - 1
+
+    def site(new: ast.AST, words: str, group: str | None = None,
+             old_text: str | None = None, new_text: str | None = None) -> _Site:  # fmt: skip
+        old_t = old_text if old_text is not None else _text(node)
+        new_t = new_text if new_text is not None else _text(new)
+        return _Site(index, new, old_t, new_t, line, words,
+                     group if group is not None else f"{index}:{new_t}")  # fmt: skip
+
+    if isinstance(node, ast.BinOp):
+        op = type(node.op)
+        if op in _SWAP_WORDS:
+            new = ast.BinOp(left=node.right, op=node.op, right=node.left)
+            yield site(new, _SWAP_WORDS[op], group=f"swap:{_text(node)}")
+        if op in _OP_WORDS:
+            new = ast.BinOp(left=node.left, op=_OTHER_OP[op](), right=node.right)
+            yield site(new, _OP_WORDS[op], group=f"op:{_text(node)}")
+        left_out = "a term left out" if op in (ast.Add, ast.Sub) else (
+            "a factor left out" if op in (ast.Mult, ast.Div) else
+            f"one side of `{_SYMBOL.get(op, '?')}` left out")  # fmt: skip
+        yield site(node.left, left_out)
+        if op in (ast.Add, ast.Mult):
+            yield site(node.right, left_out)
+        if op is ast.Add:  # a weighted sum's weights swapped: a·x + b·y as b·x + a·y
+            left, right = _factors(node.left), _factors(node.right)
+            if len(left) > 1 and len(right) > 1 and _text(left[0]) != _text(right[0]):
+                new = ast.BinOp(left=_product([right[0], *left[1:]]), op=ast.Add(),
+                                right=_product([left[0], *right[1:]]))  # fmt: skip
+                yield site(new, "the weights of a weighted sum swapped", group="weights swapped")
+        for inner, other, call_left in ((node.left, node.right, True),
+                                        (node.right, node.left, False)):  # fmt: skip
+            if _unary(inner):  # f(a) @ b as f(a @ b): the function applied after the op
+                moved = (ast.BinOp(left=inner.args[0], op=node.op, right=other) if call_left
+                         else ast.BinOp(left=other, op=node.op, right=inner.args[0]))  # fmt: skip
+                yield site(ast.Call(func=inner.func, args=[moved], keywords=[]),
+                           f"`{_text(inner.func)}` applied after the "
+                           f"`{_SYMBOL.get(op, '?')}` instead of before it")  # fmt: skip
+    if (
+        isinstance(node, ast.Call)
+        and not isinstance(parent, ast.Call | ast.Attribute)
+        and _unary(node)
+        and isinstance(node.args[0], ast.BinOp)
+    ):  # f(a @ b) as f(a) @ b
+        inner = node.args[0]
+        yield site(ast.BinOp(left=ast.Call(func=node.func, args=[inner.left], keywords=[]),
+                             op=inner.op, right=inner.right),
+                   f"`{_text(node.func)}` applied before the "
+                   f"`{_SYMBOL.get(type(inner.op), '?')}` instead of after it")  # fmt: skip
+    name = (node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            else node.func.attr if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute) else None)  # fmt: skip
+    if name in _OTHER_CALL:  # another reduction: a mean for a sum, min for max
+        other, words = _OTHER_CALL[name]
+        func = (ast.Name(id=other, ctx=ast.Load()) if isinstance(node.func, ast.Name)
+                else ast.Attribute(value=node.func.value, attr=other, ctx=ast.Load()))  # fmt: skip
+        yield site(ast.Call(func=func, args=node.args, keywords=node.keywords), words,
+                   group=f"call:{_text(node.func)}")  # fmt: skip
+    if isinstance(node, ast.Call) and not any(isinstance(a, ast.Starred) for a in node.args):
+        for a in node.args:  # a call left out: its argument as it is
+            if not isinstance(a, ast.Constant):
+                yield site(a, f"`{_text(node.func)}` left out")
+    value = _int_of(node)
+    if value is not None and not (isinstance(parent, ast.UnaryOp) and _int_of(parent) is not None):
+        keyword = parent.arg if isinstance(parent, ast.keyword) and parent.arg else None
+        for d, words in ((1, "one more"), (-1, "one less")):
+            new = _const(value + d)
+            words = "another axis" if keyword and keyword.endswith("axis") else words
+            if keyword:
+                yield site(new, words, group=f"kw:{keyword}={value}->{value + d}",
+                           old_text=f"{keyword}={value}", new_text=f"{keyword}={value + d}")  # fmt: skip
+            else:
+                yield site(new, words, group=f"int:{_text(parent)}:{value}->{value + d}")
+    if isinstance(node, ast.Constant) and type(node.value) is float and node.value != 0:
+        yield site(ast.Constant(1 / node.value), "the constant's reciprocal")
+        if 0 < node.value < 1:
+            yield site(ast.Constant(round(1 - node.value, 12)), "1 minus the constant",
+                       group=f"complement:{node.value}")  # fmt: skip
+    if isinstance(node, ast.Constant) and type(node.value) is bool:
+        yield site(ast.Constant(not node.value), "the flag the other way")
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and "->" in node.value:
+        head, out = node.value.split("->", 1)  # einsum: the output's axes in another order
+        for i in range(len(out) - 1):
+            if out[i].isalpha() and out[i + 1].isalpha():
+                swapped = out[:i] + out[i + 1] + out[i] + out[i + 2 :]
+                yield site(ast.Constant(f"{head}->{swapped}"),
+                           "the einsum's output axes in another order")  # fmt: skip
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _OTHER_CMP:
+        was = type(node.ops[0])
+        new = ast.Compare(left=node.left, ops=[_OTHER_CMP[was]()], comparators=node.comparators)
+        yield site(new, f"`{_SYMBOL[_OTHER_CMP[was]]}` where the reference has `{_SYMBOL[was]}`",
+                   group=f"cmp:{_text(node)}")  # fmt: skip
+    if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name) and node.value.id in fields
+            and not (isinstance(parent, ast.Call) and parent.func is node)):  # fmt: skip
+        for other in fields[node.value.id]:  # another field of it
+            if other != node.attr:
+                new = ast.Attribute(value=node.value, attr=other, ctx=ast.Load())
+                yield site(new, f"another field of `{node.value.id}`",
+                           group=f"attr:{_text(node)}->{other}")  # fmt: skip
+
+
+def _unary(node: ast.AST) -> bool:
+    """A call of one positional argument and no keywords: ``np.tanh(x)``."""
+    return (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords
+            and not isinstance(node.args[0], ast.Starred))  # fmt: skip
+
+
+def _fields(fn: types.FunctionType, tree: ast.FunctionDef) -> dict[str, list[str]]:
+    """Per parameter, the fields another may be read in place of: those the function
+    reads of it, then, where its annotation names a dataclass, that class's number fields
+    (``m: Model``: ``m.heads`` beside the ``m.kv_heads`` the formula reads)."""
+    a = tree.args
+    out: dict[str, list[str]] = {x.arg: [] for x in a.posonlyargs + a.args + a.kwonlyargs}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in out and isinstance(node.ctx, ast.Load)
+                and node.attr[:1] != "_" and node.attr not in out[node.value.id]):  # fmt: skip
+            out[node.value.id].append(node.attr)
+    hints = getattr(fn, "__annotations__", {})
+    for name, read in out.items():
+        kind = hints.get(name)
+        if isinstance(kind, str):
+            kind = fn.__globals__.get(kind)
+        if read and dataclasses.is_dataclass(kind) and isinstance(kind, type):
+            read += [f.name for f in dataclasses.fields(kind)
+                     if f.type in ("int", "float", int, float) and f.name not in read]  # fmt: skip
+    return {k: v for k, v in out.items() if v}

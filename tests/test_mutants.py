@@ -1,0 +1,318 @@
+"""The reference with one piece of its formula changed (grader/checks/mutants.py, issue 45
+§3–4): each kind of change found and said where a learner's own wrong formula gives
+exactly its value, nothing where the value carries a little noise; the reference itself
+never changed; a function it calls changed through it; the whole path through a check."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import numpy as np
+import pytest
+
+from grader.checks import mutants, variants
+from grader.checks.values import Values
+from grader.later import later
+from grader.spec import Trial
+from tests import grades
+from tests.own_wrong import FORMULAS
+
+RNG = np.random.default_rng(60)
+P = RNG.dirichlet(np.ones(5))
+Q = RNG.dirichlet(np.ones(5))
+X, W1, W2 = RNG.normal(size=(4, 3)), RNG.normal(size=(3, 6)), RNG.normal(size=(6, 3))
+M, V, G = RNG.normal(size=7), RNG.random(7), RNG.normal(size=7)
+SCORES = RNG.normal(size=(4, 5))
+PROBS, VALUES = RNG.random((2, 3, 4, 4)), RNG.normal(size=(2, 4, 3, 5))
+
+
+# References of the kinds the changes read, each beside a wrong one written by hand as a
+# learner would write it (not by changing the reference's text).
+
+
+def residual(p, q):
+    r = np.maximum(p - q, 0.0)
+    return r / r.sum()
+
+
+def residual_wrong(p, q):
+    r = np.maximum(q - p, 0.0)  # the draft's excess, not the target's
+    return r / r.sum()
+
+
+def accept(p, q):
+    return np.minimum(1.0, p / q)
+
+
+def quantised(w, top=448.0):
+    scale = top / np.max(np.abs(w))
+    return np.round(w * scale) / scale
+
+
+def mlp(x, w1, w2):
+    return np.tanh(x @ w1) @ w2
+
+
+def softmax(z):
+    z = np.exp(z - z.max(axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
+
+
+def moments(m, v, g, b1=0.9, b2=0.99):
+    m = b1 * m + (1 - b1) * g
+    v = b2 * v + (1 - b2) * g * g
+    return np.concatenate([m, v])
+
+
+def causal(n):
+    i = np.arange(n)
+    return (i[:, None] >= i[None, :]).astype(float)
+
+
+def merged(p, v):
+    b, h, s, _ = p.shape
+    return np.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, s, h * v.shape[-1])
+
+
+def normalised(g):
+    return g / np.sqrt(np.sum(g * g))
+
+
+def kv_head(h, n_heads, kv_heads):
+    return h // (n_heads // kv_heads)
+
+
+def decayed(x):
+    return x * 0.9
+
+
+def halves(n):
+    return (n + 1) // 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+
+
+LLM = Model(layers=6, heads=12, kv_heads=4, head_dim=64)
+
+
+def cache(m: Model, tokens):
+    return 2 * m.layers * m.kv_heads * m.head_dim * tokens
+
+
+def soft_wrong(z):
+    e = np.exp(z - z.max(axis=0, keepdims=True))  # over the rows (tokens), not the experts
+    return e / e.sum(axis=0, keepdims=True)
+
+
+def moments_swapped(m, v, g, b1=0.9, b2=0.99):
+    return np.concatenate([(1 - b1) * m + b1 * g, (1 - b2) * v + b2 * g * g])
+
+
+def merged_wrong(p, v):
+    b, h, s, _ = p.shape
+    out = np.einsum("bhqk,bkhd->bhqd", p, v)  # heads left before the queries
+    return out.reshape(b, s, h * v.shape[-1])
+
+
+KINDS = [
+    ("swap", residual, (P, Q), residual_wrong(P, Q),
+     # np.minimum(p - q, 0) normalised is the same value: both said, the other first
+     "the same value on this example, the difference the other way round — `q - p` in "
+     "place of `p - q`) in `r = np.maximum(p - q, 0.0)`"),
+    ("quotient", accept, (P, Q), np.minimum(1.0, Q / P),
+     "with the quotient upside down — `q / p` in place of `p / q`"),
+    ("after", mlp, (X, W1, W2), np.tanh(X @ W1 @ W2),
+     "with `np.tanh` applied after the `@` instead of before it — `np.tanh(x @ w1 @ w2)`"),
+    ("left out", mlp, (X, W1, W2), X @ W1 @ W2, "with `np.tanh` left out — `x @ w1`"),
+    ("axis", softmax, (SCORES,), soft_wrong(SCORES),
+     "with another axis at all 2 places — `axis=0` in place of `axis=-1`"),
+    ("weights", moments, (M, V, G), moments_swapped(M, V, G),
+     "with the weights of a weighted sum swapped at all 2 places — "
+     "`(1 - b1) * m + b1 * g` in place of `b1 * m + (1 - b1) * g`"),
+    ("factor", moments, (M, V, G),
+     np.concatenate([0.9 * M + 0.1 * G, 0.99 * V + 0.01 * G]),
+     "with a factor left out — `(1 - b2) * g` in place of `(1 - b2) * g * g`"),
+    ("compare", causal, (5,), np.tril(np.ones((5, 5)), -1),
+     "with `>` where the reference has `>=` — `i[:, None] > i[None, :]`"),
+    ("einsum", merged, (PROBS, VALUES), merged_wrong(PROBS, VALUES),
+     "with the einsum's output axes in another order — `'bhqk,bkhd->bhqd'` in place of "
+     "`'bhqk,bkhd->bqhd'`"),
+    ("reduction", normalised, (G,), G / np.sqrt(np.mean(G * G)),
+     "with a mean where the reference sums — `np.mean(g * g)` in place of `np.sum(g * g)`"),
+    ("remainder", kv_head, (np.arange(12), 12, 4), np.arange(12) % 3,
+     "with a remainder where the reference divides — `h % (n_heads // kv_heads)`"),
+    ("complement", decayed, (X,), X * 0.1,
+     "with 1 minus the constant — `0.1` in place of `0.9`"),
+    ("int", halves, (8,), (8 + 2) // 2, "with one more — `2` in place of `1` in `return (n + 1) // 2`"),
+    ("field", cache, (LLM, 100), 2 * 6 * 12 * 64 * 100,
+     "with another field of `m` — `m.heads` in place of `m.kv_heads`"),
+]  # fmt: skip
+
+
+def _found(reference, args, got) -> str | None:
+    def matches(value):
+        return np.shape(value) == np.shape(got) and bool(
+            np.allclose(value, got, rtol=1e-12, atol=0)
+        )
+
+    change = variants._first(
+        (variants.Change(m.said, (m.fn, args, {}), m.where) for m in mutants.mutants(reference)),
+        matches, most=10_000, budget_s=60,
+    )  # fmt: skip
+    return None if change is None else change.said
+
+
+@pytest.mark.parametrize("kind, reference, args, got, words", KINDS, ids=[k[0] for k in KINDS])
+def test_each_kind_of_change_is_said_where_the_value_is_exactly_its(
+    kind, reference, args, got, words
+):
+    """The first change of the reference's formula whose value a hand-written wrong formula
+    gives, in words: the kind, the piece as changed and as the reference has it; the same
+    value off by a little noise gets nothing. (Some changes give the reference's own value,
+    ``z + max`` in a softmax: never a wrong output's, so never said.)"""
+    said = _found(reference, args, got)
+    assert said is not None and words in said, said
+    noisy = np.asarray(got, float) * (1 + 1e-6 * RNG.normal(size=np.shape(got)))
+    assert _found(reference, args, noisy) is None
+
+
+def test_a_value_many_changes_give_is_told_none_of_them():
+    """A quantiser whose scale is upside down rounds every weight to 0: so do other
+    changes (the scale a product, a factor left out), and an all-zero value names none."""
+    w = RNG.normal(size=9)
+    scale = np.max(np.abs(w)) / 448.0
+    wrong = np.round(w * scale) / scale
+    assert not np.any(wrong)
+    assert _found(quantised, (w,), wrong) is None
+    right = 448.0 / np.max(np.abs(w))
+    said = _found(quantised, (w,), np.round(w * right) * right)  # not degenerate: said
+    assert said.startswith(
+        "with a product where the reference divides — `np.round(w * scale) * scale` in place of"
+    ), said
+
+
+def test_the_reference_is_never_changed_and_each_change_is_built_from_it():
+    """Every change is built from the reference as it is (not from the one before it), and
+    building and calling them all changes neither the reference's value nor its text."""
+    import inspect
+
+    text, before = inspect.getsource(moments), moments(M, V, G)
+    built = list(mutants.mutants(moments))
+    assert len(built) > 20
+    for m in built:
+        with contextlib.suppress(Exception):
+            m.fn(M.copy(), V.copy(), G.copy())
+    assert np.array_equal(moments(M, V, G), before) and inspect.getsource(moments) == text
+    (swapped,) = [m for m in built if "weights of a weighted sum swapped at all" in m.said]
+    assert np.allclose(swapped.fn(M, V, G), moments_swapped(M, V, G))
+    for m in built:  # each change alone: the other line keeps the reference's weights
+        if m.what.startswith("with a factor left out — `(1 - b2) * g` in place of"):
+            assert np.allclose(m.fn(M, V, G)[:7], moments(M, V, G)[:7])
+
+
+def test_a_function_the_reference_calls_is_changed_through_it_and_named():
+    """Lesson 8's deferred reference calls the float64 MLP of the grader's side by name:
+    a change there is made through the caller, and its words say where."""
+    from grader.lessons.l08_tensor_parallel.spec import _mlp32
+
+    x, w_in, w_out = (a.astype(np.float32) for a in (X, W1, W2))
+    got = np.tanh(x.astype(np.float64) @ w_in @ w_out).astype(np.float32)
+    said = _found(_mlp32, (x, w_in, w_out), got)
+    assert said is not None
+    assert said.startswith("with `np.tanh` applied after the `@` instead of before it")
+    assert said.endswith("(in `mlp`, which the reference calls)")
+
+
+def test_a_module_s_function_is_changed_through_a_lambda_two_calls_down():
+    """Lesson 16's cost answers are lambdas calling ``cost.decode_step_time`` (a hidden
+    reference's module), which calls ``kv_cache_bytes``: a field read in place of another
+    there is found, and where two fields are equal on the example both are named."""
+    from grader.lessons.l16_serving import spec as S
+
+    ex = {"model": S.GQA, "slice": S.V5E, "batch": 16, "tokens": 8192, "itemsize": 2}
+    m, s, b, t, i = S._time_args(**ex)
+    assert m.layers == m.heads != m.kv_heads  # llama-2-13b's 40 and 40, its variant's 8
+    want = S.DECODE_TIME.answer(**ex)
+    kv_by_heads = 2 * m.layers * m.heads * m.head_dim * t * i
+    got = want + b * (kv_by_heads - kv_by_heads * m.kv_heads / m.heads) / (
+        s.chips * s.hbm_bandwidth
+    )
+    change = variants.first_change_of(
+        (S.DECODE_TIME.answer, (), dict(ex)), lambda v: abs(v - got) <= 1e-12 * got
+    )  # fmt: skip
+    assert change is not None
+    assert "`m.layers` in place of `m.kv_heads`" in change.said
+    assert (
+        "or, the same value on this example, another field of `m` — `m.heads` in place"
+        in change.said
+    )
+    assert change.said.endswith("(in `kv_cache_bytes`, which the reference calls)")
+
+
+def test_formula_changes_come_after_the_arguments_and_within_their_own_budget(monkeypatch):
+    """A value an argument change gives is said as that (the simpler account); a formula
+    change only within :data:`variants.FORMULA_BUDGET_S` (none at 0 s)."""
+    from grader.lessons.l08_tensor_parallel.spec import _mlp32
+
+    x, w_in, w_out = (a.astype(np.float32) for a in (X, W1, W2))
+    got = np.tanh(x.astype(np.float64) @ w_in @ w_out).astype(np.float32)
+    swapped = _mlp32(x, w_in, w_out) + 1e-3  # no change gives it: nothing at all
+
+    def close(to):
+        return lambda v: np.shape(v) == np.shape(to) and bool(np.allclose(v, to, atol=1e-6))
+
+    found = variants.first_change_of((_mlp32, (x, w_in, w_out), {}), close(got))
+    assert found is not None and "applied after" in found.said
+    assert variants.first_change_of((_mlp32, (x, w_in, w_out), {}), close(swapped)) is None
+    by_argument = variants.first_change_of(
+        (_mlp32, (x, w_in, w_out), {}), close(_mlp32(x[::-1], w_in, w_out))
+    )  # fmt: skip
+    assert by_argument is not None and by_argument.said == "with x reversed along its first axis"
+    monkeypatch.setattr(variants, "FORMULA_BUDGET_S", 0.0)
+    assert variants.first_change_of((_mlp32, (x, w_in, w_out), {}), close(got)) is None
+
+
+def test_through_a_values_check_the_hint_says_the_formula_change():
+    """A whole ``Values`` check on a trial deferring lesson 8's reference: the output the
+    changed formula gives gets it in its hint; with noise, nothing of it; right, a pass."""
+    import jax
+
+    from grader.lessons.l08_tensor_parallel.spec import _mlp32
+
+    x, w_in, w_out = (a.astype(np.float32) for a in (X, W1, W2))
+
+    def trial(output):
+        t = Trial({}, output=jax.numpy.asarray(np.asarray(output, np.float32)),
+                  expected=later(_mlp32, x, w_in, w_out), extra={"dtype": "float32"})  # fmt: skip
+        t.expected  # noqa: B018  (read: the worker computes it, the trial keeps the call)
+        return t
+
+    after = np.tanh(x.astype(np.float64) @ w_in @ w_out)
+    r = Values()(trial(after))
+    assert r.hint.startswith(
+        "Your value is exactly what the reference computes with `np.tanh` applied after the "
+        "`@` instead of before it — `np.tanh(x @ w_in @ w_out)` in place of "
+        "`np.tanh(x @ w_in) @ w_out` in `return np.tanh(x @ w_in) @ w_out` (in `mlp`, which "
+        "the reference calls), on every element."
+    ), r.hint
+    noisy = after * (1 + 1e-3 * RNG.normal(size=after.shape))
+    assert "the reference computes" not in (Values()(trial(noisy)).hint or "")
+    assert Values()(trial(_mlp32(x, w_in, w_out))).passed
+
+
+@pytest.mark.parametrize("mistake", FORMULAS, ids=lambda m: m.id)
+def test_an_own_wrong_program_is_told_the_formula_change_that_gives_its_values(mistake):
+    """Wrong programs nobody catalogued (tests/own_wrong.py), graded whole in this process:
+    the failing check's hint says the change of the reference's formula it computes."""
+    (er,) = grades.mistake(mistake, mode="here").exercises
+    assert er.status.value == mistake.status, (er.status, er.error)
+    check = {c.name: c for c in er.checks if not c.passed}[mistake.check]
+    for words in mistake.says:
+        assert words in (check.hint or ""), (words, check.message, check.hint)
