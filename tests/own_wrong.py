@@ -184,6 +184,8 @@ FORMULAS = [
         status="failed",
         check="values",
         says=("with a factor left out — `(1 - b2) * g` in place of `(1 - b2) * g * g`",),
+        # its NaNs (√ of negatives) are not a bias correction's 1 − β⁰ = 0: never said so
+        never=("1 − β^t is 0", "NaN or Inf in the output"),
         patch=(
             (
                 'v = hp["b2"] * v + (1 - hp["b2"]) * g * g',

@@ -316,3 +316,5 @@ def test_an_own_wrong_program_is_told_the_formula_change_that_gives_its_values(m
     check = {c.name: c for c in er.checks if not c.passed}[mistake.check]
     for words in mistake.says:
         assert words in (check.hint or ""), (words, check.message, check.hint)
+    for words in mistake.never:  # the cause a neighbouring mistake's hint names
+        assert words not in (check.hint or ""), (words, check.hint)

@@ -129,6 +129,28 @@ def test_a_leaf_of_a_pytree_output_is_read_at_its_path():
     assert "Your ['weighted'] is exactly what the reference computes with x and y swapped" in r.hint
 
 
+def test_a_change_said_of_one_leaf_must_give_every_other_leaf_too():
+    """A pytree output: a change is said of its first wrong leaf only where the change's
+    value holds every leaf the student returned (each to its dtype's tolerance). Here
+    ``y in place of x`` gives the first leaf; it is said where the second leaf is that
+    change's too, and not where the second is wrong another way."""
+    import jax
+
+    def ref(x, y):
+        return {"a": 2 * x, "b": y - x}
+
+    def graded(output):
+        t = Trial({}, output=None, expected=later(ref, X, Y), extra={"dtype": "float32"})
+        t.output = jax.tree.map(lambda a: jax.numpy.asarray(a.astype(np.float32)), output)
+        return PerLeaf(inner=Values())(t)
+
+    both = graded(ref(Y, Y))  # x read as y everywhere: a = 2y, b = 0
+    assert both.message.startswith("['a']") and "with y in place of x" in both.hint
+    other = graded({"a": 2 * Y, "b": Y + X})  # the second leaf wrong by another change
+    assert other.message.startswith("['a']")
+    assert "with y in place of x" not in (other.hint or "")
+
+
 def test_the_budget_and_a_plain_expected_value_leave_nothing_said():
     def slow(x, y):
         time.sleep(0.02)

@@ -57,11 +57,14 @@ class PerLeaf(Check):
             )
         results = []
         named = [(jax.tree_util.keystr(p) or "output", w) for p, w in want_leaves]
+        whole = {where: got for (where, _), got in zip(named, got_leaves)}
+        """Every leaf the student returned, by path: a change of the reference said of one
+        leaf must give the others too (:meth:`grader.checks.values.Values._changed`)."""
         for (path, want), got in zip(want_leaves, got_leaves):
             where = jax.tree_util.keystr(path) or "output"
             others = [(f"leaf {k}", w) for k, w in named if k != where]
             extra = {**trial.extra, "leaf": where, **self.leaf_extra(trial, where),
-                     "other_leaves": _arrays(others, np.shape(want))}  # fmt: skip
+                     "other_leaves": _arrays(others, np.shape(want)), "whole": whole}  # fmt: skip
             leaf = replace(trial, output=got, expected=want, extra=extra)
             results.append((where, self.inner(leaf)))
         failed = [(where, r) for where, r in results if not r.passed]

@@ -278,8 +278,43 @@ class Values(Check):
         later = variants.deferred(trial)
         if later is None or not equal(later.value(), as_numpy(want).astype(np.float64)):
             return None  # this check holds the output to another value than the deferred one
-        return variants.said(trial, lambda value: equal(value, got),
-                             f"your {leaf}" if leaf else "your value")  # fmt: skip
+        siblings = self._siblings(trial, leaf)
+        reduce_size = self.reduce_size(trial.example)
+
+        def everywhere(value: Any) -> bool:  # this leaf, then every other one the student returned
+            if not equal(value, got):
+                return False
+            for path, theirs, dtype in siblings:
+                mine = variants.leaf_at(value, path)
+                if mine is None or np.shape(mine) != theirs.shape:
+                    return False
+                mine = as_numpy(mine).astype(np.float64)
+                frac, rel = tolerance(dtype, reduce_size)
+                finite = np.abs(mine[np.isfinite(mine)])  # a NaN sets no scale
+                bound = frac * max(float(np.max(finite, initial=0.0)), 1.0)
+                with np.errstate(invalid="ignore"):
+                    close = np.abs(theirs - mine) <= bound + rel * np.abs(mine)
+                if not np.all(close | (theirs == mine) | (np.isnan(theirs) & np.isnan(mine))):
+                    return False
+            return True
+
+        return variants.said(trial, everywhere, f"your {leaf}" if leaf else "your value")
+
+    @staticmethod
+    def _siblings(trial: Trial, leaf: str | None) -> list[tuple[str, np.ndarray, str]]:
+        """The other leaves the student returned (:class:`grader.checks.trees.PerLeaf`),
+        float64, that a change said of this leaf must give too (bfloat16 params alone
+        cannot tell a few changes apart that the float32 moments can)."""
+        out = []
+        for path, theirs in (trial.extra.get("whole") or {}).items():
+            if path == leaf:
+                continue
+            try:
+                dtype = np.dtype(getattr(theirs, "dtype", np.float64)).name
+                out.append((path, as_numpy(theirs).astype(np.float64), dtype))
+            except Exception:  # a leaf not read as numbers: it cannot hold a change back
+                continue
+        return out
 
     def _tolerance(self, trial: Trial, want: np.ndarray) -> tuple[float, float]:
         """(atol, rtol) of this check on this trial's expected value."""
