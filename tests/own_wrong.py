@@ -202,6 +202,23 @@ FORMULAS = [
         says=("with `np.tanh` left out — `x @ w_in` in place of `np.tanh(x @ w_in)`",),
         patch=(("    return jnp.tanh(x @ w_in) @ w_out\n", "    return x @ w_in @ w_out\n"),),
     ),
+    Mistake(
+        id="own-decode-position-one-on",
+        module="l16_serving",
+        exercise="decode_step",
+        status="failed",
+        check="values",
+        says=(
+            "Your logits of every decode step so far are exactly what the reference's cached "
+            "decoding computes with an index one on — `where + 1` in place of `where`",
+        ),
+        patch=(
+            (
+                'h = (p["embed"][tok] + p["pos"][pos])[:, None]  # [b, 1, D]: this token',
+                'h = (p["embed"][tok] + p["pos"][pos + 1])[:, None]  # [b, 1, D]: this token',
+            ),
+        ),
+    ),
 ]
 """Wrong programs whose values a change of the reference's formula gives
 (grader/checks/mutants.py), each a kind no catalogued mistake has."""

@@ -83,6 +83,12 @@ def kv_head(h, n_heads, kv_heads):
     return h // (n_heads // kv_heads)
 
 
+def written(n, pos, value):
+    out = np.zeros(n)
+    out[pos] = value
+    return out
+
+
 def decayed(x):
     return x * 0.9
 
@@ -148,6 +154,8 @@ KINDS = [
      "with a mean where the reference sums — `np.mean(g * g)` in place of `np.sum(g * g)`"),
     ("remainder", kv_head, (np.arange(12), 12, 4), np.arange(12) % 3,
      "with a remainder where the reference divides — `h % (n_heads // kv_heads)`"),
+    ("index", written, (6, 2, 1.5), np.eye(6)[3] * 1.5,
+     "with an index one on — `pos + 1` in place of `pos` in `out[pos] = value`"),
     ("complement", decayed, (X,), X * 0.1,
      "with 1 minus the constant — `0.1` in place of `0.9`"),
     ("int", halves, (8,), (8 + 2) // 2, "with one more — `2` in place of `1` in `return (n + 1) // 2`"),

@@ -219,7 +219,7 @@ def _changed(fn: types.FunctionType, tree: ast.FunctionDef, lines: list[str],
     fields = _fields(fn, tree)
     sites = [
         s for i, node in enumerate(nodes) if id(node) not in skip
-        for s in _sites(i, node, parents.get(id(node)), lines, fields)
+        for s in _sites(i, node, parents.get(id(node)), lines, fields, parents)
     ]  # fmt: skip
     groups: dict[str, list[_Site]] = {}
     for s in sites:
@@ -372,7 +372,7 @@ _OP_WORDS = {ast.FloorDiv: "a remainder where the reference divides",
 
 
 def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
-           fields: dict[str, list[str]]) -> Iterator[_Site]:  # fmt: skip
+           fields: dict[str, list[str]], parents: dict[int, ast.AST]) -> Iterator[_Site]:  # fmt: skip
     """Every change at ``node``: its replacement, the change in words, its group."""
     line = getattr(node, "lineno", 1) - 1
 
@@ -435,6 +435,13 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
         for a in node.args:  # a call left out: its argument as it is
             if not isinstance(a, ast.Constant):
                 yield site(a, f"`{_text(node.func)}` left out")
+    if (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+            and isinstance(parent, ast.Subscript | ast.Tuple) and node is not getattr(parent, "value", None)
+            and _in_index(node, parent, parents)):  # fmt: skip
+        for d, words in ((1, "an index one on"), (-1, "an index one back")):
+            new = ast.BinOp(left=ast.Name(id=node.id, ctx=ast.Load()),
+                            op=ast.Add() if d > 0 else ast.Sub(), right=ast.Constant(1))  # fmt: skip
+            yield site(new, words, group=f"index:{node.id}{d:+d}")
     value = _int_of(node)
     if value is not None and not (isinstance(parent, ast.UnaryOp) and _int_of(parent) is not None):
         keyword = parent.arg if isinstance(parent, ast.keyword) and parent.arg else None
@@ -473,6 +480,15 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
                 new = ast.Attribute(value=node.value, attr=other, ctx=ast.Load())
                 yield site(new, f"another field of `{node.value.id}`",
                            group=f"attr:{_text(node)}->{other}")  # fmt: skip
+
+
+def _in_index(node: ast.AST, parent: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """``node`` is an index of a subscript (``cache[i, 0, :, pos]``), itself or as one
+    entry of its tuple of indices."""
+    if isinstance(parent, ast.Subscript):
+        return parent.slice is node
+    above = parents.get(id(parent))
+    return isinstance(above, ast.Subscript) and above.slice is parent
 
 
 def _unary(node: ast.AST) -> bool:

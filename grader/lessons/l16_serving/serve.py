@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader.checks import relate
+from grader.checks import relate, variants
 from grader.checks.groups import grouped, show_groups, spanned_axes
 from grader.evidence import Table
 from grader.later import in_worker, later
@@ -383,12 +383,35 @@ class Logits(Check):
                    for g, a in zip(got, alt)):  # fmt: skip
                 return hint
         said = _cache_said(trial)
+        changed = _decode_changed(trial, got)
         if k > 0:
             return ("The first steps agree and a later one does not: the cache you return is "
                     "not the one the next step needs. Write the new keys and values at pos "
                     "(lax.dynamic_update_slice), in every layer, and return the whole cache."
-                    + (f" {said}" if said else ""))  # fmt: skip
-        return said
+                    + (f" {changed}" if changed else "") + (f" {said}" if said else ""))  # fmt: skip
+        return " ".join(x for x in (changed, said) if x) or None
+
+
+def _decode_changed(trial: Trial, got: list[np.ndarray | None]) -> str | None:
+    """The first change of the reference's cached decoding (:func:`model.decode`: its
+    arguments, then its formula, :mod:`grader.checks.variants`) whose logits are the
+    student's at every step so far, in one sentence; None where none is."""
+    s = trial.extra["sizes"]
+    call = (model.decode, (trial.extra["params"], trial.extra["prompt"], trial.extra["fed"],
+                           s.heads, s.slots), {})  # fmt: skip
+
+    def matches(alt: Any) -> bool:
+        alt = np.asarray(alt)
+        return alt.ndim == 3 and len(alt) >= len(got) and all(
+            g is not None and g.shape == a.shape and np.abs(g - a).max() <= ATOL * np.abs(a).max()
+            for g, a in zip(got, alt)
+        )  # fmt: skip
+
+    change = variants.first_change_of(call, matches)
+    if change is None:
+        return None
+    return (f"Your logits of every decode step so far are exactly what the reference's "
+            f"cached decoding computes {change.said}.")  # fmt: skip
 
 
 CACHE_AXES = ("keys/values", "sequence", "position", "head", "feature")
