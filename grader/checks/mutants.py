@@ -196,27 +196,21 @@ def _of(fn: types.FunctionType, called: bool = False) -> Iterator[Mutant]:
     skip |= {id(n) for n in ast.walk(tree.returns)} if tree.returns else set()
     skip |= {id(n) for w in ast.walk(tree) if isinstance(w, ast.While) for n in ast.walk(w.test)}
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
-    _PARENTS[id(tree)] = {i: parents[id(n)]._place for i, n in enumerate(nodes) if id(n) in parents}
-    try:
-        for m in _changed(fn, tree, lines, nodes, skip, parents):
-            yield (
-                Mutant(
-                    m.what,
-                    m.fn,
-                    f"{m.where} (in `{fn.__name__}`, which the reference calls)",
-                    m.text,
-                )
-                if called
-                else m
-            )
-    finally:
-        del _PARENTS[id(tree)]
+    for m in _changed(fn, tree, lines, nodes, skip, parents):
+        if called:
+            where = f"{m.where} (in `{fn.__name__}`, which the reference calls)"
+            m = Mutant(m.what, m.fn, where, m.text)
+        yield m
 
 
 def _changed(fn: types.FunctionType, tree: ast.FunctionDef, lines: list[str],
              nodes: list[ast.AST], skip: set[int], parents: dict[int, ast.AST],
              ) -> Iterator[Mutant]:  # fmt: skip
+    """:func:`_of`'s changes, each compiled when it is asked for (the caller's budget
+    stops the rest); ``skip``: nodes never changed (the docstring, the signature, a
+    ``while`` loop's test: a change there could loop for ever)."""
     fields = _fields(fn, tree)
+    up = {i: parents[id(n)]._place for i, n in enumerate(nodes) if id(n) in parents}
     sites = [
         s for i, node in enumerate(nodes) if id(node) not in skip
         for s in _sites(i, node, parents.get(id(node)), lines, fields, parents)
@@ -228,7 +222,7 @@ def _changed(fn: types.FunctionType, tree: ast.FunctionDef, lines: list[str],
         if len(group) > 1 and group[0].new_text != group[0].old_text:
             first = group[0]
             where = "; ".join(f"`{lines[i].strip()}`" for i in sorted({s.line for s in group}))
-            built = _built(fn, tree, group)
+            built = _built(fn, tree, group, up)
             if built is not None:
                 yield Mutant(f"with {first.words} at all {len(group)} places — "
                              f"`{first.new_text}` in place of `{first.old_text}`"
@@ -237,7 +231,7 @@ def _changed(fn: types.FunctionType, tree: ast.FunctionDef, lines: list[str],
     for s in sites:
         if s.new_text == s.old_text:
             continue
-        built = _built(fn, tree, [s])
+        built = _built(fn, tree, [s], up)
         if built is not None:
             yield Mutant(f"with {s.words} — `{s.new_text}` in place of `{s.old_text}`"
                          f"{_values(fn, s)}", built, f"in `{lines[s.line].strip()}`",
@@ -262,19 +256,19 @@ def _docstring(tree: ast.FunctionDef) -> bool:
         first.value.value, str)  # fmt: skip
 
 
-def _built(fn: types.FunctionType, tree: ast.FunctionDef,
-           sites: list[_Site]) -> types.FunctionType | None:  # fmt: skip
+def _built(fn: types.FunctionType, tree: ast.FunctionDef, sites: list[_Site],
+           up: dict[int, int]) -> types.FunctionType | None:  # fmt: skip
     """``fn`` with each site's node replaced, compiled in a copy of its globals. The
     tree is never changed: nodes on the way to a replaced one are copied, the rest shared
-    (nodes carry their place in :func:`ast.walk` order as ``_place``, their parent's as
-    ``_parent``)."""
+    (nodes carry their place in :func:`ast.walk` order as ``_place``; ``up``: each
+    place's parent's place)."""
     replace = {s.index: s.new for s in sites}
     on_path: set[int] = set()
     for s in sites:
         at = s.index
         while at is not None and at not in on_path:
             on_path.add(at)
-            at = _PARENTS[id(tree)].get(at)
+            at = up.get(at)
 
     def rebuilt(node: Any) -> Any:
         if isinstance(node, list):
@@ -306,10 +300,6 @@ def _built(fn: types.FunctionType, tree: ast.FunctionDef,
 
 def _text_of(fn: types.FunctionType) -> Callable[[], str]:
     return lambda: _text(fn.__mutant_tree__)  # type: ignore[attr-defined]
-
-
-_PARENTS: dict[int, dict[int, int]] = {}
-"""Per tree being changed (by id, while :func:`_of` holds it): each node's parent's place."""
 
 
 def _located(new: ast.AST, old: ast.AST) -> ast.AST:
