@@ -326,3 +326,27 @@ def test_an_own_wrong_program_is_told_the_formula_change_that_gives_its_values(m
         assert words in (check.hint or ""), (words, check.message, check.hint)
     for words in mistake.never:  # the cause a neighbouring mistake's hint names
         assert words not in (check.hint or ""), (words, check.hint)
+
+
+def test_a_reference_annotated_with_names_imported_only_for_type_checking_still_changes(
+    tmp_path, monkeypatch
+):
+    """A change is compiled with the annotations left as strings, as in the module it
+    comes from: a name imported only under ``TYPE_CHECKING`` need not exist."""
+    import importlib
+
+    (tmp_path / "typed_reference.py").write_text(
+        "from __future__ import annotations\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from nowhere import Undefined\n\n\n"
+        "def doubled(x: Undefined) -> Undefined:\n"
+        "    return x * 2\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("typed_reference")
+    said = _found(module.doubled, (3.0,), 1.5)
+    assert (
+        said
+        == "with a quotient where the reference multiplies — `x / 2` in place of `x * 2` in `return x * 2`"
+    )

@@ -21,6 +21,7 @@ misreading is usually consistent.
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import copy
@@ -177,7 +178,7 @@ def _tree(fn: types.FunctionType) -> tuple[ast.FunctionDef, list[str]] | None:
         return None
     if not isinstance(node, ast.FunctionDef):
         return None
-    node.decorator_list = []
+    node.decorator_list = []  # a cache or jit around it: the change is called plainly
     return node, lines.splitlines()
 
 
@@ -287,7 +288,10 @@ def _built(fn: types.FunctionType, tree: ast.FunctionDef, sites: list[_Site],
     module = ast.Module(body=[changed], type_ignores=[])
     namespace = dict(fn.__globals__)
     try:
-        exec(compile(module, inspect.getsourcefile(fn) or "<mutant>", "exec"), namespace)
+        # annotations stay strings, as in our modules: a name imported for them alone
+        code = compile(module, inspect.getsourcefile(fn) or "<mutant>", "exec",
+                       flags=__future__.annotations.compiler_flag, dont_inherit=True)  # fmt: skip
+        exec(code, namespace)
     except Exception:  # a change Python cannot compile or define
         return None
     new = namespace.get(tree.name)
