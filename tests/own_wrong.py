@@ -219,6 +219,24 @@ FORMULAS = [
             ),
         ),
     ),
+    Mistake(
+        id="own-l16-prefill-mask-one-key-ahead",
+        module="l16_serving",
+        exercise="prefill",
+        status="failed",
+        check="values",
+        says=(
+            "Your logits are exactly what the reference computes with one more — `k=1` in "
+            "place of `k=0`",
+            "(in `_attention`, which the reference calls)",
+        ),
+        patch=(
+            (
+                "causal = jnp.tril(jnp.ones((t, t), bool))",
+                "causal = jnp.tril(jnp.ones((t, t), bool), k=1)",
+            ),
+        ),
+    ),
 ]
 """Wrong programs whose values a change of the reference's formula gives
 (grader/checks/mutants.py), each a kind no catalogued mistake has."""

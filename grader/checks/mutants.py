@@ -90,35 +90,75 @@ def ours(fn: Any) -> bool:
     return isinstance(fn, types.FunctionType) and str(fn.__module__).startswith(OURS)
 
 
-DEPTH = 2
-"""How far down the calls a change is looked for: the reference, what it calls, and what
-those call (a cost model's lambda, its formula, the formula's own terms)."""
+DEPTH = 3
+"""How far down the calls a change is looked for: the reference, what it calls, and so
+on (lesson 16's logits, its hidden states, its blocks, their attention)."""
 
 
-def mutants(fn: Callable[..., Any], depth: int = DEPTH, called: bool = False) -> Iterator[Mutant]:
+def mutants(fn: Callable[..., Any], depth: int = DEPTH) -> Iterator[Mutant]:
     """Every one-piece change of ``fn`` (a plain function: no closure, no method), then
     of each function of ours (:func:`ours`) that it calls by a global name (``mlp(…)``,
     or ``cost.prefill_time(…)`` through a module or a hidden reference's
-    :class:`grader.later.Expected`), ``depth`` calls down, as ``fn`` calling the
-    changed one. ``called``: ``fn`` is called by the reference, and its changes say so."""
-    yield from _of(fn, called)
-    if depth <= 0 or not isinstance(fn, types.FunctionType):
+    :class:`grader.later.Expected`), and so on ``depth`` calls down, level by level (all
+    that ``fn`` calls before what they call), each function once. A function changed
+    below is changed wherever the reference calls it: every caller on the way is a copy
+    whose globals name the changed one."""
+    yield from _of(fn, called=False)
+    if not isinstance(fn, types.FunctionType):
         return
-    for name, attr, callee in _callees(fn):
-        for m in mutants(callee, depth - 1, called=True):
-            patched = dict(fn.__globals__)
-            patched[name] = _Proxy(fn.__globals__[name], attr, m.fn) if attr else m.fn
-            yield Mutant(m.what, _rebound(fn, patched), m.where, m.text)
+    calls: dict[Any, list[tuple[str, str | None, types.FunctionType]]] = {}
+    order: list[types.FunctionType] = []
+    level = [fn]
+    for _ in range(depth):
+        below = []
+        for caller in level:
+            calls[caller] = _callees(caller)
+            for _name, _attr, callee in calls[caller]:
+                if callee is not fn and callee not in calls and callee not in below:
+                    below.append(callee)
+        order += below
+        level = below
+    for callee in order:
+        for m in _of(callee, called=True):
+            yield Mutant(m.what, _substituted(fn, calls, callee, m.fn), m.where, m.text)
+
+
+def _substituted(top: types.FunctionType, calls: dict, old: Any,
+                 new: Callable[..., Any]) -> Callable[..., Any]:  # fmt: skip
+    """``top`` with ``old`` replaced by ``new`` wherever it is called, down ``calls``:
+    each function on a way to ``old`` copied with globals that name the copies below."""
+    built: dict[Any, Any] = {old: new}
+
+    def build(f: Any) -> Any:
+        if f in built:
+            return built[f]
+        built[f] = f  # a call back up (recursion) keeps the original
+        overrides: dict[str, dict[str | None, Any]] = {}
+        for name, attr, callee in calls.get(f, ()):
+            changed = build(callee)
+            if changed is not callee:
+                overrides.setdefault(name, {})[attr] = changed
+        if overrides:
+            patched = dict(f.__globals__)
+            for name, by_attr in overrides.items():
+                patched[name] = (by_attr[None] if None in by_attr
+                                 else _Proxy(f.__globals__[name], by_attr))  # fmt: skip
+            built[f] = _rebound(f, patched)
+        return built[f]
+
+    return build(top)
 
 
 class _Proxy:
-    """A module (or :class:`grader.later.Expected`) with one function changed."""
+    """A module (or :class:`grader.later.Expected`) with some of its functions changed."""
 
-    def __init__(self, module: Any, attr: str, fn: Callable[..., Any]) -> None:
-        self._module, self._attr, self._fn = module, attr, fn
+    def __init__(self, module: Any, changed: dict[str | None, Any]) -> None:
+        self._module, self._changed = module, changed
 
     def __getattr__(self, name: str) -> Any:
-        return self._fn if name == self._attr else getattr(self._module, name)
+        if name in self._changed:
+            return self._changed[name]
+        return getattr(self._module, name)
 
 
 def _callees(fn: types.FunctionType) -> list[tuple[str, str | None, types.FunctionType]]:

@@ -31,7 +31,8 @@ def _attention(h: np.ndarray, w: Params, n_heads: int) -> np.ndarray:
     q = (h @ w["wq"]).reshape(b, t, n_heads, dh)
     k, v = (_shared((h @ w[n]).reshape(b, t, -1, dh), n_heads) for n in ("wk", "wv"))
     scores = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(dh)
-    scores = np.where(np.tril(np.ones((t, t), bool)), scores, -np.inf)
+    # keys at or before the query: the diagonal (k = 0) and below it
+    scores = np.where(np.tril(np.ones((t, t), bool), k=0), scores, -np.inf)
     p = np.exp(scores - scores.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     return np.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, t, n_heads * dh) @ w["wo"]

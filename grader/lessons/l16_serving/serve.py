@@ -371,7 +371,9 @@ class Logits(Check):
     @staticmethod
     def _hint(trial: Trial, k: int) -> str | None:
         if trial.extra["what"] != "decode":
-            return ("The prompt's logits differ: check the causal mask (keys ≤ query), the "
+            changed = _prefill_changed(trial)
+            return ((f"{changed} " if changed else "")
+                    + "The prompt's logits differ: check the causal mask (keys ≤ query), the "
                     "positions added at the input, and one psum over 'model' after each "
                     "row-parallel matmul (o @ wo, tanh(h @ w_in) @ w_out).")  # fmt: skip
         s = trial.extra["sizes"]
@@ -390,6 +392,27 @@ class Logits(Check):
                     "(lax.dynamic_update_slice), in every layer, and return the whole cache."
                     + (f" {changed}" if changed else "") + (f" {said}" if said else ""))  # fmt: skip
         return " ".join(x for x in (changed, said) if x) or None
+
+
+def _prefill_changed(trial: Trial) -> str | None:
+    """The first change of the reference's logits (:func:`model.logits`: its arguments,
+    then its formula down to the attention, :mod:`grader.checks.variants`) whose last
+    position's logits are the student's, in one sentence; None where none is."""
+    later = variants.deferred(trial)
+    got = _host(trial.output["logits"][0]) if trial.output.get("logits") else None
+    if later is None or got is None:
+        return None
+    _, (params, prompt, heads), _ = later.call  # _prefill_expected(params, prompt, heads)
+
+    def matches(alt: Any) -> bool:
+        last = np.asarray(alt)[:, -1] if np.ndim(alt) == 3 else None
+        return last is not None and last.shape == got.shape and bool(
+            np.abs(got - last).max() <= ATOL * np.abs(last).max())  # fmt: skip
+
+    change = variants.first_change_of((model.logits, (params, prompt, heads), {}), matches)
+    if change is None:
+        return None
+    return f"Your logits are exactly what the reference computes {change.said}."
 
 
 def _decode_changed(trial: Trial, got: list[np.ndarray | None]) -> str | None:
