@@ -350,3 +350,35 @@ def test_a_reference_annotated_with_names_imported_only_for_type_checking_still_
         said
         == "with a quotient where the reference multiplies — `x / 2` in place of `x * 2` in `return x * 2`"
     )
+
+
+def _leaf_fn(x):
+    return x * 2
+
+
+def _mid_a(x):
+    return _leaf_fn(x) + 1
+
+
+def _mid_b(x):
+    return _leaf_fn(x) - 1
+
+
+def _top(x):
+    return _mid_a(x) * _mid_b(x)
+
+
+def test_a_function_changed_below_is_changed_wherever_the_reference_calls_it(monkeypatch):
+    """Level by level (what the reference calls before what those call), and a change
+    two calls down reaches every caller: ``_leaf_fn`` halving where it doubles changes
+    both ``_mid_a`` and ``_mid_b``, not the first path alone."""
+    monkeypatch.setattr(mutants, "OURS", (*mutants.OURS, __name__))
+    built = list(mutants.mutants(_top))
+    where = [m.where for m in built]
+    mids = [i for i, w in enumerate(where) if "(in `_mid_" in w]
+    leaves = [i for i, w in enumerate(where) if "(in `_leaf_fn`" in w]
+    assert mids and leaves and max(mids) < min(leaves)
+    (halved,) = [m for m in built if m.said.startswith("with a quotient where the reference "
+                                                        "multiplies — `x / 2`")]  # fmt: skip
+    assert halved.fn(3.0) == (1.5 + 1) * (1.5 - 1)
+    assert _top(3.0) == 7 * 5  # the reference itself unchanged
