@@ -57,9 +57,9 @@ class PerLeaf(Check):
             )
         results = []
         named = [(jax.tree_util.keystr(p) or "output", w) for p, w in want_leaves]
+        # every leaf the student returned, by path: a change of the reference said of one
+        # leaf must give the others too (grader.checks.values.Values._changed)
         whole = {where: got for (where, _), got in zip(named, got_leaves)}
-        """Every leaf the student returned, by path: a change of the reference said of one
-        leaf must give the others too (:meth:`grader.checks.values.Values._changed`)."""
         for (path, want), got in zip(want_leaves, got_leaves):
             where = jax.tree_util.keystr(path) or "output"
             others = [(f"leaf {k}", w) for k, w in named if k != where]

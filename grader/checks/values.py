@@ -416,15 +416,13 @@ def _moved_on_devices(trial: Trial, shards, actual, masks, want, close) -> list[
 
 
 GENERIC = ("Only device(s)", "The output is all zeros")
+"""Hints that name where, not why: a relation measured on the values goes first."""
 
 
 def open_hint(hint: str | None) -> bool:
     """A hint that names no cause: none, a generic one, an unnamed factor, or the list of
     what can make a NaN. A measured relation or change may take its place."""
     return hint is None or hint.startswith((*GENERIC, diagnose.STRAY_FACTOR, diagnose.NON_FINITE))
-
-
-"""Hints that name where, not why: a relation measured on the values goes first."""
 
 
 def _inputs(trial: Trial, shape: tuple[int, ...]) -> list[tuple[str, np.ndarray]]:
