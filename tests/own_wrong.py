@@ -220,6 +220,27 @@ FORMULAS = [
         ),
     ),
     Mistake(
+        id="own-top2-gates-exponentiated-not-normalised",
+        module="l11_expert_parallel",
+        exercise="top2_dispatch",
+        status="failed",
+        check="combine",
+        # top-1 gives 1 at every dispatched place: the catalogued "combine is 1" says it;
+        # a second choice's gate exp(l₂ − l₁) is not 1
+        says=(
+            "Your combine is exactly what the reference computes with a factor left out — `z` "
+            "in place of `z / z.sum(axis=-1, keepdims=True)`",
+            "(in `softmax`, which the reference calls)",
+        ),
+        patch=(
+            (
+                "_dispatch(onehot2, slot2, capacity)\n    gates = jax.nn.softmax(logits, axis=-1)",
+                "_dispatch(onehot2, slot2, capacity)\n"
+                "    gates = jnp.exp(logits - logits.max(axis=-1, keepdims=True))  # not / its sum",
+            ),
+        ),
+    ),
+    Mistake(
         id="own-l16-prefill-mask-one-key-ahead",
         module="l16_serving",
         exercise="prefill",

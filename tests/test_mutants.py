@@ -382,3 +382,34 @@ def test_a_function_changed_below_is_changed_wherever_the_reference_calls_it(mon
                                                         "multiplies — `x / 2`")]  # fmt: skip
     assert halved.fn(3.0) == (1.5 + 1) * (1.5 - 1)
     assert _top(3.0) == 7 * 5  # the reference itself unchanged
+
+
+def test_lesson_16s_verify_draft_is_told_the_formula_change_every_drafted_token_shows():
+    """``verify_draft``'s values check (no deferred value: it holds every drafted token's
+    answer to ``verify_each``): a residual of the draft's excess, max(q − p, 0), is told
+    the difference the other way round; the right answers pass. (The held-back set has this
+    class as a whole program; here it is the check alone, on an example of its own.)"""
+    from grader.lessons.l16_serving import speculative as S
+
+    p, q = S.distribution((1, 2, 3, 4, 2)), S.distribution((4, 3, 2, 1, 2))
+
+    def answers(residual_of):
+        out = []
+        for x in range(len(p)):
+            r = residual_of(p, q)
+            out.append((x, min(1.0, p[x] / q[x]), r / r.sum() if r.sum() > 0 else p))
+        return out
+
+    def trial(output):
+        want = [(x, *S.F.verify(p, q, x)) for x, _, _ in output]
+        return Trial({"p": (1, 2, 3, 4, 2), "q": (4, 3, 2, 1, 2)}, output=output, expected=want,
+                     extra={"p": p, "q": q})  # fmt: skip
+
+    wrong = S.PerToken()(trial(answers(lambda p, q: np.maximum(q - p, 0.0))))
+    assert not wrong.passed
+    assert wrong.hint.startswith(
+        "Your acceptance and residual of every drafted token are exactly what the reference "
+        "computes with the difference the other way round — `q - p` in place of `p - q` in "
+        "`residual = np.maximum(p - q, 0.0)` (in `verify`, which the reference calls)"
+    ), wrong.hint
+    assert S.PerToken()(trial(answers(lambda p, q: np.maximum(p - q, 0.0)))).passed
