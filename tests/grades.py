@@ -1,11 +1,12 @@
-"""Grades the tests of one run share: each graded once, on first use (issue 44 §3).
+"""Grades the tests of one run share: each graded once a process, on first use (issue 44 §3).
 
-Several tests read the same grade: every solution's (``test_engine`` checks the examples
-it ran, ``test_isolation`` that it passed in the student's process, with nothing narrowed),
-and every catalogued mistake's (``test_mistakes`` checks its words, the lesson files read
+Several tests read the same grade: every solution's (``test_engine`` checks that it passed
+in the student's process with nothing narrowed, ``test_readers`` reads lesson 13's
+programs), and every catalogued mistake's (``test_mistakes`` checks its words, the lesson files read
 more of its checks). Each such grade is made by the first test that asks for it, whichever
 that is, and kept for the rest of the run: no test's pass depends on another having run
-first, and a test run alone grades what it needs.
+first, and a test run alone grades what it needs. Under pytest-xdist each worker keeps its
+own (the README's ``-n 2``: a grade two workers both need is made twice).
 
 A grade is kept under what was graded: the lesson, its module, the text of every Python
 file in the folder graded, the seed, where the student's code ran (``mode``) and every
@@ -123,7 +124,7 @@ salt of its own."""
 def solution(lesson: int, module: str) -> LessonResult:
     """The run's grade of lesson ``lesson``'s reference solution (``solutions/``): every
     exercise, the default seed, in the student's process on data from :data:`SECRET_SALT`,
-    two minutes an example at most (``test_engine`` and ``test_isolation`` read it)."""
+    two minutes an example at most (``test_engine`` and ``test_readers`` read it)."""
     return grade(lesson, module, ROOT / "solutions", mode="isolated", salt=SECRET_SALT,
                  timeout=120)  # fmt: skip
 

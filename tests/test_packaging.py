@@ -22,22 +22,24 @@ def test_ci_runs_the_readme_test_command():
     (command,) = shlex.split(assignment)  # the shell's own reading of the quoting
     readme = (ROOT / "README.md").read_text()
     assert f"```bash\n{command}\n```" in readme
-    # CI runs it in two parts: the set-up and lint of both legs, then the legs' pytest at once
+    # CI runs it in two parts: the set-up and lint of both legs, then each leg's pytest
     lines = [line for line in ci.splitlines() if line.startswith(("README_TEST=", "SETUP=", "PYTEST="))]  # fmt: skip
     script = "\n".join([*lines, 'printf "%s\\n%s" "$SETUP" "$PYTEST"'])
     setup, pytest_run = subprocess.run(
         ["bash", "-c", script], capture_output=True, text=True, check=True
     ).stdout.split("\n")
-    assert f"{setup} && {pytest_run}" == command and pytest_run == ".venv/bin/python -m pytest"
-    assert 'bash -c "$SETUP"' in ci and 'start_leg oldest "$PYTEST"' in ci
-    assert 'start_leg newest "$NEWEST_PYTEST"' in ci
+    assert f"{setup} && {pytest_run}" == command and pytest_run.startswith(
+        ".venv/bin/python -m pytest"
+    )
+    assert 'bash -c "$SETUP"' in ci and "command=$PYTEST\n" in ci
+    assert "command=$NEWEST_PYTEST\n" in ci and 'run_leg "$leg" "$command"' in ci
 
 
 def test_ci_checks_and_builds_the_wheel_after_both_legs_tests_end():
     """The wheel is built in the checkout (build/, *.egg-info), which the packaging tests
     read; the developer check's grade writes into the checkout's workspace/."""
     ci = (ROOT / ".ci" / "run").read_text()
-    ended = ci.index("while ((running))")
+    ended = ci.index('run_leg "$leg" "$command"')
     for step in (".ci/wheel_smoke", ".venv/bin/course dev check", ".venv-newest/bin/course dev check"):  # fmt: skip
         assert ci.index(f"\n{step}") > ended, step
 

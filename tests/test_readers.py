@@ -8,7 +8,7 @@ student's process exports it); that grading is the cost of this file. Lesson 13'
 programs, exported by the processes of a cluster, are those the worker read making the
 run's own grades of its solution and of each of its catalogued mistakes
 (:func:`tests.grades.read_in`): the grades ``test_engine``, ``test_isolation`` and
-``test_mistakes`` read, made once a run (forming every cluster again here cost some 45 s
+``test_mistakes`` read, made once a run (once a worker under pytest-xdist; forming every cluster again here cost some 45 s
 a leg, issue 44 §3).
 """
 
