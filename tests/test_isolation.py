@@ -18,8 +18,7 @@ from grader.results import Status
 from grader.runtime import example_rng
 from grader.sandbox import backends, wire
 from grader.sandbox.isolation import StudentProcessDied, check_exported
-from tests import grades, reports
-from tests.test_mistakes import assert_caught
+from tests import reports
 
 
 @pytest.mark.parametrize("lesson, module", [(1, "l01_meshes"), (2, "l02_collectives"),
@@ -28,15 +27,6 @@ def test_untouched_stubs_are_not_started_in_another_process(root, lesson, module
     """Plain, eager and compiled exercises alike."""
     result = backends.grade_lesson(lesson, module, root / "exercises", timeout=60, isolate=True)
     assert {er.status for er in result.exercises} == {Status.NOT_STARTED}
-
-
-@pytest.mark.parametrize("mistake", grades.SAMPLE, ids=lambda m: m.id)
-def test_mistakes_get_the_same_diagnosis_in_another_process(mistake):
-    """The sample of tests/grades.py, graded through the student's process: the real grading
-    path (one export run per example, the programs replayed in the worker) gives each its
-    words. The same grade as test_mistakes's of it: each mistake is graded once a run
-    (all of them in the student's process: ``COURSE_TEST_ISOLATE=1``)."""
-    assert_caught(mistake, isolate=True)
 
 
 def test_a_python_hang_times_out_and_a_fresh_process_grades_the_rest(root, tmp_path):
