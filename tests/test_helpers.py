@@ -7,6 +7,8 @@ to the example that hung or crashed."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from grader import engine
@@ -71,6 +73,23 @@ def _grade(root, tmp_path, spares, code: str = "", only=("ring_all_gather",), ti
     return result
 
 
+def _helper_usable_at_once(init):
+    """``Session.__init__`` that returns once its helpers have imported the student's module:
+    the helper can be asked from the lesson's first example asked ahead on, so it is asked
+    at least once whatever the load. How many it exports is timing (which process has fewer
+    questions open when one is asked): 2 of 18 on a host loaded by CI's two test workers,
+    where this test asked for at least 3 and failed."""
+
+    def init_then_wait(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        deadline = time.monotonic() + 120
+        while len(self.usable) < len(self.helpers) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(self.usable) == len(self.helpers) == 1, "the helper did not import the module"
+
+    return init_then_wait
+
+
 def test_the_helper_exports_examples_and_the_lesson_still_passes(root, tmp_path, spares,
                                                                  monkeypatch):  # fmt: skip
     asked: list[bool] = []
@@ -81,13 +100,14 @@ def test_the_helper_exports_examples_and_the_lesson_still_passes(root, tmp_path,
         return export(self, *args, **kwargs)
 
     monkeypatch.setattr(StudentProcess, "export", spy)
+    monkeypatch.setattr(Session, "__init__", _helper_usable_at_once(Session.__init__))
     result = _grade(
         root, tmp_path, spares, only=[s.name for s in engine.load_spec(MODULE).exercises]
     )
     assert all(e.status == Status.PASSED for e in result.exercises), [
         (e.exercise, e.status, e.error) for e in result.exercises
     ]
-    assert asked.count(True) >= 3 and asked.count(False) >= 3, asked  # both traced examples
+    assert True in asked and False in asked, asked  # both traced examples
     assert spares.helping() == 0  # the helper was taken by the lesson (and closed with it)
 
 
