@@ -2,8 +2,8 @@
 
 Several tests read the same grade: every solution's (``test_engine`` checks that it passed
 in the student's process with nothing narrowed, ``test_readers`` reads lesson 13's
-programs), and every catalogued mistake's (``test_mistakes`` checks its words, the lesson files read
-more of its checks). Each such grade is made by the first test that asks for it, whichever
+programs), and every catalogued mistake's (``test_mistakes`` checks its words, the lesson
+files read more of its checks). Each such grade is made by the first test that asks for it, whichever
 that is, and kept for the rest of the run: no test's pass depends on another having run
 first, and a test run alone grades what it needs. Under pytest-xdist each worker keeps its
 own (the README's ``-n 2``: a grade two workers both need is made twice).
