@@ -1,6 +1,6 @@
 """Grades each held-back program as a student would and classifies its feedback.
 
-    python -m drafts.heldback.measure [--only lNN,...] [--json FILE]
+    python -m drafts.heldback.measure [--set heldback2] [--only lNN,...] [--json FILE]
 
 Each program is written into a fresh workspace and graded with ``course grade
 N.EXERCISE --json`` (the sandbox where the host has one). Its feedback is the failing
@@ -19,13 +19,14 @@ for the reading.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from drafts.heldback import Held, collect
+from drafts.heldback import Held
 
 
 def grade(h: Held) -> dict:
@@ -62,11 +63,12 @@ def grade(h: Held) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--set", default="heldback", help="the package under drafts/")
     parser.add_argument("--only", default="")
     parser.add_argument("--ids", default="", help="only these ids (comma-separated)")
     parser.add_argument("--json", default="")
     args = parser.parse_args()
-    held = collect()
+    held = importlib.import_module(f"drafts.{args.set}").collect()
     if args.only:
         held = [h for h in held if h.module[:3] in args.only.split(",")]
     if args.ids:
