@@ -76,6 +76,62 @@ OWN = [
         says=("(your update) is exactly 8× the expected update", "the factor is B = 8, the global batch"),
         patch=(("0.5 * jnp.sum(err * err) / batch", "0.5 * jnp.sum(err * err)"),),
     ),
+    Mistake(
+        id="own-l10-ring-mask-on-the-diagonal-only", module="l10_context_parallel",
+        exercise="ring_attention", status="failed", check="values",
+        # the learner masks the block it started with, taking every other block for the past
+        says=("is exactly softmax attention over other K/V blocks than the right ones",
+              "once, which is in these rows' future"),
+        patch=(("mask = rows[:, None] >= (j * b + jnp.arange(b))[None, :] if causal else None",
+                "mask = jnp.where(j == me, rows[:, None] >= (j * b + jnp.arange(b))[None, :], "
+                "True) if causal else None"),),
+    ),
+    Mistake(
+        id="own-l10-zigzag-later-block-for-both-query-chunks", module="l10_context_parallel",
+        exercise="zigzag_ring_attention", status="failed", check="values",
+        # a later device's block given to both query chunks, as an earlier one's is
+        says=("in its rows of query chunk", "is exactly softmax attention over other key chunks",
+              "which is in these rows' future"),
+        patch=(("            return acc[0], merge_partials(*acc[1], *_block_attention(q_blk[c:], *kv, None))\n",
+                "            o, lse = _block_attention(q_blk, *kv, None)\n"
+                "            return merge_partials(*acc[0], o[:c], lse[:c]), merge_partials(*acc[1], o[c:], lse[c:])\n"),),
+    ),
+    Mistake(
+        id="own-l11-second-choice-slots-of-the-first", module="l11_expert_parallel",
+        exercise="top2_dispatch", status="failed", check="dispatch",
+        # the second one-hot built from `first`, a name one line up
+        says=("token(s) sit twice in one expert", "its second choice is its first expert again"),
+        patch=(("onehot2, slot2 = _slots(second, n_experts,", "onehot2, slot2 = _slots(first, n_experts,"),),
+    ),
+    Mistake(
+        id="own-l11-expert-before-the-first-all-to-all", module="l11_expert_parallel",
+        exercise="moe_layer", status="failed", check="values",
+        # the expert applied to the buffer before it is sent: both all-to-alls then move
+        # results that were computed on the tokens' own device
+        says=("wrong tokens' outputs is exactly its gate times the output of expert",
+              "the expert this device holds, not of the expert it was routed to"),
+        patch=(("        mine = lax.all_to_all(sent, AXIS, split_axis=0, concat_axis=0, tiled=True)\n"
+                "        done = jnp.tanh(mine @ w_in_e[0]) @ w_out_e[0]",
+                "        sent = jnp.tanh(sent @ w_in_e[0]) @ w_out_e[0]  # the expert, first\n"
+                "        done = lax.all_to_all(sent, AXIS, split_axis=0, concat_axis=0, tiled=True)"),),
+    ),
+    Mistake(
+        id="own-l16-prefill-logits-one-token-early", module="l16_serving",
+        exercise="prefill", status="failed", check="values",
+        # the token before the last: the logits that predicted the last token, not the next
+        says=("Your logits are exactly the reference's for the prompt's token at position",
+              "in every row, where those of its last token (position"),
+        patch=(('return h[:, -1] @ p["unembed"], cache', 'return h[:, -2] @ p["unembed"], cache'),),
+    ),
+    Mistake(
+        id="own-l06-accumulate-loop-one-short", module="l06_data_parallel",
+        exercise="dp_accumulate", status="failed", check="values",
+        # the scan over all micro-batches but the last (a range(n_micro - 1) habit)
+        says=("is exactly a sum of the micro-batches' gradients (each device's k-th, averaged), "
+              "but not the right one: it lacks micro-batch",),
+        patch=(("total, _ = lax.scan(step, zeros, (xs, ys))",
+                "total, _ = lax.scan(step, zeros, (xs[:-1], ys[:-1]))"),),
+    ),
 ]  # fmt: skip
 
 
@@ -151,6 +207,45 @@ VARIANTS = [
             (
                 "return (w1 * o1 + w2 * o2).astype(o1.dtype), lse",
                 "return (w1 * o1).astype(o1.dtype), lse",
+            ),
+        ),
+    ),
+    Mistake(
+        id="own-l04-allgather-stacked-and-reshaped",
+        module="l04_sharded_matmul",
+        exercise="matmul_allgather",
+        status="failed",
+        check="values",
+        # an untiled gather of A's column blocks, reshaped to A's shape: the shape fits
+        says=(
+            "Your value is exactly what the reference computes with a read as its",
+            "blocks along axis 1 stacked on a new first axis and reshaped to",
+        ),
+        patch=(
+            (
+                'a_full = lax.all_gather(a_blk, "x", axis=1, tiled=True, to="invarying")',
+                'a_full = lax.all_gather(a_blk, "x", to="invarying").reshape(a_blk.shape[0], -1)',
+            ),
+        ),
+    ),
+    Mistake(
+        id="own-zero1-slices-dealt-strided",
+        module="l15_optimizer",
+        exercise="zero1_step",
+        status="failed",
+        check="values",
+        # the buffer reduce-scattered as the rows of its [N, Ψ/N] transpose: device i gets
+        # elements i, i + N, … while its state holds a contiguous slice (zero2's bfloat16
+        # reduce-scatters round past the float32 moments' tolerance a change is held to)
+        says=(
+            "is exactly what the reference computes with g dealt to",
+            "devices strided along axis 0 (device i: elements i, i + ",
+        ),
+        patch=(
+            (
+                "shard = lax.psum_scatter(acc, AXIS, tiled=True) / n_terms",
+                "dealt = acc.reshape(-1, lax.axis_size(AXIS)).T  # [N, Ψ/N]\n"
+                "        shard = lax.psum_scatter(dealt, AXIS, tiled=True).reshape(-1) / n_terms",
             ),
         ),
     ),
@@ -255,6 +350,24 @@ FORMULAS = [
             (
                 "causal = jnp.tril(jnp.ones((t, t), bool))",
                 "causal = jnp.tril(jnp.ones((t, t), bool), k=1)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="own-l13-flat-ring-factor-of-the-hosts",
+        module="l13_multi_host",
+        exercise="allreduce_time",
+        status="failed",
+        check="values",
+        # a flat ring across hosts given the hosts' ring factor, not that of all N devices
+        # `n = hosts * local` with its factor left out, found first, gives the same value
+        # (the other number read in place of `n`, found after it, is said beside it where
+        # the search's 0.1 s after the first find reaches it: not on a loaded host)
+        says=("with a factor left out — `hosts` in place of `hosts * local`",),
+        patch=(
+            (
+                "return 2 * (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)",
+                "return 2 * (hosts - 1) / hosts * nbytes / (dcn if hosts > 1 else ici)",
             ),
         ),
     ),

@@ -187,12 +187,26 @@ def test_block_rotation_and_permutation_diagnoses():
 
 def test_a_scalar_is_not_called_a_stray_factor_of_another():
     """Any nonzero scalar is some multiple of any other: the factor says nothing (issue 45
-    §5). N times too large still names the sum; an array that takes two values names the
-    factor it measured."""
-    one = [np.array(7.0)] * 4
+    §5). N times a computed scalar (a loss) still names the sum: exact to its tolerance,
+    few factors fit it. N times a round one (a whole number, a power of two) is said as
+    measured, without a cause: a loss scale of 2048 doubled where it halves is 8192, 4
+    times too large on a ring of 4, and no sum is to blame. An array that takes two values
+    names the factor it measured."""
+    one = [np.array(7.25)] * 4
     assert diagnose.values([np.array(2.5)] * 4, one, _close, block=None, n_ring=4) is None
-    assert "N = 4 times too large" in diagnose.values([np.array(28.0)] * 4, one, _close,
-                                                      block=None, n_ring=4)  # fmt: skip
+    said = diagnose.values([np.array(29.0)] * 4, one, _close, block=None, n_ring=4)
+    assert "N = 4 times too large: a sum where a mean belongs" in said
+    scale = [np.array(2048.0)] * 4
+    said = diagnose.values([np.array(8192.0)] * 4, scale, _close, block=None, n_ring=4)
+    assert said == f"{diagnose.STRAY_FACTOR} N = 4 (one round value: that alone names no cause)."
+    said = diagnose.values([np.array(512.0)] * 4, scale, _close, block=None, n_ring=4)
+    assert said == (
+        f"{diagnose.STRAY_FACTOR} 1/N = 1/4 (one round value: that alone names no cause)."
+    )
+    many = [np.array([7.0, 1.0])] * 4
+    assert "N = 4 times too large: a sum where a mean belongs" in diagnose.values(
+        [4 * t for t in many], many, _close, block=None, n_ring=4
+    )
     two = [np.array([1.0, 2.0])] * 4
     got = diagnose.values([2.5 * t for t in two], two, _close, block=1, n_ring=4)
     assert got.startswith(diagnose.STRAY_FACTOR)

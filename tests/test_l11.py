@@ -39,6 +39,74 @@ def test_top1_routing_by_hand():
     np.testing.assert_allclose(r.combine()[0, 0, 0], 0.5 / (1 + np.exp(-1) / 2) * 1)
 
 
+def test_a_token_twice_in_one_expert_is_said_and_a_zero_mask_only_where_measured():
+    """A dispatch where a token sits in two slots of one expert is told so (its second
+    choice is its first expert again), whatever the logits; that a first choice's logit
+    set to 0 stays the largest is said only where every such token's other logits are
+    ≤ 0 (measured), not where one of them is positive (both ways); a dispatch without such
+    a token gets neither sentence."""
+    from grader.lessons.l11_expert_parallel.checks import _dispatch_hint
+
+    r = moe_routing.route(LOGITS[:3] - 0.5, capacity=3, k=2)  # token 1's others: −0.5, 0.5
+    twice = r.dispatch().copy()
+    twice[0] = False
+    twice[0, 0, 0] = twice[0, 0, 1] = True  # token 0 twice in expert 0
+    negative = np.array([[1.0, -0.2, -0.3], [0.0, 2.0, 1.0], [3.0, 0.0, 0.0]])
+    said = _dispatch_hint(twice, 2, negative)
+    assert said.startswith(
+        "1 token(s) sit twice in one expert; first, token 0 in expert 0 "
+        "(slots 0, 1): its second choice is its first expert again"
+    ), said
+    assert (
+        "token 0's: [-0.2, -0.3]): a first choice's logit replaced by 0 is still the "
+        "largest there — leave it out with −inf." in said
+    )
+    positive = negative.copy()
+    positive[0, 2] = 0.4
+    said = _dispatch_hint(twice, 2, positive)
+    assert "its second choice is its first expert again" in said and "−inf" not in said
+    assert _dispatch_hint(r.dispatch(), 2, negative) is None
+    said = _dispatch_hint(np.zeros_like(twice), 2, negative)
+    assert said.startswith("Your dispatch holds no True at all: every token is dropped")
+
+
+def test_a_device_whose_tokens_went_through_another_expert_is_told_which():
+    """Lesson 11's layer family: a device's block whose wrong tokens are each exactly their
+    gate times another expert's output is told which (the expert the device holds, where
+    all of them went through it); a block without a gate (the catalogued "not weighted by
+    the gate"), the right block and a single wrong token get nothing (both ways)."""
+    from grader.lessons.l11_expert_parallel.spec import Experts, layer_inputs, reference
+    from grader.spec import Trial
+
+    ex = {"n": 4, "rows": 8, "d": 8, "f": 16, "capacity": 8, "dtype": "float32", "seed": 0}
+    inputs = layer_inputs(ex, np.random.default_rng(62))
+    family = Experts(Trial(ex, extra={"inputs": inputs}))
+    right = reference(ex, inputs)[8:16]  # device 1's tokens
+    x = np.asarray(inputs["x"], np.float64)[8:16]
+    r = moe_routing.route(x @ np.asarray(inputs["router_w"], np.float64), 8)
+    w_in, w_out = (np.asarray(inputs[k], np.float64) for k in ("w_in", "w_out"))
+    own = np.stack([r.gates[t, r.choice[t, 0]] * np.tanh(x[t] @ w_in[1]) @ w_out[1]
+                    for t in range(8)])  # fmt: skip
+
+    def close(a, e):
+        return np.abs(a - e) <= 1e-9
+
+    said = family.said((1,), own, close, "device (1,)'s block")
+    moved = int(np.sum(r.choice[:, 0] != 1))
+    assert moved >= 2 and said.startswith(
+        f"device (1,)'s block: each of its {moved} wrong tokens' outputs is exactly its gate "
+        "times the output of expert 1, the expert this device holds, not of the expert it was "
+        "routed to (first, its token "
+    ), said
+    assert family.said((1,), right, close, "it") is None
+    ungated = reference(ex, inputs, gate="none")[8:16]
+    assert family.said((1,), ungated, close, "it") is None
+    one = right.copy()
+    t = int(np.argmax(r.choice[:, 0] != 1))
+    one[t] = own[t]
+    assert family.said((1,), one, close, "it") is None
+
+
 def test_highest_ties_differ_only_on_ties():
     r = moe_routing.route(LOGITS, 2, ties=moe_routing.HIGHEST)
     assert r.choice[:, 0].tolist() == [1, 1, 0, 2, 1]

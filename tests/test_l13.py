@@ -893,6 +893,21 @@ def test_a_loader_taking_every_p_th_row_is_told_its_rows_are_strided():
     assert _rearranged(np.split(want, 3), want, 3) is None  # right: nothing to say
 
 
+def test_a_loader_returning_the_right_rows_as_floats_is_told_so():
+    """Rows that are the right ones in float (a true division on the way) are told so;
+    floats that are other rows, or a 2-D answer, get no such hint (both ways)."""
+    from grader.lessons.l13_multi_host.spec import _float_rows_hint
+
+    want = np.arange(16, 28)
+    floats = [want[i * 4 : (i + 1) * 4].astype(float) for i in range(3)]
+    hint = _float_rows_hint(floats, want, 3, 12)
+    assert hint is not None and hint.startswith(
+        "Every process's rows are the right ones, but as floats (float64)"
+    ), hint
+    assert _float_rows_hint([f + 1 for f in floats], want, 3, 12) is None
+    assert _float_rows_hint([f[None] for f in floats], want, 3, 12) is None
+
+
 @pytest.mark.parametrize(
     "mistake,old,new",
     [

@@ -189,7 +189,7 @@ def test_a_cache_written_one_position_late_is_said_where_and_how():
     hint = said(late)
     assert hint.startswith("The cache your last step returns first differs from the reference's")
     assert "in layer 0: wrong only along axis 2 (position) at indices 5–8" in hint, hint
-    assert "each holds the element 1 place(s) before it along axis 2 (position)" in hint, hint
+    assert "each holds the element 1 place before it along axis 2 (position)" in hint, hint
     off = right.copy()
     off[:, :, :, s.prompt :] += 0.5 * (right[:, :, :, s.prompt :] != 0)
     computed = said(off)

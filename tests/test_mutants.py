@@ -413,3 +413,93 @@ def test_lesson_16s_verify_draft_is_told_the_formula_change_every_drafted_token_
         "`residual = np.maximum(p - q, 0.0)` (in `verify`, which the reference calls)"
     ), wrong.hint
     assert S.PerToken()(trial(answers(lambda p, q: np.maximum(p - q, 0.0)))).passed
+
+
+def two_rings(nbytes: float, hosts: int, local: int, flat: bool = False) -> float:
+    n = hosts * local
+    if flat:
+        return 2 * (n - 1) / n * nbytes
+    return 2 * (local - 1) / local * nbytes + 2 * (hosts - 1) / hosts * nbytes / local
+
+
+def two_rings_bare(nbytes, hosts, local, flat=False):  # the same, its numbers not annotated
+    n = hosts * local
+    if flat:
+        return 2 * (n - 1) / n * nbytes
+    return 2 * (local - 1) / local * nbytes + 2 * (hosts - 1) / hosts * nbytes / local
+
+
+def test_another_number_read_throughout_a_formula_is_said_with_its_definition():
+    """A learner who gives the second ring the factor of all devices, 2(N−1)/N with
+    N = hosts·local (a name of the function read in place of another, at every place one
+    statement reads it), is told that change with the local's definition; the same value
+    with a little noise gets nothing; a local is never read in its own definition, and a
+    function whose numbers are not annotated gets no such change (nothing says what is a
+    number there)."""
+    nbytes, hosts, local = 1e9, 3, 2  # (4, 2): `hosts` for `local` gives it too
+    n = hosts * local
+    wrong = 2 * (local - 1) / local * nbytes + 2 * (n - 1) / n * nbytes / local
+    said = _found(two_rings, (nbytes, hosts, local), wrong)
+    assert said is not None and said.startswith(
+        "with another number read at all 2 places — `n` (n = hosts * local) in place of "
+        "`hosts` in `return 2 * (local - 1) / local * nbytes + 2 * (hosts - 1) / hosts"
+    ), said
+    rng = np.random.default_rng(62)
+    assert _found(two_rings, (nbytes, hosts, local), wrong * (1 + 1e-6 * rng.normal())) is None
+    made = [m.said for m in mutants.mutants(two_rings)]
+    assert not any("`n` (n = hosts * local) in place of `hosts` in `n = " in s for s in made)
+    assert any("another number read" in s for s in made)
+    assert not any("another number read" in m.said for m in mutants.mutants(two_rings_bare))
+
+
+def corrected(m, b=0.9, t=3):
+    return m / (1 - b**t)
+
+
+def squashed(x):
+    return 2 * np.tanh(x)
+
+
+def root_of_corrected(v, b=0.999, t=3):
+    return np.sqrt(v / (1 - b**t))
+
+
+def test_a_power_written_as_a_product_and_a_function_applied_twice_are_said():
+    """Two kinds of change a learner's formula shows: `b * t` for `b ** t` (a bias
+    correction written as a product), and a function applied to its own result (a softmax
+    of probabilities); the same values with a little noise get neither."""
+    rng = np.random.default_rng(62)
+    m, x = rng.normal(size=5), rng.normal(size=5)
+    product = m / (1 - 0.9 * 3)
+    said = _found(corrected, (m,), product)
+    assert said is not None and said.startswith(
+        "with a product where the reference raises to a power — `b * t` in place of `b ** t`"
+    ), said
+    twice = 2 * np.tanh(np.tanh(x))
+    said = _found(squashed, (x,), twice)
+    assert said is not None and said.startswith("with `np.tanh` applied twice"), said
+    for got, ref, args in ((product, corrected, (m,)), (twice, squashed, (x,))):
+        assert _found(ref, args, got * (1 + 1e-6 * rng.normal(size=5))) is None
+
+
+def test_many_changes_of_one_piece_that_give_the_value_say_that_piece():
+    """A bias correction written 1 − b·t turns negative: the square root of v over it is
+    NaN everywhere, and so is every change that makes the correction negative (several
+    of them): the piece they all change is said, with two of them; an all-zero value that
+    changes in many places give is still told nothing (see above)."""
+    v = np.random.default_rng(62).random(5)
+    with np.errstate(invalid="ignore"):
+        wrong = np.sqrt(v / (1 - 0.999 * 3))  # all NaN
+
+    def matches(value):
+        return np.shape(value) == v.shape and bool(np.all(np.isnan(value)))
+
+    change = variants._first(
+        (variants.Change(m.said, (m.fn, (v,), {}), m.where, m.text, m.pieces, m.swap)
+         for m in mutants.mutants(root_of_corrected)),
+        matches, most=10_000, budget_s=60,
+    )  # fmt: skip
+    assert np.all(np.isnan(wrong)) and change is not None
+    assert change.said.startswith("with `1 - b ** t` changed — each of "), change.said
+    assert "changes of it gives this value on this example (`" in change.said
+    assert change.said.endswith("in `return np.sqrt(v / (1 - b**t))`"), change.said

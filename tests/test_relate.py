@@ -119,6 +119,14 @@ def test_an_update_scaled_or_reversed_is_said_against_the_input():
     assert (
         "0.25× the expected update" in quarter and "1/(N, the size of mesh axis 'data'" in quarter
     )
+    # one value (a counter: 1 → 0 expected, 2 returned) is some multiple of any other: a
+    # counter advanced where it resets is not "the step the wrong way"
+    (counter,) = _rel(np.array([2.0]), np.array([0.0]), inputs=[("argument 4", np.array([1.0]))])
+    assert counter == (
+        "your value is exactly the input argument 4 + 1 on every one of the 1 wrong elements: "
+        "one more than it came in"
+    ), counter
+    assert _rel(np.array([2.0]), np.array([0.0]), known=relate.quantities({"n": 2})) == []
 
 
 def test_an_offset_and_places_moved():
@@ -158,12 +166,12 @@ def test_values_moved_by_one_shift_are_said_whatever_the_values(want):
     late[:2] = 0  # the first block never written, the rest two rows late
     said = relate.moved(late, want, ~_close(late, want), _close)
     assert (
-        "exactly the expected value of another index: each holds the element 2 place(s) "
+        "exactly the expected value of another index: each holds the element 2 places "
         "before it along axis 0, cyclically" in said
     )
     assert said.endswith("other wrong element(s) hold 0")
     cols = want[:, [1, 2, 3, 0]]
-    assert "each holds the element 1 place(s) after it along axis 1, cyclically" in relate.moved(
+    assert "each holds the element 1 place after it along axis 1, cyclically" in relate.moved(
         cols, want, ~_close(cols, want), _close
     )
 
@@ -253,6 +261,130 @@ def test_a_block_that_is_a_wrong_sum_of_block_products_is_told_which():
                          "it") is None  # fmt: skip
 
 
+def test_a_pairing_off_by_a_whole_number_of_blocks_or_swapped_is_said_which():
+    """The terms a block has in place of the right ones, where one pattern holds for all of
+    them: the second operand's block one off (its first right), the first operand's one off
+    (the second right: an index clamped at the last block), or two terms' blocks swapped;
+    terms that follow no one pattern get the terms alone (both ways)."""
+    atoms, family = _ring_matmul(4)
+    right = sum(atoms[j, j] for j in range(4))
+    late = right - atoms[2, 2] + atoms[2, 1]  # block 2's columns meet W block 1
+    said = relate.paired(family, (0,), late, _close, "it")
+    assert said.endswith(": each of those terms takes the W block one before the one its "
+                         "X's column block belongs with (mod 4): the pairing is off by one "
+                         "block"), said  # fmt: skip
+    clamped = right - atoms[0, 0] + atoms[3, 0]  # X's last block where block 0 belongs
+    said = relate.paired(family, (0,), clamped, _close, "it")
+    assert (
+        ": each of those terms takes X's column block one before the one its W block "
+        "belongs with (mod 4): the pairing is off by one block; no term takes X's column "
+        "block 0" in said
+    ), said
+    swapped = right - atoms[1, 1] - atoms[3, 3] + atoms[1, 3] + atoms[3, 1]
+    said = relate.paired(family, (0,), swapped, _close, "it")
+    assert said.endswith(
+        ": the same blocks, paired the other way — each W block of those "
+        "terms belongs with another of their X's column blocks (swapped)"
+    )
+    short = right - atoms[2, 2]  # a block never received: its term is missing, nothing else
+    said = relate.paired(family, (0,), short, _close, "it")
+    assert said.startswith("it is exactly a sum of block products, but not the right one: it "
+                           "lacks X[:, block 2]·W[block 2]"), said  # fmt: skip
+    two = right - atoms[1, 1] - atoms[2, 2] + atoms[1, 2] + atoms[2, 0]  # offsets +1 and −2
+    said = relate.paired(family, (0,), two, _close, "it")
+    assert said.endswith("where X[:, block 1]·W[block 1] + X[:, block 2]·W[block 2] belongs")
+    assert "off by" not in said and "swapped" not in said
+
+
+def test_a_shift_by_whole_device_blocks_is_said_in_blocks():
+    """A shift whose length is a whole number of the blocks one device holds of an array
+    split along that axis is said in those blocks too (a slot one device's block off);
+    one that is not, in places only."""
+    want = np.random.default_rng(62).normal(size=(12, 3))
+    units = {0: [(2, "argument 0")]}
+    one = np.roll(want, 2, axis=0)
+    said = relate.moved(one, want, ~_close(one, want), _close, units=units)
+    assert said.endswith(
+        "each holds the element 2 places before it along axis 0, cyclically: "
+        "one device's block of argument 0 (2 along this axis)"
+    ), said
+    two = np.roll(want, -4, axis=0)
+    said = relate.moved(two, want, ~_close(two, want), _close, units=units)
+    assert said.endswith(
+        "4 places after it along axis 0, cyclically: 2 devices' blocks of "
+        "argument 0 (2 along this axis each)"
+    ), said
+    odd = np.roll(want, 3, axis=0)
+    said = relate.moved(odd, want, ~_close(odd, want), _close, units=units)
+    assert said.endswith("3 places before it along axis 0, cyclically"), said
+
+
+def test_values_says_a_shift_in_the_blocks_of_the_input_split_along_it():
+    """Through the check: the blocks are read off the arguments' and the output's
+    shardings (2 rows of x a device, 8 rows of the output); a shift of 2 rows is one block
+    of x, of 8 one block of the output (the device map's measurement: the hint of this one
+    is the ring's "device i holds the result meant for device i − 1")."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from grader.measure import devices
+
+    mesh = devices.make_mesh((4,), ("x",))
+    rows = NamedSharding(mesh, P("x"))
+    x = jax.device_put(np.arange(24.0).reshape(8, 3), rows)
+    want = np.random.default_rng(62).normal(size=(32, 3)).astype(np.float32)
+    for k, words in ((2, "one device's block of argument 0 (2 along this axis)"),
+                     (8, "one device's block of the output (8 along this axis)")):  # fmt: skip
+        out = jax.device_put(np.roll(want, k, axis=0), rows)
+        r = Values()(Trial({}, output=out, expected=want, mesh=mesh, inputs=(x,)))
+        measured = " ".join(m for e in r.evidence for m in getattr(e, "measured", None) or [])
+        assert not r.passed and f"before it along axis 0, cyclically: {words}" in measured, measured
+
+
+def _softmax_over(q, blocks, counts):
+    """Attention of q over the blocks' keys, block j's keys weighted counts[j] (log-weights
+    added to the scores), each block's mask applied: written apart from relate's solver."""
+    s = np.concatenate([np.where(m[:, None, :] if m is not None else True,
+                                 np.einsum("qhd,khd->qhk", q, k) / 2.0 + np.log(c), -np.inf)
+                        for (k, _, m), c in zip(blocks, counts)], axis=-1)  # fmt: skip
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    v = np.concatenate([v for _, v, _ in blocks])
+    return np.einsum("qhk,khd->qhd", p / p.sum(axis=-1, keepdims=True), v)
+
+
+def test_rows_that_are_attention_over_other_key_blocks_are_told_which():
+    """Causal attention over 3 blocks of 4 keys (Dh = 4), device 1's rows: its own block
+    counted twice, a block in its future attended, a block left out — each told which,
+    and how often it belongs; the right rows, the same rows with noise, and rows under
+    another mask (the diagonal strict) get nothing (no multiset of blocks gives them)."""
+    rng = np.random.default_rng(62)
+    q, k, v = (rng.normal(size=(12, 2, 4)) for _ in range(3))
+    pos = np.arange(4, 8)
+    blocks = [(k[4 * j : 4 * j + 4], v[4 * j : 4 * j + 4],
+               pos[:, None] >= np.arange(4 * j, 4 * j + 4)[None, :] if j == 1 else None)
+              for j in range(3)]  # fmt: skip
+    group = relate.KeyGroup(slice(0, 4), q[pos], dict(enumerate(blocks)), {0: 1, 1: 1, 2: 0})
+    family = relate.Attended(lambda coord: [group], "K/V block", "is in these rows' future")
+
+    def told(counts):
+        return family.said((1,), _softmax_over(q[pos], blocks, counts), _close, "it")
+
+    assert told([1, 2, 1e-300]) == (
+        "it is exactly softmax attention over other K/V blocks than the right ones: K/V "
+        "block 1 counted twice (its keys weigh 2× in the softmax), where it belongs once; "
+        "every other K/V block as it belongs"
+    )
+    assert "K/V block 2 once, which is in these rows' future" in told([1, 1, 1])
+    assert "no K/V block 0, where it belongs once" in told([1e-300, 1, 1e-300])
+    right = _softmax_over(q[pos], blocks, [1, 1, 1e-300])
+    assert family.said((1,), right, _close, "it") is None
+    assert family.said((1,), right + 1e-4 * rng.normal(size=right.shape), _close, "it") is None
+    strict = [(kb, vb, m & (pos[:, None] != np.arange(4, 8)[None, :]) if m is not None else m)
+              for kb, vb, m in blocks]  # fmt: skip
+    assert family.said((1,), _softmax_over(q[pos], strict, [1, 1, 1e-300]), _close, "it") is None
+
+
 def test_a_replicated_output_whose_devices_moved_their_blocks_is_said_per_device():
     """Devices that disagree on a replicated output: each wrong device's shard against its
     expected one, the first named, the others said to have moved theirs the same way."""
@@ -272,7 +404,7 @@ def test_a_replicated_output_whose_devices_moved_their_blocks_is_said_per_device
     r = Values()(Trial({}, output=out, expected=want, mesh=mesh))
     assert (
         "Device (1,)'s shard holds, at 24 of its wrong elements, exactly the expected value "
-        "of another index: each holds the element 2 place(s) before it along axis 0" in r.hint
+        "of another index: each holds the element 2 places before it along axis 0" in r.hint
     )
     assert "the other 2 wrong device(s) hold only expected values moved too" in r.hint
     same = [want if d == 0 else np.roll(want, 2, axis=0) for d in range(4)]

@@ -90,7 +90,7 @@ def test_the_cost_models_have_their_trees():
     assert {name for name, _ in SCALARS} >= {
         "l03_cost_model.matmul_time", "l03_cost_model.collective_time",
         "l13_multi_host.allreduce_time", "l16_serving.prefill_time",
-        "l16_serving.decode_step_time",
+        "l16_serving.decode_step_time", "l14_planning.param_count",
     }  # fmt: skip
 
 
@@ -134,3 +134,24 @@ def test_the_check_says_the_change_where_no_suspect_matches_and_keeps_a_suspects
                             extra={"call": "c", "formula": "f"}))  # fmt: skip
     assert "reduce-scatter followed by an all-gather" in as_gather.hint
     assert "exactly the formula" not in as_gather.hint
+
+
+def test_a_parameter_count_whose_embeddings_are_counted_every_layer_is_told_so():
+    """param_count's terms (an int answer): the embeddings multiplied by the number of
+    layers is told which term and which of the model's counts; an answer two terms off
+    gets no such sentence (both ways)."""
+    spec = importlib.import_module("grader.lessons.l14_planning.spec")
+    s = spec.PARAM_COUNT
+    ex = s.examples(None)[0]  # LLaMA-3-8B
+    embeddings, layers = (int(t.value) for t in s.terms(**ex).parts)
+    check = s.check()
+
+    def told(answer: int) -> str:
+        r = check(Trial(ex, output=answer, expected=s.want(ex),
+                        extra={"call": "c", "formula": "f"}))  # fmt: skip
+        assert not r.passed
+        return r.hint or ""
+
+    hint = told(32 * embeddings + layers)
+    assert "embeddings term (2·D·V = " in hint and "multiplied by L = layers (32)" in hint, hint
+    assert "exactly the formula" not in told(3 * embeddings + 2 * layers)

@@ -90,11 +90,113 @@ def test_a_deferred_argument_is_changed_inside_by_its_own_reference_names():
     said = [c.said for c in variants.changes(call)]
     assert said == ["with n = 3 in place of 2 (one more)", "with n = 1 in place of 2 (one less)",
                     "with a and b swapped", "with a reversed along its first axis",
-                    "with b reversed along its first axis", "with a all zeros",
+                    "with a cut to its last entry along its first axis alone",
+                    "with a cut to its first entry along its first axis alone",
+                    "with b reversed along its first axis",
+                    "with b cut to its last entry along its first axis alone",
+                    "with b cut to its first entry along its first axis alone",
+                    "with a all zeros",
                     "with b all zeros", "with b in place of a", "with a in place of b"]  # fmt: skip
     swapped = next(c for c in variants.changes(call) if c.said == "with a and b swapped")
     fn, args, kwargs = swapped.call
     assert np.array_equal(fn(*args, **kwargs), (Y - 2 * X) * 2)
+
+
+def test_blocks_stacked_where_they_belong_side_by_side_are_said_for_a_mesh_axis_size():
+    """A matrix whose k column blocks were stacked and reshaped (k a size of the mesh: an
+    untiled gather, reshaped) is said so where the blocks are those of the mesh; the same
+    value with noise is not, and no block count is tried that the mesh does not have."""
+
+    def product(a, b):
+        return a @ b
+
+    rng = np.random.default_rng(62)
+    a, b = rng.normal(size=(3, 4)), rng.normal(size=(4, 6))
+    gathered = b.reshape(4, 3, 2).transpose(1, 0, 2).reshape(4, 6)  # [3, 4, 2] read as [4, 6]
+
+    def found(value, blocks):
+        change = variants.first_change_of((product, (a, b), {}),
+                                          lambda v: np.allclose(v, value, rtol=1e-12, atol=0),
+                                          budget_s=60, blocks=blocks)  # fmt: skip
+        return None if change is None else change.said
+
+    assert found(a @ gathered, (3,)) == (
+        "with b read as its 3 blocks along axis 1 stacked on a new first axis and reshaped "
+        "to (4, 6) (what an untiled all_gather, reshaped, holds) in place of the blocks side "
+        "by side"
+    )
+    assert found(a @ gathered * (1 + 1e-6 * rng.normal(size=(3, 6))), (3,)) is None
+    assert found(a @ gathered, (2,)) is None and found(a @ gathered, ()) is None
+
+
+def test_an_array_dealt_out_strided_where_contiguous_blocks_belong_is_said_so():
+    """A gradient whose N slices were dealt strided (device i: elements i, i + N, …; a
+    reduce-scatter of its [Ψ/N, N] reshape) where each device's state holds a contiguous
+    slice: said so for N a size of the mesh, not with noise, not for another N."""
+
+    def update(w, g):
+        return w - 0.1 * g
+
+    rng = np.random.default_rng(62)
+    w, g = rng.normal(size=12), rng.normal(size=12)
+    dealt = np.concatenate([g[i::3] for i in range(3)])  # device i's slice, side by side
+
+    def found(value, blocks):
+        change = variants.first_change_of((update, (w, g), {}),
+                                          lambda v: np.allclose(v, value, rtol=1e-12, atol=0),
+                                          budget_s=60, blocks=blocks)  # fmt: skip
+        return None if change is None else change.said
+
+    assert found(update(w, dealt), (3,)) == (
+        "with g dealt to 3 devices strided along axis 0 (device i: elements i, i + 3, i + 6, "
+        "…) in place of in contiguous blocks"
+    )
+    assert found(update(w, dealt) + 1e-6 * rng.normal(size=12), (3,)) is None
+    assert found(update(w, dealt), (2, 4)) is None
+
+
+def test_stacked_layers_cut_to_one_of_them_are_said():
+    """Stacked layers of which only the last (or the first) was applied (each layer fed
+    the input rather than the one before's output: the last one's alone survives) are
+    said so; with noise, nothing."""
+    rng = np.random.default_rng(62)
+    last = toy(X, Y, {k: v[-1:] for k, v in STACKED.items()})
+    r = Values()(_trial(last, X, Y, STACKED))
+    assert r.hint == (
+        "Your value is exactly what the reference computes with layers cut to "
+        "its last entry along their first axis alone, on every element."
+    ), r.hint
+    first = toy(X, Y, {k: v[:1] for k, v in STACKED.items()})
+    assert "cut to its first entry" in Values()(_trial(first, X, Y, STACKED)).hint
+    noisy = last + 1e-3 * rng.normal(size=X.shape)
+    assert "the reference computes" not in (Values()(_trial(noisy, X, Y, STACKED)).hint or "")
+
+
+def test_lesson_8s_attention_with_a_decoders_mask_is_said_so():
+    """Lesson 8's attention has no mask; one computed with a causal mask (a decoder's
+    habit) is the reference's with its ``causal`` flag the other way; the right output
+    passes."""
+    import jax
+
+    from grader.lessons.l08_tensor_parallel.spec import _attention32
+
+    rng = np.random.default_rng(62)
+    x = rng.normal(size=(2, 4, 8)).astype(np.float32)
+    w = [(rng.normal(size=(8, 8)) / 3).astype(np.float32) for _ in range(4)]
+
+    def trial(output):
+        t = Trial({}, output=jax.numpy.asarray(output), expected=later(_attention32, x, *w, 2),
+                  extra={"dtype": "float32"})  # fmt: skip
+        t.expected  # noqa: B018  (read: the worker computes it, the trial keeps the call)
+        return t
+
+    masked = _attention32(x, *w, 2, causal=True)
+    r = Values()(trial(masked))
+    assert r.hint == (
+        "Your value is exactly what the reference computes with causal = True "
+        "in place of False, on every element."
+    ), r.hint
+    assert Values()(trial(_attention32(x, *w, 2))).passed
 
 
 def test_a_field_of_the_example_is_named_by_its_key_and_the_inputs_are_never_changed():

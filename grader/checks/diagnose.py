@@ -130,17 +130,35 @@ def values(
         and not np.isclose(scale, 1.0)
         and all(close(a, scale * e) for a, e in zip(actual, expected))
     ):
+        varied = _varied(expected)  # one value (a scalar) is some multiple of any other
+        round_one = not varied and round_number(expected)  # (a power of two: the factor too)
         if n_ring and np.isclose(scale, n_ring):
+            if round_one:  # measured on one round number: no cause is shown by it
+                return f"{STRAY_FACTOR} N = {n_ring} (one round value: that alone names no cause)."
             return f"The result is exactly N = {n_ring} times too large: a sum where a mean belongs, or a value added once per device twice."
         if n_ring and np.isclose(scale * n_ring, 1.0):
+            if round_one:
+                return (
+                    f"{STRAY_FACTOR} 1/N = 1/{n_ring} (one round value: that alone names no cause)."
+                )
             return f"The result is exactly N = {n_ring} times too small: a mean (pmean) where a sum belongs."
-        if _varied(expected):  # one value (a scalar loss) is some multiple of any other
+        if varied:
             return f"{STRAY_FACTOR} {scale:.3g}: a stray scale factor."
         return None
     wrong = [d for d in range(n) if not close(actual[d], expected[d])]
     if 0 < len(wrong) < n:
         return f"Only device(s) {wrong} of {n} are wrong; the others are right: what your code does differently on those devices is where the values part."
     return None
+
+
+def round_number(arrays: Sequence[np.ndarray]) -> bool:
+    """Every value a whole number or a power of two (a counter, a loss scale): between two
+    such numbers a factor such as N = 4 is as often a coincidence (2048 → 8192 is a scale
+    doubled where it halves) as a cause. A value from a computation (a loss, 149.928) is
+    not: a factor exact to its tolerance there is one of few that fit."""
+    values = np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in arrays])
+    finite = np.abs(values[np.isfinite(values) & (values != 0)])
+    return bool(np.all((np.mod(finite, 1) == 0) | (np.mod(np.log2(finite), 1) == 0)))
 
 
 def _varied(arrays: Sequence[np.ndarray]) -> bool:

@@ -4,7 +4,8 @@ A wrong value is often the right program with one piece of its formula written a
 way: a difference the other way round (``q - p`` for ``p - q``), a quotient upside down
 (``amax / 448``), a factor or a term left out, a nonlinearity applied after a matmul
 instead of before it, a softmax taken over the other axis, a comparison with ``<`` for
-``<=``, the weights of a running average swapped. These are mutations of the reference's
+``<=``, the weights of a running average swapped, a power written as a product
+(``b * t`` for ``b ** t``), a function applied twice. These are mutations of the reference's
 own source, and they need no list of known mistakes: this module parses a reference
 function (and the functions of the grader's that it calls by name, one level down), and
 yields every such change of it as a function of the same signature, each with the change
@@ -37,7 +38,7 @@ OURS = ("grader.expected", "grader.lessons", "grader.reference")
 """Modules whose functions may be changed: the grader's references and lessons."""
 
 _OTHER_OP = {ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Add: ast.Sub, ast.Sub: ast.Add,
-             ast.FloorDiv: ast.Mod, ast.Mod: ast.FloorDiv}  # fmt: skip
+             ast.FloorDiv: ast.Mod, ast.Mod: ast.FloorDiv, ast.Pow: ast.Mult}  # fmt: skip
 _OTHER_CALL = {"sum": ("mean", "a mean where the reference sums"),
                "mean": ("sum", "a sum where the reference takes a mean"),
                "max": ("min", "the smallest where the reference takes the largest"),
@@ -65,6 +66,12 @@ class Mutant:
     text: Callable[[], str] = lambda: ""
     """The changed function's source, made when asked: two changes of one text (``(1 - b2)
     * g * g`` with either ``g`` left out) are one."""
+    pieces: tuple[str, ...] = ()
+    """A change at one place: the changed piece's text, then each expression around it up
+    to its statement (``("b2 ** t", "1 - b2 ** t", "v / (1 - b2 ** t)", …)``); where many
+    changes give one value, the piece they all change is said (:mod:`.variants`)."""
+    swap: str = ""
+    """``"`b2 * t` in place of `b2 ** t`"``: the change alone, in few words."""
 
     @property
     def said(self) -> str:
@@ -120,7 +127,7 @@ def mutants(fn: Callable[..., Any], depth: int = DEPTH) -> Iterator[Mutant]:
         level = below
     for callee in order:
         for m in _of(callee, called=True):
-            yield Mutant(m.what, _substituted(fn, calls, callee, m.fn), m.where, m.text)
+            yield dataclasses.replace(m, fn=_substituted(fn, calls, callee, m.fn))
 
 
 def _substituted(top: types.FunctionType, calls: dict, old: Any,
@@ -168,24 +175,30 @@ def _callees(fn: types.FunctionType) -> list[tuple[str, str | None, types.Functi
     out: list[tuple[str, str | None, types.FunctionType]] = []
     names = list(dict.fromkeys(_names(fn.__code__)))
     for name in names:
-        value = fn.__globals__.get(name)
-        target = getattr(value, "target", None)
-        if callable(target):
-            try:
-                value = target()
-            except Exception:  # the grader's side not importable here
-                continue
+        value = _unwrapped(fn.__globals__.get(name))
         if value is not fn and ours(value):
             out.append((name, None, value))
         elif _module_of_ours(value):
             for attr in names:
-                try:
-                    found = getattr(value, attr, None)
+                try:  # a lesson's module may name a hidden reference's function too
+                    found = _unwrapped(getattr(value, attr, None))
                 except Exception:  # the grader's side not importable here
                     found = None
                 if found is not fn and ours(found):
                     out.append((name, attr, found))
     return out
+
+
+def _unwrapped(value: Any) -> Any:
+    """A hidden reference's wrapper (:meth:`grader.later.Expected.fn`) as the function it
+    wraps; anything else as it is (None where the grader's side cannot be imported)."""
+    target = getattr(value, "target", None)
+    if not callable(target):
+        return value
+    try:
+        return target()
+    except Exception:  # the grader's side not importable here
+        return None
 
 
 def _module_of_ours(value: Any) -> bool:
@@ -240,7 +253,7 @@ def _of(fn: types.FunctionType, called: bool = False) -> Iterator[Mutant]:
     for m in _changed(fn, tree, lines, nodes, skip, parents):
         if called:
             where = f"{m.where} (in `{fn.__name__}`, which the reference calls)"
-            m = Mutant(m.what, m.fn, where, m.text)
+            m = dataclasses.replace(m, where=where)
         yield m
 
 
@@ -274,9 +287,83 @@ def _changed(fn: types.FunctionType, tree: ast.FunctionDef, lines: list[str],
             continue
         built = _built(fn, tree, [s], up)
         if built is not None:
-            yield Mutant(f"with {s.words} — `{s.new_text}` in place of `{s.old_text}`"
-                         f"{_values(fn, s)}", built, f"in `{lines[s.line].strip()}`",
+            swap = f"`{s.new_text}` in place of `{s.old_text}`"
+            yield Mutant(f"with {s.words} — {swap}{_values(fn, s)}", built,
+                         f"in `{lines[s.line].strip()}`", _text_of(built),
+                         _around(nodes, up, s.index), swap)  # fmt: skip
+    numbers = _numbers(tree, skip)
+    for stmt, name, other, group in _renamed(nodes, skip, numbers):  # last: the most of them
+        built = _built(fn, tree, group, up)
+        if built is not None:
+            places = f" at all {len(group)} places" if len(group) > 1 else ""
+            defined = f" ({other} = {numbers[other]})" if numbers[other] else ""
+            yield Mutant(f"with another number read{places} — `{other}`{defined} in place "
+                         f"of `{name}`", built, f"in `{lines[stmt.lineno - 1].strip()}`",
                          _text_of(built))  # fmt: skip
+
+
+def _around(nodes: list[ast.AST], up: dict[int, int], index: int) -> tuple[str, ...]:
+    """The text of the node at ``index`` and of each expression around it, up to (not
+    including) its statement."""
+    out = []
+    at: int | None = index
+    while at is not None and isinstance(nodes[at], ast.expr):
+        out.append(_text(nodes[at]))
+        at = up.get(at)
+    return tuple(out)
+
+
+def _numbers(tree: ast.FunctionDef, skip: set[int]) -> dict[str, str]:
+    """The function's numbers by name, each with its definition (``""`` for a parameter):
+    the parameters annotated ``int`` or ``float``, then each local assigned once, at the
+    body's top level, from those and constants alone (``n = hosts * local``)."""
+    a = tree.args
+    out = {x.arg: "" for x in a.posonlyargs + a.args + a.kwonlyargs
+           if x.annotation is not None and _text(x.annotation) in ("int", "float")}  # fmt: skip
+    assigned: dict[str, int] = {}
+    for node in ast.walk(tree):
+        for target in getattr(node, "targets", [getattr(node, "target", None)]):
+            if isinstance(target, ast.Name):
+                assigned[target.id] = assigned.get(target.id, 0) + 1
+    for stmt in tree.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name) and assigned[stmt.targets[0].id] == 1
+                and stmt.targets[0].id not in out and id(stmt) not in skip
+                and all(isinstance(n, ast.Name | ast.Constant | ast.BinOp | ast.UnaryOp
+                                   | ast.operator | ast.unaryop | ast.expr_context)
+                        and (not isinstance(n, ast.Name) or n.id in out)
+                        for n in ast.walk(stmt.value))):  # fmt: skip
+            out[stmt.targets[0].id] = _text(stmt.value)
+    return out
+
+
+def _renamed(nodes: list[ast.AST], skip: set[int], numbers: dict[str, str],
+             ) -> Iterator[tuple[ast.stmt, str, str, list[_Site]]]:  # fmt: skip
+    """Another of the function's numbers (:func:`_numbers`) read in place of one, at
+    every place one simple statement reads it (a misread name is misread throughout its
+    formula: ``2 * (n - 1) / n`` for ``2 * (hosts - 1) / hosts``): (the statement, the
+    name, the other, its sites). A local is never read in its own definition."""
+    if len(numbers) < 2:
+        return
+    for stmt in nodes:
+        if not isinstance(stmt, ast.Return | ast.Assign | ast.AugAssign) or id(stmt) in skip:
+            continue
+        value = stmt.value
+        if value is None:
+            continue
+        reads: dict[str, list[ast.Name]] = {}
+        for n in ast.walk(value):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in numbers:
+                reads.setdefault(n.id, []).append(n)
+        own = {t.id for t in getattr(stmt, "targets", []) if isinstance(t, ast.Name)}
+        for name, at in reads.items():
+            for other in numbers:
+                if other == name or other in own:
+                    continue
+                group = [_Site(n._place, ast.Name(id=other, ctx=ast.Load()), name, other,
+                               stmt.lineno - 1, "another number", f"name:{n._place}")
+                         for n in at]  # type: ignore[attr-defined]  # fmt: skip
+                yield stmt, name, other, group
 
 
 def _values(fn: types.FunctionType, s: _Site) -> str:
@@ -397,7 +484,8 @@ _SWAP_WORDS = {ast.Sub: "the difference the other way round",
                ast.Div: "the quotient upside down",
                ast.MatMult: "the matmul's operands the other way round",
                ast.Pow: "base and exponent the other way round"}  # fmt: skip
-_OP_WORDS = {ast.FloorDiv: "a remainder where the reference divides",
+_OP_WORDS = {ast.Pow: "a product where the reference raises to a power",
+             ast.FloorDiv: "a remainder where the reference divides",
              ast.Mod: "a quotient where the reference takes a remainder",
              ast.Mult: "a quotient where the reference multiplies",
              ast.Div: "a product where the reference divides",
@@ -465,6 +553,9 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
                 else ast.Attribute(value=node.func.value, attr=other, ctx=ast.Load()))  # fmt: skip
         yield site(ast.Call(func=func, args=node.args, keywords=node.keywords), words,
                    group=f"call:{_text(node.func)}")  # fmt: skip
+    if _unary(node) and not isinstance(parent, ast.Attribute):  # f(f(x)): applied twice
+        yield site(ast.Call(func=node.func, args=[node], keywords=[]),
+                   f"`{_text(node.func)}` applied twice", group=f"twice:{_text(node)}")  # fmt: skip
     if isinstance(node, ast.Call) and not any(isinstance(a, ast.Starred) for a in node.args):
         for a in node.args:  # a call left out: its argument as it is
             if not isinstance(a, ast.Constant):

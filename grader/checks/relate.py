@@ -25,7 +25,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -35,6 +35,19 @@ cheap: every relation is one or two passes over the array)."""
 
 Close = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(actual, expected) → elementwise bool: within the check's tolerance."""
+
+
+class Family(Protocol):
+    """What a device's block of an output is made of (``Values(families=…)``): ``said``
+    is one sentence where the block ``got`` is exactly made another way than the right
+    one (how), else None."""
+
+    def said(self, coord: tuple, got: np.ndarray, close: Close, what: str) -> str | None: ...
+
+
+Unit = tuple[int, str]
+"""A block's length along one axis and whose block it is (``(2, "argument 0")``): one
+device's share of an array split over the mesh along that axis."""
 
 
 # ------------------------------------------------------------ where
@@ -198,6 +211,7 @@ def relations(
     split: Sequence[tuple[int, int]] = (),
     what: str = "your value",
     places: bool = True,
+    units: dict[int, Sequence[Unit]] | None = None,
 ) -> list[str]:
     """Every relation of the battery that holds exactly between ``got`` and ``want``
     (global float64 arrays of one shape; ``bad`` the wrong elements), each one
@@ -205,7 +219,8 @@ def relations(
     ``others``: (name, expected array) of the output's other leaves; ``split``:
     (axis, devices) the output is split over, for strided-vs-contiguous blocks;
     ``places``: False where the arrays' positions mean nothing (wrong elements of several
-    devices, concatenated), so no permutation or move is tried."""
+    devices, concatenated), so no permutation or move is tried; ``units``: per axis, the
+    devices' blocks a shift is said in too (:func:`_in_blocks`)."""
     if got.shape != want.shape or got.size > MAX_ELEMENTS or not bad.any():
         return []
     a, e = got[bad], want[bad]
@@ -218,7 +233,7 @@ def relations(
         if inputs and finite_in and np.all(np.isfinite(e)):
             out.append(
                 f"{what} holds {int(nonfinite.sum())} non-finite value(s) (inf or nan) where "
-                "every input and the expected value are finite: the program made them"
+                "every input and the expected value are finite (the program made them)"
             )
         return out  # nothing else can hold on a non-finite value
     leaf_key = what.rsplit("[", 1)[-1] if what.endswith("]") else None
@@ -228,6 +243,17 @@ def relations(
             why = ": returned as it came, never updated" if same else ""
             out.append(f"{what} equals the input {name} {every}{why}")
             break
+    for name, x in inputs:  # a counter: the input one on (or back), where it belongs reset
+        if x.shape != got.shape or np.all(close(a, x[bad])):
+            continue
+        for d, words in ((1, "one more than it came in"), (-1, "one less than it came in")):
+            if np.all(close(a, x[bad] + d)) and not np.all(close(e, x[bad] + d)):
+                out.append(f"{what} is exactly the input {name} {'+' if d > 0 else '−'} 1 "
+                           f"{every}: {words}")  # fmt: skip
+                break
+        else:
+            continue
+        break
     if np.all(a == 0) and np.any(e != 0):
         return [*out, f"{what} is exactly 0 {every}"][:LIMIT]
     if np.all(close(a, -e)):
@@ -255,8 +281,8 @@ def relations(
             continue  # an input of zeros makes the update the value: the factor said it
         xb = x[bad]
         du, de = a - xb, e - xb
-        if not np.any(de) or np.all(close(a, xb)):
-            continue
+        if not np.any(de) or np.all(close(a, xb)) or not np.ptp(de) > 0:
+            continue  # (one update value: −1× or N× of it is as often a coincidence)
         found = _factor(du, de, lambda u, d, xb=xb: close(xb + u, xb + d), known,
                         bool(np.ptp(de) > 0), minus_one=True)  # fmt: skip
         if found is None:
@@ -275,6 +301,7 @@ def relations(
     d = float(np.median(a - e))
     if not out and d != 0 and np.all(close(a, e + d)):
         q = Quantity(1.0, "1") if abs(d) == 1 else name_factor(abs(d), known)
+        q = q if varied or abs(d) == 1 else None  # one value: any offset fits a quantity
         if q is not None or varied:
             sign = "+" if d > 0 else "−"
             named = f": the offset is {q.name}" if q is not None and q.name != "1" else ""
@@ -283,7 +310,7 @@ def relations(
         perm = _permutation(got, want, close, split)
         if perm:
             out.append(f"{what} holds the expected values in the wrong places: it is {perm}")
-        elif said := moved(got, want, bad, close, what=what):
+        elif said := moved(got, want, bad, close, what=what, units=units):
             out.append(said)
     return out[:LIMIT]
 
@@ -315,10 +342,11 @@ class Moves:
 
 
 def moved(
-    got: np.ndarray, want: np.ndarray, bad: np.ndarray, close: Close, *, what: str = "your value"
-) -> str | None:
+    got: np.ndarray, want: np.ndarray, bad: np.ndarray, close: Close, *, what: str = "your value",
+    units: dict[int, Sequence[Unit]] | None = None,
+) -> str | None:  # fmt: skip
     """:func:`moves`, said in one sentence (None where it found nothing)."""
-    found = moves(got, want, bad, close)
+    found = moves(got, want, bad, close, units=units)
     return None if found is None else found.said(what)
 
 
@@ -328,6 +356,7 @@ def moves(
     bad: np.ndarray,
     close: Close,
     names: Sequence[str] | None = None,
+    units: dict[int, Sequence[Unit]] | None = None,
 ) -> Moves | None:
     """Data moved, not computed wrongly: where every wrong element of ``got`` (but those
     left 0, never written) is exactly an expected value of another index, how: one
@@ -336,7 +365,8 @@ def moves(
     along one axis only, or across axes; rearranged among the wrong places, or copied),
     else the wrong places' values rearranged among themselves (the sorted values
     equal). None where no such relation holds on every element or fewer than
-    :data:`MOVED_MIN` elements are wrong. ``names``: the axes' names, said beside them."""
+    :data:`MOVED_MIN` elements are wrong. ``names``: the axes' names, said beside them;
+    ``units``: per axis, the devices' blocks a shift is said in too."""
     if got.shape != want.shape or got.ndim == 0 or not bad.any():
         return None
     unwritten = bad & (got == 0) & (want != 0)
@@ -345,7 +375,7 @@ def moves(
         for sel in sels:
             if int(sel.sum()) < MOVED_MIN:
                 continue
-            found = find(got, want, sel, bad, close, names)
+            found = find(got, want, sel, bad, close, names, units)
             if found is not None:
                 how, example = found
                 return Moves(int(sel.sum()), how, example, int((bad & ~sel).sum()))
@@ -359,9 +389,11 @@ def _shift(
     bad: np.ndarray,
     close: Close,
     names: Sequence[str] | None = None,
+    units: dict[int, Sequence[Unit]] | None = None,
 ) -> tuple[str, str] | None:
     """One cyclic shift along one axis that gives every element of ``sel``: (how, ""),
-    or None. Each shift is tried on :data:`SAMPLE` elements first."""
+    or None. Each shift is tried on :data:`SAMPLE` elements first; ``units``: per axis,
+    the blocks a shift is also said in (:func:`_in_blocks`)."""
     sample = np.argwhere(sel)[:SAMPLE]
     for ax in range(got.ndim):
         n = got.shape[ax]
@@ -375,9 +407,25 @@ def _shift(
         for k in sorted(ks[fits].tolist(), key=lambda k: min(k, n - k)):  # then every element
             if np.all(close(got[sel], np.roll(want, k, axis=ax)[sel])):
                 back = k if k <= n // 2 else k - n
-                return (f": each holds the element {abs(back)} place(s) "
-                        f"{'before' if back > 0 else 'after'} it along {_axis(ax, names)}, cyclically", "")  # fmt: skip
+                return (f": each holds the element {_places(abs(back))} "
+                        f"{'before' if back > 0 else 'after'} it along {_axis(ax, names)}, "
+                        f"cyclically{_in_blocks(abs(back), (units or {}).get(ax, ()))}", "")  # fmt: skip
     return None
+
+
+def _places(k: int) -> str:
+    return f"{k} place" if k == 1 else f"{k} places"
+
+
+def _in_blocks(k: int, units: Sequence[Unit]) -> str:
+    """A shift of ``k`` places said in whole blocks of the longest unit it is a multiple
+    of (``": one device's block of argument 0 (2 along this axis)"``), or ""."""
+    for length, whose in sorted(units, key=lambda u: -u[0]):
+        if length >= 1 and k % length == 0:
+            m = k // length
+            blocks = "one device's block" if m == 1 else f"{m} devices' blocks"
+            return f": {blocks} of {whose} ({length} along this axis{' each' if m > 1 else ''})"
+    return ""
 
 
 def _along(
@@ -410,6 +458,7 @@ def _moved(
     bad: np.ndarray,
     close: Close,
     names: Sequence[str] | None = None,
+    units: dict[int, Sequence[Unit]] | None = None,
 ) -> tuple[str, str] | None:
     """:func:`moves`'s sources of the elements ``sel`` (of the wrong ones, ``bad``): (how,
     an example, or ""), or None."""
@@ -590,6 +639,11 @@ class Products:
     second: str
     """What b indexes (``W block``)."""
     n: int
+    what: str = "a sum of block products"
+    """What a sum of the atoms is, in words (``"a sum of the micro-batches' gradients"``)."""
+
+    def said(self, coord: tuple, got: np.ndarray, close: Close, what: str) -> str | None:
+        return paired(self, coord, got, close, what)
 
 
 def products(got: np.ndarray, atoms: dict[tuple[int, int], np.ndarray], close: Close
@@ -634,10 +688,12 @@ def paired(family: Products, coord: tuple, got: np.ndarray, close: Close,
     want = {(a, b): 1 for a, b in right.items()}
     extra = {k: c - want.get(k, 0) for k, c in found.items() if c != want.get(k, 0)}
     missing = {k: 1 for k in want if k not in found}
-    said = (
-        f"{what} is exactly a sum of block products, but not the right one: it has {listed(extra)}"
-    )
-    said += f" where {listed(missing)} belongs" if missing else " on top of the right sum"
+    said = f"{what} is exactly {family.what}, but not the right one: it "
+    if not extra:
+        said += f"lacks {listed(missing)}"
+    else:
+        said += f"has {listed(extra)}"
+        said += f" where {listed(missing)} belongs" if missing else " on top of the right sum"
     n = family.n
     offsets = {(b - right[a]) % n for a, b in found if a in right}
     firsts = sorted(a for a, _ in found)
@@ -646,10 +702,166 @@ def paired(family: Products, coord: tuple, got: np.ndarray, close: Close,
         later = d if d <= n // 2 else d - n
         step = f"{abs(later)} {'after' if later > 0 else 'before'}"
         return f"{said}: each term takes the {family.second} {step} the right one (mod {n})"
+    pattern = _pairing(family, right, extra, missing)
     left_out = sorted(set(right) - set(firsts))
-    if left_out:
-        return f"{said}: no term takes {family.first} {', '.join(map(str, left_out))}"
-    return said
+    if left_out and extra:  # (where it only lacks terms, they are the ones left out)
+        pattern += f"{'; ' if pattern else ': '}no term takes {family.first} "
+        pattern += ", ".join(map(str, left_out))
+    return said + pattern
+
+
+def _pairing(family: Products, right: dict[int, int], extra: dict[tuple[int, int], int],
+             missing: dict[tuple[int, int], int]) -> str:  # fmt: skip
+    """How the terms a block has in place of the right ones pair the blocks, where one
+    pattern holds for all of them: the same blocks paired the other way (swapped), or each
+    ``second`` the same number of blocks after the one its ``first`` belongs with; ""
+    where none does (or a term is there twice)."""
+    if not extra or set(extra.values()) != {1} or any(a not in right for a, _ in extra):
+        return ""
+    n = family.n
+    same_first = sorted(a for a, _ in extra) == sorted(a for a, _ in missing)
+    same_second = sorted(b for _, b in extra) == sorted(b for _, b in missing)
+    if missing and same_first and same_second:
+        return (
+            f": the same blocks, paired the other way — each {family.second} of those "
+            f"terms belongs with another of their {family.first}s (swapped)"
+        )
+    if missing and same_second:  # the second blocks are right, the first ones are not
+        belongs = {b: a for a, b in right.items()}
+        if any(b not in belongs for _, b in extra):
+            return ""
+        offsets = {(a - belongs[b]) % n for a, b in extra}
+        moved, by = family.first, family.second
+    else:
+        offsets = {(b - right[a]) % n for a, b in extra}
+        moved, by = family.second, family.first
+    if len(offsets) != 1 or not (d := offsets.pop()):
+        return ""
+    later = d if d <= n // 2 else d - n
+    k = "one" if abs(later) == 1 else str(abs(later))
+    the = "" if "'s " in moved else "the "  # "X's column block", "the W block"
+    return (
+        f": each of those terms takes {the}{moved} {k} {'after' if later > 0 else 'before'} "
+        f"the one its {by} belongs with (mod {n}): the pairing is off by {k} "
+        f"block{'s' if abs(later) > 1 else ''}"
+    )
+
+
+@dataclass(frozen=True)
+class KeyGroup:
+    """Query rows of one device's block, and the key blocks they may attend to: for each
+    block, its keys and values and the mask the right program applies to it (None: every
+    key seen), and how many times it belongs (0: hidden from these rows)."""
+
+    rows: slice
+    """The group's rows within the device's block."""
+    q: np.ndarray
+    """[r, H, Dh] float64: the group's queries."""
+    keys: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray | None]]
+    """block → (k [c, H, Dh], v [c, H, Dh], mask [r, c] or None), float64."""
+    right: dict[int, int]
+    what: str = ""
+    """The rows, in words (``"query chunk 3"``), where a device has several groups."""
+
+
+@dataclass(frozen=True)
+class Attended:
+    """Softmax attention split over devices by rows: ``groups(coord)`` the device's query
+    rows and the key blocks they may see. A device's rows that are exactly attention over
+    another multiset of those blocks (one counted twice, one left out, one the mask
+    hides) are told which (:func:`attended`), whatever the program looks like."""
+
+    groups: Callable[[tuple], list[KeyGroup]]
+    block: str
+    """What a block is called (``"K/V block"``, ``"key chunk"``)."""
+    hidden: str = "these rows must not see"
+    """Why a block belongs 0 times, in words."""
+
+    def said(self, coord: tuple, got: np.ndarray, close: Close, what: str) -> str | None:
+        return attended(self, coord, got, close, what)
+
+
+def weights(group: KeyGroup, got: np.ndarray, close: Close) -> dict[int, int] | None:
+    """How many times each block of ``group`` is counted in ``got`` (the group's output
+    rows [r, H, Dh]): the whole multiplicities m (0–3) for which softmax attention over
+    the blocks, block j's keys weighted m_j, gives ``got`` exactly (to the check's
+    tolerance); None where none does, or where the blocks cannot be told apart.
+
+    o = Σ m_j·u_j / Σ m_j·z_j, with u_j = Σ_k e^(s_k − s_max)·v_k and z_j = Σ_k e^(s_k −
+    s_max) over block j's keys, is linear in m once multiplied out: Σ m_j (u_j − o·z_j) = 0
+    on every row, head and feature. Its null space, found by an SVD, gives m up to a scale;
+    the whole multiple (m_max ≤ 3) is then checked by computing the attention again."""
+    labels = list(group.keys)
+    if not labels or got.shape != group.q.shape:
+        return None
+    scale = 1.0 / math.sqrt(group.q.shape[-1])
+    scores = {}
+    for j in labels:
+        k, _, mask = group.keys[j]
+        s = np.einsum("qhd,khd->qhk", group.q, k) * scale
+        scores[j] = s if mask is None else np.where(mask[:, None, :], s, -np.inf)
+    top = np.max([s.max(axis=-1) for s in scores.values()], axis=0)  # [r, H]
+    if not np.all(np.isfinite(top)):
+        return None  # a row that sees no key: nothing to weigh
+    u, z = {}, {}
+    for j in labels:
+        p = np.exp(scores[j] - top[..., None])
+        u[j], z[j] = np.einsum("qhk,khd->qhd", p, group.keys[j][1]), p.sum(axis=-1)
+    a = np.stack([(u[j] - got * z[j][..., None]).ravel() for j in labels], axis=1)
+    norms = np.linalg.norm(a, axis=0)
+    if a.shape[0] < a.shape[1] or np.any(norms == 0):
+        return None
+    sv, vt = np.linalg.svd(a / norms, full_matrices=False)[1:]
+    if len(sv) > 1 and sv[-2] <= 1e-6 * sv[0]:
+        return None  # two ways to weigh the blocks: the rows cannot tell them apart
+    m = vt[-1] / norms
+    m = m if m.sum() >= 0 else -m
+    top_m = float(m.max())
+    if top_m <= 0:
+        return None
+    for most in (1, 2, 3):
+        whole = np.round(m / top_m * most)
+        if np.any(whole < 0) or np.any(np.abs(m / top_m * most - whole) > 0.05):
+            continue
+        num = sum(c * u[j] for c, j in zip(whole, labels))
+        den = sum(c * z[j] for c, j in zip(whole, labels))
+        if np.any(den == 0):
+            continue
+        if np.all(close(got, num / den[..., None])):
+            return {j: int(c) for c, j in zip(whole, labels)}
+    return None
+
+
+def attended(family: Attended, coord: tuple, got: np.ndarray, close: Close,
+             what: str) -> str | None:  # fmt: skip
+    """One sentence where a group of the device's rows (``got``: its block) is exactly
+    attention over another multiset of the blocks than the right one (:func:`weights`):
+    each block counted otherwise, and how often it belongs. None where none is."""
+
+    def times(m: int) -> str:
+        return {1: "once", 2: "twice"}.get(m, f"{m} times")
+
+    for group in family.groups(coord):
+        found = weights(group, got[group.rows], close)
+        if found is None or all(found[j] == group.right.get(j, 0) for j in found):
+            continue
+        diffs = []
+        for j in sorted(found):
+            f, r = found[j], group.right.get(j, 0)
+            if f == r:
+                continue
+            if r == 0:
+                diffs.append(f"{family.block} {j} {times(f)}, which {family.hidden}")
+            elif f == 0:
+                diffs.append(f"no {family.block} {j}, where it belongs {times(r)}")
+            else:
+                diffs.append(f"{family.block} {j} counted {times(f)} (its keys weigh {f}× in "
+                             f"the softmax), where it belongs {times(r)}")  # fmt: skip
+        rows = f", in its rows of {group.what}," if group.what else ""
+        return (f"{what}{rows} is exactly softmax attention over other "
+                f"{family.block}s than the right ones: {'; '.join(diffs)}; every other "
+                f"{family.block} as it belongs")  # fmt: skip
+    return None
 
 
 def _shifted(want: np.ndarray, k: int, axis: int) -> np.ndarray:

@@ -60,10 +60,13 @@ class Values(Check):
     rtol: Callable[[Trial], float] | None = None
     """rtol beside ``atol``'s fraction, for a result whose precision is relative to each
     element (a bfloat16 rounding of the right value is one step of that element)."""
-    products: Callable[[Trial], list[relate.Products]] | None = None
-    """For a matmul split over a ring: the families of block products a device's block
-    may be a sum of; the first wrong device whose block is exactly a wrong sum of one of
-    them is told which (:func:`relate.paired`)."""
+    families: Callable[[Trial], list[relate.Family]] | None = None
+    """What a device's block is made of, declared by the lesson: the first wrong device's
+    block is read against each family (``family.said``) and the first that tells how it
+    was made instead is said. For a matmul split over a ring, the block products it may
+    be a sum of (:class:`relate.Products`); for attention split by rows, the key blocks
+    its rows may attend to (:class:`relate.Attended`); lesson 11's layer, the expert each
+    token went through."""
     quantities: Callable[[Trial], dict[str, float]] | None = None
     """The lesson's own quantities a stray factor may be, by name (a bias correction
     1/(1 − βᵗ), say), beside those every example has (:func:`relate.quantities`)."""
@@ -203,7 +206,11 @@ class Values(Check):
             pairs = None
         said = [pairs, *said] if pairs else said
         changed = None
-        if open_hint(hint) and not any(map(relate.names, said)):
+        if open_hint(hint) and (
+            not any(map(relate.names, said)) or _one_value(want, shards, masks)
+        ):
+            # (a factor or an offset named on one round value is a coincidence as often as
+            # not: a change of the reference that gives the value goes first)
             try:  # report material, as above
                 changed = self._changed(trial, shards, actual, atol, rtol)
             except Exception:
@@ -233,9 +240,9 @@ class Values(Check):
         )
 
     def _paired(self, trial: Trial, shards, actual, masks, atol: float, rtol: float) -> str | None:
-        """The first wrong device's block as a wrong sum of block products (``products``),
-        in one sentence; None where the check has none or no family gives it exactly."""
-        if self.products is None:
+        """The first wrong device's block as its ``families`` tell it was made, in one
+        sentence; None where the check has none or no family gives it exactly."""
+        if self.families is None:
             return None
         coords = device_coords(trial.mesh) if trial.mesh is not None else {}
 
@@ -247,8 +254,9 @@ class Values(Check):
             return None
         s, a = wrong[0]
         coord = coords.get(s.device.id, (s.device.id,))
-        for family in self.products(trial):
-            said = relate.paired(family, coord, as_numpy(a), close, f"device {coord}'s block")
+        for family in self.families(trial):
+            said = family.said(coord, as_numpy(a).astype(np.float64), close,
+                               f"device {coord}'s block")  # fmt: skip
             if said:
                 return said
         return None
@@ -375,22 +383,33 @@ class Values(Check):
             trial.example, trial.mesh, [out.dtype.itemsize],
             self.quantities(trial) if self.quantities else None,
         )  # fmt: skip
+        units = _units(trial, out)
         got = relate.assemble([(a, s.index) for a, s in zip(actual, shards)], want.shape)
         if got is None:  # devices disagree on a replicated element: per device, elementwise
             a = np.concatenate([as_numpy(x)[m] for x, m in zip(actual, masks)])
             e = np.concatenate([as_numpy(want[s.index])[m] for s, m in zip(shards, masks)])
-            moved = _moved_on_devices(trial, shards, actual, masks, want, close)
+            moved = _moved_on_devices(trial, shards, actual, masks, want, close, units)
             return place, moved or relate.relations(
                 a, e, np.ones(a.shape, bool), close, known=known, what=what, places=False
             )
         return place, relate.relations(
             got, want64, bad, close, known=known, what=what,
             inputs=_inputs(trial, want.shape), others=trial.extra.get("other_leaves", ()),
-            split=_split(out, trial.mesh),
+            split=_split(out, trial.mesh), units=units,
         )  # fmt: skip
 
 
-def _moved_on_devices(trial: Trial, shards, actual, masks, want, close) -> list[str]:
+def _one_value(want, shards, masks) -> bool:
+    """The wrong elements expect one round value between them (a counter, a loss scale:
+    :func:`diagnose.round_number`), where a factor or an offset is as often a coincidence."""
+    wrong = [as_numpy(want[s.index])[m] for s, m in zip(shards, masks) if m is not None]
+    if not wrong:
+        return False
+    values = np.unique(np.concatenate([w.ravel() for w in wrong]))
+    return values.size <= 1 and diagnose.round_number([values])
+
+
+def _moved_on_devices(trial: Trial, shards, actual, masks, want, close, units=None) -> list[str]:
     """Where every wrong device's shard holds only expected values moved within it
     (:func:`relate.moves`), the first one's sentence, and whether the others moved theirs
     the same way."""
@@ -400,7 +419,8 @@ def _moved_on_devices(trial: Trial, shards, actual, masks, want, close) -> list[
         if m is None or not m.any():
             continue
         one = relate.moves(as_numpy(a).astype(np.float64),
-                           as_numpy(want[s.index]).astype(np.float64), m, close)  # fmt: skip
+                           as_numpy(want[s.index]).astype(np.float64), m, close,
+                           units=units)  # fmt: skip
         if one is None:
             return []
         found.append((coords.get(s.device.id, (s.device.id,)), one))
@@ -442,6 +462,29 @@ def _inputs(trial: Trial, shape: tuple[int, ...]) -> list[tuple[str, np.ndarray]
             name = f"argument {i}{jax.tree_util.keystr(path)}"
             out.append((name, as_numpy(leaf).astype(np.float64)))
     return out
+
+
+def _units(trial: Trial, out) -> dict[int, list[relate.Unit]]:
+    """Per axis of ``out``, the blocks one device holds of each array of its rank split
+    along that axis (the output first, then the arguments by path), longest first: a shift
+    of the output's elements is said in them too (a slot one device's block off)."""
+    import jax
+
+    arrays = [("the output", out)] + [
+        (f"argument {i}{jax.tree_util.keystr(path)}", leaf)
+        for i, arg in enumerate(trial.inputs)
+        for path, leaf in jax.tree_util.tree_flatten_with_path(arg)[0]
+        if isinstance(leaf, jax.Array) and not leaf.is_deleted()
+    ]
+    units: dict[int, list[relate.Unit]] = {}
+    for whose, x in arrays:
+        if x.ndim != out.ndim:
+            continue
+        for axis, n in _split(x, trial.mesh):
+            length = x.shape[axis] // n
+            if all(length != seen for seen, _ in units.get(axis, [])):
+                units.setdefault(axis, []).append((length, whose))
+    return units
 
 
 def _split(out, mesh) -> list[tuple[int, int]]:

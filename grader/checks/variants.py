@@ -16,6 +16,7 @@ was measured, not a cause. Nothing is said where no change gives the output exac
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import time
 import warnings
@@ -68,6 +69,11 @@ class Change:
     several changes at one place share."""
     text: Callable[[], str] | None = None
     """The changed formula's source, where it is one: changes of one text are one."""
+    pieces: tuple[str, ...] = ()
+    """A change of the formula at one place: its piece and the expressions around it
+    (:attr:`grader.checks.mutants.Mutant.pieces`)."""
+    swap: str = ""
+    """That change alone, in few words (``"`b2 * t` in place of `b2 ** t`"``)."""
 
 
 def deferred(trial: Trial) -> Later | None:
@@ -119,12 +125,16 @@ def _fmt(x: Any) -> str:
 
 def changes(
     call: tuple[Callable[..., Any], tuple, dict], example: Example | None = None,
-    rename: dict[str, str] | None = None, formula: bool = False,
+    rename: dict[str, str] | None = None, formula: bool = False, blocks: tuple[int, ...] = (),
 ) -> Iterator[Change]:  # fmt: skip
     """Every change of ``call``'s arguments, in the order tried: a flag flipped; two
     arguments of one shape swapped; an integer one more or one less; a square matrix
-    transposed; an argument whose arrays share a first axis reversed along it; an array or
-    a float as zeros; one argument in place of another of its shape. Arguments
+    transposed; an array dealt to k devices strided along its first axis, and a matrix's
+    k blocks along a later axis stacked and reshaped (k in ``blocks``: the mesh's axis
+    sizes); an argument whose arrays share a first axis
+    reversed along it, or cut to its last or its first entry alone (stacked layers: only
+    one of them applied); an array or a float as zeros; one argument in place of another of
+    its shape. Arguments
     that are themselves deferred (a :class:`Later`) are changed inside, by their own
     reference's parameters; a parameter left to its default is an argument too. Names:
     the reference's parameters, with the path inside (``params['w_in']``, ``hp['b1']``);
@@ -194,14 +204,43 @@ def changes(
         if k == "array" and x.ndim >= 2 and x.shape[-1] == x.shape[-2] and x.shape[-1] >= 2:
             last = "" if x.ndim == 2 else " (its last two axes swapped)"
             yield Change(f"with {labels[i]} transposed{last}", made({i: np.swapaxes(x, -1, -2)}))
+    for i, k in enumerate(kinds):  # dealt out strided where contiguous blocks belong
+        x = leaves[i]
+        if k != "array" or x.ndim < 1:
+            continue
+        for n in dict.fromkeys(b for b in blocks if b >= 2 and x.shape[0] % b == 0
+                               and x.shape[0] // b >= 2):  # fmt: skip
+            strided = x.reshape(x.shape[0] // n, n, *x.shape[1:]).swapaxes(0, 1).reshape(x.shape)
+            yield Change(
+                f"with {labels[i]} dealt to {n} devices strided along axis 0 (device i: "
+                f"elements i, i + {n}, i + {2 * n}, …) in place of in contiguous blocks",
+                made({i: strided}),
+            )
+    for i, k in enumerate(kinds):  # blocks stacked where they belong side by side
+        x = leaves[i]
+        if k != "array" or x.ndim < 2:
+            continue
+        for axis in range(1, x.ndim):
+            for n in dict.fromkeys(b for b in blocks if b >= 2 and x.shape[axis] % b == 0):
+                stacked = np.stack(np.split(x, n, axis=axis)).reshape(x.shape)
+                yield Change(
+                    f"with {labels[i]} read as its {n} blocks along axis {axis} stacked on a "
+                    f"new first axis and reshaped to {tuple(x.shape)} (what an untiled "
+                    "all_gather, reshaped, holds) in place of the blocks side by side",
+                    made({i: stacked}),
+                )
     for top in range(len(names)):  # stacked along a first axis, in reverse order
         idx = [i for i, (path, _) in enumerate(flat) if path[0].idx == top]
         arrays = [i for i in idx if isinstance(leaves[i], np.ndarray) and leaves[i].ndim >= 1]
         firsts = {leaves[i].shape[0] for i in arrays}
         if arrays and len(firsts) == 1 and firsts.pop() >= 2:
             axis = "their first axis" if len(arrays) > 1 else "its first axis"
-            yield Change(f"with {(rename or {}).get(names[top], names[top])} reversed along {axis}",
+            label = (rename or {}).get(names[top], names[top])
+            yield Change(f"with {label} reversed along {axis}",
                          made({i: leaves[i][::-1] for i in arrays}))  # fmt: skip
+            for part, words in ((slice(-1, None), "last"), (slice(0, 1), "first")):
+                yield Change(f"with {label} cut to its {words} entry along {axis} alone",
+                             made({i: leaves[i][part] for i in arrays}))  # fmt: skip
     for i, k in enumerate(kinds):  # an argument read as zeros
         if k == "array" and leaves[i].dtype.kind == "f" and np.any(leaves[i]):
             yield Change(f"with {labels[i]} all zeros", made({i: np.zeros_like(leaves[i])}))
@@ -213,7 +252,7 @@ def changes(
         yield Change(f"with {labels[i]} in place of {labels[j]}", made({j: leaves[i]}))
     for i, x in enumerate(leaves):  # inside a deferred argument, by its own parameters
         if isinstance(x, Later):
-            for inner in changes(x.call, example, rename):
+            for inner in changes(x.call, example, rename, blocks=blocks):
                 inner_fn, inner_args, inner_kwargs = inner.call
                 yield Change(inner.said, made({i: Later(inner_fn, *inner_args, **inner_kwargs)}))
 
@@ -232,22 +271,20 @@ def _formulas(call: tuple[Callable[..., Any], tuple, dict]) -> Iterator[Change]:
             copied = jax.tree_util.tree_map(
                 lambda x: np.array(x) if isinstance(x, np.ndarray) else x, (args, kwargs)
             )
-            yield Change(m.said, (m.fn, *copied), m.where, m.text)
+            yield Change(m.said, (m.fn, *copied), m.where, m.text, m.pieces, m.swap)
     for i, x in enumerate(args):
         if isinstance(x, Later):
             for inner in _formulas(x.call):
                 inner_fn, inner_args, inner_kwargs = inner.call
                 changed = Later(inner_fn, *inner_args, **inner_kwargs)
                 call = (fn, args[:i] + (changed,) + args[i + 1 :], kwargs)
-                yield Change(inner.said, call, inner.where, inner.text)
+                yield dataclasses.replace(inner, call=call)
     for k, x in kwargs.items():
         if isinstance(x, Later):
             for inner in _formulas(x.call):
                 inner_fn, inner_args, inner_kwargs = inner.call
                 changed = Later(inner_fn, *inner_args, **inner_kwargs)
-                yield Change(
-                    inner.said, (fn, args, {**kwargs, k: changed}), inner.where, inner.text
-                )
+                yield dataclasses.replace(inner, call=(fn, args, {**kwargs, k: changed}))
 
 
 def leaf_at(value: Any, path: str | None) -> Any:
@@ -271,13 +308,15 @@ def first_change(trial: Trial, matches: Callable[[Any], bool],
     later = deferred(trial)
     if later is None:
         return None
-    return first_change_of(later.call, matches, trial.example, budget_s)
+    mesh = trial.mesh
+    blocks = (*mesh.devices.shape, mesh.devices.size) if mesh is not None else ()
+    return first_change_of(later.call, matches, trial.example, budget_s, blocks=blocks)
 
 
 def first_change_of(
     call: tuple[Callable[..., Any], tuple, dict], matches: Callable[[Any], bool],
     example: Example | None = None, budget_s: float = BUDGET_S,
-    rename: dict[str, str] | None = None,
+    rename: dict[str, str] | None = None, blocks: tuple[int, ...] = (),
 ) -> Change | None:  # fmt: skip
     """:func:`first_change` of a call of the grader's own (a formula of the example's
     fields, say), its arguments named as :func:`changes` names them: the arguments'
@@ -285,7 +324,8 @@ def first_change_of(
     (:data:`FORMULA_BUDGET_S`, :data:`FORMULAS_AT_MOST`)."""
     for formula, most, seconds in ((False, CHANGES_AT_MOST, budget_s),
                                    (True, FORMULAS_AT_MOST, FORMULA_BUDGET_S)):  # fmt: skip
-        found = _first(changes(call, example, rename, formula), matches, most, seconds)
+        found = _first(changes(call, example, rename, formula, tuple(int(b) for b in blocks)),
+                       matches, most, seconds)  # fmt: skip
         if found is not None:
             return found
     return None
@@ -296,13 +336,15 @@ def _first(tried: Iterator[Change], matches: Callable[[Any], bool], most: int,
     """The first change whose value ``matches``; where others after it (within
     :data:`ALSO_S`, at most :data:`ALSO_AT_MOST`) give the value too, its words name them:
     the example cannot tell them apart (two fields of a model equal on it). Where more
-    give it, none is said: such a value (all zeros, say) tells nothing of its cause."""
+    give it, none is said (such a value, all zeros say, tells nothing of its cause), unless
+    they are all changes of one piece of the formula: that piece is said (a bias
+    correction turned negative: every change that makes it so gives the same NaNs)."""
     start = time.monotonic()
     found: list[Change] = []
     stop = budget_s
     try:  # report material: never a grader fault
         for n, change in enumerate(tried):
-            if n >= most or time.monotonic() - start > stop or len(found) > ALSO_AT_MOST + 1:
+            if n >= most or time.monotonic() - start > stop or len(found) > MANY_AT_MOST:
                 break
             fn, args, kwargs = change.call
             try:
@@ -316,8 +358,10 @@ def _first(tried: Iterator[Change], matches: Callable[[Any], bool], most: int,
                 continue
     except Exception:  # arguments it cannot take apart
         pass
-    if not found or len(found) > ALSO_AT_MOST + 1:
-        return None  # none, or so many that the value tells nothing (all zeros, say)
+    if len(found) > ALSO_AT_MOST + 1:
+        return _one_piece(found)
+    if not found:
+        return None
     if len(found) == 1:
         return found[0]
     first, rest = found[0], found[1:]
@@ -329,6 +373,28 @@ def _first(tried: Iterator[Change], matches: Callable[[Any], bool], most: int,
     others = " or ".join(what(f).removeprefix("with ") for f in rest)
     said = f"{what(first)} (or, the same value on this example, {others})"
     return Change(f"{said} {where}" if where else said, first.call, first.where)
+
+
+MANY_AT_MOST = 12
+"""Changes that give one value gathered at most, to find the piece they all change."""
+
+
+def _one_piece(found: list[Change]) -> Change | None:
+    """Where every change found changes one piece of one line of the formula (the piece
+    or an expression inside it), short of the line's whole expression: a change that says
+    that piece, with two of the changes; else None (too many changes, in many places:
+    the value tells nothing of its cause). None where :data:`MANY_AT_MOST` were found (more
+    may have been elsewhere)."""
+    first = found[0]
+    if len(found) > MANY_AT_MOST or not all(f.pieces and f.where == first.where for f in found):
+        return None
+    common = next((p for p in first.pieces[:-1] if all(p in f.pieces for f in found)), None)
+    if common is None:
+        return None
+    shown = "; ".join(f.swap for f in found[:2])
+    said = (f"with `{common}` changed — each of {len(found)} changes of it gives this value on "
+            f"this example ({shown}; …) — {first.where}")  # fmt: skip
+    return Change(said, first.call, first.where)
 
 
 def _same(change: Change, found: list[Change]) -> bool:

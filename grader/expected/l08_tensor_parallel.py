@@ -14,10 +14,11 @@ def mlp(x: np.ndarray, w_in: np.ndarray, w_out: np.ndarray) -> np.ndarray:
 
 def attention(
     x: np.ndarray, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray, wo: np.ndarray, n_heads: int,
-    scale: float | None = None, softmax_axis: int = -1,
+    scale: float | None = None, softmax_axis: int = -1, causal: bool = False,
 ) -> np.ndarray:  # fmt: skip
     """Softmax attention, no mask; head h = columns h·Dh … (h+1)·Dh of wq/wk/wv.
-    Scores are scaled by ``scale``, 1/√Dh unless given (other scales are mistakes)."""
+    Scores are scaled by ``scale``, 1/√Dh unless given (other scales are mistakes);
+    ``causal`` masks the keys after each query (a mistake here: a decoder's mask)."""
     b, s, _ = x.shape
     dh = wq.shape[1] // n_heads
     scale = 1 / np.sqrt(dh) if scale is None else scale
@@ -27,6 +28,8 @@ def attention(
 
     q, k, v = split(x @ wq), split(x @ wk), split(x @ wv)
     scores = np.einsum("bqhd,bkhd->bhqk", q, k) * scale
+    if causal:
+        scores = np.where(np.tril(np.ones((s, s), bool)), scores, -np.inf)
     p = np.exp(scores - scores.max(softmax_axis, keepdims=True))
     p /= p.sum(softmax_axis, keepdims=True)
     return np.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, s, n_heads * dh) @ wo

@@ -33,6 +33,25 @@ def params(m: Model) -> list[tuple[Any, str]]:
     ]  # fmt: skip
 
 
+def params_terms(m: Model) -> Any:
+    """``param_count``'s answer as named terms (:mod:`grader.checks.terms`): the untied
+    embeddings, and the layers (attention and MLP), in parameters."""
+    from grader.checks.terms import Sum, Term
+
+    d, h, n, k, f, v, layers = (m.d_model, m.head_dim, m.heads, m.kv_heads, m.d_ff, m.vocab,
+                                m.layers)  # fmt: skip
+    return Sum(Term("embeddings, 2·D·V", 2 * d * v, "parameters"),
+               Term("layers, L·(2·D·H·(N + K) + 3·D·F)", layers * (2 * d * h * (n + k) + 3 * d * f),
+                    "parameters"))  # fmt: skip
+
+
+def params_quantities(m: Model) -> dict[str, float]:
+    """The model's counts a term may be off by, beside the example's fields (which hold
+    the model only as a tuple)."""
+    return {f"L = layers ({m.layers})": float(m.layers), f"N = heads ({m.heads})": float(m.heads),
+            f"K = kv_heads ({m.kv_heads})": float(m.kv_heads)}  # fmt: skip
+
+
 # ------------------------------------------------------------------ train_flops
 
 

@@ -425,7 +425,7 @@ def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
         Values(
             reduce_size=lambda ex: ex["n"] * ex["dblock"],
             alternatives=_alternatives if kind == "gather" and not bidirectional else None,
-            products=_products(kind),
+            families=_products(kind),
         ),
         OutputSharding(expected=lambda t: t.extra["sharding"]),
         InputsUntouched(),

@@ -35,7 +35,15 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, TempMemory, Values, vma
+from grader.checks import (
+    InputsUntouched,
+    OnlyCollectives,
+    OutputSharding,
+    TempMemory,
+    Values,
+    relate,
+    vma,
+)
 from grader.checks.comms import communication
 from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
@@ -628,12 +636,38 @@ def _atol(trial: Trial) -> float:
     return training.tolerance(model_sizes(trial.example))
 
 
+def _micro_batches(trial: Trial) -> list[relate.Products]:
+    """The accumulated gradient (this leaf) as a sum of the micro-batches' gradients
+    (:func:`relate.paired`): micro-batch k's term is the mean, over the devices, of the
+    gradient of each device's k-th micro-batch, over N·n_micro; the right sum has every
+    k once. A loop that loses, repeats or skips micro-batches is told which."""
+    ex, leaf = trial.example, trial.extra["leaf"]
+    name = _param_name(leaf)
+    if trial.extra["kind"] != "accumulate" or name is None:
+        return []
+    n, micro = ex["n"], ex["micro"]
+    params, x, y = trial.extra["inputs"]
+    per = x.shape[0] // (n * micro)  # rows of one micro-batch
+    atoms = {}
+    for k in range(micro):
+        rows = [d * micro * per + k * per + r for d in range(n) for r in range(per)]
+        grads = [training.grads(params, x[rows[d * per : (d + 1) * per]],
+                                y[rows[d * per : (d + 1) * per]])[1][name] for d in range(n)]  # fmt: skip
+        atoms[(k, k)] = np.sum(grads, axis=0) / (n * micro)
+    return [relate.Products(
+        atoms=lambda coord: atoms, right=lambda coord: {k: k for k in range(micro)},
+        term=lambda k, _: f"micro-batch {k}'s", first="micro-batch", second="micro-batch",
+        n=micro, what="a sum of the micro-batches' gradients (each device's k-th, averaged)",
+    )]  # fmt: skip
+
+
 def _checks(kind: str) -> tuple[Check, ...]:
     values = PerLeaf(
         inner=Values(
             atol=_atol,
             alternatives=_alternatives,
             quantities=lambda t: training.quantities(model_sizes(t.example)),
+            families=_micro_batches,
         ),
         explain_failure=_precision_hint,
     )

@@ -90,11 +90,12 @@ def _mlp32(x: np.ndarray, w_in: np.ndarray, w_out: np.ndarray) -> np.ndarray:
 
 def _attention32(
     x: np.ndarray, wq: np.ndarray, wk: np.ndarray, wv: np.ndarray, wo: np.ndarray,
-    n_heads: int, softmax_axis: int = -1,
+    n_heads: int, softmax_axis: int = -1, causal: bool = False,
 ) -> np.ndarray:  # fmt: skip
-    """The expected attention output, as :func:`_mlp32` (``softmax_axis``: the keys')."""
+    """The expected attention output, as :func:`_mlp32` (``softmax_axis``: the keys';
+    ``causal``: no mask, as the exercise says; a change of it names a decoder's mask)."""
     return attention(*_f64(x, wq, wk, wv, wo), n_heads,
-                     softmax_axis=softmax_axis).astype(np.float32)  # fmt: skip
+                     softmax_axis=softmax_axis, causal=causal).astype(np.float32)  # fmt: skip
 
 
 # ------------------------------------------------------------------ examples

@@ -51,6 +51,7 @@ from grader.checks import (
     OutputSharding,
     TempMemory,
     Values,
+    relate,
     vma,
 )
 from grader.checks.comms import PERMUTE, streams
@@ -482,6 +483,39 @@ def _shift(trial: Trial) -> int:
     return next(iter(per)) if len(per) == 1 else 1
 
 
+def _attended(trial: Trial) -> list[relate.Attended]:
+    """The key blocks each device's query rows may attend to (:func:`relate.attended`):
+    the ring's N blocks of S/N rows, or the zigzag's 2N chunks, each query chunk its own
+    group; a block on the diagonal with the causal mask, one in the rows' future 0 times."""
+    ex, zigzag = trial.example, trial.extra["zigzag"]
+    q, k, v = (a.astype(np.float64) for a in trial.extra["inputs"])
+    order, n, b = trial.extra["order"], ex["n"], rows_per_device(ex)
+    causal = causal_of(ex)
+    size = ex["chunk"] if zigzag else b  # rows of one key block
+    blocks = 2 * n if zigzag else n
+
+    def groups(coord: tuple) -> list[relate.KeyGroup]:
+        i = coord[0]
+        rows = order[i * b : (i + 1) * b]
+        own = [(slice(0, size), i), (slice(size, b), 2 * n - 1 - i)] if zigzag else [
+            (slice(0, b), i)]  # fmt: skip
+        out = []
+        for sl, mine in own:
+            pos = rows[sl]
+            keys, right = {}, {}
+            for j in range(blocks):
+                kpos = np.arange(j * size, (j + 1) * size)
+                mask = attention.causal_mask(pos, kpos) if causal and j == mine else None
+                keys[j] = (k[kpos], v[kpos], mask)
+                right[j] = 1 if not causal or j <= mine else 0
+            out.append(relate.KeyGroup(sl, q[pos], keys, right,
+                                       f"query chunk {mine}" if zigzag else ""))  # fmt: skip
+        return out
+
+    return [relate.Attended(groups, "key chunk" if zigzag else "K/V block",
+                            "is in these rows' future")]  # fmt: skip
+
+
 def _precision_hint(trial: Trial, result: CheckResult) -> str | None:
     dtypes = trial.program.dtypes
     if hint := precision_hint(trial, "Keep q, k, v, the scores and the softmax sums in float32."):
@@ -621,7 +655,9 @@ ONLY_PERMUTES = OnlyCollectives(
 
 def _ring_checks(zigzag: bool) -> tuple[Check, ...]:
     checks: list[Check] = [
-        Hinted(Values(atol=_atol, alternatives=_alternatives), _precision_hint),
+        Hinted(
+            Values(atol=_atol, alternatives=_alternatives, families=_attended), _precision_hint
+        ),  # fmt: skip
         SoftmaxPrecision(),
         OutputSharding(expected=lambda t: t.extra["sharding"]),
         InputsUntouched(),

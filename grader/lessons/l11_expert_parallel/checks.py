@@ -146,7 +146,7 @@ class Dispatch(Check):
             (why for why, alt in dispatch_mistakes(logits, routing.capacity, k)
              if np.array_equal(got, alt)),
             None,
-        ) or _dispatch_hint(got, k)  # fmt: skip
+        ) or _dispatch_hint(got, k, logits)  # fmt: skip
         measured = []
         if hint is None:  # the router's own arguments changed (a capacity one off, say)
             hint, measured = variants.told(trial, lambda r: np.array_equal(got, r.dispatch()),
@@ -154,7 +154,30 @@ class Dispatch(Check):
         return CheckResult(self.name, False, message, evidence=[table, *measured], hint=hint)
 
 
-def _dispatch_hint(got: np.ndarray, k: int) -> str | None:
+def _dispatch_hint(got: np.ndarray, k: int, logits: np.ndarray) -> str | None:
+    if not got.any():
+        return (
+            "Your dispatch holds no True at all: every token is dropped, in every expert and "
+            "slot. A token sits at (its expert, its slot) for each of its kept choices."
+        )
+    twice = [t for t in range(len(got)) if np.any(got[t].sum(axis=1) > 1)]
+    if twice:  # measured: one token's choices are one expert
+        t = twice[0]
+        e = int(np.argmax(got[t].sum(axis=1)))
+        slots = ", ".join(map(str, np.nonzero(got[t, e])[0]))
+        others = np.delete(logits[t], e)
+        said = (
+            f"{len(twice)} token(s) sit twice in one expert; first, token {t} in expert {e} "
+            f"(slots {slots}): its second choice is its first expert again, where the second "
+            "choice is the best of the other experts."
+        )
+        if all(np.all(np.delete(logits[u], np.argmax(got[u].sum(axis=1))) <= 0) for u in twice):
+            said += (
+                f" Every such token's other logits are ≤ 0 (token {t}'s: "
+                f"{_logits_text(others)}): a first choice's logit replaced by 0 is still the "
+                "largest there — leave it out with −inf."
+            )
+        return said
     per_token = got.sum(axis=(1, 2))
     if np.any(per_token > k):
         return (

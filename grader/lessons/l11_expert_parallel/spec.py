@@ -37,6 +37,7 @@ below what any wrong layer below changes).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -393,6 +394,49 @@ def layer_mistakes(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.
     return out
 
 
+@dataclass(frozen=True)
+class Experts:
+    """Which expert each wrong token of a device's block went through (a
+    ``Values(families=…)`` family): a token's output is its gate times the expert it was routed
+    to; a token whose output is exactly its gate times another expert's is told which,
+    and where all such tokens went through the expert the device holds, that is said."""
+
+    trial: Trial
+
+    def said(self, coord: tuple, got: np.ndarray, close: Any, what: str) -> str | None:
+        ex, inputs = self.trial.example, self.trial.extra["inputs"]
+        i, n = coord[0], ex["n"]
+        x = np.split(np.asarray(inputs["x"], np.float64), n)[i]
+        r, w_in, w_out = (np.asarray(inputs[k], np.float64) for k in ("router_w", "w_in", "w_out"))
+        routing = moe_routing.route(x @ r, ex["capacity"])
+        outs = np.stack([moe_routing.expert(x, w_in[e], w_out[e]) for e in range(len(w_in))])
+        went = {}  # wrong token → the expert its output is the gated output of
+        for t, (e, kept) in enumerate(zip(routing.choice[:, 0], routing.kept[:, 0])):
+            gate = routing.gates[t, e]
+            if not kept or np.all(close(got[t], gate * outs[e, t])):
+                continue
+            alike = [o for o in range(len(outs)) if np.all(close(got[t], gate * outs[o, t]))]
+            if len(alike) != 1:
+                return None  # a token no expert (or more than one) explains
+            went[t] = (alike[0], int(e))
+        if len(went) < 2:
+            return None
+        t, (o, e) = next(iter(went.items()))
+        first = f"first, its token {t}, row {i * len(x) + t} of x: expert {o}'s where expert {e}'s belongs"
+        if all(o == i for o, _ in went.values()):
+            return (f"{what}: each of its {len(went)} wrong tokens' outputs is exactly its "
+                    f"gate times the output of expert {i}, the expert this device holds, not "
+                    f"of the expert it was routed to ({first})")  # fmt: skip
+        return (
+            f"{what}: each of its {len(went)} wrong tokens' outputs is exactly its gate "
+            f"times another expert's output than the one it was routed to ({first})"
+        )
+
+
+def _experts(trial: Trial) -> list[Experts]:
+    return [Experts(trial)]
+
+
 def _precision_hint(trial: Trial) -> str | None:
     return precision_hint(trial, "Keep the input's dtype (build buffers with dtype=x.dtype).")
 
@@ -441,7 +485,7 @@ def _collective_advice(kind: str, trial: Trial) -> str | None:
 def _layer_checks() -> tuple[Check, ...]:
     return (
         PerLeaf(
-            inner=Values(atol=_atol, alternatives=layer_mistakes),
+            inner=Values(atol=_atol, alternatives=layer_mistakes, families=_experts),
             explain_failure=_precision_hint,
         ),
         OutputSharding(expected=lambda t: t.extra["sharding"]),

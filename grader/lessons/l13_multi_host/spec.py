@@ -419,7 +419,8 @@ class LoaderRows(Check):
             except Exception:
                 arr = None
             if arr is None or arr.ndim != 1 or arr.dtype.kind not in "iu":
-                return CheckResult(self.name, False, f"process {i}'s answer is {g!r}; expected a 1-D int array")  # fmt: skip
+                return CheckResult(self.name, False, f"process {i}'s answer is {g!r}; expected a 1-D int array",
+                                   hint=_float_rows_hint(got, want, p, b))  # fmt: skip
             parts.append(arr)
         if all(
             np.array_equal(a, want[i * (b // p) : (i + 1) * (b // p)]) for i, a in enumerate(parts)
@@ -429,6 +430,23 @@ class LoaderRows(Check):
                            evidence=(Table(["process", "rows it loads"],
                                            [[str(i), _show_rows(a)] for i, a in enumerate(parts)]),),
                            hint=_rearranged(parts, want, p))  # fmt: skip
+
+
+def _float_rows_hint(got: list[Any], want: np.ndarray, p: int, b: int) -> str | None:
+    """Where every process's answer is the right rows as floats (measured: each equals its
+    rows exactly), that; else None."""
+    rows = b // p
+    try:
+        arrays = [np.asarray(g) for g in got]
+        right = all(a.ndim == 1 and a.dtype.kind == "f" and np.array_equal(a, want[i * rows : (i + 1) * rows])
+                    for i, a in enumerate(arrays))  # fmt: skip
+    except Exception:  # an answer numpy cannot read: the message says what came back
+        return None
+    if not right:
+        return None
+    return (f"Every process's rows are the right ones, but as floats ({arrays[0].dtype}): index "
+            "arithmetic stays in integers where every step is one — // where you divide, an "
+            "int bound for np.arange — or cast the result with .astype(int).")  # fmt: skip
 
 
 def _rearranged(parts: list[np.ndarray], want: np.ndarray, p: int) -> str | None:

@@ -232,6 +232,8 @@ PARAM_COUNT = Scalar(
     call=lambda model: f"param_count({show_model(model_of(model))})",
     formula=_params_formula,
     suspects=lambda model: suspects.params(model_of(model)),
+    terms=lambda model: suspects.params_terms(model_of(model)),
+    quantities=lambda model: suspects.params_quantities(model_of(model)),
     max_examples=12,
     purpose=lambda ex: PARAMS_PURPOSE.get(ex["model"]),
 )  # fmt: skip

@@ -179,11 +179,14 @@ def _scaled_examples(ctx: Context) -> list[Example]:
     isinf alone (or |g| > 65504) applies the nan, one written with isnan alone applies the
     inf (the drawn example is an overflow one time in four), and every mistake the inf
     told apart (the skip that still advances the momentum, the skip decided locally) the
-    nan tells apart too; good one short of the interval, not 0: a skip that leaves good
-    as it was, or lets it reach growth_interval, is seen. And a clean step two short of
-    growing, on the underflow example's program (same N, Ψ and interval): a scale grown
-    one clean step early doubles there, and only there (at k − 1 every step grows)."""
-    rows = (("nan", 4, 2, 1), ("underflow", 3, 3, 2), ("overflow", 2, 4, 3), ("clean", 3, 3, 1))
+    nan tells apart too; good not 0 on both: a skip that leaves good as it was is seen.
+    The nan one short of the interval: a skip that lets good reach growth_interval is seen;
+    the inf two or more short (good 1 of 4): a skip that still adds one to good and resets
+    it only when that reaches the interval is seen (one short, the reset hides it). And a
+    clean step two short of growing, on the underflow example's program (same N, Ψ and
+    interval): a scale grown one clean step early doubles there, and only there (at k − 1
+    every step grows)."""
+    rows = (("nan", 4, 2, 1), ("underflow", 3, 3, 2), ("overflow", 2, 4, 1), ("clean", 3, 3, 1))
     return [
         {"n": _sizes(ctx, size)[0], "chunk": 32, "case": case, "interval": k, "good": good,
          "seed": i}
@@ -1359,8 +1362,8 @@ SCALED_PURPOSE = {
     "halves and good resets to 0 (a nan is not inf and compares false with any bound)",
     "underflow": "gradients below float16's smallest subnormal, representable only scaled: "
     "unscaled after the float32 cast, and a clean step that grows the scale",
-    "overflow": "an inf on one device's slice only: the step is skipped on every device and "
-    "good resets to 0",
+    "overflow": "an inf on one device's slice only, good 1 of 4: the step is skipped on "
+    "every device and good resets to 0 (not 2: a skip is no clean step)",
     "clean": "a clean step two short of growing the scale: good rises by one and the scale "
     "stays as it is",
 }

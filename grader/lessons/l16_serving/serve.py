@@ -371,6 +371,8 @@ class Logits(Check):
     @staticmethod
     def _hint(trial: Trial, k: int) -> str | None:
         if trial.extra["what"] != "decode":
+            if position := _prefill_position(trial):
+                return position
             changed = _prefill_changed(trial)
             return ((f"{changed} " if changed else "")
                     + "The prompt's logits differ: check the causal mask (keys ≤ query), the "
@@ -392,6 +394,28 @@ class Logits(Check):
                     "(lax.dynamic_update_slice), in every layer, and return the whole cache."
                     + (f" {changed}" if changed else "") + (f" {said}" if said else ""))  # fmt: skip
         return " ".join(x for x in (changed, said) if x) or None
+
+
+def _prefill_position(trial: Trial) -> str | None:
+    """Where the student's logits are exactly the reference's at another position of the
+    prompt (every row), that position, in one sentence; None where they are not."""
+    later = variants.deferred(trial)
+    got = _host(trial.output["logits"][0]) if trial.output.get("logits") else None
+    if later is None or got is None:
+        return None
+    _, (params, prompt, heads), _ = later.call  # _prefill_expected(params, prompt, heads)
+    every = np.asarray(model.logits(params, prompt, heads))  # [B, T, V]
+    if every.ndim != 3 or every.shape[0::2] != got.shape:
+        return None
+    last = every.shape[1] - 1
+    for p in range(last):
+        at = every[:, p]
+        if np.abs(got - at).max() <= ATOL * np.abs(at).max():
+            which = " (the first)" if p == 0 else ""
+            return (f"Your logits are exactly the reference's for the prompt's token at position "
+                    f"{p}{which}, in every row, where those of its last token (position {last}) "
+                    "belong: prefill returns the logits that pick the next token.")  # fmt: skip
+    return None
 
 
 def _prefill_changed(trial: Trial) -> str | None:
