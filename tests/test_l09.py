@@ -53,3 +53,23 @@ def test_the_forward_is_checked_where_the_loop_shows_and_at_one_stage():
     assert sum(ex["p"] >= 4 and ex["m"] >= 3 for ex in examples) >= 2
     assert any(ex["p"] == 1 for ex in examples)
     assert any(ex["m"] < ex["p"] for ex in examples)
+
+
+def test_the_dependency_hint_follows_the_op_that_ran_too_early():
+    """A weight gradient run before its own stage's backward is told W's rule (it runs
+    after that B), not the backward's (which waits for the next stage's): a zero-bubble
+    schedule built from the last tick and never turned round showed the wrong one; a
+    backward run before the next stage's keeps its rule (both ways)."""
+    from grader.expected.l09_pipeline.schedules import Violation, describe_op
+    from grader.lessons.l09_pipeline.checks import _dependency_hint
+
+    w_first = Violation("dependency", f"tick 0: {describe_op('W', 0, 0)} needs "
+                        f"{describe_op('B', 0, 0)}, which runs later, at tick 1", tick=0, stage=0)  # fmt: skip
+    assert (
+        _dependency_hint(w_first) == "W uses the output gradient B computes: it runs after that B."
+    )
+    b_first = Violation("dependency", f"tick 3: {describe_op('B', 0, 0)} needs "
+                        f"{describe_op('B', 1, 0)}, which runs later, at tick 4", tick=3, stage=0)  # fmt: skip
+    assert _dependency_hint(b_first).startswith(
+        "The gradient of a micro-batch comes from the next stage"
+    )

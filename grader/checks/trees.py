@@ -60,11 +60,13 @@ class PerLeaf(Check):
         # every leaf the student returned, by path: a change of the reference said of one
         # leaf must give the others too (grader.checks.values.Values._changed)
         whole = {where: got for (where, _), got in zip(named, got_leaves)}
+        searched: dict[str, bool] = {}  # one search of the reference's changes for all leaves
         for (path, want), got in zip(want_leaves, got_leaves):
             where = jax.tree_util.keystr(path) or "output"
             others = [(f"leaf {k}", w) for k, w in named if k != where]
             extra = {**trial.extra, "leaf": where, **self.leaf_extra(trial, where),
-                     "other_leaves": _arrays(others, np.shape(want)), "whole": whole}  # fmt: skip
+                     "other_leaves": _arrays(others, np.shape(want)), "whole": whole,
+                     "searched": searched}  # fmt: skip
             leaf = replace(trial, output=got, expected=want, extra=extra)
             results.append((where, self.inner(leaf)))
         failed = [(where, r) for where, r in results if not r.passed]

@@ -306,7 +306,15 @@ class Values(Check):
                     return False
             return True
 
-        return variants.said(trial, everywhere, f"your {leaf}" if leaf else "your value")
+        # a change said of one leaf must give every leaf: where one leaf's search found
+        # none, another leaf's would find none either (it holds the same leaves to it)
+        searched = trial.extra.get("searched")
+        if searched is not None and searched.get("none"):
+            return None
+        said = variants.said(trial, everywhere, f"your {leaf}" if leaf else "your value")
+        if searched is not None and said is None:
+            searched["none"] = True
+        return said
 
     @staticmethod
     def _siblings(trial: Trial, leaf: str | None) -> list[tuple[str, np.ndarray, str]]:

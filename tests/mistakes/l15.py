@@ -407,6 +407,23 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
+        # passed before stop 62: both skipped examples had good one short of the interval,
+        # where the count reaches it and the reset hides the mistake (the inf one now has
+        # good 1 of 4)
+        id="l15-scaled-skip-counts-the-step",
+        module=L15,
+        exercise="loss_scaled_step",
+        status="failed",
+        check="values",
+        says=("[1]['good']", "+ 1 on every one of the 1 wrong elements: one more than it came in"),
+        patch=(
+            (
+                "good = jnp.where(skip | grow, 0, good)",
+                "good = jnp.where(grow, 0, good)  # a skipped step still counted",
+            ),
+        ),
+    ),
+    Mistake(
         id="l15-scaled-good-not-advanced",
         module=L15,
         exercise="loss_scaled_step",

@@ -130,6 +130,8 @@ def _dependency_hint(v: Violation) -> str:
         else ""
     )
     needs = v.message.split(" needs ", 1)[1]
+    if v.message.split(": ", 1)[-1].startswith("weight gradient"):
+        return rule + "W uses the output gradient B computes: it runs after that B."
     if needs.startswith("backward"):
         return rule + (
             "The gradient of a micro-batch comes from the next stage: B(s, i) can run one tick "
