@@ -474,8 +474,8 @@ def _inputs(trial: Trial, shape: tuple[int, ...]) -> list[tuple[str, np.ndarray]
 
 def _units(trial: Trial, out) -> dict[int, list[relate.Unit]]:
     """Per axis of ``out``, the blocks one device holds of each array of its rank split
-    along that axis (the output first, then the arguments by path), longest first: a shift
-    of the output's elements is said in them too (a slot one device's block off)."""
+    along that axis (the output first, then the arguments by path; one name a length): a
+    shift of the output's elements is said in them too (a slot one device's block off)."""
     import jax
 
     arrays = [("the output", out)] + [
