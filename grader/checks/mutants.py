@@ -175,13 +175,13 @@ def _callees(fn: types.FunctionType) -> list[tuple[str, str | None, types.Functi
     out: list[tuple[str, str | None, types.FunctionType]] = []
     names = list(dict.fromkeys(_names(fn.__code__)))
     for name in names:
-        value = _unwrapped(fn.__globals__.get(name))
+        value = unwrapped(fn.__globals__.get(name))
         if value is not fn and ours(value):
             out.append((name, None, value))
         elif _module_of_ours(value):
             for attr in names:
                 try:  # a lesson's module may name a hidden reference's function too
-                    found = _unwrapped(getattr(value, attr, None))
+                    found = unwrapped(getattr(value, attr, None))
                 except Exception:  # the grader's side not importable here
                     found = None
                 if found is not fn and ours(found):
@@ -189,7 +189,7 @@ def _callees(fn: types.FunctionType) -> list[tuple[str, str | None, types.Functi
     return out
 
 
-def _unwrapped(value: Any) -> Any:
+def unwrapped(value: Any) -> Any:
     """A hidden reference's wrapper (:meth:`grader.later.Expected.fn`) as the function it
     wraps; anything else as it is (None where the grader's side cannot be imported)."""
     target = getattr(value, "target", None)

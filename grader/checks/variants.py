@@ -85,14 +85,9 @@ def deferred(trial: Trial) -> Later | None:
 
 def _target(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The function whose parameters name the arguments: a hidden reference's own
-    (:meth:`grader.later.Expected.fn` gives its ``target``), else ``fn``."""
-    target = getattr(fn, "target", None)
-    if callable(target):
-        try:
-            return target()
-        except Exception:  # the grader's side not importable: no names
-            return fn
-    return fn
+    (:func:`grader.checks.mutants.unwrapped`), else ``fn`` (the grader's side not
+    importable: no names)."""
+    return mutants.unwrapped(fn) or fn
 
 
 def _kind(x: Any) -> str | None:
@@ -131,11 +126,10 @@ def changes(
     arguments of one shape swapped; an integer one more or one less; a square matrix
     transposed; an array dealt to k devices strided along its first axis, and a matrix's
     k blocks along a later axis stacked and reshaped (k in ``blocks``: the mesh's axis
-    sizes); an argument whose arrays share a first axis
-    reversed along it, or cut to its last or its first entry alone (stacked layers: only
-    one of them applied); an array or a float as zeros; one argument in place of another of
-    its shape. Arguments
-    that are themselves deferred (a :class:`Later`) are changed inside, by their own
+    sizes); an argument whose arrays share a first axis reversed along it, or cut to its
+    last or its first entry alone (stacked layers: only one of them applied); an array or
+    a float as zeros; one argument in place of another of its shape. Arguments that are
+    themselves deferred (a :class:`Later`) are changed inside, by their own
     reference's parameters; a parameter left to its default is an argument too. Names:
     the reference's parameters, with the path inside (``params['w_in']``, ``hp['b1']``);
     a field of ``example`` (or of a ``**`` parameter) by its key; ``rename`` maps a name
