@@ -69,6 +69,7 @@ from grader.spec import (
     ExerciseSpec,
     LessonSpec,
     about,
+    contrast,
     draw_examples,
     format_example,
     load_spec,
@@ -564,6 +565,9 @@ def _grade_exercise(
         failed = [c for c in checks if not c.passed]
         if failed:
             hint = next((c.hint for c in failed if c.hint), None)
+            apart = contrast(_examples(trials), ex)  # what the passed examples all had
+            if apart is not None:
+                hint = f"{hint} {apart}" if hint else apart
             return finish(
                 Status.FAILED, checks=checks, example=shown, hint=hint,
                 explanation=_explain(spec, [trial]), about=about(spec, ex, fixed),

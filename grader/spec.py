@@ -231,6 +231,60 @@ def about(spec: ExerciseSpec, example: Example, fixed: Sequence[Example]) -> str
     return "a drawn example" + (f": {', '.join(features)}" if features else "")
 
 
+def contrast(passed: Sequence[Example], failing: Example) -> str | None:
+    """What sets the failing example apart from every example that passed before it in
+    this grade (issue 45 §1), measured, never a cause: a number field whose passed values
+    (two or more distinct ones) were all powers of two, all even, all odd or all above 1,
+    or were all 1, where the failing one's is not; a flag or a name every passed example had
+    one value of, where the failing one's differs. None where nothing does, or fewer than
+    two examples passed. ``"The 3 examples before this one passed, all with n a power of
+    two (2, 4, 8); this is the first with n = 3."``"""
+    if len(passed) < 2:
+        return None
+    found = []
+    for key, value in failing.items():
+        seen = [p[key] for p in passed if key in p]
+        if key == "seed" or len(seen) < 2:
+            continue
+        if _number(value) and all(_number(v) for v in seen):
+            distinct = sorted({int(v) for v in seen})
+            if distinct == [1] and value != 1:  # a degenerate size: one row, one device
+                found.append((f"{key} = 1", f"{key} = {value}"))
+                continue
+            if len(distinct) < 2:
+                continue
+            for words, holds in _PROPERTIES:
+                if all(holds(v) for v in distinct) and not holds(value):
+                    shown = ", ".join(map(str, distinct[:6])) + (", …" if len(distinct) > 6 else "")
+                    found.append((f"{key} {words} ({shown})", f"{key} = {value}"))
+                    break
+        elif isinstance(value, bool | str) and len(set(map(repr, seen))) == 1 and seen[0] != value:
+            found.append((f"{key} = {seen[0]}", f"{key} = {value}"))
+    if not found:
+        return None
+    had = " and ".join(h for h, _ in found[:2])
+    first = " and ".join(f for _, f in found[:2])
+    return (f"The {len(passed)} examples before this one passed, all with {had}; this is the "
+            f"first with {first}.")  # fmt: skip
+
+
+def _number(v: Any) -> bool:
+    """An integer (Python's or numpy's), not a flag."""
+    return hasattr(v, "__index__") and not isinstance(v, bool) and type(v).__name__ != "bool_"
+
+
+_PROPERTIES: tuple[tuple[str, Callable[[int], bool]], ...] = (
+    ("a power of two", lambda v: v >= 1 and v & (v - 1) == 0),
+    ("even", lambda v: v % 2 == 0),
+    ("odd", lambda v: v % 2 == 1),
+    ("above 1", lambda v: v > 1),
+)
+"""Properties of a number field a passed run may share and the failing one lack, the
+most telling first (2, 4, 8 passed and 6 fails: not a power of two; 3 and 5 passed and 4
+fails: not odd). ``1`` alone is a value, not a property: it is said as "above 1" where
+every passed example had more."""
+
+
 LESSONS = "grader.lessons"
 """The package holding every lesson's folder (a test may grade a lesson of its own
 from another: ``grade_lesson``'s ``lessons``)."""

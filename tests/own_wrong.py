@@ -132,6 +132,36 @@ OWN = [
         patch=(("total, _ = lax.scan(step, zeros, (xs, ys))",
                 "total, _ = lax.scan(step, zeros, (xs[:-1], ys[:-1]))"),),
     ),
+    Mistake(
+        id="own-clip-condition-inverted", module="l15_optimizer",
+        exercise="clip_by_global_norm", status="failed", check="values",
+        # rescales where the norm is below max_norm and leaves a longer gradient as it is;
+        # the norm is right (psum): the hint must not tell it to psum
+        says=("the gradient came back as it came, though its norm over every device is",
+              "or the factor it applied was 1"),
+        patch=(("return g * (limit / jnp.maximum(norm, limit))",
+                "return jnp.where(norm > limit, g, g * limit / norm)"),),
+    ),
+    Mistake(
+        id="own-l12-mlp-reads-the-first-cast", module="l12_parallel_transformer",
+        exercise="train_step", status="failed", check="values",
+        # one pcast per block, the MLP reading the pre-attention h: under check_vma the
+        # all-reduce missing is the second cast's transpose, not a forward psum
+        says=("(4,096 B fewer)", "what is missing is in the backward",
+              "one of them reads a value cast elsewhere"),
+        never=("psum it over 'model'",),
+        patch=(('    hv = lax.pcast(h, "model", to="varying")\n    return h + lax.psum(',
+                "    return h + lax.psum("),),
+    ),
+    Mistake(
+        id="own-l02-reduce-scatter-mask-for-mod", module="l02_collectives",
+        exercise="ring_reduce_scatter", status="failed", check="values",
+        # a bit mask as a fast modulo: right on rings of 1, 2, 4, 8 devices only
+        says=("examples before this one passed, all with n a power of two (", "this is the "
+              "first with n = 3"),
+        patch=(("acc = chunk((me - 1) % n)", "acc = chunk((me - 1) & (n - 1))"),
+               ("acc + chunk((me - s - 2) % n)", "acc + chunk((me - s - 2) & (n - 1))")),
+    ),
 ]  # fmt: skip
 
 

@@ -71,6 +71,35 @@ def test_merge_allows_a_chips_exp_and_log_but_not_a_rounded_or_shortened_lse():
         assert not result.passed and "(row, head) pairs wrong" in result.message, result.message
 
 
+def test_merge_weights_that_do_not_add_up_to_1_are_said_with_their_sums():
+    """Partials weighted by e^(lse_i − max(lse1, lse2)), the lse right: each wrong pair's
+    o is a·o1 + b·o2 with a + b between 1 and 2, said so beside the merge's sum of 1;
+    every o scaled by a factor of its own gets the per-line factors only, where some
+    weights cannot be solved (rows 0 and 1 saw keys in one partial only: o1 or o2 is 0
+    there); o off by noise gets neither."""
+    ex = spec.merge_explicit(CTX)[0]
+    inputs = spec.merge_inputs(ex, example_rng(ex))
+    o1, lse1, o2, lse2 = (a.astype(np.float64) for a in inputs)
+    o, lse = attention.merge((o1, lse1), (o2, lse2))
+    top = np.maximum(lse1, lse2)
+    with np.errstate(invalid="ignore"):  # −inf − (−inf) where neither saw a key: weight 0
+        w1, w2 = (np.nan_to_num(np.exp(x - np.where(np.isneginf(top), 0, top)))[..., None]
+                  for x in (lse1, lse2))  # fmt: skip
+    r = _merge_trial(w1 * o1 + w2 * o2, lse, inputs)
+    assert not r.passed and r.hint.startswith("At each of the "), r.hint
+    assert "wrong (row, head) pairs your o is exactly a·o1 + b·o2, with a + b from 1." in r.hint
+    assert "e^(lse1 − lse) and e^(lse2 − lse) add up to 1" in r.hint
+    rng = np.random.default_rng(63)
+    scaled = o * rng.uniform(1.5, 2.0, size=lse.shape)[..., None]
+    r = _merge_trial(scaled, lse, inputs)
+    assert r.hint.startswith("Your o is, along its last axis, exactly the expected one times "
+                             "a factor of each line's own"), r.hint  # fmt: skip
+    noisy = o + 1e-2 * rng.normal(size=o.shape) * np.max(np.abs(o))
+    r = _merge_trial(noisy, lse, inputs)
+    assert not r.passed and "a factor of each line's own" not in (r.hint or "")
+    assert "a·o1 + b·o2" not in (r.hint or "")
+
+
 def test_zigzag_order_gives_device_i_chunks_i_and_2n_minus_1_minus_i():
     order = attention.zigzag_order(16, 4)  # chunks of 2 rows
     assert order.reshape(4, 2, 2)[:, :, 0].tolist() == [[0, 14], [2, 12], [4, 10], [6, 8]]

@@ -135,3 +135,48 @@ def test_extra_all_reduce_bytes_are_named_by_what_they_carry():
     grads = trial(f"f32[{b},{s.seq},{d}]", f"(f32[8,{d},4], f32[8,4,{d}])")
     said = spec._all_reduce_hint(grads)
     assert "shaped like weights" in said and "cast h once" not in said
+
+
+def test_a_prediction_slip_is_named_only_where_it_gives_the_prediction_on_another_mesh_too():
+    """Half the all-reduce on model = 2 is what a forward-only count, a missing 2 and the
+    activations divided by 'model' all give: on the probe's 8 × 4 mesh the first two give
+    ½ again and are named, the third gives ¼ and none is — it is said as 1/'model' on both
+    meshes instead; without a probe the old reading stands."""
+    from grader.expected import l12_parallel_transformer as F
+    from grader.lessons.l12_parallel_transformer import spec as l12
+
+    ex = l12.PREDICT_EXPLICIT[0]  # mesh (4, 2)
+    other = l12._probe(ex)
+    assert other["mesh"] == (8, 4)
+
+    def ref(e):
+        return F.reference_bytes(l12._predict_shapes(e), *e["mesh"], l12.ITEMSIZE)[F.ALL_REDUCE]
+
+    half_both = l12._prediction_hint(F.ALL_REDUCE, ref(ex) // 2, ref(ex), ex,
+                                     probe=(other, {F.ALL_REDUCE: ref(other) // 2}))  # fmt: skip
+    assert half_both.startswith("One of these: The all-reduce is half"), half_both
+    per_model = l12._prediction_hint(F.ALL_REDUCE, ref(ex) // 2, ref(ex), ex,
+                                     probe=(other, {F.ALL_REDUCE: ref(other) // 4}))  # fmt: skip
+    assert per_model.startswith("Yours is 0.5× the step's, and on a 8×4 mesh 0.25× — on "
+                                "both, 1/'model': the known slips that give 0.5× here give "
+                                "other values there."), per_model  # fmt: skip
+    assert "The all-reduce is half" not in per_model
+    assert l12._prediction_hint(F.ALL_REDUCE, ref(ex) // 2, ref(ex), ex).startswith("One of these")
+
+
+def test_a_local_mean_is_named_alone_only_where_no_other_size_equals_data():
+    """Gradients data× too large are the loss averaged over each device's own rows where
+    data is no other size of the example; where seq (or dh) equals it too, those are said
+    beside it and the local mean only as one way to get the factor (a loss divided by the
+    B sequences, not the B·S tokens, gives seq×)."""
+    before = {"wq": np.ones((2, 3))}
+    base = {"mesh": (4, 2), "layers": 8, "rows": 1, "seq": 5, "dblock": 8, "heads": 6, "dh": 3}
+    apart = spec._local_mean(Trial(base, expected=np.zeros((2, 3)),
+                                   extra={"param": "wq", "before": before}))  # fmt: skip
+    assert apart[0][0].startswith("Every gradient is data = 4 times too large: each device "
+                                  "averaged its squared errors")  # fmt: skip
+    same = spec._local_mean(Trial({**base, "seq": 4, "dh": 4}, expected=np.zeros((2, 3)),
+                                  extra={"param": "wq", "before": before}))  # fmt: skip
+    assert same[0][0].startswith("Every gradient is data = 4 times too large (or seq = 4, or "
+                                 "dh = 4 times: equal on this example)."), same[0][0]  # fmt: skip
+    assert "each device averaged" not in same[0][0]

@@ -1418,3 +1418,21 @@ def test_the_graders_own_clusters_start_once_the_students_have_joined(tmp_path):
             assert ((2, 1) in twins and twins[(2, 1)].proc is not None) is started
         finally:
             pool.close()
+
+
+def test_a_loader_message_s_rule_is_its_hint_and_a_measurement_alone_gives_none():
+    """The rule a loader's message states after what it measured is the check's hint
+    (a step that moves on by B/P is told the global batch); a message that only measures
+    (two processes loading one row, the rows in another order) gives no hint."""
+    from grader.lessons.l13_multi_host.spec import _loader_message, _loader_rule
+
+    want = np.arange(45, 60)  # step 3 of a batch of 15 over 3 processes
+    parts = [np.arange(15, 20), np.arange(20, 25), np.arange(25, 30)]  # moved on by B/P
+    message = _loader_message(parts, want, 3, 15, "loader_indices(…)", 3, 1000)
+    assert _loader_rule(message) == (
+        "Each step moves on by the global batch, B = 15 rows, so process i starts at s·B + i·B/P."
+    )
+    overlap = [np.arange(45, 50), np.arange(48, 53), np.arange(55, 60)]
+    assert _loader_rule(_loader_message(overlap, want, 3, 15, "loader_indices(…)", 3, 1000)) is None
+    order = [want[10:], want[5:10], want[:5]]
+    assert _loader_rule(_loader_message(order, want, 3, 15, "loader_indices(…)", 3, 1000)) is None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -68,6 +69,20 @@ def moments(m, v, g, b1=0.9, b2=0.99):
 def causal(n):
     i = np.arange(n)
     return (i[:, None] >= i[None, :]).astype(float)
+
+
+def masked(s, mask):
+    return np.where(mask, s, -np.inf)
+
+
+def fp8(w):
+    q = (w * (448.0 / np.max(np.abs(w)))).astype(ml_dtypes.float8_e4m3fn)
+    return q.astype(np.float64)
+
+
+def scores(q, k):
+    s = q @ k.T
+    return s / np.sqrt(q.shape[-1])
 
 
 def merged(p, v):
@@ -147,6 +162,15 @@ KINDS = [
      "with a factor left out — `(1 - b2) * g` in place of `(1 - b2) * g * g`"),
     ("compare", causal, (5,), np.tril(np.ones((5, 5)), -1),
      "with `>` where the reference has `>=` — `i[:, None] > i[None, :]`"),
+    ("reversed", causal, (5,), np.triu(np.ones((5, 5))),  # a mask of the future
+     "with the comparison reversed — `i[:, None] <= i[None, :]`"),
+    ("arguments", masked, (SCORES, SCORES > 0), np.where(SCORES > 0, -np.inf, SCORES),
+     "with `np.where`'s arguments `s` and `-np.inf` swapped — `np.where(mask, -np.inf, s)`"),
+    ("dtype", fp8, (G,),
+     (G * (448.0 / np.max(np.abs(G)))).astype(ml_dtypes.float8_e5m2).astype(np.float64),
+     "with another dtype — `ml_dtypes.float8_e5m2` in place of `ml_dtypes.float8_e4m3fn`"),
+    ("variable", scores, (X, W1.T), X @ X.T / np.sqrt(3),  # a copy-paste slip
+     "with another variable read — `q` in place of `k` in `s = q @ k.T`"),
     ("einsum", merged, (PROBS, VALUES), merged_wrong(PROBS, VALUES),
      "with the einsum's output axes in another order — `'bhqk,bkhd->bhqd'` in place of "
      "`'bhqk,bkhd->bqhd'`"),

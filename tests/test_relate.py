@@ -91,6 +91,27 @@ def test_a_factor_none_of_the_quantities_is_said_unnamed_and_a_near_one_not_at_a
     assert _rel([7.0, 7.0], [3.0, 3.0], known=relate.quantities({})) == []
 
 
+def test_lines_each_scaled_by_a_factor_of_their_own_are_said_with_the_factors():
+    """Each row (a vector along the last axis) the expected one times its own factor: said
+    with the factors' range; one factor for all is the constant factor's sentence; a
+    row that is not a multiple of its expected one, or one row alone, gets nothing of it."""
+    factors = np.array([1.0, 1.5, 2.0, 0.25])[:, None]
+    (said,) = _rel(WANT * factors, WANT)
+    assert said == (
+        "your value is, along its last axis, exactly the expected one times a factor of each "
+        "line's own, on every one of the 3 wrong lines (each of 6 elements), with factors "
+        "from 0.25 to 2 — the right directions, the wrong lengths"
+    )
+    assert not relate.names(said)  # a change of the reference is still looked for
+    assert "a factor of each line's own" not in " ".join(_rel(WANT * 1.5, WANT))
+    bent = WANT * factors
+    bent[1, 0] += 1.0  # row 1 no longer a multiple of its expected row
+    assert "a factor of each line's own" not in " ".join(_rel(bent, WANT))
+    one = WANT.copy()
+    one[2] *= 3.0
+    assert "a factor of each line's own" not in " ".join(_rel(one, WANT))
+
+
 def test_sign_zero_unchanged_and_swapped_leaves():
     assert "with its sign flipped" in _rel(-WANT, WANT)[0]
     assert "is exactly 0 on every one of the 24" in _rel(WANT * 0, WANT)[0]
@@ -636,6 +657,8 @@ def test_own_wrong_program_gets_measured_feedback(mistake):
     text = " ".join(told)
     for words in mistake.says:
         assert words in text, f"{words!r} not in: {text}"
+    for words in mistake.never:  # a cause the measurement rules out
+        assert words not in text, f"{words!r} in: {text}"
 
 
 # ------------------------------------------------------------ §1: what an example is for
@@ -660,6 +683,35 @@ def test_a_fixed_example_says_its_purpose_and_a_drawn_one_its_features():
     plain = dataclasses.replace(load_spec("l03_cost_model").exercises[0], purpose=None)
     ex = plain.explicit(FULL)[0]  # no purposes declared: still says fixed
     assert about(plain, ex, plain.explicit(FULL)) == "a fixed example (one every grade runs)"
+
+
+def test_what_sets_the_failing_example_apart_from_the_passed_ones_is_said():
+    """A number every passed example had a power of two, even, odd, above 1 or 1, and a
+    flag or name they all shared, where the failing example's differs; nothing where
+    fewer than two passed, where the passed numbers were one value (other than 1), or
+    where the failing example shares what they had."""
+    from grader.spec import contrast
+
+    assert contrast([{"n": 2, "seed": 1}, {"n": 4, "seed": 2}, {"n": 8, "seed": 3}],
+                    {"n": 6, "seed": 4}) == (
+        "The 3 examples before this one passed, all with n a power of two (2, 4, 8); this "
+        "is the first with n = 6."
+    )  # fmt: skip
+    assert contrast([{"n": 3, "rows": 1}, {"n": 5, "rows": 1}], {"n": 4, "rows": 2}) == (
+        "The 2 examples before this one passed, all with n odd (3, 5) and rows = 1; this is "
+        "the first with n = 4 and rows = 2."
+    )
+    assert contrast([{"n": 2}, {"n": 6}], {"n": 3}).endswith("all with n even (2, 6); this "
+                                                             "is the first with n = 3.")  # fmt: skip
+    assert "all with n above 1 (2, 3)" in contrast([{"n": 2}, {"n": 3}], {"n": 1})
+    flags = [{"causal": True, "dtype": "float32"}, {"causal": True, "dtype": "float32"}]
+    assert contrast(flags, {"causal": False, "dtype": "float32"}).endswith(
+        "all with causal = True; this is the first with causal = False.")  # fmt: skip
+    assert contrast([{"n": 2}], {"n": 3}) is None  # one passed: nothing to contrast
+    assert contrast([{"n": 4}, {"n": 4}], {"n": 3}) is None  # one value: no property
+    assert contrast([{"n": 3}, {"n": 7}], {"n": 5}) is None  # odd too
+    assert contrast([{"n": 2}, {"n": 3}], {"n": 6}) is None  # in no property apart
+    assert contrast([{"dtype": "float32"}, {"dtype": "bfloat16"}], {"dtype": "float16"}) is None
 
 
 def _fixed_without_purpose(lesson) -> list[str]:

@@ -324,3 +324,45 @@ def test_a_formula_of_the_examples_fields_is_told_the_field_changed_under_its_ca
     assert hint(want * 1.000001) is None  # no change gives it
     assert Suspicion(lambda ex: [], answer=answer, call=call)(8193, 8192, Trial(ex)) is None
     assert Suspicion(lambda ex: [], answer=lambda **ex: True)(False, True, Trial(ex)) is None
+
+
+def test_a_number_one_step_off_is_said_with_the_formula_change_that_gives_it_too(monkeypatch):
+    """Lesson 15's scale grown one clean step late is the interval one more, and the
+    reference's `>` for its `>=`: both are said, the argument first; a decay one step on
+    that no formula change gives has nothing beside it; a change of another kind (two
+    arguments swapped) never looks for one."""
+    from grader.expected.l15_optimizer import loss_scaled
+
+    master, m, g = X[0], Y[0], X[1]
+    args = (master, m, g, 8.0, 2, 3)  # the third clean step: the scale grows, good resets
+
+    def late(v):  # `good > interval`: the same step, the scale not grown, good counted on
+        return np.array_equal(v[0], loss_scaled(*args)[0]) and v[2:] == (8.0, 3)
+
+    change = variants.first_change_of((loss_scaled, args, {}), late, budget_s=60)
+    assert change.said == (
+        "with interval = 4 in place of 3 (one more), and so does its formula with `>` where "
+        "the reference has `>=` — `good > interval` in place of `good >= interval` in "
+        "`if good >= interval:`"
+    ), change.said
+
+    def found(fn, args, value):
+        change = variants.first_change_of(
+            (fn, args, {}), lambda v: np.allclose(v, value, rtol=1e-12, atol=0), budget_s=60
+        )
+        return None if change is None else change.said
+
+    def decayed(x, step):
+        return x * 0.5**step
+
+    searched = []
+    real = variants._formulas
+    monkeypatch.setattr(variants, "_formulas", lambda call: searched.append(call) or real(call))
+    assert found(decayed, (X, 3), X * 0.5**4) == "with step = 4 in place of 3 (one more)"
+    assert len(searched) == 1
+
+    def mixed(x, y):
+        return x - 0.5 * y
+
+    assert found(mixed, (X, Y), mixed(Y, X)) == "with x and y swapped"
+    assert len(searched) == 1

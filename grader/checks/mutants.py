@@ -5,8 +5,11 @@ way: a difference the other way round (``q - p`` for ``p - q``), a quotient upsi
 (``amax / 448``), a factor or a term left out, a nonlinearity applied after a matmul
 instead of before it, a softmax taken over the other axis, a comparison with ``<`` for
 ``<=``, the weights of a running average swapped, a power written as a product
-(``b * t`` for ``b ** t``), a function applied twice. These are mutations of the reference's
-own source, and they need no list of known mistakes: this module parses a reference
+(``b * t`` for ``b ** t``), a function applied twice, a comparison the other way round
+(``q <= k`` for ``q >= k``), two arguments of a call in the other order (``where(mask,
+-inf, s)``, ``tree.map(f, grads, params)``), another dtype (float8_e5m2 for
+float8_e4m3fn). These are mutations of the reference's own source, and they need no list
+of known mistakes: this module parses a reference
 function (and the functions of the grader's that it calls by name, one level down), and
 yields every such change of it as a function of the same signature, each with the change
 in words: the piece as the reference has it, as changed, and the reference's line.
@@ -51,6 +54,12 @@ _OTHER_CALL = {"sum": ("mean", "a mean where the reference sums"),
                "triu": ("tril", "the lower triangle where the reference keeps the upper")}  # fmt: skip
 """Functions (by their last name: ``np.sum``, ``x.sum``, ``max``) read as another."""
 _OTHER_CMP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt}
+_REVERSED_CMP = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+_OTHER_DTYPE = {"float8_e4m3fn": ("float8_e5m2",), "float8_e5m2": ("float8_e4m3fn",),
+                "bfloat16": ("float16", "float32"), "float16": ("bfloat16", "float32"),
+                "float32": ("bfloat16", "float16"), "int8": ("uint8",), "uint8": ("int8",)}  # fmt: skip
+"""Dtypes (by name: ``ml_dtypes.float8_e4m3fn``, ``jnp.bfloat16``, ``"float16"``) read as a
+neighbour of theirs: the other float8, the other 16-bit float, a narrow float for float32."""
 
 
 @dataclass(frozen=True)
@@ -292,14 +301,18 @@ def _changed(fn: types.FunctionType, tree: ast.FunctionDef, lines: list[str],
                          f"in `{lines[s.line].strip()}`", _text_of(built),
                          _around(nodes, up, s.index), swap)  # fmt: skip
     numbers = _numbers(tree, skip)
-    for stmt, name, other, group in _renamed(nodes, skip, numbers):  # last: the most of them
-        built = _built(fn, tree, group, up)
-        if built is not None:
-            places = f" at all {len(group)} places" if len(group) > 1 else ""
-            defined = f" ({other} = {numbers[other]})" if numbers[other] else ""
-            yield Mutant(f"with another number read{places} — `{other}`{defined} in place "
-                         f"of `{name}`", built, f"in `{lines[stmt.lineno - 1].strip()}`",
-                         _text_of(built))  # fmt: skip
+    variables = _variables(tree, skip, numbers)
+    for kind, names in (("number", numbers), ("variable", variables)):  # last: the most
+        for stmt, name, other, group in _renamed(nodes, skip, names):
+            built = _built(fn, tree, group, up)
+            if built is not None:
+                places = f" at all {len(group)} places" if len(group) > 1 else ""
+                defined = f" ({other} = {names[other]})" if names[other] else ""
+                pieces = _around(nodes, up, group[0].index) if len(group) == 1 else ()
+                yield Mutant(f"with another {kind} read{places} — `{other}`{defined} in "
+                             f"place of `{name}`", built,
+                             f"in `{lines[stmt.lineno - 1].strip()}`", _text_of(built),
+                             pieces, f"`{other}` in place of `{name}`")  # fmt: skip
 
 
 def _around(nodes: list[ast.AST], up: dict[int, int], index: int) -> tuple[str, ...]:
@@ -334,6 +347,28 @@ def _numbers(tree: ast.FunctionDef, skip: set[int]) -> dict[str, str]:
                         and (not isinstance(n, ast.Name) or n.id in out)
                         for n in ast.walk(stmt.value))):  # fmt: skip
             out[stmt.targets[0].id] = _text(stmt.value)
+    return out
+
+
+def _variables(tree: ast.FunctionDef, skip: set[int], numbers: dict[str, str]) -> dict[str, str]:
+    """The function's other variables by name, each with its definition (``""`` for a
+    parameter): every other parameter, then each local assigned once, at the body's top
+    level, by a plain ``name = …`` (a copy-paste slip reads one for another: ``k`` for
+    ``q``, ``v_hat`` for ``m_hat``)."""
+    a = tree.args
+    out = {x.arg: "" for x in a.posonlyargs + a.args + a.kwonlyargs if x.arg not in numbers}
+    assigned: dict[str, int] = {}
+    for node in ast.walk(tree):
+        for target in getattr(node, "targets", [getattr(node, "target", None)]):
+            for t in ast.walk(target) if isinstance(target, ast.AST) else ():
+                if isinstance(t, ast.Name):
+                    assigned[t.id] = assigned.get(t.id, 0) + 1
+    for stmt in tree.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and id(stmt) not in skip
+                and isinstance(stmt.targets[0], ast.Name)):  # fmt: skip
+            name = stmt.targets[0].id
+            if assigned[name] == 1 and name not in out and name not in numbers:
+                out[name] = ""
     return out
 
 
@@ -597,6 +632,26 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
         new = ast.Compare(left=node.left, ops=[_OTHER_CMP[was]()], comparators=node.comparators)
         yield site(new, f"`{_SYMBOL[_OTHER_CMP[was]]}` where the reference has `{_SYMBOL[was]}`",
                    group=f"cmp:{_text(node)}")  # fmt: skip
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _REVERSED_CMP:
+        was = type(node.ops[0])
+        new = ast.Compare(left=node.left, ops=[_REVERSED_CMP[was]()], comparators=node.comparators)
+        yield site(new, "the comparison reversed", group=f"rev:{_text(node)}")
+    if (isinstance(node, ast.Call) and not isinstance(parent, ast.Attribute)
+            and not any(isinstance(a, ast.Starred) for a in node.args)):  # fmt: skip
+        for i in range(len(node.args) - 1):  # two arguments in the other order
+            a, b = node.args[i], node.args[i + 1]
+            if _text(a) != _text(b) and not isinstance(a, ast.Lambda | ast.Constant):
+                args = [*node.args[:i], b, a, *node.args[i + 2 :]]
+                yield site(ast.Call(func=node.func, args=args, keywords=node.keywords),
+                           f"`{_text(node.func)}`'s arguments `{_text(a)}` and `{_text(b)}` "
+                           "swapped", group=f"args:{_text(node)}:{i}")  # fmt: skip
+    dtype = (node.attr if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
+             else node.value if isinstance(node, ast.Constant) else None)  # fmt: skip
+    if isinstance(dtype, str) and dtype in _OTHER_DTYPE:  # (a bare name: not its neighbour's)
+        for other in _OTHER_DTYPE[dtype]:
+            new = (ast.Attribute(value=node.value, attr=other, ctx=ast.Load())
+                   if isinstance(node, ast.Attribute) else ast.Constant(other))  # fmt: skip
+            yield site(new, "another dtype", group=f"dtype:{dtype}->{other}")
     if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
             and isinstance(node.value, ast.Name) and node.value.id in fields
             and not (isinstance(parent, ast.Call) and parent.func is node)):  # fmt: skip

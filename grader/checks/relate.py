@@ -298,6 +298,8 @@ def relations(
             f"update {every}: {words}"
         )
         break
+    if not out and factor is None and (lines := scaled_lines(got, want, bad, close, what)):
+        out.append(lines)
     d = float(np.median(a - e))
     if not out and d != 0 and np.all(close(a, e + d)):
         q = Quantity(1.0, "1") if abs(d) == 1 else name_factor(abs(d), known)
@@ -313,6 +315,36 @@ def relations(
         elif said := moved(got, want, bad, close, what=what, units=units):
             out.append(said)
     return out[:LIMIT]
+
+
+def scaled_lines(got: np.ndarray, want: np.ndarray, bad: np.ndarray, close: Close,
+                 what: str = "your value") -> str | None:  # fmt: skip
+    """Each wrong line along the last axis (a vector: a token's features, a head's
+    output) exactly the expected line times a factor of its own, the factors not all one
+    value (that is :func:`relations`' constant factor): the vectors point the right way
+    and have the wrong lengths (weights that do not add up to 1, a norm of another
+    slice). None where some wrong line is not so, or fewer than two lines are wrong. It
+    names no cause (:func:`names`: no colon), so a change of the reference that gives the
+    value is still looked for, and goes first."""
+    if got.ndim < 2 or got.shape != want.shape or got.shape[-1] < 2:
+        return None
+    rows = np.any(bad, axis=-1)
+    if int(rows.sum()) < 2:
+        return None
+    g, w = got[rows].astype(np.float64), want[rows].astype(np.float64)
+    norm = np.sum(w * w, axis=-1)
+    if not np.all(norm > 0) or not np.all(np.isfinite(g)):
+        return None
+    c = np.sum(g * w, axis=-1) / norm  # each line's least-squares factor
+    if not np.all(close(g, c[:, None] * w)):
+        return None
+    lo, hi = float(np.min(c)), float(np.max(c))
+    if np.all(close(c[:, None] * w, lo * w)):
+        return None  # one factor for all: the constant factor's sentence
+    return (f"{what} is, along its last axis, exactly the expected one times a factor of "
+            f"each line's own, on every one of the {int(rows.sum())} wrong lines (each of "
+            f"{got.shape[-1]} elements), with factors from {_fmt(lo)} to {_fmt(hi)} — the "
+            "right directions, the wrong lengths")  # fmt: skip
 
 
 def names(said: str) -> bool:

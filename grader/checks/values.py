@@ -228,7 +228,7 @@ class Values(Check):
             if (hint is None or hint.startswith(diagnose.STRAY_FACTOR)
                     or (changed and hint.startswith(diagnose.NON_FINITE))):  # fmt: skip
                 hint = first_said
-            elif hint.startswith(GENERIC):
+            elif hint.startswith(GENERIC) or (changed and isinstance(hint, Behaviour)):
                 hint = f"{first_said} {hint}"
         return CheckResult(
             self.name,
@@ -447,10 +447,18 @@ GENERIC = ("Only device(s)", "The output is all zeros")
 """Hints that name where, not why: a relation measured on the values goes first."""
 
 
+class Behaviour(str):
+    """An alternative's hint (``Values(alternatives=…)``) that says what the output does
+    (the gradient came back unclipped), which several causes give: a change of the
+    reference that gives the output is still looked for, and said first."""
+
+
 def open_hint(hint: str | None) -> bool:
-    """A hint that names no cause: none, a generic one, an unnamed factor, or the list of
-    what can make a NaN. A measured relation or change may take its place."""
-    return hint is None or hint.startswith((*GENERIC, diagnose.STRAY_FACTOR, diagnose.NON_FINITE))
+    """A hint that names no cause: none, a generic one, a behaviour several causes share,
+    an unnamed factor, or the list of what can make a NaN. A measured relation or change
+    may take its place (or go before it)."""
+    return (hint is None or isinstance(hint, Behaviour)
+            or hint.startswith((*GENERIC, diagnose.STRAY_FACTOR, diagnose.NON_FINITE)))  # fmt: skip
 
 
 def _inputs(trial: Trial, shape: tuple[int, ...]) -> list[tuple[str, np.ndarray]]:

@@ -74,6 +74,10 @@ class Change:
     (:attr:`grader.checks.mutants.Mutant.pieces`)."""
     swap: str = ""
     """That change alone, in few words (``"`b2 * t` in place of `b2 ** t`"``)."""
+    step: bool = False
+    """A number of the arguments one more or one less: a count one step off, which a
+    formula can also be (``>`` for ``>=``, an index one on) — :func:`first_change_of` then
+    looks for that too."""
 
 
 def deferred(trial: Trial) -> Later | None:
@@ -122,8 +126,8 @@ def changes(
     call: tuple[Callable[..., Any], tuple, dict], example: Example | None = None,
     rename: dict[str, str] | None = None, formula: bool = False, blocks: tuple[int, ...] = (),
 ) -> Iterator[Change]:  # fmt: skip
-    """Every change of ``call``'s arguments, in the order tried: a flag flipped; two
-    arguments of one shape swapped; an integer one more or one less; a square matrix
+    """Every change of ``call``'s arguments, in the order tried: a flag flipped; an
+    integer one more or one less; two arguments of one shape swapped; a square matrix
     transposed; an array dealt to k devices strided along its first axis, and a matrix's
     k blocks along a later axis stacked and reshaped (k in ``blocks``: the mesh's axis
     sizes); an argument whose arrays share a first axis reversed along it, or cut to its
@@ -178,13 +182,6 @@ def changes(
             flipped = not bool(leaves[i])
             yield Change(f"with {labels[i]} = {flipped} in place of {not flipped}",
                          made({i: flipped}))  # fmt: skip
-    alike = [
-        (i, j) for i in range(len(leaves)) for j in range(i + 1, len(leaves))
-        if _alike(leaves[i], leaves[j], kinds[i], kinds[j])
-    ]  # fmt: skip
-    for i, j in alike:  # two arguments the other way round
-        yield Change(f"with {labels[i]} and {labels[j]} swapped",
-                     made({i: leaves[j], j: leaves[i]}))  # fmt: skip
     for i, k in enumerate(kinds):  # a counter one step on or behind
         if k == "int":
             for d, words in ((1, "one more"), (-1, "one less")):
@@ -192,7 +189,15 @@ def changes(
                     f"with {labels[i]} = {_fmt(leaves[i] + d)} in place of "
                     f"{_fmt(leaves[i])} ({words})",
                     made({i: type(leaves[i])(leaves[i] + d)}),
+                    step=True,
                 )
+    alike = [
+        (i, j) for i in range(len(leaves)) for j in range(i + 1, len(leaves))
+        if _alike(leaves[i], leaves[j], kinds[i], kinds[j])
+    ]  # fmt: skip
+    for i, j in alike:  # two arguments the other way round
+        yield Change(f"with {labels[i]} and {labels[j]} swapped",
+                     made({i: leaves[j], j: leaves[i]}))  # fmt: skip
     for i, k in enumerate(kinds):  # a matrix read the other way round
         x = leaves[i]
         if k == "array" and x.ndim >= 2 and x.shape[-1] == x.shape[-2] and x.shape[-1] >= 2:
@@ -315,14 +320,23 @@ def first_change_of(
     """:func:`first_change` of a call of the grader's own (a formula of the example's
     fields, say), its arguments named as :func:`changes` names them: the arguments'
     changes first (``budget_s``, :data:`CHANGES_AT_MOST`), then the formula's
-    (:data:`FORMULA_BUDGET_S`, :data:`FORMULAS_AT_MOST`)."""
+    (:data:`FORMULA_BUDGET_S`, :data:`FORMULAS_AT_MOST`). Where an argument found is a
+    number one step off, a change of the formula that gives the value too is said beside
+    it: the count the code reads may be right and its comparison or index one off (``>``
+    for ``>=``: the scale grown one clean step late is the interval one more)."""
+    found = None
     for formula, most, seconds in ((False, CHANGES_AT_MOST, budget_s),
                                    (True, FORMULAS_AT_MOST, FORMULA_BUDGET_S)):  # fmt: skip
-        found = _first(changes(call, example, rename, formula, tuple(int(b) for b in blocks)),
-                       matches, most, seconds)  # fmt: skip
-        if found is not None:
-            return found
-    return None
+        if found is not None and not found.step:
+            break
+        change = _first(changes(call, example, rename, formula, tuple(int(b) for b in blocks)),
+                        matches, most, seconds)  # fmt: skip
+        if found is None:
+            found = change
+        elif change is not None:
+            found = dataclasses.replace(found, said=f"{found.said}, and so does its formula "
+                                                    f"{change.said}")  # fmt: skip
+    return found
 
 
 def _first(tried: Iterator[Change], matches: Callable[[Any], bool], most: int,
@@ -366,7 +380,7 @@ def _first(tried: Iterator[Change], matches: Callable[[Any], bool], most: int,
 
     others = " or ".join(what(f).removeprefix("with ") for f in rest)
     said = f"{what(first)} (or, the same value on this example, {others})"
-    return Change(f"{said} {where}" if where else said, first.call, first.where)
+    return Change(f"{said} {where}" if where else said, first.call, first.where, step=first.step)
 
 
 MANY_AT_MOST = 12

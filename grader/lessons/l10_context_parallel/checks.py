@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.checks import variants
+from grader.checks import relate, variants
 from grader.checks.comms import PERMUTE, communication
 from grader.checks.values import as_numpy
 from grader.evidence import CountExpectation, Note, RingSteps, Table
@@ -78,6 +78,8 @@ class MergeValues(Check):
                 return bool(_rows_ok(got_o, got_lse, o, lse).all())
 
             hint, measured = variants.told(trial, matches, "your (o, lse)")
+        if hint is None:  # each o vector scaled: weights that do not add up to 1
+            hint = _scaled_o(got_o, got_lse, want_o, want_lse, ~rows_ok, trial.extra.get("o"))
         return CheckResult(
             self.name,
             False,
@@ -86,6 +88,51 @@ class MergeValues(Check):
             evidence=[_wrong_rows(bad[:SHOW_ROWS], trial, got_o, got_lse), *measured],
             hint=hint,
         )
+
+
+def _scaled_o(got_o: np.ndarray, got_lse: np.ndarray, want_o: np.ndarray,
+              want_lse: np.ndarray, wrong: np.ndarray, partials: Any = None) -> str | None:  # fmt: skip
+    """Where every wrong pair's lse is right and its o is the expected o times a factor
+    of its own: each wrong pair's o as a·o1 + b·o2, where that fits every one exactly and
+    a + b is not 1 (:func:`_weights_sum`), else the factors
+    (:func:`grader.checks.relate.scaled_lines`); None where neither holds."""
+    lse_tol, o_tol = merge_allowance(want_o, want_lse)
+    with np.errstate(invalid="ignore"):
+        lse_right = (np.abs(got_lse - want_lse) <= lse_tol) | (got_lse == want_lse)
+    if not np.all(lse_right[wrong]):
+        return None
+    if partials is not None and (said := _weights_sum(got_o, partials, wrong, o_tol)):
+        return said
+    said = relate.scaled_lines(got_o, want_o, np.broadcast_to(wrong[..., None], got_o.shape),
+                               lambda a, b: np.abs(a - b) <= o_tol, "your o")  # fmt: skip
+    return None if said is None else f"{said[0].upper()}{said[1:]}; your lse is right."
+
+
+def _weights_sum(got_o: np.ndarray, partials: tuple[np.ndarray, np.ndarray],
+                 wrong: np.ndarray, o_tol: float) -> str | None:  # fmt: skip
+    """Each wrong (row, head) pair's o solved as a·o1 + b·o2 (least squares over its Dh
+    elements, Dh ≥ 3 so two weights are determined with room to check): where that gives
+    every wrong pair's o to the allowance and a + b is not 1 on any, the weights' sums, the
+    merge's being 1 (e^(lse1 − lse) + e^(lse2 − lse) = 1 for lse = logaddexp(lse1, lse2));
+    else None."""
+    o1, o2 = (np.asarray(o, np.float64) for o in partials)
+    if got_o.shape[-1] < 3 or o1.shape != got_o.shape:
+        return None
+    sums = []
+    for r, h in np.argwhere(wrong):
+        basis = np.stack([o1[r, h], o2[r, h]], axis=1)  # [Dh, 2]
+        if np.linalg.matrix_rank(basis) < 2:
+            return None
+        ab = np.linalg.lstsq(basis, got_o[r, h], rcond=None)[0]
+        if not np.all(np.abs(basis @ ab - got_o[r, h]) <= o_tol):
+            return None
+        sums.append(float(ab.sum()))
+    if not sums or any(abs(x - 1) <= 1e-6 for x in sums):
+        return None
+    return (f"At each of the {len(sums)} wrong (row, head) pairs your o is exactly a·o1 + b·o2, "
+            f"with a + b from {min(sums):.6g} to {max(sums):.6g}: the merge's weights "
+            "e^(lse1 − lse) and e^(lse2 − lse) add up to 1 (lse = logaddexp(lse1, lse2)), and "
+            "your lse is right.")  # fmt: skip
 
 
 def _rows_ok(got_o: np.ndarray, got_lse: np.ndarray, want_o: np.ndarray,

@@ -293,6 +293,20 @@ def _local_mean(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]
         return []
     before = np.asarray(trial.extra["before"][name], np.float64)
     wrong = before - data * (before - np.asarray(trial.expected))
+    same = [f"{k} = {v}" for k, v in trial.example.items()
+            if k not in ("mesh", "seed") and type(v) is int and v == data]  # fmt: skip
+    if same:  # the factor is not evidence of the local mean alone: said as measured
+        return [
+            (
+                f"Every gradient is data = {data} times too large (or {', or '.join(same)} "
+                "times: equal on this example). The loss is ½·Σ err² over all "
+                "B·S rows, divided once by the global B·S: averaging over each device's own "
+                f"B/data·S rows gives data times, and so does any divisor {data} times too "
+                "small. Divide the summed squared errors by the global B·S (read x.shape "
+                "outside shard_map).",
+                lambda coord, index: wrong[index],
+            )
+        ]
     return [
         (
             f"Every gradient is data = {data} times too large: each device averaged its squared "
@@ -391,7 +405,10 @@ class Divergence(Check):
     def _forward_hint(trial: Trial) -> str:
         """The loss before the step differs: the cause a measurement shows, else what was
         measured. The mask left out (the loss equals the unmasked model's); an all-reduce
-        short of the reference's step (a partial sum never psum'd); else the bytes agree
+        short of the reference's step: with check_vma off, a forward psum never taken (the
+        backward adds none of its own); with it on, a backward one (a forward psum left out
+        is a type error there): a cast of h to varying not made where h enters a matmul;
+        else the bytes agree
         and each device's own computation is where it parts."""
         s = sizes(trial.example)
         lead = "The loss before the step already differs, so the forward pass is wrong"
@@ -410,11 +427,23 @@ class Divergence(Check):
         got_bytes = _measured(trial)
         mine, theirs = got_bytes.get(ALL_REDUCE), ref.get(ALL_REDUCE, 0)
         if mine is not None and mine < theirs * (1 - SLACK):
+            fewer = (f"{lead}. Your step all-reduces {mine:,} B per device where the "
+                     f"reference's sends {theirs:,} B ({theirs - mine:,} B fewer)")  # fmt: skip
+            if _unchecked(trial):  # no implicit psums in the backward: the forward's are short
+                return (
+                    f"{fewer}: with check_vma=False autodiff adds no all-reduce for a cast "
+                    "to varying, so what is missing is a psum your forward never took: a "
+                    "row-parallel matmul (o @ wo, or tanh(h @ w_in) @ w_out) leaves a partial "
+                    "sum over 'model' that is never all-reduced: psum it over 'model' before "
+                    "adding it to h."
+                )
             return (
-                f"{lead}. Your step all-reduces {mine:,} B per device where the reference's "
-                f"sends {theirs:,} B: a row-parallel matmul (o @ wo, or tanh(h @ w_in) @ "
-                "w_out) leaves a partial sum over 'model' that is never all-reduced: psum it "
-                "over 'model' before adding it to h."
+                f"{fewer}. Under check_vma a row-parallel matmul's psum cannot be left out (h "
+                "would vary over 'model': a type error), so what is missing is in the "
+                "backward: the all-reduce over 'model' that the transpose of each cast of h "
+                "to varying adds where h enters a 'model'-split matmul (the q, k, v "
+                "projections, h @ w_in). Each such matmul of yours must read the h of its own "
+                "sub-block, cast there; one of them reads a value cast elsewhere."
             )
         moved = ", ".join(f"{k} {got_bytes.get(k) or 0:,} B" for k in KINDS)
         if all(got_bytes.get(k) == ref.get(k, 0) for k in KINDS):
@@ -954,9 +983,26 @@ def _run_predict(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         half = {str(k): int(v) for k, v in half.items()}
     except Exception:  # report material only: the verdict rests on the call above
         half = None
+    other = _probe(ex)  # another mesh: a slip named must give the prediction there too
+    try:
+        seen = fn(dict(_predict_shapes(other)), {DATA: other["mesh"][0], MODEL: other["mesh"][1]},
+                  ITEMSIZE)  # fmt: skip
+        probe = (other, {str(k): int(v) for k, v in seen.items()})
+    except Exception:  # report material only, as above
+        probe = None
     return Trial(example=ex, output={str(k): int(v) for k, v in out.items()},
                  expected=F.reference_bytes(shapes, data, m, ITEMSIZE),
-                 extra={"half": half})  # fmt: skip
+                 extra={"half": half, "probe": probe})  # fmt: skip
+
+
+def _probe(ex: Example) -> Example:
+    """The example on a mesh twice as large along both axes, every split dimension grown
+    to match (B and D with 'data', F with 'model'): where two slips give one value on the
+    example (½ of the all-reduce on model = 2: a forward-only count, a missing 2, or the
+    activations divided by model), they part on it."""
+    data, m = ex["mesh"]
+    return {**ex, "mesh": (2 * data, 2 * m), "batch": 2 * ex["batch"], "d": 2 * ex["d"],
+            "f": 2 * ex["f"]}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -983,7 +1029,8 @@ class Prediction(Check):
                 f"{row.kind}: you predict {mine:,} bytes per device; the reference's step "
                 f"sends {ref:,}" + (f" ({mine / ref:.2f}×)" if ref else ""),
                 evidence=evidence,
-                hint=_prediction_hint(row.kind, mine, ref, trial.example, _itemless(trial, row.kind)),
+                hint=_prediction_hint(row.kind, mine, ref, trial.example,
+                                      _itemless(trial, row.kind), trial.extra.get("probe")),
             )  # fmt: skip
         return CheckResult(self.name, True, "every kind within 10% of the reference's step",
                            evidence=evidence)  # fmt: skip
@@ -1002,22 +1049,48 @@ def _itemless(trial: Trial, kind: str) -> bool:
 ELEMENTS = "Counted in elements, not bytes"
 
 
-def _prediction_hint(kind: str, mine: int, ref: int, ex: Example, itemless: bool = False) -> str:
-    """Known slips whose value yours equals; "elements, not bytes" only when measured
-    (your prediction did not change with the item size), since other slips give 1/4 too."""
+def _prediction_hint(kind: str, mine: int, ref: int, ex: Example, itemless: bool = False,
+                     probe: tuple[Example, dict[str, int]] | None = None) -> str:  # fmt: skip
+    """Known slips whose value yours equals, on this example and, where the grader could
+    call yours there, on :func:`_probe`'s mesh too (two slips equal on one mesh are not
+    evidence of either: a third gives it as well); "elements, not bytes" only when
+    measured (your prediction did not change with the item size), since other slips give
+    1/4 too."""
     if not ref:
         return f"This step sends no {kind} on a {ex['mesh'][0]}×{ex['mesh'][1]} mesh (a group of one moves nothing)."
-    named = [why for value, why in F.prediction_factors(kind, ex)
-             if abs(mine - value) <= SLACK * max(value, 1) and abs(value - ref) > SLACK * ref
-             and (itemless or not why.startswith(ELEMENTS))]  # fmt: skip
+    there = F.prediction_factors(kind, probe[0]) if probe is not None else None
+
+    def also(i: int) -> bool:  # the slip gives your prediction on the other mesh too
+        if there is None:
+            return True
+        value, got = there[i][0], probe[1].get(kind, 0)
+        return abs(got - value) <= SLACK * max(value, 1)
+
+    here = [(i, why) for i, (value, why) in enumerate(F.prediction_factors(kind, ex))
+            if abs(mine - value) <= SLACK * max(value, 1) and abs(value - ref) > SLACK * ref
+            and (itemless or not why.startswith(ELEMENTS))]  # fmt: skip
+    named = [why for i, why in here if also(i)]
     if itemless and not any(why.startswith(ELEMENTS) for why in named):
         named.insert(0, f"{ELEMENTS}: your prediction is the same at half the item size; "
                      "multiply by itemsize.")  # fmt: skip
     if named:
         named = list(dict.fromkeys(named))
         return named[0] if len(named) == 1 else "One of these: " + " Or: ".join(named)
+    apart = "a factor none of the known slips gives"
+    if here and probe is not None:  # slips that give it here, none there
+        (pd, pm), theirs = probe[0]["mesh"], F.reference_bytes(
+            _predict_shapes(probe[0]), *probe[0]["mesh"], ITEMSIZE).get(kind, 0)  # fmt: skip
+        ratio = probe[1].get(kind, 0) / theirs if theirs else None
+        there_ratio = f"{ratio:.3g}×" if ratio is not None else "not 0"
+        both = next((f" — on both, {words}" for words, a, b in (
+            ("'model' times", ex["mesh"][1], pm), ("1/'model'", 1 / ex["mesh"][1], 1 / pm),
+            ("'data' times", ex["mesh"][0], pd), ("1/'data'", 1 / ex["mesh"][0], 1 / pd))
+            if ratio is not None and a != b and abs(mine / ref - a) <= 1e-3 * a
+            and abs(ratio - b) <= 1e-3 * b), "")  # fmt: skip
+        apart = (f"and on a {pd}×{pm} mesh {there_ratio}{both}: the known slips that give "
+                 f"{mine / ref:.3g}× here give other values there")  # fmt: skip
     return (
-        f"Yours is {mine / ref:.3g}× the step's, a factor none of the known slips gives. Per "
+        f"Yours is {mine / ref:.3g}× the step's, {apart}. Per "
         "device, ring model: gathering or reduce-scattering n bytes over G devices sends "
         "(G−1)/G·n, an all-reduce 2(G−1)/G·n; FSDP moves one 'model' column of the weights, "
         "|params|/m, over 'data', twice for the gathers (forward, backward) and once for the "

@@ -426,10 +426,11 @@ class LoaderRows(Check):
             np.array_equal(a, want[i * (b // p) : (i + 1) * (b // p)]) for i, a in enumerate(parts)
         ):
             return CheckResult(self.name, True, "the processes' rows, in process order, are the single-process batch")  # fmt: skip
-        return CheckResult(self.name, False, _loader_message(parts, want, p, b, call, ex["step"], ex["dataset"]),
+        message = _loader_message(parts, want, p, b, call, ex["step"], ex["dataset"])
+        return CheckResult(self.name, False, message,
                            evidence=(Table(["process", "rows it loads"],
                                            [[str(i), _show_rows(a)] for i, a in enumerate(parts)]),),
-                           hint=_rearranged(parts, want, p))  # fmt: skip
+                           hint=_rearranged(parts, want, p) or _loader_rule(message))  # fmt: skip
 
 
 def _float_rows_hint(got: list[Any], want: np.ndarray, p: int, b: int) -> str | None:
@@ -484,6 +485,17 @@ def _unsplit_hint(first: Any, got: list[Any], p: int, b: int) -> str:
     return (f"Your loader did not refuse the batch, though {split}: its {p} processes hold "
             f"{' + '.join(map(str, rows))} = {sum(rows)} rows of the {b}. Such a batch is "
             "refused: raise ValueError.")  # fmt: skip
+
+
+def _loader_rule(message: str) -> str | None:
+    """The rule a :func:`_loader_message` states after what it measured (the clause after
+    its colon, before the single-process batch), as the hint: ``Each step moves on by the
+    global batch, …``; None where the message states none."""
+    measured, colon, rest = message.partition(": ")
+    rule = rest.split("; the single-process batch is ")[0] if colon else ""
+    if not rule or rule.startswith("the processes' rows") or "single-process" in measured:
+        return None
+    return f"{rule[0].upper()}{rule[1:]}."
 
 
 def _loader_message(parts: list[np.ndarray], want: np.ndarray, p: int, b: int, call: str, step: int = 0, size: int = 0) -> str:  # fmt: skip

@@ -59,6 +59,7 @@ from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, Valu
 from grader.checks.comms import communication
 from grader.checks.hinted import Hinted
 from grader.checks.trees import PerLeaf
+from grader.checks.values import Behaviour
 from grader.evidence import Note, Table
 from grader.later import Later, later, resolved
 from grader.lessons.l15_optimizer import byte_table, reference
@@ -670,15 +671,19 @@ def _local_norm(trial: Trial, local: np.ndarray) -> tuple[str, np.ndarray]:
     n, norm, max_norm = trial.example["n"], trial.extra["norm"], trial.extra["max_norm"]
     mean = norm / np.sqrt(n)
     fits = (
-        f" A mean of the squares (lax.pmean) gives ‖g‖/√N = {mean:.4g}, below max_norm: "
-        "sum them (lax.psum) before the square root."
+        f" (a mean of the squares, lax.pmean, gives ‖g‖/√N = {mean:.4g}; a device's own "
+        "slice has a smaller norm still)"
         if mean <= max_norm
         else ""
     )
     return (
-        f"Your program all-reduces, but the norm it compared with max_norm = {max_norm:.4g} "
-        f"was at most max_norm: the gradient came back as it came, though its norm over "
-        f"every device is {norm:.4g}.{fits}",
+        Behaviour(
+            f"Your program all-reduces, but the gradient came back as it came, though its "
+            f"norm over every device is {norm:.4g}, above max_norm = {max_norm:.4g}: clipped, "
+            f"it is scaled by max_norm/‖g‖ = {max_norm / norm:.4g}. So either the norm your "
+            f"program compared with max_norm was at most max_norm{fits}, or the factor it "
+            "applied was 1."
+        ),
         local,
     )
 
