@@ -99,6 +99,10 @@ class _Site:
     """The kind of change: ``"the quotient upside down"``."""
     group: str
     """Sites with one ``group`` are the same change at several places."""
+    late: bool = False
+    """A kind tried after the others (two arguments swapped, another dtype, a comparison
+    reversed: many of them, rarely the one): the time budget reaches the common kinds
+    first."""
 
 
 def ours(fn: Any) -> bool:
@@ -118,25 +122,27 @@ def mutants(fn: Callable[..., Any], depth: int = DEPTH) -> Iterator[Mutant]:
     :class:`grader.later.Expected`), and so on ``depth`` calls down, level by level (all
     that ``fn`` calls before what they call), each function once. A function changed
     below is changed wherever the reference calls it: every caller on the way is a copy
-    whose globals name the changed one."""
-    yield from _of(fn, called=False)
-    if not isinstance(fn, types.FunctionType):
-        return
+    whose globals name the changed one. The common kinds of every function first, then
+    the late ones (:attr:`_Site.late`, another variable read) of every function: a time
+    budget reaches the first pass of all the functions."""
     calls: dict[Any, list[tuple[str, str | None, types.FunctionType]]] = {}
     order: list[types.FunctionType] = []
-    level = [fn]
-    for _ in range(depth):
-        below = []
-        for caller in level:
-            calls[caller] = _callees(caller)
-            for _name, _attr, callee in calls[caller]:
-                if callee is not fn and callee not in calls and callee not in below:
-                    below.append(callee)
-        order += below
-        level = below
-    for callee in order:
-        for m in _of(callee, called=True):
-            yield dataclasses.replace(m, fn=_substituted(fn, calls, callee, m.fn))
+    if isinstance(fn, types.FunctionType):
+        level = [fn]
+        for _ in range(depth):
+            below = []
+            for caller in level:
+                calls[caller] = _callees(caller)
+                for _name, _attr, callee in calls[caller]:
+                    if callee is not fn and callee not in calls and callee not in below:
+                        below.append(callee)
+            order += below
+            level = below
+    for late in (False, True):
+        yield from _of(fn, called=False, late=late)
+        for callee in order:
+            for m in _of(callee, called=True, late=late):
+                yield dataclasses.replace(m, fn=_substituted(fn, calls, callee, m.fn))
 
 
 def _substituted(top: types.FunctionType, calls: dict, old: Any,
@@ -244,9 +250,10 @@ def _tree(fn: types.FunctionType) -> tuple[ast.FunctionDef, list[str]] | None:
     return node, lines.splitlines()
 
 
-def _of(fn: types.FunctionType, called: bool = False) -> Iterator[Mutant]:
+def _of(fn: types.FunctionType, called: bool = False, late: bool = False) -> Iterator[Mutant]:
     """The changes of ``fn``'s own body: every change at all its places first (where a
-    piece occurs more than once), then each place alone."""
+    piece occurs more than once), then each place alone; the common kinds and another
+    number read, or (``late``) the late kinds and another variable read."""
     made = _tree(fn)
     if made is None:
         return
@@ -259,7 +266,7 @@ def _of(fn: types.FunctionType, called: bool = False) -> Iterator[Mutant]:
     skip |= {id(n) for n in ast.walk(tree.returns)} if tree.returns else set()
     skip |= {id(n) for w in ast.walk(tree) if isinstance(w, ast.While) for n in ast.walk(w.test)}
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
-    for m in _changed(fn, tree, lines, nodes, skip, parents):
+    for m in _changed(fn, tree, lines, nodes, skip, parents, late):
         if called:
             where = f"{m.where} (in `{fn.__name__}`, which the reference calls)"
             m = dataclasses.replace(m, where=where)
@@ -268,7 +275,7 @@ def _of(fn: types.FunctionType, called: bool = False) -> Iterator[Mutant]:
 
 def _changed(fn: types.FunctionType, tree: ast.FunctionDef, lines: list[str],
              nodes: list[ast.AST], skip: set[int], parents: dict[int, ast.AST],
-             ) -> Iterator[Mutant]:  # fmt: skip
+             late: bool = False) -> Iterator[Mutant]:  # fmt: skip
     """:func:`_of`'s changes, each compiled when it is asked for (the caller's budget
     stops the rest); ``skip``: nodes never changed (the docstring, the signature, a
     ``while`` loop's test: a change there could loop for ever)."""
@@ -282,6 +289,8 @@ def _changed(fn: types.FunctionType, tree: ast.FunctionDef, lines: list[str],
     for s in sites:
         groups.setdefault(s.group, []).append(s)
     for group in groups.values():
+        if group[0].late != late:
+            continue
         if len(group) > 1 and group[0].new_text != group[0].old_text:
             first = group[0]
             where = "; ".join(f"`{lines[i].strip()}`" for i in sorted({s.line for s in group}))
@@ -292,7 +301,7 @@ def _changed(fn: types.FunctionType, tree: ast.FunctionDef, lines: list[str],
                              f"{_values(fn, first)}", built, f"in {where}",
                              _text_of(built))  # fmt: skip
     for s in sites:
-        if s.new_text == s.old_text:
+        if s.new_text == s.old_text or s.late != late:
             continue
         built = _built(fn, tree, [s], up)
         if built is not None:
@@ -301,18 +310,17 @@ def _changed(fn: types.FunctionType, tree: ast.FunctionDef, lines: list[str],
                          f"in `{lines[s.line].strip()}`", _text_of(built),
                          _around(nodes, up, s.index), swap)  # fmt: skip
     numbers = _numbers(tree, skip)
-    variables = _variables(tree, skip, numbers)
-    for kind, names in (("number", numbers), ("variable", variables)):  # last: the most
-        for stmt, name, other, group in _renamed(nodes, skip, names):
-            built = _built(fn, tree, group, up)
-            if built is not None:
-                places = f" at all {len(group)} places" if len(group) > 1 else ""
-                defined = f" ({other} = {names[other]})" if names[other] else ""
-                pieces = _around(nodes, up, group[0].index) if len(group) == 1 else ()
-                yield Mutant(f"with another {kind} read{places} — `{other}`{defined} in "
-                             f"place of `{name}`", built,
-                             f"in `{lines[stmt.lineno - 1].strip()}`", _text_of(built),
-                             pieces, f"`{other}` in place of `{name}`")  # fmt: skip
+    kind, names = ("variable", _variables(tree, skip, numbers)) if late else ("number", numbers)
+    for stmt, name, other, group in _renamed(nodes, skip, names):  # last: the most of them
+        built = _built(fn, tree, group, up)
+        if built is not None:
+            places = f" at all {len(group)} places" if len(group) > 1 else ""
+            defined = f" ({other} = {names[other]})" if names[other] else ""
+            pieces = _around(nodes, up, group[0].index) if len(group) == 1 else ()
+            yield Mutant(f"with another {kind} read{places} — `{other}`{defined} in "
+                         f"place of `{name}`", built,
+                         f"in `{lines[stmt.lineno - 1].strip()}`", _text_of(built),
+                         pieces, f"`{other}` in place of `{name}`")  # fmt: skip
 
 
 def _around(nodes: list[ast.AST], up: dict[int, int], index: int) -> tuple[str, ...]:
@@ -534,11 +542,12 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
     line = getattr(node, "lineno", 1) - 1
 
     def site(new: ast.AST, words: str, group: str | None = None,
-             old_text: str | None = None, new_text: str | None = None) -> _Site:  # fmt: skip
+             old_text: str | None = None, new_text: str | None = None,
+             late: bool = False) -> _Site:  # fmt: skip
         old_t = old_text if old_text is not None else _text(node)
         new_t = new_text if new_text is not None else _text(new)
         return _Site(index, new, old_t, new_t, line, words,
-                     group if group is not None else f"{index}:{new_t}")  # fmt: skip
+                     group if group is not None else f"{index}:{new_t}", late)  # fmt: skip
 
     if isinstance(node, ast.BinOp):
         op = type(node.op)
@@ -635,7 +644,7 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _REVERSED_CMP:
         was = type(node.ops[0])
         new = ast.Compare(left=node.left, ops=[_REVERSED_CMP[was]()], comparators=node.comparators)
-        yield site(new, "the comparison reversed", group=f"rev:{_text(node)}")
+        yield site(new, "the comparison reversed", group=f"rev:{_text(node)}", late=True)
     if (isinstance(node, ast.Call) and not isinstance(parent, ast.Attribute)
             and not any(isinstance(a, ast.Starred) for a in node.args)):  # fmt: skip
         for i in range(len(node.args) - 1):  # two arguments in the other order
@@ -644,14 +653,14 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
                 args = [*node.args[:i], b, a, *node.args[i + 2 :]]
                 yield site(ast.Call(func=node.func, args=args, keywords=node.keywords),
                            f"`{_text(node.func)}`'s arguments `{_text(a)}` and `{_text(b)}` "
-                           "swapped", group=f"args:{_text(node)}:{i}")  # fmt: skip
+                           "swapped", group=f"args:{_text(node)}:{i}", late=True)  # fmt: skip
     dtype = (node.attr if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
              else node.value if isinstance(node, ast.Constant) else None)  # fmt: skip
     if isinstance(dtype, str) and dtype in _OTHER_DTYPE:  # (a bare name: not its neighbour's)
         for other in _OTHER_DTYPE[dtype]:
             new = (ast.Attribute(value=node.value, attr=other, ctx=ast.Load())
                    if isinstance(node, ast.Attribute) else ast.Constant(other))  # fmt: skip
-            yield site(new, "another dtype", group=f"dtype:{dtype}->{other}")
+            yield site(new, "another dtype", group=f"dtype:{dtype}->{other}", late=True)
     if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
             and isinstance(node.value, ast.Name) and node.value.id in fields
             and not (isinstance(parent, ast.Call) and parent.func is node)):  # fmt: skip
