@@ -578,6 +578,30 @@ def test_values_reports_where_and_what_it_measured_on_the_device_map():
     del jax
 
 
+def test_a_family_is_asked_about_the_next_wrong_device_where_the_first_says_nothing():
+    """A family that tells only device 2's block (device 0's, say, holds one wrong token:
+    too little to tell) is still said, of device 2; where it tells none of the first
+    four wrong devices, nothing of it is said."""
+    from grader.checks import values as values_module
+    from grader.measure import devices
+
+    class Only:
+        def __init__(self, coord):
+            self.coord = coord
+
+        def said(self, coord, got, close, what):
+            return f"{what} is made so" if coord == self.coord else None
+
+    mesh = devices.make_mesh((4,), ("x",))
+    want = np.arange(1.0, 17.0, dtype=np.float32)
+    out = _sharded(want + np.sin(np.arange(16.0)).astype(np.float32), mesh)
+    r = Values(families=lambda t: [Only((2,))])(Trial({}, output=out, expected=want, mesh=mesh))
+    assert r.hint.startswith("Device (2,)'s block is made so."), r.hint
+    assert values_module.FAMILY_DEVICES == 4
+    none = Values(families=lambda t: [Only((5,))])(Trial({}, output=out, expected=want, mesh=mesh))
+    assert "is made so" not in (none.hint or "")
+
+
 def test_a_factor_equal_to_several_of_the_examples_quantities_names_them_all():
     """One example cannot tell 1/(rows = 2) from ½ (a value not doubled, on an example
     with rows = 2): both are named, the first leading; a factor only one quantity equals

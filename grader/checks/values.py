@@ -240,8 +240,10 @@ class Values(Check):
         )
 
     def _paired(self, trial: Trial, shards, actual, masks, atol: float, rtol: float) -> str | None:
-        """The first wrong device's block as its ``families`` tell it was made, in one
-        sentence; None where the check has none or no family gives it exactly."""
+        """The first wrong device's block (of the first :data:`FAMILY_DEVICES`) that its
+        ``families`` tell how it was made, in one sentence; None where the check has none
+        or no family gives any of them exactly (a device with one wrong token of an
+        expert layer says too little: the next may say it)."""
         if self.families is None:
             return None
         coords = device_coords(trial.mesh) if trial.mesh is not None else {}
@@ -252,13 +254,14 @@ class Values(Check):
         wrong = [(s, a) for s, a, m in zip(shards, actual, masks) if m is None or m.any()]
         if not wrong:
             return None
-        s, a = wrong[0]
-        coord = coords.get(s.device.id, (s.device.id,))
-        for family in self.families(trial):
-            said = family.said(coord, as_numpy(a).astype(np.float64), close,
-                               f"device {coord}'s block")  # fmt: skip
-            if said:
-                return said
+        families = list(self.families(trial))
+        for s, a in wrong[:FAMILY_DEVICES]:
+            coord = coords.get(s.device.id, (s.device.id,))
+            for family in families:
+                said = family.said(coord, as_numpy(a).astype(np.float64), close,
+                                   f"device {coord}'s block")  # fmt: skip
+                if said:
+                    return said
         return None
 
     def _changed(self, trial: Trial, shards, actual, atol: float, rtol: float) -> str | None:
@@ -442,6 +445,9 @@ def _moved_on_devices(trial: Trial, shards, actual, masks, want, close, units=No
     how = "moved theirs the same way" if alike else "hold only expected values moved too"
     return [f"{said}; the other {others} wrong device(s) {how}"]
 
+
+FAMILY_DEVICES = 4
+"""Wrong devices whose blocks the families are asked about, in device order, at most."""
 
 GENERIC = ("Only device(s)", "The output is all zeros")
 """Hints that name where, not why: a relation measured on the values goes first."""
