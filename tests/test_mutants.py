@@ -85,6 +85,10 @@ def scores(q, k):
     return s / np.sqrt(q.shape[-1])
 
 
+def shared(kv, n_heads):
+    return np.repeat(kv, n_heads // kv.shape[-2], axis=-2)
+
+
 def merged(p, v):
     b, h, s, _ = p.shape
     return np.einsum("bhqk,bkhd->bqhd", p, v).reshape(b, s, h * v.shape[-1])
@@ -171,6 +175,10 @@ KINDS = [
      "with another dtype — `ml_dtypes.float8_e5m2` in place of `ml_dtypes.float8_e4m3fn`"),
     ("variable", scores, (X, W1.T), X @ X.T / np.sqrt(3),  # a copy-paste slip
      "with another variable read — `q` in place of `k` in `s = q @ k.T`"),
+    ("tiled", shared, (VALUES, 9), np.concatenate([VALUES] * 3, axis=-2),  # heads j % K
+     "with the whole tiled where the reference repeats each entry in a row — "
+     "`np.concatenate([kv] * (n_heads // kv.shape[-2]), axis=-2)` in place of "
+     "`np.repeat(kv, n_heads // kv.shape[-2], axis=-2)`"),
     ("einsum", merged, (PROBS, VALUES), merged_wrong(PROBS, VALUES),
      "with the einsum's output axes in another order — `'bhqk,bkhd->bhqd'` in place of "
      "`'bhqk,bkhd->bqhd'`"),

@@ -8,9 +8,10 @@ instead of before it, a softmax taken over the other axis, a comparison with ``<
 (``b * t`` for ``b ** t``), a function applied twice, a comparison the other way round
 (``q <= k`` for ``q >= k``), two arguments of a call in the other order (``where(mask,
 -inf, s)``, ``tree.map(f, grads, params)``), another dtype (float8_e5m2 for
-float8_e4m3fn). These are mutations of the reference's own source, and they need no list
-of known mistakes: this module parses a reference
-function (and the functions of the grader's that it calls by name, one level down), and
+float8_e4m3fn), an array tiled where it is repeated entry by entry (``np.repeat``: a
+key/value head mapping j % K where j // (N/K) belongs). These are mutations of the
+reference's own source, and they need no list of known mistakes: this module parses a
+reference function (and the functions of the grader's that it calls by name, one level down), and
 yields every such change of it as a function of the same signature, each with the change
 in words: the piece as the reference has it, as changed, and the reference's line.
 
@@ -597,6 +598,18 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
                 else ast.Attribute(value=node.func.value, attr=other, ctx=ast.Load()))  # fmt: skip
         yield site(ast.Call(func=func, args=node.args, keywords=node.keywords), words,
                    group=f"call:{_text(node.func)}")  # fmt: skip
+    if (name == "repeat" and isinstance(node.func, ast.Attribute) and len(node.args) == 2
+            and not any(isinstance(a, ast.Starred) for a in node.args)):  # fmt: skip
+        # np.repeat(x, r, axis=a) (each entry r times in a row) as x tiled r times whole:
+        # np.concatenate([x] * r, axis=a) — a head mapping j % K where j // (N/K) belongs
+        tiled = ast.Call(
+            func=ast.Attribute(value=node.func.value, attr="concatenate", ctx=ast.Load()),
+            args=[ast.BinOp(left=ast.List(elts=[node.args[0]], ctx=ast.Load()), op=ast.Mult(),
+                            right=node.args[1])],
+            keywords=node.keywords,
+        )  # fmt: skip
+        yield site(tiled, "the whole tiled where the reference repeats each entry in a row",
+                   group=f"tile:{_text(node)}")  # fmt: skip
     if _unary(node) and not isinstance(parent, ast.Attribute):  # f(f(x)): applied twice
         yield site(ast.Call(func=node.func, args=[node], keywords=[]),
                    f"`{_text(node.func)}` applied twice", group=f"twice:{_text(node)}")  # fmt: skip
