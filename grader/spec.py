@@ -9,6 +9,7 @@ checks to hold the trial against.
 from __future__ import annotations
 
 import functools
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,7 +271,7 @@ def contrast(passed: Sequence[Example], failing: Example) -> str | None:
 
 def _number(v: Any) -> bool:
     """An integer (Python's or numpy's), not a flag."""
-    return hasattr(v, "__index__") and not isinstance(v, bool) and type(v).__name__ != "bool_"
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
 _PROPERTIES: tuple[tuple[str, Callable[[int], bool]], ...] = (

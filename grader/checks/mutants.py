@@ -11,7 +11,8 @@ instead of before it, a softmax taken over the other axis, a comparison with ``<
 float8_e4m3fn), an array tiled where it is repeated entry by entry (``np.repeat``: a
 key/value head mapping j % K where j // (N/K) belongs). These are mutations of the
 reference's own source, and they need no list of known mistakes: this module parses a
-reference function (and the functions of the grader's that it calls by name, one level down), and
+reference function (and the functions of the grader's that it calls by name, down to
+:data:`DEPTH` calls), and
 yields every such change of it as a function of the same signature, each with the change
 in words: the piece as the reference has it, as changed, and the reference's line.
 
@@ -31,6 +32,7 @@ import __future__
 import ast
 import copy
 import dataclasses
+import functools
 import inspect
 import textwrap
 import types
@@ -255,9 +257,39 @@ def _of(fn: types.FunctionType, called: bool = False, late: bool = False) -> Ite
     """The changes of ``fn``'s own body: every change at all its places first (where a
     piece occurs more than once), then each place alone; the common kinds and another
     number read, or (``late``) the late kinds and another variable read."""
+    prepared = _prepared(fn)
+    if prepared is None:
+        return
+    for m in _changed(fn, prepared, late):
+        if called:
+            where = f"{m.where} (in `{fn.__name__}`, which the reference calls)"
+            m = dataclasses.replace(m, where=where)
+        yield m
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A function's tree read once for both passes of :func:`mutants` (and every later
+    failing grade in this process): never changed, only copied where a change is built."""
+
+    tree: ast.FunctionDef
+    lines: list[str]
+    nodes: list[ast.AST]
+    """The tree's nodes in :func:`ast.walk` order; each carries its place as ``_place``."""
+    skip: frozenset[int]
+    """Nodes never changed (the docstring, the signature, a ``while`` loop's test: a change
+    there could loop for ever)."""
+    up: dict[int, int]
+    """Each place's parent's place."""
+    sites: list[_Site]
+    groups: dict[str, list[_Site]]
+
+
+@functools.lru_cache(maxsize=256)
+def _prepared(fn: types.FunctionType) -> _Prepared | None:
     made = _tree(fn)
     if made is None:
-        return
+        return None
     tree, lines = made
     nodes = list(ast.walk(tree))
     for i, node in enumerate(nodes):
@@ -267,19 +299,6 @@ def _of(fn: types.FunctionType, called: bool = False, late: bool = False) -> Ite
     skip |= {id(n) for n in ast.walk(tree.returns)} if tree.returns else set()
     skip |= {id(n) for w in ast.walk(tree) if isinstance(w, ast.While) for n in ast.walk(w.test)}
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
-    for m in _changed(fn, tree, lines, nodes, skip, parents, late):
-        if called:
-            where = f"{m.where} (in `{fn.__name__}`, which the reference calls)"
-            m = dataclasses.replace(m, where=where)
-        yield m
-
-
-def _changed(fn: types.FunctionType, tree: ast.FunctionDef, lines: list[str],
-             nodes: list[ast.AST], skip: set[int], parents: dict[int, ast.AST],
-             late: bool = False) -> Iterator[Mutant]:  # fmt: skip
-    """:func:`_of`'s changes, each compiled when it is asked for (the caller's budget
-    stops the rest); ``skip``: nodes never changed (the docstring, the signature, a
-    ``while`` loop's test: a change there could loop for ever)."""
     fields = _fields(fn, tree)
     up = {i: parents[id(n)]._place for i, n in enumerate(nodes) if id(n) in parents}
     sites = [
@@ -289,6 +308,14 @@ def _changed(fn: types.FunctionType, tree: ast.FunctionDef, lines: list[str],
     groups: dict[str, list[_Site]] = {}
     for s in sites:
         groups.setdefault(s.group, []).append(s)
+    return _Prepared(tree, lines, nodes, frozenset(skip), up, sites, groups)
+
+
+def _changed(fn: types.FunctionType, p: _Prepared, late: bool = False) -> Iterator[Mutant]:
+    """:func:`_of`'s changes, each compiled when it is asked for (the caller's budget
+    stops the rest)."""
+    tree, lines, nodes, skip, up = p.tree, p.lines, p.nodes, p.skip, p.up
+    sites, groups = p.sites, p.groups
     for group in groups.values():
         if group[0].late != late:
             continue
@@ -335,18 +362,14 @@ def _around(nodes: list[ast.AST], up: dict[int, int], index: int) -> tuple[str, 
     return tuple(out)
 
 
-def _numbers(tree: ast.FunctionDef, skip: set[int]) -> dict[str, str]:
+def _numbers(tree: ast.FunctionDef, skip: frozenset[int]) -> dict[str, str]:
     """The function's numbers by name, each with its definition (``""`` for a parameter):
     the parameters annotated ``int`` or ``float``, then each local assigned once, at the
     body's top level, from those and constants alone (``n = hosts * local``)."""
     a = tree.args
     out = {x.arg: "" for x in a.posonlyargs + a.args + a.kwonlyargs
            if x.annotation is not None and _text(x.annotation) in ("int", "float")}  # fmt: skip
-    assigned: dict[str, int] = {}
-    for node in ast.walk(tree):
-        for target in getattr(node, "targets", [getattr(node, "target", None)]):
-            if isinstance(target, ast.Name):
-                assigned[target.id] = assigned.get(target.id, 0) + 1
+    assigned = _assigned(tree)
     for stmt in tree.body:
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                 and isinstance(stmt.targets[0], ast.Name) and assigned[stmt.targets[0].id] == 1
@@ -359,19 +382,28 @@ def _numbers(tree: ast.FunctionDef, skip: set[int]) -> dict[str, str]:
     return out
 
 
-def _variables(tree: ast.FunctionDef, skip: set[int], numbers: dict[str, str]) -> dict[str, str]:
+def _assigned(tree: ast.FunctionDef) -> dict[str, int]:
+    """How many times each name is assigned in the function (a tuple's names too, an
+    augmented assignment, a loop's target)."""
+    out: dict[str, int] = {}
+    for node in ast.walk(tree):
+        for target in getattr(node, "targets", [getattr(node, "target", None)]):
+            for t in ast.walk(target) if isinstance(target, ast.AST) else ():
+                if isinstance(t, ast.Name):
+                    out[t.id] = out.get(t.id, 0) + 1
+    return out
+
+
+def _variables(
+    tree: ast.FunctionDef, skip: frozenset[int], numbers: dict[str, str]
+) -> dict[str, str]:
     """The function's other variables by name, each with its definition (``""`` for a
     parameter): every other parameter, then each local assigned once, at the body's top
     level, by a plain ``name = …`` (a copy-paste slip reads one for another: ``k`` for
     ``q``, ``v_hat`` for ``m_hat``)."""
     a = tree.args
     out = {x.arg: "" for x in a.posonlyargs + a.args + a.kwonlyargs if x.arg not in numbers}
-    assigned: dict[str, int] = {}
-    for node in ast.walk(tree):
-        for target in getattr(node, "targets", [getattr(node, "target", None)]):
-            for t in ast.walk(target) if isinstance(target, ast.AST) else ():
-                if isinstance(t, ast.Name):
-                    assigned[t.id] = assigned.get(t.id, 0) + 1
+    assigned = _assigned(tree)
     for stmt in tree.body:
         if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and id(stmt) not in skip
                 and isinstance(stmt.targets[0], ast.Name)):  # fmt: skip
@@ -381,7 +413,7 @@ def _variables(tree: ast.FunctionDef, skip: set[int], numbers: dict[str, str]) -
     return out
 
 
-def _renamed(nodes: list[ast.AST], skip: set[int], numbers: dict[str, str],
+def _renamed(nodes: list[ast.AST], skip: frozenset[int], numbers: dict[str, str],
              ) -> Iterator[tuple[ast.stmt, str, str, list[_Site]]]:  # fmt: skip
     """Another of the function's numbers (:func:`_numbers`) read in place of one, at
     every place one simple statement reads it (a misread name is misread throughout its
