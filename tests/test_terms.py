@@ -71,6 +71,75 @@ def test_every_size_equal_to_the_factor_is_named_not_only_the_first():
     assert "multiplied by 2 (or n = 2, or rows = 2: equal on this example)" in said  # 2 leads
 
 
+def test_a_change_that_gives_another_value_on_a_probe_is_not_said():
+    """A probe (the student's answer on another fixed example) parts two readings equal
+    here: the bandwidth left out gives the latency alone here, and there too only where
+    the student's answer there is it (both ways); a probe without a formula cannot tell."""
+    lat2, bw2 = Term("latency, 3·α", 5e-6), Term("bandwidth, 3·V/(N·W)", 2e-3)
+    there = Sum(lat2, bw2)
+    known = terms.squares(relate.quantities({"n": 4, "nbytes": 3 << 20}))
+    want = terms.value(RING)
+    kept = terms.explain(LAT.value, want, RING, KNOWN, close,
+                         [terms.Probe(lat2.value, there, known)])  # fmt: skip
+    assert "without its bandwidth term" in kept
+    parted = terms.explain(LAT.value, want, RING, KNOWN, close,
+                           [terms.Probe(lat2.value + 0.5 * bw2.value, there, known)])  # fmt: skip
+    assert parted is None
+    blind = terms.explain(LAT.value, want, RING, KNOWN, close, [terms.Probe(1.0, None, known)])
+    assert "without its bandwidth term" in blind
+
+
+def test_a_probe_keeps_only_the_equal_sizes_that_give_its_answer_too():
+    """rows = 2 and n = 2 and 2 are one factor here; on a probe where rows = 3 and n = 2,
+    a bandwidth term doubled there says n = 2 and 2, not rows."""
+    known = terms.squares(relate.quantities({"n": 2, "rows": 2}))
+    there = terms.squares(relate.quantities({"n": 2, "rows": 3}))
+    lat2, bw2 = Term("latency, 3·α", 5e-6), Term("bandwidth, 3·V/(N·W)", 2e-3)
+    probe = terms.Probe(lat2.value + 2 * bw2.value, Sum(lat2, bw2), there)
+    said = terms.explain(LAT.value + 2 * BW.value, terms.value(RING), RING, known, close, [probe])
+    assert "multiplied by 2 (or n = 2: equal on this example)" in said, said
+    assert "rows" not in said
+    probe = terms.Probe(lat2.value + 3 * bw2.value, Sum(lat2, bw2), there)
+    said = terms.explain(LAT.value + 2 * BW.value, terms.value(RING), RING, known, close, [probe])
+    assert "multiplied by rows = 2." in said, said
+
+
+def _decode_hint(step_time) -> str:
+    """decode_step_time graded on its first fixed example (batch 1, where reading the
+    weights takes longest) as the exercise's own run and check do it: the probes too."""
+    spec = importlib.import_module("grader.lessons.l16_serving.spec")
+    s = spec.DECODE_TIME
+    ex = s.examples(FULL)[0]
+    trial = s.run(None, step_time, ex)
+    r = s.check()(trial)
+    assert not r.passed
+    return r.hint or ""
+
+
+def test_a_roofline_that_wraps_the_caches_is_not_told_they_are_missing():
+    """max(caches, weights' FLOPs, weights' read) gives the weights' time on batch 1,
+    as caches left out would; at batch 16 the caches set it: the probes part them (both
+    ways — the caches truly left out keep their catalogued words)."""
+    from solutions import l16_serving as sol
+
+    def parts(m, s, batch, context, itemsize):
+        bandwidth = s.chips * s.hbm_bandwidth
+        caches = batch * sol.kv_cache_bytes(m, context, itemsize) / bandwidth
+        p = sol.param_count(m)
+        return caches, max(2.0 * batch * p / (s.chips * s.peak_flops), p * itemsize / bandwidth)
+
+    def overlapped(*args):
+        return max(parts(*args))
+
+    def without_caches(*args):
+        return parts(*args)[1]
+
+    hint = _decode_hint(overlapped)
+    assert "caches are missing" not in hint and "without its caches" not in hint, hint
+    assert "only the larger of its caches read, weights' FLOPs, weights' read terms" in hint
+    assert "caches are missing" in _decode_hint(without_caches)
+
+
 # ------------------------------------------------------------ every lesson's trees
 
 

@@ -27,7 +27,7 @@ from grader.checks import relate, terms, variants
 from grader.evidence import Evidence
 from grader.results import CheckResult
 from grader.runtime import GraderFault, call_pure
-from grader.spec import Check, Context, Example, ExerciseSpec, Trial
+from grader.spec import FULL, Check, Context, Example, ExerciseSpec, Trial
 
 RAISES = "ValueError"
 """``trial.expected`` for an example on which the function must raise ValueError."""
@@ -35,6 +35,11 @@ REL_TOL = 1e-9
 """Floats agree within this relative tolerance."""
 
 Suspects = Callable[[Example], list[tuple[Any, str]]]
+
+PROBES = "probes"
+"""``trial.extra`` key: the student's answers on the exercise's other fixed examples,
+taken where its answer on this one is wrong — a cause named must give those too."""
+PROBES_AT_MOST = 8
 
 
 def close(a: Any, b: Any) -> bool:
@@ -217,23 +222,46 @@ class Suspicion:
             for earlier in self.before(ex):
                 right = self.reference(earlier)
                 ruled_out |= {h for v, h in self.suspects(earlier) if not close(v, right)}
+        probes = [(other, theirs) for other, theirs in trial.extra.get(PROBES) or ()
+                  if _number(theirs)]  # fmt: skip
         hints: list[str] = []
         for value, hint in self.suspects(ex):
-            if close(value, got) and not close(value, want) and hint not in ruled_out | set(hints):
+            if (close(value, got) and not close(value, want) and hint not in ruled_out | set(hints)
+                    and all(self._gives(hint, other, theirs) for other, theirs in probes)):  # fmt: skip
                 hints.append(hint)
         if len(hints) > 1:
             return "One of these: " + " Or: ".join(hints)
         if hints:
             return hints[0]
         known = terms.squares(relate.quantities(ex, extra=self.quantities(ex)))
-        explained = terms.explain(got, want, self.terms(ex), known, close)
+        there = []
+        for other, theirs in probes:
+            try:
+                there.append(terms.Probe(theirs, self.terms(other), terms.squares(
+                    relate.quantities(other, extra=self.quantities(other)))))  # fmt: skip
+            except Exception:  # a formula that cannot be read there: it cannot tell
+                continue
+        explained = terms.explain(got, want, self.terms(ex), known, close, there)
         if explained is None:
-            explained = self._changed(got, want, ex)
+            explained = self._changed(got, want, ex, probes)
         return " ".join(x for x in (explained, self.fallback(ex)) if x) or None
 
-    def _changed(self, got: Any, want: Any, ex: Example) -> str | None:
-        """The first change of the example's fields whose right answer is ``got`` (a float
-        answer only: an int or a bool is too often some other example's answer too)."""
+    def _gives(self, hint: str, other: Example, theirs: Any) -> bool:
+        """The suspect ``hint`` gives ``theirs``, the student's wrong answer on ``other``,
+        there too — or is not among that example's suspects by these words (another case,
+        other numbers in its words): it cannot tell."""
+        try:
+            value = next((v for v, h in self.suspects(other) if h == hint), None)
+        except Exception:  # suspects that cannot be read there: they cannot tell
+            return True
+        return value is None or close(value, theirs)
+
+    def _changed(self, got: Any, want: Any, ex: Example,
+                 probes: list[tuple[Example, Any]] = ()) -> str | None:  # fmt: skip
+        """The first change of the example's fields (or of the answer's formula) whose
+        right answer is ``got`` (a float answer only: an int or a bool is too often some
+        other example's answer too), where the same change gives the student's answer
+        on each of ``probes`` too (:func:`_moved`: a field one more there too)."""
         if self.answer is None or not isinstance(want, float) or isinstance(got, bool):
             return None
 
@@ -248,7 +276,47 @@ class Suspicion:
         change = variants.first_change_of((self.answer, (), dict(ex)), matches, rename=rename)
         if change is None:
             return None
+        fn, _, changed = change.call
+        for other, theirs in probes:
+            moved = _moved(ex, changed, other)
+            try:
+                value = None if moved is None else fn(**moved)
+            except Exception:  # the change cannot be made there: it cannot tell
+                value = None
+            if value is not None and not close(value, theirs):
+                return None
         return f"Your answer {fmt(got)} is exactly what the formula gives {change.said}."
+
+
+def _number(x: Any) -> bool:
+    """A number a probe can hold (numpy's scalars too), not a bool."""
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def _moved(ex: Example, changed: dict[str, Any], other: Example) -> Example | None:
+    """``other`` with the change that made ``changed`` of ``ex``: two fields swapped, a
+    number one more or one less, or scaled; None where a change is none of these (it
+    cannot be made on another example)."""
+    keys = [k for k in ex if k in changed and changed[k] != ex[k]]
+    out = dict(other)
+    if len(keys) == 2 and all(changed[a] == ex[b] for a, b in (keys, keys[::-1])):
+        a, b = keys
+        out[a], out[b] = other[b], other[a]
+        return out
+    for k in keys:
+        old, new = ex[k], changed[k]
+        if not (_number(old) and _number(new) and _number(other.get(k))):
+            return None
+        if abs(new - old) == 1:
+            out[k] = other[k] + (new - old)
+        elif old:
+            scaled = other[k] * (new / old)
+            out[k] = (
+                int(scaled) if isinstance(other[k], int) and float(scaled).is_integer() else scaled
+            )
+        else:
+            return None
+    return out
 
 
 def _as_called(ex: Example, call: str) -> dict[str, str]:
@@ -359,12 +427,35 @@ class Scalar:
         want = self.want(ex)
         out = call_pure(fn, self.args(**ex), want == RAISES)
         extra = {"call": self.call(**ex), "formula": "" if want == RAISES else self.formula(**ex)}
+        if want != RAISES and _number(out) and not close(out, want):
+            extra[PROBES] = self._probes(fn, ex)
         if self.measure is not None and want != RAISES:
             try:
                 extra["measured"] = self.measure(**ex, simulated=rt.simulated)
             except Exception as exc:  # the grader's own program: never the student's fault
                 raise GraderFault(f"measuring {extra['call']} failed: {exc!r}") from exc
         return Trial(ex, output=out, expected=want, extra=extra)
+
+    def _probes(self, fn: Callable[..., Any], ex: Example) -> list[tuple[Example, Any]]:
+        """The student's wrong answers on the other fixed examples (of the first
+        :data:`PROBES_AT_MOST`; a right answer, a raise, an example that must raise left
+        out: a mistake in one branch, α = 1 say, leaves the others right): report
+        material for :class:`Suspicion`, never a verdict."""
+        out = []
+        fixed = self.examples(FULL)  # the fixed examples of a full grade (pure calls only)
+        for other in [e for e in fixed if e != ex][:PROBES_AT_MOST]:
+            try:
+                right = self.want(other)
+                if right == RAISES:
+                    continue
+                theirs = fn(*self.args(**other))
+                if isinstance(theirs, np.generic):
+                    theirs = theirs.item()
+                if _number(theirs) and not close(theirs, right):
+                    out.append((other, theirs))
+            except Exception:  # a probe is report material: a raise there tells nothing here
+                continue
+        return out
 
     def spec(self) -> ExerciseSpec:
         return ExerciseSpec(

@@ -347,4 +347,36 @@ def moe_layer(x, router_w, w_in, w_out, mesh, capacity):
             ),
         ),
     ),
+    Mistake(  # found by the wrong-cause audit of stop 64: told "combine with the combine
+        # tensor, not with dispatch", which this layer does — its router's combine holds 1
+        id="moe-router-combine-holds-one",
+        module=L11,
+        exercise="moe_layer",
+        status="failed",
+        check="values",
+        says=("not weighted by its gate", "the combine your router returned holds 1"),
+        never=("not with dispatch.",),
+        patch=(
+            (
+                "    return dispatch, jnp.where(dispatch, gates[:, :, None], 0).astype(logits.dtype)"
+                "\n\n\ndef moe_layer(",
+                "    return dispatch, dispatch.astype(logits.dtype)  # the expert's output, whole"
+                "\n\n\ndef moe_layer(",
+            ),
+        ),
+    ),
+    Mistake(  # the layer's own slip that gives the same output: both readings are said
+        id="moe-combined-with-dispatch",
+        module=L11,
+        exercise="moe_layer",
+        status="failed",
+        check="values",
+        says=("not weighted by its gate", "your layer combined with dispatch"),
+        patch=(
+            (
+                'return jnp.einsum("tec,ecd->td", combine, back)',
+                'return jnp.einsum("tec,ecd->td", dispatch.astype(back.dtype), back)',
+            ),
+        ),
+    ),
 ]

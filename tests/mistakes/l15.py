@@ -406,6 +406,22 @@ MISTAKES: list[Mistake] = [
             ),
         ),
     ),
+    Mistake(  # found by the wrong-cause audit of stop 64: told "grew one clean step early
+        # … compare … once" on the clean step one short; a clean step three short comes first
+        id="l15-scaled-scale-grows-every-clean-step",
+        module=L15,
+        exercise="loss_scaled_step",
+        status="failed",
+        check="values",
+        says=("['scale']",),
+        never=("one clean step early",),
+        patch=(
+            (
+                'scale = jnp.where(skip, sc["scale"] / 2, jnp.where(grow, sc["scale"] * 2, sc["scale"]))',
+                'scale = jnp.where(skip, sc["scale"] / 2, sc["scale"] * 2)  # a clean step: grow',
+            ),
+        ),
+    ),
     Mistake(
         # passed before stop 62: both skipped examples had good one short of the interval,
         # where the count reaches it and the reset hides the mistake (the inf one now has

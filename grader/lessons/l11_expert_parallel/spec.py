@@ -46,6 +46,7 @@ from hypothesis import strategies as st
 from grader.checks import Bytes, InputsUntouched, OnlyCollectives, OutputSharding, Values, vma
 from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
+from grader.checks.values import Behaviour
 from grader.evidence import Evidence, ExpertLoad
 from grader.later import later
 from grader.lessons.l11_expert_parallel import routing as moe_routing
@@ -355,9 +356,13 @@ def layer_mistakes(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.
             "the gate when combining (einsum('tec,ecd->td', combine, results)).",
             dict(gate="before"),
         ),
-        (
-            "The expert's output is not weighted by the gate: combine with the combine tensor "
-            "(the gate where dispatched), not with dispatch.",
+        (  # two programs give it: the layer's combine, or the router's (the lesson's own)
+            Behaviour(
+                "Your output is each token's expert output, not weighted by its gate: either "
+                "your layer combined with dispatch (combine with the combine tensor, which "
+                "holds the gate where a token is dispatched), or the combine your router "
+                "returned holds 1 there, where it should hold the gate softmax(logits)[t, e]."
+            ),
             dict(gate="none"),
         ),
         (

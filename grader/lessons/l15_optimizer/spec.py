@@ -185,13 +185,21 @@ def _scaled_examples(ctx: Context) -> list[Example]:
     the inf two or more short (good 1 of 4): a skip that still adds one to good and resets
     it only when that reaches the interval is seen (one short, the reset hides it). And a
     clean step two short of growing, on the underflow example's program (same N, Ψ and
-    interval): a scale grown one clean step early doubles there, and only there (at k − 1
-    every step grows)."""
-    rows = (("nan", 4, 2, 1), ("underflow", 3, 3, 2), ("overflow", 2, 4, 1), ("clean", 3, 3, 1))
+    interval): a scale grown one clean step early doubles there (at k − 1 every step
+    grows). Before it, a clean step three short (good 1 of 4): a scale that grows on every
+    clean step (no condition, or a threshold of 1) doubles there, a scale grown one step
+    early does not — so where only the later one fails, one step early is what was seen."""
+    rows = (
+        ("nan", 4, 2, 1, 0),
+        ("underflow", 3, 3, 2, 1),
+        ("overflow", 2, 4, 1, 2),
+        ("clean", 3, 4, 1, 4),
+        ("clean", 3, 3, 1, 3),
+    )  # (case, N, k, good, seed)
     return [
         {"n": _sizes(ctx, size)[0], "chunk": 32, "case": case, "interval": k, "good": good,
-         "seed": i}
-        for i, (case, size, k, good) in enumerate(rows)
+         "seed": seed}
+        for case, size, k, good, seed in rows
     ]  # fmt: skip
 
 
@@ -1369,8 +1377,6 @@ SCALED_PURPOSE = {
     "unscaled after the float32 cast, and a clean step that grows the scale",
     "overflow": "an inf on one device's slice only, good 1 of 4: the step is skipped on "
     "every device and good resets to 0 (not 2: a skip is no clean step)",
-    "clean": "a clean step two short of growing the scale: good rises by one and the scale "
-    "stays as it is",
 }
 """The loss-scaling examples' contrasts, by case (:func:`_scaled_examples`)."""
 
@@ -1402,6 +1408,11 @@ def _purpose(kind: str) -> Callable[[Example], str | None]:
                 "keep": "max_norm above the whole norm: the gradient must come back as it is",
                 "clip": "max_norm below every norm: every slice is scaled by one factor",
             }.get(ex["case"])
+        if kind == "scaled" and ex["case"] == "clean":
+            short = ex["interval"] - ex["good"]
+            return (f"a clean step {short} short of growing the scale (good {ex['good']} of "
+                    f"growth_interval {ex['interval']}): good rises by one and the scale "
+                    "stays as it is")  # fmt: skip
         if kind == "scaled":
             return SCALED_PURPOSE.get(ex["case"])
         if kind == "fp8":
