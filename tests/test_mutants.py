@@ -535,3 +535,33 @@ def test_many_changes_of_one_piece_that_give_the_value_say_that_piece():
     assert change.said.startswith("with `1 - b ** t` changed — each of "), change.said
     assert "changes of it gives this value on this example (`" in change.said
     assert change.said.endswith("in `return np.sqrt(v / (1 - b**t))`"), change.said
+
+
+def test_a_scale_moved_elsewhere_is_said_as_a_named_multiple_of_a_changed_formula():
+    """Two slips at once, the second only a scale moved: attention whose scores go
+    unscaled and whose output is divided by √Dh after it is exactly 1/√Dh times the
+    reference with its scale left out — said with the factor named as the example's own;
+    a multiple no quantity names, and a multiple of the expected value itself, get no such
+    sentence (the factor relation says the latter)."""
+    import jax
+
+    from grader.expected.l08_tensor_parallel import attention
+
+    x = RNG.normal(size=(1, 3, 8)).astype(np.float32)
+    wq, wk, wv = (RNG.normal(size=(8, 12)).astype(np.float32) for _ in range(3))
+    wo = RNG.normal(size=(12, 8)).astype(np.float32)
+    args = (x, wq, wk, wv, wo, 3)
+
+    def hint(output):
+        t = Trial({"heads": 3, "dh": 4}, output=jax.numpy.asarray(np.asarray(output, np.float32)),
+                  expected=later(attention, *args), extra={"dtype": "float32"})  # fmt: skip
+        t.expected  # noqa: B018  (read: the worker computes it, the trial keeps the call)
+        return Values()(t).hint or ""
+
+    unscaled = attention(*args, scale=1.0)
+    said = hint(unscaled / 2.0)
+    assert said.startswith("Your value is exactly ½ (or 1/(√(dh = 4)): equal on this example) "
+                           "times what the reference computes with a factor left out"), said  # fmt: skip
+    assert "`np.einsum('bqhd,bkhd->bhqk', q, k) * scale`" in said
+    assert "times what the reference computes" not in hint(unscaled * 0.37)
+    assert "times what the reference computes" not in hint(attention(*args) / 2.0)

@@ -340,6 +340,61 @@ def test_a_shift_by_whole_device_blocks_is_said_in_blocks():
     assert said.endswith("3 places before it along axis 0, cyclically"), said
 
 
+def test_a_shift_by_a_lessons_own_blocks_is_said_in_them_first():
+    """A lesson's declared unit (lesson 9's micro-batch slots, (length, one, several)) is
+    said before a device's block of the same length; a shift that is not a whole number of
+    them falls back to the devices' blocks, or to places."""
+    want = np.random.default_rng(64).normal(size=(12, 3))
+    units = {0: [(2, "one micro-batch slot", "micro-batch slots"), (4, "argument 0")]}
+    for k, words in ((-2, "2 places after it along axis 0, cyclically: one micro-batch slot "
+                          "(2 along this axis)"),
+                     (4, "4 places before it along axis 0, cyclically: 2 micro-batch slots "
+                         "(2 along this axis each)")):  # fmt: skip
+        moved = np.roll(want, k, axis=0)
+        said = relate.moved(moved, want, ~_close(moved, want), _close, units=units)
+        assert said.endswith(words), said
+    only = {0: [(3, "one micro-batch slot", "micro-batch slots"), (2, "argument 0")]}
+    moved = np.roll(want, 2, axis=0)
+    said = relate.moved(moved, want, ~_close(moved, want), _close, units=only)
+    assert said.endswith("one device's block of argument 0 (2 along this axis)"), said
+    moved = np.roll(want, 1, axis=0)
+    said = relate.moved(moved, want, ~_close(moved, want), _close, units=only)
+    assert said.endswith("1 place before it along axis 0, cyclically"), said
+
+
+def test_whole_blocks_moved_are_said_as_their_map():
+    """Whole blocks moved (in a lesson's unit, else a device's block): adjacent pairs in the
+    other order (zigzag's two chunks of a device concatenated swapped), the order reversed,
+    any other map by its first entries; a block computed or equal to two expected blocks
+    gets no block map (both ways)."""
+    rng = np.random.default_rng(64)
+    want = rng.normal(size=(8, 3))
+    chunks = {0: [(2, "one query chunk", "query chunks")]}
+
+    def said(got, units):
+        return relate.moved(got, want, ~_close(got, want), _close, units=units) or ""
+
+    pairs = want.reshape(2, 2, 2, 3)[:, ::-1].reshape(8, 3)
+    assert said(pairs, chunks).endswith(
+        "whole query chunks along axis 0 moved, each pair of adjacent query chunks in the other "
+        "order (0 holds 1's, 1 holds 0's, …)"), said(pairs, chunks)  # fmt: skip
+    backwards = want.reshape(4, 2, 3)[::-1].reshape(8, 3)
+    devices = {0: [(2, "the output")]}
+    assert said(backwards, devices).endswith(
+        "whole blocks of 2 (one device's block of the output each) along axis 0 moved, in "
+        "reverse order (0 holds 3's, 1 holds 2's, …)"), said(backwards, devices)  # fmt: skip
+    other = want.reshape(4, 2, 3)[[2, 0, 1, 3]].reshape(8, 3)
+    assert "moved, 0 holds 2's, 1 holds 0's, 2 holds 1's" in said(other, chunks)
+    computed = pairs.copy()
+    computed[0] += 0.5
+    assert "whole query chunks" not in said(computed, chunks)
+    repeated = want.copy()
+    repeated[4:6] = repeated[2:4]  # expected blocks 1 and 2 equal: block 0 holding 1's is ambiguous
+    swapped = repeated.reshape(4, 2, 3)[[1, 0, 2, 3]].reshape(8, 3)
+    ambiguous = relate.moved(swapped, repeated, ~_close(swapped, repeated), _close, units=chunks)
+    assert ambiguous and "whole query chunks" not in ambiguous, ambiguous
+
+
 def test_values_says_a_shift_in_the_blocks_of_the_input_split_along_it():
     """Through the check: the blocks are read off the arguments' and the output's
     shardings (2 rows of x a device, 8 rows of the output); a shift of 2 rows is one block

@@ -13,8 +13,9 @@ HELD: list[Held] = [
         exercise="ring_all_gather",
         what=(
             "In each ring step the learner files the block it holds under (i − s − 1) mod N and "
-            "only then passes it on, instead of receiving first: every block lands one slot "
-            "early (its own block too) and the block received at the last step is never written."
+            "only then passes it on, instead of receiving first: every block is filed one slot "
+            "early (its own block lands in slot i − 1 as well as i) and the block received at "
+            "the last step is never written."
         ),
         cause=("receive", "before", "order", "last step", "one slot"),
         kind="off-by-one",

@@ -28,20 +28,20 @@ HELD: list[Held] = [
         ),
     ),
     Held(
-        id="hb4-l09-zero-bubble-alive-cap-inclusive",
+        id="hb4-l09-zero-bubble-forwards-ranked-first",
         module=M,
         exercise="zero_bubble_schedule",
         what=(
-            "In the reversed construction the learner lets a stage start a new W while p "
-            "micro-batches are alive (alive ≤ p instead of < p), so a stage can hold p + 1 "
-            "micro-batches, more than ZB-H1's bound of p."
+            "The learner ranks a ready F above a ready B when a stage chooses its op, as in "
+            "1F1B's warm-up, though B is the op on the critical path (it unblocks the stage "
+            "before): the schedule stays valid but runs longer than ZB-H1's makespan bound."
         ),
-        cause=("at most p", "p + 1", "alive", "memory bound", "< p"),
-        kind="off-by-one",
+        cause=("critical path", "b first", "priority", "makespan", "unblocks"),
+        kind="other",
         patch=(
             (
-                '(k != "W" or alive[s] < p)',
-                '(k != "W" or alive[s] <= p)',
+                'rank = {"B": 0, "F": 1, "W": 2}',
+                'rank = {"F": 0, "B": 1, "W": 2}',
             ),
         ),
     ),

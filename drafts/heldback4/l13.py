@@ -26,20 +26,21 @@ HELD: list[Held] = [
         ),
     ),
     Held(
-        id="hb4-l13-allreduce-middle-step-over-local",
+        id="hb4-l13-train-params-varying-over-hosts-only",
         module=M,
-        exercise="hierarchical_all_reduce",
+        exercise="multihost_train_step",
         what=(
-            "A slip in the axis names: the middle step all-reduces the reduce-scattered part over "
-            "the local axis again instead of across hosts, so each device adds its host's "
-            "different parts together and nothing ever crosses hosts."
+            "The learner casts the params to varying over 'host' only, so they stay invariant "
+            "over 'local' and jax.grad already sums each host's gradients over its devices; the "
+            "hierarchical all-reduce then sums them over 'local' again, a gradient 'local' times "
+            "too large."
         ),
-        cause=("host_axis", "across hosts", "axis name", "local_axis", "crosses hosts"),
-        kind="axis",
+        cause=("pcast", "('host', 'local')", "varying", "summed twice", "implicit"),
+        kind="collective",
         patch=(
             (
-                "part = lax.psum(part, host_axis)",
-                "part = lax.psum(part, local_axis)",
+                'pv = lax.pcast(p, ("host", "local"), to="varying")',
+                'pv = lax.pcast(p, "host", to="varying")  # each host keeps its own gradient',
             ),
         ),
     ),

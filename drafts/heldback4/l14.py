@@ -44,20 +44,20 @@ HELD: list[Held] = [
         ),
     ),
     Held(
-        id="hb4-l14-fsdp-link-spans-fsdp-chips-only",
+        id="hb4-l14-mfu-over-the-compute-time",
         module=M,
         exercise="step_time",
         what=(
-            "The learner picks the FSDP ring's link from a span of fsdp chips, forgetting that "
-            "tp is the innermost axis: an FSDP group spans tp·fsdp consecutive chips, so a group "
-            "that crosses nodes is timed on the fast in-node link."
+            "The learner divides the model FLOPs by chips · peak · the compute time instead of "
+            "the step's total: the bubble and every collective are left out, so MFU comes out "
+            "1 without remat (3/4 with it) whatever the plan."
         ),
-        cause=("tp·fsdp", "innermost", "span", "crosses nodes", "inter-node"),
-        kind="axis",
+        cause=("total", "step time", "bubble", "communication", "compute time"),
+        kind="formula",
         patch=(
             (
-                "fsdp_link = _link(hw, plan.tp * plan.fsdp)",
-                "fsdp_link = _link(hw, plan.fsdp)",
+                'out["mfu"] = model_flops / (hw.chips * hw.peak_flops * out["total"])',
+                'out["mfu"] = model_flops / (hw.chips * hw.peak_flops * out["compute"])',
             ),
         ),
     ),

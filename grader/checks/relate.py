@@ -45,7 +45,7 @@ class Family(Protocol):
     def said(self, coord: tuple, got: np.ndarray, close: Close, what: str) -> str | None: ...
 
 
-Unit = tuple[int, str]
+Unit = tuple[int, str] | tuple[int, str, str]
 """A block's length along one axis and whose block it is (``(2, "argument 0")``): one
 device's share of an array split over the mesh along that axis."""
 
@@ -403,7 +403,7 @@ def moves(
         return None
     unwritten = bad & (got == 0) & (want != 0)
     sels = (bad, bad & ~unwritten) if unwritten.any() else (bad,)
-    for find in (_shift, _moved):  # a shift of every wrong element first, then sources
+    for find in (_shift, _blocks, _moved):  # a shift first, whole blocks, then sources
         for sel in sels:
             if int(sel.sum()) < MOVED_MIN:
                 continue
@@ -450,13 +450,20 @@ def _places(k: int) -> str:
 
 
 def _in_blocks(k: int, units: Sequence[Unit]) -> str:
-    """A shift of ``k`` places said in whole blocks of the longest unit it is a multiple
-    of (``": one device's block of argument 0 (2 along this axis)"``), or ""."""
-    for length, whose in sorted(units, key=lambda u: -u[0]):
+    """A shift of ``k`` places said in whole blocks: of a lesson's own unit, (length, one,
+    several), where it is a multiple of one (``": one micro-batch slot (2 along this
+    axis)"``); else of the longest device's block it is a multiple of (``": one device's
+    block of argument 0 (2 along this axis)"``); or ""."""
+    named = [u for u in units if len(u) == 3]
+    for unit in named + sorted((u for u in units if len(u) == 2), key=lambda u: -u[0]):
+        length = unit[0]
         if length >= 1 and k % length == 0:
             m = k // length
+            each = f" ({length} along this axis{' each' if m > 1 else ''})"
+            if len(unit) == 3:
+                return f": {unit[1] if m == 1 else f'{m} {unit[2]}'}{each}"
             blocks = "one device's block" if m == 1 else f"{m} devices' blocks"
-            return f": {blocks} of {whose} ({length} along this axis{' each' if m > 1 else ''})"
+            return f": {blocks} of {unit[1]}{each}"
     return ""
 
 
@@ -481,6 +488,61 @@ def _along(
                     f"the expected values repeat): each moved along {_axis(ax, names)} only, "
                     "its other indices kept")  # fmt: skip
     return None
+
+
+def _blocks(
+    got: np.ndarray,
+    want: np.ndarray,
+    sel: np.ndarray,
+    bad: np.ndarray,
+    close: Close,
+    names: Sequence[str] | None = None,
+    units: dict[int, Sequence[Unit]] | None = None,
+) -> tuple[str, str] | None:
+    """Whole blocks moved: along one axis, in a lesson's own unit or a device's block
+    (``units``), every block holding an element of ``sel`` is exactly one other expected
+    block (two at least): (how, ""), the map said as a pattern where it is one (adjacent
+    pairs swapped, the order reversed), else its first entries; None where no unit's
+    blocks do (a block computed, or equal to several)."""
+    for ax, found in (units or {}).items():
+        if ax >= got.ndim:
+            continue
+        named = [u for u in found if len(u) == 3]
+        for unit in named + sorted((u for u in found if len(u) == 2), key=lambda u: -u[0]):
+            length, size = unit[0], got.shape[ax]
+            if length < 1 or size % length or size // length < 2:
+                continue
+            n = size // length
+            g = np.moveaxis(got, ax, 0).reshape(n, -1)
+            w = np.moveaxis(want, ax, 0).reshape(n, -1)
+            hit = np.moveaxis(sel, ax, 0).reshape(n, -1).any(axis=1)
+            moved: dict[int, int] = {}
+            for i in np.flatnonzero(hit).tolist():
+                same = [j for j in range(n) if j != i and np.all(close(g[i], w[j]))]
+                if len(same) != 1:
+                    break
+                moved[i] = same[0]
+            else:
+                if len(moved) >= 2:
+                    return _block_map(moved, n, unit, _axis(ax, names)), ""
+    return None
+
+
+def _block_map(moved: dict[int, int], n: int, unit: Unit, axis: str) -> str:
+    """The words of a block map ``moved`` (block i holds block moved[i]'s)."""
+    kind = unit[2] if len(unit) == 3 else (
+        f"blocks of {unit[0]} (one device's block of {unit[1]} each)")  # fmt: skip
+    pairs = all(j == i ^ 1 for i, j in moved.items())
+    if pairs:
+        how = f"each pair of adjacent {kind.split(' (')[0]} in the other order"
+    elif all(j == n - 1 - i for i, j in moved.items()):
+        how = "in reverse order"
+    else:
+        shown = ", ".join(f"{i} holds {j}'s" for i, j in list(moved.items())[:4])
+        how = shown + (", …" if len(moved) > 4 else "")
+    first = ", ".join(f"{i} holds {j}'s" for i, j in list(moved.items())[:2])
+    detail = f" ({first}, …)" if pairs or how == "in reverse order" else ""
+    return f": whole {kind} along {axis} moved, {how}{detail}"
 
 
 def _moved(

@@ -70,6 +70,10 @@ class Values(Check):
     quantities: Callable[[Trial], dict[str, float]] | None = None
     """The lesson's own quantities a stray factor may be, by name (a bias correction
     1/(1 − βᵗ), say), beside those every example has (:func:`relate.quantities`)."""
+    units: Callable[[Trial], dict[int, list[relate.Unit]]] | None = None
+    """The lesson's own blocks of the output, per axis, as (length, one, several): a
+    shift of its elements is said in them first (lesson 9's micro-batch slots of ``rows``
+    rows: ``(2, "one micro-batch slot", "micro-batch slots")``)."""
 
     def __call__(self, trial: Trial) -> CheckResult:
         import jax
@@ -314,10 +318,46 @@ class Values(Check):
         searched = trial.extra.get("searched")
         if searched is not None and searched.get("none"):
             return None
-        said = variants.said(trial, everywhere, f"your {leaf}" if leaf else "your value")
+        scaled = None if siblings else self._scaled(trial, leaf, got, want, atol, rtol)
+        said = variants.said(trial, everywhere, f"your {leaf}" if leaf else "your value", scaled)
         if searched is not None and said is None:
             searched["none"] = True
         return said
+
+    def _scaled(self, trial: Trial, leaf: str | None, got: np.ndarray, want: np.ndarray,
+                atol: float, rtol: float) -> variants.Scaled:  # fmt: skip
+        """The test :func:`variants.first_change_of` asks of a changed formula's value that
+        the output does not equal: the name of the one constant the output is that value
+        times, on every element to this check's tolerance, where it is one of the example's
+        quantities (:func:`relate.quantities`, 1 and 0 not) and the value is no multiple of
+        the expected one (then the factor alone says it); else None."""
+        known = relate.quantities(
+            trial.example, trial.mesh, [], self.quantities(trial) if self.quantities else None
+        )  # fmt: skip
+        want64 = as_numpy(want).astype(np.float64)
+
+        def multiple(of: np.ndarray, target: np.ndarray) -> float | None:
+            norm = float(np.sum(of * of))
+            if not norm or not np.isfinite(norm) or np.count_nonzero(of) < 2:
+                return None
+            c = float(np.sum(of * target)) / norm
+            fits = np.abs(target - c * of) <= atol + rtol * np.abs(c * of)
+            return c if np.isfinite(c) and bool(np.all(fits)) else None
+
+        def scaled(value: Any) -> str | None:
+            other = variants.leaf_at(value, leaf)
+            if other is None or np.shape(other) != got.shape:
+                return None
+            other = as_numpy(other).astype(np.float64)
+            if not np.all(np.isfinite(other)) or multiple(other, want64) is not None:
+                return None
+            c = multiple(other, got)
+            if c is None or abs(c - 1) <= 1e-6 or abs(c) <= 1e-12:
+                return None
+            q = next((k for k in known if abs(k.value - c) <= 1e-6 * abs(c)), None)
+            return relate.also_equal(q, known).name if q is not None else None
+
+        return scaled
 
     @staticmethod
     def _siblings(trial: Trial, leaf: str | None) -> list[tuple[str, np.ndarray, str]]:
@@ -394,7 +434,7 @@ class Values(Check):
             trial.example, trial.mesh, [out.dtype.itemsize],
             self.quantities(trial) if self.quantities else None,
         )  # fmt: skip
-        units = _units(trial, out)
+        units = _units(trial, out, self.units(trial) if self.units else {})
         got = relate.assemble([(a, s.index) for a, s in zip(actual, shards)], want.shape)
         if got is None:  # devices disagree on a replicated element: per device, elementwise
             a = np.concatenate([as_numpy(x)[m] for x, m in zip(actual, masks)])
@@ -486,10 +526,13 @@ def _inputs(trial: Trial, shape: tuple[int, ...]) -> list[tuple[str, np.ndarray]
     return out
 
 
-def _units(trial: Trial, out) -> dict[int, list[relate.Unit]]:
-    """Per axis of ``out``, the blocks one device holds of each array of its rank split
-    along that axis (the output first, then the arguments by path; one name a length): a
-    shift of the output's elements is said in them too (a slot one device's block off)."""
+def _units(
+    trial: Trial, out, declared: dict[int, list[relate.Unit]]
+) -> dict[int, list[relate.Unit]]:
+    """Per axis of ``out``, the lesson's ``declared`` blocks, then the blocks one device
+    holds of each array of its rank split along that axis (the output first, then the
+    arguments by path; one name a length): a shift of the output's elements is said in
+    them too (a slot one device's block off)."""
     import jax
 
     arrays = [("the output", out)] + [
@@ -498,13 +541,13 @@ def _units(trial: Trial, out) -> dict[int, list[relate.Unit]]:
         for path, leaf in jax.tree_util.tree_flatten_with_path(arg)[0]
         if isinstance(leaf, jax.Array) and not leaf.is_deleted()
     ]
-    units: dict[int, list[relate.Unit]] = {}
+    units: dict[int, list[relate.Unit]] = {axis: list(us) for axis, us in declared.items()}
     for whose, x in arrays:
         if x.ndim != out.ndim:
             continue
         for axis, n in _split(x, trial.mesh):
             length = x.shape[axis] // n
-            if all(length != seen for seen, _ in units.get(axis, [])):
+            if all(length != seen[0] for seen in units.get(axis, [])):
                 units.setdefault(axis, []).append((length, whose))
     return units
 

@@ -78,6 +78,10 @@ class Change:
     """A number of the arguments one more or one less: a count one step off, which a
     formula can also be (``>`` for ``>=``, an index one on) — :func:`first_change_of` then
     looks for that too."""
+    factor: str = ""
+    """Where the output is not this change's value but a constant times it: that constant,
+    named as one of the example's quantities (``1/(√(dh = 4))``): a scale applied in
+    another place than the reference's (after the softmax, not to the scores)."""
 
 
 def deferred(trial: Trial) -> Later | None:
@@ -300,22 +304,30 @@ def leaf_at(value: Any, path: str | None) -> Any:
 
 
 def first_change(trial: Trial, matches: Callable[[Any], bool],
-                 budget_s: float = BUDGET_S) -> Change | None:  # fmt: skip
+                 budget_s: float = BUDGET_S, scaled: Scaled | None = None) -> Change | None:  # fmt: skip
     """The first change of the trial's reference call whose value ``matches`` (the
     check's own test: the output equals it on every element), tried in :func:`changes`'
-    order while ``budget_s`` lasts; None where none does or the value was not deferred."""
+    order while ``budget_s`` lasts; None where none does or the value was not deferred.
+    ``scaled``: see :func:`first_change_of`."""
     later = deferred(trial)
     if later is None:
         return None
     mesh = trial.mesh
     blocks = (*mesh.devices.shape, mesh.devices.size) if mesh is not None else ()
-    return first_change_of(later.call, matches, trial.example, budget_s, blocks=blocks)
+    return first_change_of(later.call, matches, trial.example, budget_s, blocks=blocks,
+                           scaled=scaled)  # fmt: skip
+
+
+Scaled = Callable[[Any], str | None]
+"""A value → the name of the constant the output is that value times (one of the
+example's quantities), or None: the output is no such multiple of it."""
 
 
 def first_change_of(
     call: tuple[Callable[..., Any], tuple, dict], matches: Callable[[Any], bool],
     example: Example | None = None, budget_s: float = BUDGET_S,
     rename: dict[str, str] | None = None, blocks: tuple[int, ...] = (),
+    scaled: Scaled | None = None,
 ) -> Change | None:  # fmt: skip
     """:func:`first_change` of a call of the grader's own (a formula of the example's
     fields, say), its arguments named as :func:`changes` names them: the arguments'
@@ -323,14 +335,17 @@ def first_change_of(
     (:data:`FORMULA_BUDGET_S`, :data:`FORMULAS_AT_MOST`). Where an argument found is a
     number one step off, a change of the formula that gives the value too is said beside
     it: the count the code reads may be right and its comparison or index one off (``>``
-    for ``>=``: the scale grown one clean step late is the interval one more)."""
+    for ``>=``: the scale grown one clean step late is the interval one more).
+    ``scaled``: where no change's value is the output, the first formula change whose value
+    the output is a named constant times (:attr:`Change.factor`) — two slips at once, the
+    second only a scale moved (1/√dh applied after the softmax, not to the scores)."""
     found = None
     for formula, most, seconds in ((False, CHANGES_AT_MOST, budget_s),
                                    (True, FORMULAS_AT_MOST, FORMULA_BUDGET_S)):  # fmt: skip
         if found is not None and not found.step:
             break
         change = _first(changes(call, example, rename, formula, tuple(int(b) for b in blocks)),
-                        matches, most, seconds)  # fmt: skip
+                        matches, most, seconds, scaled if formula and found is None else None)  # fmt: skip
         if found is None:
             found = change
         elif change is not None:
@@ -340,7 +355,7 @@ def first_change_of(
 
 
 def _first(tried: Iterator[Change], matches: Callable[[Any], bool], most: int,
-           budget_s: float) -> Change | None:  # fmt: skip
+           budget_s: float, scaled: Scaled | None = None) -> Change | None:  # fmt: skip
     """The first change whose value ``matches``; where others after it (within
     :data:`ALSO_S`, at most :data:`ALSO_AT_MOST`) give the value too, its words name them:
     the example cannot tell them apart (two fields of a model equal on it). Where more
@@ -349,6 +364,7 @@ def _first(tried: Iterator[Change], matches: Callable[[Any], bool], most: int,
     correction turned negative: every change that makes it so gives the same NaNs)."""
     start = time.monotonic()
     found: list[Change] = []
+    times: Change | None = None  # the first change the output is a named multiple of
     stop = budget_s
     try:  # report material: never a grader fault
         for n, change in enumerate(tried):
@@ -362,6 +378,10 @@ def _first(tried: Iterator[Change], matches: Callable[[Any], bool], most: int,
                 if matches(value) and not _constant(value) and not _same(change, found):
                     found.append(change)
                     stop = min(budget_s, time.monotonic() - start + ALSO_S)
+                elif scaled is not None and times is None and not found:
+                    factor = scaled(value)
+                    if factor:
+                        times = dataclasses.replace(change, factor=factor, step=False)
             except Exception:  # a change the reference cannot take (a size one more)
                 continue
     except Exception:  # arguments it cannot take apart
@@ -369,7 +389,7 @@ def _first(tried: Iterator[Change], matches: Callable[[Any], bool], most: int,
     if len(found) > ALSO_AT_MOST + 1:
         return _one_piece(found)
     if not found:
-        return None
+        return times
     if len(found) == 1:
         return found[0]
     first, rest = found[0], found[1:]
@@ -428,12 +448,16 @@ def _constant(value: Any) -> bool:
     return bool(np.all(flat == flat[0]))
 
 
-def said(trial: Trial, matches: Callable[[Any], bool], what: str = "your value") -> str | None:
+def said(trial: Trial, matches: Callable[[Any], bool], what: str = "your value",
+         scaled: Scaled | None = None) -> str | None:  # fmt: skip
     """:func:`first_change` in one sentence, as :mod:`grader.checks.relate` words its
     relations (lower case, no final stop), or None."""
-    change = first_change(trial, matches)
+    change = first_change(trial, matches, scaled=scaled)
     if change is None:
         return None
+    if change.factor:
+        return (f"{what} is exactly {change.factor} times what the reference computes "
+                f"{change.said}, on every element")  # fmt: skip
     return f"{what} {SAID} {change.said}, on every element"
 
 

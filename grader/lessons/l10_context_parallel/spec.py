@@ -653,10 +653,20 @@ ONLY_PERMUTES = OnlyCollectives(
 )
 
 
+def _chunks(trial: Trial) -> dict[int, list[tuple[int, str, str]]]:
+    """The output's rows in the lesson's own blocks: zigzag's 2N query chunks of S/2N
+    rows (device i: chunks i and 2N − 1 − i), the plain ring's N query blocks of S/N."""
+    s, n = np.shape(trial.expected)[0], trial.example["n"]
+    if trial.extra.get("zigzag"):
+        return {0: [(s // (2 * n), "one query chunk", "query chunks")]} if s % (2 * n) == 0 else {}
+    return {0: [(s // n, "one device's query block", "query blocks")]} if s % n == 0 else {}
+
+
 def _ring_checks(zigzag: bool) -> tuple[Check, ...]:
     checks: list[Check] = [
         Hinted(
-            Values(atol=_atol, alternatives=_alternatives, families=_attended), _precision_hint
+            Values(atol=_atol, alternatives=_alternatives, families=_attended, units=_chunks),
+            _precision_hint,
         ),  # fmt: skip
         SoftmaxPrecision(),
         OutputSharding(expected=lambda t: t.extra["sharding"]),
