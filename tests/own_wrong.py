@@ -8,6 +8,35 @@ from tests.mistakes import Mistake
 ADAM_NEW = 'new = {"master": master, "m": m, "v": v, "step": state["step"] + 1}'
 
 OWN = [
+    Mistake(  # stop 64: a ratio half the formula's was told "the gradient is bf16" alone
+        id="own-l03-dp-compute-of-one-matrix", module="l03_cost_model",
+        exercise="dp_is_compute_bound", status="failed", check="values",
+        says=("ratio half the formula's", "the gradient is bf16", "both matrices"),
+        patch=(("compute = 6 * batch_per_device * params / chip.peak_flops",
+                "compute = 6 * batch_per_device * d_model * d_ff / chip.peak_flops"),),
+    ),
+    Mistake(  # stop 64: lr·g N times was told the gradient was summed twice, alone
+        id="own-l06-step-lr-scaled-by-n", module="l06_data_parallel",
+        exercise="dp_train_step", status="failed", check="values",
+        says=("moved w_in N = 4 times as far", "either your learning rate is N times"),
+        patch=(("new = jax.tree.map(lambda w, g: w - lr * (g / n), p, summed)",
+                "new = jax.tree.map(lambda w, g: w - (lr * n) * (g / n), p, summed)"),),
+    ),
+    Mistake(  # stop 64: a global batch read from the width (B/D = 1/N here) was told "a mean
+        # where a sum belongs" alone; the change of the reference now goes first
+        id="own-l07-grads-batch-from-the-width", module="l07_fsdp",
+        exercise="fsdp_grads", status="failed", check="values",
+        says=("`1` in place of `0`", "`b = err.shape[0]`", "a mean (pmean) where a sum belongs gives"),
+        patch=(("    batch = x.shape[0]\n\n    def body(p, xb, yb):\n        return jax.grad",
+                "    batch = x.shape[1]\n\n    def body(p, xb, yb):\n        return jax.grad"),),
+    ),
+    Mistake(  # stop 64: told "weights move" for a transfer no whole number of weights
+        id="own-l09-forward-gathers-every-stage-output", module="l09_pipeline",
+        exercise="pipeline_forward", status="failed", check="weights",
+        says=("4 whole batches of activations", "yours moves 4"), never=("weights move",),
+        patch=(("return lax.psum(out, AXIS).reshape(b, d)",
+                'return lax.all_gather(out, AXIS, to="invarying")[-1].reshape(b, d)'),),
+    ),
     Mistake(
         id="own-adam-m-not-stored", module="l15_optimizer", exercise="adamw_step",
         status="failed", check="values",

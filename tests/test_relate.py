@@ -845,3 +845,18 @@ def test_the_whole_cache_hint_names_only_the_opcodes_the_step_holds():
     assert "a concatenate" in joined and "jnp.where" not in joined
     copied = _whole_write_hint({"copy"})
     assert "reading the cache as it came" in copied and "concatenate" not in copied
+
+
+def test_a_strided_reading_of_a_replicated_result_is_not_said():
+    """Every device's block the same (an all-reduce's result): a device holding one
+    chunk in every slot equals the strided rearrangement by coincidence — not said; the
+    same rearrangement of distinct blocks is (both ways)."""
+    rng = np.random.default_rng(64)
+    whole = rng.normal(size=(4, 3))
+    want = np.tile(whole, (4, 1))  # 4 devices, each the whole 4-row sum
+    tiled = np.concatenate([np.tile(whole[d], (4, 1)) for d in range(4)])  # chunk d, 4 times
+    assert relate.rearranged(tiled, want, _close, split=[(0, 4)]) is None
+    distinct = rng.normal(size=(16, 3))
+    strided = distinct.reshape(4, 4, 3).swapaxes(0, 1).reshape(16, 3)
+    said = relate.rearranged(strided, distinct, _close, split=[(0, 4)])
+    assert said and said.startswith("strided where the blocks are contiguous"), said

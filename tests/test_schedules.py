@@ -69,6 +69,22 @@ def test_a_missing_micro_batch_is_named_as_a_whole():
     assert v.message.startswith("micro-batch 2 never run (4 ops missing")
 
 
+def test_a_micro_batch_missing_only_some_ops_is_not_said_never_run():
+    """Its forwards lost, its backwards there (a backward written over the forward's cell):
+    the ops are counted, not the micro-batch called never run, and the hint says both ways
+    an op goes missing — not a loop one short."""
+    from grader.lessons.l09_pipeline.checks import _ops_hint
+    from grader.spec import Trial
+
+    sched = S.gpipe(2, 3)
+    lost = [[c if c is None or c != ("F", 2) else None for c in row] for row in sched]
+    v = _first(lost, 2, 3)
+    assert v.message.startswith("2 op(s) never run, the first: forward F2"), v.message
+    hint = _ops_hint(Trial({"p": 2, "m": 3}, extra={}), v)
+    assert "another op of the same stage and tick took afterwards" in hint
+    assert "range(m - 1)" not in hint
+
+
 def test_dependencies_name_what_waits_for_what_and_when():
     same_tick = [[("F", 0), None], [None, ("F", 0)], [("B", 0), ("B", 0)]]
     v = _first(same_tick, 2, 1)
@@ -146,3 +162,20 @@ def test_a_given_schedule_is_drawn_alone():
     text = _render(S.chart(title, sim, None, None), 80)
     assert "expected" not in text and "yours" not in text
     assert text.splitlines()[2].split()[0] == "given"
+
+
+def test_a_zero_bubble_schedule_too_long_is_told_what_its_replay_shows():
+    """The makespan hint of a split-W schedule says what was measured: a stage idle while
+    one of its Ws is ready; every W straight after its B; neither, the rule alone (each
+    both ways)."""
+    from grader.lessons.l09_pipeline.checks import _makespan_hint
+
+    f, b, w = ("F", 0), ("B", 0), ("W", 0)
+    idle = [[f, None], [None, f], [None, b], [b, None], [w, None], [None, w]]
+    said = _makespan_hint(S.simulate(idle, 2, 1, split_w=True), 5)
+    assert "At tick 3 stage 1 idles though weight gradient W0" in said, said
+    assert "straight after its B" not in said
+    straight = [[f, None], [None, f], [None, b], [b, w], [w, None], [None, None]]
+    said = _makespan_hint(S.simulate(straight, 2, 1, split_w=True), 5)
+    assert said.startswith("Every W runs straight after its B"), said
+    assert "idles though" not in said

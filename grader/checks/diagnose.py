@@ -135,13 +135,20 @@ def values(
         if n_ring and np.isclose(scale, n_ring):
             if round_one:  # measured on one round number: no cause is shown by it
                 return f"{STRAY_FACTOR} N = {n_ring} (one round value: that alone names no cause)."
-            return f"The result is exactly N = {n_ring} times too large: a sum where a mean belongs, or a value added once per device twice."
+            return Behaviour(
+                f"The result is exactly N = {n_ring} times too large: a sum where a mean belongs "
+                "gives that, or a value added once per device twice — or a product with any "
+                f"other size that is {n_ring} here."
+            )
         if n_ring and np.isclose(scale * n_ring, 1.0):
             if round_one:
                 return (
                     f"{STRAY_FACTOR} 1/N = 1/{n_ring} (one round value: that alone names no cause)."
                 )
-            return f"The result is exactly N = {n_ring} times too small: a mean (pmean) where a sum belongs."
+            return Behaviour(
+                f"The result is exactly N = {n_ring} times too small: a mean (pmean) where a sum "
+                f"belongs gives that — or a division by any other size that is {n_ring} here."
+            )
         if varied:
             return f"{STRAY_FACTOR} {scale:.3g}: a stray scale factor."
         return None
@@ -149,6 +156,12 @@ def values(
     if 0 < len(wrong) < n:
         return f"Only device(s) {wrong} of {n} are wrong; the others are right: what your code does differently on those devices is where the values part."
     return None
+
+
+class Behaviour(str):
+    """A hint that says what the output does (the gradient came back unclipped, the result
+    N times too small), which several causes give: a change of the reference that gives
+    the output is still looked for, and said first (:mod:`grader.checks.values`)."""
 
 
 def round_number(arrays: Sequence[np.ndarray]) -> bool:

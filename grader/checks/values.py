@@ -211,7 +211,9 @@ class Values(Check):
         said = [pairs, *said] if pairs else said
         changed = None
         if open_hint(hint) and (
-            not any(map(relate.names, said)) or _one_value(want, shards, masks)
+            not any(map(relate.names, said))
+            or _one_value(want, shards, masks)
+            or isinstance(hint, Behaviour)  # several causes give it: the change may tell
         ):
             # (a factor or an offset named on one round value is a coincidence as often as
             # not: a change of the reference that gives the value goes first)
@@ -493,10 +495,10 @@ GENERIC = ("Only device(s)", "The output is all zeros")
 """Hints that name where, not why: a relation measured on the values goes first."""
 
 
-class Behaviour(str):
-    """An alternative's hint (``Values(alternatives=…)``) that says what the output does
-    (the gradient came back unclipped), which several causes give: a change of the
-    reference that gives the output is still looked for, and said first."""
+Behaviour = diagnose.Behaviour
+"""An alternative's hint (``Values(alternatives=…)``) that says what the output does
+(the gradient came back unclipped), which several causes give: a change of the reference
+that gives the output is still looked for, and said first."""
 
 
 def open_hint(hint: str | None) -> bool:

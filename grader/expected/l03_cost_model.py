@@ -229,15 +229,20 @@ def suspects_dp(batch: int, d_model: int, d_ff: int, chip: str, link: str) -> li
          "compute-bound: the formula says ≥, not >."),
         (comm >= comp, "The comparison is the wrong way round: compute-bound means compute "
          "time ≥ communication time."),
-        (comp >= comm / 2, "An all-reduce sends twice the gradient's bytes on a ring "
-         "(reduce-scatter, then all-gather): 2·(2·P) / bandwidth."),
+        (comp >= comm / 2, "Your answers are those of a compute-to-communication "
+         "ratio twice the formula's: an all-reduce sends twice the "
+         "gradient's bytes on a ring (reduce-scatter, then all-gather): 2·(2·P) / bandwidth — "
+         "or the compute counted twice (6·B·P, P = 2·d_model·d_ff)."),
         (comp >= 4 * p / h, "The gradient all-reduce goes over the link: use "
          "link.bandwidth, not the chip's hbm_bandwidth."),
         (2 * b * p / c >= comm, "A training step does 6·B·P FLOPs, not 2·B·P: the backward "
          "pass costs twice the forward."),
         (comp >= 8 * comm, "Bandwidth is in bytes/s and the gradient is 2·P bytes: no factor "
          "8 for bits."),
-        (comp >= 2 * comm, "The gradient is bf16: 2 bytes per parameter, 2·P bytes, not 4·P."),
+        (comp >= 2 * comm, "Your answers are those of a compute-to-communication "
+         "ratio half the formula's: the gradient is bf16, 2 bytes per "
+         "parameter, 2·P bytes, not 4·P — or the compute counted half (P = 2·d_model·d_ff: "
+         "both matrices of the layer; 6·B·P FLOPs)."),
     ]  # fmt: skip
 
 

@@ -112,7 +112,7 @@ def zero_bubble_schedule(n_stages, n_micro):
 """,
         status="failed",
         check="makespan",
-        says=("max(3m + p − 1, 2(m + p) − 1)", "not straight after its B"),
+        says=("max(3m + p − 1, 2(m + p) − 1)", "Every W runs straight after its B"),
     ),
     # ---------------------------------------------------------------- measuring
     Mistake(

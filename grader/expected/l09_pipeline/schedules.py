@@ -137,7 +137,7 @@ def simulate(schedule: Any, p: int, m: int, split_w: bool = False) -> Simulation
         (k, s, i) for k in kinds for s in range(p) for i in range(m) if (k, s, i) not in sim.times
     ]
     if missing:
-        sim.violations.append(_missing(missing, p, m))
+        sim.violations.append(_missing(missing, p, m, len(kinds)))
     sim.violations.extend(_dependencies(sim))
     return sim
 
@@ -209,11 +209,12 @@ def _read_cell(value: Any, t: int, s: int, sim: Simulation, kinds: tuple[str, ..
     return f"{kind}{micro}"  # as the chart draws it
 
 
-def _missing(missing: list[Key], p: int, m: int) -> Violation:
+def _missing(missing: list[Key], p: int, m: int, every: int) -> Violation:
+    """The ops never run: whole micro-batches where every op of theirs (``every`` kinds on
+    every stage) is missing, else the count and the first."""
     micros = sorted({i for _, _, i in missing})
-    kinds = sorted({k for k, _, _ in missing}, key=ORDER.get)
     first = describe_op(*missing[0])
-    if len(missing) == len(kinds) * p * len(micros):
+    if len(missing) == every * p * len(micros):
         what = ", ".join(map(str, micros))
         plural = "es" if len(micros) > 1 else ""
         return Violation(OPS, f"micro-batch{plural} {what} never run ({len(missing)} ops "

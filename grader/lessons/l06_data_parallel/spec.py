@@ -47,6 +47,7 @@ from grader.checks import (
 from grader.checks.comms import communication
 from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
+from grader.checks.values import Behaviour
 from grader.evidence import BytesExpectation, Note, Table
 from grader.later import later
 from grader.measure import jaxpr
@@ -279,6 +280,18 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
             f"Your loss is N = {n} times the reference: you summed the N local means. Every "
             "device has B/N rows, so the mean over all B rows is the mean of the local means: "
             "lax.pmean, not lax.psum.",
+            scaled(n),
+        ))  # fmt: skip
+    elif n > 1 and kind == "train":  # p − lr·g: lr·g N times, the gradient or the rate
+        said = _n_times_hint(trial, name).removeprefix(f"Your gradient of {name} is N = {n} "
+                                                       "times the reference")  # fmt: skip
+        out.append((
+            Behaviour(
+                f"Your step moved {name} N = {n} times as far as the reference's (p − lr·g "
+                f"with lr·g N times): either your learning rate is N times the lr given (the "
+                f"step asked for is p − lr·g, lr as it comes), or your gradient of {name} is N "
+                f"times the reference{said}"
+            ),
             scaled(n),
         ))  # fmt: skip
     elif n > 1:

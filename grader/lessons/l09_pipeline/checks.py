@@ -85,6 +85,13 @@ def _ops_hint(trial: Trial, v: Violation) -> str | None:
             f"The last micro-batch ({m - 1}) never runs: micro-batches are 0 … m − 1, so loop "
             "over range(m) — a range(m - 1), or a grid too short to hold it, drops it."
         )
+    if " op(s) never run" in v.message:  # some ops of a micro-batch, not all of them
+        return (
+            "Every op must sit in the grid once: F and B (and W, where it is split) of every "
+            "micro-batch on every stage. A missing one was never placed, or was placed in a "
+            "cell that another op of the same stage and tick took afterwards (one op per "
+            "stage per tick: the later write replaces it)."
+        )
     if v.micro is not None:  # an op of a micro-batch outside 0 … m − 1
         p = trial.example["p"]
         fewer = (
@@ -185,13 +192,60 @@ def _last_op(sim: Simulation) -> tuple[int, int]:
     return sim.ticks - 1, 0
 
 
+def _ready(sim: Simulation, s: int, t: int) -> list[schedules.Key]:
+    """The ops of stage ``s`` not yet run at tick ``t`` whose inputs are all there (run at
+    an earlier tick), in the schedule's own later order."""
+    later = [k for k, when in sim.times.items() if k[1] == s and when > t]
+    return sorted((k for k in later
+                   if all(sim.times.get(n, t) < t for n in schedules._needs(k, sim.p))),
+                  key=sim.times.get)  # fmt: skip
+
+
+def _zero_bubble_hint(sim: Simulation, bound: int) -> str:
+    """What the replay shows of the extra ticks: the first tick a stage past the first runs
+    an F or a W while a B of its is ready (the stage before waits for that B; stage 0's
+    waits for nothing), and the first a stage idles while a B or a W is ready (an F may
+    wait for memory: not counted); the rule alone where neither happens."""
+    ran = {(when, k[1]): k for k, when in sim.times.items()}
+    behind = idle = None
+    for t in range(sim.ticks):
+        for s in range(sim.p):
+            ready = _ready(sim, s, t)
+            op = ran.get((t, s))
+            b = next((k for k in ready if k[0] == schedules.BACKWARD), None)
+            if behind is None and s > 0 and op is not None and op[0] != schedules.BACKWARD and b:
+                behind = (t, s, op, b)
+            waiting = next((k for k in ready if k[0] != schedules.FORWARD), None)
+            if idle is None and op is None and not sim.grid[t][s] and waiting:
+                idle = (t, s, waiting)
+    said = []
+    ws = [k for k in sim.times if k[0] == schedules.WEIGHT]
+    if ws and all(sim.times[w] == sim.times.get((schedules.BACKWARD, w[1], w[2]), -2) + 1
+                  for w in ws):  # fmt: skip
+        said.append("Every W runs straight after its B (the next tick, on its stage): no "
+                    "op needs a W, so ZB-H1 keeps each for a gap where the stage would "
+                    "otherwise wait for a B.")  # fmt: skip
+    if behind:
+        t, s, op, b = behind
+        said.append(f"At tick {t} stage {s} runs {schedules.describe_op(*op)} while "
+                    f"{schedules.describe_op(*b)} is ready: a B goes first, since the stage "
+                    "before waits for it; an F or a W can wait.")  # fmt: skip
+    if idle:
+        t, s, op = idle
+        said.append(f"At tick {t} stage {s} idles though {schedules.describe_op(*op)} is "
+                    "ready: no stage waits while a B or a W of its can run.")  # fmt: skip
+    if said:
+        return " ".join(said)
+    return (
+        f"{sim.ticks - bound} tick(s) more than needed, and no stage runs an F or a W before "
+        "a ready B or idles while a B or a W is ready: ZB-H1 also keeps at most p "
+        "micro-batches alive and runs each W in a gap where the stage would otherwise wait."
+    )
+
+
 def _makespan_hint(sim: Simulation, bound: int) -> str:
     if sim.split_w:
-        return (
-            "No op needs a W, so it can wait: run each W where the stage would otherwise idle "
-            "waiting for a B (ZB-H1), not straight after its B. Fill the warm-up and cool-down "
-            "gaps with W passes, and keep at most p micro-batches alive."
-        )
+        return _zero_bubble_hint(sim, bound)
     if sim.ticks == bound + 2:
         return (
             "Two ticks too many — one per phase? A phase takes m + p − 1 ticks, not m + p: the "
@@ -319,6 +373,10 @@ class WeightsStay(Check):
 
     weight: Callable[[Example], int] = lambda ex: 0
     what: Callable[[Example], str] = lambda ex: ""
+    batch: Callable[[Example], int] = lambda ex: 0
+    """Bytes of the whole batch's activations, B × D: a transfer that is a whole number of
+    them, and no whole number of weights, is activations (every stage's buffer), not
+    weights."""
     name: str = "weights"
 
     def __call__(self, trial: Trial) -> CheckResult:
@@ -331,9 +389,32 @@ class WeightsStay(Check):
                 evidence=evidence,
             )  # fmt: skip
         c = max(heavy, key=_size)
+        size, batch = _size(c), self.batch(trial.example)
+        if size % bound and batch and size % batch == 0:
+            return CheckResult(
+                self.name, False,
+                f"{_article(c.kind)} {c.kind} of {size:,} bytes: {size // batch} whole batches "
+                f"of activations (B × D = {batch:,} bytes each), more than one stage's "
+                f"{self.what(trial.example)} = {bound:,} bytes, and no whole number of them",
+                evidence=evidence,
+                hint="Only the last stage's y has to reach every stage, once: one all-reduce "
+                f"(a psum of y kept on the last stage, zeros elsewhere) moves one batch; yours "
+                f"moves {size // batch}"
+                + (" — p, as gathering every stage's buffer does." if size // batch
+                   == trial.example.get("p") else "."),  # fmt: skip
+            )  # fmt: skip
+        if size % bound:
+            return CheckResult(
+                self.name, False,
+                f"{_article(c.kind)} {c.kind} of {size:,} bytes, more than one stage's "
+                f"{self.what(trial.example)} = {bound:,} bytes (and no whole number of them, "
+                "nor of whole batches): only the activations of one micro-batch need to travel "
+                "at a time, and the last stage's y once",
+                evidence=evidence,
+            )  # fmt: skip
         return CheckResult(
             self.name, False,
-            f"{_article(c.kind)} {c.kind} of {_size(c):,} bytes: weights move (one stage's "
+            f"{_article(c.kind)} {c.kind} of {size:,} bytes: weights move (one stage's "
             f"{self.what(trial.example)} = {bound:,} bytes, more than the whole batch)",
             evidence=evidence,
             hint="In a pipeline the weights stay where they are — stage s holds layer s "

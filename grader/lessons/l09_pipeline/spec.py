@@ -695,6 +695,7 @@ def _exec_checks(grads: bool) -> tuple:
         WeightsStay(
             weight=weight_bytes,
             what=lambda ex: f"w_in[s] of D × F = {ex['d']} × {ex['f']} float32",
+            batch=lambda ex: ex["m"] * ex["rows"] * ex["d"] * 4,
         ),
         PipelineCollectives(),
         micro,
