@@ -282,6 +282,33 @@ def test_a_block_that_is_a_wrong_sum_of_block_products_is_told_which():
                          "it") is None  # fmt: skip
 
 
+def test_a_right_term_once_more_is_said_counted_twice():
+    """A block that is the right sum plus one of its own terms again: counted twice; plus
+    a term the right sum does not have: on top of it, not "twice" (both ways)."""
+    atoms, family = _ring_matmul(4)
+    right = sum(atoms[j, j] for j in range(4))
+    said = relate.paired(family, (0,), right + atoms[0, 0], _close, "it")
+    assert said.endswith("it has X[:, block 0]·W[block 0] on top of the right sum: counted "
+                         "twice"), said  # fmt: skip
+    said = relate.paired(family, (0,), right + atoms[0, 1], _close, "it")
+    assert "on top of the right sum" in said and "twice" not in said, said
+
+
+def test_an_input_added_to_or_taken_from_the_output_is_said():
+    """The expected value plus an input (a residual the function has not), or minus one;
+    half an input added is neither (both ways)."""
+    rng = np.random.default_rng(64)
+    want, x = rng.normal(size=(6, 4)), rng.normal(size=(6, 4))
+    for got, words in ((want + x, "plus the input argument 0"),
+                       (want - x, "minus the input argument 0")):  # fmt: skip
+        said = relate.relations(got, want, ~_close(got, want), _close,
+                                inputs=[("argument 0", x)])  # fmt: skip
+        assert any(words in r for r in said), said
+    half = want + 0.5 * x
+    said = relate.relations(half, want, ~_close(half, want), _close, inputs=[("argument 0", x)])
+    assert not any("the input argument 0" in r for r in said), said
+
+
 def test_a_pairing_off_by_a_whole_number_of_blocks_or_swapped_is_said_which():
     """The terms a block has in place of the right ones, where one pattern holds for all of
     them: the second operand's block one off (its first right), the first operand's one off

@@ -224,3 +224,40 @@ def test_a_parameter_count_whose_embeddings_are_counted_every_layer_is_told_so()
     hint = told(32 * embeddings + layers)
     assert "embeddings term (2·D·V = " in hint and "multiplied by L = layers (32)" in hint, hint
     assert "exactly the formula" not in told(3 * embeddings + 2 * layers)
+
+
+def test_another_kind_of_the_fixed_examples_is_said_where_it_gives_the_answer():
+    """collective_time for a reduce-scatter timed as an all-reduce: the answer the formula
+    gives with kind = 'all_reduce' (a value the fixed examples hold) is said; an answer
+    a little off is not (both ways)."""
+    spec = importlib.import_module("grader.lessons.l03_cost_model.spec")
+    s = spec.COLLECTIVE_TIME
+    ex = {"kind": "reduce_scatter", "nbytes": 1 << 20, "n": 4, "link": "nvlink4"}
+    check = s.check()
+    as_all_reduce = s.want({**ex, "kind": "all_reduce"})
+    r = check(Trial(ex, output=as_all_reduce, expected=s.want(ex),
+                    extra={"call": "c", "formula": "f"}))  # fmt: skip
+    assert "with kind = 'all_reduce' in place of 'reduce_scatter'" in (r.hint or ""), r.hint
+    r = check(Trial(ex, output=as_all_reduce * 1.01, expected=s.want(ex),
+                    extra={"call": "c", "formula": "f"}))  # fmt: skip
+    assert "kind = " not in (r.hint or "")
+
+
+def test_train_flops_with_the_attention_of_the_forward_pass_alone_is_told_its_term():
+    """The attention term a third of itself (the forward alone): the term and the 3 of a
+    training step; the weights' term a third gets that term, not attention's (both ways)."""
+    spec = importlib.import_module("grader.lessons.l14_planning.spec")
+    s = spec.TRAIN_FLOPS
+    ex = s.examples(FULL)[0]
+    weights, attention = (t.value for t in s.terms(**ex).parts)
+    check = s.check()
+
+    def told(answer: float) -> str:
+        r = check(Trial(ex, output=answer, expected=s.want(ex),
+                        extra={"call": "c", "formula": "f"}))  # fmt: skip
+        return r.hint or ""
+
+    hint = told(weights + attention / 3)
+    assert "attention term (12·L·N·H·S·T" in hint and "1/(3 (a training step" in hint, hint
+    hint = told(weights / 3 + attention)
+    assert "weights term (6·P·T" in hint and "attention term" not in hint, hint

@@ -298,6 +298,15 @@ def relations(
             f"update {every}: {words}"
         )
         break
+    for name, x in inputs:  # an input added to the output, or taken from it
+        if out or x.shape != got.shape or not np.any(x[bad]):
+            continue
+        for sign, words in ((1.0, "plus"), (-1.0, "minus")):
+            if np.all(close(a, e + sign * x[bad])):
+                out.append(f"{what} is exactly the expected one {words} the input {name} "
+                           f"{every}: that input {'added to' if sign > 0 else 'taken from'} "
+                           "the output")  # fmt: skip
+                break
     if not out and factor is None and (lines := scaled_lines(got, want, bad, close, what)):
         out.append(lines)
     d = float(np.median(a - e))
@@ -792,6 +801,8 @@ def paired(family: Products, coord: tuple, got: np.ndarray, close: Close,
     else:
         said += f"has {listed(extra)}"
         said += f" where {listed(missing)} belongs" if missing else " on top of the right sum"
+        if not missing and set(extra.values()) == {1} and all(k in want for k in extra):
+            said += ": counted twice"  # a right term once more
     n = family.n
     offsets = {(b - right[a]) % n for a, b in found if a in right}
     firsts = sorted(a for a, _ in found)

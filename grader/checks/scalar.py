@@ -208,6 +208,9 @@ class Suspicion:
     a size one more, two bandwidths swapped)."""
     call: Callable[..., str] | None = None
     """The call as the student writes it, for the fields' names there."""
+    fixed: Callable[[], list[Example]] = lambda: []
+    """The exercise's fixed examples: a text field's other values there (another kind of
+    collective, another chip) are changes of the fields too."""
 
     def _call(self, ex: Example) -> str | None:
         try:
@@ -246,6 +249,24 @@ class Suspicion:
             explained = self._changed(got, want, ex, probes)
         return " ".join(x for x in (explained, self.fallback(ex)) if x) or None
 
+    def _other_text(self, ex: Example, matches: Callable[[Any], bool],
+                    probes: list[tuple[Example, Any]]) -> str | None:  # fmt: skip
+        """``with kind = 'all_reduce' in place of 'reduce_scatter'`` where the right answer
+        of ``ex`` with that text field's other value (one the fixed examples hold) is the
+        student's, and on each probe with the same value of the field, there too."""
+        for key, value in _texts(ex, self.fixed()):
+            try:
+                if not matches(self.answer(**{**ex, key: value})):
+                    continue
+                same = [(other, theirs) for other, theirs in probes if other.get(key) == ex[key]]
+                if any(not close(self.answer(**{**other, key: value}), theirs)
+                       for other, theirs in same):  # fmt: skip
+                    continue
+            except Exception:  # a value the formula cannot take here: not this one
+                continue
+            return f"with {key} = {value!r} in place of {ex[key]!r}"
+        return None
+
     def _gives(self, hint: str, other: Example, theirs: Any) -> bool:
         """The suspect ``hint`` gives ``theirs``, the student's wrong answer on ``other``,
         there too — or is not among that example's suspects by these words (another case,
@@ -273,6 +294,9 @@ class Suspicion:
             )
 
         rename = _as_called(ex, trial_call) if (trial_call := self._call(ex)) else {}
+        named = self._other_text(ex, matches, probes)
+        if named is not None:
+            return f"Your answer {fmt(got)} is exactly what the formula gives {named}."
         change = variants.first_change_of((self.answer, (), dict(ex)), matches, rename=rename)
         if change is None:
             return None
@@ -286,6 +310,16 @@ class Suspicion:
             if value is not None and not close(value, theirs):
                 return None
         return f"Your answer {fmt(got)} is exactly what the formula gives {change.said}."
+
+
+def _texts(ex: Example, fixed: list[Example]) -> list[tuple[str, str]]:
+    """(field, value) for each other value a text field of ``ex`` takes in ``fixed``."""
+    out = []
+    for key, value in ex.items():
+        if isinstance(value, str):
+            seen = dict.fromkeys(e[key] for e in fixed if isinstance(e.get(key), str))
+            out += [(key, other) for other in seen if other != value]
+    return out
 
 
 def _number(x: Any) -> bool:
@@ -410,6 +444,7 @@ class Scalar:
                 before=self._before,
                 answer=self.answer,
                 call=self.call,
+                fixed=lambda: self.examples(FULL),
                 **self._by_terms(),
             ),
         )

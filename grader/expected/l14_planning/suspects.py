@@ -55,6 +55,20 @@ def params_quantities(m: Model) -> dict[str, float]:
 # ------------------------------------------------------------------ train_flops
 
 
+def flops_terms(m: Model, tokens: int) -> Any:
+    """:func:`cost.train_flops` as named terms (:mod:`grader.checks.terms`)."""
+    from grader.checks.terms import Sum, Term
+
+    return Sum(Term("weights, 6·P·T", 6 * cost.param_count(m) * tokens, "FLOPs"),
+               Term("attention, 12·L·N·H·S·T", cost.attention_flops(m, tokens), "FLOPs"))  # fmt: skip
+
+
+def flops_quantities(m: Model) -> dict[str, float]:
+    """:func:`params_quantities`, and the 3 of a training step over its forward pass
+    (forward + backward, the backward twice the forward: 6 = 3·2 and 12 = 3·4)."""
+    return {**params_quantities(m), "3 (a training step over its forward pass)": 3.0}
+
+
 def flops(m: Model, tokens: int) -> list[tuple[Any, str]]:
     p6 = 6 * cost.param_count(m) * tokens
     attn = cost.attention_flops(m, tokens)

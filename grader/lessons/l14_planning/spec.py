@@ -257,6 +257,8 @@ TRAIN_FLOPS = Scalar(
     call=lambda model, tokens: f"train_flops({show_model(model_of(model))}, tokens={tokens})",
     formula=_flops_formula,
     suspects=lambda model, tokens: suspects.flops(model_of(model), tokens),
+    terms=lambda model, tokens: suspects.flops_terms(model_of(model), tokens),
+    quantities=lambda model, tokens: suspects.flops_quantities(model_of(model)),
     max_examples=12,
     purpose=lambda ex: FLOPS_PURPOSE.get(ex["model"]),
 )  # fmt: skip
