@@ -261,3 +261,28 @@ def test_train_flops_with_the_attention_of_the_forward_pass_alone_is_told_its_te
     assert "attention term (12·L·N·H·S·T" in hint and "1/(3 (a training step" in hint, hint
     hint = told(weights / 3 + attention)
     assert "weights term (6·P·T" in hint and "attention term" not in hint, hint
+
+
+def test_a_change_of_the_fields_is_said_only_where_the_probes_show_it_too():
+    """allreduce_time's hierarchical branch with the two links swapped: ici and dcn
+    swapped is said (on the probe, 4 hosts of 1 device, swapping them gives the answer
+    there too); the same answer here with a probe answer no swap gives is not (both ways:
+    the change is moved to the probe through the hidden reference's own parameters)."""
+    spec = importlib.import_module("grader.lessons.l13_multi_host.spec")
+    s = next(v for v in vars(spec).values() if getattr(v, "name", None) == "allreduce_time")
+    ex = s.examples(FULL)[0]  # hierarchical, 16 hosts of 8
+
+    def swapped(nbytes, hosts, local, ici, dcn, hierarchical):
+        if not hierarchical:
+            n = hosts * local
+            return 2 * (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)
+        return (2 * (local - 1) / local * nbytes / dcn
+                + 2 * (hosts - 1) / hosts * (nbytes / local) / ici)  # fmt: skip
+
+    def here_only(nbytes, hosts, local, ici, dcn, hierarchical):
+        return swapped(nbytes, hosts, local, ici, dcn, hierarchical) * (1.5 if local == 1 else 1)
+
+    for fn, said in ((swapped, True), (here_only, False)):
+        r = s.check()(s.run(None, fn, ex))
+        assert not r.passed
+        assert ("with ici and dcn swapped" in (r.hint or "")) is said, (fn.__name__, r.hint)

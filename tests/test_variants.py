@@ -129,6 +129,36 @@ def test_blocks_stacked_where_they_belong_side_by_side_are_said_for_a_mesh_axis_
     assert found(a @ gathered, (2,)) is None and found(a @ gathered, ()) is None
 
 
+def test_stacked_layers_whose_column_blocks_were_stacked_matrix_by_matrix_are_said_so():
+    """Stacked layers [L, F, D]: each layer's k column blocks stacked and reshaped (a
+    layer's untiled gather, reshaped) is said matrix by matrix; the same reading across
+    the whole stack (layers mixed) is the other change, and noise gets neither."""
+
+    def layers(h, w):
+        for wl in w:
+            h = np.tanh(h @ wl)
+        return h
+
+    rng = np.random.default_rng(64)
+    h, w = rng.normal(size=(2, 4)), rng.normal(size=(3, 4, 4))
+    each = np.stack(np.split(w, 2, axis=-1), axis=-3).reshape(w.shape)
+
+    def found(value):
+        change = variants.first_change_of((layers, (h, w), {}),
+                                          lambda v: np.allclose(v, value, rtol=1e-12, atol=0),
+                                          budget_s=60, blocks=(2,))  # fmt: skip
+        return None if change is None else change.said
+
+    assert found(layers(h, each)) == (
+        "with each matrix of w (its last two axes) read as its 2 blocks of columns stacked on "
+        "a new first axis and reshaped to (4, 4) (what an untiled all_gather of a layer's "
+        "column blocks, reshaped, holds) in place of the blocks side by side"
+    ), found(layers(h, each))
+    mixed = np.stack(np.split(w, 2, axis=2)).reshape(w.shape)
+    assert "each matrix" not in (found(layers(h, mixed)) or "")
+    assert found(layers(h, each) * (1 + 1e-6 * rng.normal(size=(2, 4)))) is None
+
+
 def test_an_array_dealt_out_strided_where_contiguous_blocks_belong_is_said_so():
     """A gradient whose N slices were dealt strided (device i: elements i, i + N, …; a
     reduce-scatter of its [Ψ/N, N] reshape) where each device's state holds a contiguous

@@ -14,6 +14,7 @@ example's fields as keywords: ``answer=lambda m, k, n: 2 * m * k * n``.
 
 from __future__ import annotations
 
+import inspect
 import math
 import operator
 import re
@@ -300,7 +301,7 @@ class Suspicion:
         change = variants.first_change_of((self.answer, (), dict(ex)), matches, rename=rename)
         if change is None:
             return None
-        fn, _, changed = change.call
+        fn, changed = change.call[0], _fields(change.call)
         for other, theirs in probes:
             moved = _moved(ex, changed, other)
             try:
@@ -325,6 +326,21 @@ def _texts(ex: Example, fixed: list[Example]) -> list[tuple[str, str]]:
 def _number(x: Any) -> bool:
     """A number a probe can hold (numpy's scalars too), not a bool."""
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def _fields(call: tuple[Callable[..., Any], tuple, dict]) -> dict[str, Any]:
+    """A changed call's arguments by name (positional ones bound to the function's
+    parameters, a ``**`` parameter's own keys): the example as the change left it."""
+    fn, args, kwargs = call
+    try:  # a hidden reference's wrapper takes *args: its target names them
+        bound = inspect.signature(variants._target(fn)).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return dict(kwargs)
+    out: dict[str, Any] = {}
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        out.update(value) if kind is inspect.Parameter.VAR_KEYWORD else out.__setitem__(name, value)
+    return out
 
 
 def _moved(ex: Example, changed: dict[str, Any], other: Example) -> Example | None:

@@ -232,6 +232,15 @@ def changes(
                     "all_gather, reshaped, holds) in place of the blocks side by side",
                     made({i: stacked}),
                 )
+                if x.ndim >= 3 and axis == x.ndim - 1:  # stacked layers: matrix by matrix
+                    each = np.stack(np.split(x, n, axis=axis), axis=-3).reshape(x.shape)
+                    yield Change(
+                        f"with each matrix of {labels[i]} (its last two axes) read as its {n} "
+                        f"blocks of columns stacked on a new first axis and reshaped to "
+                        f"{tuple(x.shape[-2:])} (what an untiled all_gather of a layer's "
+                        "column blocks, reshaped, holds) in place of the blocks side by side",
+                        made({i: each}),
+                    )
     for top in range(len(names)):  # stacked along a first axis, in reverse order
         idx = [i for i, (path, _) in enumerate(flat) if path[0].idx == top]
         arrays = [i for i in idx if isinstance(leaves[i], np.ndarray) and leaves[i].ndim >= 1]
