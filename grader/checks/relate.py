@@ -458,13 +458,18 @@ def _places(k: int) -> str:
     return f"{k} place" if k == 1 else f"{k} places"
 
 
+def _ordered(units: Sequence[Unit]) -> list[Unit]:
+    """A lesson's own units first (in its order), then the devices' blocks, longest first."""
+    return [u for u in units if len(u) == 3] + sorted((u for u in units if len(u) == 2),
+                                                      key=lambda u: -u[0])  # fmt: skip
+
+
 def _in_blocks(k: int, units: Sequence[Unit]) -> str:
     """A shift of ``k`` places said in whole blocks: of a lesson's own unit, (length, one,
     several), where it is a multiple of one (``": one micro-batch slot (2 along this
     axis)"``); else of the longest device's block it is a multiple of (``": one device's
     block of argument 0 (2 along this axis)"``); or ""."""
-    named = [u for u in units if len(u) == 3]
-    for unit in named + sorted((u for u in units if len(u) == 2), key=lambda u: -u[0]):
+    for unit in _ordered(units):
         length = unit[0]
         if length >= 1 and k % length == 0:
             m = k // length
@@ -516,8 +521,7 @@ def _blocks(
     for ax, found in (units or {}).items():
         if ax >= got.ndim:
             continue
-        named = [u for u in found if len(u) == 3]
-        for unit in named + sorted((u for u in found if len(u) == 2), key=lambda u: -u[0]):
+        for unit in _ordered(found):
             length, size = unit[0], got.shape[ax]
             if length < 1 or size % length or size // length < 2:
                 continue
