@@ -18,7 +18,7 @@ HELD: list[Held] = [
         ),
         cause=("all-gather of a", "all-reduce", "psum", "gather a", "instead of gathering"),
         kind="collective",
-        code='''
+        code="""
 def matmul_allgather(a, b, mesh):
     def body(a_blk, b_full):
         me = lax.axis_index("x")
@@ -27,7 +27,7 @@ def matmul_allgather(a, b, mesh):
         return lax.psum(a_blk @ rows, "x")
 
     return jax.shard_map(body, mesh=mesh, in_specs=(P(None, "x"), P()), out_specs=P())(a, b)
-''',
+""",
     ),
     Held(
         id="hb4-l04-reducescatter-reshaped-for-untiled",
@@ -43,7 +43,7 @@ def matmul_allgather(a, b, mesh):
         patch=(
             (
                 'return lax.psum_scatter(a_blk @ b_blk, "x", scatter_dimension=1, tiled=True)',
-                'c = a_blk @ b_blk  # the partial C [I, K]\n'
+                "c = a_blk @ b_blk  # the partial C [I, K]\n"
                 '        n = lax.axis_size("x")\n'
                 '        return lax.psum_scatter(c.reshape(n, c.shape[0], -1), "x", scatter_dimension=0)',
             ),

@@ -18,7 +18,7 @@ HELD: list[Held] = [
         ),
         cause=("sum over the rows", "mean over", "local batch", "b/n", "per-row"),
         kind="factor",
-        code='''
+        code="""
 def dp_grads(params, x, y, mesh):
     def local_loss(p, x_rows, y_rows):
         err = tinymodels.forward(p, x_rows) - y_rows
@@ -30,7 +30,7 @@ def dp_grads(params, x, y, mesh):
         return jax.tree.map(lambda g: g / n, summed)
 
     return _data_parallel(body, mesh, P())(params, x, y)
-''',
+""",
     ),
     Held(
         id="hb4-l06-step-lr-scaled-by-devices",

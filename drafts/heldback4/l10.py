@@ -16,7 +16,13 @@ HELD: list[Held] = [
             "the denominators themselves add: log(e^lse1 + e^lse2). The lse and both weights "
             "e^(lse − lse_union) are wrong."
         ),
-        cause=("logaddexp", "log(e^lse1 + e^lse2)", "denominators add", "lse1 + lse2", "log-sum-exp"),
+        cause=(
+            "logaddexp",
+            "log(e^lse1 + e^lse2)",
+            "denominators add",
+            "lse1 + lse2",
+            "log-sum-exp",
+        ),
         kind="formula",
         patch=(
             (
