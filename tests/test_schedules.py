@@ -179,3 +179,18 @@ def test_a_zero_bubble_schedule_too_long_is_told_what_its_replay_shows():
     said = _makespan_hint(S.simulate(straight, 2, 1, split_w=True), 5)
     assert said.startswith("Every W runs straight after its B"), said
     assert "idles though" not in said
+
+
+def test_a_stage_past_the_first_running_an_f_while_its_b_is_ready_is_said():
+    """Stage 1 runs F1 at tick 2 while B0 of its own is ready (its forward at tick 1, the
+    last stage): said, as the tick, the op run and the op that waited; stage 0 running an F
+    while its B is ready is not (nothing waits for stage 0's B)."""
+    from grader.lessons.l09_pipeline.checks import _makespan_hint
+
+    f0, f1, b0, b1, w0, w1 = ("F", 0), ("F", 1), ("B", 0), ("B", 1), ("W", 0), ("W", 1)
+    late = [[f0, None], [f1, f0], [None, f1], [None, b0], [b0, b1], [b1, w0], [w0, w1],
+            [w1, None]]  # fmt: skip
+    said = _makespan_hint(S.simulate(late, 2, 2, split_w=True), 7)
+    assert said.startswith("At tick 2 stage 1 runs forward F1 of micro-batch 1 on stage 1 while "
+                           "backward B0 of micro-batch 0 on stage 1 is ready"), said  # fmt: skip
+    assert "stage 0 runs" not in said

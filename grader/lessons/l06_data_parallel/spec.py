@@ -205,28 +205,33 @@ def _summed_inside_model(program: jaxpr.Program) -> bool:
 def _n_times_hint(trial: Trial, name: str | None = None) -> str:
     """N× the reference: why, from where the program's all-reduces are; ``name``: the
     param whose gradient this is (other leaves may be right), None for the loss."""
-    n, program = trial.example["n"], trial.program
+    n = trial.example["n"]
     yours = f"Your gradient of {name}" if name else "Your loss"
+    return f"{yours} is N = {n} times the reference{_n_times_why(trial)}"
+
+
+def _n_times_why(trial: Trial) -> str:
+    """Why a gradient is N× the reference, from where the program's all-reduces are: the
+    rest of :func:`_n_times_hint`'s sentence."""
+    program = trial.program
     if _summed_inside_model(program) and any(
         s.kind == ALL_REDUCE and not s.in_loop for s in program.collectives
     ):
         return (
-            f"{yours} is N = {n} times the reference. {TRANSPOSE_RULE} A pmean (or psum) "
-            "on top of that sum multiplies it by N again, and sends the gradient twice. Divide "
-            "the summed gradient by N instead, or lax.pcast the params to varying before "
-            "jax.grad and pmean once."
+            f". {TRANSPOSE_RULE} A pmean (or psum) on top of that sum multiplies it by N "
+            "again, and sends the gradient twice. Divide the summed gradient by N instead, or "
+            "lax.pcast the params to varying before jax.grad and pmean once."
         )
     if _summed_inside_model(program):  # only autodiff's psum: nothing divided its sum by N
         return (
-            f"{yours} is N = {n} times the reference. {TRANSPOSE_RULE} Nothing divided "
-            "that sum by N: divide it by N (lax.axis_size('data')), and add no pmean — that "
-            "would all-reduce the gradient a second time."
+            f". {TRANSPOSE_RULE} Nothing divided that sum by N: divide it by N "
+            "(lax.axis_size('data')), and add no pmean — that would all-reduce the gradient "
+            "a second time."
         )
     return (
-        f"{yours} is N = {n} times the reference: you added up N local means. Each "
-        "device's loss is the mean over its B/N rows, so the sum of the N local gradients is N "
-        "times the gradient of the mean over all B rows: scale to the global batch (pmean, or "
-        "divide the psum by N)."
+        ": you added up N local means. Each device's loss is the mean over its B/N rows, so "
+        "the sum of the N local gradients is N times the gradient of the mean over all B "
+        "rows: scale to the global batch (pmean, or divide the psum by N)."
     )
 
 
@@ -283,8 +288,7 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
             scaled(n),
         ))  # fmt: skip
     elif n > 1 and kind == "train":  # p − lr·g: lr·g N times, the gradient or the rate
-        said = _n_times_hint(trial, name).removeprefix(f"Your gradient of {name} is N = {n} "
-                                                       "times the reference")  # fmt: skip
+        said = _n_times_why(trial)
         out.append((
             Behaviour(
                 f"Your step moved {name} N = {n} times as far as the reference's (p − lr·g "
