@@ -172,6 +172,11 @@ def test_a_scalar_that_stayed_zero_is_no_buffer_never_written():
     want = [np.asarray(1, np.int32)] * 4
     assert diagnose.values([np.asarray(0, np.int32)] * 4, want, _close, n_ring=4) is None
     assert "all zeros" in diagnose.values([np.zeros(3)] * 4, [np.ones(3)] * 4, _close, n_ring=4)
+    # on one device nothing arrives from another: the device's own term is what is lost
+    one = diagnose.values([np.zeros(3)], [np.ones(3)], _close, n_ring=1)
+    assert "on a mesh of one device" in one and "the term a ring loop starts its sum from" in one
+    assert "mesh of one device" not in diagnose.values([np.zeros(3)] * 4, [np.ones(3)] * 4,
+                                                       _close, n_ring=4)  # fmt: skip
 
 
 def test_block_rotation_and_permutation_diagnoses():
@@ -212,10 +217,32 @@ def test_a_scalar_is_not_called_a_stray_factor_of_another():
     assert got.startswith(diagnose.STRAY_FACTOR)
 
 
+def test_sends_past_the_neighbours_are_said_as_measured():
+    """A butterfly's partners i XOR k are said as such, a shift as the shift, and where
+    one permute is both (i + 2 = i XOR 2 on 4 devices) both; never "the optimum"
+    (issue 45 audit: a butterfly moves more bytes than the ring)."""
+    from grader.checks.comms import _far_hint
+
+    xor2 = tuple((i, i ^ 2) for i in range(8))
+    said = _far_hint([xor2], 8)
+    assert "pair device i with i XOR 2: a butterfly" in said and "i → i +" not in said, said
+    shift = tuple((i, (i + 2) % 6) for i in range(6))
+    said = _far_hint([shift], 6)
+    assert "Your permutes send i → i + 2: a message" in said and "XOR" not in said, said
+    both = tuple((i, (i + 2) % 4) for i in range(4))
+    said = _far_hint([both], 4)
+    assert "i → i + 2 (on N = 4 that is also i XOR 2, a butterfly's partner)" in said, said
+    assert not any("optimum" in _far_hint([p], n) for p, n in ((xor2, 8), (shift, 6)))
+
+
 def test_step_diagnoses():
     assert "too many" in diagnose.steps("collective-permute", 4, 3, 4)
     assert "too few" in diagnose.steps("collective-permute", 2, 3, 3)
     assert "butterfly" in diagnose.steps("collective-permute", 3, 7, 8, farthest=4)
+    # a butterfly all-reduce: log2(N) exchanges in all, where a ring's two phases take 2(N − 1)
+    assert "log2(N) = 2 exchanges in all" in diagnose.steps("collective-permute", 2, 6, 4,
+                                                            farthest=2)  # fmt: skip
+    assert diagnose.steps("collective-permute", 2, 6, 4, farthest=1) is None
     # log2(4) = 2 is also a ring one step short: with sends to neighbours only (or none
     # measured) it is not called a butterfly, and "one too few" says what was measured
     assert "too few" in diagnose.steps("collective-permute", 2, 3, 4, farthest=1)

@@ -252,3 +252,28 @@ def test_all_gathered_k_and_v_send_the_ring_s_bytes_but_hold_4612_temporary(root
         figures[name] = (trial.comms.bytes(None), trial.memory["temp"], trial.comms.kinds())
     assert figures["ring"] == (2_560, 2_304, {"collective-permute"})
     assert figures["gathered"] == (2_560, 4_612, {"all-gather"})
+
+
+def test_only_the_merging_devices_wrong_is_said_only_where_it_holds():
+    """Device 0 right and every other device wrong, on a causal plain ring: what only the
+    devices that merge do is said; device 0 wrong too, one merging device right, a zigzag
+    ring or a hint that is not the generic one get nothing from it (both ways)."""
+    from grader.results import CheckResult
+    from grader.spec import Trial
+
+    ex = {"n": 4, "rows": 2, "h": 1, "dh": 2, "mask": "causal", "dtype": "float32", "seed": 0}
+    want = np.arange(8 * 1 * 2, dtype=np.float64).reshape(8, 1, 2)
+    generic = CheckResult("values", False, "", hint="Only device(s) [1, 2, 3] of 4 are wrong")
+
+    def hint(got, example=ex, result=generic, zigzag=False):
+        trial = Trial(example, output=got, expected=want, extra={"zigzag": zigzag})
+        return spec._merged_hint(trial, result)
+
+    merged = want + np.repeat([0.0, 1, 1, 1], 2)[:, None, None]
+    said = hint(merged)
+    assert said.startswith("Only device 0's rows are right") and "(all 3)" in said, said
+    assert hint(merged + 1) is None  # device 0 wrong too
+    assert hint(want + np.repeat([0.0, 1, 0, 1], 2)[:, None, None]) is None  # device 2 right
+    assert hint(merged, zigzag=True) is None
+    assert hint(merged, example={**ex, "mask": "none"}) is None
+    assert hint(merged, result=CheckResult("values", False, "", hint="Your value is")) is None

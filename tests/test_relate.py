@@ -148,6 +148,10 @@ def test_an_update_scaled_or_reversed_is_said_against_the_input():
         "one more than it came in"
     ), counter
     assert _rel(np.array([2.0]), np.array([0.0]), known=relate.quantities({"n": 2})) == []
+    # an input of −1 that came out 0 (a sum that never took its first term, on a mesh of
+    # one device) is no counter one on: 0 is said, not "+ 1"
+    (zero,) = _rel(np.array([0.0]), np.array([-1.0]), inputs=[("argument 0", np.array([-1.0]))])
+    assert "exactly 0" in zero and "+ 1" not in zero, zero
 
 
 def test_an_offset_and_places_moved():
@@ -294,6 +298,33 @@ def test_a_right_term_once_more_is_said_counted_twice():
     assert "on top of the right sum" in said and "twice" not in said, said
 
 
+def test_a_ring_sum_that_lacks_its_first_or_last_steps_terms_is_said_which():
+    """A ring loop's sum that holds only the last k of its terms (either way round: set
+    where it is added to, or started late) or only the first k (a loop short of steps);
+    terms that are no run of either order, and any set on 3 devices (each is a run one
+    way round), get the terms alone (both ways)."""
+    import dataclasses
+
+    atoms, family = _ring_matmul(5)
+    family = dataclasses.replace(family, orders=lambda c: [
+        [(c[0] + s) % 5 for s in range(5)], [(c[0] - s) % 5 for s in range(5)]])  # fmt: skip
+    last = atoms[4, 4] + atoms[0, 0]  # device 1 adds blocks 1, 2, 3, 4, 0: kept 4 and 0
+    said = relate.paired(family, (1,), last, _close, "it")
+    assert "the first 3 of the 5 terms the ring adds in turn are the ones missing" in said, said
+    assert "(set, y = term, where a later step adds to it" in said and "started late" in said
+    other_way = atoms[1, 1] + atoms[0, 0]  # the other direction: 1, 0, 4, 3, 2 — first two
+    said = relate.paired(family, (1,), other_way, _close, "it")
+    assert "the last 3 of the 5 terms the ring adds in turn are the ones missing" in said, said
+    apart = atoms[1, 1] + atoms[3, 3]  # blocks 1 and 3: a run in no direction
+    said = relate.paired(family, (1,), apart, _close, "it")
+    assert said.endswith("lacks X[:, block 0]·W[block 0] + X[:, block 2]·W[block 2] + "
+                         "X[:, block 4]·W[block 4]"), said  # fmt: skip
+    atoms3, family3 = _ring_matmul(3)
+    family3 = dataclasses.replace(family3, orders=lambda c: [[0, 1, 2], [0, 2, 1]])
+    said = relate.paired(family3, (0,), atoms3[2, 2], _close, "it")
+    assert said.endswith("lacks X[:, block 0]·W[block 0] + X[:, block 1]·W[block 1]"), said
+
+
 def test_an_input_added_to_or_taken_from_the_output_is_said():
     """The expected value plus an input (a residual the function has not), or minus one;
     half an input added is neither (both ways)."""
@@ -304,6 +335,7 @@ def test_an_input_added_to_or_taken_from_the_output_is_said():
         said = relate.relations(got, want, ~_close(got, want), _close,
                                 inputs=[("argument 0", x)])  # fmt: skip
         assert any(words in r for r in said), said
+        assert any("residual" in r for r in said) == words.startswith("plus"), said
     half = want + 0.5 * x
     said = relate.relations(half, want, ~_close(half, want), _close, inputs=[("argument 0", x)])
     assert not any("the input argument 0" in r for r in said), said
@@ -696,7 +728,10 @@ def test_a_factor_equal_to_several_of_the_examples_quantities_names_them_all():
     assert "the factor is 1/(rows = 2) (or ½: equal on this example)" in half.hint, half.hint
     five = {"rows": 2, "k": 5}
     alone = Values()(Trial(five, output=_sharded(want * 5, mesh), expected=want, mesh=mesh))
-    assert "the factor is k = 5." in alone.hint, alone.hint
+    assert "the factor is k = 5 —" in alone.hint and "(or" not in alone.hint, alone.hint
+    # both ways a named factor gets in are read, never one of them as the cause
+    assert "divided by it once too often, or a product with it left out" in half.hint
+    assert "multiplied by it once too often, or a division by it left out" in alone.hint
 
 
 def test_the_report_says_a_relation_once_where_the_hint_is_that_relation():

@@ -246,11 +246,36 @@ class RingHops(Check):
             f"{len(far)} permute(s) send past the neighbours, crossing "
             f"{', '.join(map(str, crossed))} links of the ring (N = {n})",
             evidence=[Table(["permute", "executions", "sends", "links crossed"], rows)],
-            hint="You send straight to device i + s: the bytes are the optimum on a network "
-            "where every pair is wired, but on a ring that message crosses s links, and the "
-            "sends of step s share them. Send to your neighbour (i + 1) at every step and "
-            "forward the block you received last.",
+            hint=_far_hint([c.pairs for c, _ in far], n),
         )
+
+
+def _xor(pairs: tuple[tuple[int, int], ...]) -> int | None:
+    """k where every pair is (i, i XOR k), k a power of two (a butterfly's exchange)."""
+    ks = {a ^ b for a, b in pairs}
+    if len(ks) != 1:
+        return None
+    (k,) = ks
+    return k if k > 0 and k & (k - 1) == 0 else None
+
+
+def _far_hint(far: list[tuple[tuple[int, int], ...]], n: int) -> str:
+    """What the sends past the neighbours are, as measured: a butterfly's partners
+    i XOR k, or the shift each permute sends by."""
+    advice = ("Send to your neighbour (i + 1) at every step and forward the block you "
+              "received last.")  # fmt: skip
+    ks = [_xor(pairs) for pairs in far]
+    butterfly = all(k is not None for k in ks)
+    xors = ", ".join(f"i XOR {k}" for k in sorted(set(ks))) if butterfly else ""
+    shifted = all(len({(b - a) % n for a, b in pairs}) == 1 for pairs in far)
+    if butterfly and not shifted:
+        return (f"Your permutes pair device i with {xors}: a butterfly (recursive doubling, "
+                "partners i XOR 2^k). On a ring partner i XOR k sits up to k links away and "
+                f"the exchanges of one round share those links. {advice}")  # fmt: skip
+    shown = "; ".join(_sends(pairs, n) for pairs in far)
+    also = f" (on N = {n} that is also {xors}, a butterfly's partner)" if butterfly else ""
+    return (f"Your permutes send {shown}{also}: a message to device i + s crosses s links "
+            f"of the ring, and the sends of one step share them. {advice}")  # fmt: skip
 
 
 def streams(trial: Trial) -> dict[int, int]:

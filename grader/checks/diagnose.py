@@ -122,6 +122,14 @@ def values(
     if zeros and any(np.count_nonzero(e) for e in expected):
         if all(np.size(a) <= 1 for a in actual):
             return None  # a scalar that stayed 0 (a counter not advanced, say): no buffer
+        if n == 1:  # nothing arrives from another device: the device's own term is lost
+            return (
+                "The output is all zeros on a mesh of one device, where nothing comes from "
+                "another device (a ring of N − 1 steps runs none): what your code computes "
+                "from the device's own block alone is lost — the term a ring loop starts its "
+                "sum from, or the one it adds after its last step; or the result buffer is "
+                "never written, or the wrong variable is returned."
+            )
         return "The output is all zeros: the result buffer is never written, or the wrong variable is returned."
     scale = _scale(actual, expected)
     if (
@@ -208,15 +216,17 @@ def steps(kind: str, actual: int, expected: int, n: int, farthest: int | None = 
     one send of the program crosses (None: not measured). A butterfly is named only where
     both show it: log2(N) exchanges a phase and a send past the neighbours (its partners
     i XOR 2^k); log2(4) = 2 is also one step short of a ring's 3, which sends to neighbours."""
+    rounds = int(np.log2(n)) if n > 2 and (n & (n - 1)) == 0 else 0
+    per_phase = rounds and actual * (n - 1) == expected * rounds
     if (
-        n > 2
-        and (n & (n - 1)) == 0
-        and actual * (n - 1) == expected * int(np.log2(n))
+        rounds
+        and (per_phase or actual == rounds)  # (a butterfly all-reduce: log2 N in all)
         and farthest is not None
         and farthest > 1
     ):
         return (
-            f"log2(N) = {int(np.log2(n))} exchanges per phase, and sends that cross up to "
+            f"log2(N) = {rounds} exchanges {'per phase' if per_phase else 'in all'}, and "
+            f"sends that cross up to "
             f"{farthest} links of the ring: that is a butterfly (recursive doubling, partners "
             "i XOR 2^k), which only works when N is a power of two — the grader also draws "
             "N = 3 and 6. Use a ring of N − 1 steps."

@@ -244,7 +244,7 @@ def relations(
             out.append(f"{what} equals the input {name} {every}{why}")
             break
     for name, x in inputs:  # a counter: the input one on (or back), where it belongs reset
-        if x.shape != got.shape or np.all(close(a, x[bad])):
+        if x.shape != got.shape or np.all(close(a, x[bad])) or not _counts(x[bad]):
             continue
         for d, words in ((1, "one more than it came in"), (-1, "one less than it came in")):
             if np.all(close(a, x[bad] + d)) and not np.all(close(e, x[bad] + d)):
@@ -269,7 +269,7 @@ def relations(
     if factor is not None:
         c, q = factor
         named = (
-            f": the factor is {q.name}"
+            f": the factor is {q.name}{_readings(c)}"
             if q
             else " (a constant factor that is none of the example's own sizes)"
         )
@@ -305,7 +305,8 @@ def relations(
             if np.all(close(a, e + sign * x[bad])):
                 out.append(f"{what} is exactly the expected one {words} the input {name} "
                            f"{every}: that input {'added to' if sign > 0 else 'taken from'} "
-                           "the output")  # fmt: skip
+                           "the output" + (" (as a residual connection, x + f(x), adds it)"
+                                           if sign > 0 else ""))  # fmt: skip
                 break
     if not out and factor is None and (lines := scaled_lines(got, want, bad, close, what)):
         out.append(lines)
@@ -623,6 +624,19 @@ LIMIT = 2
 """Relations said per array: the first that hold, in the battery's order."""
 
 
+def _readings(c: float) -> str:
+    """The two ways a factor ``c`` of a named quantity gets into a value, as they read."""
+    if c < 1:
+        return " — divided by it once too often, or a product with it left out"
+    return " — multiplied by it once too often, or a division by it left out"
+
+
+def _counts(x: np.ndarray) -> bool:
+    """Values a counter can hold: whole numbers, none below 0 (an input of −1 that came
+    out 0 is no counter one on)."""
+    return bool(np.all(x >= 0) and np.all(x == np.round(x)))
+
+
 def _factor(
     a: np.ndarray,
     e: np.ndarray,
@@ -752,6 +766,10 @@ class Products:
     n: int
     what: str = "a sum of block products"
     """What a sum of the atoms is, in words (``"a sum of the micro-batches' gradients"``)."""
+    orders: Callable[[tuple], list[list[int]]] | None = None
+    """The ``first`` blocks in the order a ring loop adds their terms on the device at
+    ``coord``, one list a direction round the ring: a block that lacks the terms of the
+    first steps (or of the last ones) in either is said so (:func:`_run_short`)."""
 
     def said(self, coord: tuple, got: np.ndarray, close: Close, what: str) -> str | None:
         return paired(self, coord, got, close, what)
@@ -802,6 +820,8 @@ def paired(family: Products, coord: tuple, got: np.ndarray, close: Close,
     said = f"{what} is exactly {family.what}, but not the right one: it "
     if not extra:
         said += f"lacks {listed(missing)}"
+        if family.orders is not None and set(found.values()) == {1}:
+            said += _run_short(family.orders(coord), {a for a, _ in found})
     else:
         said += f"has {listed(extra)}"
         said += f" where {listed(missing)} belongs" if missing else " on top of the right sum"
@@ -821,6 +841,27 @@ def paired(family: Products, coord: tuple, got: np.ndarray, close: Close,
         pattern += f"{'; ' if pattern else ': '}no term takes {family.first} "
         pattern += ", ".join(map(str, left_out))
     return said + pattern
+
+
+def _run_short(orders: list[list[int]], held: set[int]) -> str:
+    """Where the right terms a block holds are exactly the last k (or the first k) that a
+    ring loop adds, in one of the directions ``orders`` gives: which steps' terms are
+    missing, and the two ways a loop loses them; "" where they are no such run."""
+    for order in orders:
+        n, k = len(order), len(held)
+        if n < 4 or not 0 < k < n:
+            return ""  # (on 3 devices any set of blocks is a run one way round)
+        if set(order[n - k :]) == held:
+            return (f": the first {n - k} of the {n} terms the ring adds in turn are the ones "
+                    f"missing (the sum holds only the last {k}) — the running sum lost them "
+                    "(set, y = term, where a later step adds to it, y = y + term) or never "
+                    "took them (a sum started late, or from zeros where it starts from the "
+                    "first term)")  # fmt: skip
+        if set(order[:k]) == held:
+            return (f": the last {n - k} of the {n} terms the ring adds in turn are the ones "
+                    f"missing (the sum holds only the first {k}) — a loop of fewer steps, or "
+                    "the block held last never multiplied")  # fmt: skip
+    return ""
 
 
 def _pairing(family: Products, right: dict[int, int], extra: dict[tuple[int, int], int],

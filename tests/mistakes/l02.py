@@ -249,7 +249,27 @@ def ring_all_gather(x, axis_name):
 """,
         status="failed",
         check="ring",
-        says=("send past the neighbours", "crosses s links"),
+        says=("send past the neighbours", "crosses s links", "Your permutes send i → i + 2"),
+    ),
+    Mistake(  # issue 45 audit: a butterfly's sends are not "straight to device i + s"
+        id="all-reduce-butterfly-whole-arrays",
+        module=L02,
+        exercise="ring_all_reduce",
+        patch=(
+            (
+                "    return ring_all_gather(ring_reduce_scatter(x, axis_name), axis_name)",
+                "    n = lax.axis_size(axis_name)\n"
+                "    k = 1\n"
+                "    while k < n:  # recursive doubling: add the partner's partial sum\n"
+                "        x = x + lax.ppermute(x, axis_name, [(i, i ^ k) for i in range(n) if i ^ k < n])\n"
+                "        k *= 2\n"
+                "    return x",
+            ),
+        ),
+        status="failed",
+        check="ring",
+        says=("i XOR 2, a butterfly", "log2(N) = 2 exchanges in all"),
+        never=("optimum", "straight to device"),
     ),
     Mistake(
         id="reduce-scatter-sums-in-bfloat16",

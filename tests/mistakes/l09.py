@@ -451,4 +451,18 @@ def pipeline_forward(params, x, mesh, n_micro):
             ),
         ),
     ),
+    Mistake(  # issue 45 audit: a walk that never decrements was told "GPipe's m" alone
+        id="l09-peak-walk-never-decrements",
+        module="l09_pipeline",
+        exercise="peak_activations",
+        status="failed",
+        check="values",
+        says=("counts every F and no backward op",),
+        patch=(
+            (
+                'alive += (row[s][0] == "F") - (row[s][0] == last)',
+                'alive += (row[s][0] == "F") - (row[s] == last)  # the op\'s kind',
+            ),
+        ),
+    ),
 ]

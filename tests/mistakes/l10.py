@@ -460,4 +460,49 @@ MISTAKES += [
             ),
         ),
     ),
+    Mistake(  # issue 45: only the devices that merge are wrong, and what only they do
+        id="l10-ring-block-scale-inside-the-exp-only",
+        module="l10_context_parallel",
+        exercise="ring_attention",
+        status="failed",
+        check="values",
+        says=("Only device 0's rows are right", "the lse each block returns (lse = m + log"),
+        never=("Only device(s)",),
+        patch=(
+            (  # the scale moved into the exp; the lse's max is left unscaled
+                'jnp.einsum("qhd,khd->hqk", q, k, preferred_element_type=jnp.float32) * scale',
+                'jnp.einsum("qhd,khd->hqk", q, k, preferred_element_type=jnp.float32)',
+            ),
+            ("p = jnp.exp(s - m)", "p = jnp.exp((s - m) * scale)"),
+        ),
+    ),
+    Mistake(  # issue 45 audit: global positions, but one block index for both sides
+        id="l10-ring-mask-block-index-never-advanced",
+        module="l10_context_parallel",
+        exercise="ring_attention",
+        status="failed",
+        check="values",
+        says=("global positions with one block index for both sides",),
+        patch=(
+            (
+                "            j = (me - s) % n  # sending to i + 1: after s steps we hold block i − s\n",
+                "            j = me  # the block's index\n",
+            ),
+        ),
+    ),
+    Mistake(  # issue 45 audit: V rotates with K, but the device's own V is attended with
+        id="l10-ring-attends-with-its-own-v",
+        module="l10_context_parallel",
+        exercise="ring_attention",
+        status="failed",
+        check="values",
+        says=("your own V block", "the V that arrived is never read"),
+        patch=(
+            (
+                "            return merge_partials(*acc, *_block_attention(q_blk, *kv, mask))",
+                "            k_cur, _ = kv\n"
+                "            return merge_partials(*acc, *_block_attention(q_blk, k_cur, v_blk, mask))",
+            ),
+        ),
+    ),
 ]

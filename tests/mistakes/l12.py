@@ -477,4 +477,23 @@ MISTAKES += [
             ),
         ),
     ),
+    Mistake(  # issue 45 audit: told "how the loss is combined over the devices"
+        id="l12-loss-taken-after-the-step",
+        module="l12_parallel_transformer",
+        exercise="train_step",
+        status="failed",
+        check="values",
+        says=("the loss of the updated params", "taken after the step"),
+        never=("combined over the devices",),
+        patch=(
+            (
+                "        local, g = jax.value_and_grad(_local_loss)(p, xb, yb, dh, rows)\n"
+                "        new = jax.tree.map(lambda w, gw: w - lr * gw, p, g)\n"
+                '        return new, lax.psum(local, "data")',
+                "        g = jax.grad(_local_loss)(p, xb, yb, dh, rows)\n"
+                "        new = jax.tree.map(lambda w, gw: w - lr * gw, p, g)\n"
+                '        return new, lax.psum(_local_loss(new, xb, yb, dh, rows), "data")',
+            ),
+        ),
+    ),
 ]

@@ -106,7 +106,18 @@ MISTAKES: list[Mistake] = [
           "tokens = global_batch / (plan.dp * plan.fsdp * plan.n_micro) * m.seq",
           "tokens = global_batch / (plan.dp * plan.n_micro) * m.seq",
           ("splits the batch too", "B/(dp·fsdp·n_micro)"), never=("L/pp",)),
+    # issue 45 audit: on the first example dp = 3 = n_micro/pp, so this was told "that is
+    # GPipe" alone; both readings are said now
+    _edit("l14-memory-tokens-not-divided-by-dp", "memory_per_chip",
+          "tokens = global_batch / (plan.dp * plan.fsdp * plan.n_micro) * m.seq",
+          "tokens = global_batch / (plan.fsdp * plan.n_micro) * m.seq",
+          ("splits the batch: each chip's micro-batch", "not B/(fsdp·n_micro)")),
     # ---------------------------------------------------------------- step_time
+    # issue 45 audit: dp = fsdp = 2 on the first example, so this was told "fsdp splits
+    # the batch too" alone, quoting B/(dp·n_micro) back as the student's
+    _edit("l14-time-tokens-not-divided-by-dp", "step_time", ACT,
+          ACT.replace("plan.dp * plan.fsdp", "plan.fsdp"),
+          ("dp = 2 splits the batch", "not B/(fsdp·n_micro)")),
     _edit("l14-time-ring-of-n-steps", "step_time",
           'hops = {"all_gather": n - 1, "reduce_scatter": n - 1, "all_reduce": 2 * (n - 1)}[kind]',
           'hops = {"all_gather": n, "reduce_scatter": n, "all_reduce": 2 * n}[kind]',

@@ -239,6 +239,17 @@ MISTAKES: list[Mistake] = [
         check="values",
         says=("the params you were given", "bfloat16(master)"),
     ),
+    Mistake(  # issue 45 audit: its update is 0 at step 0, so its params equal the old ones
+        # to a bfloat16 step — but they are bfloat16(its master): no stale cast to name
+        id="l15-adamw-v-correction-one-step-behind",
+        module=L15,
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=("master",),
+        never=("the params you were given", "were not made from them"),
+        patch=(('v_hat = v / (1 - hp["b2"] ** t)', 'v_hat = v / (1 - hp["b2"] ** (t - 1))'),),
+    ),
     Mistake(
         id="l15-adamw-gradient-squared-in-bf16",
         module=L15,
@@ -626,6 +637,20 @@ MISTAKES: list[Mistake] = [
             (
                 'lax.all_gather(master.astype(params.dtype), AXIS, tiled=True, to="invarying")',
                 "lax.all_gather(master.astype(params.dtype), AXIS, tiled=True)",
+            ),
+        ),
+    ),
+    Mistake(  # issue 45 audit: isfinite is right here; the test asks it of every element
+        id="l15-scaled-skip-only-when-every-element-is-bad",
+        module=L15,
+        exercise="loss_scaled_step",
+        status="failed",
+        check="values",
+        says=("gradient was applied", "all where any belongs"),
+        patch=(
+            (
+                "        bad_here = jnp.logical_not(jnp.all(jnp.isfinite(g))).astype(jnp.float32)\n",
+                "        bad_here = jnp.all(jnp.logical_not(jnp.isfinite(g))).astype(jnp.float32)\n",
             ),
         ),
     ),

@@ -64,6 +64,8 @@ class Costing:
     (not divided by fsdp) or the whole ``model``."""
     tokens_over_fsdp: bool = True
     """fsdp splits the batch too (a mistake divides by dp only)."""
+    tokens_over_dp: bool = True
+    """dp splits the batch (a mistake divides by fsdp only)."""
     bubble: bool = True
     """The bubble is counted (a mistake leaves it out)."""
 
@@ -101,7 +103,8 @@ def weight_shards(plan: Plan) -> int:
 def micro_tokens(m: Model, plan: Plan, global_batch: int, how: Costing = REFERENCE) -> float:
     """Tokens of one micro-batch on one chip: B/(dp·fsdp·n_micro) sequences of S."""
     fsdp = plan.fsdp if how.tokens_over_fsdp else 1
-    return global_batch / (plan.dp * fsdp * plan.n_micro) * m.seq
+    dp = plan.dp if how.tokens_over_dp else 1
+    return global_batch / (dp * fsdp * plan.n_micro) * m.seq
 
 
 def layer_bytes_per_token(

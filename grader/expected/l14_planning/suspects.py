@@ -125,6 +125,10 @@ def memory_variants(m: Model, plan: Plan, batch: int) -> dict[str, tuple[dict[st
                               f"fsdp = {plan.fsdp} splits the batch too: each chip's "
                               "micro-batch is B/(dp·fsdp·n_micro) sequences, not "
                               "B/(dp·n_micro).")  # fmt: skip
+    if plan.dp > 1:
+        out["tokens-dp"] = (variant(activations=acts(how=cost.Costing(tokens_over_dp=False))),
+                            f"dp = {plan.dp} splits the batch: each chip's micro-batch is "
+                            "B/(dp·fsdp·n_micro) sequences, not B/(fsdp·n_micro).")  # fmt: skip
     out.update({
         "no-optimizer": (variant(optimizer=0.0), "The optimizer state is forgotten: Adam "
          "keeps two float32 moments and a float32 master copy of every weight, 12 bytes per "
@@ -201,6 +205,9 @@ def time(m: Model, hw: Hardware, plan: Plan, batch: int) -> list[tuple[dict[str,
     if plan.fsdp > 1:
         out.append((costed(tokens_over_fsdp=False), f"fsdp = {plan.fsdp} splits the batch too: "
                     "a chip's micro-batch is B/(dp·fsdp·n_micro) sequences, not B/(dp·n_micro)."))  # fmt: skip
+    if plan.dp > 1:
+        out.append((costed(tokens_over_dp=False), f"dp = {plan.dp} splits the batch: a chip's "
+                    "micro-batch is B/(dp·fsdp·n_micro) sequences, not B/(fsdp·n_micro)."))  # fmt: skip
     if plan.pp > 1:
         out.append((costed(bubble=False), f"pp = {plan.pp} stages leave a bubble: "
                     "compute·(pp − 1)/n_micro seconds of idle stages per step, not 0."))  # fmt: skip

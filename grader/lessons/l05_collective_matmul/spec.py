@@ -305,6 +305,8 @@ def _products(kind: str) -> Callable[[Trial], list[relate.Products]]:
                 right=lambda c: {j: j for j in range(n)},
                 term=lambda j, k: f"X[:, block {j}]·W[block {k}]", first="X's column block",
                 second="W block", n=n,
+                orders=lambda c: [[(c[0] + s) % n for s in range(n)],
+                                  [(c[0] - s) % n for s in range(n)]],
             )]  # fmt: skip
         f = ex["fblock"]
 
@@ -317,6 +319,8 @@ def _products(kind: str) -> Callable[[Trial], list[relate.Products]]:
                 right=lambda c: {j: c[0] for j in range(n)},
                 term=lambda j, o: f"X[:, block {j}]·W[block {j}, F block {o}]",
                 first="X's column block", second="F block", n=n,
+                orders=lambda c: [[(c[0] + 1 + s) % n for s in range(n)],
+                                  [(c[0] - 1 - s) % n for s in range(n)]],
             ),
             relate.Products(
                 atoms=lambda c: {(j, k): xcols(j) @ wrows(k, fcols(c[0])) for j, k in pairs},

@@ -218,8 +218,9 @@ def _n_times_why(trial: Trial) -> str:
         s.kind == ALL_REDUCE and not s.in_loop for s in program.collectives
     ):
         return (
-            f". {TRANSPOSE_RULE} A pmean (or psum) on top of that sum multiplies it by N "
-            "again, and sends the gradient twice. Divide the summed gradient by N instead, or "
+            f". {TRANSPOSE_RULE} Nothing divided that sum by N: a pmean of it leaves it as it "
+            "is (it is the same on every device already), yet all-reduces the gradient a "
+            "second time. Divide the summed gradient by N instead and drop the pmean, or "
             "lax.pcast the params to varying before jax.grad and pmean once."
         )
     if _summed_inside_model(program):  # only autodiff's psum: nothing divided its sum by N

@@ -306,7 +306,12 @@ def _peaks_suspects(trial: Trial) -> list[tuple[Any, str]]:
         )
     walk = "walk its ticks, +1 at each F, −1 at each micro-batch's last backward op."
     return out + [
-        ([m] * p, f"You returned GPipe's m on every stage; this schedule is another one: {walk}"),
+        (
+            [m] * p,
+            f"You returned m on every stage, what GPipe's formula gives (and what a walk "
+            f"that counts every F and no backward op gives); this schedule is another "
+            f"one: {walk}",
+        ),
         (
             [schedules.one_f_one_b_peak(p, m, s) for s in range(p)],
             f"You returned 1F1B's bound min(p − s, m); this schedule is another one: {walk}",

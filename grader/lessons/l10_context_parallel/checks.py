@@ -291,7 +291,7 @@ def _steps_hint(steps: Fraction, n: int) -> str:
     if steps == n:
         return (
             "One rotation too many: after N − 1 rotations every device has held every block, "
-            "and the block received by the N-th is its own again (never used). Attend to the "
+            "and the block received by the N-th is its own again. Attend to the "
             "block you hold, rotate, N − 1 times; then attend to the last block without sending it."
         )
     if steps == 0:

@@ -336,8 +336,10 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
             dict(summed=True),
         ),
         (
-            "K travels round the ring but V does not: every step multiplies the new block's "
-            "softmax weights by your own V block. Rotate V with K (separately, or stacked).",
+            "Every step multiplies the new block's softmax weights by your own V block: V "
+            "does not travel with K, or it travels and the V that arrived is never read (XLA "
+            "then drops its send). Rotate V with K (separately, or stacked), and attend with "
+            "the V that arrived with the K.",
             dict(v_held=lambda i, s: i),
         ),
     ]
@@ -359,8 +361,9 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
             dict(strict=True),
         ))  # fmt: skip
         cases.append((
-            "Your causal mask compares local row numbers (r ≥ c inside each block), as if "
-            "every block were the diagonal one: the mask must compare global positions — "
+            "Your causal mask compares r ≥ c inside each block (local row numbers, or global "
+            "positions with one block index for both sides), as if every block were the "
+            "diagonal one: the mask must compare global positions — "
             "query i·S/N + r against key j·S/N + c, where j is the device the K/V block you "
             "hold started on.",
             dict(local_mask=True),
@@ -530,6 +533,39 @@ def _precision_hint(trial: Trial, result: CheckResult) -> str | None:
     return None
 
 
+def _merged_hint(trial: Trial, result: CheckResult) -> str | None:
+    """Where the generic "only devices … are wrong" is all the values check measured, and
+    the wrong devices are exactly those whose query block merges two or more key blocks'
+    partial results (a causal plain ring: device d sees blocks 0 … d, device 0 its own
+    alone): what only those devices do, said as the two places it lives."""
+    from grader.checks.values import as_numpy
+
+    ex = trial.example
+    if (
+        trial.extra.get("zigzag")
+        or not causal_of(ex)
+        or not (result.hint or "").startswith("Only device(s)")
+    ):
+        return None
+    n, b = ex["n"], rows_per_device(ex)
+    got = as_numpy(trial.output).astype(np.float64)
+    want = np.asarray(trial.expected, np.float64)
+    tol = _atol(trial)
+    right = [bool(np.allclose(got[d * b : (d + 1) * b], want[d * b : (d + 1) * b], rtol=0,
+                              atol=tol)) for d in range(n)]  # fmt: skip
+    if not right[0] or any(right[1:]):
+        return None
+    return (
+        f"Only device 0's rows are right, and every other device's are wrong (all {n - 1}). "
+        "Under the causal mask device 0's query block sees its own key block alone, so "
+        "nothing is merged there; device d > 0 sees d + 1 blocks and merges their partial "
+        "(o, lse). So your code parts from the reference in what only the merging devices "
+        "do: the merge (merge_partials: weights e^(lse_b − lse), lse = log(Σ e^lse_b)), the "
+        "lse each block returns (lse = m + log Σ e^(s − m), its row max m added back), or "
+        "the blocks that arrive from other devices (their positions under the mask)."
+    )
+
+
 def _atol(trial: Trial) -> float:
     ex = trial.example
     if ex["dtype"] == "bfloat16":
@@ -666,7 +702,7 @@ def _ring_checks(zigzag: bool) -> tuple[Check, ...]:
     checks: list[Check] = [
         Hinted(
             Values(atol=_atol, alternatives=_alternatives, families=_attended, units=_chunks),
-            _precision_hint,
+            lambda t, r: _precision_hint(t, r) or _merged_hint(t, r),
         ),  # fmt: skip
         SoftmaxPrecision(),
         OutputSharding(expected=lambda t: t.extra["sharding"]),

@@ -382,11 +382,21 @@ class Divergence(Check):
         parts; its ratio to the reference's, named where it is a mesh axis's size."""
         s = sizes(trial.example)
         got, want = float(np.asarray(trial.output[1], np.float64)), float(trial.expected[1])
-        said = (
-            "Every parameter's update is right and only the loss you return differs, so the "
-            "forward and the backward are right: what parts is how the returned loss is "
-            "combined over the devices"
-        )
+        lead = ("Every parameter's update is right and only the loss you return differs, so "
+                "the forward and the backward are right")  # fmt: skip
+        if "batch" in trial.extra:  # the loss of the params the step returns
+            x, y = trial.extra["batch"]
+            new = {k: np.asarray(v, np.float64) for k, v in trial.output[0].items()}
+            after = model.loss(new, x, y, s.heads)
+            if abs(got - after) <= _atol(trial) * abs(after) + 1e-30 and abs(after - want) > (
+                _atol(trial) * abs(want)
+            ):
+                return (f"{lead}: the loss you return is the loss of the updated params "
+                        f"({after:.6g}), taken after the step. Return the loss of the params "
+                        "the step started from, the value jax.value_and_grad gives with the "
+                        "gradients.")  # fmt: skip
+        said = (f"{lead}: what parts is how the returned loss is combined over the devices, "
+                "or where it is taken")  # fmt: skip
         if want == 0.0:
             return f"{said}."
         ratio = got / want

@@ -59,7 +59,7 @@ from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, Valu
 from grader.checks.comms import communication
 from grader.checks.hinted import Hinted
 from grader.checks.trees import PerLeaf
-from grader.checks.values import Behaviour
+from grader.checks.values import Behaviour, as_numpy
 from grader.evidence import Note, Table
 from grader.later import Later, later, resolved
 from grader.lessons.l15_optimizer import byte_table, reference
@@ -566,7 +566,7 @@ def _adam_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
         return [(STEP_NOT_ADVANCED, np.asarray(ex["step"], np.float64))]
     before, g = trial.extra["before"], trial.extra["g"]
     if name == "params":  # bfloat16 params cannot tell a 10 % smaller step: the master does
-        return [(STALE_PARAMS, as64(_bf16(before["master"])))]
+        return [(STALE_PARAMS, as64(_bf16(before["master"])))] if _not_cast(trial) else []
     out: list[tuple[str, np.ndarray]] = []
 
     def leaf_of(result: tuple) -> np.ndarray:
@@ -595,6 +595,18 @@ def _adam_alternatives(trial: Trial) -> list[tuple[str, np.ndarray]]:
             add(words, leaf_of(reference.adamw(before["master"], before["m"], before["v"],
                                                ex["step"], g * factor)))  # fmt: skip
     return out
+
+
+def _not_cast(trial: Trial) -> bool:
+    """The params the student returned are not bfloat16 of the master it returned (more
+    than a rounding apart): only then can params equal to the old ones be a cast not made
+    — a master whose update is below a bfloat16 step gives them too (issue 45 audit)."""
+    master = next((v for k, v in trial.extra.get("whole", {}).items() if "'master'" in k), None)
+    if master is None:
+        return True
+    got = as64(as_numpy(trial.output))
+    cast = as64(_bf16(as_numpy(master)))
+    return got.shape != cast.shape or not np.allclose(got, cast, rtol=PARAMS_RTOL, atol=0)
 
 
 STEP_NOT_ADVANCED = (
@@ -889,7 +901,7 @@ def _trial_mistake(trial: Trial) -> str | None:
             if (name and _leaf(where) != name) or where not in got:
                 continue
             out = np.asarray(got[where]).astype(np.float64)
-            extra = {**trial.extra, **_leaf_extra(trial, where)}
+            extra = {**trial.extra, **_leaf_extra(trial, where), "whole": got}
             leaf = Trial(trial.example, got[where], expected, extra=extra, comms=trial.comms)
             if out.shape == np.shape(expected) and (words := _known_mistake(leaf, out)):
                 return words
@@ -920,7 +932,9 @@ def _non_finite_applied(trial: Trial, got: dict[str, Any]) -> str | None:
             f"{int((~np.isfinite(out)).sum())} of its {out.size} elements: "
             f"{'a nan' if nans else 'an overflowed'} gradient was applied. The step should "
             "have been skipped: any element that is not finite, nan as well as inf, leaves "
-            f"the state as it was and halves the scale. jnp.isfinite is false for both; {missed}."
+            f"the state as it was and halves the scale. jnp.isfinite is false for both; {missed}. "
+            "jnp.isfinite misses it too where the test asks whether every element is bad (all where "
+            "any belongs), or where the skip is taken the wrong way round (on clean steps)."
         )
     return None
 
