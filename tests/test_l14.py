@@ -531,18 +531,52 @@ def test_a_slower_plan_is_shown_beside_the_best_with_the_term_that_decided():
 
 def _alone(examples, right, suspected, keys):
     """Every suspect, on the first explicit example where its value is wrong, is the only
-    diagnosis a student's answer equal to it gets (no "One of these")."""
+    diagnosis a student's answer equal to it gets (no "One of these"), given that student's
+    answers on the other examples (the same mistake made there: the grade's probes)."""
     firsts = {}
     for ex in examples:
         want = right(ex)
         if want == RAISES:
             continue
         for values, hint in suspected(ex):
-            key = re.sub(r"\d+", "#", hint)[:40]
+            key = suspects.mistake_of(hint)
             if key not in firsts and any(not close(values[k], want[k]) for k in keys):
-                firsts[key] = (values, want, hint, suspected(ex))
-    for values, want, hint, sus in firsts.values():
-        assert suspects.matching(values, want, keys, sus)[1] == hint, hint
+                firsts[key] = (ex, values, want, hint, suspected(ex))
+    for key, (ex, values, want, hint, sus) in firsts.items():
+        probes = []
+        for other in (e for e in examples if e != ex and right(e) != RAISES):
+            made = [v for v, h in suspected(other) if suspects.mistake_of(h) == key]
+            if made and any(not close(made[0][k], right(other)[k]) for k in keys):
+                probes.append((made[0], right(other), suspected(other)))
+        assert suspects.matching(values, want, keys, sus, probes)[1] == hint, hint
+    return firsts
+
+
+def test_a_probe_keeps_the_diagnosis_the_other_examples_show_and_only_it():
+    """dp left out of the micro-batch and GPipe's n_micro held are both 3× on the first
+    memory example (dp = 3 = n_micro/pp): one example says both; the student's answer on
+    the second (remat: each block's input held, one block recomputed, where dp's factor
+    reaches both parts and GPipe's only the first) keeps the one that gives it there (both
+    ways)."""
+    first, third = spec.MEMORY_EXPLICIT[0], spec.MEMORY_EXPLICIT[1]
+    want, sus = (
+        cost.memory_per_chip(*spec._memory_args(first)),
+        suspects.memory(*spec._memory_args(first)),
+    )
+    gpipe = next(v for v, h in sus if "that is GPipe" in h)
+    _, both = suspects.matching(gpipe, want, cost.MEMORY_KEYS, sus)
+    assert both.startswith("One of these") and "dp = 3 splits the batch" in both, both
+    right3, sus3 = (
+        cost.memory_per_chip(*spec._memory_args(third)),
+        suspects.memory(*spec._memory_args(third)),
+    )
+    gpipe3 = next(v for v, h in sus3 if "that is GPipe" in h)
+    _, said = suspects.matching(gpipe, want, cost.MEMORY_KEYS, sus, [(gpipe3, right3, sus3)])
+    assert "that is GPipe" in said and "splits the batch" not in said, said
+    # an answer on the probe that no suspect gives keeps both (two mistakes at once, say)
+    odd = {k: v * 1.5 for k, v in right3.items()}
+    _, kept = suspects.matching(gpipe, want, cost.MEMORY_KEYS, sus, [(odd, right3, sus3)])
+    assert kept == both
 
 
 def test_each_memory_and_time_suspect_is_named_alone_where_it_first_shows():

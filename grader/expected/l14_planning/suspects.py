@@ -7,6 +7,8 @@ for numbers, :func:`matching` for a dict of terms, term by term).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from grader.checks.scalar import close
@@ -267,14 +269,50 @@ def time(m: Model, hw: Hardware, plan: Plan, batch: int) -> list[tuple[dict[str,
 
 
 def matching(
-    got: dict[str, float], want: dict[str, float], keys: tuple[str, ...], suspects: list
+    got: dict[str, float],
+    want: dict[str, float],
+    keys: tuple[str, ...],
+    suspects: list,
+    probes: Sequence[tuple[dict[str, float], dict[str, float], list]] = (),
 ) -> tuple[str | None, str | None]:
-    """(the first key whose value differs, the diagnoses whose value for it is the student's)."""
+    """(the first key whose value differs, the diagnoses whose value for it is the student's).
+    ``probes``: (the student's answer, the right one, the suspects) on other examples where
+    the answer is wrong; where several diagnoses match here, only those that give the
+    student's answer on every probe too are named (all of them where none does: two
+    mistakes at once, say)."""
+    first, hints = matches(got, want, keys, suspects)
+    if len(hints) > 1 and probes:
+        hints = [h for h in hints if all(_gives(h, *probe, keys) for probe in probes)] or hints
+    if not hints:
+        return first, None
+    return first, hints[0] if len(hints) == 1 else "One of these: " + " Or: ".join(hints)
+
+
+def mistake_of(hint: str) -> str:
+    """A diagnosis with its example's numbers left out: the mistake it names, the same on
+    every example (``"dp = # splits the batch: …"``)."""
+    return re.sub(r"\d+", "#", hint)
+
+
+def _gives(hint: str, got: dict[str, float], want: dict[str, float], suspects: list,
+           keys: tuple[str, ...]) -> bool:  # fmt: skip
+    """The mistake ``hint`` names gives the student's (wrong) answer on this probe: its
+    value there equals the student's on the first wrong term."""
+    first = next((k for k in keys if not close(got[k], want[k])), None)
+    same = [values for values, h in suspects if mistake_of(h) == mistake_of(hint)]
+    return first is not None and any(close(v[first], got[first]) for v in same)
+
+
+def matches(
+    got: dict[str, float], want: dict[str, float], keys: tuple[str, ...], suspects: list
+) -> tuple[str | None, list[str]]:
+    """(the first key whose value differs, every diagnosis whose value for it is the
+    student's: those that give every term as the student's where any does)."""
     first = next(
         (k for k in keys if not close(got[k], want[k]) and not both_zero(got[k], want[k])), None
     )
     if first is None:
-        return None, None
+        return None, []
     hints, whole = [], []
     for values, hint in suspects:
         shown = close(values[first], got[first]) and not close(values[first], want[first])
@@ -282,10 +320,7 @@ def matching(
             hints.append(hint)
             if all(close(values[k], got[k]) or both_zero(values[k], got[k]) for k in keys):
                 whole.append(hint)
-    hints = whole or hints  # a suspect that gives every term as the student's explains more
-    if not hints:
-        return first, None
-    return first, hints[0] if len(hints) == 1 else "One of these: " + " Or: ".join(hints)
+    return first, whole or hints  # a suspect giving every term as the student's explains more
 
 
 def both_zero(a: float, b: float) -> bool:

@@ -32,7 +32,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from grader.checks import relate
-from grader.checks.scalar import RAISES, Scalar, close, fmt
+from grader.checks.scalar import PROBES, RAISES, Scalar, close, fmt
 from grader.evidence import Note, Table
 from grader.later import expected
 from grader.lessons.l14_planning.records import (
@@ -303,7 +303,9 @@ class Terms(Check):
                              fmt(got[k], want[k])] for k in self.keys])  # fmt: skip
         if not wrong:
             return CheckResult(self.name, True, "every term agrees with the grader's formula")
-        key, hint = suspects.matching(got, want, self.keys, self.suspects(trial.example))
+        key, hint = suspects.matching(got, want, self.keys, self.suspects(trial.example),
+                                      [(theirs, right, self.suspects(other))
+                                       for other, theirs, right in trial.extra.get(PROBES, ())])  # fmt: skip
         key = key or wrong[0]
         if hint is None:
             ratio = _ratio(got[key], want[key], trial.example)
@@ -379,11 +381,34 @@ def _call_memory(ex: Example) -> str:
     return f"memory_per_chip({show_model(m)}, {plan}, global_batch={batch})"
 
 
+def _probes(fn: Callable[..., Any], ex: Example, fixed: list[Example],
+            args: Callable[[Example], tuple], right: Callable[..., Any],
+            keys: tuple[str, ...]) -> list[tuple[Example, dict, dict]]:  # fmt: skip
+    """The student's wrong answers on the other fixed examples, with the right ones: report
+    material that tells apart mistakes one example cannot (:func:`suspects.matching`), never
+    a verdict. A raise, a malformed answer, a right one or an example that must raise is
+    left out (a mistake in one branch leaves the others right)."""
+    out = []
+    for other in (e for e in fixed if e != ex):
+        try:
+            a = args(other)
+            want = right(*a)
+            theirs = fn(*a)
+            if _not_terms(theirs, keys) is None:
+                theirs = {k: float(theirs[k]) for k in keys}
+                if any(not close(theirs[k], want[k]) for k in keys):
+                    out.append((other, theirs, want))
+        except Exception:  # (a plan that must raise, or the student's raise): tells nothing
+            continue
+    return out
+
+
 def _run_memory(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     args = _memory_args(ex)
     out = call_pure(fn, args, False)
+    probes = _probes(fn, ex, MEMORY_EXPLICIT, _memory_args, cost.memory_per_chip, MEMORY_KEYS)
     return Trial(ex, output=out, expected=cost.memory_per_chip(*args),
-                 extra={"call": _call_memory(ex)})  # fmt: skip
+                 extra={"call": _call_memory(ex), PROBES: probes})  # fmt: skip
 
 
 MEMORY_EXPLICIT = [
@@ -401,7 +426,9 @@ float32 give 2×, GPipe's n_micro micro-batches 3× (n_micro/pp = 3), tokens not
 fsdp 4×, all L layers on a stage 5× (pp = 5), and weights counted as elements ½ against
 dp = 3 not sharding them ⅓; in the third, pp micro-batches held give 8/3× (n_micro = 3),
 all L layers 8×, fsdp's 3× and float32's 2× (``tests/test_l14.py`` holds every suspect
-alone where it first shows)."""
+alone where it first shows). Two coincide in the first: dp left out of the micro-batch is
+3× as GPipe's is; the student's answer on the second (remat: dp's factor reaches the
+recomputed block, GPipe's does not) tells them apart (the grade's probes, :func:`_probes`)."""
 MEMORY_PURPOSE = [
     (
         MEMORY_EXPLICIT[0],
@@ -480,7 +507,9 @@ def _run_time(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
         return Trial(ex, output=out, expected=RAISES, extra={
             "call": _call_time(ex), "why": f"dp·fsdp·tp·pp = {n}, the cluster has {hw.chips}"})  # fmt: skip
     out = call_pure(fn, args, False)
-    return Trial(ex, output=out, expected=cost.step_time(*args), extra={"call": _call_time(ex)})
+    probes = _probes(fn, ex, TIME_EXPLICIT, _time_args, cost.step_time, TIME_KEYS)
+    return Trial(ex, output=out, expected=cost.step_time(*args),
+                 extra={"call": _call_time(ex), PROBES: probes})  # fmt: skip
 
 
 TIME_EXPLICIT = [
