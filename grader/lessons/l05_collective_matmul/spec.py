@@ -95,12 +95,14 @@ def _scatter_strategy(ctx: Context):
     )
 
 
-def _explicit(kind: str) -> Callable[[Context], list[Example]]:
+def _explicit(kind: str, bidirectional: bool = False) -> Callable[[Context], list[Example]]:
     """N = 1 (nothing to pass), N = 4, then N = 3 and 6 (not powers of two;
-    6 is even with an odd half, for the bidirectional split)."""
+    6 is even with an odd half, for the bidirectional split); for the bidirectional
+    exercise N = 2 last, where its one step is the tail alone (the block N/2 = 1 away,
+    fetched one way only): a program that skips the tail there is wrong on no other size."""
 
     def explicit(ctx: Context) -> list[Example]:
-        sizes = [n for n in (1, 4, 3, 6) if n in ctx.mesh_sizes]
+        sizes = [n for n in (1, 4, 3, 6, *((2,) if bidirectional else ())) if n in ctx.mesh_sizes]
         if kind == "gather":
             base = {"rows": 1, "dblock": 16, "f": 64}
         else:
@@ -507,6 +509,9 @@ def _purpose(kind: str, bidirectional: bool) -> Callable[[Example], str | None]:
         if not bidirectional:
             return f"{on}: N − 1 = {n - 1} ring steps, {block}"
         half = n // 2
+        if n == 2:
+            return ("N = 2: the one block to fetch is N/2 = 1 away on both sides, so one "
+                    "step, one way only (the tail alone), 1 send")  # fmt: skip
         if n % 2:
             steps = f"{half} step" if half == 1 else f"{half} steps"
             return f"N = {n}, odd: ⌊N/2⌋ = {steps} each way, N − 1 = {n - 1} sends in all"
@@ -524,10 +529,10 @@ def _exercise(name: str, kind: str, bidirectional: bool = False) -> ExerciseSpec
     return ExerciseSpec(
         name=name,
         strategy=_gather_strategy if kind == "gather" else _scatter_strategy,
-        explicit=_explicit(kind),
+        explicit=_explicit(kind, bidirectional),
         run=_run(kind),
         checks=_checks(kind, bidirectional),
-        max_examples=1,  # on top of N = 1, 4, 3, 6: 5 compiles, within the 3 s budget
+        max_examples=1,  # on top of N = 1, 4, 3, 6 (and 2, bidirectional): 5 or 6 compiles
         explain=_explain(kind),
         purpose=_purpose(kind, bidirectional),
     )
