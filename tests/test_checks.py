@@ -284,3 +284,16 @@ def test_a_failed_value_check_says_which_rows_differ():
     assert row_summary(set(), 24) == ""
     many = row_summary(set(range(0, 40, 2)), 40)
     assert many.endswith("(0, 2, 4, 6, 8, 10, … (14 more runs))")
+
+
+def test_a_whole_number_answer_is_said_as_the_right_one_rounded_and_which_way():
+    """0 for 0.923 is floored (not rounded: that gives 1); 2 for 2.5 floored or rounded
+    (both said); 3 for 2.2 ceiled; a whole right answer, another number or a float that
+    is no rounding say nothing (both ways)."""
+    from grader.checks.scalar import rounded
+
+    assert "rounded down" in rounded(0, 0.923077) and "nearest" not in rounded(0, 0.923077)
+    both = rounded(2, 2.5)
+    assert "rounded down" in both and "; or rounded to the nearest" in both, both
+    assert "rounded up" in rounded(3, 2.2)
+    assert rounded(4, 4.0) is None and rounded(5, 2.5) is None and rounded(2.4, 2.5) is None

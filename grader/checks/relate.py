@@ -269,7 +269,7 @@ def relations(
     if factor is not None:
         c, q = factor
         named = (
-            f": the factor is {q.name}{_readings(c)}"
+            f": the factor is {q.name}{_readings(q.name)}"
             if q
             else " (a constant factor that is none of the example's own sizes)"
         )
@@ -624,9 +624,10 @@ LIMIT = 2
 """Relations said per array: the first that hold, in the battery's order."""
 
 
-def _readings(c: float) -> str:
-    """The two ways a factor ``c`` of a named quantity gets into a value, as they read."""
-    if c < 1:
+def _readings(name: str) -> str:
+    """The two ways a named factor gets into a value, as they read: a quantity's inverse
+    (``1/(rows = 2)``) divided by it, the quantity itself multiplied."""
+    if name.startswith("1/"):
         return " — divided by it once too often, or a product with it left out"
     return " — multiplied by it once too often, or a division by it left out"
 

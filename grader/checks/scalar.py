@@ -248,6 +248,8 @@ class Suspicion:
         explained = terms.explain(got, want, self.terms(ex), known, close, there)
         if explained is None:
             explained = self._changed(got, want, ex, probes)
+        if explained is None:
+            explained = rounded(got, want)
         return " ".join(x for x in (explained, self.fallback(ex)) if x) or None
 
     def _other_text(self, ex: Example, matches: Callable[[Any], bool],
@@ -518,6 +520,23 @@ class Scalar:
             max_examples=self.max_examples,
             purpose=self.purpose,
         )
+
+
+def rounded(got: Any, want: Any) -> str | None:
+    """Where a whole-number answer is the fractional right one rounded (down, up or to the
+    nearest): which, and the ways a program rounds so (issue 45 §3)."""
+    if not (_number(got) and _number(want)) or not math.isfinite(want) or want == round(want):
+        return None
+    ways = (
+        (math.floor(want), "rounded down to a whole number: floor division (//) where / "
+         "belongs, or int() or math.floor of a positive result"),
+        (math.ceil(want), "rounded up to a whole number (math.ceil, or -(-a // b))"),
+        (round(want), "rounded to the nearest whole number (round())"),
+    )  # fmt: skip
+    said = [words for whole, words in ways if got == whole]
+    return (
+        f"Your answer {got:g} is the right one, {want:.6g}, {'; or '.join(said)}." if said else None
+    )
 
 
 def _none_hint(got: Any, want: Any) -> str | None:

@@ -173,4 +173,13 @@ def collective_time(kind, nbytes, n_devices, link):
         says=('integer division',),
         patch=(('return 2 * (y - 1) * (i // x) * k * b // y', 'return 2 * (y - 1) // y * (i // x) * k * b'),),
     ),
+    Mistake(  # issue 45: a whole number where the ratio is fractional
+        id="l03-intensity-truncated-to-an-int",
+        module="l03_cost_model",
+        exercise="arithmetic_intensity",
+        status="failed",
+        check="values",
+        says=("rounded down to a whole number", "int()"),
+        patch=(("    return matmul_flops(m, k, n) / traffic", "    return int(matmul_flops(m, k, n) / traffic)  # FLOPs per byte, a count"),),
+    ),
 ]  # fmt: skip

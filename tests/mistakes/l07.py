@@ -437,4 +437,18 @@ def fsdp_grads(params, x, y, mesh):
             ),
         ),
     ),
+    Mistake(  # issue 45: the loss reported is the scaled objective lr·loss
+        id="l07-step-returns-lr-times-the-loss",
+        module="l07_fsdp",
+        exercise="fsdp_train_step",
+        status="failed",
+        check="values",
+        says=("the factor is lr = 0.5, the learning rate given", "multiplied by it once too often"),
+        patch=(
+            (
+                "        return new, lax.psum(local, AXIS)  # the one all-reduce: a scalar",
+                "        return new, lr * lax.psum(local, AXIS)  # the objective stepped on",
+            ),
+        ),
+    ),
 ]

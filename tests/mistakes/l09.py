@@ -465,4 +465,29 @@ def pipeline_forward(params, x, mesh, n_micro):
             ),
         ),
     ),
+    Mistake(  # issue 45: idle stages per tick, p times the fraction
+        id="l09-bubble-idle-cells-over-ticks",
+        module="l09_pipeline",
+        exercise="bubble_fraction",
+        status="failed",
+        check="values",
+        says=("by the ticks alone", "Divide by every cell"),
+        patch=(
+            (
+                "    return sum(c is None for c in cells) / len(cells)",
+                "    return sum(c is None for c in cells) / len(schedule)  # per tick",
+            ),
+        ),
+    ),
+    Mistake(  # issue 45: one peak for the pipeline, the largest stage's on every stage
+        id="l09-peaks-largest-on-every-stage",
+        module="l09_pipeline",
+        exercise="peak_activations",
+        status="failed",
+        check="values",
+        says=("the largest stage's peak (4) on every stage",),
+        patch=(
+            ("    return peaks", "    return [max(peaks)] * len(peaks)  # the pipeline's peak"),
+        ),
+    ),
 ]

@@ -654,4 +654,18 @@ MISTAKES: list[Mistake] = [
             ),
         ),
     ),
+    Mistake(  # issue 45: the largest slice's norm, measured against max_norm, is a reading
+        id="l15-clip-norm-as-the-largest-slice-norm",
+        module=L15,
+        exercise="clip_by_global_norm",
+        status="failed",
+        check="values",
+        says=("the largest slice's norm, lax.pmax of the devices' norms, is",),
+        patch=(
+            (
+                "        norm = jnp.sqrt(lax.psum(jnp.sum(g * g), AXIS))  # squares add; norms do not",
+                "        norm = lax.pmax(jnp.sqrt(jnp.sum(g * g)), AXIS)  # the largest slice's norm",
+            ),
+        ),
+    ),
 ]

@@ -692,7 +692,10 @@ def _checks(kind: str) -> tuple[Check, ...]:
                 Values(
                     atol=_atol,
                     alternatives=_alternatives,
-                    quantities=lambda t: training.quantities(sizes(t.example)),
+                    quantities=lambda t: {
+                        **training.quantities(sizes(t.example)),
+                        f"lr = {LR}, the learning rate given": LR,
+                    },
                 ),
                 _precision_hint,
             ),

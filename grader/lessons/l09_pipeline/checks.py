@@ -334,7 +334,11 @@ class Measured(Check):
             return CheckResult(
                 self.name, True, f"{self.what} {_show(want)} ({self.explain(trial)})"
             )
-        hint = next((why for value, why in self.suspects(trial) if self.same(got, value)), None)
+        said = list(dict.fromkeys(why for value, why in self.suspects(trial)
+                                  if self.same(got, value)))  # fmt: skip
+        hint = (
+            (said[0] if len(said) == 1 else "One of these: " + " Or: ".join(said)) if said else None
+        )
         return CheckResult(
             self.name, False,
             f"returned {_show(got)}; the {self.what} of this schedule: {_show(want)} "

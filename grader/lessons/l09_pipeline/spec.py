@@ -277,7 +277,9 @@ def _bubble_suspects(trial: Trial) -> list[tuple[Any, str]]:
         (busy / cells, "You returned the busy share: the bubble is the idle cells (None)."),
         (sim.idle / busy if busy else -1.0, "Divide the idle cells by all cells, busy ones too."),
         (float(sim.idle), "Return the fraction: idle cells / (ticks × stages)."),
-    ]
+        (sim.idle / sim.ticks, f"You divided the idle cells by the ticks alone: idle stages "
+         f"per tick, p = {p} times the fraction. Divide by every cell, ticks × stages."),
+    ]  # fmt: skip
 
 
 def _close(got: Any, want: Any) -> bool:
@@ -305,6 +307,10 @@ def _peaks_suspects(trial: Trial) -> list[tuple[Any, str]]:
             )
         )
     walk = "walk its ticks, +1 at each F, −1 at each micro-batch's last backward op."
+    top = max(sim.peaks, default=0)
+    if len(set(sim.peaks)) > 1:  # (every stage's peak the same: the largest tells nothing)
+        out.append(([top] * p, f"You returned the largest stage's peak ({top}) on every stage: "
+                    f"each stage's count is its own; {walk}"))  # fmt: skip
     return out + [
         (
             [m] * p,

@@ -689,13 +689,14 @@ def _local_norm(trial: Trial, local: np.ndarray) -> tuple[str, np.ndarray]:
             local,
         )
     n, norm, max_norm = trial.example["n"], trial.extra["norm"], trial.extra["max_norm"]
-    mean = norm / np.sqrt(n)
-    fits = (
-        f" (a mean of the squares, lax.pmean, gives ‖g‖/√N = {mean:.4g}; a device's own "
-        "slice has a smaller norm still)"
-        if mean <= max_norm
-        else ""
-    )
+    mean, top = norm / np.sqrt(n), float(np.max(trial.extra["local"]))
+    readings = []
+    if mean <= max_norm:
+        readings.append(f"a mean of the squares, lax.pmean, gives ‖g‖/√N = {mean:.4g}")
+    if top <= max_norm:  # measured: the largest slice's norm, and so each slice's, fits
+        readings.append(f"the largest slice's norm, lax.pmax of the devices' norms, is "
+                        f"{top:.4g}, and a device's own slice's at most that")  # fmt: skip
+    fits = f" ({'; '.join(readings)})" if readings else ""
     return (
         Behaviour(
             f"Your program all-reduces, but the gradient came back as it came, though its "
