@@ -922,3 +922,21 @@ def test_a_strided_reading_of_a_replicated_result_is_not_said():
     strided = distinct.reshape(4, 4, 3).swapaxes(0, 1).reshape(16, 3)
     said = relate.rearranged(strided, distinct, _close, split=[(0, 4)])
     assert said and said.startswith("strided where the blocks are contiguous"), said
+
+
+def test_a_count_over_itself_one_less_is_a_named_factor_both_ways():
+    """n/(n − 1) (a sum of n terms divided by the n − 1 steps a loop ran) and (n − 1)/n (a
+    ring's factor where the formula has none) are named, with their reading; a count of 2
+    adds nothing (its ratio is 2 or ½, named already), and 5/4 is no factor of n = 4
+    (both ways)."""
+    known = relate.quantities({"micro": 4, "k": 2})
+    want = np.linspace(1.0, 2.0, 12)
+    (more,) = _rel(want * 4 / 3, want, known=known)
+    assert "the factor is micro/(micro − 1) = 4/3" in more, more
+    assert "divided by micro − 1 where micro belongs" in more, more
+    (less,) = _rel(want * 3 / 4, want, known=known)
+    assert "the factor is (micro − 1)/micro = 3/4" in less, less
+    assert "divided by micro where micro − 1 belongs" in less, less
+    assert not any("k/(k − 1)" in q.name or "(k − 1)/k" in q.name for q in known)
+    (other,) = _rel(want * 5 / 4, want, known=known)
+    assert "none of the example's own sizes" in other, other

@@ -286,3 +286,15 @@ def test_a_change_of_the_fields_is_said_only_where_the_probes_show_it_too():
         r = s.check()(s.run(None, fn, ex))
         assert not r.passed
         assert ("with ici and dcn swapped" in (r.hint or "")) is said, (fn.__name__, r.hint)
+
+
+def test_only_times_have_the_sum_max_slip():
+    """Times overlap, so a sum taken as a max (or back) is a slip only among them; counts
+    (parameters, FLOPs, bytes) always add: no "only the larger" change for them (both
+    ways)."""
+    from grader.checks.terms import Sum, Term, changes
+
+    counts = [c.said for c in changes(Sum(Term("a", 1.0, "FLOPs"), Term("b", 2.0, "FLOPs")), [])]
+    times = [c.said for c in changes(Sum(Term("a", 1.0, "s"), Term("b", 2.0, "s")), [])]
+    assert not any("larger" in said for said in counts), counts
+    assert any("only the larger of its a and b terms" in said for said in times), times

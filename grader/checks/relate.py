@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -162,6 +163,10 @@ def quantities(
     for size in dict.fromkeys(itemsizes):
         base.append(Quantity(float(size), f"the itemsize ({size} bytes)"))
     base.append(Quantity(2.0, "2"))
+    counts = [(k, v) for k, v in example.items()
+              if k != "seed" and isinstance(v, int) and not isinstance(v, bool)]  # fmt: skip
+    if mesh is not None:
+        counts = [("N", int(mesh.devices.size)), *counts]
     roots = [  # of counts and sizes: √N is a scale (1/√d), √itemsize never one
         Quantity(math.sqrt(q.value), f"√({q.name})")
         for q in base
@@ -171,6 +176,18 @@ def quantities(
     out = every + [
         Quantity(1.0 / q.value, f"1/({q.name})" if q.name != "2" else "½") for q in every
     ]
+    return out + _one_off(counts)
+
+
+def _one_off(counts: Sequence[tuple[str, int]]) -> list[Quantity]:
+    """A count over itself one less, and back (``n_micro/(n_micro − 1) = 8/7``): a sum of
+    all n terms divided by the n − 1 a loop ran, or a ring's (N − 1)/N left out. Counts of
+    3 and more (at 2 the ratio is 2 or ½, named already)."""
+    out = []
+    for name, n in counts:
+        if n >= 3:
+            out.append(Quantity(n / (n - 1), f"{name}/({name} − 1) = {n}/{n - 1}"))
+            out.append(Quantity((n - 1) / n, f"({name} − 1)/{name} = {n - 1}/{n}"))
     return out
 
 
@@ -627,6 +644,12 @@ LIMIT = 2
 def _readings(name: str) -> str:
     """The two ways a named factor gets into a value, as they read: a quantity's inverse
     (``1/(rows = 2)``) divided by it, the quantity itself multiplied."""
+    if found := re.match(r"(\w+)/\(\1 − 1\)", name):
+        k = found[1]
+        return f" — divided by {k} − 1 where {k} belongs (the {k} − 1 steps of a loop, say), or multiplied by it once too often"
+    if found := re.match(r"\((\w+) − 1\)/\1", name):
+        k = found[1]
+        return f" — divided by {k} where {k} − 1 belongs, or multiplied by it once too often"
     if name.startswith("1/"):
         return " — divided by it once too often, or a product with it left out"
     return " — multiplied by it once too often, or a division by it left out"

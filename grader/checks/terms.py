@@ -140,6 +140,8 @@ def changes(e: Expr, known: Sequence[Quantity]) -> Iterator[Change]:
     is the likelier slip), a term times each quantity of the example, a term left out, a
     term alone."""
     for node in _nodes(e):
+        if any(t.unit != "s" for t in _terms(node)):
+            continue  # (counts add: only times overlap, so only they have a sum-max slip)
         for kind, other, words in SWAPS:
             if isinstance(node, kind) and len(node.parts) > 1:
                 changed = _replace(e, node, other(*node.parts))

@@ -68,6 +68,10 @@ MISTAKES: list[Mistake] = [
     _edit("l14-flops-attention-over-kv-heads", "train_flops",
           "attention = 12 * m.layers * m.heads", "attention = 12 * m.layers * m.kv_heads",
           ("every query head",)),
+    _edit("l14-flops-of-non-embedding-params", "train_flops",  # a scaling-law habit
+          "dense = 6 * param_count(m) * tokens",
+          "dense = 6 * (param_count(m) - 2 * m.d_model * m.vocab) * tokens",
+          ("P is every parameter", "non-embedding")),
     # ---------------------------------------------------------------- memory_per_chip
     _edit("l14-memory-optimizer-state-forgotten", "memory_per_chip",
           MEMORY_RETURN, '"optimizer": 0.0,', ("optimizer state is forgotten", "12 bytes")),

@@ -86,6 +86,10 @@ def flops(m: Model, tokens: int) -> list[tuple[Any, str]]:
          "key/value heads."),
         (p6 + 12 * m.layers * m.d_model * m.seq * tokens, "The attention term has N·H (heads · "
          "head_dim), which need not equal D."),
+        (p6 - 6 * 2 * m.d_model * m.vocab * tokens + attn, "P is every parameter: the "
+         "embeddings (2·D·V, the input embedding and the unembedding) count in 6·P·T too. "
+         "The scaling-law habit of non-embedding parameters leaves out the unembedding, a "
+         "real D×V matmul every token pays."),
     ]  # fmt: skip
 
 
