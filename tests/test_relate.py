@@ -940,3 +940,28 @@ def test_a_count_over_itself_one_less_is_a_named_factor_both_ways():
     assert not any("k/(k − 1)" in q.name or "(k − 1)/k" in q.name for q in known)
     (other,) = _rel(want * 5 / 4, want, known=known)
     assert "none of the example's own sizes" in other, other
+
+
+def test_a_pytree_whose_first_wrong_leaf_measures_nothing_takes_anothers_relation():
+    """The first wrong leaf (a scrambled one) measures nothing; the second is exactly 2×
+    its expected value: the hint is the second's; with no leaf measuring anything there
+    is none (both ways)."""
+    from grader.checks.trees import PerLeaf
+    from grader.measure import devices
+
+    mesh = devices.make_mesh((3,), ("x",))
+    rng = np.random.default_rng(65)
+    a, b = (rng.normal(size=(6, 4)).astype(np.float32) for _ in range(2))
+
+    def put(x):
+        return _sharded(x.astype(np.float32), mesh)
+
+    check = PerLeaf(inner=Values())
+    said = check(Trial({}, output={"a": put(rng.normal(size=(6, 4))), "b": put(2 * b)},
+                       expected={"a": a, "b": b}, mesh=mesh))  # fmt: skip
+    assert not said.passed and said.message.startswith("['a']"), said.message
+    assert said.hint and "['b'] is exactly 2× the expected one" in said.hint, said.hint
+    none = check(Trial({}, output={"a": put(rng.normal(size=(6, 4))),
+                                   "b": put(rng.normal(size=(6, 4)))},
+                       expected={"a": a, "b": b}, mesh=mesh))  # fmt: skip
+    assert not none.passed and not none.hint, none.hint

@@ -83,6 +83,8 @@ class PerLeaf(Check):
         hint = (self.explain_failure and self.explain_failure(trial)) or first.hint
         if open_hint(hint):  # another wrong leaf measured as the reference changed: its words
             hint = next((r.hint for _, r in failed[1:] if r.hint and variants.SAID in r.hint), hint)
+        if not hint:  # nothing measured on the first wrong leaf: another's relation, if any
+            hint = next((r.hint for _, r in failed[1:] if r.hint), hint)
         right = [w for w, r in results if r.passed]
         leaves = (
             f" — leaves wrong: {', '.join(w for w, _ in failed)}; right: {', '.join(right) or 'none'}"
