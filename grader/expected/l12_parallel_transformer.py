@@ -61,6 +61,12 @@ def prediction_factors(kind: str, ex: Example) -> list[tuple[float, str]]:
         reference_bytes(shapes, data, m, 1).get(kind, 0),
         "Counted in elements, not bytes: multiply by the item size (float32: 4).",
     )]  # fmt: skip
+    with_x = ring * (column + b * seq * d * ITEMSIZE / m)  # x taken for a weight
+    if kind in (ALL_GATHER, REDUCE_SCATTER):
+        out.append(((2 if kind == ALL_GATHER else 1) * with_x, "x is counted with the "
+                    "weights: FSDP gathers and reduce-scatters the params only (the names of "
+                    "the model's weights); x stays split over 'data', each device with its "
+                    "own rows."))  # fmt: skip
     if kind == ALL_GATHER:
         out += [
             (ring * column, "Half the all-gather: you count the forward's gathers only. With "

@@ -496,4 +496,18 @@ MISTAKES += [
             ),
         ),
     ),
+    Mistake(  # issue 45: x is no weight; a fixed example with a batch larger than them
+        id="l12-prediction-gathers-x-with-the-weights",
+        module="l12_parallel_transformer",
+        exercise="predict_step_bytes",
+        status="failed",
+        check="prediction",
+        says=("x is counted with the weights",),
+        patch=(
+            (
+                "weights = sum(_size(shapes[k]) for k in NAMES) * itemsize // model",
+                'weights = (sum(_size(shapes[k]) for k in NAMES) + _size(shapes["x"])) * itemsize // model',
+            ),
+        ),
+    ),
 ]

@@ -956,8 +956,12 @@ PREDICT_EXPLICIT = [
     {"mesh": (2, 3), "layers": 8, "batch": 4, "seq": 4, "d": 32, "hdh": 24, "f": 96},
     {"mesh": (1, 2), "layers": 12, "batch": 2, "seq": 8, "d": 16, "hdh": 12, "f": 32},
     {"mesh": (3, 1), "layers": 8, "batch": 6, "seq": 4, "d": 24, "hdh": 8, "f": 16},
+    {"mesh": (2, 2), "layers": 1, "batch": 16, "seq": 8, "d": 8, "hdh": 8, "f": 16},
 ]
-"""4×2 and 2×3 as train_step's; 1×2 (no FSDP traffic) and 3×1 (no Megatron traffic)."""
+"""4×2 and 2×3 as train_step's; 1×2 (no FSDP traffic) and 3×1 (no Megatron traffic); 2×2
+with a batch larger than the weights (x of 1,024 elements, 512 params), where a count of
+the weights that takes x for one is 3× the all-gather (on the others x is under the 10%
+the prediction is held to)."""
 PREDICT_PURPOSE = {
     (4, 2): "train_step's 4 × 2 example: all-gathers and a reduce-scatter over data = 4, "
     "all-reduces of [B/data, S, D] activations over model = 2",
@@ -967,6 +971,8 @@ PREDICT_PURPOSE = {
     "the all-reduces over model = 2",
     (3, 1): "a 3 × 1 mesh, model = 1: no Megatron traffic, only FSDP's all-gathers and "
     "reduce-scatter over data = 3 (and the scalar loss's few bytes)",
+    (2, 2): "a 2 × 2 mesh, one layer, a batch larger than the weights: x [16, 8, 8] is 1,024 "
+    "elements against 512 params, and only the params are gathered",
 }
 """What each example of :data:`PREDICT_EXPLICIT` holds, by mesh (issue 45 §1)."""
 
