@@ -78,13 +78,33 @@ def check_local_return(out: Any, shape: tuple[int, ...], dtype: Any, fname: str)
         )
     if tuple(out.shape) != tuple(shape):
         raise StudentReturnError(
-            f"{fname} returned shape {tuple(out.shape)} per device; expected {tuple(shape)}"
+            f"{fname} returned shape {tuple(out.shape)} per device; expected {tuple(shape)}",
+            hint=shape_hint(tuple(out.shape), tuple(shape)),
         )
     if out.dtype != dtype:
         raise StudentReturnError(
             f"{fname} returned dtype {out.dtype} per device; expected {np.dtype(dtype).name}",
             hint="Keep the input's dtype: build buffers with dtype=x.dtype.",
         )
+
+
+def shape_hint(got: tuple[int, ...], want: tuple[int, ...]) -> str | None:
+    """Where one axis of a returned block differs: how, measured; said as a length counted
+    in elements where one in rows belongs where the ratio is the other axes' product."""
+    if len(got) != len(want):
+        return None
+    wrong = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    if len(wrong) != 1 or not want[wrong[0]]:
+        return None
+    (i,) = wrong
+    rest = int(np.prod([w for j, w in enumerate(want) if j != i]))
+    ratio = got[i] / want[i]
+    said = f"Axis {i} of your block is {got[i]} long where {want[i]} belongs ({ratio:g}×)"
+    if rest > 1 and ratio == rest:
+        return (f"{said}, and {rest} is the product of the other axes: a length counted in "
+                "elements (x.size) where one in rows (x.shape[0]) belongs gives that — as "
+                f"does any other slip that multiplies it by {rest}.")  # fmt: skip
+    return f"{said}; the other axes are right."
 
 
 class Runtime:

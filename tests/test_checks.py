@@ -297,3 +297,15 @@ def test_a_whole_number_answer_is_said_as_the_right_one_rounded_and_which_way():
     assert "rounded down" in both and "; or rounded to the nearest" in both, both
     assert "rounded up" in rounded(3, 2.2)
     assert rounded(4, 4.0) is None and rounded(5, 2.5) is None and rounded(2.4, 2.5) is None
+
+
+def test_a_block_one_axis_off_is_said_and_a_size_for_rows_only_where_it_fits():
+    """(6, 3) where (2, 3) belongs: 3× on axis 0, the other axes' product: elements for
+    rows; (4, 3): 2×, no such product; two axes off, or another rank: nothing (both ways)."""
+    from grader.runtime import shape_hint
+
+    said = shape_hint((6, 3), (2, 3))
+    assert "Axis 0 of your block is 6 long where 2 belongs (3×)" in said and "x.size" in said
+    other = shape_hint((4, 3), (2, 3))
+    assert "(2×); the other axes are right" in other and "x.size" not in other, other
+    assert shape_hint((4, 6), (2, 3)) is None and shape_hint((6,), (2, 3)) is None
