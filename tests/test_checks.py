@@ -309,3 +309,19 @@ def test_a_block_one_axis_off_is_said_and_a_size_for_rows_only_where_it_fits():
     other = shape_hint((4, 3), (2, 3))
     assert "(2×); the other axes are right" in other and "x.size" not in other, other
     assert shape_hint((4, 6), (2, 3)) is None and shape_hint((6,), (2, 3)) is None
+
+
+def test_an_output_split_along_another_dimension_is_said_which():
+    """P(None, 'x') for P('x', None): the axis and both dimensions; another axis, a
+    replicated output or the same layout say nothing (both ways)."""
+    from jax.sharding import PartitionSpec as P
+
+    from grader.checks.sharding import _moved
+
+    said = _moved(P(None, "x"), P("x", None), 2)
+    assert "mesh axis 'x' splits dimension 1 where it splits dimension 0" in said, said
+    two = _moved(P("model", "data"), P("data", "model"), 2)
+    assert "'data' splits dimension 1 where it splits dimension 0" in two
+    assert "'model' splits dimension 0 where it splits dimension 1" in two
+    assert _moved(P("y", None), P("x", None), 2) is None
+    assert _moved(P(), P("x", None), 2) is None and _moved(P("x"), P("x", None), 2) is None
