@@ -298,3 +298,30 @@ def test_only_times_have_the_sum_max_slip():
     times = [c.said for c in changes(Sum(Term("a", 1.0, "s"), Term("b", 2.0, "s")), [])]
     assert not any("larger" in said for said in counts), counts
     assert any("only the larger of its a and b terms" in said for said in times), times
+
+
+def test_a_cross_host_part_per_host_is_its_term_times_local_over_hosts():
+    """allreduce_time's cross-host part n/H where n/L belongs: that term times L/H, said
+    (and kept by the probes, whose L/H differ); the in-host term times the same factor is
+    not that term (both ways)."""
+    spec = importlib.import_module("grader.lessons.l13_multi_host.spec")
+    s = next(v for v in vars(spec).values() if getattr(v, "name", None) == "allreduce_time")
+    ex = s.examples(FULL)[0]  # hierarchical, 16 hosts of 8
+
+    def per_host(nbytes, hosts, local, ici, dcn, hierarchical):
+        if not hierarchical:
+            n = hosts * local
+            return 2 * (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)
+        return (2 * (local - 1) / local * nbytes / ici
+                + 2 * (hosts - 1) / hosts * (nbytes / hosts) / dcn)  # fmt: skip
+
+    def in_host_scaled(nbytes, hosts, local, ici, dcn, hierarchical):
+        if not hierarchical:
+            return per_host(nbytes, hosts, local, ici, dcn, hierarchical)
+        return (2 * (local - 1) / local * nbytes / ici * local / hosts
+                + 2 * (hosts - 1) / hosts * (nbytes / local) / dcn)  # fmt: skip
+
+    r = s.check()(s.run(None, per_host, ex))
+    assert "its cross-host term" in r.hint and "multiplied by L/H = local/hosts (8/16)" in r.hint
+    r = s.check()(s.run(None, in_host_scaled, ex))
+    assert "cross-host term" not in (r.hint or ""), r.hint

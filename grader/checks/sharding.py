@@ -70,6 +70,8 @@ def _moved(got: Any, want: Any, ndim: int) -> str | None:
                      f"{belongs[a]}" for a in used_w if where[a] != belongs[a])  # fmt: skip
     if not said:
         return None
-    return (f"Your output is split by the same mesh axes along other dimensions: {said}. "
-            "The result each device computes (and the out_specs that stack it) must keep "
-            "the layout the exercise names.")
+    return (
+        f"Your output is split by the same mesh axes along other dimensions: {said}. "
+        "The result each device computes (and the out_specs that stack it) must keep "
+        "the layout the exercise names."
+    )

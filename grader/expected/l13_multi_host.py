@@ -38,8 +38,13 @@ def time_terms(nbytes: float, hosts: int, local: int, ici: float, dcn: float, hi
 
 
 def time_quantities(nbytes: float, hosts: int, local: int, **_: object) -> dict[str, float]:
-    """The cluster's device count N = H·L, beside the example's own fields."""
-    return {f"N = hosts·local ({hosts * local})": float(hosts * local)}
+    """The cluster's device count N = H·L, beside the example's own fields; and the one
+    over the other, L/H (a part per host, n/H, where the part per device after the
+    in-host reduce-scatter, n/L, belongs)."""
+    out = {f"N = hosts·local ({hosts * local})": float(hosts * local)}
+    if hosts > 1 and local > 1 and hosts != local:
+        out[f"L/H = local/hosts ({local}/{hosts})"] = local / hosts
+    return out
 
 
 TWO_PHASES = ("An all-reduce is a reduce-scatter then an all-gather, each moving (N−1)/N of "
