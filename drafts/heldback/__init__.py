@@ -44,6 +44,11 @@ class Held:
         return as_mistake.source(solution)
 
 
+def collect_package(name: str, path: list[str]) -> list[Held]:
+    """Every ``HELD`` of package ``name``'s lesson modules (``lNN.py``), in lesson order."""
+    names = sorted(m.name for m in pkgutil.iter_modules(path) if m.name[:1] == "l")
+    return [h for n in names for h in importlib.import_module(f"{name}.{n}").HELD]
+
+
 def collect() -> list[Held]:
-    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name[:1] == "l")
-    return [h for n in names for h in importlib.import_module(f"{__name__}.{n}").HELD]
+    return collect_package(__name__, __path__)

@@ -11,14 +11,10 @@ anything was graded.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
-from drafts.heldback import Held
+from drafts.heldback import Held, collect_package
 
 __all__ = ["Held", "collect"]
 
 
 def collect() -> list[Held]:
-    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name[:1] == "l")
-    return [h for n in names for h in importlib.import_module(f"{__name__}.{n}").HELD]
+    return collect_package(__name__, __path__)
