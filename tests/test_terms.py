@@ -263,21 +263,31 @@ def test_train_flops_with_the_attention_of_the_forward_pass_alone_is_told_its_te
     assert "weights term (6·P·T" in hint and "attention term" not in hint, hint
 
 
+def _allreduce_time(in_host, cross_host):
+    """lesson 13's allreduce_time spec, its first fixed example (hierarchical, 16 hosts of
+    8), and a student's function that is right on a flat ring and, hierarchical, adds
+    ``in_host(nbytes, local, ici, dcn)`` and ``cross_host(nbytes, hosts, local, ici, dcn)``."""
+    spec = importlib.import_module("grader.lessons.l13_multi_host.spec")
+    s = next(v for v in vars(spec).values() if getattr(v, "name", None) == "allreduce_time")
+
+    def fn(nbytes, hosts, local, ici, dcn, hierarchical):
+        if not hierarchical:
+            n = hosts * local
+            return 2 * (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)
+        return in_host(nbytes, hosts, local, ici, dcn) + cross_host(nbytes, hosts, local, ici, dcn)
+
+    return s, s.examples(FULL)[0], fn
+
+
 def test_a_change_of_the_fields_is_said_only_where_the_probes_show_it_too():
     """allreduce_time's hierarchical branch with the two links swapped: ici and dcn
     swapped is said (on the probe, 4 hosts of 1 device, swapping them gives the answer
     there too); the same answer here with a probe answer no swap gives is not (both ways:
     the change is moved to the probe through the hidden reference's own parameters)."""
-    spec = importlib.import_module("grader.lessons.l13_multi_host.spec")
-    s = next(v for v in vars(spec).values() if getattr(v, "name", None) == "allreduce_time")
-    ex = s.examples(FULL)[0]  # hierarchical, 16 hosts of 8
-
-    def swapped(nbytes, hosts, local, ici, dcn, hierarchical):
-        if not hierarchical:
-            n = hosts * local
-            return 2 * (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)
-        return (2 * (local - 1) / local * nbytes / dcn
-                + 2 * (hosts - 1) / hosts * (nbytes / local) / ici)  # fmt: skip
+    s, ex, swapped = _allreduce_time(
+        lambda n, h, loc, ici, dcn: 2 * (loc - 1) / loc * n / dcn,
+        lambda n, h, loc, ici, dcn: 2 * (h - 1) / h * (n / loc) / ici,
+    )
 
     def here_only(nbytes, hosts, local, ici, dcn, hierarchical):
         return swapped(nbytes, hosts, local, ici, dcn, hierarchical) * (1.5 if local == 1 else 1)
@@ -304,24 +314,12 @@ def test_a_cross_host_part_per_host_is_its_term_times_local_over_hosts():
     """allreduce_time's cross-host part n/H where n/L belongs: that term times L/H, said
     (and kept by the probes, whose L/H differ); the in-host term times the same factor is
     not that term (both ways)."""
-    spec = importlib.import_module("grader.lessons.l13_multi_host.spec")
-    s = next(v for v in vars(spec).values() if getattr(v, "name", None) == "allreduce_time")
-    ex = s.examples(FULL)[0]  # hierarchical, 16 hosts of 8
-
-    def per_host(nbytes, hosts, local, ici, dcn, hierarchical):
-        if not hierarchical:
-            n = hosts * local
-            return 2 * (n - 1) / n * nbytes / (dcn if hosts > 1 else ici)
-        return (2 * (local - 1) / local * nbytes / ici
-                + 2 * (hosts - 1) / hosts * (nbytes / hosts) / dcn)  # fmt: skip
-
-    def in_host_scaled(nbytes, hosts, local, ici, dcn, hierarchical):
-        if not hierarchical:
-            return per_host(nbytes, hosts, local, ici, dcn, hierarchical)
-        return (2 * (local - 1) / local * nbytes / ici * local / hosts
-                + 2 * (hosts - 1) / hosts * (nbytes / local) / dcn)  # fmt: skip
-
+    in_host = lambda n, h, loc, ici, dcn: 2 * (loc - 1) / loc * n / ici  # noqa: E731
+    cross = lambda n, h, loc, ici, dcn: 2 * (h - 1) / h * (n / loc) / dcn  # noqa: E731
+    s, ex, per_host = _allreduce_time(in_host, lambda n, h, loc, ici, dcn: cross(n, h, h, ici, dcn))
     r = s.check()(s.run(None, per_host, ex))
     assert "its cross-host term" in r.hint and "multiplied by L/H = local/hosts (8/16)" in r.hint
-    r = s.check()(s.run(None, in_host_scaled, ex))
+    _, _, scaled = _allreduce_time(lambda n, h, loc, *links: in_host(n, h, loc, *links) * loc / h,
+                                   cross)  # fmt: skip
+    r = s.check()(s.run(None, scaled, ex))
     assert "cross-host term" not in (r.hint or ""), r.hint

@@ -348,6 +348,9 @@ def first_change_of(
     ``scaled``: where no change's value is the output, the first formula change whose value
     the output is a named constant times (:attr:`Change.factor`) — two slips at once, the
     second only a scale moved (1/√dh applied after the softmax, not to the scores)."""
+    import jax  # noqa: F401 — changes() flattens with it: imported before the budget's
+    # clock starts (a cost model's first search in a process spent its 0.5 s importing it)
+
     found = None
     for formula, most, seconds in ((False, CHANGES_AT_MOST, budget_s),
                                    (True, FORMULAS_AT_MOST, FORMULA_BUDGET_S)):  # fmt: skip
