@@ -152,6 +152,10 @@ def test_an_update_scaled_or_reversed_is_said_against_the_input():
     # one device) is no counter one on: 0 is said, not "+ 1"
     (zero,) = _rel(np.array([0.0]), np.array([-1.0]), inputs=[("argument 0", np.array([-1.0]))])
     assert "exactly 0" in zero and "+ 1" not in zero, zero
+    # nor is one element of an array that came out one less than it came in
+    x = np.array([1.0, 2.0, 3.0])
+    said = _rel(np.array([0.0, 2.0, 3.0]), x, inputs=[("argument 0", x)])
+    assert not any("came in" in r for r in said), said
 
 
 def test_an_offset_and_places_moved():

@@ -261,7 +261,7 @@ def relations(
             out.append(f"{what} equals the input {name} {every}{why}")
             break
     for name, x in inputs:  # a counter: the input one on (or back), where it belongs reset
-        if x.shape != got.shape or np.all(close(a, x[bad])) or not _counts(x[bad]):
+        if x.shape != got.shape or np.all(close(a, x[bad])) or not _counts(x):
             continue
         for d, words in ((1, "one more than it came in"), (-1, "one less than it came in")):
             if np.all(close(a, x[bad] + d)) and not np.all(close(e, x[bad] + d)):
@@ -656,9 +656,9 @@ def _readings(name: str) -> str:
 
 
 def _counts(x: np.ndarray) -> bool:
-    """Values a counter can hold: whole numbers, none below 0 (an input of −1 that came
-    out 0 is no counter one on)."""
-    return bool(np.all(x >= 0) and np.all(x == np.round(x)))
+    """Values a counter can hold: one whole number, not below 0 (an input of −1 that came
+    out 0 is no counter one on; nor is one element of an array that came out one off)."""
+    return bool(x.size == 1 and np.all(x >= 0) and np.all(x == np.round(x)))
 
 
 def _factor(

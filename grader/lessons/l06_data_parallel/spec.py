@@ -687,14 +687,7 @@ def _checks(kind: str) -> tuple[Check, ...]:
         inner=Values(
             atol=_atol,
             alternatives=_alternatives,
-            quantities=lambda t: {
-                **training.quantities(model_sizes(t.example)),
-                **(
-                    {f"lr = {t.example['lr']}, the learning rate given": float(t.example["lr"])}
-                    if "lr" in t.example
-                    else {}
-                ),
-            },
+            quantities=lambda t: training.quantities(model_sizes(t.example)),
             families=_micro_batches,
         ),
         explain_failure=_precision_hint,
