@@ -1436,3 +1436,24 @@ def test_a_loader_message_s_rule_is_its_hint_and_a_measurement_alone_gives_none(
     assert _loader_rule(_loader_message(overlap, want, 3, 15, "loader_indices(…)", 3, 1000)) is None
     order = [want[10:], want[5:10], want[:5]]
     assert _loader_rule(_loader_message(order, want, 3, 15, "loader_indices(…)", 3, 1000)) is None
+
+
+def test_a_factor_of_the_update_is_read_to_the_params_float32_rounding():
+    """The update read as start − returned params (float32) is known to a few of the params'
+    ulps: twice the step's update is named P = 2 times though its rounding is above 1e-3 of
+    the update; a wrong update is not; an update lost in the rounding names no factor (both
+    ways)."""
+    from grader.lessons.l13_multi_host import spec as l13
+    from grader.spec import Trial
+
+    rng = np.random.default_rng(13)
+    start = rng.normal(size=(64,)).astype(np.float32) * 8
+    update = (rng.normal(size=(64,)) * 2e-3).astype(np.float64)
+    ref = (start - update).astype(np.float32)
+    trial = Trial({"hosts": 2, "local": 4}, extra={"params": {"w_in": start}})
+    twice = (start - 2 * update).astype(np.float32)
+    said = l13._train_hint("w_in", twice, ref, trial)
+    assert said and "exactly P = 2 times the single-process step's" in said, said
+    assert l13._train_hint("w_in", (start - 2.5 * update).astype(np.float32), ref, trial) is None
+    tiny = (start - update * 1e-4).astype(np.float32)
+    assert l13._train_hint("w_in", (start - update * 2e-4).astype(np.float32), tiny, trial) is None
