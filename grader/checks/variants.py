@@ -40,7 +40,7 @@ CHANGES_AT_MOST = 120
 BUDGET_S = 0.5
 """Seconds a failing check spends calling the reference again, at most (the change under
 way is finished): a failing grade stays cheap (issue 45's 1.5× rule). CPU seconds of this
-process (``time.process_time``), not the wall clock's: on a loaded machine the same search
+thread (``time.thread_time``), not the wall clock's: on a loaded machine the same search
 runs to the same end, so a hint does not come and go with the load."""
 
 FORMULAS_AT_MOST = 400
@@ -376,13 +376,13 @@ def _first(tried: Iterator[Change], matches: Callable[[Any], bool], most: int,
     give it, none is said (such a value, all zeros say, tells nothing of its cause), unless
     they are all changes of one piece of the formula: that piece is said (a bias
     correction turned negative: every change that makes it so gives the same NaNs)."""
-    start = time.process_time()  # (see BUDGET_S: the load of other processes not counted)
+    start = time.thread_time()  # (see BUDGET_S: the load of other processes not counted)
     found: list[Change] = []
     times: Change | None = None  # the first change the output is a named multiple of
     stop = budget_s
     try:  # report material: never a grader fault
         for n, change in enumerate(tried):
-            if n >= most or time.process_time() - start > stop or len(found) > MANY_AT_MOST:
+            if n >= most or time.thread_time() - start > stop or len(found) > MANY_AT_MOST:
                 break
             fn, args, kwargs = change.call
             try:
@@ -391,7 +391,7 @@ def _first(tried: Iterator[Change], matches: Callable[[Any], bool], most: int,
                     value = fn(*args, **kwargs)
                 if matches(value) and not _constant(value) and not _same(change, found):
                     found.append(change)
-                    stop = min(budget_s, time.process_time() - start + ALSO_S)
+                    stop = min(budget_s, time.thread_time() - start + ALSO_S)
                 elif scaled is not None and times is None and not found:
                     factor = scaled(value)
                     if factor:
