@@ -469,7 +469,7 @@ MISTAKES += [
         status="failed",
         check="values",
         says=("only the loss you return differs", "1/'data'"),
-        never=("the forward pass is wrong",),
+        never=("the forward pass is wrong", "taken after the step"),
         patch=(
             (
                 'return new, lax.psum(local, "data")',
