@@ -565,3 +565,30 @@ def test_a_scale_moved_elsewhere_is_said_as_a_named_multiple_of_a_changed_formul
     assert "`np.einsum('bqhd,bkhd->bhqk', q, k) * scale`" in said
     assert "times what the reference computes" not in hint(unscaled * 0.37)
     assert "times what the reference computes" not in hint(attention(*args) / 2.0)
+
+
+def test_a_function_s_changes_do_not_depend_on_the_functions_read_before_it():
+    """CPython's parser shares one ``Mult()`` (one ``Load()``…) among all trees: a place
+    written on it was the last tree's, and a change built at that place landed at every
+    ``*`` of another function, which then failed to compile (its change lost) or changed
+    more than it said. Each tree now has nodes of its own, and reading other functions
+    after one leaves its changes as they were."""
+    import inspect
+
+    from grader.expected.l14_planning import cost as planning
+    from grader.expected.l16_serving import cost
+
+    before = [m.said for m in mutants.mutants(cost.decode_step_time)]
+    others = [f for _, f in inspect.getmembers(planning, inspect.isfunction)
+              if f.__module__ == planning.__name__]  # fmt: skip
+    trees = [mutants._prepared(f) for f in others]
+    assert [m.said for m in mutants.mutants(cost.decode_step_time)] == before
+    mine = {id(n) for n in mutants._prepared(cost.decode_step_time).nodes}
+    for t in trees:
+        if t is not None:
+            assert not mine & {id(n) for n in t.nodes}
+    swapped = [m for m in mutants.mutants(cost.decode_step_time)
+               if m.said.startswith("with another field of `s` — `s.chips` in place of "
+                                    "`s.hbm_bandwidth`")]  # fmt: skip
+    assert len(swapped) == 1
+    assert "bandwidth = s.chips * s.chips" in swapped[0].text()

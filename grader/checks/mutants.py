@@ -250,7 +250,23 @@ def _tree(fn: types.FunctionType) -> tuple[ast.FunctionDef, list[str]] | None:
     if not isinstance(node, ast.FunctionDef):
         return None
     node.decorator_list = []  # a cache or jit around it: the change is called plainly
+    _unshare(node)
     return node, lines.splitlines()
+
+
+def _unshare(tree: ast.AST) -> None:
+    """A node of its own at each operator and context of ``tree``: CPython's parser
+    hands out one shared ``Mult()``, ``Load()``… for all trees, so a place written on one
+    (``_place``) would be the last tree's, and a change built at that place would land at
+    every ``*`` of another function too (which functions a process had read changed which
+    changes it could build)."""
+    for node in ast.walk(tree):
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.AST) and not value._fields:
+                setattr(node, field, type(value)())
+            elif isinstance(value, list):
+                value[:] = [type(x)() if isinstance(x, ast.AST) and not x._fields else x
+                            for x in value]  # fmt: skip
 
 
 def _of(fn: types.FunctionType, called: bool = False, late: bool = False) -> Iterator[Mutant]:

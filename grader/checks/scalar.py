@@ -393,6 +393,33 @@ def _no_fallback(**ex: Any) -> str | None:
     return None
 
 
+def wrong_answers(fn: Callable[..., Any], examples: list[Example],
+                  args: Callable[[Example], tuple], right: Callable[[Example, tuple], Any],
+                  wrong: Callable[[Any, Any], Any]) -> list[tuple[Example, Any, Any]]:  # fmt: skip
+    """``(example, the student's answer, the right one)`` on each of ``examples`` (the
+    other fixed examples of a grade) where ``wrong(answer, right)`` is not None (it returns
+    the answer as it is compared): report material that tells apart mistakes one example
+    cannot, never a verdict. An example that must raise (``right`` is :data:`RAISES`), a
+    raise of the student's and a right answer are left out: a mistake in one branch leaves
+    the others right, and a raise there tells nothing here."""
+    out = []
+    for other in examples:
+        try:
+            a = args(other)
+            want = right(other, a)
+            if isinstance(want, str) and want == RAISES:
+                continue
+            theirs = fn(*a)
+            if isinstance(theirs, np.generic):
+                theirs = theirs.item()
+            theirs = wrong(theirs, want)
+            if theirs is not None:
+                out.append((other, theirs, want))
+        except Exception:  # report material: a raise there tells nothing here
+            continue
+    return out
+
+
 @dataclass(frozen=True)
 class Scalar:
     """One exercise whose answer is a number or a bool, held against a formula.
@@ -491,24 +518,12 @@ class Scalar:
 
     def _probes(self, fn: Callable[..., Any], ex: Example) -> list[tuple[Example, Any]]:
         """The student's wrong answers on the other fixed examples (of the first
-        :data:`PROBES_AT_MOST`; a right answer, a raise, an example that must raise left
-        out: a mistake in one branch, α = 1 say, leaves the others right): report
-        material for :class:`Suspicion`, never a verdict."""
-        out = []
-        fixed = self.examples(FULL)  # the fixed examples of a full grade (pure calls only)
-        for other in [e for e in fixed if e != ex][:PROBES_AT_MOST]:
-            try:
-                right = self.want(other)
-                if right == RAISES:
-                    continue
-                theirs = fn(*self.args(**other))
-                if isinstance(theirs, np.generic):
-                    theirs = theirs.item()
-                if _number(theirs) and not close(theirs, right):
-                    out.append((other, theirs))
-            except Exception:  # a probe is report material: a raise there tells nothing here
-                continue
-        return out
+        :data:`PROBES_AT_MOST`): report material for :class:`Suspicion`, never a verdict."""
+        others = [e for e in self.examples(FULL) if e != ex][:PROBES_AT_MOST]
+        found = wrong_answers(fn, others, lambda e: self.args(**e), lambda e, _: self.want(e),
+                              lambda theirs, right: theirs if _number(theirs)
+                              and not close(theirs, right) else None)  # fmt: skip
+        return [(other, theirs) for other, theirs, _ in found]
 
     def spec(self) -> ExerciseSpec:
         return ExerciseSpec(

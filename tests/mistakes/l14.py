@@ -197,6 +197,11 @@ MISTAKES: list[Mistake] = [
           MEMORY_RETURN, '"optimizer": 0.0,',
           ("memory_per_chip's own grade names it", "optimizer state is forgotten"),
           check="plan"),
+    # a memory mistake of MEMORY_MISTAKES' that a search is rebuilt with (it lacked this one)
+    _edit("l14-search-with-tokens-not-divided-by-dp", "best_plan",
+          "tokens = global_batch / (plan.dp * plan.fsdp * plan.n_micro) * m.seq",
+          "tokens = global_batch / (plan.fsdp * plan.n_micro) * m.seq",
+          ("memory_per_chip's own grade names it", "not B/(fsdp·n_micro)"), check="plan"),
     _edit("l14-search-returns-none-when-nothing-fits", "best_plan",
           'raise ValueError("no plan fits: every plan needs more than hbm_bytes on some chip")',
           "return None", ("expected a ValueError", "no plan fits"), check="plan"),

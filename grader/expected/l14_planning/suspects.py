@@ -334,9 +334,9 @@ def both_zero(a: float, b: float) -> bool:
 # ------------------------------------------------------------------ best_plan
 
 
-MEMORY_MISTAKES = ("elements", "act-fp32", "tokens-fsdp", "no-optimizer", "no-master",
-                   "no-activations", "dp-shards", "tp-residual", "gpipe", "no-remat",
-                   "no-recompute-layer", "held-pp")  # fmt: skip
+MEMORY_MISTAKES = ("elements", "act-fp32", "tokens-fsdp", "tokens-dp", "no-optimizer",
+                   "no-master", "no-activations", "dp-shards", "tp-residual", "gpipe",
+                   "no-remat", "no-recompute-layer", "held-pp")  # fmt: skip
 """The memory mistakes a search can be rebuilt with (:func:`memory_variants`' names)."""
 
 
@@ -371,10 +371,19 @@ def searches(m: Model, hw: Hardware, batch: int) -> list[tuple[cost.Rules, Any]]
             v = memory_variants(m, plan, batch).get(name)
             return (v[0] if v else cost.memory_per_chip(m, plan, batch))["total"]
 
-        def says(got: Plan, name: str = name) -> str:
-            hint = memory_variants(m, got, batch)[name][1]
-            return ("Your plan is the best one when memory is counted with this mistake "
-                    f"(memory_per_chip's own grade names it): {hint}")  # fmt: skip
+        def says(got: Plan, want: Plan, name: str = name) -> str:
+            # the mistake may change other plans' memory and not yours (tokens not divided
+            # by dp where your dp = 1): then it is said of the best plan, which it dropped
+            for plan, on in (
+                (got, ""),
+                (want, f" (it changes the memory of the best plan, {want}, not of yours)"),
+            ):
+                hint = memory_variants(m, plan, batch).get(name)
+                if hint is not None:
+                    return ("Your plan is the best one when memory is counted with this "
+                            f"mistake{on} (memory_per_chip's own grade names it): {hint[1]}")  # fmt: skip
+            return ("Your plan is the best one when memory is counted with one of "
+                    "memory_per_chip's mistakes (its own grade names it).")  # fmt: skip
 
         out.append((cost.Rules(memory=held), says))
     for value, hint in params(m):
@@ -390,7 +399,7 @@ def search_matches(m: Model, hw: Hardware, batch: int, got: Plan, want: Plan) ->
     for rules, hint in searches(m, hw, batch):
         rows = cost.ranked(m, hw, batch, rules)
         if rows and rows[0][0] == got != want:
-            text = hint(got) if callable(hint) else hint
+            text = hint(got, want) if callable(hint) else hint
             margin = "holds back a margin" in text
             if text not in hints and not (margin and any("holds back" in h for h in hints)):
                 hints.append(text)  # one margin: the largest share that gives the plan

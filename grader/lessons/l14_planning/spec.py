@@ -32,7 +32,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from grader.checks import relate
-from grader.checks.scalar import PROBES, RAISES, Scalar, close, fmt
+from grader.checks.scalar import PROBES, RAISES, Scalar, close, fmt, wrong_answers
 from grader.evidence import Note, Table
 from grader.later import expected
 from grader.lessons.l14_planning.records import (
@@ -384,23 +384,17 @@ def _call_memory(ex: Example) -> str:
 def _probes(fn: Callable[..., Any], ex: Example, fixed: list[Example],
             args: Callable[[Example], tuple], right: Callable[..., Any],
             keys: tuple[str, ...]) -> list[tuple[Example, dict, dict]]:  # fmt: skip
-    """The student's wrong answers on the other fixed examples, with the right ones: report
-    material that tells apart mistakes one example cannot (:func:`suspects.matching`), never
-    a verdict. A raise, a malformed answer, a right one or an example that must raise is
-    left out (a mistake in one branch leaves the others right)."""
-    out = []
-    for other in (e for e in fixed if e != ex):
-        try:
-            a = args(other)
-            want = right(*a)
-            theirs = fn(*a)
-            if _not_terms(theirs, keys) is None:
-                theirs = {k: float(theirs[k]) for k in keys}
-                if any(not close(theirs[k], want[k]) for k in keys):
-                    out.append((other, theirs, want))
-        except Exception:  # (a plan that must raise, or the student's raise): tells nothing
-            continue
-    return out
+    """The student's wrong answers on the other fixed examples, with the right ones
+    (:func:`grader.checks.scalar.wrong_answers`): they tell apart mistakes one example
+    cannot (:func:`suspects.matching`). A malformed answer is left out."""
+
+    def wrong(theirs: Any, want: dict) -> dict | None:
+        if _not_terms(theirs, keys) is not None:
+            return None
+        theirs = {k: float(theirs[k]) for k in keys}
+        return theirs if any(not close(theirs[k], want[k]) for k in keys) else None
+
+    return wrong_answers(fn, [e for e in fixed if e != ex], args, lambda _, a: right(*a), wrong)
 
 
 def _run_memory(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
