@@ -131,6 +131,31 @@ def test_values_and_sharding_on_a_real_array():
     assert not as_list.passed and "returned list" in as_list.message
 
 
+def test_an_infinite_expected_element_is_matched_by_the_same_infinity_only():
+    """``|a − inf| ≤ atol + rtol·inf`` holds for every ``a``: an infinite expected element
+    passed any value, and a changed formula whose value is infinite matched any output."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from grader.checks.values import within
+    from grader.measure import devices
+
+    e = np.array([np.inf, -np.inf, 1.0, np.nan])
+    assert within(np.array([np.inf, -np.inf, 1.0, 0.0]), e, 1e-6, 1e-3).tolist() == [
+        True, True, True, False]  # fmt: skip
+    assert not within(np.array([5.0, np.inf, 1.0 + 1e-2, np.nan]), e, 1e-6, 1e-3).any()
+    mesh = devices.make_mesh((2,), ("x",))
+    x = np.arange(4, dtype=np.float32)
+    out = jax.device_put(x, NamedSharding(mesh, P("x")))
+    want = x.copy()
+    want[3] = np.inf
+    bad = Values()(Trial({}, output=out, expected=want, mesh=mesh))
+    assert not bad.passed and bad.message.startswith("1 of 2 devices")
+    assert Values()(Trial({}, output=jax.device_put(want, NamedSharding(mesh, P("x"))),
+                          expected=want, mesh=mesh)).passed  # fmt: skip
+
+
 def test_tolerance_grows_with_the_reduction():
     from grader.checks.values import tolerance
 
@@ -297,6 +322,12 @@ def test_a_whole_number_answer_is_said_as_the_right_one_rounded_and_which_way():
     assert "rounded down" in both and "; or rounded to the nearest" in both, both
     assert "rounded up" in rounded(3, 2.2)
     assert rounded(4, 4.0) is None and rounded(5, 2.5) is None and rounded(2.4, 2.5) is None
+    # the other fixed examples bear a rounding out, or not (a formula that gives 1 here,
+    # the right 0.923 rounded up, and 0.5 where the right answer is 0.25, rounds nothing)
+    assert "rounded up" in rounded(1, 0.923077, [(1, 0.25), (3, 2.2)])
+    assert rounded(1, 0.923077, [(0.5, 0.25)]) is None
+    assert rounded(1, 0.923077, [(1, 1.0)]) is None  # wrong where the right one is whole
+    assert rounded(1, 0.923077, None) is None  # the probes could not be read
 
 
 def test_a_block_one_axis_off_is_said_and_a_size_for_rows_only_where_it_fits():

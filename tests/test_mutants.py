@@ -592,3 +592,44 @@ def test_a_function_s_changes_do_not_depend_on_the_functions_read_before_it():
                                     "`s.hbm_bandwidth`")]  # fmt: skip
     assert len(swapped) == 1
     assert "bandwidth = s.chips * s.chips" in swapped[0].text()
+
+
+def adam_direction(m, v, t):
+    b1, b2 = 0.9, 0.999
+    return (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + 1e-8)
+
+
+def test_a_change_whose_value_is_infinite_matches_no_output():
+    """``t ** b1`` where ``b1 ** t`` belongs, at t = 1, divides by 1 − 1 = 0: its value is
+    infinite, and an infinite value was within ``rtol·inf`` of any output. It matched the
+    output of an uncorrected first moment with three others, and four found are too many to
+    name any: the hint was lost (hb5-l15-adamw-first-moment-uncorrected). Now only the
+    changes whose value the output is are found."""
+    from grader.checks.values import within
+
+    m, v = RNG.normal(size=16), RNG.uniform(0.1, 1.0, size=16)
+    got = m / (np.sqrt(v / (1 - 0.999)) + 1e-8)  # m not divided by 1 − b1ᵗ
+
+    def matches(value):
+        return np.shape(value) == got.shape and bool(np.all(within(got, value, 1e-9, 1e-6)))
+
+    found = []
+    for m_ in mutants.mutants(adam_direction):
+        with np.errstate(all="ignore"):
+            value = m_.fn(m, v, 1)
+        if matches(value):
+            found.append(m_.said)
+    assert found and all("b1" in f for f in found), found
+    assert not any("`t ** b1`" in f for f in found), found
+    (flipped,) = [x for x in mutants.mutants(adam_direction) if "`t ** b1`" in x.said]
+    with np.errstate(all="ignore"):
+        infinite = flipped.fn(m, v, 1)
+    assert not np.isfinite(infinite).any()
+    with np.errstate(invalid="ignore"):  # the test it passed: within rtol·inf of anything
+        assert np.all(np.abs(got - infinite) <= 1e-9 + 1e-6 * np.abs(infinite))
+    change = variants._first(
+        (variants.Change(x.said, (x.fn, (m, v, 1), {}), x.where)
+         for x in mutants.mutants(adam_direction)),
+        matches, most=10_000, budget_s=60,
+    )  # fmt: skip
+    assert change is not None and "`m` in place of `m / (1 - b1 ** t)`" in change.said

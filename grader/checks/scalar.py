@@ -249,8 +249,19 @@ class Suspicion:
         if explained is None:
             explained = self._changed(got, want, ex, probes)
         if explained is None:
-            explained = rounded(got, want)
+            explained = rounded(got, want, self._probed(probes))
         return " ".join(x for x in (explained, self.fallback(ex)) if x) or None
+
+    def _probed(self, probes: list[tuple[Example, Any]]) -> list[tuple[Any, Any]] | None:
+        """(the student's answer, the right one) on each probe; None where a right one
+        cannot be had (no ``answer``, or it raises): then nothing is said that the probes
+        would have to bear out."""
+        if self.answer is None:
+            return None if probes else []
+        try:
+            return [(theirs, self.answer(**other)) for other, theirs in probes]
+        except Exception:  # the grader's own formula: never the student's fault
+            return None
 
     def _other_text(self, ex: Example, matches: Callable[[Any], bool],
                     probes: list[tuple[Example, Any]]) -> str | None:  # fmt: skip
@@ -537,18 +548,29 @@ class Scalar:
         )
 
 
-def rounded(got: Any, want: Any) -> str | None:
+def rounded(got: Any, want: Any, probes: list[tuple[Any, Any]] | None = ()) -> str | None:
     """Where a whole-number answer is the fractional right one rounded (down, up or to the
-    nearest): which, and the ways a program rounds so (issue 45 §3)."""
+    nearest): which, and the ways a program rounds so (issue 45 §3). ``probes``: (the
+    student's answer, the right one) on the other fixed examples it got wrong; a way is said
+    only where each of those is the right one rounded that way too (a formula that gives
+    1 here and 0.5 there rounds nothing); None: they could not be read, nothing is said."""
+    if probes is None:
+        return None
     if not (_number(got) and _number(want)) or not math.isfinite(want) or want == round(want):
         return None
     ways = (
-        (math.floor(want), "rounded down to a whole number: floor division (//) where / "
+        (math.floor, "rounded down to a whole number: floor division (//) where / "
          "belongs, or int() or math.floor of a positive result"),
-        (math.ceil(want), "rounded up to a whole number (math.ceil, or -(-a // b))"),
-        (round(want), "rounded to the nearest whole number (round())"),
+        (math.ceil, "rounded up to a whole number (math.ceil, or -(-a // b))"),
+        (round, "rounded to the nearest whole number (round())"),
     )  # fmt: skip
-    said = [words for whole, words in ways if got == whole]
+
+    def bears(way: Callable[[float], int], theirs: Any, right: Any) -> bool:
+        return (_number(theirs) and _number(right) and math.isfinite(right)
+                and right != round(right) and theirs == way(right))  # fmt: skip
+
+    said = [words for way, words in ways
+            if got == way(want) and all(bears(way, t, r) for t, r in probes)]  # fmt: skip
     return (
         f"Your answer {got:g} is the right one, {want:.6g}, {'; or '.join(said)}." if said else None
     )

@@ -31,6 +31,16 @@ def tolerance(dtype: str, reduce_size: int = 1) -> tuple[float, float]:
     return 2e-6 * k**0.5, 1e-5
 
 
+def within(a: Any, e: Any, atol: float, rtol: float) -> np.ndarray:
+    """Per element: ``a`` within ``atol + rtol·|e|`` of ``e``, or equal to it. Where ``e``
+    is not finite only an equal ``a`` is (``|a − inf| ≤ rtol·inf`` holds for every ``a``: an
+    infinite expected value, or a changed formula's, would match anything)."""
+    a, e = np.asarray(a, np.float64), np.asarray(e, np.float64)
+    with np.errstate(invalid="ignore"):  # inf − inf
+        near = np.isfinite(e) & (np.abs(a - e) <= atol + rtol * np.abs(e))
+    return near | (a == e)
+
+
 def as_numpy(x) -> np.ndarray:
     a = np.asarray(x)
     return a.astype(np.float64) if a.dtype.kind in "fcV" or a.dtype.name == "bfloat16" else a
@@ -105,9 +115,7 @@ class Values(Check):
         atol, rtol = self._tolerance(trial, want)
 
         def close(a: np.ndarray, e: np.ndarray) -> bool:
-            return a.shape == e.shape and bool(
-                np.all(np.abs(as_numpy(a) - as_numpy(e)) <= atol + rtol * np.abs(as_numpy(e)))
-            )
+            return a.shape == e.shape and bool(np.all(within(as_numpy(a), as_numpy(e), atol, rtol)))
 
         coords = device_coords(trial.mesh) if trial.mesh is not None else {}
         shards = sorted(
@@ -124,9 +132,11 @@ class Values(Check):
                 devices.append(DeviceShard(list(coord), False))
                 masks.append(None)
                 continue
-            err = np.abs(as_numpy(a) - as_numpy(e))
+            with np.errstate(invalid="ignore"):  # inf − inf
+                err = np.abs(as_numpy(a) - as_numpy(e))
             err = np.where(np.isnan(err), np.inf, err)
-            ok = bool(np.all(err <= atol + rtol * np.abs(as_numpy(e))))
+            bad_here = ~within(as_numpy(a), as_numpy(e), atol, rtol)
+            ok = not bool(np.any(bad_here))
             m = float(err.max()) if err.size else 0.0
             worst_abs = max(worst_abs, m)
             nonzero = np.abs(as_numpy(e)) > 0
@@ -135,14 +145,14 @@ class Values(Check):
                     worst_rel, float((err[nonzero] / np.abs(as_numpy(e))[nonzero]).max())
                 )
             devices.append(DeviceShard(list(coord), ok, m))
-            masks.append(~(err <= atol + rtol * np.abs(as_numpy(e))))
+            masks.append(bad_here)
             offset = [sl.start or 0 for sl in s.index] + [0] * (e.ndim - len(s.index))
             if not ok and e.ndim:
-                off_rows = ~(err <= atol + rtol * np.abs(as_numpy(e)))
+                off_rows = bad_here
                 rows = np.nonzero(off_rows.reshape(len(e), -1).any(axis=1))[0]
                 wrong_rows.update(int(offset[0] + r) for r in rows)
             if not ok and first is None:
-                bad = np.argwhere(~(err <= atol + rtol * np.abs(as_numpy(e))))[0]
+                bad = np.argwhere(bad_here)[0]
                 small = e.size <= SHOW_LIMIT  # small enough to print whole
                 first = Mismatch(
                     coord=list(coord),
@@ -183,7 +193,7 @@ class Values(Check):
                     for s in shards]  # fmt: skip
             return all(
                 close(a, w) or (rtol > 0 and a.shape == w.shape
-                                and bool(np.all(np.abs(as_numpy(a) - w) <= rtol * np.abs(w))))
+                                and bool(np.all(within(as_numpy(a), w, 0.0, rtol))))
                 for a, w in zip(actual, held)
             )  # fmt: skip
 
@@ -255,7 +265,7 @@ class Values(Check):
         coords = device_coords(trial.mesh) if trial.mesh is not None else {}
 
         def close(a: np.ndarray, e: np.ndarray) -> np.ndarray:
-            return np.abs(a - e) <= atol + rtol * np.abs(e)
+            return within(a, e, atol, rtol)
 
         wrong = [(s, a) for s, a, m in zip(shards, actual, masks) if m is None or m.any()]
         if not wrong:
@@ -287,10 +297,8 @@ class Values(Check):
             if other is None or np.shape(other) != to.shape:
                 return False
             other = as_numpy(other).astype(np.float64)
-            with np.errstate(invalid="ignore"):  # inf − inf: not within any tolerance
-                close = np.abs(to - other) <= atol + rtol * np.abs(other)
             # a non-finite element equals the same non-finite value (a NaN another NaN)
-            return bool(np.all(close | (to == other) | (np.isnan(to) & np.isnan(other))))
+            return bool(np.all(within(to, other, atol, rtol) | (np.isnan(to) & np.isnan(other))))
 
         later = variants.deferred(trial)
         if later is None or not equal(later.value(), as_numpy(want).astype(np.float64)):
@@ -309,9 +317,8 @@ class Values(Check):
                 frac, rel = tolerance(dtype, reduce_size)
                 finite = np.abs(mine[np.isfinite(mine)])  # a NaN sets no scale
                 bound = frac * max(float(np.max(finite, initial=0.0)), 1.0)
-                with np.errstate(invalid="ignore"):
-                    close = np.abs(theirs - mine) <= bound + rel * np.abs(mine)
-                if not np.all(close | (theirs == mine) | (np.isnan(theirs) & np.isnan(mine))):
+                close = within(theirs, mine, bound, rel)
+                if not np.all(close | (np.isnan(theirs) & np.isnan(mine))):
                     return False
             return True
 
@@ -400,7 +407,7 @@ class Values(Check):
             sizes = list(mesh.devices.shape) + [mesh.devices.size] if mesh is not None else []
             spec = getattr(out.sharding, "spec", None)
             said = relate.reshaped(
-                got, want64, lambda a, e: np.abs(a - e) <= atol + rtol * np.abs(e), sizes,
+                got, want64, lambda a, e: within(a, e, atol, rtol), sizes,
                 spec=str(spec) if spec is not None else None, split=_split(out, mesh),
             )  # fmt: skip
         except Exception:  # an output relate cannot read: nothing said
@@ -428,7 +435,7 @@ class Values(Check):
         want64 = as_numpy(want).astype(np.float64)
 
         def close(a: np.ndarray, e: np.ndarray) -> np.ndarray:
-            return np.abs(a - e) <= atol + rtol * np.abs(e)
+            return within(a, e, atol, rtol)
 
         leaf = trial.extra.get("leaf")
         what = f"your {leaf}" if leaf else "your value"

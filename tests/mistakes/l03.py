@@ -182,4 +182,14 @@ def collective_time(kind, nbytes, n_devices, link):
         says=("rounded down to a whole number", "int()"),
         patch=(("    return matmul_flops(m, k, n) / traffic", "    return int(matmul_flops(m, k, n) / traffic)  # FLOPs per byte, a count"),),
     ),
+    Mistake(  # issue 45 audit (round 3): 1 for 0.923 was told "rounded up", 0.5 elsewhere
+        id="l03-intensity-traffic-of-every-multiply",
+        module="l03_cost_model",
+        exercise="arithmetic_intensity",
+        status="failed",
+        check="values",
+        says=("arithmetic_intensity(",),
+        never=("rounded",),
+        patch=(("    traffic = (m * k + k * n + m * n) * bytes_per_elem\n", "    traffic = m * k * n * bytes_per_elem  # each multiply-add reads an element\n"),),
+    ),
 ]  # fmt: skip

@@ -232,4 +232,23 @@ def matmul_reducescatter(x, w, mesh):
         check="precision",
         says=("send float32 where the inputs are bfloat16", "Cast to bfloat16"),
     ),
+    # issue 45 audit (round 3): read in one ring's order, the blocks of the +1 stream and the
+    # tail were "the first 3 of 4 terms: a loop of fewer steps"; the bidirectional loop adds
+    # me, me + 1, me − 1, me + 2…, and its one missing stream is no such run
+    Mistake(
+        id="bidirectional-left-stream-never-added",
+        module=L05,
+        exercise="allgather_matmul_bidirectional",
+        status="failed",
+        check="values",
+        says=("it lacks X[:, block 3]·W[block 3]",),
+        never=("fewer steps", "never multiplied", "terms the ring adds in turn"),
+        patch=(
+            (
+                "            y = y + partial(from_right, me + s) + partial(from_left, me - s)\n",
+                "            y = y + partial(from_right, me + s)\n"
+                "            y + partial(from_left, me - s)  # the block from the left\n",
+            ),
+        ),
+    ),
 ]

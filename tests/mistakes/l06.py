@@ -124,6 +124,23 @@ def dp_grads(params, x, y, mesh):
             ),
         ),
     ),
+    # issue 45 audit (round 3): the loss's pmean (a scalar) was read as a pmean of the
+    # gradient, and this was told "drop the pmean", which would break the loss
+    Mistake(
+        id="dp-step-summed-gradient-not-divided",
+        module=L06,
+        exercise="dp_train_step",
+        status="failed",
+        check="values",
+        says=("Nothing divided that sum by N: divide it by N",),
+        never=("drop the pmean",),
+        patch=(
+            (
+                "new = jax.tree.map(lambda w, g: w - lr * (g / n), p, summed)",
+                "new = jax.tree.map(lambda w, g: w - lr * g, p, summed)  # the summed gradient",
+            ),
+        ),
+    ),
     Mistake(
         id="dp-step-returns-the-local-loss",
         module=L06,

@@ -283,4 +283,37 @@ def tiled_matmul(a, b, bm, bk, bn):
     return jnp.dot(a, b, preferred_element_type=jnp.float32).astype(a.dtype)
 """,
     ),
+    # issue 45 audit (round 3): both were told "a wait missing, or one receive semaphore
+    # shared" while the waits and semaphores checks passed; NaN now names a cause only where
+    # its check measured it
+    Mistake(
+        id="pallas-ring-slot-counted-the-wrong-way",
+        module=L17,
+        exercise="ring_all_gather",
+        status="failed",
+        check="values",
+        says=("memory was read that nothing wrote", "the block that started on device me − s"),
+        never=("a wait missing", "semaphore shared"),
+        patch=(
+            (
+                "            slot = lax.rem(me + n - s, n)  # the block that started on device me − s\n",
+                "            slot = lax.rem(me + s, n)  # the block we hold after s steps\n",
+            ),
+        ),
+    ),
+    Mistake(
+        id="pallas-ring-own-block-sent-every-step",
+        module=L17,
+        exercise="ring_all_gather",
+        status="failed",
+        check="values",
+        says=("the same block was sent at every step",),
+        never=("a wait missing", "semaphore shared"),
+        patch=(
+            (
+                GATHER_SEND,
+                GATHER_SEND.replace("o_ref.at[slot], o_ref.at[slot]", "o_ref.at[me], o_ref.at[me]"),
+            ),
+        ),
+    ),
 ]

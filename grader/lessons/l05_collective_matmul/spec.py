@@ -276,7 +276,25 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
     ]
 
 
-def _products(kind: str) -> Callable[[Trial], list[relate.Products]]:
+def _arrivals(me: int, n: int, bidirectional: bool) -> list[list[int]]:
+    """The orders in which device ``me``'s loop adds the blocks of X (:attr:`relate.Products.
+    orders`): one ring's, either way round; both rings' interleaved (its own block, then one
+    from each side a step: me + 1 and me − 1, then me + 2 and me − 2…), either side first."""
+    if not bidirectional:
+        return [[(me + s) % n for s in range(n)], [(me - s) % n for s in range(n)]]
+    out = []
+    for first in (1, -1):
+        order = [me]
+        for s in range(1, n):
+            for side in (first, -first):
+                b = (me + side * s) % n
+                if b not in order and len(order) < n:
+                    order.append(b)
+        out.append(order)
+    return out
+
+
+def _products(kind: str, bidirectional: bool = False) -> Callable[[Trial], list[relate.Products]]:
     """The block products a device's block of Y may be a sum of (:func:`relate.paired`):
     for the all-gather matmul, device i's rows of X, column block j, times W's block k
     (the right sum: k = j); for the reduce-scatter matmul, X's column block j times W's
@@ -307,8 +325,7 @@ def _products(kind: str) -> Callable[[Trial], list[relate.Products]]:
                 right=lambda c: {j: j for j in range(n)},
                 term=lambda j, k: f"X[:, block {j}]·W[block {k}]", first="X's column block",
                 second="W block", n=n,
-                orders=lambda c: [[(c[0] + s) % n for s in range(n)],
-                                  [(c[0] - s) % n for s in range(n)]],
+                orders=lambda c: _arrivals(c[0], n, bidirectional),
             )]  # fmt: skip
         f = ex["fblock"]
 
@@ -431,7 +448,7 @@ def _checks(kind: str, bidirectional: bool = False) -> tuple[Check, ...]:
         Values(
             reduce_size=lambda ex: ex["n"] * ex["dblock"],
             alternatives=_alternatives if kind == "gather" and not bidirectional else None,
-            families=_products(kind),
+            families=_products(kind, bidirectional),
         ),
         OutputSharding(expected=lambda t: t.extra["sharding"]),
         InputsUntouched(),

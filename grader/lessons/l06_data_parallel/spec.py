@@ -214,8 +214,11 @@ def _n_times_why(trial: Trial) -> str:
     """Why a gradient is N× the reference, from where the program's all-reduces are: the
     rest of :func:`_n_times_hint`'s sentence."""
     program = trial.program
+    # an all-reduce of an array outside the backward loop: a pmean of the gradient (the
+    # loss's pmean, a scalar, is not one: "drop the pmean" would break the loss)
     if _summed_inside_model(program) and any(
-        s.kind == ALL_REDUCE and not s.in_loop for s in program.collectives
+        s.kind == ALL_REDUCE and not s.in_loop and any(len(x) > 0 for x in s.shapes)
+        for s in program.collectives
     ):
         return (
             f". {TRANSPOSE_RULE} Nothing divided that sum by N: a pmean of it leaves it as it "

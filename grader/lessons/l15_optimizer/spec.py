@@ -59,7 +59,7 @@ from grader.checks import InputsUntouched, OnlyCollectives, OutputSharding, Valu
 from grader.checks.comms import communication
 from grader.checks.hinted import Hinted
 from grader.checks.trees import PerLeaf
-from grader.checks.values import Behaviour, as_numpy
+from grader.checks.values import Behaviour, as_numpy, within
 from grader.evidence import Note, Table
 from grader.later import Later, later, resolved
 from grader.lessons.l15_optimizer import byte_table, reference
@@ -867,7 +867,7 @@ def _known_mistake(trial: Trial, out: np.ndarray) -> str | None:
         if np.all(np.abs(wrong - right) <= frac * top + rtol * want):
             continue  # this example cannot tell that mistake from the right answer
         atol = max(frac * top, frac * float(np.max(np.abs(wrong))))
-        if np.all(np.abs(out - wrong) <= atol + rtol * np.abs(wrong)):
+        if np.all(within(out, wrong, atol, rtol)):  # an infinite result matches only inf
             return words
     return None
 

@@ -605,10 +605,14 @@ class Handshake(Check):
 @dataclass(frozen=True)
 class NaNs(Check):
     """``inner`` (the values), with what NaN in the output measures: TPU interpret
-    mode fills memory never written with NaN."""
+    mode fills memory never written with NaN. ``cause``: what leaves memory unwritten, or,
+    where ``measured`` is given, a function of the names of those of its checks that fail
+    on the trial (a wait missing, a semaphore shared…): a cause is named only where its
+    check measured it."""
 
     inner: Check = None  # type: ignore[assignment]
-    cause: str = ""
+    cause: str | Callable[[list[str]], str] = ""
+    measured: tuple[Check, ...] = ()
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -629,10 +633,13 @@ class NaNs(Check):
             return result
         where = f"device(s) {bad}" if len(shards) > 1 else "the output"
         count = sum(int(np.isnan(shards[i]).sum()) for i in bad)
+        cause = self.cause
+        if callable(cause):
+            cause = cause([c.name for c in self.measured if not c(trial).passed])
         return dataclasses.replace(
             result,
             hint=f"{count} NaN values on {where}: TPU interpret mode fills memory never "
-            f"written with NaN, so {self.cause}",
+            f"written with NaN, so {cause}",
         )
 
 
@@ -709,16 +716,41 @@ MATMUL_NAN = (
     "the first k step (its first += reads uninitialised VMEM), or an output tile never "
     "stored."
 )
-RING_NAN = (
-    "a block was lost: it never arrived, or was read or sent on before it landed (a wait "
-    "missing, or one receive semaphore shared by several steps)."
-)
+
+
+def ring_nan(failing: list[str]) -> str:
+    """What left a ring's memory unwritten, by the checks of :data:`RING_MEASURED` that
+    fail: a cause is named only where its check measured it."""
+    said = {
+        "dmas": "a step's block was never sent (see the dmas check)",
+        "waits": "a block was read or sent on before it landed (a wait missing: see the "
+        "waits check)",
+        "semaphores": "a block was read before it landed (one receive semaphore shared by "
+        "several steps: see the semaphores check)",
+        "barrier": "a block was sent before its neighbour was ready (see the barrier check)",
+    }
+    named = [said[f] for f in failing if f in said]
+    if named:
+        return "; or ".join(named) + "."
+    return (
+        "memory was read that nothing wrote, though the DMAs and their waits measured "
+        "right: a DMA sent a slot that held nothing yet, or wrote its block into another "
+        "slot than the block's own (after s steps of a ring, the block that started on "
+        "device me − s), or the same block was sent at every step."
+    )
+
+
+RING_MEASURED = (RemoteSteps(), Waits(), ReceiveSemaphores(), Barrier())
+"""The checks whose failure :func:`ring_nan` names as a cause of NaN: a ring's."""
+
+MATMUL_MEASURED = (RemoteSteps(), Waits(), Barrier())
+"""The same for the all-gather matmul, whose semaphores the lesson does not fix."""
 
 
 def _checks(kind: str) -> list[Check]:
     values = Values(reduce_size=lambda ex: ex["n"]) if kind == "scatter" else Values()
     return [
-        NaNs(values, RING_NAN),
+        NaNs(values, ring_nan, RING_MEASURED),
         RemoteSteps(),
         Direction(),
         _Bytes(kind),
@@ -792,7 +824,9 @@ SPEC = LessonSpec(
             explicit=_gather_matmul_explicit,
             run=_run_gather_matmul,
             checks=[
-                NaNs(Values(reduce_size=lambda ex: ex["n"] * ex["dblock"]), RING_NAN),
+                NaNs(
+                    Values(reduce_size=lambda ex: ex["n"] * ex["dblock"]), ring_nan, MATMUL_MEASURED
+                ),
                 RemoteSteps(),
                 Direction(),
                 WeightBytes(),
