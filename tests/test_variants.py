@@ -229,6 +229,29 @@ def test_lesson_8s_attention_with_a_decoders_mask_is_said_so():
     assert Values()(trial(_attention32(x, *w, 2))).passed
 
 
+def test_a_softmax_over_another_axis_is_said_by_the_axis_argument_and_only_there():
+    """A softmax over the heads (axis 1 of [B, H, S, S]) where the keys' belongs is the
+    reference with its ``softmax_axis`` argument another axis; an argument not named an
+    axis is never changed so (a step counter 3 → 0 would be another count, not an axis)."""
+    import jax
+
+    from grader.lessons.l08_tensor_parallel.spec import _attention32
+
+    rng = np.random.default_rng(66)
+    x = rng.normal(size=(2, 4, 8)).astype(np.float32)
+    w = [(rng.normal(size=(8, 8)) / 3).astype(np.float32) for _ in range(4)]
+    t = Trial({}, output=jax.numpy.asarray(_attention32(x, *w, 2, softmax_axis=1)),
+              expected=later(_attention32, x, *w, 2), extra={"dtype": "float32"})  # fmt: skip
+    t.expected  # noqa: B018  (read: the worker computes it, the trial keeps the call)
+    hint = Values()(t).hint
+    assert hint == (
+        "Your value is exactly what the reference computes with softmax_axis = 1 in place of "
+        "-1 (another axis), on every element."
+    ), hint
+    saids = [c.said for c in variants.changes((toy, (X, Y, STACKED), {}))]
+    assert not any("another axis" in w for w in saids), saids
+
+
 def test_a_field_of_the_example_is_named_by_its_key_and_the_inputs_are_never_changed():
     def ref(ex, x):
         return x * ex["step"]

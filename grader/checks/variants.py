@@ -55,6 +55,10 @@ ALSO_S = 0.1
 ALSO_AT_MOST = 2
 """Other changes that give the value too, named at most."""
 
+AXES_AT_MOST = 4
+"""An argument named ``…axis`` is changed to each axis 0 … this − 1 (a softmax over the
+heads where the keys' axis belongs)."""
+
 MAX_ELEMENTS = 1 << 21
 """Arguments past this many elements in all are not changed (each change copies them)."""
 
@@ -197,6 +201,12 @@ def changes(
                     made({i: type(leaves[i])(leaves[i] + d)}),
                     step=True,
                 )
+    for i, k in enumerate(kinds):  # an axis argument: another axis (heads for keys)
+        if k == "int" and labels[i].rsplit(".", 1)[-1].endswith("axis"):
+            for other in range(AXES_AT_MOST):
+                if abs(other - leaves[i]) > 1:  # (one on or behind: tried above)
+                    yield Change(f"with {labels[i]} = {other} in place of {_fmt(leaves[i])} "
+                                 "(another axis)", made({i: type(leaves[i])(other)}))  # fmt: skip
     alike = [
         (i, j) for i in range(len(leaves)) for j in range(i + 1, len(leaves))
         if _alike(leaves[i], leaves[j], kinds[i], kinds[j])
