@@ -506,7 +506,7 @@ def test_a_term_off_by_one_of_the_examples_counts_is_told_which_count():
 
 
 def test_step_time_must_refuse_a_plan_of_other_chips():
-    ex = spec.TIME_EXPLICIT[-1]
+    ex = spec.TIME_EXPLICIT[6]
     assert ex["chips"] != math.prod(ex["plan"][:4])
     r = _trial(spec.TIME, ex, {k: 1.0 for k in cost.TIME_KEYS})
     assert (
@@ -543,12 +543,14 @@ def _alone(examples, right, suspected, keys):
             if key not in firsts and any(not close(values[k], want[k]) for k in keys):
                 firsts[key] = (ex, values, want, hint, suspected(ex))
     for key, (ex, values, want, hint, sus) in firsts.items():
-        probes = []
+        probes, agreed = [], []  # where the mistake shows, and where it leaves the answer right
         for other in (e for e in examples if e != ex and right(e) != RAISES):
             made = [v for v, h in suspected(other) if suspects.mistake_of(h) == key]
             if made and any(not close(made[0][k], right(other)[k]) for k in keys):
                 probes.append((made[0], right(other), suspected(other)))
-        assert suspects.matching(values, want, keys, sus, probes)[1] == hint, hint
+            else:
+                agreed.append((right(other), suspected(other)))
+        assert suspects.matching(values, want, keys, sus, probes, agreed)[1] == hint, hint
     return firsts
 
 

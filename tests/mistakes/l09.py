@@ -490,4 +490,33 @@ def pipeline_forward(params, x, mesh, n_micro):
             ("    return peaks", "    return [max(peaks)] * len(peaks)  # the pipeline's peak"),
         ),
     ),
+    Mistake(  # drafts/heldback6: right values, one pair too many; passed before `pairs`
+        id="l09-forward-permute-closes-the-ring",
+        module="l09_pipeline",
+        exercise="pipeline_forward",
+        status="failed",
+        check="pairs",
+        says=("Stage 3 sends to stage 0: that closes a ring",),
+        patch=(
+            (
+                "    to_next = [(s, s + 1) for s in range(p - 1)]\n\n    def body(w_in, w_out, x):",
+                "    to_next = [(s, (s + 1) % p) for s in range(p)]  # the ring of lesson 2\n\n"
+                "    def body(w_in, w_out, x):",
+            ),
+        ),
+    ),
+    Mistake(  # the same in pipeline_grads: the forward pairs wrap, the backward's do not
+        id="l09-grads-forward-permute-closes-the-ring",
+        module="l09_pipeline",
+        exercise="pipeline_grads",
+        status="failed",
+        check="pairs",
+        says=("Stage 3 sends to stage 0: that closes a ring",),
+        patch=(
+            (
+                "    to_next = [(s, s + 1) for s in range(p - 1)]\n    to_prev",
+                "    to_next = [(s, (s + 1) % p) for s in range(p)]  # the ring of lesson 2\n    to_prev",
+            ),
+        ),
+    ),
 ]

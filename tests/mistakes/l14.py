@@ -122,6 +122,13 @@ MISTAKES: list[Mistake] = [
     _edit("l14-time-tokens-not-divided-by-dp", "step_time", ACT,
           ACT.replace("plan.dp * plan.fsdp", "plan.fsdp"),
           ("dp = 2 splits the batch", "not B/(fsdp·n_micro)")),
+    # drafts/heldback6: fp32 gradients sent at 4 bytes passed (no time example had them), then
+    # was told "dp all-reduces the gradient shard after fsdp = 2…" (2× either way) though the
+    # student's dp time was right on the plans with bf16 gradients, where that would not be
+    _edit("l14-time-dp-gradients-at-their-kept-size", "step_time",
+          'dp = _ring("all_reduce", BF16 * p / (plan.fsdp * plan.tp * plan.pp), plan.dp, dp_link)',
+          'dp = _ring("all_reduce", GRADS[plan.grads] * p / (plan.fsdp * plan.tp * plan.pp), plan.dp, dp_link)',
+          ("what the optimizer keeps (memory only)", "not 4"), never=("reduce-scattered it",)),
     _edit("l14-time-ring-of-n-steps", "step_time",
           'hops = {"all_gather": n - 1, "reduce_scatter": n - 1, "all_reduce": 2 * (n - 1)}[kind]',
           'hops = {"all_gather": n, "reduce_scatter": n, "all_reduce": 2 * n}[kind]',

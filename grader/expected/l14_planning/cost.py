@@ -68,6 +68,9 @@ class Costing:
     """dp splits the batch (a mistake divides by fsdp only)."""
     bubble: bool = True
     """The bubble is counted (a mistake leaves it out)."""
+    grads_sent_as_kept: bool = False
+    """dp sends the gradients at their wire size, bf16 (a mistake: at ``plan.grads``'s size,
+    4 bytes for fp32 gradients, which cost memory only)."""
 
 
 REFERENCE = Costing()
@@ -257,7 +260,8 @@ def fsdp_time(
 def dp_time(m: Model, hw: Hardware, plan: Plan, how: Costing = REFERENCE) -> float:
     """Once per step: all-reduce each chip's gradient shard, 2·P/(fsdp·tp·pp), over dp."""
     split = {"shard": weight_shards(plan), "column": plan.tp * plan.pp, "model": 1}
-    g = how.wire_bytes * param_count(m) / split[how.dp_volume]
+    wire = how.wire_bytes * (GRADS[plan.grads] / BF16 if how.grads_sent_as_kept else 1)
+    g = wire * param_count(m) / split[how.dp_volume]
     bw, lat = link(hw, plan, "dp", how)
     return ring_time("all_reduce", g, plan.dp, bw, lat, how.extra_hop)
 

@@ -208,6 +208,10 @@ def time(m: Model, hw: Hardware, plan: Plan, batch: int) -> list[tuple[dict[str,
         out.append((costed(dp_volume="column"), f"dp all-reduces the gradient shard after fsdp "
                     f"= {plan.fsdp} has reduce-scattered it: 2·P/(fsdp·tp·pp), not "
                     "2·P/(tp·pp)."))  # fmt: skip
+    if plan.dp > 1 and plan.grads != "bf16":
+        out.append((costed(grads_sent_as_kept=True), f"grads = {plan.grads!r} is what the "
+                    "optimizer keeps (memory only): dp all-reduces the gradients in bf16, 2 "
+                    f"bytes an element, not {GRADS[plan.grads]}."))  # fmt: skip
     if plan.fsdp > 1:
         out.append((costed(tokens_over_fsdp=False), f"fsdp = {plan.fsdp} splits the batch too: "
                     "a chip's micro-batch is B/(dp·fsdp·n_micro) sequences, not B/(dp·n_micro)."))  # fmt: skip
@@ -278,13 +282,19 @@ def matching(
     keys: tuple[str, ...],
     suspects: list,
     probes: Sequence[tuple[dict[str, float], dict[str, float], list]] = (),
+    agreed: Sequence[tuple[dict[str, float], list]] = (),
 ) -> tuple[str | None, str | None]:
     """(the first key whose value differs, the diagnoses whose value for it is the student's).
     ``probes``: (the student's answer, the right one, the suspects) on other examples where
     the answer is wrong; where several diagnoses match here, only those that give the
     student's answer on every probe too are named (all of them where none does: two
-    mistakes at once, say)."""
+    mistakes at once, say). ``agreed``: (the right answer, the suspects) on other examples
+    the student got right: a diagnosis whose mistake gets one of them wrong is never named
+    (a dp time twice too long, with fsdp = 2, is no fsdp left out where the plan with no
+    fsdp has the right dp time)."""
     first, hints = matches(got, want, keys, suspects)
+    hints = [h for h in hints if not any(_wrong_there(h, right, there, keys)
+                                         for right, there in agreed)]  # fmt: skip
     if len(hints) > 1 and probes:
         hints = [h for h in hints if all(_gives(h, *probe, keys) for probe in probes)] or hints
     if not hints:
@@ -296,6 +306,13 @@ def mistake_of(hint: str) -> str:
     """A diagnosis with its example's numbers left out: the mistake it names, the same on
     every example (``"dp = # splits the batch: …"``)."""
     return re.sub(r"\d+", "#", hint)
+
+
+def _wrong_there(hint: str, right: dict[str, float], suspects: list,
+                 keys: tuple[str, ...]) -> bool:  # fmt: skip
+    """The mistake ``hint`` names gets this example wrong, where the student got it right."""
+    same = [values for values, h in suspects if mistake_of(h) == mistake_of(hint)]
+    return any(any(not close(v[k], right[k]) for k in keys if k in v) for v in same)
 
 
 def _gives(hint: str, got: dict[str, float], want: dict[str, float], suspects: list,

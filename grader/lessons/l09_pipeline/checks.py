@@ -458,6 +458,46 @@ class PipelineCollectives(Check):
 
 
 @dataclass(frozen=True)
+class StageToStage(Check):
+    """Every collective-permute sends from a stage to the next (s → s + 1) or, with
+    ``back``, to the one before (s + 1 → s): the stages are a line, not a ring. A pair from
+    the last stage to the first (lesson 2's ring, (s, (s + 1) mod p)) moves a block nothing
+    reads, each tick."""
+
+    back: bool = False
+    name: str = "pairs"
+
+    def __call__(self, trial: Trial) -> CheckResult:
+        p = trial.example["p"]
+        allowed = {(s, s + 1) for s in range(p - 1)}
+        if self.back:
+            allowed |= {(s + 1, s) for s in range(p - 1)}
+        stray = sorted({pair for c in _moving(trial, PERMUTE) for pair in (c.pairs or ())
+                        if tuple(pair) not in allowed})  # fmt: skip
+        if not stray:
+            return CheckResult(self.name, True, "every permute sends to the next stage"
+                               + (" or the one before" if self.back else ""))  # fmt: skip
+        wrap = [(a, b) for a, b in stray if {a, b} == {0, p - 1} and p > 2]
+        said = ", ".join(f"{a} → {b}" for a, b in stray)
+        hint = (
+            f"Stage {wrap[0][0]} sends to stage {wrap[0][1]}: that closes a ring "
+            "((s + 1) mod p, lesson 2's), but a pipeline is a line: the last stage's output is "
+            "y, and stage 0 reads x, not what comes round. The pairs are (s, s + 1) for "
+            "s < p − 1"
+            + (", and (s + 1, s) for the gradients coming back." if self.back else ".")  # fmt: skip
+            if wrap
+            else "A stage passes its activations to the next stage only"
+            + (" (and the gradients to the one before)." if self.back else ".")
+        )
+        return CheckResult(
+            self.name, False,
+            f"permute pairs {said} (of p = {p} stages) are not stage to next stage"
+            + (" or back" if self.back else ""),
+            hint=hint,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class OneMicroBatch(Check):
     """Every collective-permute carries at most one micro-batch (``bound`` bytes)."""
 

@@ -46,6 +46,7 @@ from grader.lessons.l09_pipeline.checks import (
     PipelineCollectives,
     ScheduleDependencies,
     ScheduleOps,
+    StageToStage,
     Ticks,
     WeightsStay,
     schedules,
@@ -688,6 +689,7 @@ def _exec_checks(grads: bool) -> tuple:
                 "move, stage to stage, with lax.ppermute. No all-reduce.",
                 advice=_grads_advice,
             ),
+            StageToStage(back=True),
             micro,
             Ticks(
                 expected=lambda ex: 2 * (ex["m"] + ex["p"] - 1),
@@ -709,6 +711,7 @@ def _exec_checks(grads: bool) -> tuple:
             batch=lambda ex: ex["m"] * ex["rows"] * ex["d"] * 4,
         ),
         PipelineCollectives(),
+        StageToStage(),
         micro,
         Ticks(
             expected=lambda ex: ex["m"] + ex["p"] - 1,

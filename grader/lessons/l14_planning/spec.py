@@ -305,7 +305,9 @@ class Terms(Check):
             return CheckResult(self.name, True, "every term agrees with the grader's formula")
         key, hint = suspects.matching(got, want, self.keys, self.suspects(trial.example),
                                       [(theirs, right, self.suspects(other))
-                                       for other, theirs, right in trial.extra.get(PROBES, ())])  # fmt: skip
+                                       for other, theirs, right in trial.extra.get(PROBES, ())],
+                                      [(right, self.suspects(other))
+                                       for other, right in trial.extra.get(AGREED, ())])  # fmt: skip
         key = key or wrong[0]
         if hint is None:
             ratio = _ratio(got[key], want[key], trial.example)
@@ -381,20 +383,26 @@ def _call_memory(ex: Example) -> str:
     return f"memory_per_chip({show_model(m)}, {plan}, global_batch={batch})"
 
 
+AGREED = "agreed"
+"""Trial extra: the other fixed examples the student's answer got right, with the right
+answers: a mistake that would have got one of them wrong is not the student's."""
+
+
 def _probes(fn: Callable[..., Any], ex: Example, fixed: list[Example],
             args: Callable[[Example], tuple], right: Callable[..., Any],
-            keys: tuple[str, ...]) -> list[tuple[Example, dict, dict]]:  # fmt: skip
-    """The student's wrong answers on the other fixed examples, with the right ones
-    (:func:`grader.checks.scalar.wrong_answers`): they tell apart mistakes one example
-    cannot (:func:`suspects.matching`). A malformed answer is left out."""
+            keys: tuple[str, ...]) -> dict[str, list]:  # fmt: skip
+    """The student's answers on the other fixed examples, with the right ones
+    (:func:`grader.checks.scalar.wrong_answers`): the wrong ones (:data:`PROBES`) and the
+    right ones (:data:`AGREED`) tell apart mistakes one example cannot
+    (:func:`suspects.matching`). A malformed answer is left out."""
 
-    def wrong(theirs: Any, want: dict) -> dict | None:
-        if _not_terms(theirs, keys) is not None:
-            return None
-        theirs = {k: float(theirs[k]) for k in keys}
-        return theirs if any(not close(theirs[k], want[k]) for k in keys) else None
+    def read(theirs: Any, want: dict) -> dict | None:
+        return None if _not_terms(theirs, keys) else {k: float(theirs[k]) for k in keys}
 
-    return wrong_answers(fn, [e for e in fixed if e != ex], args, lambda _, a: right(*a), wrong)
+    found = wrong_answers(fn, [e for e in fixed if e != ex], args, lambda _, a: right(*a), read)
+    agrees = [all(close(theirs[k], want[k]) for k in keys) for _, theirs, want in found]
+    return {PROBES: [f for f, a in zip(found, agrees) if not a],
+            AGREED: [(other, want) for (other, _, want), a in zip(found, agrees) if a]}  # fmt: skip
 
 
 def _run_memory(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
@@ -402,7 +410,7 @@ def _run_memory(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     out = call_pure(fn, args, False)
     probes = _probes(fn, ex, MEMORY_EXPLICIT, _memory_args, cost.memory_per_chip, MEMORY_KEYS)
     return Trial(ex, output=out, expected=cost.memory_per_chip(*args),
-                 extra={"call": _call_memory(ex), PROBES: probes})  # fmt: skip
+                 extra={"call": _call_memory(ex), **probes})  # fmt: skip
 
 
 MEMORY_EXPLICIT = [
@@ -468,7 +476,7 @@ def _explain_memory(trials: list[Trial]) -> list[Any]:
 
 def _time_args(ex: Example) -> tuple:
     return (model_of(ex["model"]), hardware_of(ex["chip"], ex["chips"], ex["node"]),
-            plan_of(ex["plan"], ex["remat"]), ex["batch"])  # fmt: skip
+            plan_of(ex["plan"], ex["remat"], ex.get("grads", "bf16")), ex["batch"])  # fmt: skip
 
 
 def _time_formulas(ex: Example) -> dict[str, str]:
@@ -503,7 +511,7 @@ def _run_time(rt: Runtime, fn: Callable[..., Any], ex: Example) -> Trial:
     out = call_pure(fn, args, False)
     probes = _probes(fn, ex, TIME_EXPLICIT, _time_args, cost.step_time, TIME_KEYS)
     return Trial(ex, output=out, expected=cost.step_time(*args),
-                 extra={"call": _call_time(ex), PROBES: probes})  # fmt: skip
+                 extra={"call": _call_time(ex), **probes})  # fmt: skip
 
 
 TIME_EXPLICIT = [
@@ -521,11 +529,14 @@ TIME_EXPLICIT = [
      "remat": "none", "batch": 24},
     {"model": L8, "chip": "h100-sxm", "chips": 64, "node": 8, "plan": (2, 2, 8, 1, 1),
      "remat": "none", "batch": 8},
+    {"model": L70, "chip": "h100-sxm", "chips": 128, "node": 8, "plan": (2, 2, 8, 4, 8),
+     "remat": "block", "batch": 64, "grads": "fp32"},
 ]  # fmt: skip
 """Everything at once with remat; tp = 16 across two nodes; one chip; fsdp across nodes with
 two micro-batches; a toy chip with three heads split three ways and seven stages; fsdp's
 groups spanning 6 chips of a node of 8 (fewer than a node, but they do not tile it: some
-straddle two nodes); a plan of 32 chips for a cluster of 64 (ValueError)."""
+straddle two nodes); a plan of 32 chips for a cluster of 64 (ValueError); the first plan
+with float32 gradients (they cost memory only: the all-reduces still send bf16)."""
 TIME_PURPOSE = [
     (
         TIME_EXPLICIT[0],
@@ -561,6 +572,12 @@ TIME_PURPOSE = [
         TIME_EXPLICIT[6],
         "dp·fsdp·tp·pp = 32 on a cluster of 64 chips: the plan leaves chips out, "
         "and a ValueError is due",
+    ),
+    (
+        TIME_EXPLICIT[7],
+        "the first example's plan with grads = 'fp32': float32 gradients cost memory only "
+        "(the optimizer reads them); the gradients sent are bf16, so every time is the first "
+        "example's",
     ),
 ]
 """What each fixed example of step_time is for (issue 45 §1), as the docstring above says."""
