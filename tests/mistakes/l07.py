@@ -451,4 +451,18 @@ def fsdp_grads(params, x, y, mesh):
             ),
         ),
     ),
+    Mistake(  # drafts/heldback6: no reduce-scatter at all was told "an all-reduce?" alone
+        id="l07-step-returns-the-old-params",
+        module="l07_fsdp",
+        exercise="fsdp_train_step",
+        status="failed",
+        check="reduce-scatter bytes",
+        says=("what you return never uses them",),
+        patch=(
+            (
+                "        return new, lax.psum(local, AXIS)",
+                "        return p, lax.psum(local, AXIS)",
+            ),
+        ),
+    ),
 ]

@@ -558,8 +558,10 @@ def _comm_checks(kind: str) -> list[Check]:
             REDUCE_SCATTER, once, once, "every weight's gradient scattered once: (N−1)/N·|params|",
             too_many="Each gradient should be reduce-scattered once; more means a layer's "
             "gradient is summed twice (or whole stacked gradients are scattered again).",
-            too_few="Fewer reduce-scatter bytes than one per weight: some gradients reach the "
-            "devices another way (an all-reduce?).",
+            too_few="Fewer reduce-scatter bytes than one per weight: some gradients are not "
+            "reduce-scattered. They reach the devices another way (an all-reduce?), or what you "
+            "return never uses them (XLA drops a computation no output reads: the step's "
+            "update left out, say).",
         )
     )  # fmt: skip
     return checks
