@@ -129,6 +129,12 @@ MISTAKES: list[Mistake] = [
           'dp = _ring("all_reduce", BF16 * p / (plan.fsdp * plan.tp * plan.pp), plan.dp, dp_link)',
           'dp = _ring("all_reduce", GRADS[plan.grads] * p / (plan.fsdp * plan.tp * plan.pp), plan.dp, dp_link)',
           ("what the optimizer keeps (memory only)", "not 4"), never=("reduce-scattered it",)),
+    # drafts/heldback6: fsdp = 2 = a bf16's bytes, so this was told "counted in elements", a
+    # mistake that would have got the tp and pp times wrong too (they were right)
+    _edit("l14-time-fsdp-ring-of-a-chip-s-shard", "step_time",
+          "    stage = BF16 * p / (plan.tp * plan.pp)\n",
+          "    stage = BF16 * p / (plan.tp * plan.pp * plan.fsdp)  # the stage's weights on this chip\n",
+          ("not the shard one chip holds, V/fsdp = V/2",), never=("counted in elements",)),
     _edit("l14-time-ring-of-n-steps", "step_time",
           'hops = {"all_gather": n - 1, "reduce_scatter": n - 1, "all_reduce": 2 * (n - 1)}[kind]',
           'hops = {"all_gather": n, "reduce_scatter": n, "all_reduce": 2 * n}[kind]',

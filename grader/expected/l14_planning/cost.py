@@ -68,6 +68,9 @@ class Costing:
     """dp splits the batch (a mistake divides by fsdp only)."""
     bubble: bool = True
     """The bubble is counted (a mistake leaves it out)."""
+    fsdp_volume_of_a_chip: bool = False
+    """fsdp's rings take V, the whole stage's weights they gather (a mistake: the shard one
+    chip holds, V/fsdp)."""
     grads_sent_as_kept: bool = False
     """dp sends the gradients at their wire size, bf16 (a mistake: at ``plan.grads``'s size,
     4 bytes for fp32 gradients, which cost memory only)."""
@@ -251,6 +254,8 @@ def fsdp_time(
     """Per micro-batch: all-gather the weights for the forward, again for the backward,
     and reduce-scatter the gradients."""
     w = stage_weight_bytes(m, plan) * how.wire_bytes / BF16
+    if how.fsdp_volume_of_a_chip:
+        w /= plan.fsdp
     bw, lat = link(hw, plan, "fsdp", how)
     one = ring_time("all_gather", w, plan.fsdp, bw, lat, how.extra_hop)
     rs = ring_time("reduce_scatter", w, plan.fsdp, bw, lat, how.extra_hop)

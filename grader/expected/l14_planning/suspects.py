@@ -213,6 +213,9 @@ def time(m: Model, hw: Hardware, plan: Plan, batch: int) -> list[tuple[dict[str,
                     "optimizer keeps (memory only): dp all-reduces the gradients in bf16, 2 "
                     f"bytes an element, not {GRADS[plan.grads]}."))  # fmt: skip
     if plan.fsdp > 1:
+        out.append((costed(fsdp_volume_of_a_chip=True), "fsdp's rings take V, the whole "
+                    "stage's weights each all-gather builds (and each reduce-scatter starts "
+                    f"from), 2·P/(tp·pp): not the shard one chip holds, V/fsdp = V/{plan.fsdp}."))  # fmt: skip
         out.append((costed(tokens_over_fsdp=False), f"fsdp = {plan.fsdp} splits the batch too: "
                     "a chip's micro-batch is B/(dp·fsdp·n_micro) sequences, not B/(dp·n_micro)."))  # fmt: skip
     if plan.dp > 1:
