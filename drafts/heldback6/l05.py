@@ -83,9 +83,9 @@ def allgather_matmul_bidirectional(x, w, mesh):
                 "        y, from_right, from_left = lax.fori_loop(1, (n - 1) // 2 + 1, step, (y, w_blk, w_blk))",
             ),
             (
-                "            from_right = lax.ppermute(from_right, \"x\", _left(n))\n"
+                '            from_right = lax.ppermute(from_right, "x", _left(n))\n'
                 "            y = y + partial(from_right, me + n // 2)",
-                "            from_left = lax.ppermute(from_left, \"x\", _left(n))\n"
+                '            from_left = lax.ppermute(from_left, "x", _left(n))\n'
                 "            y = y + partial(from_left, me - n // 2)",
             ),
         ),

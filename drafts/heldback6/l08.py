@@ -34,7 +34,14 @@ HELD: list[Held] = [
             "and returns y replicated (out_specs=P()): the values are right, but y should stay "
             "split over 'data' and the extra all-gather moves the whole batch."
         ),
-        cause=("P('data', None)", "replicated", "all-gather", "all_gather", "split over 'data'", "sharding"),
+        cause=(
+            "P('data', None)",
+            "replicated",
+            "all-gather",
+            "all_gather",
+            "split over 'data'",
+            "sharding",
+        ),
         kind="collective",
         code="""
 def dp_tp_mlp(x, w_in, w_out, mesh):

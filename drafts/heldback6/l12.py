@@ -22,7 +22,7 @@ HELD: list[Held] = [
             (
                 "    weights = sum(_size(shapes[k]) for k in NAMES) * itemsize // model  # one 'model' column",
                 "    # every layer's weights, one 'model' column\n"
-                "    weights = shapes[\"wq\"][0] * sum(_size(shapes[k]) for k in NAMES) * itemsize // model",
+                '    weights = shapes["wq"][0] * sum(_size(shapes[k]) for k in NAMES) * itemsize // model',
             ),
         ),
     ),

@@ -59,7 +59,7 @@ def adamw_step(params, grads, state, hp):
             (
                 "        amax = lax.pmax(jnp.max(jnp.abs(blk)), AXIS)  # the one scalar all-reduce",
                 "        # every device's largest magnitude, then the largest of those\n"
-                "        amax = jnp.max(lax.all_gather(jnp.max(jnp.abs(blk)), AXIS, to=\"invarying\"))",
+                '        amax = jnp.max(lax.all_gather(jnp.max(jnp.abs(blk)), AXIS, to="invarying"))',
             ),
         ),
     ),

@@ -57,11 +57,11 @@ HELD: list[Held] = [
         patch=(
             (
                 "        h, cache = lax.fori_loop(0, n_layers, layer, (h, cache))\n"
-                "        return h[:, 0] @ p[\"unembed\"], cache\n\n"
+                '        return h[:, 0] @ p["unembed"], cache\n\n'
                 "    return jax.shard_map(\n"
                 "        body, mesh=mesh, in_specs=(PARAMS, CACHE,",
                 "        h, _ = lax.fori_loop(0, n_layers, layer, (h, cache))  # the cache is updated in place\n"
-                "        return h[:, 0] @ p[\"unembed\"], cache\n\n"
+                '        return h[:, 0] @ p["unembed"], cache\n\n'
                 "    return jax.shard_map(\n"
                 "        body, mesh=mesh, in_specs=(PARAMS, CACHE,",
             ),
