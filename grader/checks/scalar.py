@@ -404,15 +404,16 @@ def _no_fallback(**ex: Any) -> str | None:
     return None
 
 
-def wrong_answers(fn: Callable[..., Any], examples: list[Example],
-                  args: Callable[[Example], tuple], right: Callable[[Example, tuple], Any],
-                  wrong: Callable[[Any, Any], Any]) -> list[tuple[Example, Any, Any]]:  # fmt: skip
+def answers_on(fn: Callable[..., Any], examples: list[Example],
+               args: Callable[[Example], tuple], right: Callable[[Example, tuple], Any],
+               keep: Callable[[Any, Any], Any]) -> list[tuple[Example, Any, Any]]:  # fmt: skip
     """``(example, the student's answer, the right one)`` on each of ``examples`` (the
-    other fixed examples of a grade) where ``wrong(answer, right)`` is not None (it returns
-    the answer as it is compared): report material that tells apart mistakes one example
-    cannot, never a verdict. An example that must raise (``right`` is :data:`RAISES`), a
-    raise of the student's and a right answer are left out: a mistake in one branch leaves
-    the others right, and a raise there tells nothing here."""
+    other fixed examples of a grade) where ``keep(answer, right)`` is not None (it returns
+    the answer as it is compared; a right answer, or a malformed one, left out where it
+    says so): report material that tells apart mistakes one example cannot, never a
+    verdict. An example that must raise (``right`` is :data:`RAISES`) and a raise of the
+    student's are left out: a mistake in one branch leaves the others right, and a raise
+    there tells nothing here."""
     out = []
     for other in examples:
         try:
@@ -423,7 +424,7 @@ def wrong_answers(fn: Callable[..., Any], examples: list[Example],
             theirs = fn(*a)
             if isinstance(theirs, np.generic):
                 theirs = theirs.item()
-            theirs = wrong(theirs, want)
+            theirs = keep(theirs, want)
             if theirs is not None:
                 out.append((other, theirs, want))
         except Exception:  # report material: a raise there tells nothing here
@@ -531,9 +532,9 @@ class Scalar:
         """The student's wrong answers on the other fixed examples (of the first
         :data:`PROBES_AT_MOST`): report material for :class:`Suspicion`, never a verdict."""
         others = [e for e in self.examples(FULL) if e != ex][:PROBES_AT_MOST]
-        found = wrong_answers(fn, others, lambda e: self.args(**e), lambda e, _: self.want(e),
-                              lambda theirs, right: theirs if _number(theirs)
-                              and not close(theirs, right) else None)  # fmt: skip
+        found = answers_on(fn, others, lambda e: self.args(**e), lambda e, _: self.want(e),
+                           lambda theirs, right: theirs if _number(theirs)
+                           and not close(theirs, right) else None)  # fmt: skip
         return [(other, theirs) for other, theirs, _ in found]
 
     def spec(self) -> ExerciseSpec:

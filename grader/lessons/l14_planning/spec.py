@@ -32,7 +32,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from grader.checks import relate
-from grader.checks.scalar import PROBES, RAISES, Scalar, close, fmt, wrong_answers
+from grader.checks.scalar import PROBES, RAISES, Scalar, answers_on, close, fmt
 from grader.evidence import Note, Table
 from grader.later import expected
 from grader.lessons.l14_planning.records import (
@@ -392,14 +392,14 @@ def _probes(fn: Callable[..., Any], ex: Example, fixed: list[Example],
             args: Callable[[Example], tuple], right: Callable[..., Any],
             keys: tuple[str, ...]) -> dict[str, list]:  # fmt: skip
     """The student's answers on the other fixed examples, with the right ones
-    (:func:`grader.checks.scalar.wrong_answers`): the wrong ones (:data:`PROBES`) and the
+    (:func:`grader.checks.scalar.answers_on`): the wrong ones (:data:`PROBES`) and the
     right ones (:data:`AGREED`) tell apart mistakes one example cannot
     (:func:`suspects.matching`). A malformed answer is left out."""
 
     def read(theirs: Any, want: dict) -> dict | None:
         return None if _not_terms(theirs, keys) else {k: float(theirs[k]) for k in keys}
 
-    found = wrong_answers(fn, [e for e in fixed if e != ex], args, lambda _, a: right(*a), read)
+    found = answers_on(fn, [e for e in fixed if e != ex], args, lambda _, a: right(*a), read)
     agrees = [all(close(theirs[k], want[k]) for k in keys) for _, theirs, want in found]
     return {PROBES: [f for f, a in zip(found, agrees) if not a],
             AGREED: [(other, want) for (other, _, want), a in zip(found, agrees) if a]}  # fmt: skip
