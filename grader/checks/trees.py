@@ -66,7 +66,7 @@ class PerLeaf(Check):
             others = [(f"leaf {k}", w) for k, w in named if k != where]
             extra = {**trial.extra, "leaf": where, **self.leaf_extra(trial, where),
                      "other_leaves": _arrays(others, np.shape(want)), "whole": whole,
-                     "searched": searched}  # fmt: skip
+                     "searched": searched, "expected_leaves": named}  # fmt: skip
             leaf = replace(trial, output=got, expected=want, extra=extra)
             results.append((where, self.inner(leaf)))
         failed = [(where, r) for where, r in results if not r.passed]

@@ -80,6 +80,9 @@ class Values(Check):
     quantities: Callable[[Trial], dict[str, float]] | None = None
     """The lesson's own quantities a stray factor may be, by name (a bias correction
     1/(1 − βᵗ), say), beside those every example has (:func:`relate.quantities`)."""
+    ring: bool = False
+    """The exercise's permutes form rings (lessons 2, 5, 10): a permute that sends to some
+    devices only is said where the wrong values are zeros (:func:`_unreached`)."""
     units: Callable[[Trial], dict[int, list[relate.Unit]]] | None = None
     """The lesson's own blocks of the output, per axis, as (length, one, several): a
     shift of its elements is said in them first (lesson 9's micro-batch slots of ``rows``
@@ -237,6 +240,9 @@ class Values(Check):
         elif place or said:
             evidence = [Note(f"where: {place}")] if place else []
             evidence += [Note(f"measured: {x}") for x in said]
+        if self.ring and (unreached := _unreached(trial, actual, masks)):
+            hint = unreached if hint is None or not hint.startswith(diagnose.NON_FINITE) else hint
+            said = [s for s in said if not s.startswith("your value is exactly 0")]
         if said:  # a relation measured: the hint where none names a cause
             # the blocks' pairing first, a changed argument, else one that names what it is
             best = pairs or changed or max(said, key=relate.names)
@@ -410,6 +416,8 @@ class Values(Check):
                 got, want64, lambda a, e: within(a, e, atol, rtol), sizes,
                 spec=str(spec) if spec is not None else None, split=_split(out, mesh),
             )  # fmt: skip
+            if said is None:
+                said = _another_leaf(trial, got, atol, rtol)
         except Exception:  # an output relate cannot read: nothing said
             return None
         return None if said is None else f"{said[0].upper()}{said[1:]}."
@@ -506,6 +514,53 @@ Behaviour = diagnose.Behaviour
 """An alternative's hint (``Values(alternatives=…)``) that says what the output does
 (the gradient came back unclipped), which several causes give: a change of the reference
 that gives the output is still looked for, and said first."""
+
+
+def _unreached(trial: Trial, actual: list[np.ndarray], masks: list) -> str | None:
+    """Where some wrong elements are exactly 0 and a collective-permute of the program
+    sends to some of the mesh's devices only: the devices it leaves out, which ppermute
+    gives zeros (a ring's pairs reach every device); None otherwise."""
+    zeros = sum(int(np.sum(as_numpy(a)[m] == 0)) for a, m in zip(actual, masks) if m is not None)
+    comms = trial.comms if trial.mesh is not None else None
+    if not zeros or comms is None:
+        return None
+    n = trial.mesh.devices.size
+    for c in comms.collectives:
+        if c.kind != "collective-permute" or not c.count or not c.pairs:
+            continue
+        left = sorted(set(range(n)) - {b for _, b in c.pairs})
+        if not left or len(left) == n:
+            continue
+        sends = ", ".join(f"{a} → {b}" for a, b in sorted(c.pairs))
+        who = f"device {left[0]}" if len(left) == 1 else f"devices {', '.join(map(str, left))}"
+        return (f"Your collective-permute sends {sends}: nothing is sent to {who}, and "
+                f"ppermute gives a device no pair sends to zeros — your values are exactly 0 "
+                f"on {zeros} of the wrong elements. A ring's pairs send to every device, the "
+                "last one's to the first ((i + 1) mod N).")  # fmt: skip
+    return None
+
+
+def _another_leaf(trial: Trial, got: np.ndarray, atol: float, rtol: float) -> str | None:
+    """Of a pytree's leaf returned in a wrong shape: the other leaf whose expected value it
+    is, to the check's tolerance (the shape alone is not said: two leaves of one shape are
+    common), with whether that leaf holds this one's in turn (two leaves swapped)."""
+    leaf, whole = trial.extra.get("leaf"), trial.extra.get("whole") or {}
+    for name, w in trial.extra.get("expected_leaves") or []:
+        if name == leaf or np.shape(w) != got.shape:
+            continue
+        w64 = np.asarray(w, dtype=np.float64)
+        if not np.all(within(got, w64, atol, rtol)):
+            continue
+        back = whole.get(name)
+        want = np.asarray(trial.expected, dtype=np.float64)
+        swapped = (back is not None and np.shape(back) == want.shape
+                   and getattr(back, "is_fully_addressable", True)
+                   and bool(np.all(within(as_numpy(back).astype(np.float64), want, atol, rtol))))  # fmt: skip
+        return (f"your {leaf} is exactly the expected {name}, on every element"
+                + (f", and your {name} is the expected {leaf}: the two are swapped (an "
+                   "unpacking, a return or a dict's keys in the other order)" if swapped
+                   else ": the leaves are mixed up"))  # fmt: skip
+    return None
 
 
 def open_hint(hint: str | None) -> bool:

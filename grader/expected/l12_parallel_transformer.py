@@ -85,7 +85,12 @@ def prediction_factors(kind: str, ex: Example) -> list[tuple[float, str]]:
             (2 * ring * column, "A reduce-scatter sends (data−1)/data·n, once: 2·(data−1)/data "
              "is an all-reduce's."),
         ]  # fmt: skip
-    elif kind == ALL_REDUCE:
+    if kind in (ALL_GATHER, REDUCE_SCATTER) and layers > 1:
+        out.append((layers * reference_bytes(shapes, data, m, ITEMSIZE).get(kind, 0),
+                    f"L = {layers} times: each weight's shape already holds every layer "
+                    "(its leading dimension is L), so its size counts all L blocks once; "
+                    "multiplying by the layers again counts each L times."))  # fmt: skip
+    if kind == ALL_REDUCE:
         per = 2 * (m - 1) / m * act
         out += [
             (2 * layers * per, "The all-reduce is half: each sub-block's psum over 'model' in "

@@ -285,4 +285,30 @@ def ring_all_gather(x, axis_name):
         check="precision",
         says=("computes in bfloat16", "Keep the inputs' dtype"),
     ),
+    Mistake(  # drafts/heldback6: a line, not a ring; device 0 receives zeros, which travel on
+        id="l02-gather-line-without-the-wrap-pair",
+        module="l02_collectives",
+        exercise="ring_all_gather",
+        status="failed",
+        check="values",
+        says=("nothing is sent to device 0", "the last one's to the first"),
+        patch=(
+            (
+                "        block = lax.ppermute(block, axis_name, _ring_right(n))\n"
+                "        owner = (me - s - 1) % n",
+                "        block = lax.ppermute(block, axis_name, [(i, i + 1) for i in range(n - 1)])\n"
+                "        owner = (me - s - 1) % n",
+            ),
+        ),
+    ),
+    Mistake(  # its neighbour: the whole ring, a slot never written (zeros there): not the pairs
+        id="l02-gather-written-one-slot-late",
+        module="l02_collectives",
+        exercise="ring_all_gather",
+        status="failed",
+        check="values",
+        says=(),
+        never=("nothing is sent", "A ring's pairs"),
+        patch=(("owner = (me - s - 1) % n  # the device", "owner = (me - s) % n  # the device"),),
+    ),
 ]

@@ -519,4 +519,33 @@ def pipeline_forward(params, x, mesh, n_micro):
             ),
         ),
     ),
+    Mistake(  # drafts/heldback6: a wrong shape that is another leaf's expected value
+        id="l09-grads-leaves-swapped-by-the-unpacking",
+        module="l09_pipeline",
+        exercise="pipeline_grads",
+        status="failed",
+        check="values",
+        says=("is exactly the expected ['w_out']", "the two are swapped"),
+        patch=(
+            (
+                "_, g_in, g_out = lax.fori_loop(0, ticks, backward_tick, start)",
+                "_, g_out, g_in = lax.fori_loop(0, ticks, backward_tick, start)",
+            ),
+        ),
+    ),
+    Mistake(  # its neighbour: one leaf is the other's gradient, the other right: not "swapped"
+        id="l09-grads-w-in-given-the-w-out-gradient",
+        module="l09_pipeline",
+        exercise="pipeline_grads",
+        status="failed",
+        check="values",
+        says=("is exactly the expected ['w_out']", "the leaves are mixed up"),
+        never=("swapped",),
+        patch=(
+            (
+                '    return {"w_in": g_in, "w_out": g_out}',
+                '    return {"w_in": g_out, "w_out": g_out}',
+            ),
+        ),
+    ),
 ]

@@ -510,4 +510,18 @@ MISTAKES += [
             ),
         ),
     ),
+    Mistake(  # drafts/heldback6: the weights' bytes times the layers their shapes already hold
+        id="l12-prediction-weights-times-the-layers",
+        module="l12_parallel_transformer",
+        exercise="predict_step_bytes",
+        status="failed",
+        check="prediction",
+        says=("L = 8 times", "already holds every layer"),
+        patch=(
+            (
+                "    weights = sum(_size(shapes[k]) for k in NAMES) * itemsize // model",
+                '    weights = shapes["wq"][0] * sum(_size(shapes[k]) for k in NAMES) * itemsize // model',
+            ),
+        ),
+    ),
 ]

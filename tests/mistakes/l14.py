@@ -135,6 +135,11 @@ MISTAKES: list[Mistake] = [
           "    stage = BF16 * p / (plan.tp * plan.pp)\n",
           "    stage = BF16 * p / (plan.tp * plan.pp * plan.fsdp)  # the stage's weights on this chip\n",
           ("not the shard one chip holds, V/fsdp = V/2",), never=("counted in elements",)),
+    # drafts/heldback6: 3× the pp term (pp − 1 = 3), which no suspect gave before
+    _edit("l14-time-pipeline-hops-at-every-boundary", "step_time",
+          "        pp = 2 * plan.n_micro * (latency + act / bandwidth)",
+          "        pp = 2 * plan.n_micro * (plan.pp - 1) * (latency + act / bandwidth)",
+          ("not pp − 1 = 3 hops",)),
     _edit("l14-time-ring-of-n-steps", "step_time",
           'hops = {"all_gather": n - 1, "reduce_scatter": n - 1, "all_reduce": 2 * (n - 1)}[kind]',
           'hops = {"all_gather": n, "reduce_scatter": n, "all_reduce": 2 * n}[kind]',

@@ -74,6 +74,9 @@ class Costing:
     grads_sent_as_kept: bool = False
     """dp sends the gradients at their wire size, bf16 (a mistake: at ``plan.grads``'s size,
     4 bytes for fp32 gradients, which cost memory only)."""
+    pp_hops_of_the_line: bool = False
+    """A chip sends each micro-batch's activation one hop (a mistake: pp − 1 hops, the
+    whole line's boundaries, in a time that is one chip's)."""
 
 
 REFERENCE = Costing()
@@ -279,7 +282,8 @@ def pp_time(
         return 0.0
     act = how.wire_bytes * micro_tokens(m, plan, global_batch, how) * m.d_model
     bw, lat = link(hw, plan, "pp", how)
-    return 2 * plan.n_micro * (lat + act / bw)
+    hops = plan.pp - 1 if how.pp_hops_of_the_line else 1
+    return 2 * plan.n_micro * hops * (lat + act / bw)
 
 
 def hardware_flops(m: Model, plan: Plan, global_batch: int) -> float:

@@ -221,6 +221,11 @@ def time(m: Model, hw: Hardware, plan: Plan, batch: int) -> list[tuple[dict[str,
     if plan.dp > 1:
         out.append((costed(tokens_over_dp=False), f"dp = {plan.dp} splits the batch: a chip's "
                     "micro-batch is B/(dp·fsdp·n_micro) sequences, not B/(fsdp·n_micro)."))  # fmt: skip
+    if plan.pp > 2:
+        out.append((costed(pp_hops_of_the_line=True), f"A chip sends each micro-batch's "
+                    "activation one hop, to the next stage (and its gradient one hop back): "
+                    f"not pp − 1 = {plan.pp - 1} hops, the line's boundaries — they are other "
+                    "chips' sends, at the same time."))  # fmt: skip
     if plan.pp > 1:
         out.append((costed(bubble=False), f"pp = {plan.pp} stages leave a bubble: "
                     "compute·(pp − 1)/n_micro seconds of idle stages per step, not 0."))  # fmt: skip

@@ -181,7 +181,7 @@ SPEC = LessonSpec(
         _exercise(
             "ring_all_gather",
             _run("ring_all_gather", lambda n, r: r, lambda n, r: n * r, _gather_ref),
-            Values(block_rows=lambda ex: ex["rows"]),
+            Values(block_rows=lambda ex: ex["rows"], ring=True),
             steps=lambda ex: ex["n"] - 1,
             optimum=lambda t: (t.example["n"] - 1) * _chunk_bytes(t),
             what="N − 1 ring steps",
@@ -189,7 +189,7 @@ SPEC = LessonSpec(
         _exercise(
             "ring_reduce_scatter",
             _run("ring_reduce_scatter", lambda n, r: n * r, lambda n, r: r, _scatter_ref),
-            Values(reduce_size=lambda ex: ex["n"]),
+            Values(reduce_size=lambda ex: ex["n"], ring=True),
             steps=lambda ex: ex["n"] - 1,
             optimum=lambda t: (t.example["n"] - 1) * _chunk_bytes(t),
             what="N − 1 ring steps",
@@ -197,7 +197,7 @@ SPEC = LessonSpec(
         _exercise(
             "ring_all_reduce",
             _run("ring_all_reduce", lambda n, r: n * r, lambda n, r: n * r, _allreduce_ref),
-            Values(reduce_size=lambda ex: ex["n"]),
+            Values(reduce_size=lambda ex: ex["n"], ring=True),
             steps=lambda ex: 2 * (ex["n"] - 1),
             optimum=lambda t: 2 * (t.example["n"] - 1) * _chunk_bytes(t),
             what="2(N − 1) ring steps: reduce-scatter then all-gather",
