@@ -216,6 +216,10 @@ def _fmt(c: float) -> str:
     return f"{c:.6g}"
 
 
+NEVER_UPDATED = ": returned as it came, never updated"
+"""Said of an output leaf equal to the input of the same path (:func:`relations`)."""
+
+
 def relations(
     got: np.ndarray,
     want: np.ndarray,
@@ -257,7 +261,7 @@ def relations(
     for name, x in inputs:
         if x.shape == got.shape and np.all(close(a, x[bad])):
             same = leaf_key is not None and name.endswith("[" + leaf_key)
-            why = ": returned as it came, never updated" if same else ""
+            why = NEVER_UPDATED if same else ""
             out.append(f"{what} equals the input {name} {every}{why}")
             break
     for name, x in inputs:  # a counter: the input one on (or back), where it belongs reset

@@ -245,7 +245,9 @@ class Values(Check):
             said = [s for s in said if not s.startswith("your value is exactly 0")]
         if said:  # a relation measured: the hint where none names a cause
             # the blocks' pairing first, a changed argument, else one that names what it is
-            best = pairs or changed or max(said, key=relate.names)
+            # (an output that is its input, never updated, says more than any change)
+            kept = next((x for x in said if x.endswith(relate.NEVER_UPDATED)), None)
+            best = pairs or kept or changed or max(said, key=relate.names)
             first_said = f"{best[0].upper()}{best[1:]}."
             if (hint is None or hint.startswith(diagnose.STRAY_FACTOR)
                     or (changed and hint.startswith(diagnose.NON_FINITE))):  # fmt: skip

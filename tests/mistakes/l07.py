@@ -465,4 +465,20 @@ def fsdp_grads(params, x, y, mesh):
             ),
         ),
     ),
+    Mistake(  # the same program's values: the params it was given, said as such (the
+        # change search's "a term left out" came first before, true but less direct)
+        id="l07-step-returns-the-old-params-values",
+        module="l07_fsdp",
+        exercise="fsdp_train_step",
+        status="failed",
+        check="values",
+        says=("equals the input argument 0['w_in']", "returned as it came, never updated"),
+        never=("a term left out",),
+        patch=(
+            (
+                "        return new, lax.psum(local, AXIS)",
+                "        return p, lax.psum(local, AXIS)",
+            ),
+        ),
+    ),
 ]

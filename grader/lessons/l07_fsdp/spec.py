@@ -185,6 +185,8 @@ def make_run(kind: str) -> Run:
             jitted, args, mesh, kind=kind, dtype="float32", shardings=shard,
             replicated=NamedSharding(mesh, P()), before=params,
         )  # fmt: skip
+        # the params by name (report material: "your ['w_in'] is the input ['w_in']")
+        trial.inputs = (dict(zip(NAMES, args[: len(NAMES)])), *args[len(NAMES) :])
         trial.extra.update(x=x, batch=(x, y))
         _check_structure(kind, trial.output)
         trial.expected = later(_expected, kind, params, x, y)  # in the worker only
