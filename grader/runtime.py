@@ -58,8 +58,11 @@ class ProgramTooLarge(StudentReturnError):
     student's error, said with the figure, before it runs."""
 
 
-def check_local_return(out: Any, shape: tuple[int, ...], dtype: Any, fname: str) -> None:
-    """Inside a shard_map body: one array of the per-device shape and dtype."""
+def check_local_return(
+    out: Any, shape: tuple[int, ...], dtype: Any, fname: str, given: tuple[int, ...] | None = None
+) -> None:
+    """Inside a shard_map body: one array of the per-device shape and dtype (``given``: the
+    shape of the block the body was handed, for :func:`shape_hint`)."""
     import jax
 
     if out is None:
@@ -79,7 +82,7 @@ def check_local_return(out: Any, shape: tuple[int, ...], dtype: Any, fname: str)
     if tuple(out.shape) != tuple(shape):
         raise StudentReturnError(
             f"{fname} returned shape {tuple(out.shape)} per device; expected {tuple(shape)}",
-            hint=shape_hint(tuple(out.shape), tuple(shape)),
+            hint=shape_hint(tuple(out.shape), tuple(shape), given),
         )
     if out.dtype != dtype:
         raise StudentReturnError(
@@ -88,12 +91,25 @@ def check_local_return(out: Any, shape: tuple[int, ...], dtype: Any, fname: str)
         )
 
 
-def shape_hint(got: tuple[int, ...], want: tuple[int, ...]) -> str | None:
+def shape_hint(
+    got: tuple[int, ...], want: tuple[int, ...], given: tuple[int, ...] | None = None
+) -> str | None:
     """Where one axis of a returned block differs: how, measured; said as a length counted
-    in elements where one in rows belongs where the ratio is the other axes' product."""
+    in elements where one in rows belongs where the ratio is the other axes' product. Where
+    the block is the one handed in (``given``) cut along one axis and the expected one is
+    it cut to that length along another: the axis of the cut."""
     if len(got) != len(want):
         return None
     wrong = [i for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    if len(wrong) > 1 and given is not None and len(given) == len(got):
+        cut = [i for i, (g, x) in enumerate(zip(got, given)) if g != x]
+        ought = [i for i, (w, x) in enumerate(zip(want, given)) if w != x]
+        if len(cut) == 1 and len(ought) == 1 and cut != ought and got[cut[0]] == want[ought[0]]:
+            (k,), (j,), length = cut, ought, got[cut[0]]
+            return (f"Your block is the one you were given, {list(given)}, cut to {length} "
+                    f"along axis {k}; the expected {list(want)} is it cut to {length} along "
+                    f"axis {j}: the slice is along axis {k} (axis={k} or {k - len(given)}) where "
+                    f"axis {j} belongs.")  # fmt: skip
     if len(wrong) != 1 or not want[wrong[0]]:
         return None
     (i,) = wrong

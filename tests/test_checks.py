@@ -342,6 +342,20 @@ def test_a_block_one_axis_off_is_said_and_a_size_for_rows_only_where_it_fits():
     assert shape_hint((4, 6), (2, 3)) is None and shape_hint((6,), (2, 3)) is None
 
 
+def test_a_block_cut_along_another_axis_than_the_expected_one_is_said_which():
+    """The block handed in [4, 2]: (4, 1) is it cut to 1 along axis 1, the expected (1, 2)
+    cut to 1 along axis 0: said. Both ways: cut to another length than the expected's, or
+    without the given shape, or cut along the right axis (one axis off): not that sentence."""
+    from grader.runtime import shape_hint
+
+    said = shape_hint((4, 1), (1, 2), (4, 2))
+    assert "cut to 1 along axis 1" in said and "along axis 1 (axis=1 or -1) where axis 0" in said
+    assert shape_hint((4, 1), (2, 2), (4, 2)) is None  # not the expected's length
+    assert shape_hint((4, 1), (1, 2)) is None  # the given block unknown
+    right_axis = shape_hint((2, 2), (1, 2), (4, 2))
+    assert "Axis 0 of your block is 2 long where 1 belongs" in right_axis, right_axis
+
+
 def test_an_output_split_along_another_dimension_is_said_which():
     """P(None, 'x') for P('x', None): the axis and both dimensions; another axis, a
     replicated output or the same layout say nothing (both ways)."""

@@ -311,4 +311,18 @@ def ring_all_gather(x, axis_name):
         never=("nothing is sent", "A ring's pairs"),
         patch=(("owner = (me - s - 1) % n  # the device", "owner = (me - s) % n  # the device"),),
     ),
+    Mistake(  # drafts/heldback6: the chunk cut along the last axis; no hint before
+        id="l02-reduce-scatter-chunks-cut-on-the-last-axis",
+        module="l02_collectives",
+        exercise="ring_reduce_scatter",
+        status="failed",
+        check=None,
+        says=("cut to 1 along axis 1", "where axis 0 belongs"),
+        patch=(
+            (
+                "return lax.dynamic_slice_in_dim(x, k * c, c, axis=0)",
+                "return lax.dynamic_slice_in_dim(x, k * c, c, axis=-1)",
+            ),
+        ),
+    ),
 ]

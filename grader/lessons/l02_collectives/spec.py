@@ -99,7 +99,7 @@ def _run(
 
         def body(block):
             out = fn(block, AXIS)
-            check_local_return(out, (out_rows(n, rows), cols), block.dtype, name)
+            check_local_return(out, (out_rows(n, rows), cols), block.dtype, name, block.shape)
             return out
 
         program = jax.jit(
