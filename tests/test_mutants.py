@@ -66,6 +66,16 @@ def moments(m, v, g, b1=0.9, b2=0.99):
     return np.concatenate([m, v])
 
 
+def heavy_ball(m, g, hp):
+    m = hp["momentum"] * m + g
+    return m
+
+
+def blended(x, g, hp):  # not a recurrence: never read as a running average
+    out = hp["momentum"] * x + g
+    return out
+
+
 def causal(n):
     i = np.arange(n)
     return (i[:, None] >= i[None, :]).astype(float)
@@ -161,6 +171,9 @@ KINDS = [
     ("weights", moments, (M, V, G), moments_swapped(M, V, G),
      "with the weights of a weighted sum swapped at all 2 places — "
      "`(1 - b1) * m + b1 * g` in place of `b1 * m + (1 - b1) * g`"),
+    ("average", heavy_ball, (M, G, {"momentum": 0.9}), 0.9 * M + 0.1 * G,
+     "with a running average's weight `1 - hp['momentum']` on the term the reference adds "
+     "whole — `hp['momentum'] * m + (1 - hp['momentum']) * g`"),
     ("factor", moments, (M, V, G),
      np.concatenate([0.9 * M + 0.1 * G, 0.99 * V + 0.01 * G]),
      "with a factor left out — `(1 - b2) * g` in place of `(1 - b2) * g * g`"),
@@ -221,6 +234,13 @@ def test_each_kind_of_change_is_said_where_the_value_is_exactly_its(
     assert said is not None and words in said, said
     noisy = np.asarray(got, float) * (1 + 1e-6 * RNG.normal(size=np.shape(got)))
     assert _found(reference, args, noisy) is None
+
+
+def test_a_running_average_is_tried_for_a_recurrence_only():
+    """`m = b * m + g` is tried as `b * m + (1 - b) * g` (above); the same formula that
+    assigns another name (`out = b * x + g`) is not: its value is not said so."""
+    said = _found(blended, (M, G, {"momentum": 0.9}), 0.9 * M + 0.1 * G)
+    assert said is None or "running average" not in said, said
 
 
 def test_a_value_many_changes_give_is_told_none_of_them():

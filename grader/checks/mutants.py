@@ -618,6 +618,25 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
                 new = ast.BinOp(left=_product([right[0], *left[1:]]), op=ast.Add(),
                                 right=_product([left[0], *right[1:]]))  # fmt: skip
                 yield site(new, "the weights of a weighted sum swapped", group="weights swapped")
+            for weighted, bare, first in ((node.left, node.right, True),
+                                          (node.right, node.left, False)):  # fmt: skip
+                # b·x + y (an accumulation: heavy-ball momentum) as b·x + (1 − b)·y, a
+                # running average's: Adam's moment carried over
+                # (a recurrence only: m = b * m + y)
+                b = _factors(weighted)[0] if len(_factors(weighted)) == 2 else None
+                if b is None or not isinstance(b, ast.Name | ast.Attribute | ast.Subscript):
+                    continue
+                if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1
+                        and _text(parent.targets[0]) == _text(_factors(weighted)[1])):  # fmt: skip
+                    continue
+                if len(_factors(bare)) > 1 and "1 - " in _text(_factors(bare)[0]):
+                    continue  # weighted already
+                rest = ast.BinOp(left=ast.BinOp(left=ast.Constant(1), op=ast.Sub(), right=b),
+                                 op=ast.Mult(), right=bare)  # fmt: skip
+                new = (ast.BinOp(left=weighted, op=ast.Add(), right=rest) if first
+                       else ast.BinOp(left=rest, op=ast.Add(), right=weighted))  # fmt: skip
+                yield site(new, f"a running average's weight `1 - {_text(b)}` on the term the "
+                           "reference adds whole", group=f"average:{_text(node)}")  # fmt: skip
         for inner, other, call_left in ((node.left, node.right, True),
                                         (node.right, node.left, False)):  # fmt: skip
             if _unary(inner):  # f(a) @ b as f(a @ b): the function applied after the op

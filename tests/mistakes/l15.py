@@ -668,4 +668,18 @@ MISTAKES: list[Mistake] = [
             ),
         ),
     ),
+    Mistake(  # drafts/heldback5: Adam's first moment carried over to the heavy-ball step
+        id="l15-scaled-momentum-as-moving-average",
+        module="l15_optimizer",
+        exercise="loss_scaled_step",
+        status="failed",
+        check="values",
+        says=("a running average's weight `1 - hp['momentum']`",),
+        patch=(
+            (
+                'm = hp["momentum"] * s["m"] + g',
+                'm = hp["momentum"] * s["m"] + (1 - hp["momentum"]) * g',
+            ),
+        ),
+    ),
 ]
