@@ -24,6 +24,7 @@ P = RNG.dirichlet(np.ones(5))
 Q = RNG.dirichlet(np.ones(5))
 X, W1, W2 = RNG.normal(size=(4, 3)), RNG.normal(size=(3, 6)), RNG.normal(size=(6, 3))
 M, V, G = RNG.normal(size=7), RNG.random(7), RNG.normal(size=7)
+OUTLIER = np.array([300.0, *RNG.normal(size=6)])  # every other weight scaled below 8
 SCORES = RNG.normal(size=(4, 5))
 PROBS, VALUES = RNG.random((2, 3, 4, 4)), RNG.normal(size=(2, 4, 3, 5))
 
@@ -186,6 +187,10 @@ KINDS = [
     ("dtype", fp8, (G,),
      (G * (448.0 / np.max(np.abs(G)))).astype(ml_dtypes.float8_e5m2).astype(np.float64),
      "with another dtype — `ml_dtypes.float8_e5m2` in place of `ml_dtypes.float8_e4m3fn`"),
+    ("round", fp8, (OUTLIER,),  # an int8 quantiser's rounding before the float8 cast
+     np.round(OUTLIER * (448.0 / 300.0)).astype(ml_dtypes.float8_e4m3fn).astype(np.float64),
+     "with the value rounded to integers before the cast — "
+     "`np.round(w * (448.0 / np.max(np.abs(w)))).astype(ml_dtypes.float8_e4m3fn)`"),
     ("variable", scores, (X, W1.T), X @ X.T / np.sqrt(3),  # a copy-paste slip
      "with another variable read — `q` in place of `k` in `s = q @ k.T`"),
     ("tiled", shared, (VALUES, 9), np.concatenate([VALUES] * 3, axis=-2),  # heads j % K

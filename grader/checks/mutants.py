@@ -677,6 +677,16 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
         )  # fmt: skip
         yield site(tiled, "the whole tiled where the reference repeats each entry in a row",
                    group=f"tile:{_text(node)}")  # fmt: skip
+    if (name == "astype" and isinstance(node.func, ast.Attribute)
+            and "round" not in _text(node.func.value)):  # fmt: skip
+        # x.astype(float8) as np.round(x).astype(float8): an int8 quantiser's rounding
+        rounded = ast.Call(func=ast.Attribute(value=ast.Name(id="np", ctx=ast.Load()),
+                                              attr="round", ctx=ast.Load()),
+                           args=[node.func.value], keywords=[])  # fmt: skip
+        yield site(ast.Call(func=ast.Attribute(value=rounded, attr="astype", ctx=ast.Load()),
+                            args=node.args, keywords=node.keywords),
+                   "the value rounded to integers before the cast", group=f"round:{_text(node)}",
+                   late=True)  # fmt: skip
     if _unary(node) and not isinstance(parent, ast.Attribute):  # f(f(x)): applied twice
         yield site(ast.Call(func=node.func, args=[node], keywords=[]),
                    f"`{_text(node.func)}` applied twice", group=f"twice:{_text(node)}")  # fmt: skip

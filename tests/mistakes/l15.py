@@ -682,4 +682,18 @@ MISTAKES: list[Mistake] = [
             ),
         ),
     ),
+    Mistake(  # drafts/heldback5: an int8 quantiser's rounding before the float8 cast
+        id="l15-fp8-rounded-to-integers-first",
+        module="l15_optimizer",
+        exercise="fp8_all_gather",
+        status="failed",
+        check="values",
+        says=("rounded to integers before the cast",),
+        patch=(
+            (
+                "q = (blk * scale).astype(jnp.float8_e4m3fn)  # [Ψ/N], one byte each",
+                "q = jnp.round(blk * scale).astype(jnp.float8_e4m3fn)",
+            ),
+        ),
+    ),
 ]
