@@ -67,6 +67,10 @@ def moments(m, v, g, b1=0.9, b2=0.99):
     return np.concatenate([m, v])
 
 
+def gated(logits):
+    return softmax(logits)
+
+
 def heavy_ball(m, g, hp):
     m = hp["momentum"] * m + g
     return m
@@ -191,6 +195,11 @@ KINDS = [
      np.round(OUTLIER * (448.0 / 300.0)).astype(ml_dtypes.float8_e4m3fn).astype(np.float64),
      "with the value rounded to integers before the cast — "
      "`np.round(w * (448.0 / np.max(np.abs(w)))).astype(ml_dtypes.float8_e4m3fn)`"),
+    ("absolute", residual, (P, Q), np.abs(P - Q) / np.abs(P - Q).sum(),
+     "with an absolute value where the reference keeps the positive part — `np.abs(p - q)`"),
+    ("sigmoid", gated, (SCORES,), 1.0 / (1.0 + np.exp(-SCORES)),
+     "with a sigmoid of each entry where the reference takes a softmax — "
+     "`1.0 / (1.0 + np.exp(-logits))` in place of `softmax(logits)`"),
     ("variable", scores, (X, W1.T), X @ X.T / np.sqrt(3),  # a copy-paste slip
      "with another variable read — `q` in place of `k` in `s = q @ k.T`"),
     ("tiled", shared, (VALUES, 9), np.concatenate([VALUES] * 3, axis=-2),  # heads j % K

@@ -9,7 +9,10 @@ instead of before it, a softmax taken over the other axis, a comparison with ``<
 (``q <= k`` for ``q >= k``), two arguments of a call in the other order (``where(mask,
 -inf, s)``, ``tree.map(f, grads, params)``), another dtype (float8_e5m2 for
 float8_e4m3fn), an array tiled where it is repeated entry by entry (``np.repeat``: a
-key/value head mapping j % K where j // (N/K) belongs). These are mutations of the
+key/value head mapping j % K where j // (N/K) belongs), a recurrence ``m = b·m + g`` as a
+running average ``b·m + (1 − b)·g``, a value rounded to integers before a cast, an absolute
+value where the positive part belongs (``abs(p - q)`` for ``maximum(p - q, 0)``), a sigmoid
+where a softmax belongs. These are mutations of the
 reference's own source, and they need no list of known mistakes: this module parses a
 reference function (and the functions of the grader's that it calls by name, down to
 :data:`DEPTH` calls), and
@@ -677,6 +680,28 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
         )  # fmt: skip
         yield site(tiled, "the whole tiled where the reference repeats each entry in a row",
                    group=f"tile:{_text(node)}")  # fmt: skip
+    if (name == "maximum" and len(node.args) == 2 and not node.keywords
+            and any(_int_of(a) == 0 or (isinstance(a, ast.Constant) and a.value == 0.0)
+                    for a in node.args)):  # fmt: skip
+        # np.maximum(x, 0) as abs(x): the distance where the positive part belongs
+        (x,) = [a for a in node.args if not (isinstance(a, ast.Constant) and a.value == 0)][:1] or [
+            None
+        ]
+        if x is not None:
+            func = (ast.Attribute(value=node.func.value, attr="abs", ctx=ast.Load())
+                    if isinstance(node.func, ast.Attribute) else ast.Name(id="abs", ctx=ast.Load()))  # fmt: skip
+            yield site(ast.Call(func=func, args=[x], keywords=[]),
+                       "an absolute value where the reference keeps the positive part",
+                       group=f"abs:{_text(node)}")  # fmt: skip
+    if name == "softmax" and len(node.args) == 1 and not node.keywords:
+        # softmax(z) as a sigmoid of each entry, 1 / (1 + e^−z): gates that do not sum to 1
+        exp = ast.Call(func=ast.Attribute(value=ast.Name(id="np", ctx=ast.Load()), attr="exp",
+                                          ctx=ast.Load()),
+                       args=[ast.UnaryOp(op=ast.USub(), operand=node.args[0])], keywords=[])  # fmt: skip
+        sigmoid = ast.BinOp(left=ast.Constant(1.0), op=ast.Div(),
+                            right=ast.BinOp(left=ast.Constant(1.0), op=ast.Add(), right=exp))  # fmt: skip
+        yield site(sigmoid, "a sigmoid of each entry where the reference takes a softmax",
+                   group=f"sigmoid:{_text(node)}")  # fmt: skip
     if (name == "astype" and isinstance(node.func, ast.Attribute)
             and "round" not in _text(node.func.value)):  # fmt: skip
         # x.astype(float8) as np.round(x).astype(float8): an int8 quantiser's rounding

@@ -379,4 +379,22 @@ def moe_layer(x, router_w, w_in, w_out, mesh, capacity):
             ),
         ),
     ),
+    Mistake(  # drafts/heldback4: σ(logit) gates, some recent routers'; no hint before
+        id="l11-top1-sigmoid-gates",
+        module="l11_expert_parallel",
+        exercise="top1_dispatch",
+        status="failed",
+        check="combine",
+        says=("a sigmoid of each entry where the reference takes a softmax",),
+        patch=(
+            (
+                "gates = jax.nn.softmax(logits, axis=-1)\n"
+                "    return dispatch, jnp.where(dispatch, gates[:, :, None], 0).astype(logits.dtype)\n"
+                "\n\ndef moe_layer",
+                "gates = jax.nn.sigmoid(logits)\n"
+                "    return dispatch, jnp.where(dispatch, gates[:, :, None], 0).astype(logits.dtype)\n"
+                "\n\ndef moe_layer",
+            ),
+        ),
+    ),
 ]

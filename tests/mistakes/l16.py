@@ -597,4 +597,13 @@ MISTAKES: list[Mistake] = [
         says=("one token at a time", "T·2·L"),
         code=TOKEN_BY_TOKEN,
     ),
+    Mistake(  # drafts/heldback4: |p − q| normalised where max(p − q, 0) belongs; no hint before
+        id="l16-speculative-residual-absolute-difference",
+        module="l16_serving",
+        exercise="verify_draft",
+        status="failed",
+        check="values",
+        says=("an absolute value where the reference keeps the positive part",),
+        patch=(("residual = np.maximum(p - q, 0.0)", "residual = np.abs(p - q)"),),
+    ),
 ]
