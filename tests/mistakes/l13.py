@@ -425,4 +425,33 @@ def multihost_train_step(params, local_x, local_y, mesh, lr):
         "within = (local - 1) / local * nbytes / ici",
         ("2(local−1)/local in all",),
     ),
+    Mistake(  # drafts/heldback5: process i offset by i·P, the process count, not i·B/P
+        id="l13-loader-offset-by-process-count",
+        module="l13_multi_host",
+        exercise="loader_indices",
+        status="failed",
+        check="rows",
+        says=("a step of 2, the process count P, where B/P = 4",),
+        patch=(
+            (
+                "start = step * global_batch + process_index * per",
+                "start = step * global_batch + process_index * process_count",
+            ),
+        ),
+    ),
+    Mistake(  # its neighbour: a step of B/P − 1, no quantity of the example: not "process count"
+        id="l13-loader-offset-one-row-short",
+        module="l13_multi_host",
+        exercise="loader_indices",
+        status="failed",
+        check="rows",
+        says=("a step of 3 where B/P = 4",),
+        never=("process count",),
+        patch=(
+            (
+                "start = step * global_batch + process_index * per",
+                "start = step * global_batch + process_index * (per - 1)",
+            ),
+        ),
+    ),
 ]

@@ -517,6 +517,14 @@ def _loader_message(parts: list[np.ndarray], want: np.ndarray, p: int, b: int, c
                 f"must choose which part of the batch; {single}")  # fmt: skip
     if joined.size == b and np.array_equal(np.sort(joined), np.sort(want)):
         return f"the processes together load the batch's rows, but not in process order; {single}"
+    starts = [int(a[0]) for a in parts if a.size]
+    runs = len(starts) == p > 1 and all(a.size == b // p and np.array_equal(a, a[0] + np.arange(a.size)) for a in parts)  # fmt: skip
+    k = starts[1] - starts[0] if runs else 0
+    if runs and k != b // p and starts == [starts[0] + i * k for i in range(p)]:
+        named = ", the process count P," if k == p else ""
+        return (f"process i's rows start at row {starts[0]} + {k}·i: a step of {k}{named} "
+                f"where B/P = {b // p}, the rows each process loads, belongs (process i starts "
+                f"at s·B + i·B/P); {single}")  # fmt: skip
     for i in range(p):
         for q in range(i):
             common = np.intersect1d(parts[i], parts[q])
