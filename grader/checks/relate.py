@@ -21,6 +21,7 @@ the step before or after is the lesson's to compute (left to each lesson).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -963,6 +964,24 @@ class Attended:
         return attended(self, coord, got, close, what)
 
 
+def _masks_otherwise(group: KeyGroup) -> KeyGroup | None:
+    """``group`` with each block also under the other mask: a block seen whole also with
+    the diagonal's causal mask (row r sees key r and those before it), a masked one also
+    whole — keyed ``(j, "masked")`` and ``(j, "whole")`` (a block's mask chosen by another
+    block's index). None where the query rows and the blocks differ in length (no
+    diagonal)."""
+    if not any(mask is not None for _, _, mask in group.keys.values()):
+        return None
+    r = group.q.shape[0]
+    keys: dict = dict(group.keys)
+    for j, (k, v, mask) in group.keys.items():
+        if mask is not None:
+            keys[(j, "whole")] = (k, v, None)
+        elif k.shape[0] == r:
+            keys[(j, "masked")] = (k, v, np.tril(np.ones((r, r), dtype=bool)))
+    return dataclasses.replace(group, keys=keys)
+
+
 def weights(group: KeyGroup, got: np.ndarray, close: Close) -> dict[int, int] | None:
     """How many times each block of ``group`` is counted in ``got`` (the group's output
     rows [r, H, Dh]): the whole multiplicities m (0–3) for which softmax attention over
@@ -1025,13 +1044,29 @@ def attended(family: Attended, coord: tuple, got: np.ndarray, close: Close,
 
     for group in family.groups(coord):
         found = weights(group, got[group.rows], close)
+        if found is None and (other := _masks_otherwise(group)) is not None:
+            found = weights(other, got[group.rows], close)  # a block under the other mask
         if found is None or all(found[j] == group.right.get(j, 0) for j in found):
             continue
         diffs = []
-        for j in sorted(found):
+        for j in sorted(found, key=lambda j: (j, "") if isinstance(j, int) else j):
             f, r = found[j], group.right.get(j, 0)
+            if isinstance(j, tuple):  # a block under the other mask
+                if not f:
+                    continue
+                (b, how), belongs = j, group.right.get(j[0], 0)
+                under = ("with the causal mask of the diagonal (each row sees the keys at or "
+                         "before its own position)" if how == "masked"
+                         else "whole, without the causal mask of the diagonal")  # fmt: skip
+                diffs.append(f"{family.block} {b} {under} {times(f)}, "
+                             + (f"which {family.hidden}" if not belongs else
+                                f"where it belongs {'whole' if how == 'masked' else 'masked'}"))  # fmt: skip
+                continue
             if f == r:
                 continue
+            if f == 0 and r and r == sum(c for k, c in found.items()
+                                         if isinstance(k, tuple) and k[0] == j):  # fmt: skip
+                continue  # there, under the other mask: said with it
             if r == 0:
                 diffs.append(f"{family.block} {j} {times(f)}, which {family.hidden}")
             elif f == 0:
@@ -1040,9 +1075,12 @@ def attended(family: Attended, coord: tuple, got: np.ndarray, close: Close,
                 diffs.append(f"{family.block} {j} counted {times(f)} (its keys weigh {f}× in "
                              f"the softmax), where it belongs {times(r)}")  # fmt: skip
         rows = f", in its rows of {group.what}," if group.what else ""
+        moved = any(isinstance(j, tuple) and f for j, f in found.items())
         return (f"{what}{rows} is exactly softmax attention over other "
                 f"{family.block}s than the right ones: {'; '.join(diffs)}; every other "
-                f"{family.block} as it belongs")  # fmt: skip
+                f"{family.block} as it belongs"
+                + (f" — a {family.block}'s mask chosen by another one's index: the index "
+                   "the mask is computed from is not that of the block held" if moved else ""))  # fmt: skip
     return None
 
 

@@ -505,4 +505,35 @@ MISTAKES += [
             ),
         ),
     ),
+    Mistake(  # drafts/heldback6: lesson 2's owner (i − s − 1) for the block held (i − s)
+        id="l10-ring-mask-of-the-block-received",
+        module="l10_context_parallel",
+        exercise="ring_attention",
+        status="failed",
+        check="values",
+        says=(
+            "K/V block 1 with the causal mask of the diagonal",
+            "mask chosen by another one's index",
+        ),
+        patch=(
+            (
+                "j = (me - s) % n  # sending to i + 1: after s steps we hold block i − s",
+                "j = (me - s - 1) % n  # the block received at step s started on i − s − 1",
+            ),
+        ),
+    ),
+    Mistake(  # drafts/heldback5: the last block's mask as step n's (its own diagonal's)
+        id="l10-ring-last-block-masked-as-step-n",
+        module="l10_context_parallel",
+        exercise="ring_attention",
+        status="failed",
+        check="values",
+        says=("K/V block 1 with the causal mask of the diagonal", "which is in these rows' future"),
+        patch=(
+            (
+                "o, _ = attend(acc, kv, n - 1)  # the last block needs no onward send",
+                "o, _ = attend(acc, kv, n)  # the last block needs no onward send",
+            ),
+        ),
+    ),
 ]
