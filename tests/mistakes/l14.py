@@ -140,6 +140,16 @@ MISTAKES: list[Mistake] = [
           "        pp = 2 * plan.n_micro * (latency + act / bandwidth)",
           "        pp = 2 * plan.n_micro * (plan.pp - 1) * (latency + act / bandwidth)",
           ("not pp − 1 = 3 hops",)),
+    # audit 67: a constant factor of one term, which a suspect that scales with fsdp
+    # matched on the example (fsdp = 2); the probe at fsdp = 16 refutes it
+    _edit("l14-time-fsdp-weights-in-elements", "step_time",
+          "    stage = BF16 * p / (plan.tp * plan.pp)\n",
+          "    stage = p / (plan.tp * plan.pp)\n",
+          ("Measured: your 'fsdp'",), never=("not the shard one chip holds",)),
+    _edit("l14-time-dp-gradients-always-fp32", "step_time",
+          'dp = _ring("all_reduce", BF16 * p / (plan.fsdp * plan.tp * plan.pp), plan.dp, dp_link)',
+          'dp = _ring("all_reduce", 4 * p / (plan.fsdp * plan.tp * plan.pp), plan.dp, dp_link)',
+          ("your 'dp'",), never=("reduce-scattered it",)),
     _edit("l14-time-ring-of-n-steps", "step_time",
           'hops = {"all_gather": n - 1, "reduce_scatter": n - 1, "all_reduce": 2 * (n - 1)}[kind]',
           'hops = {"all_gather": n, "reduce_scatter": n, "all_reduce": 2 * n}[kind]',

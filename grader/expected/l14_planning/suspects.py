@@ -7,6 +7,7 @@ for numbers, :func:`matching` for a dict of terms, term by term).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -305,6 +306,10 @@ def matching(
                                          for right, there in agreed)]  # fmt: skip
     if len(hints) > 1 and probes:
         hints = [h for h in hints if all(_gives(h, *probe, keys) for probe in probes)] or hints
+    if first is not None and want.get(first):  # your factor constant, the mistake's not
+        ratio = got[first] / want[first]
+        hints = [h for h in hints
+                 if not any(_refuted(h, first, ratio, *probe) for probe in probes)]  # fmt: skip
     if not hints:
         return first, None
     return first, hints[0] if len(hints) == 1 else "One of these: " + " Or: ".join(hints)
@@ -321,6 +326,27 @@ def _wrong_there(hint: str, right: dict[str, float], suspects: list,
     """The mistake ``hint`` names gets this example wrong, where the student got it right."""
     same = [values for values, h in suspects if mistake_of(h) == mistake_of(hint)]
     return any(any(not close(v[k], right[k]) for k in keys if k in v) for v in same)
+
+
+def _refuted(hint: str, key: str, ratio: float, got: dict[str, float],
+             want: dict[str, float], suspects: list) -> bool:  # fmt: skip
+    """The student's ``key`` (the term ``hint`` was named by) is the same factor ``ratio``
+    of the right one on this probe as on the example, and the mistake ``hint`` names gives
+    another factor here: a constant slip, not that mistake (fsdp's rings on one chip's
+    shard give 1/fsdp: ½ at fsdp = 2, 1/16 at fsdp = 16, where the student's is ½ on
+    both). A factor of the student's that varies too is not read (a mistake in part of
+    the term: activations in float32 in the recomputed layer only)."""
+    same = [values for values, h in suspects if mistake_of(h) == mistake_of(hint)]
+    if not same or not want.get(key) or not got.get(key) or ratio <= 0:
+        return False
+    mine = abs(math.log(got[key] / want[key] / ratio))  # how far your factor moved
+
+    def moved(v: dict[str, float]) -> float:  # how far the mistake's factor moves
+        return abs(math.log(v[key] / want[key] / ratio)) if v.get(key, 0) > 0 else math.inf
+
+    # (a latency term no factor reaches moves yours a little: ½ becomes 0.5001)
+    return all(key in v and not close(v[key], got[key]) and moved(v) > 4 * mine + 0.05
+               for v in same)  # fmt: skip
 
 
 def _gives(hint: str, got: dict[str, float], want: dict[str, float], suspects: list,
