@@ -317,7 +317,11 @@ def test_a_whole_number_answer_is_said_as_the_right_one_rounded_and_which_way():
     is no rounding say nothing (both ways)."""
     from grader.checks.scalar import rounded
 
-    assert "rounded down" in rounded(0, 0.923077) and "nearest" not in rounded(0, 0.923077)
+    # 0 rounds 0.923 down, but 0 on every example is no rounding measured (a branch left
+    # returning 0.0 gives it too: audit 67); one nonzero rounding elsewhere bears it out
+    assert rounded(0, 0.923077) is None and rounded(0, 0.923077, [(0, 0.4)]) is None
+    down = rounded(0, 0.923077, [(2, 2.5)])
+    assert "rounded down" in down and "nearest" not in down, down
     both = rounded(2, 2.5)
     assert "rounded down" in both and "; or rounded to the nearest" in both, both
     assert "rounded up" in rounded(3, 2.2)

@@ -571,7 +571,9 @@ def rounded(got: Any, want: Any, probes: list[tuple[Any, Any]] | None = ()) -> s
                 and right != round(right) and theirs == way(right))  # fmt: skip
 
     said = [words for way, words in ways
-            if got == way(want) and all(bears(way, t, r) for t, r in probes)]  # fmt: skip
+            if got == way(want) and all(bears(way, t, r) for t, r in probes)
+            and any(x != 0 for x in (got, *(t for t, _ in probes)))]  # fmt: skip
+    # (0 on every example is no rounding measured: a branch that returns 0 gives it too)
     return (
         f"Your answer {got:g} is the right one, {want:.6g}, {'; or '.join(said)}." if said else None
     )

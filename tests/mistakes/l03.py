@@ -192,4 +192,14 @@ def collective_time(kind, nbytes, n_devices, link):
         never=("rounded",),
         patch=(("    traffic = (m * k + k * n + m * n) * bytes_per_elem\n", "    traffic = m * k * n * bytes_per_elem  # each multiply-add reads an element\n"),),
     ),
+    Mistake(  # audit 67: 0 is floor(t) of every time under a second: no rounding measured
+        id="l03-collective-all-to-all-left-at-zero",
+        module="l03_cost_model",
+        exercise="collective_time",
+        status="failed",
+        check="values",
+        says=("returned 0; expected 3.87381e-06",),
+        never=("rounded",),
+        patch=(("        return (n - 1) * alpha + (n - 1) / (2 * n) * nbytes / w\n", "        return 0.0  # TODO all-to-all\n"),),
+    ),
 ]  # fmt: skip
