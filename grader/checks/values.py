@@ -240,7 +240,7 @@ class Values(Check):
         elif place or said:
             evidence = [Note(f"where: {place}")] if place else []
             evidence += [Note(f"measured: {x}") for x in said]
-        if self.ring and (unreached := _unreached(trial, actual, masks)):
+        if unreached := _unreached(trial, shards, actual, masks, self.ring):
             hint = unreached if hint is None or not hint.startswith(diagnose.NON_FINITE) else hint
             said = [s for s in said if not s.startswith("your value is exactly 0")]
         if said:  # a relation measured: the hint where none names a cause
@@ -518,27 +518,33 @@ Behaviour = diagnose.Behaviour
 that gives the output is still looked for, and said first."""
 
 
-def _unreached(trial: Trial, actual: list[np.ndarray], masks: list) -> str | None:
-    """Where some wrong elements are exactly 0 and a collective-permute of the program
-    sends to some of the mesh's devices only: the devices it leaves out, which ppermute
-    gives zeros (a ring's pairs reach every device); None otherwise."""
-    zeros = sum(int(np.sum(as_numpy(a)[m] == 0)) for a, m in zip(actual, masks) if m is not None)
+def _unreached(trial: Trial, shards, actual: list[np.ndarray], masks: list,
+               ring: bool) -> str | None:  # fmt: skip
+    """Where a collective-permute of the program sends to some of the mesh's devices only
+    and a device it leaves out holds wrong elements that are exactly 0: those devices,
+    which ppermute gives zeros, and (``ring``) that a ring's pairs reach every device;
+    None otherwise (a pipeline's first stage, sent nothing, with its values right)."""
     comms = trial.comms if trial.mesh is not None else None
-    if not zeros or comms is None:
+    if comms is None:
         return None
+    order = {d.id: i for i, d in enumerate(trial.mesh.devices.flat)}
+    zeros = {order.get(s.device.id): int(np.sum(as_numpy(a)[m] == 0))
+             for s, a, m in zip(shards, actual, masks) if m is not None}  # fmt: skip
     n = trial.mesh.devices.size
     for c in comms.collectives:
         if c.kind != "collective-permute" or not c.count or not c.pairs:
             continue
         left = sorted(set(range(n)) - {b for _, b in c.pairs})
-        if not left or len(left) == n:
+        if not left or len(left) == n or not any(zeros.get(d) for d in left):
             continue
         sends = ", ".join(f"{a} → {b}" for a, b in sorted(c.pairs))
         who = f"device {left[0]}" if len(left) == 1 else f"devices {', '.join(map(str, left))}"
+        count = sum(zeros.values())
         return (f"Your collective-permute sends {sends}: nothing is sent to {who}, and "
                 f"ppermute gives a device no pair sends to zeros — your values are exactly 0 "
-                f"on {zeros} of the wrong elements. A ring's pairs send to every device, the "
-                "last one's to the first ((i + 1) mod N).")  # fmt: skip
+                f"on {count} of the wrong elements"
+                + (". A ring's pairs send to every device, the last one's to the first "
+                   "((i + 1) mod N)." if ring else f", {who}'s among them."))  # fmt: skip
     return None
 
 

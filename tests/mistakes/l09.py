@@ -548,4 +548,19 @@ def pipeline_forward(params, x, mesh, n_micro):
             ),
         ),
     ),
+    Mistake(  # audit 67: the forward's pairs reversed; the last stage receives nothing
+        id="l09-forward-pairs-reversed",
+        module="l09_pipeline",
+        exercise="pipeline_forward",
+        status="failed",
+        check="values",
+        says=("nothing is sent to device 3",),
+        never=("the result buffer is never written", "A ring's pairs"),
+        patch=(
+            (
+                "    to_next = [(s, s + 1) for s in range(p - 1)]\n\n    def body(w_in, w_out, x):",
+                "    to_next = [(s + 1, s) for s in range(p - 1)]\n\n    def body(w_in, w_out, x):",
+            ),
+        ),
+    ),
 ]
