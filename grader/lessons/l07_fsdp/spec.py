@@ -263,6 +263,30 @@ def _unscaled(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
     ]
 
 
+def _unsummed(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], Any]]]:
+    """Each device's shard of the gradient of its own rows alone, never summed over the
+    devices (the weights gathered, the gradient taken, the shard sliced out): the loss's
+    mean over the global batch B, so each device's share, or over its own B/N rows."""
+    n, name, kind = trial.example["n"], trial.extra["param"], trial.extra["kind"]
+    if n == 1 or name is None or kind != "grads":
+        return []
+    before = {k: np.asarray(v, np.float64) for k, v in trial.extra["before"].items()}
+    x, y = (np.asarray(a, np.float64) for a in trial.extra["batch"])
+    rows = x.shape[0] // n
+    own = [training.grads(before, x[d * rows : (d + 1) * rows], y[d * rows : (d + 1) * rows])[1][name]
+           for d in range(n)]  # fmt: skip
+
+    def theirs(scale: float) -> Callable[[tuple, tuple], Any]:
+        return lambda coord, index: scale * own[coord[0]][index]
+
+    words = ("Every device holds its slice of the gradient of its own rows only: nothing "
+             "summed the devices' gradients. Where the weights are gathered outside the "
+             "differentiated function, jax.grad stops at the gathered copy; a psum_scatter "
+             "of it over 'data' (or gathering inside the function, whose transpose is the "
+             "reduce-scatter) adds the other devices' shares.")  # fmt: skip
+    return [(words, theirs(1.0 / n)), (words, theirs(1.0))]
+
+
 GATHER_AXES = {
     "w_in": (1, 0, "[D/N, F]", "[D/N, N, F]", "rows"),
     "w_out": (2, 1, "[F, D/N]", "[F, D/N, N]", "columns"),
@@ -350,7 +374,7 @@ def _loss_after_step(trial: Trial) -> list[tuple]:
 
 
 def _alternatives(trial: Trial) -> list[tuple]:
-    return _unscaled(trial) + _interleaved(trial) + _loss_after_step(trial)
+    return _unscaled(trial) + _interleaved(trial) + _loss_after_step(trial) + _unsummed(trial)
 
 
 def _precision_hint(trial: Trial, result: CheckResult) -> str | None:
@@ -454,6 +478,23 @@ class BytesInRange(Check):
             f"{got:,} bytes per device in {self.kind}; allowed {allowed} ({self.what})",
             evidence=evidence, hint=hint,
         )  # fmt: skip
+
+
+def _scatters_too_few(trial: Trial, got: int) -> str:
+    """Fewer reduce-scatter bytes than one per weight: where the program's all-reduces
+    carry more than the loss, the gradients go that way; where nothing else sums over the
+    devices, they are not summed, or never used (XLA drops what no output reads)."""
+    summed = trial.comms.bytes(ALL_REDUCE) or 0
+    start = (
+        "Fewer reduce-scatter bytes than one per weight: some gradients are not reduce-scattered. "
+    )
+    if summed > scalar_all_reduce(trial.example):
+        return (start + f"Your program all-reduces {summed:,} bytes per device: the gradients "
+                "are summed whole on every device there, N times the shard each keeps.")  # fmt: skip
+    return (start + "Nothing else sums them over the devices either (no all-reduce beyond the "
+            "loss): each device keeps the gradient of its own rows, or what you return never "
+            "uses them (XLA drops a computation no output reads: the step's update left out, "
+            "say).")  # fmt: skip
 
 
 def _gathers_too_many(trial: Trial, got: int) -> str:
@@ -560,10 +601,7 @@ def _comm_checks(kind: str) -> list[Check]:
             REDUCE_SCATTER, once, once, "every weight's gradient scattered once: (N−1)/N·|params|",
             too_many="Each gradient should be reduce-scattered once; more means a layer's "
             "gradient is summed twice (or whole stacked gradients are scattered again).",
-            too_few="Fewer reduce-scatter bytes than one per weight: some gradients are not "
-            "reduce-scattered. They reach the devices another way (an all-reduce?), or what you "
-            "return never uses them (XLA drops a computation no output reads: the step's "
-            "update left out, say).",
+            too_few=_scatters_too_few,
         )
     )  # fmt: skip
     return checks
