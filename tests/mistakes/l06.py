@@ -116,7 +116,7 @@ def dp_grads(params, x, y, mesh):
         exercise="dp_train_step",
         status="failed",
         check="values",
-        says=("N = 4 times", "transpose"),
+        says=("N = 4 times", "transpose", "all-reduces a weight-shaped array"),
         patch=(
             (
                 "new = jax.tree.map(lambda w, g: w - lr * (g / n), p, summed)",
@@ -414,5 +414,24 @@ def dp_train_step(params, x, y, mesh, lr):
         says=("Your gradient is 1/N",),
         never=("Your loss is 1/N",),
         code='\ndef dp_grads(params, x, y, mesh):\n    def body(p, x_rows, y_rows):\n        pv = jax.tree.map(lambda w: lax.pcast(w, AXIS, to="varying"), p)\n        g = jax.grad(tinymodels.loss)(pv, x_rows, y_rows)\n        n = lax.axis_size(AXIS)\n        return jax.tree.map(lambda a: lax.pmean(a, AXIS) / n, g)  # all-reduce, then / N\n\n    return _data_parallel(body, mesh, P())(params, x, y)\n',
+    ),
+    Mistake(  # audit 67: the loss pmean'd as shape (1,) was read as the gradient's pmean
+        id="dp-step-not-divided-loss-pmean-of-shape-one",
+        module=L06,
+        exercise="dp_train_step",
+        status="failed",
+        check="values",
+        says=("Nothing divided that sum by N: divide it by N",),
+        never=("weight-shaped", "drop the pmean"),
+        patch=(
+            (
+                "new = jax.tree.map(lambda w, g: w - lr * (g / n), p, summed)",
+                "new = jax.tree.map(lambda w, g: w - lr * g, p, summed)",
+            ),
+            (
+                "return new, lax.pmean(local_loss, AXIS)",
+                "return new, lax.pmean(jnp.atleast_1d(local_loss), AXIS)[0]",
+            ),
+        ),
     ),
 ]

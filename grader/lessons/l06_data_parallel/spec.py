@@ -214,16 +214,19 @@ def _n_times_why(trial: Trial) -> str:
     """Why a gradient is N× the reference, from where the program's all-reduces are: the
     rest of :func:`_n_times_hint`'s sentence."""
     program = trial.program
-    # an all-reduce of an array outside the backward loop: a pmean of the gradient (the
-    # loss's pmean, a scalar, is not one: "drop the pmean" would break the loss)
+    # an all-reduce of a weight-shaped array outside the backward loop: a pmean of the
+    # gradient, or of the params (the loss's pmean, of any shape of one element, is not:
+    # "drop the pmean" would break the loss)
+    weights = {tuple(np.shape(w)) for w in trial.extra["inputs"][0].values()}
     if _summed_inside_model(program) and any(
-        s.kind == ALL_REDUCE and not s.in_loop and any(len(x) > 0 for x in s.shapes)
+        s.kind == ALL_REDUCE and not s.in_loop and any(tuple(x) in weights for x in s.shapes)
         for s in program.collectives
     ):
         return (
-            f". {TRANSPOSE_RULE} Nothing divided that sum by N: a pmean of it leaves it as it "
-            "is (it is the same on every device already), yet all-reduces the gradient a "
-            "second time. Divide the summed gradient by N instead and drop the pmean, or "
+            f". {TRANSPOSE_RULE} Nothing divided that sum by N. Your program also all-reduces "
+            "a weight-shaped array outside the backward loop: a pmean of the summed gradient "
+            "leaves it as it is (it is the same on every device already), as does a pmean of "
+            "the params. Divide the summed gradient by N (and a pmean of it can go), or "
             "lax.pcast the params to varying before jax.grad and pmean once."
         )
     if _summed_inside_model(program):  # only autodiff's psum: nothing divided its sum by N
