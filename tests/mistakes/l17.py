@@ -316,4 +316,37 @@ def tiled_matmul(a, b, bm, bk, bn):
             ),
         ),
     ),
+    # audit 67: a loop one step short (none at all at N = 2) was told "a wait missing, or
+    # one receive semaphore shared" too: the waits and semaphores are short because the
+    # DMAs are
+    Mistake(
+        id="pallas-ring-loop-from-one",
+        module=L17,
+        exercise="ring_all_gather",
+        status="failed",
+        check="values",
+        says=("a step's block was never sent",),
+        never=("a wait missing", "semaphore shared"),
+        patch=(
+            (
+                "        @pl.loop(0, n - 1)\n        def _(s):\n            slot = lax.rem(me + n - s, n)",
+                "        @pl.loop(1, n - 1)\n        def _(s):\n            slot = lax.rem(me + n - s, n)",
+            ),
+        ),
+    ),
+    Mistake(
+        id="pallas-ring-loop-from-one-waits",
+        module=L17,
+        exercise="ring_all_gather",
+        status="failed",
+        check="waits",
+        says=("the waits are as few as the DMAs",),
+        never=("A wait missing",),
+        patch=(
+            (
+                "        @pl.loop(0, n - 1)\n        def _(s):\n            slot = lax.rem(me + n - s, n)",
+                "        @pl.loop(1, n - 1)\n        def _(s):\n            slot = lax.rem(me + n - s, n)",
+            ),
+        ),
+    ),
 ]

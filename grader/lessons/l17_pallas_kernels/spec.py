@@ -474,6 +474,18 @@ class Waits(Check):
             return CheckResult(
                 self.name, True, f"N − 1 = {n - 1} waits for arrival and N − 1 for departure"
             )
+        remote = obs.column("remote")
+        if all(r == d and s == d for r, s, d in zip(recv, send, remote)) and any(
+            d < n - 1 for d in remote
+        ):  # one wait at each end of each DMA: the DMAs are short, not the waits
+            return CheckResult(
+                self.name, False,
+                f"waits on the receive semaphores: {_per_device(recv)}; on the send "
+                f"semaphores: {_per_device(send)}: one at each end of each of your remote "
+                f"DMAs ({_per_device(remote)}), where N − 1 = {n - 1} DMAs belong",
+                hint="Every DMA you start is waited for at both ends: the waits are as few "
+                "as the DMAs (see the dmas check).",
+            )  # fmt: skip
         which = []
         if any(r < n - 1 for r in recv):
             which.append(".wait_recv() says the block from the left has arrived (it may be read "
@@ -729,7 +741,9 @@ def ring_nan(failing: list[str]) -> str:
         "several steps: see the semaphores check)",
         "barrier": "a block was sent before its neighbour was ready (see the barrier check)",
     }
-    named = [said[f] for f in failing if f in said]
+    # no DMA (or too few) leaves the waits and semaphores short too: the dmas check is the
+    # cause measured, the others follow from it
+    named = [said[f] for f in (["dmas"] if "dmas" in failing else failing) if f in said]
     if named:
         return "; or ".join(named) + "."
     return (
