@@ -563,4 +563,22 @@ def pipeline_forward(params, x, mesh, n_micro):
             ),
         ),
     ),
+    Mistake(  # audit 67: the gradients sent back round a ring; the hint told the forward's story
+        id="l09-grads-backward-permute-closes-the-ring",
+        module="l09_pipeline",
+        exercise="pipeline_grads",
+        status="failed",
+        check="pairs",
+        says=(
+            "Stage 0 sends to stage 3: that closes a ring",
+            "the gradients come back along a line",
+        ),
+        never=("stage 0 reads x",),
+        patch=(
+            (
+                "    to_prev = [(s + 1, s) for s in range(p - 1)]",
+                "    to_prev = [((s + 1) % p, s) for s in range(p)]",
+            ),
+        ),
+    ),
 ]

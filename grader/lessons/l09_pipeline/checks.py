@@ -479,11 +479,18 @@ class StageToStage(Check):
                                + (" or the one before" if self.back else ""))  # fmt: skip
         wrap = [(a, b) for a, b in stray if {a, b} == {0, p - 1} and p > 2]
         said = ", ".join(f"{a} → {b}" for a, b in stray)
+        back_wrap = bool(wrap) and wrap[0] == (0, p - 1)
         hint = (
             f"Stage {wrap[0][0]} sends to stage {wrap[0][1]}: that closes a ring "
-            "((s + 1) mod p, lesson 2's), but a pipeline is a line: the last stage's output is "
-            "y, and stage 0 reads x, not what comes round. The pairs are (s, s + 1) for "
-            "s < p − 1"
+            + (
+                "((s − 1) mod p), but the gradients come back along a line: stage 0's input "
+                "gradient is the end (nothing before it reads it), and the last stage starts "
+                "from the loss, not from what comes round."
+                if back_wrap
+                else "((s + 1) mod p, lesson 2's), but a pipeline is a line: the last stage's output "
+                "is y, and stage 0 reads x, not what comes round."
+            )
+            + " The pairs are (s, s + 1) for s < p − 1"
             + (", and (s + 1, s) for the gradients coming back." if self.back else ".")  # fmt: skip
             if wrap
             else "A stage passes its activations to the next stage only"
