@@ -476,3 +476,16 @@ def test_the_undefined_residuals_hint_is_shown_only_where_p_equals_q(same):
     assert not result.passed
     assert ("divides 0/0" in result.message) == same and (result.hint is not None) == same
     assert same or result.message.endswith("not finite")
+
+
+def test_a_decode_reading_holds_an_infinite_logit_to_itself_only():
+    """The serving readings compare within 2e-5 of the largest |logit|: an infinite logit
+    (a masked position) made that bound infinite, so any value matched (audit 67); it is
+    now matched by the same infinity only, the finite ones as before (both ways)."""
+    from grader.lessons.l16_serving.serve import _near
+
+    want = np.array([[1.0, -np.inf, 2.0]])
+    assert _near(want.copy(), want)
+    assert not _near(np.array([[1.0, 5.0, 2.0]]), want)  # a finite value where -inf belongs
+    assert not _near(np.array([[9.0, -np.inf, 2.0]]), want)  # off on a finite element
+    assert _near(np.array([[1.0, -np.inf, 2.0 + 1e-6]]), want)

@@ -46,6 +46,20 @@ DATA, MODEL = "data", "model"
 D, DH, VOCAB, F_PER = 16, 4, 32, 8
 STEPS = 3
 ATOL = 2e-5
+
+
+def _near(got: np.ndarray, want: np.ndarray) -> bool:
+    """``got`` within ATOL of ``want``'s largest magnitude everywhere, where every element
+    of ``want`` is finite; an infinite one matched only by itself (an infinite bound would
+    match anything: :func:`grader.checks.values.within`'s rule)."""
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return False
+    finite = np.isfinite(want)
+    if not np.array_equal(got[~finite], want[~finite], equal_nan=True):
+        return False
+    scale = float(np.abs(want[finite]).max(initial=0.0))
+    return bool(np.all(np.abs(got[finite] - want[finite]) <= ATOL * scale))
 """Logits within ATOL·max|reference| (module docstring)."""
 CACHE_SPEC = (None, None, DATA, None, MODEL, None)
 CACHE_GQA = (None, None, (DATA, MODEL), None, None, None)
@@ -383,7 +397,7 @@ class Logits(Check):
         for how, hint in VARIANTS:
             alt = model.decode(trial.extra["params"], trial.extra["prompt"], trial.extra["fed"],
                                s.heads, s.slots, how)  # fmt: skip
-            if all(g is not None and np.abs(g - a).max() <= ATOL * np.abs(a).max()
+            if all(g is not None and _near(g, a)
                    for g, a in zip(got, alt)):  # fmt: skip
                 return hint
         said = _cache_said(trial)
@@ -410,7 +424,7 @@ def _prefill_position(trial: Trial) -> str | None:
     last = every.shape[1] - 1
     for p in range(last):
         at = every[:, p]
-        if np.abs(got - at).max() <= ATOL * np.abs(at).max():
+        if _near(got, at):
             which = " (the first)" if p == 0 else ""
             return (f"Your logits are exactly the reference's for the prompt's token at position "
                     f"{p}{which}, in every row, where those of its last token (position {last}) "
@@ -431,7 +445,7 @@ def _prefill_changed(trial: Trial) -> str | None:
     def matches(alt: Any) -> bool:
         last = np.asarray(alt)[:, -1] if np.ndim(alt) == 3 else None
         return last is not None and last.shape == got.shape and bool(
-            np.abs(got - last).max() <= ATOL * np.abs(last).max())  # fmt: skip
+            _near(got, last))  # fmt: skip
 
     change = variants.first_change_of((model.logits, (params, prompt, heads), {}), matches)
     if change is None:
@@ -450,7 +464,7 @@ def _decode_changed(trial: Trial, got: list[np.ndarray | None]) -> str | None:
     def matches(alt: Any) -> bool:
         alt = np.asarray(alt)
         return alt.ndim == 3 and len(alt) >= len(got) and all(
-            g is not None and g.shape == a.shape and np.abs(g - a).max() <= ATOL * np.abs(a).max()
+            g is not None and g.shape == a.shape and _near(g, a)
             for g, a in zip(got, alt)
         )  # fmt: skip
 
