@@ -24,6 +24,7 @@ P = RNG.dirichlet(np.ones(5))
 Q = RNG.dirichlet(np.ones(5))
 X, W1, W2 = RNG.normal(size=(4, 3)), RNG.normal(size=(3, 6)), RNG.normal(size=(6, 3))
 M, V, G = RNG.normal(size=7), RNG.random(7), RNG.normal(size=7)
+SQUARE = RNG.normal(size=(4, 4))  # q and k of one shape: k used untransposed still runs
 OUTLIER = np.array([300.0, *RNG.normal(size=6)])  # every other weight scaled below 8
 SCORES = RNG.normal(size=(4, 5))
 PROBS, VALUES = RNG.random((2, 3, 4, 4)), RNG.normal(size=(2, 4, 3, 5))
@@ -200,6 +201,12 @@ KINDS = [
     ("sigmoid", gated, (SCORES,), 1.0 / (1.0 + np.exp(-SCORES)),
      "with a sigmoid of each entry where the reference takes a softmax — "
      "`1.0 / (1.0 + np.exp(-logits))` in place of `softmax(logits)`"),
+    ("transpose", scores, (SQUARE, SQUARE.T), SQUARE @ SQUARE.T / 2,
+     "with the transpose left out — `k` in place of `k.T`"),
+    ("all axes", softmax, (SCORES,),
+     np.exp(SCORES - SCORES.max(axis=-1, keepdims=True))
+     / np.exp(SCORES - SCORES.max(axis=-1, keepdims=True)).sum(),
+     "with a reduction over every axis where the reference reduces one"),
     ("variable", scores, (X, W1.T), X @ X.T / np.sqrt(3),  # a copy-paste slip
      "with another variable read — `q` in place of `k` in `s = q @ k.T`"),
     ("tiled", shared, (VALUES, 9), np.concatenate([VALUES] * 3, axis=-2),  # heads j % K

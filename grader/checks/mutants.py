@@ -12,7 +12,8 @@ float8_e4m3fn), an array tiled where it is repeated entry by entry (``np.repeat`
 key/value head mapping j % K where j // (N/K) belongs), a recurrence ``m = b·m + g`` as a
 running average ``b·m + (1 − b)·g``, a value rounded to integers before a cast, an absolute
 value where the positive part belongs (``abs(p - q)`` for ``maximum(p - q, 0)``), a sigmoid
-where a softmax belongs. These are mutations of the
+where a softmax belongs, a transpose left out, a reduction over every axis where one
+axis belongs. These are mutations of the
 reference's own source, and they need no list of known mistakes: this module parses a
 reference function (and the functions of the grader's that it calls by name, down to
 :data:`DEPTH` calls), and
@@ -680,6 +681,19 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
         )  # fmt: skip
         yield site(tiled, "the whole tiled where the reference repeats each entry in a row",
                    group=f"tile:{_text(node)}")  # fmt: skip
+    if (
+        isinstance(node, ast.Attribute)
+        and node.attr in ("T", "mT")
+        and isinstance(node.ctx, ast.Load)
+    ):
+        yield site(node.value, "the transpose left out", group=f"T:{_text(node)}")
+    if (name in ("sum", "mean", "max", "min") and isinstance(node.func, ast.Attribute)
+            and any(k.arg == "axis" for k in node.keywords)):  # fmt: skip
+        # a reduction over one axis taken over all of them (a scalar: broadcast back)
+        kept = [k for k in node.keywords if k.arg not in ("axis", "keepdims")]
+        yield site(ast.Call(func=node.func, args=node.args, keywords=kept),
+                   "a reduction over every axis where the reference reduces one",
+                   group=f"allaxes:{_text(node)}", late=True)  # fmt: skip
     if (name == "maximum" and len(node.args) == 2 and not node.keywords
             and any(_int_of(a) == 0 or (isinstance(a, ast.Constant) and a.value == 0.0)
                     for a in node.args)):  # fmt: skip

@@ -60,6 +60,8 @@ def _near(got: np.ndarray, want: np.ndarray) -> bool:
         return False
     scale = float(np.abs(want[finite]).max(initial=0.0))
     return bool(np.all(np.abs(got[finite] - want[finite]) <= ATOL * scale))
+
+
 """Logits within ATOL·max|reference| (module docstring)."""
 CACHE_SPEC = (None, None, DATA, None, MODEL, None)
 CACHE_GQA = (None, None, (DATA, MODEL), None, None, None)
