@@ -397,4 +397,20 @@ def moe_layer(x, router_w, w_in, w_out, mesh, capacity):
             ),
         ),
     ),
+    Mistake(  # drafts/heldback7: a top-1 token in every slot was told of a "second choice"
+        id="l11-top1-kept-mask-broadcast-over-the-slots",
+        module="l11_expert_parallel",
+        exercise="top1_dispatch",
+        status="failed",
+        check="dispatch",
+        says=("sit in several slots of one expert", "broadcast over the C slots"),
+        never=("second choice",),
+        patch=(
+            (
+                "    return (onehot[:, :, None] * jax.nn.one_hot(slot, capacity, dtype=jnp.int32)[:, None, :]) > 0\n",
+                "    kept = (onehot * (slot < capacity)[:, None]) > 0  # [T, E]: routed there, not dropped\n"
+                "    return jnp.broadcast_to(kept[:, :, None], (*kept.shape, capacity))\n",
+            ),
+        ),
+    ),
 ]

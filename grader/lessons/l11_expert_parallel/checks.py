@@ -161,6 +161,19 @@ def _dispatch_hint(got: np.ndarray, k: int, logits: np.ndarray) -> str | None:
             "slot. A token sits at (its expert, its slot) for each of its kept choices."
         )
     twice = [t for t in range(len(got)) if np.any(got[t].sum(axis=1) > 1)]
+    if twice and k == 1:  # top-1: one choice, marked in several slots of its expert
+        t = twice[0]
+        e = int(np.argmax(got[t].sum(axis=1)))
+        slots = ", ".join(map(str, np.nonzero(got[t, e])[0]))
+        every = all(got[u, int(np.argmax(got[u].sum(axis=1)))].all() for u in twice)
+        return (
+            f"{len(twice)} token(s) sit in several slots of one expert; first, token {t} in "
+            f"expert {e} (slots {slots}). With one choice a token holds one True in its "
+            "dispatch row, at (its expert, its slot)"
+            + (": each such token holds every slot of its expert, which a kept mask [T, E] "
+               "broadcast over the C slots gives; one-hot encode the slot "
+               "(jax.nn.one_hot(slot, C))." if every else ".")
+        )  # fmt: skip
     if twice:  # measured: one token's choices are one expert
         t = twice[0]
         e = int(np.argmax(got[t].sum(axis=1)))
