@@ -299,4 +299,20 @@ def matmul_allreduce(a, b, mesh):
             ('return lax.psum(a_blk @ b_blk, "y")', 'return lax.psum(a_blk @ b_blk, ("x", "y"))'),
         ),
     ),
+    Mistake(  # drafts/heldback7: C gathered over 'x' at the end, told "you gathered operands"
+        id="l04-2d-result-gathered-whole",
+        module="l04_sharded_matmul",
+        exercise="matmul_2d",
+        status="failed",
+        check="collectives",
+        says=("the result gathered", "Or an operand of that shape was gathered"),
+        code="""
+def matmul_2d(a: jax.Array, b: jax.Array, mesh: Mesh) -> jax.Array:
+    def body(a_blk, b_blk):
+        rows = lax.psum(a_blk @ b_blk, "y")
+        return lax.all_gather(rows, "x", axis=0, tiled=True, to="invarying")
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(P("x", "y"), P("y", None)), out_specs=P())(a, b)
+""",
+    ),
 ]

@@ -248,9 +248,50 @@ ADVICE: dict[str, dict[str, str]] = {
 }
 
 
+GATHERED_RESULT = (
+    "Your C comes back whole on every device, and an all-gather builds an array of C's "
+    "shape, [I, K]: the result gathered, where C stays split like its rows ({spec}). Return "
+    "each device's own block of C: the gather moves (N − 1)/N of C for nothing."
+)
+
+
 def _advice(case: Case) -> Callable[[str, Trial], str | None]:
     table = ADVICE.get(case.name, {})
-    return lambda kind, trial: table.get(kind) or table.get("*")
+
+    def advice(kind: str, trial: Trial) -> str | None:
+        said = table.get(kind) or table.get("*")
+        if kind == ALL_GATHER and _gathers_the_result(trial):
+            spec = getattr(trial.extra.get("sharding"), "spec", None)
+            result = GATHERED_RESULT.format(spec=f"{spec}" if spec is not None else "its out_specs")
+            i, j, k = trial.example["shape"]
+            if j in (i, k) and said:  # an operand of C's shape: either reading
+                return f"{result} Or an operand of that shape was gathered: {said}"
+            return result
+        return said
+
+    return advice
+
+
+def _gathers_the_result(trial: Trial) -> bool:
+    """Your C comes back whole on every device and an all-gather of the program builds an
+    array of C's global shape [I, K] (an operand, [I, J] or [J, K], may have it too where J
+    is I or K: :func:`_advice` then gives both readings)."""
+    import re
+
+    i, j, k = trial.example["shape"]
+    out = trial.output
+    if not getattr(getattr(out, "sharding", None), "is_fully_replicated", False):
+        return False
+    for c in trial.comms.collectives:
+        dims = re.search(r"\[([\d,]*)\]", c.shape or "")
+        if (
+            c.kind == ALL_GATHER
+            and c.count
+            and dims
+            and tuple(int(d) for d in dims.group(1).split(",") if d) == (i, k)
+        ):
+            return True
+    return False
 
 
 def _alternatives(case: Case) -> Callable[[Trial], list[tuple[str, Any]]] | None:
