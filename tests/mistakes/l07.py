@@ -565,4 +565,21 @@ def fsdp_grads(params, x, y, mesh):
             ),
         ),
     ),
+    Mistake(  # drafts/heldback7: y gathered at the end was told "the input rows" moved
+        id="l07-forward-output-gathered-whole",
+        module="l07_fsdp",
+        exercise="fsdp_forward",
+        status="failed",
+        check="all-gather bytes",
+        says=("y gathered at the end, or x gathered before the layers",),
+        never=("carry the input rows",),
+        code="""
+def fsdp_forward(params: dict, x: jax.Array, mesh: Mesh) -> jax.Array:
+    def body(p, xb):
+        yb = _local_forward(p, xb)
+        return lax.all_gather(yb, AXIS, axis=0, tiled=True, to="invarying")  # the whole y
+
+    return jax.shard_map(body, mesh=mesh, in_specs=(PARAMS, BATCH), out_specs=P())(params, x)
+""",
+    ),
 ]

@@ -422,6 +422,16 @@ def batch_gathered(trial: Trial) -> str | None:
             if c.kind == ALL_GATHER and c.count and _dims(c.shape)[-2:] == batch]  # fmt: skip
     if not hits:
         return None
+    out = trial.output
+    if (trial.extra.get("kind") == "forward" and getattr(out, "shape", None) == batch
+            and getattr(getattr(out, "sharding", None), "is_fully_replicated", False)):  # fmt: skip
+        return (
+            f"An all-gather returns an array of the batch's shape, {list(batch)} "
+            f"({hits[0].name}), and your y comes back whole on every device: y gathered at "
+            "the end, or x gathered before the layers (each device then computes every row). "
+            "y stays split by rows like x, P('data', None): each device returns the rows it "
+            "computed from its own rows of x, and nothing of the batch moves."
+        )
     return (
         f"An all-gather returns the whole batch, {list(batch)} ({hits[0].name}): the extra "
         "bytes carry the input rows, not the weights. In FSDP the batch never moves: each "
