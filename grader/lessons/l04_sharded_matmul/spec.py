@@ -228,9 +228,10 @@ ADVICE: dict[str, dict[str, str]] = {
     },
     "allreduce": {ALL_GATHER: _GATHERED_BOTH},
     "reducescatter": {
-        ALL_REDUCE: "A psum followed by slicing out your columns moves 2(N − 1)/N·|C| bytes; "
-        "lax.psum_scatter(partial, 'x', scatter_dimension=1, tiled=True) sums and scatters in "
-        "one reduce-scatter of (N − 1)/N·|C| — half the bytes.",
+        ALL_REDUCE: "A psum (an all-reduce) of a partial C moves 2(N − 1)/N·|C| bytes, and "
+        "leaves every column on every device; lax.psum_scatter(partial, 'x', "
+        "scatter_dimension=1, tiled=True) sums and scatters in one reduce-scatter of "
+        "(N − 1)/N·|C| — half the bytes.",
         ALL_GATHER: "You gathered operands (all-gather) although both are split along J: each "
         "device can multiply its own blocks into a partial C, and one psum_scatter adds and "
         "scatters them — (N − 1)/N·|C| bytes instead of (N − 1)/N·(|A| + |B|). One "
