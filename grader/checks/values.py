@@ -112,7 +112,8 @@ class Values(Check):
                 self.name,
                 False,
                 f"returned dtype {out.dtype.name}; expected {want_dtype}",
-                hint="Keep the input's dtype: a float32 constant (jnp.zeros without dtype=) or "
+                hint=_widened(trial.program, out.dtype.name, want_dtype)
+                or "Keep the input's dtype: a float32 constant (jnp.zeros without dtype=) or "
                 "a Python float can promote bfloat16 to float32.",
             )
         atol, rtol = self._tolerance(trial, want)
@@ -516,6 +517,37 @@ Behaviour = diagnose.Behaviour
 """An alternative's hint (``Values(alternatives=…)``) that says what the output does
 (the gradient came back unclipped), which several causes give: a change of the reference
 that gives the output is still looked for, and said first."""
+
+
+def _widened(program: Any, got: str, want: str) -> str | None:
+    """Where the traced program never casts ``got`` back to ``want``: a matrix product whose
+    result is ``got`` (``preferred_element_type``), or a cast of a ``want`` value to ``got``,
+    read from the program, said as what made the wider result; None where the program
+    casts back somewhere (the output is another value) or shows neither."""
+    if program is None:
+        return None
+    computed = list(getattr(program, "computed", {}) or ())
+    casts = [c for c in computed if c.op == "convert_element_type"]
+    if any(c.source == got and c.dtype == want for c in casts):
+        return None
+    up = any(c.source == want and c.dtype == got for c in casts)
+    wide = any(d.dtype == got for d in getattr(program, "dots", ()))
+    if up and wide:
+        return (f"Your program converts a {want} value to {got}, and a matrix product returns "
+                f"{got} (a {got} operand promotes it, as does preferred_element_type); "
+                f"nothing casts back to {want}: cast the result back (.astype(x.dtype)), or "
+                f"compute in {got} only where the lesson asks for it.")  # fmt: skip
+    if wide:
+        return (f"A matrix product of your program returns {got} (preferred_element_type="
+                f"jnp.{got}, say), and nothing casts it back to {want}: cast the result to "
+                f"the inputs' dtype ({want}) before returning it, .astype(x.dtype).")  # fmt: skip
+    if up:
+        return (f"Your program converts a {want} value to {got} (an astype, or a {got} "
+                f"array or constant beside it promotes it: jnp.zeros without dtype=) and "
+                f"nothing casts back to {want}: whatever is computed from it stays {got}. "
+                f"Cast the result back (.astype(x.dtype)), or compute in {got} only where the "
+                "lesson asks for it.")  # fmt: skip
+    return None
 
 
 def _unreached(trial: Trial, shards, actual: list[np.ndarray], masks: list,

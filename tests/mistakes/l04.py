@@ -315,4 +315,36 @@ def matmul_2d(a: jax.Array, b: jax.Array, mesh: Mesh) -> jax.Array:
     return jax.shard_map(body, mesh=mesh, in_specs=(P("x", "y"), P("y", None)), out_specs=P())(a, b)
 """,
     ),
+    Mistake(  # drafts/heldback7: the float32 product returned as it is; the hint named a constant
+        id="l04-allgather-product-left-in-float32",
+        module="l04_sharded_matmul",
+        exercise="matmul_allgather",
+        status="failed",
+        check="values",
+        says=("A matrix product of your program returns float32",),
+        never=("jnp.zeros without dtype",),
+        patch=(
+            ("from jax import lax\n", "import jax.numpy as jnp\nfrom jax import lax\n"),
+            (
+                "        return a_full @ b_full\n",
+                "        return jnp.matmul(a_full, b_full, preferred_element_type=jnp.float32)\n",
+            ),
+        ),
+    ),
+    Mistake(  # its neighbour: a float32 constant added to the bfloat16 product (no wide product)
+        id="l04-allgather-product-plus-float32-zeros",
+        module="l04_sharded_matmul",
+        exercise="matmul_allgather",
+        status="failed",
+        check="values",
+        says=("converts a bfloat16 value to float32 (an astype, or a float32 array or constant",),
+        never=("matrix product",),
+        patch=(
+            ("from jax import lax\n", "import jax.numpy as jnp\nfrom jax import lax\n"),
+            (
+                "        return a_full @ b_full\n",
+                "        return a_full @ b_full + jnp.zeros(b_full.shape[-1])\n",
+            ),
+        ),
+    ),
 ]

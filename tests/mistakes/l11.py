@@ -413,4 +413,19 @@ def moe_layer(x, router_w, w_in, w_out, mesh, capacity):
             ),
         ),
     ),
+    Mistake(  # drafts/heldback7: logits cast to float32 for the router leak into y
+        id="l11-moe-router-in-float32-leaks-into-y",
+        module="l11_expert_parallel",
+        exercise="moe_layer",
+        status="failed",
+        check="values",
+        says=("converts a bfloat16 value to float32, and a matrix product returns float32",),
+        patch=(
+            (
+                "        dispatch, combine = top1_dispatch(x_rows @ router, capacity)  # [T/N, E, C]\n",
+                "        logits = (x_rows @ router).astype(jnp.float32)  # route in float32\n"
+                "        dispatch, combine = top1_dispatch(logits, capacity)  # [T/N, E, C]\n",
+            ),
+        ),
+    ),
 ]
