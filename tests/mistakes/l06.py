@@ -434,4 +434,20 @@ def dp_train_step(params, x, y, mesh, lr):
             ),
         ),
     ),
+    Mistake(  # drafts/heldback7: 1/n_micro, told "1/(D = 8, the model dimension)" first
+        id="dp-accumulate-micro-grads-divided-twice",
+        module=L06,
+        exercise="dp_accumulate",
+        status="failed",
+        check="values",
+        says=("1/n_micro = 1/8 of the reference", "divided by n_micro once too often"),
+        never=("the model dimension",),
+        patch=(
+            (
+                "            g = jax.grad(tinymodels.loss)(pv, *batch)\n",
+                "            g = jax.grad(tinymodels.loss)(pv, *batch)\n"
+                "            g = jax.tree.map(lambda t: t / n_micro, g)  # this micro-batch's share\n",
+            ),
+        ),
+    ),
 ]

@@ -320,6 +320,13 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
                 "N (pmean after the loop does the N).",
                 scaled(n * micro),
             ),
+            (
+                f"Your gradient is 1/n_micro = 1/{micro} of the reference: divided by n_micro "
+                "once too often — each micro-batch's gradient weighted 1/n_micro as it is "
+                "added and the sum divided by n_micro again, say. The mean of the n_micro "
+                "micro-batch means is their sum divided by n_micro once.",
+                scaled(1 / micro),
+            ),
         ]
     if n > 1 and name is None:  # the loss leaf: the gradients may well be right
         out.append((
