@@ -156,6 +156,36 @@ def test_an_infinite_expected_element_is_matched_by_the_same_infinity_only():
                           expected=want, mesh=mesh)).passed  # fmt: skip
 
 
+def test_a_ring_output_wrong_in_each_device_s_own_slot_only_is_said_so():
+    """An all-gather of 4 blocks per device where device i's block i (its own) is 0 and every
+    other right: said as the own slot, on a ring only. Both ways: the slot after it wrong
+    instead (a shift, not the own block), or the check not a ring's: not said."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from grader.measure import devices
+
+    mesh = devices.make_mesh((4,), ("x",))
+    blocks = np.arange(1, 5, dtype=np.float32).repeat(2)  # [N·b] with b = 2: 1 1 2 2 3 3 4 4
+    want = np.tile(blocks, 4)  # every device holds all four blocks
+
+    def placed(wrong_slot):
+        got = want.copy().reshape(4, 4, 2)
+        for i in range(4):
+            got[i, wrong_slot(i)] = 0
+        return jax.device_put(got.reshape(-1), NamedSharding(mesh, P("x")))
+
+    own = Values(ring=True)(Trial({}, output=placed(lambda i: i), expected=want, mesh=mesh))
+    assert "its own slot only: device i's block i of the N = 4" in own.hint, own.hint
+    assert "and they are 0 there" in own.hint
+    later = Values(ring=True)(Trial({}, output=placed(lambda i: (i + 1) % 4), expected=want,
+                                    mesh=mesh))  # fmt: skip
+    assert "own slot" not in (later.hint or ""), later.hint
+    plain = Values()(Trial({}, output=placed(lambda i: i), expected=want, mesh=mesh))
+    assert "own slot" not in (plain.hint or ""), plain.hint
+
+
 def test_tolerance_grows_with_the_reduction():
     from grader.checks.values import tolerance
 

@@ -241,6 +241,9 @@ class Values(Check):
         elif place or said:
             evidence = [Note(f"where: {place}")] if place else []
             evidence += [Note(f"measured: {x}") for x in said]
+        if self.ring and (own := _own_slot(trial, shards, actual, masks)):
+            hint = own if hint is None or not hint.startswith(diagnose.NON_FINITE) else hint
+            said = [s for s in said if not s.startswith("your value is exactly 0")]
         if unreached := _unreached(trial, shards, actual, masks, self.ring):
             hint = unreached if hint is None or not hint.startswith(diagnose.NON_FINITE) else hint
             said = [s for s in said if not s.startswith("your value is exactly 0")]
@@ -548,6 +551,32 @@ def _widened(program: Any, got: str, want: str) -> str | None:
                 f"Cast the result back (.astype(x.dtype)), or compute in {got} only where the "
                 "lesson asks for it.")  # fmt: skip
     return None
+
+
+def _own_slot(trial: Trial, shards, actual: list[np.ndarray], masks: list) -> str | None:
+    """On a ring of N > 1 devices whose every device is wrong: where each device's wrong
+    elements lie only in its own slot, block i of the N along axis 0 for device i, said so
+    (with its values there, where they are 0): the block a ring never sends, the device's
+    own, which the program writes apart from the loop. None otherwise."""
+    mesh = trial.mesh
+    if mesh is None or mesh.devices.ndim != 1 or mesh.devices.size < 2:
+        return None
+    n = mesh.devices.size
+    order = {d.id: i for i, d in enumerate(mesh.devices.flat)}
+    zeros = True
+    for s, a, m in zip(shards, actual, masks):
+        if m is None or not m.any() or m.ndim == 0 or m.shape[0] % n:
+            return None
+        i, b = order.get(s.device.id), m.shape[0] // n
+        rows = np.nonzero(m.reshape(m.shape[0], -1).any(axis=1))[0]
+        if i is None or rows.min() < i * b or rows.max() >= (i + 1) * b:
+            return None
+        zeros = zeros and bool(np.all(as_numpy(a)[m] == 0))
+    return ("On every device the wrong elements lie in its own slot only: device i's block i "
+            f"of the N = {n} along axis 0, the slot of its own index"
+            + (", and they are 0 there" if zeros else "")
+            + ". A ring never sends a device its own block: it is written there apart from "
+            "the loop, before the first step.")  # fmt: skip
 
 
 def _unreached(trial: Trial, shards, actual: list[np.ndarray], masks: list,

@@ -325,4 +325,13 @@ def ring_all_gather(x, axis_name):
             ),
         ),
     ),
+    Mistake(  # drafts/heldback7: the own block never written: "exactly 0" before
+        id="l02-gather-own-block-never-written",
+        module="l02_collectives",
+        exercise="ring_all_gather",
+        status="failed",
+        check="values",
+        says=("own block",),
+        patch=(("    out = lax.dynamic_update_slice_in_dim(out, x, me * b, axis=0)\n\n", "\n"),),
+    ),
 ]
