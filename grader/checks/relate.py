@@ -663,8 +663,8 @@ def _readings(name: str) -> str:
 def _counts(x: np.ndarray) -> bool:
     """Values a counter can hold: one whole number, not below 0 (an input of −1 that came
     out 0 is no counter one on; nor is one element of an array that came out one off, nor
-    an array of one element: a block of a mesh of one device)."""
-    return bool(x.ndim == 0 and np.all(x >= 0) and np.all(x == np.round(x)))
+    a matrix of one element: a block [1, 1] of a mesh of one device)."""
+    return bool(x.size == 1 and x.ndim <= 1 and np.all(x >= 0) and np.all(x == np.round(x)))
 
 
 def _factor(
