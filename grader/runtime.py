@@ -110,6 +110,17 @@ def shape_hint(
                     f"along axis {k}; the expected {list(want)} is it cut to {length} along "
                     f"axis {j}: the slice is along axis {k} (axis={k} or {k - len(given)}) where "
                     f"axis {j} belongs.")  # fmt: skip
+        if (len(cut) == 1 and len(ought) == 1 and cut != ought and given[cut[0]]
+                and given[ought[0]] and got[cut[0]] % given[cut[0]] == 0
+                and got[cut[0]] // given[cut[0]] == want[ought[0]] // given[ought[0]] > 1
+                and want[ought[0]] % given[ought[0]] == 0):  # fmt: skip
+            (k,), (j,) = cut, ought
+            times = got[k] // given[k]
+            return (f"Your block is the one you were given, {list(given)}, {times} times as "
+                    f"long along axis {k}; the expected {list(want)} is it {times} times as "
+                    f"long along axis {j}: the blocks are put together along axis {k} "
+                    f"(axis={k} or {k - len(given)}) where axis {j} belongs (jnp.tile(x, n) "
+                    "with one count repeats the last axis; jnp.tile(x, (n, 1)) the first).")  # fmt: skip
     if len(wrong) != 1 or not want[wrong[0]]:
         return None
     (i,) = wrong

@@ -386,6 +386,9 @@ def test_a_block_cut_along_another_axis_than_the_expected_one_is_said_which():
     assert "cut to 1 along axis 1" in said and "along axis 1 (axis=1 or -1) where axis 0" in said
     assert shape_hint((4, 1), (2, 2), (4, 2)) is None  # not the expected's length
     assert shape_hint((4, 1), (1, 2)) is None  # the given block unknown
+    grown = shape_hint((1, 8), (4, 2), (1, 2))  # tiled along the last axis, not the first
+    assert "4 times as long along axis 1" in grown and "where axis 0 belongs" in grown, grown
+    assert shape_hint((1, 6), (4, 2), (1, 2)) is None  # 3× where 4× belongs: not that sentence
     right_axis = shape_hint((2, 2), (1, 2), (4, 2))
     assert "Axis 0 of your block is 2 long where 1 belongs" in right_axis, right_axis
 

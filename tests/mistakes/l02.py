@@ -334,4 +334,19 @@ def ring_all_gather(x, axis_name):
         says=("own block",),
         patch=(("    out = lax.dynamic_update_slice_in_dim(out, x, me * b, axis=0)\n\n", "\n"),),
     ),
+    Mistake(  # drafts/heldback7: the buffer tiled along the last axis; message only before
+        id="l02-gather-buffer-tiled-on-the-last-axis",
+        module="l02_collectives",
+        exercise="ring_all_gather",
+        status="failed",
+        check="returns",
+        says=("4 times as long along axis 1", "where axis 0 belongs"),
+        patch=(
+            (
+                "    out = jnp.zeros((n * b, *x.shape[1:]), x.dtype)\n"
+                '    out = lax.pcast(out, axis_name, to="varying")  # the buffer differs per device\n',
+                "    out = jnp.zeros_like(jnp.tile(x, n))  # N copies' room, x's dtype, varying\n",
+            ),
+        ),
+    ),
 ]
