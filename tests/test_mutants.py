@@ -68,6 +68,11 @@ def moments(m, v, g, b1=0.9, b2=0.99):
     return np.concatenate([m, v])
 
 
+def resblock(h, w):
+    h = h + np.tanh(h @ w)
+    return h
+
+
 def gated(logits):
     return softmax(logits)
 
@@ -207,6 +212,9 @@ KINDS = [
      np.exp(SCORES - SCORES.max(axis=-1, keepdims=True))
      / np.exp(SCORES - SCORES.max(axis=-1, keepdims=True)).sum(),
      "with a reduction over every axis where the reference reduces one"),
+    ("twice", resblock, (SQUARE, SQUARE.T), 2 * SQUARE + np.tanh(SQUARE @ SQUARE.T),
+     "with the term `h` counted twice — `2 * h + np.tanh(h @ w)` in place of "
+     "`h + np.tanh(h @ w)`"),
     ("variable", scores, (X, W1.T), X @ X.T / np.sqrt(3),  # a copy-paste slip
      "with another variable read — `q` in place of `k` in `s = q @ k.T`"),
     ("tiled", shared, (VALUES, 9), np.concatenate([VALUES] * 3, axis=-2),  # heads j % K

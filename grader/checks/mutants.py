@@ -13,7 +13,8 @@ key/value head mapping j % K where j // (N/K) belongs), a recurrence ``m = b·m 
 running average ``b·m + (1 − b)·g``, a value rounded to integers before a cast, an absolute
 value where the positive part belongs (``abs(p - q)`` for ``maximum(p - q, 0)``), a sigmoid
 where a softmax belongs, a transpose left out, a reduction over every axis where one
-axis belongs. These are mutations of the
+axis belongs, a term of a sum counted twice (``2·h + f(h)``: a residual added again). These
+are mutations of the
 reference's own source, and they need no list of known mistakes: this module parses a
 reference function (and the functions of the grader's that it calls by name, down to
 :data:`DEPTH` calls), and
@@ -616,6 +617,16 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
         yield site(node.left, left_out)
         if op in (ast.Add, ast.Mult):
             yield site(node.right, left_out)
+        if op is ast.Add:  # a term counted twice: x + f(x) with x added again (a residual)
+            for twice, other, first in ((node.left, node.right, True),
+                                        (node.right, node.left, False)):  # fmt: skip
+                if isinstance(twice, ast.Constant):
+                    continue  # a constant doubled: another constant (one more, say)
+                doubled = ast.BinOp(left=ast.Constant(2), op=ast.Mult(), right=twice)
+                new = (ast.BinOp(left=doubled, op=ast.Add(), right=other) if first
+                       else ast.BinOp(left=other, op=ast.Add(), right=doubled))  # fmt: skip
+                yield site(new, f"the term `{_text(twice)}` counted twice",
+                           group=f"twice-term:{_text(node)}:{first}")  # fmt: skip
         if op is ast.Add:  # a weighted sum's weights swapped: a·x + b·y as b·x + a·y
             left, right = _factors(node.left), _factors(node.right)
             if len(left) > 1 and len(right) > 1 and _text(left[0]) != _text(right[0]):

@@ -582,4 +582,18 @@ def fsdp_forward(params: dict, x: jax.Array, mesh: Mesh) -> jax.Array:
     return jax.shard_map(body, mesh=mesh, in_specs=(PARAMS, BATCH), out_specs=P())(params, x)
 """,
     ),
+    Mistake(  # drafts/heldback7: h + layer(h) where layer adds h already; no hint before
+        id="l07-forward-residual-added-twice",
+        module="l07_fsdp",
+        exercise="fsdp_forward",
+        status="failed",
+        check="values",
+        says=("the term `h` counted twice",),
+        patch=(
+            (
+                "    return layer(h, w_in, w_out)\n",
+                "    return h + layer(h, w_in, w_out)  # the residual around the layer\n",
+            ),
+        ),
+    ),
 ]
