@@ -104,4 +104,9 @@ def prediction_factors(kind: str, ex: Example) -> list[tuple[float, str]]:
             (4 * per, "Once per block: the 4 all-reduces run in each of the L blocks, "
              "4·L·2(m−1)/m·|[B/data, S, D]|."),
         ]  # fmt: skip
+        hdh = shapes["wq"][-1] if len(shapes["wq"]) == 3 else None
+        if hdh and hdh != d:
+            out.append((4 * layers * per * hdh / d, f"The all-reduced activations are "
+                        f"[B/data, S, D], D = {d}: the psums carry o @ wo and the MLP's output, "
+                        f"both back in the model's width — not the heads' width H·Dh = {hdh}."))  # fmt: skip
     return out

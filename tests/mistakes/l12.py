@@ -524,4 +524,18 @@ MISTAKES += [
             ),
         ),
     ),
+    Mistake(  # drafts/heldback7: activations sized by the heads' width; "no known slip" before
+        id="l12-prediction-activation-width-of-the-heads",
+        module="l12_parallel_transformer",
+        exercise="predict_step_bytes",
+        status="failed",
+        check="prediction",
+        says=("not the heads' width H·Dh = 24",),
+        patch=(
+            (
+                "    act = b // data * s * d * itemsize  # h on one device: [B/data, S, D]\n",
+                '    act = b // data * s * shapes["wq"][2] * itemsize  # o on one device: [B/data, S, H·Dh]\n',
+            ),
+        ),
+    ),
 ]
