@@ -454,4 +454,22 @@ def multihost_train_step(params, local_x, local_y, mesh, lr):
             ),
         ),
     ),
+    Mistake(  # drafts/heldback7: the first device's block, not the union; message only before
+        id="l13-slices-of-one-device-only",
+        module="l13_multi_host",
+        exercise="host_local_slices",
+        status="failed",
+        check="block",
+        says=("That is one device's block, [0:1, 0:8], of the 4",),
+        code="""
+def host_local_slices(
+    global_shape: tuple[int, ...], mesh: Mesh, spec: P, process_index: int
+) -> tuple[slice, ...]:
+    blocks = NamedSharding(mesh, spec).devices_indices_map(tuple(global_shape))
+    for device, index in blocks.items():
+        if device.process_index == process_index:  # this process's device holds this block
+            return tuple(slice(*s.indices(n)[:2]) for s, n in zip(index, global_shape))
+    raise ValueError(f"process {process_index} holds no device of this mesh")
+""",
+    ),
 ]

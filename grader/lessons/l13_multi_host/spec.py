@@ -170,17 +170,22 @@ def process_blocks(mesh: Any, spec: Any, shape: tuple[int, ...]) -> list[Any]:
 
 
 def run_slices(rt: Any, fn: Any, ex: Example) -> Trial:
+    from jax.sharding import NamedSharding
+
     p, d = ex["hosts"], ex["local"]
     shape = (p * d * ex["rows"], p * d * ex["cols"])
     spec = _pspec(ex["spec"])
-    want = process_blocks(_mesh(rt, ex), spec, shape)
+    mesh = _mesh(rt, ex)
+    want = process_blocks(mesh, spec, shape)
+    index = NamedSharding(mesh, spec).devices_indices_map(shape)
+    boxes = [sorted({_box(index[d], shape) for d in row}) for row in mesh.devices]
     said = _task(rt, ex, "host_local_slices", on_process.slices, {"shape": shape, "spec": spec})
     for i, s in enumerate(said):  # the grader's model of the cluster: mesh row i = process i
         theirs = {_box(ix, shape) for ix in s["addressable"]}
         if want[i] is not None and not all(_inside(b, want[i]) for b in theirs):
             raise GraderFault(f"process {i}'s devices hold {sorted(theirs)}, not in {want[i]}")
     return Trial(ex, output=[s["answers"] for s in said], expected=want,
-                 extra={"shape": shape, "spec": str(spec)})  # fmt: skip
+                 extra={"shape": shape, "spec": str(spec), "device_boxes": boxes})  # fmt: skip
 
 
 def _inside(box: Any, outer: Any) -> bool:
@@ -234,6 +239,16 @@ def _blocks_hint(got: Any, want: Any, q: int, trial: Trial) -> str | None:
         return "The union of this process's blocks is one block: return it."
     if got == tuple((0, n) for n in trial.extra["shape"]):
         return "That is the whole array: a process holds only its own devices' blocks (d.process_index)."
+    mine = (
+        (trial.extra.get("device_boxes") or [])[q]
+        if q < len(trial.extra.get("device_boxes") or [])
+        else []
+    )
+    if got in mine and len(mine) > 1:
+        return (f"That is one device's block, {_show_box(got)}, of the {len(mine)} that process "
+                f"{q}'s devices hold: a process holds the union of all its devices' blocks — "
+                "the smallest start and the largest stop along each dimension, over every "
+                "device whose process_index is the process's.")  # fmt: skip
     return None
 
 
