@@ -581,4 +581,26 @@ def pipeline_forward(params, x, mesh, n_micro):
             ),
         ),
     ),
+    Mistake(  # drafts/heldback7: the grid walked row by row as if a row were a stage
+        id="l09-peaks-grid-read-as-stage-by-tick",
+        module="l09_pipeline",
+        exercise="peak_activations",
+        status="failed",
+        check="values",
+        says=("one count per tick", "the grid is schedule[tick][stage]"),
+        code="""
+def peak_activations(schedule: Schedule) -> list[int]:
+    has_w = any(c is not None and c[0] == "W" for row in schedule for c in row)
+    last = "W" if has_w else "B"
+    peaks = []
+    for ops in schedule:  # one stage's ops, tick by tick
+        alive = peak = 0
+        for op in ops:
+            if op is not None:
+                alive += (op[0] == "F") - (op[0] == last)
+                peak = max(peak, alive)
+        peaks.append(peak)
+    return peaks
+""",
+    ),
 ]

@@ -312,6 +312,19 @@ def _peaks_suspects(trial: Trial) -> list[tuple[Any, str]]:
     if len(set(sim.peaks)) > 1:  # (every stage's peak the same: the largest tells nothing)
         out.append(([top] * p, f"You returned the largest stage's peak ({top}) on every stage: "
                     f"each stage's count is its own; {walk}"))  # fmt: skip
+    if sim.ticks != p:  # the grid read as [stage][tick]: one count per tick, across stages
+        last = schedules.WEIGHT if sim.split_w else schedules.BACKWARD
+        per_tick = []
+        for row in sim.grid:
+            alive = peak = 0
+            for c in row:
+                alive += c.startswith(schedules.FORWARD) - c.startswith(last)
+                peak = max(peak, alive)
+            per_tick.append(peak)
+        out.append((per_tick, f"Your list has one count per tick ({sim.ticks}), each walked "
+                    "across the stages of that tick: the grid is schedule[tick][stage], a row a "
+                    f"tick. Return one count per stage ({p}): walk each stage's column, "
+                    "schedule[t][s] for t in order."))  # fmt: skip
     return out + [
         (
             [m] * p,
