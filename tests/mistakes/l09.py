@@ -603,4 +603,22 @@ def peak_activations(schedule: Schedule) -> list[int]:
     return peaks
 """,
     ),
+    Mistake(  # drafts/heldback7: idle counted up to each stage's last op only
+        id="l09-bubble-trailing-idle-not-counted",
+        module="l09_pipeline",
+        exercise="bubble_fraction",
+        status="failed",
+        check="values",
+        says=("counts a stage idle only until its last op",),
+        code="""
+def bubble_fraction(schedule: Schedule) -> float:
+    idle = busy = 0
+    for s in range(len(schedule[0])):
+        column = [row[s] for row in schedule]
+        last = max(t for t, op in enumerate(column) if op is not None)
+        busy += sum(op is not None for op in column)
+        idle += sum(op is None for op in column[: last + 1])  # a finished stage is not idle
+    return idle / (idle + busy)
+""",
+    ),
 ]

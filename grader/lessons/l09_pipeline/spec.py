@@ -269,7 +269,17 @@ def _bubble_words(trial: Trial) -> str:
 def _bubble_suspects(trial: Trial) -> list[tuple[Any, str]]:
     sim, p, m = trial.extra["sim"], trial.example["p"], trial.example["m"]
     cells, busy = sim.ticks * p, sim.ticks * p - sim.idle
-    return [
+    lasts = [max((t for t, row in enumerate(sim.grid) if row[s] != ""), default=-1)
+             for s in range(p)]  # fmt: skip
+    early = sum(sum(sim.grid[t][s] == "" for t in range(last + 1))
+                for s, last in enumerate(lasts))  # fmt: skip
+    out = []
+    if early != sim.idle and early + busy:
+        out.append((early / (early + busy), f"Your fraction counts a stage idle only until its "
+                    f"last op ({early} idle cells): the ticks after it count too ({sim.idle} "
+                    "in all) — a stage that has finished waits for the step to end. Divide "
+                    "every idle cell by ticks × stages."))  # fmt: skip
+    return out + [
         (
             schedules.bubble_formula(p, m),
             "You returned (p − 1)/(m + p − 1), the formula for GPipe and 1F1B. This schedule "
