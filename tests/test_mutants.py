@@ -73,6 +73,12 @@ def resblock(h, w):
     return h
 
 
+def momentum_step(w, v, g):
+    v = 0.9 * v + g
+    w = w - 0.1 * v
+    return w
+
+
 def gated(logits):
     return softmax(logits)
 
@@ -215,6 +221,9 @@ KINDS = [
     ("twice", resblock, (SQUARE, SQUARE.T), 2 * SQUARE + np.tanh(SQUARE @ SQUARE.T),
      "with the term `h` counted twice — `2 * h + np.tanh(h @ w)` in place of "
      "`h + np.tanh(h @ w)`"),
+    ("stale", momentum_step, (M, V, G), M - 0.1 * V,  # the momentum of the step before
+     "with `v` read before its update — `v` as it was before `v = 0.9 * v + g`, in place of "
+     "its new value"),
     ("variable", scores, (X, W1.T), X @ X.T / np.sqrt(3),  # a copy-paste slip
      "with another variable read — `q` in place of `k` in `s = q @ k.T`"),
     ("tiled", shared, (VALUES, 9), np.concatenate([VALUES] * 3, axis=-2),  # heads j % K

@@ -13,8 +13,9 @@ key/value head mapping j % K where j // (N/K) belongs), a recurrence ``m = b·m 
 running average ``b·m + (1 − b)·g``, a value rounded to integers before a cast, an absolute
 value where the positive part belongs (``abs(p - q)`` for ``maximum(p - q, 0)``), a sigmoid
 where a softmax belongs, a transpose left out, a reduction over every axis where one
-axis belongs, a term of a sum counted twice (``2·h + f(h)``: a residual added again). These
-are mutations of the
+axis belongs, a term of a sum counted twice (``2·h + f(h)``: a residual added again), a variable
+read at its value before its update (``w − lr·m`` with the old ``m``: one step behind).
+These are mutations of the
 reference's own source, and they need no list of known mistakes: this module parses a
 reference function (and the functions of the grader's that it calls by name, down to
 :data:`DEPTH` calls), and
@@ -329,7 +330,66 @@ def _prepared(fn: types.FunctionType) -> _Prepared | None:
     groups: dict[str, list[_Site]] = {}
     for s in sites:
         groups.setdefault(s.group, []).append(s)
+    for group in _stale(tree, skip, lines):
+        groups[group[0].group] = group
     return _Prepared(tree, lines, nodes, frozenset(skip), up, sites, groups)
+
+
+STALE = "stale:"
+"""The group key's start of a read of a variable's value before its update (:func:`_stale`)."""
+
+
+def _stale(tree: ast.FunctionDef, skip: set[int], lines: list[str]) -> Iterator[list[_Site]]:
+    """A variable updated from itself (``m = b * m + g``) read further on at its value
+    before the update (``master - lr * m`` with the old ``m``: a state one step behind):
+    per later read, the update keeps the old value aside (``m = (_before_m := m, …)[1]``)
+    and that read takes it."""
+    blocks = [tree.body] + [getattr(n, f) for n in ast.walk(tree)
+                            for f in ("body", "orelse") if n is not tree
+                            and isinstance(getattr(n, f, None), list)]  # fmt: skip
+    for block in blocks:
+        for i, stmt in enumerate(block):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Name) and id(stmt) not in skip):  # fmt: skip
+                continue
+            name = stmt.targets[0].id
+            if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt.value)):
+                continue  # not an update of itself
+            aside = f"_before_{name}"
+            kept = ast.Subscript(
+                value=ast.Tuple(elts=[ast.NamedExpr(target=ast.Name(id=aside, ctx=ast.Store()),
+                                                    value=ast.Name(id=name, ctx=ast.Load())),
+                                      stmt.value], ctx=ast.Load()),
+                slice=ast.Constant(1), ctx=ast.Load())  # fmt: skip
+            for later in block[i + 1 :]:
+                targets = {t.id for t in getattr(later, "targets", []) if isinstance(t, ast.Name)}
+                for n in ast.walk(later):
+                    if (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id == name
+                            and id(n) not in skip):  # fmt: skip
+                        key = f"{STALE}{n._place}"  # type: ignore[attr-defined]
+                        before = lines[stmt.lineno - 1].strip()
+                        yield [
+                            _Site(
+                                n._place,
+                                ast.Name(id=aside, ctx=ast.Load()),
+                                name,  # type: ignore[attr-defined]
+                                before,
+                                later.lineno - 1,
+                                f"`{name}` read before its update",
+                                key,
+                            ),
+                            _Site(
+                                stmt.value._place,
+                                kept,
+                                "",
+                                "",
+                                stmt.lineno - 1,  # type: ignore[attr-defined]
+                                "",
+                                key,
+                            ),
+                        ]
+                if name in targets:
+                    break  # assigned again: later reads are of the new value
 
 
 def _changed(fn: types.FunctionType, p: _Prepared, late: bool = False) -> Iterator[Mutant]:
@@ -339,6 +399,15 @@ def _changed(fn: types.FunctionType, p: _Prepared, late: bool = False) -> Iterat
     sites, groups = p.sites, p.groups
     for group in groups.values():
         if group[0].late != late:
+            continue
+        if group[0].group.startswith(STALE):
+            first = group[0]
+            built = _built(fn, tree, group, up)
+            if built is not None:
+                swap = (f"`{first.old_text}` as it was before `{first.new_text}`, in place "
+                        "of its new value")  # fmt: skip
+                yield Mutant(f"with {first.words} — {swap}", built,
+                             f"in `{lines[first.line].strip()}`", _text_of(built), (), swap)  # fmt: skip
             continue
         if len(group) > 1 and group[0].new_text != group[0].old_text:
             first = group[0]

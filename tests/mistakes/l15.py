@@ -696,4 +696,18 @@ MISTAKES: list[Mistake] = [
             ),
         ),
     ),
+    Mistake(  # drafts/heldback7: the master stepped with the momentum it was given
+        id="l15-scaled-master-stepped-with-the-old-momentum",
+        module="l15_optimizer",
+        exercise="loss_scaled_step",
+        status="failed",
+        check="values",
+        says=("`m` read before its update",),
+        patch=(
+            (
+                '        master = s["master"] - hp["lr"] * m\n',
+                '        master = s["master"] - hp["lr"] * s["m"]\n',
+            ),
+        ),
+    ),
 ]
