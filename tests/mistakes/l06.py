@@ -450,4 +450,19 @@ def dp_train_step(params, x, y, mesh, lr):
             ),
         ),
     ),
+    Mistake(  # drafts/heldback7: the new params psummed "to keep replicas in sync"
+        id="dp-step-new-params-psummed-to-sync",
+        module=L06,
+        exercise="dp_train_step",
+        status="failed",
+        check="values",
+        says=("N = 4 times the updated params", "the new params need no collective"),
+        patch=(
+            (
+                "        return new, lax.pmean(local_loss, AXIS)  # mean of equal-sized local means\n",
+                "        new = jax.tree.map(lambda w: lax.psum(w, AXIS), new)  # keep replicas in sync\n"
+                "        return new, lax.pmean(local_loss, AXIS)  # mean of equal-sized local means\n",
+            ),
+        ),
+    ),
 ]

@@ -307,6 +307,15 @@ def _alternatives(trial: Trial) -> list[tuple[str, Callable[[tuple, tuple], np.n
         ))  # fmt: skip
     elif n > 1:
         out.append((_n_times_hint(trial, name), scaled(n)))
+    if n > 1 and kind == "train" and name is not None:  # the new params summed over 'data'
+        moved = result(grads, value)
+        out.append((
+            f"Your {name} is N = {n} times the updated params, p − lr·g, on every device: the "
+            "new params were summed over 'data' (a psum of values that are the same on every "
+            "device multiplies them by N). Every device computes the same update from the "
+            "same all-reduced gradient: the new params need no collective.",
+            lambda coord, index: n * moved[index],
+        ))  # fmt: skip
     if micro > 1:
         out += [
             (
