@@ -536,4 +536,19 @@ MISTAKES += [
             ),
         ),
     ),
+    Mistake(  # drafts/heldback7: the reference point zeroed where either lse is −inf
+        id="l10-merge-reference-zeroed-where-either-is-empty",
+        module="l10_context_parallel",
+        exercise="merge_partials",
+        status="failed",
+        check="values",
+        says=("Wrong only in rows where exactly one partial is empty",),
+        never=("Never form e^lse1",),
+        patch=(
+            (
+                "    ref = jnp.where(jnp.isneginf(lse), 0.0, lse)  # both −inf: weights e^−inf = 0, not NaN\n",
+                "    ref = jnp.where(jnp.isneginf(lse1) | jnp.isneginf(lse2), 0.0, lse)  # no NaN\n",
+            ),
+        ),
+    ),
 ]

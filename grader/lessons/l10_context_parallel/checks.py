@@ -210,6 +210,17 @@ def _merge_hint(got_o: np.ndarray, got_lse: np.ndarray, trial: Trial) -> str | N
             "merged lse is −inf, subtract 0 instead (jnp.where(jnp.isneginf(lse), 0, lse)): "
             "the weights are then e^−inf = 0 and o = 0."
         )
+    one = np.isneginf(lse1) ^ np.isneginf(lse2)
+    want_o, want_lse = trial.expected
+    wrong = ~_rows_ok(got_o, got_lse, want_o, want_lse)
+    if wrong.any() and one[wrong].all():
+        return (
+            f"Wrong only in rows where exactly one partial is empty (its lse = −inf, the "
+            f"other's finite): {int(wrong.sum())} of the {int(one.sum())} such (row, head) "
+            "pairs, every other row right. There the merged lse is the other partial's and "
+            "its weight e^(lse_i − lse) = 1: whatever stands in for the reference point "
+            "(0 in place of a −inf lse) belongs only where both partials are empty."
+        )
     big = np.maximum(np.where(np.isfinite(lse1), lse1, -np.inf), lse2) > 88
     if (~np.isfinite(got_o).all(axis=-1) | ~np.isfinite(got_lse))[big & ~both].any():
         return (
