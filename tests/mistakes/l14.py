@@ -150,6 +150,11 @@ MISTAKES: list[Mistake] = [
           'dp = _ring("all_reduce", BF16 * p / (plan.fsdp * plan.tp * plan.pp), plan.dp, dp_link)',
           'dp = _ring("all_reduce", 4 * p / (plan.fsdp * plan.tp * plan.pp), plan.dp, dp_link)',
           ("your 'dp'",), never=("reduce-scattered it",)),
+    # drafts/heldback7: fsdp's span read without tp inside it; "no known mistake" before
+    _edit("l14-time-fsdp-ring-span-without-tp", "step_time",
+          "    fsdp_link = _link(hw, plan.tp * plan.fsdp)\n",
+          "    fsdp_link = _link(hw, plan.fsdp)\n",
+          ("A group of fsdp spans the axes inside it too",)),
     _edit("l14-time-ring-of-n-steps", "step_time",
           'hops = {"all_gather": n - 1, "reduce_scatter": n - 1, "all_reduce": 2 * (n - 1)}[kind]',
           'hops = {"all_gather": n, "reduce_scatter": n, "all_reduce": 2 * n}[kind]',

@@ -74,6 +74,9 @@ class Costing:
     grads_sent_as_kept: bool = False
     """dp sends the gradients at their wire size, bf16 (a mistake: at ``plan.grads``'s size,
     4 bytes for fp32 gradients, which cost memory only)."""
+    span_without_inner: tuple[str, ...] = ()
+    """A group of an axis spans the axes inside it too, inner·size chips (a mistake, for the
+    axes named: its own size alone, as if its groups were consecutive chips)."""
     pp_hops_of_the_line: bool = False
     """A chip sends each micro-batch's activation one hop (a mistake: pp − 1 hops, the
     whole line's boundaries, in a time that is one chip's)."""
@@ -211,7 +214,7 @@ def inner(plan: Plan, axis: str) -> int:
 def within_node(hw: Hardware, plan: Plan, axis: str, how: Costing = REFERENCE) -> bool:
     """One group of ``axis`` spans inner·size consecutive chips; it stays in a node
     when that many chips tile a node."""
-    span = inner(plan, axis) * getattr(plan, axis)
+    span = (1 if axis in how.span_without_inner else inner(plan, axis)) * getattr(plan, axis)
     if how.link_by_span:
         return span <= hw.chips_per_node
     return hw.chips_per_node % span == 0

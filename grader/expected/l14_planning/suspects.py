@@ -230,6 +230,14 @@ def time(m: Model, hw: Hardware, plan: Plan, batch: int) -> list[tuple[dict[str,
     if plan.pp > 1:
         out.append((costed(bubble=False), f"pp = {plan.pp} stages leave a bubble: "
                     "compute·(pp − 1)/n_micro seconds of idle stages per step, not 0."))  # fmt: skip
+    for axis in ("fsdp", "dp", "pp"):  # an axis's span without the axes inside it
+        if getattr(plan, axis) > 1 and costed(span_without_inner=(axis,)) != right:
+            inside = {"fsdp": "tp", "dp": "tp·fsdp", "pp": "tp·fsdp·dp"}[axis]
+            out.append((costed(span_without_inner=(axis,)), f"A group of {axis} spans the "
+                        f"axes inside it too (mesh order tp, fsdp, dp, pp, innermost first): "
+                        f"{inside}·{axis} = {cost.inner(plan, axis) * getattr(plan, axis)} "
+                        f"chips, not {axis} = {getattr(plan, axis)} alone. Whether its ring "
+                        "stays in a node is read from that span."))  # fmt: skip
     if costed(link_by_span=True) != right:
         out.append((costed(link_by_span=True), "A ring stays inside a node only when its groups "
                     "tile the node (the node's size is a multiple of the span: inner axes × the "
