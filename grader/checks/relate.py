@@ -866,6 +866,12 @@ def paired(family: Products, coord: tuple, got: np.ndarray, close: Close,
         step = f"{abs(later)} {'after' if later > 0 else 'before'}"
         return f"{said}: each term takes the {family.second} {step} the right one (mod {n})"
     pattern = _pairing(family, right, extra, missing)
+    if (len(extra) == 1 and len(missing) == 1 and family.orders is not None
+            and any(order and next(iter(missing))[0] == order[-1]
+                    for order in family.orders(coord))):  # fmt: skip
+        pattern += (" — the one wrong term is the last the ring adds, of the block held last "
+                    "(after N − 1 steps, multiplied after the loop, say): the step it is paired "
+                    "by is not that block's")  # fmt: skip
     left_out = sorted(set(right) - set(firsts))
     if left_out and extra:  # (where it only lacks terms, they are the ones left out)
         pattern += f"{'; ' if pattern else ': '}no term takes {family.first} "

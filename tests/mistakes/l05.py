@@ -251,4 +251,18 @@ def matmul_reducescatter(x, w, mesh):
             ),
         ),
     ),
+    Mistake(  # drafts/heldback7: the last product paired by step N where N − 1 belongs
+        id="l05-allgather-last-product-at-step-n",
+        module="l05_collective_matmul",
+        exercise="allgather_matmul",
+        status="failed",
+        check="values",
+        says=("the one wrong term is the last the ring adds",),
+        patch=(
+            (
+                "        return (y + partial(w_last, n - 1)).astype(x_blk.dtype)\n",
+                "        return (y + partial(w_last, n)).astype(x_blk.dtype)\n",
+            ),
+        ),
+    ),
 ]
