@@ -108,8 +108,9 @@ def shape_hint(
             (k,), (j,), length = cut, ought, got[cut[0]]
             return (f"Your block is the one you were given, {list(given)}, cut to {length} "
                     f"along axis {k}; the expected {list(want)} is it cut to {length} along "
-                    f"axis {j}: the slice is along axis {k} (axis={k} or {k - len(given)}) where "
-                    f"axis {j} belongs.")  # fmt: skip
+                    f"axis {j}: the slice is along axis {k}"
+                    + (", the last axis" if k == len(given) - 1 else "")
+                    + f" (axis={k} or {k - len(given)}) where axis {j} belongs.")  # fmt: skip
         if (len(cut) == 1 and len(ought) == 1 and cut != ought and given[cut[0]]
                 and given[ought[0]] and got[cut[0]] % given[cut[0]] == 0
                 and got[cut[0]] // given[cut[0]] == want[ought[0]] // given[ought[0]] > 1

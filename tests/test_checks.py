@@ -383,7 +383,10 @@ def test_a_block_cut_along_another_axis_than_the_expected_one_is_said_which():
     from grader.runtime import shape_hint
 
     said = shape_hint((4, 1), (1, 2), (4, 2))
-    assert "cut to 1 along axis 1" in said and "along axis 1 (axis=1 or -1) where axis 0" in said
+    assert (
+        "cut to 1 along axis 1" in said
+        and "along axis 1, the last axis (axis=1 or -1) where axis 0" in said
+    )
     assert shape_hint((4, 1), (2, 2), (4, 2)) is None  # not the expected's length
     assert shape_hint((4, 1), (1, 2)) is None  # the given block unknown
     grown = shape_hint((1, 8), (4, 2), (1, 2))  # tiled along the last axis, not the first

@@ -222,7 +222,7 @@ KINDS = [
      "with the term `h` counted twice — `2 * h + np.tanh(h @ w)` in place of "
      "`h + np.tanh(h @ w)`"),
     ("stale", momentum_step, (M, V, G), M - 0.1 * V,  # the momentum of the step before
-     "with `v` read before its update — `v` as it was before `v = 0.9 * v + g`, in place of "
+     "with `v` read before its update (one step behind) — `v` as it was before `v = 0.9 * v + g`, in place of "
      "its new value"),
     ("variable", scores, (X, W1.T), X @ X.T / np.sqrt(3),  # a copy-paste slip
      "with another variable read — `q` in place of `k` in `s = q @ k.T`"),

@@ -381,6 +381,32 @@ def test_a_formula_of_the_examples_fields_is_told_the_field_changed_under_its_ca
     assert Suspicion(lambda ex: [], answer=lambda **ex: True)(False, True, Trial(ex)) is None
 
 
+def test_a_field_change_that_gets_an_example_the_student_got_right_wrong_is_not_said():
+    """context one more gives the answer here; where the student's answer on another fixed
+    example is right and the same change would give another value there, it is not the
+    slip and is not said (both ways: with that example got wrong the same way, it is)."""
+    from grader.checks.scalar import AGREED, PROBES, Suspicion
+
+    def answer(tokens, bandwidth, latency):
+        return tokens * 2.0 / bandwidth + latency
+
+    ex = {"tokens": 8192, "bandwidth": 4.0, "latency": 1.25}
+    other = {"tokens": 100, "bandwidth": 2.0, "latency": 0.5}
+    suspicion = Suspicion(lambda ex: [], answer=answer)
+    got, want = answer(8193, 4.0, 1.25), answer(**ex)
+    right_there = Trial(ex, extra={PROBES: [], AGREED: [other]})
+    assert suspicion(got, want, right_there) is None
+    wrong_there = Trial(ex, extra={PROBES: [(other, answer(101, 2.0, 0.5))], AGREED: []})
+    assert "tokens = 8193 in place of 8192 (one more)" in suspicion(got, want, wrong_there)
+    # a whole answer that is the right one rounded, where a fractional one was got right
+    # elsewhere: no rounding either (it would have rounded that one too)
+    third = {"tokens": 8192, "bandwidth": 3.0, "latency": 0.0}  # right: 5461.33
+    assert "rounded down" in suspicion(5461, answer(**third), Trial(third, extra={PROBES: []}))
+    assert (
+        suspicion(5461, answer(**third), Trial(third, extra={PROBES: [], AGREED: [other]})) is None
+    )
+
+
 def test_a_number_one_step_off_is_said_with_the_formula_change_that_gives_it_too(monkeypatch):
     """Lesson 15's scale grown one clean step late is the interval one more, and the
     reference's `>` for its `>=`: both are said, the argument first; a decay one step on

@@ -375,7 +375,7 @@ def _stale(tree: ast.FunctionDef, skip: set[int], lines: list[str]) -> Iterator[
                                 name,  # type: ignore[attr-defined]
                                 before,
                                 later.lineno - 1,
-                                f"`{name}` read before its update",
+                                f"`{name}` read before its update (one step behind)",
                                 key,
                             ),
                             _Site(

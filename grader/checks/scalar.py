@@ -38,6 +38,9 @@ REL_TOL = 1e-9
 Suspects = Callable[[Example], list[tuple[Any, str]]]
 
 PROBES = "probes"
+AGREED = "agreed"
+"""The other fixed examples the student's answer got right (``trial.extra``): a change of
+the formula that gets one of them wrong is not the student's (:meth:`Suspicion._changed`)."""
 """``trial.extra`` key: the student's answers on the exercise's other fixed examples,
 taken where its answer on this one is wrong — a cause named must give those too."""
 PROBES_AT_MOST = 8
@@ -247,10 +250,25 @@ class Suspicion:
                 continue
         explained = terms.explain(got, want, self.terms(ex), known, close, there)
         if explained is None:
-            explained = self._changed(got, want, ex, probes)
-        if explained is None:
+            agreed = [other for other in trial.extra.get(AGREED) or ()]
+            explained = self._changed(got, want, ex, probes, agreed)
+        if explained is None and not self._fraction_right(trial.extra.get(AGREED) or ()):
             explained = rounded(got, want, self._probed(probes))
         return " ".join(x for x in (explained, self.fallback(ex)) if x) or None
+
+    def _fraction_right(self, agreed: Any) -> bool:
+        """The student got right an example whose answer is not a whole number: it rounds
+        nothing (a rounding would have got that one wrong too)."""
+        if self.answer is None:
+            return False
+        for other in agreed:
+            try:
+                right = self.answer(**other)
+            except Exception:
+                continue
+            if isinstance(right, float) and math.isfinite(right) and right != round(right):
+                return True
+        return False
 
     def _probed(self, probes: list[tuple[Example, Any]]) -> list[tuple[Any, Any]] | None:
         """(the student's answer, the right one) on each probe; None where a right one
@@ -292,11 +310,14 @@ class Suspicion:
         return value is None or close(value, theirs)
 
     def _changed(self, got: Any, want: Any, ex: Example,
-                 probes: list[tuple[Example, Any]] = ()) -> str | None:  # fmt: skip
+                 probes: list[tuple[Example, Any]] = (),
+                 agreed: list[Example] = ()) -> str | None:  # fmt: skip
         """The first change of the example's fields (or of the answer's formula) whose
         right answer is ``got`` (a float answer only: an int or a bool is too often some
         other example's answer too), where the same change gives the student's answer
-        on each of ``probes`` too (:func:`_moved`: a field one more there too)."""
+        on each of ``probes`` too (:func:`_moved`: a field one more there too), and the
+        right answer on each example of ``agreed``, the student's there (a term counted
+        twice that doubles the float32 example the student got right is not the slip)."""
         if self.answer is None or not isinstance(want, float) or isinstance(got, bool):
             return None
 
@@ -323,6 +344,15 @@ class Suspicion:
                 value = None
             if value is not None and not close(value, theirs):
                 return None
+        for other in agreed:
+            moved = _moved(ex, changed, other)
+            try:
+                value = None if moved is None else fn(**moved)
+                right = self.answer(**other)
+            except Exception:  # the change cannot be made there: it cannot tell
+                continue
+            if _number(value) and _number(right) and not close(value, right):
+                return None
         return f"Your answer {fmt(got)} is exactly what the formula gives {change.said}."
 
 
@@ -334,6 +364,14 @@ def _texts(ex: Example, fixed: list[Example]) -> list[tuple[str, str]]:
             seen = dict.fromkeys(e[key] for e in fixed if isinstance(e.get(key), str))
             out += [(key, other) for other in seen if other != value]
     return out
+
+
+def _same(theirs: Any, right: Any) -> bool:
+    """The student's number is the right one (to :func:`close`)."""
+    try:
+        return _number(right) and close(theirs, right)
+    except Exception:
+        return False
 
 
 def _number(x: Any) -> bool:
@@ -520,7 +558,7 @@ class Scalar:
         out = call_pure(fn, self.args(**ex), want == RAISES)
         extra = {"call": self.call(**ex), "formula": "" if want == RAISES else self.formula(**ex)}
         if want != RAISES and _number(out) and not close(out, want):
-            extra[PROBES] = self._probes(fn, ex)
+            extra[PROBES], extra[AGREED] = self._probes(fn, ex)
         if self.measure is not None and want != RAISES:
             try:
                 extra["measured"] = self.measure(**ex, simulated=rt.simulated)
@@ -528,14 +566,17 @@ class Scalar:
                 raise GraderFault(f"measuring {extra['call']} failed: {exc!r}") from exc
         return Trial(ex, output=out, expected=want, extra=extra)
 
-    def _probes(self, fn: Callable[..., Any], ex: Example) -> list[tuple[Example, Any]]:
+    def _probes(self, fn: Callable[..., Any], ex: Example
+                ) -> tuple[list[tuple[Example, Any]], list[Example]]:  # fmt: skip
         """The student's wrong answers on the other fixed examples (of the first
-        :data:`PROBES_AT_MOST`): report material for :class:`Suspicion`, never a verdict."""
+        :data:`PROBES_AT_MOST`), and the examples among them it got right: report material
+        for :class:`Suspicion`, never a verdict."""
         others = [e for e in self.examples(FULL) if e != ex][:PROBES_AT_MOST]
         found = answers_on(fn, others, lambda e: self.args(**e), lambda e, _: self.want(e),
-                           lambda theirs, right: theirs if _number(theirs)
-                           and not close(theirs, right) else None)  # fmt: skip
-        return [(other, theirs) for other, theirs, _ in found]
+                           lambda theirs, right: theirs if _number(theirs) else None)  # fmt: skip
+        wrong = [(other, theirs) for other, theirs, right in found if not _same(theirs, right)]
+        right = [other for other, theirs, want in found if _same(theirs, want)]
+        return wrong, right
 
     def spec(self) -> ExerciseSpec:
         return ExerciseSpec(
