@@ -606,4 +606,18 @@ MISTAKES: list[Mistake] = [
         says=("an absolute value where the reference keeps the positive part",),
         patch=(("residual = np.maximum(p - q, 0.0)", "residual = np.abs(p - q)"),),
     ),
+    Mistake(  # drafts/heldback7: a cache of the prompt's length; the layout alone before
+        id="l16-prefill-cache-sized-to-the-prompt",
+        module="l16_serving",
+        exercise="prefill",
+        status="failed",
+        check="cache",
+        says=("the prompt's length T, where its full length S = 48 belongs",),
+        patch=(
+            (
+                "        cache = jnp.zeros((n_layers, 2, b, max_len, local_heads, dh), h.dtype)\n",
+                "        cache = jnp.zeros((n_layers, 2, b, t, local_heads, dh), h.dtype)  # the prompt's keys\n",
+            ),
+        ),
+    ),
 ]

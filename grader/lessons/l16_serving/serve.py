@@ -74,6 +74,21 @@ LAYOUT_GQA = {**LAYOUT, "wk": (), "wv": ()}
 """With K < model key/value heads: wk and wv replicated (they are small)."""
 
 
+def _cache_shape_hint(got: tuple[int, ...], s: Sizes) -> str:
+    """The layout, and where axis 3 (the positions) is the prompt's length: room for the
+    prompt alone."""
+    want = s.cache_shape
+    said = ("Keep the layout [L, 2, B, S, K, Dh]: K and V stacked on axis 1, the cache's "
+            "full length S on axis 3.")  # fmt: skip
+    if (len(got) == len(want) and got[3] == s.prompt != want[3]
+            and got[:3] == want[:3] and got[4:] == want[4:]):  # fmt: skip
+        said = (f"Axis 3 of your cache is {got[3]}, the prompt's length T, where its full "
+                f"length S = {want[3]} belongs: the cache holds a slot for every position a "
+                "decode step will write, not the prompt's alone (the slots after the prompt "
+                "stay zeros until then). " + said)  # fmt: skip
+    return said
+
+
 @dataclass(frozen=True)
 class Sizes:
     data: int
@@ -535,8 +550,7 @@ class CacheLayout(Check):
             return CheckResult(self.name, False,
                                f"the cache is {cache.dtype}{list(cache.shape)}; expected "
                                f"float32{list(s.cache_shape)} [layers, 2, batch, seq, heads, head_dim]",
-                               hint="Keep the layout [L, 2, B, S, K, Dh]: K and V stacked on "
-                               "axis 1, the cache's full length S on axis 3.")  # fmt: skip
+                               hint=_cache_shape_hint(tuple(cache.shape), s))  # fmt: skip
         kind, home = _memory_kinds(cache, trial.mesh)
         if kind != home:
             return CheckResult(
