@@ -374,9 +374,10 @@ def _stale(tree: ast.FunctionDef, skip: set[int], lines: list[str]) -> Iterator[
                                 ast.Name(id=aside, ctx=ast.Load()),
                                 name,  # type: ignore[attr-defined]
                                 before,
-                                later.lineno - 1,
+                                n.lineno - 1,
                                 f"`{name}` read before its update (one step behind)",
                                 key,
+                                late=True,
                             ),
                             _Site(
                                 stmt.value._place,
@@ -386,6 +387,7 @@ def _stale(tree: ast.FunctionDef, skip: set[int], lines: list[str]) -> Iterator[
                                 stmt.lineno - 1,  # type: ignore[attr-defined]
                                 "",
                                 key,
+                                late=True,
                             ),
                         ]
                 if name in targets:

@@ -610,6 +610,12 @@ def _unreached(trial: Trial, shards, actual: list[np.ndarray], masks: list,
         sends = ", ".join(f"{a} → {b}" for a, b in sorted(c.pairs))
         who = f"device {left[0]}" if len(left) == 1 else f"devices {', '.join(map(str, left))}"
         count = sum(zeros.values())
+        if not ring and set(c.pairs) == {(i, i + 1) for i in range(n - 1)}:  # a pipeline's line
+            return (f"Your collective-permute sends {sends}: device 0, where the line starts, "
+                    "is sent nothing, and ppermute gives it zeros — your values are exactly 0 "
+                    f"on {count} of the wrong elements, device 0's among them. The pairs are "
+                    "the line's; the first stage's input is its own micro-batch (x), not what "
+                    "the permute hands it.")  # fmt: skip
         return (f"Your collective-permute sends {sends}: nothing is sent to {who}, and "
                 f"ppermute gives a device no pair sends to zeros — your values are exactly 0 "
                 f"on {count} of the wrong elements"

@@ -347,4 +347,21 @@ def matmul_2d(a: jax.Array, b: jax.Array, mesh: Mesh) -> jax.Array:
             ),
         ),
     ),
+    Mistake(  # audit 67b: C meant whole (allreduce case), operands gathered: no "result gathered"
+        id="l04-allreduce-gathers-both-operands-whole",
+        module="l04_sharded_matmul",
+        exercise="matmul_allreduce",
+        status="failed",
+        check="collectives",
+        says=("You gathered operands",),
+        never=("the result gathered",),
+        patch=(
+            (
+                '        return lax.psum(a_blk @ b_blk, "x")',
+                '        a = lax.all_gather(a_blk, "x", axis=1, tiled=True, to="invarying")\n'
+                '        bb = lax.all_gather(b_blk, "x", axis=0, tiled=True, to="invarying")\n'
+                "        return a @ bb",
+            ),
+        ),
+    ),
 ]

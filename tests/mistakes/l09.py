@@ -555,7 +555,7 @@ def pipeline_forward(params, x, mesh, n_micro):
         status="failed",
         check="values",
         says=("nothing is sent to device 3",),
-        never=("the result buffer is never written", "A ring's pairs"),
+        never=("the result buffer is never written", "A ring's pairs", "the first stage's input"),
         patch=(
             (
                 "    to_next = [(s, s + 1) for s in range(p - 1)]\n\n    def body(w_in, w_out, x):",
@@ -620,5 +620,23 @@ def bubble_fraction(schedule: Schedule) -> float:
         idle += sum(op is None for op in column[: last + 1])  # a finished stage is not idle
     return idle / (idle + busy)
 """,
+    ),
+    Mistake(  # audit 67b: stage 0 reads what the permute hands it (zeros), the pairs right
+        id="l09-forward-stage-0-reads-the-received-block",
+        module="l09_pipeline",
+        exercise="pipeline_forward",
+        status="failed",
+        check="values",
+        says=(
+            "device 0, where the line starts, is sent nothing",
+            "the first stage's input is its own micro-batch",
+        ),
+        patch=(
+            (
+                "            h = tinymodels.layer(jnp.where(s == 0, own, received), w_in[0], w_out[0])\n"
+                "            done = t - (p - 1)",
+                "            h = tinymodels.layer(received, w_in[0], w_out[0])\n            done = t - (p - 1)",
+            ),
+        ),
     ),
 ]

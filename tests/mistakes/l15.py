@@ -710,4 +710,33 @@ MISTAKES: list[Mistake] = [
             ),
         ),
     ),
+    Mistake(  # audit 67b: the update left out, m starting at 0: "read before its update" came first
+        id="l15-adamw-update-term-left-out",
+        module="l15_optimizer",
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=("a term left out",),
+        patch=(
+            ('    update = m_hat / (jnp.sqrt(v_hat) + hp["eps"])\n', "    update = 0.0 * m_hat\n"),
+        ),
+    ),
+    Mistake(  # audit 67b: the stale read quoted the enclosing `with` line
+        id="l15-adamw-m-hat-from-the-old-m",
+        module="l15_optimizer",
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=(
+            "`m` read before its update (one step behind)",
+            "in `m_hat, v_hat = m / (1 - b1**t), v / (1 - b2**t)`",
+        ),
+        patch=(
+            (
+                '    m = hp["b1"] * m + (1 - hp["b1"]) * g\n',
+                '    m_old = m\n    m = hp["b1"] * m + (1 - hp["b1"]) * g\n',
+            ),
+            ("    m_hat = m / (1", "    m_hat = m_old / (1"),
+        ),
+    ),
 ]

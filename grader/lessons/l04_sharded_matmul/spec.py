@@ -251,8 +251,8 @@ ADVICE: dict[str, dict[str, str]] = {
 
 GATHERED_RESULT = (
     "Your C comes back whole on every device, and an all-gather builds an array of C's "
-    "shape, [I, K]: the result gathered, where C stays split like its rows ({spec}). Return "
-    "each device's own block of C: the gather moves (N − 1)/N of C for nothing."
+    "shape, [I, K]: the result gathered, where C stays split ({spec}). Return each device's "
+    "own block of C: the gather moves (N − 1)/N of C for nothing."
 )
 
 
@@ -280,7 +280,9 @@ def _gathers_the_result(trial: Trial) -> bool:
     import re
 
     i, j, k = trial.example["shape"]
-    out = trial.output
+    out, expected = trial.output, trial.extra.get("sharding")
+    if expected is None or getattr(expected, "is_fully_replicated", True):
+        return False  # C is meant whole on every device: gathering it is no slip
     if not getattr(getattr(out, "sharding", None), "is_fully_replicated", False):
         return False
     for c in trial.comms.collectives:

@@ -260,6 +260,18 @@ def _makespan_hint(sim: Simulation, bound: int) -> str:
             f"Your schedule ends with {empty} empty tick(s): they count. Make the grid exactly "
             "as long as the last op needs."
         )
+    for s in range(sim.p):  # a stage that runs its backward passes out of micro-batch order
+        order = sorted((when, k[2]) for k, when in sim.times.items()
+                       if k[0] == schedules.BACKWARD and k[1] == s)  # fmt: skip
+        later = next((i for i in range(1, len(order)) if order[i][1] < order[i - 1][1]), None)
+        if later is not None:
+            (t0, a), (t1, b) = order[later - 1], order[later]
+            return (
+                f"{sim.ticks - bound} tick(s) more than needed, and stage {s} runs backward "
+                f"B{a} (tick {t0}) before B{b} (tick {t1}): out of micro-batch order. The "
+                "gradients come back from the last stage in the order the micro-batches went "
+                "in; a stage that runs them oldest first never waits for a later one's."
+            )
     return (
         f"{sim.ticks - bound} tick(s) more than needed: some stage waits although an op is "
         "ready. Run each op at the first tick its inputs allow."
