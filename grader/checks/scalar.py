@@ -252,16 +252,19 @@ class Suspicion:
         if explained is None:
             agreed = [other for other in trial.extra.get(AGREED) or ()]
             explained = self._changed(got, want, ex, probes, agreed)
-        if explained is None and not self._fraction_right(trial.extra.get(AGREED) or ()):
+        if explained is None and not self._fraction_right(trial.extra.get(AGREED) or (), ex):
             explained = rounded(got, want, self._probed(probes))
         return " ".join(x for x in (explained, self.fallback(ex)) if x) or None
 
-    def _fraction_right(self, agreed: Any) -> bool:
-        """The student got right an example whose answer is not a whole number: it rounds
-        nothing (a rounding would have got that one wrong too)."""
+    def _fraction_right(self, agreed: Any, ex: Example) -> bool:
+        """The student got right an example of ``ex``'s branch (its text and flag fields
+        the same) whose answer is not a whole number: it rounds nothing (a rounding would
+        have got that one wrong too)."""
         if self.answer is None:
             return False
         for other in agreed:
+            if any(other.get(k) != v for k, v in ex.items() if isinstance(v, (str, bool))):
+                continue  # another branch: a rounding there may be absent
             try:
                 right = self.answer(**other)
             except Exception:
@@ -345,6 +348,8 @@ class Suspicion:
             if value is not None and not close(value, theirs):
                 return None
         for other in agreed:
+            if any(other.get(k) != v for k, v in ex.items() if isinstance(v, (str, bool))):
+                continue  # another branch of the formula (another kind, a flag the other way)
             moved = _moved(ex, changed, other)
             try:
                 value = None if moved is None else fn(**moved)
