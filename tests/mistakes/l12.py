@@ -538,4 +538,18 @@ MISTAKES += [
             ),
         ),
     ),
+    Mistake(  # drafts/heldback8: a false pass (every example was at itemsize 4)
+        id="l12-prediction-reduce-scatter-in-float32",
+        module="l12_parallel_transformer",
+        exercise="predict_step_bytes",
+        status="failed",
+        check="prediction",
+        says=("at itemsize = 2 (bfloat16) you predict", "a fixed 4 bytes (float32's)"),
+        patch=(
+            (
+                '        "reduce-scatter": (data - 1) * weights // data,',
+                '        "reduce-scatter": (data - 1) * (weights // itemsize * 4) // data,  # fp32 gradients',
+            ),
+        ),
+    ),
 ]

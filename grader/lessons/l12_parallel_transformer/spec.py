@@ -1048,8 +1048,30 @@ class Prediction(Check):
                 hint=_prediction_hint(row.kind, mine, ref, trial.example,
                                       _itemless(trial, row.kind), trial.extra.get("probe")),
             )  # fmt: skip
-        return CheckResult(self.name, True, "every kind within 10% of the reference's step",
-                           evidence=evidence)  # fmt: skip
+        half, ex = trial.extra.get("half"), trial.example
+        if half is not None:  # the same shapes at half the item size (bfloat16): every kind
+            # the step sends has the params' dtype, so each prediction halves with it
+            small = ITEMSIZE // 2
+            there = F.reference_bytes(_predict_shapes(ex), *ex["mesh"], small)
+            for kind in sorted(set(half) | set(there), key=_kind_order):
+                mine, ref = half.get(kind, 0), there.get(kind, 0)
+                if max(mine, ref) < TINY or abs(mine - ref) <= SLACK * ref:
+                    continue
+                return CheckResult(
+                    self.name, False,
+                    f"{kind}: at itemsize = {small} (bfloat16) you predict {mine:,} bytes per "
+                    f"device; the step sends {ref:,}" + (f" ({mine / ref:.2f}×)" if ref else ""),
+                    evidence=evidence,
+                    hint=(f"Your {kind} prediction is right at itemsize {ITEMSIZE} and not at "
+                          f"{small}"
+                          + (", where it does not change: a fixed 4 bytes (float32's) where "
+                             "the itemsize given belongs" if mine == got.get(kind) else "")
+                          + ". The weights, their gradients and the activations all have the "
+                          "params' dtype: every kind's bytes are the itemsize given times the "
+                          "elements."),
+                )  # fmt: skip
+        return CheckResult(self.name, True, "every kind within 10% of the reference's step, "
+                           f"at itemsize {ITEMSIZE} and {ITEMSIZE // 2}", evidence=evidence)  # fmt: skip
 
 
 def _kind_order(kind: str) -> int:
