@@ -224,6 +224,8 @@ KINDS = [
     ("stale", momentum_step, (M, V, G), M - 0.1 * V,  # the momentum of the step before
      "with `v` read before its update (one step behind) — `v` as it was before `v = 0.9 * v + g`, in place of "
      "its new value"),
+    ("log-softmax", gated, (SCORES,), np.log(softmax(SCORES)),
+     "with a log-softmax where the reference takes a softmax — `np.log(softmax(logits))`"),
     ("variable", scores, (X, W1.T), X @ X.T / np.sqrt(3),  # a copy-paste slip
      "with another variable read — `q` in place of `k` in `s = q @ k.T`"),
     ("tiled", shared, (VALUES, 9), np.concatenate([VALUES] * 3, axis=-2),  # heads j % K

@@ -12,7 +12,7 @@ float8_e4m3fn), an array tiled where it is repeated entry by entry (``np.repeat`
 key/value head mapping j % K where j // (N/K) belongs), a recurrence ``m = b·m + g`` as a
 running average ``b·m + (1 − b)·g``, a value rounded to integers before a cast, an absolute
 value where the positive part belongs (``abs(p - q)`` for ``maximum(p - q, 0)``), a sigmoid
-where a softmax belongs, a transpose left out, a reduction over every axis where one
+or a log-softmax where a softmax belongs, a transpose left out, a reduction over every axis where one
 axis belongs, a term of a sum counted twice (``2·h + f(h)``: a residual added again), a variable
 read at its value before its update (``w − lr·m`` with the old ``m``: one step behind).
 These are mutations of the
@@ -798,6 +798,10 @@ def _sites(index: int, node: ast.AST, parent: ast.AST | None, lines: list[str],
                             right=ast.BinOp(left=ast.Constant(1.0), op=ast.Add(), right=exp))  # fmt: skip
         yield site(sigmoid, "a sigmoid of each entry where the reference takes a softmax",
                    group=f"sigmoid:{_text(node)}")  # fmt: skip
+        log = ast.Call(func=ast.Attribute(value=ast.Name(id="np", ctx=ast.Load()), attr="log",
+                                          ctx=ast.Load()), args=[node], keywords=[])  # fmt: skip
+        yield site(log, "a log-softmax where the reference takes a softmax",
+                   group=f"logsoftmax:{_text(node)}")  # fmt: skip
     if (name == "astype" and isinstance(node.func, ast.Attribute)
             and "round" not in _text(node.func.value)):  # fmt: skip
         # x.astype(float8) as np.round(x).astype(float8): an int8 quantiser's rounding

@@ -428,4 +428,18 @@ def moe_layer(x, router_w, w_in, w_out, mesh, capacity):
             ),
         ),
     ),
+    Mistake(  # drafts/heldback8: gates from log_softmax; no hint before
+        id="l11-top1-gates-log-softmax",
+        module="l11_expert_parallel",
+        exercise="top1_dispatch",
+        status="failed",
+        check="combine",
+        says=("a log-softmax where the reference takes a softmax",),
+        patch=(
+            (
+                "    dispatch = _dispatch(onehot, slot, capacity)\n    gates = jax.nn.softmax(logits, axis=-1)\n",
+                "    dispatch = _dispatch(onehot, slot, capacity)\n    gates = jax.nn.log_softmax(logits, axis=-1)\n",
+            ),
+        ),
+    ),
 ]
