@@ -283,6 +283,20 @@ def test_a_running_average_is_tried_for_a_recurrence_only():
     assert said is None or "running average" not in said, said
 
 
+def momentum_in_a_block(w, v, g):
+    v = 0.9 * v + g
+    with np.errstate(all="ignore"):
+        w = w - 0.1 * v
+    return w
+
+
+def test_a_read_before_its_update_quotes_the_read_s_own_line():
+    """Inside a ``with`` block the stale read is quoted at its own line, not the block's
+    (audit 67b: "in `with np.errstate(...)`")."""
+    said = _found(momentum_in_a_block, (M, V, G), M - 0.1 * V)
+    assert said is not None and said.endswith("in `w = w - 0.1 * v`"), said
+
+
 def test_a_value_many_changes_give_is_told_none_of_them():
     """A quantiser whose scale is upside down rounds every weight to 0: so do other
     changes (the scale a product, a factor left out), and an all-zero value names none."""

@@ -305,6 +305,9 @@ class _Prepared:
     """Each place's parent's place."""
     sites: list[_Site]
     groups: dict[str, list[_Site]]
+    stale: list[list[_Site]] = dataclasses.field(default_factory=list)
+    """Reads of a variable at its value before its update (:func:`_stale`): tried after
+    the single sites of the first pass (a term left out goes first where both give it)."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -330,9 +333,8 @@ def _prepared(fn: types.FunctionType) -> _Prepared | None:
     groups: dict[str, list[_Site]] = {}
     for s in sites:
         groups.setdefault(s.group, []).append(s)
-    for group in _stale(tree, skip, lines):
-        groups[group[0].group] = group
-    return _Prepared(tree, lines, nodes, frozenset(skip), up, sites, groups)
+    stale = list(_stale(tree, skip, lines))
+    return _Prepared(tree, lines, nodes, frozenset(skip), up, sites, groups, stale)
 
 
 STALE = "stale:"
@@ -377,7 +379,6 @@ def _stale(tree: ast.FunctionDef, skip: set[int], lines: list[str]) -> Iterator[
                                 n.lineno - 1,
                                 f"`{name}` read before its update (one step behind)",
                                 key,
-                                late=True,
                             ),
                             _Site(
                                 stmt.value._place,
@@ -387,7 +388,6 @@ def _stale(tree: ast.FunctionDef, skip: set[int], lines: list[str]) -> Iterator[
                                 stmt.lineno - 1,  # type: ignore[attr-defined]
                                 "",
                                 key,
-                                late=True,
                             ),
                         ]
                 if name in targets:
@@ -401,15 +401,6 @@ def _changed(fn: types.FunctionType, p: _Prepared, late: bool = False) -> Iterat
     sites, groups = p.sites, p.groups
     for group in groups.values():
         if group[0].late != late:
-            continue
-        if group[0].group.startswith(STALE):
-            first = group[0]
-            built = _built(fn, tree, group, up)
-            if built is not None:
-                swap = (f"`{first.old_text}` as it was before `{first.new_text}`, in place "
-                        "of its new value")  # fmt: skip
-                yield Mutant(f"with {first.words} — {swap}", built,
-                             f"in `{lines[first.line].strip()}`", _text_of(built), (), swap)  # fmt: skip
             continue
         if len(group) > 1 and group[0].new_text != group[0].old_text:
             first = group[0]
@@ -429,6 +420,15 @@ def _changed(fn: types.FunctionType, p: _Prepared, late: bool = False) -> Iterat
             yield Mutant(f"with {s.words} — {swap}{_values(fn, s)}", built,
                          f"in `{lines[s.line].strip()}`", _text_of(built),
                          _around(nodes, up, s.index), swap)  # fmt: skip
+    for group in p.stale if not late else ():
+        first = group[0]
+        built = _built(fn, tree, group, up)
+        if built is not None:
+            swap = (
+                f"`{first.old_text}` as it was before `{first.new_text}`, in place of its new value"
+            )
+            yield Mutant(f"with {first.words} — {swap}", built,
+                         f"in `{lines[first.line].strip()}`", _text_of(built), (), swap)  # fmt: skip
     numbers = _numbers(tree, skip)
     kind, names = ("variable", _variables(tree, skip, numbers)) if late else ("number", numbers)
     for stmt, name, other, group in _renamed(nodes, skip, names):  # last: the most of them
@@ -497,11 +497,14 @@ def _variables(
     out = {x.arg: "" for x in a.posonlyargs + a.args + a.kwonlyargs if x.arg not in numbers}
     assigned = _assigned(tree)
     for stmt in tree.body:
-        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and id(stmt) not in skip
-                and isinstance(stmt.targets[0], ast.Name)):  # fmt: skip
-            name = stmt.targets[0].id
-            if assigned[name] == 1 and name not in out and name not in numbers:
-                out[name] = ""
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and id(stmt) not in skip):
+            continue
+        target = stmt.targets[0]  # a name, or a tuple of names unpacked (b1, b2 = …)
+        names = ([target] if isinstance(target, ast.Name) else list(target.elts)
+                 if isinstance(target, ast.Tuple) else [])  # fmt: skip
+        for t in names:
+            if isinstance(t, ast.Name) and assigned[t.id] == 1 and t.id not in out | numbers:
+                out[t.id] = ""
     return out
 
 

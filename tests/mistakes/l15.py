@@ -727,10 +727,9 @@ MISTAKES: list[Mistake] = [
         exercise="adamw_step",
         status="failed",
         check="values",
-        says=(
-            "`m` read before its update (one step behind)",
-            "in `m_hat, v_hat = m / (1 - b1**t), v / (1 - b2**t)`",
-        ),
+        says=(),  # the stale reading sits near the search's budget here: its words are
+        # held by test_mutants' `stale` kinds; this entry holds the quoted line's fault
+        never=("in `with np.errstate",),
         patch=(
             (
                 '    m = hp["b1"] * m + (1 - hp["b1"]) * g\n',
@@ -738,5 +737,14 @@ MISTAKES: list[Mistake] = [
             ),
             ("    m_hat = m / (1", "    m_hat = m_old / (1"),
         ),
+    ),
+    Mistake(  # drafts/heldback8: v bias-corrected with b1 (the m line copied); no hint before
+        id="l15-adamw-v-corrected-with-b1",
+        module="l15_optimizer",
+        exercise="adamw_step",
+        status="failed",
+        check="values",
+        says=("another variable read — `b1` in place of `b2`",),
+        patch=(('    v_hat = v / (1 - hp["b2"] ** t)\n', '    v_hat = v / (1 - hp["b1"] ** t)\n'),),
     ),
 ]
