@@ -83,6 +83,27 @@ def fsdp_grads(params, x, y, mesh):
     )
 """
 
+GATHERED_OUTSIDE = (  # audit 67: the weights gathered outside jax.grad, the shard sliced out
+    "    def body(p, xb, yb):\n"
+    "        full = {'w_in': lax.all_gather(p['w_in'], AXIS, axis=1, tiled=True),\n"
+    "                'w_out': lax.all_gather(p['w_out'], AXIS, axis=2, tiled=True)}\n"
+    "\n"
+    "        def loss(f):\n"
+    "            h, _ = lax.scan(lambda h, w: (layer(h, w['w_in'], w['w_out']), None), xb, f)\n"
+    "            e = h - yb\n"
+    "            return 0.5 * jnp.sum(e * e) / batch\n"
+    "\n"
+    "        g = jax.grad(loss)(full)\n"
+    "        me, n = lax.axis_index(AXIS), lax.axis_size(AXIS)\n"
+    "        d_in, d_out = g['w_in'].shape[1] // n, g['w_out'].shape[2] // n\n"
+    "        return {'w_in': lax.dynamic_slice_in_dim(g['w_in'], me * d_in, d_in, axis=1),\n"
+    "                'w_out': lax.dynamic_slice_in_dim(g['w_out'], me * d_out, d_out, axis=2)}\n"
+)
+"""``fsdp_grads``'s body with the whole params gathered before the gradient is taken: each
+device's gradient of its own rows, never summed over the devices."""
+OLD_BODY = "    def body(p, xb, yb):\n        return jax.grad(_local_loss)(p, xb, yb, batch)\n"
+
+
 MISTAKES: list[Mistake] = [
     Mistake(
         id="fsdp-loss-after-the-update",
@@ -489,25 +510,7 @@ def fsdp_grads(params, x, y, mesh):
         check="values",
         says=("its slice of the gradient of its own rows only",),
         never=("an all-reduce?",),
-        patch=(
-            (
-                "    def body(p, xb, yb):\n        return jax.grad(_local_loss)(p, xb, yb, batch)\n",
-                "    def body(p, xb, yb):\n"
-                "        full = {'w_in': lax.all_gather(p['w_in'], AXIS, axis=1, tiled=True),\n"
-                "                'w_out': lax.all_gather(p['w_out'], AXIS, axis=2, tiled=True)}\n"
-                "\n"
-                "        def loss(f):\n"
-                "            h, _ = lax.scan(lambda h, w: (layer(h, w['w_in'], w['w_out']), None), xb, f)\n"
-                "            e = h - yb\n"
-                "            return 0.5 * jnp.sum(e * e) / batch\n"
-                "\n"
-                "        g = jax.grad(loss)(full)\n"
-                "        me, n = lax.axis_index(AXIS), lax.axis_size(AXIS)\n"
-                "        d_in, d_out = g['w_in'].shape[1] // n, g['w_out'].shape[2] // n\n"
-                "        return {'w_in': lax.dynamic_slice_in_dim(g['w_in'], me * d_in, d_in, axis=1),\n"
-                "                'w_out': lax.dynamic_slice_in_dim(g['w_out'], me * d_out, d_out, axis=2)}\n",
-            ),
-        ),
+        patch=((OLD_BODY, GATHERED_OUTSIDE),),
     ),
     Mistake(  # the same program's reduce-scatter check: no all-reduce measured, none offered
         id="l07-grads-gathered-outside-the-grad-never-summed-scatters",
@@ -517,25 +520,7 @@ def fsdp_grads(params, x, y, mesh):
         check="reduce-scatter bytes",
         says=("Nothing else sums them over the devices either",),
         never=("all-reduces", "an all-reduce?"),
-        patch=(
-            (
-                "    def body(p, xb, yb):\n        return jax.grad(_local_loss)(p, xb, yb, batch)\n",
-                "    def body(p, xb, yb):\n"
-                "        full = {'w_in': lax.all_gather(p['w_in'], AXIS, axis=1, tiled=True),\n"
-                "                'w_out': lax.all_gather(p['w_out'], AXIS, axis=2, tiled=True)}\n"
-                "\n"
-                "        def loss(f):\n"
-                "            h, _ = lax.scan(lambda h, w: (layer(h, w['w_in'], w['w_out']), None), xb, f)\n"
-                "            e = h - yb\n"
-                "            return 0.5 * jnp.sum(e * e) / batch\n"
-                "\n"
-                "        g = jax.grad(loss)(full)\n"
-                "        me, n = lax.axis_index(AXIS), lax.axis_size(AXIS)\n"
-                "        d_in, d_out = g['w_in'].shape[1] // n, g['w_out'].shape[2] // n\n"
-                "        return {'w_in': lax.dynamic_slice_in_dim(g['w_in'], me * d_in, d_in, axis=1),\n"
-                "                'w_out': lax.dynamic_slice_in_dim(g['w_out'], me * d_out, d_out, axis=2)}\n",
-            ),
-        ),
+        patch=((OLD_BODY, GATHERED_OUTSIDE),),
     ),
     Mistake(  # its neighbour: the gathered gradients psum'd whole, then sliced: right values
         id="l07-grads-gathered-outside-the-grad-all-reduced",
@@ -547,21 +532,11 @@ def fsdp_grads(params, x, y, mesh):
         never=("Nothing else sums them",),
         patch=(
             (
-                "    def body(p, xb, yb):\n        return jax.grad(_local_loss)(p, xb, yb, batch)\n",
-                "    def body(p, xb, yb):\n"
-                "        full = {'w_in': lax.all_gather(p['w_in'], AXIS, axis=1, tiled=True),\n"
-                "                'w_out': lax.all_gather(p['w_out'], AXIS, axis=2, tiled=True)}\n"
-                "\n"
-                "        def loss(f):\n"
-                "            h, _ = lax.scan(lambda h, w: (layer(h, w['w_in'], w['w_out']), None), xb, f)\n"
-                "            e = h - yb\n"
-                "            return 0.5 * jnp.sum(e * e) / batch\n"
-                "\n"
-                "        g = jax.tree.map(lambda a: lax.psum(a, AXIS), jax.grad(loss)(full))\n"
-                "        me, n = lax.axis_index(AXIS), lax.axis_size(AXIS)\n"
-                "        d_in, d_out = g['w_in'].shape[1] // n, g['w_out'].shape[2] // n\n"
-                "        return {'w_in': lax.dynamic_slice_in_dim(g['w_in'], me * d_in, d_in, axis=1),\n"
-                "                'w_out': lax.dynamic_slice_in_dim(g['w_out'], me * d_out, d_out, axis=2)}\n",
+                OLD_BODY,
+                GATHERED_OUTSIDE.replace(
+                    "jax.grad(loss)(full)",
+                    "jax.tree.map(lambda a: lax.psum(a, AXIS), jax.grad(loss)(full))",
+                ),
             ),
         ),
     ),
