@@ -499,9 +499,11 @@ def _variables(
     for stmt in tree.body:
         if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and id(stmt) not in skip):
             continue
-        target = stmt.targets[0]  # a name, or a tuple of names unpacked (b1, b2 = …)
+        target = stmt.targets[0]  # a name, or names assigned side by side (b1, b2 = x, y)
+        side_by_side = (isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple)
+                        and len(target.elts) == len(stmt.value.elts))  # fmt: skip
         names = ([target] if isinstance(target, ast.Name) else list(target.elts)
-                 if isinstance(target, ast.Tuple) else [])  # fmt: skip
+                 if side_by_side else [])  # fmt: skip
         for t in names:
             if isinstance(t, ast.Name) and assigned[t.id] == 1 and t.id not in out | numbers:
                 out[t.id] = ""
