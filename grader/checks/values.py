@@ -562,6 +562,11 @@ def _widened(program: Any, got: str, want: str) -> str | None:
     return None
 
 
+def _flat_places(mesh: Any) -> dict[int, int]:
+    """Device id → its place in the mesh's flat order (a collective-permute's numbering)."""
+    return {d.id: i for i, d in enumerate(mesh.devices.flat)}
+
+
 def _own_slot(trial: Trial, shards, actual: list[np.ndarray], masks: list) -> str | None:
     """On a ring of N > 1 devices whose every device is wrong: where each device's wrong
     elements lie only in its own slot, block i of the N along axis 0 for device i, said so
@@ -571,7 +576,7 @@ def _own_slot(trial: Trial, shards, actual: list[np.ndarray], masks: list) -> st
     if mesh is None or mesh.devices.ndim != 1 or mesh.devices.size < 2:
         return None
     n = mesh.devices.size
-    order = {d.id: i for i, d in enumerate(mesh.devices.flat)}
+    order = _flat_places(mesh)
     zeros = True
     for s, a, m in zip(shards, actual, masks):
         if m is None or not m.any() or m.ndim == 0 or m.shape[0] % n:
@@ -597,7 +602,7 @@ def _unreached(trial: Trial, shards, actual: list[np.ndarray], masks: list,
     comms = trial.comms if trial.mesh is not None else None
     if comms is None:
         return None
-    order = {d.id: i for i, d in enumerate(trial.mesh.devices.flat)}
+    order = _flat_places(trial.mesh)
     zeros = {order.get(s.device.id): int(np.sum(as_numpy(a)[m] == 0))
              for s, a, m in zip(shards, actual, masks) if m is not None}  # fmt: skip
     n = trial.mesh.devices.size

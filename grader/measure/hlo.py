@@ -46,6 +46,12 @@ _COMMENT = re.compile(r"/\*.*?\*/")
 _BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
 
 
+def shape_dims(shape: str) -> tuple[int, ...]:
+    """The first array's dimensions of an HLO shape string: ``f32[16,64]{1,0}`` → (16, 64)."""
+    m = re.search(r"\[([\d,]*)\]", shape or "")
+    return tuple(int(d) for d in m.group(1).split(",") if d) if m else ()
+
+
 def shape_elements(shape: str) -> int:
     """Elements of an HLO shape string (tuples add up)."""
     return sum(_count(dims) for dtype, dims in _ARRAY.findall(shape) if dtype != "token")

@@ -277,7 +277,7 @@ def _gathers_the_result(trial: Trial) -> bool:
     """Your C comes back whole on every device and an all-gather of the program builds an
     array of C's global shape [I, K] (an operand, [I, J] or [J, K], may have it too where J
     is I or K: :func:`_advice` then gives both readings)."""
-    import re
+    from grader.measure.hlo import shape_dims
 
     i, j, k = trial.example["shape"]
     out, expected = trial.output, trial.extra.get("sharding")
@@ -285,16 +285,8 @@ def _gathers_the_result(trial: Trial) -> bool:
         return False  # C is meant whole on every device: gathering it is no slip
     if not getattr(getattr(out, "sharding", None), "is_fully_replicated", False):
         return False
-    for c in trial.comms.collectives:
-        dims = re.search(r"\[([\d,]*)\]", c.shape or "")
-        if (
-            c.kind == ALL_GATHER
-            and c.count
-            and dims
-            and tuple(int(d) for d in dims.group(1).split(",") if d) == (i, k)
-        ):
-            return True
-    return False
+    return any(c.kind == ALL_GATHER and c.count and shape_dims(c.shape) == (i, k)
+               for c in trial.comms.collectives)  # fmt: skip
 
 
 def _alternatives(case: Case) -> Callable[[Trial], list[tuple[str, Any]]] | None:

@@ -38,7 +38,6 @@ array with K = B + L·(D + F). Measured on six examples (N = 1, 2, 3, 4, 6,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -61,6 +60,7 @@ from grader.checks.program import precision_hint
 from grader.checks.trees import PerLeaf
 from grader.evidence import Bar, Evidence, MemoryBars, Table
 from grader.later import later
+from grader.measure.hlo import shape_dims
 from grader.reference import training
 from grader.results import CheckResult
 from grader.runtime import Runtime, StudentReturnError
@@ -406,12 +406,6 @@ def _sharding_hint(trial: Trial, result: CheckResult) -> str | None:
 # ------------------------------------------------------------------ communication
 
 
-def _dims(shape: str) -> tuple[int, ...]:
-    """``f32[16,64]{1,0}`` → (16, 64)."""
-    m = re.search(r"\[([\d,]*)\]", shape)
-    return tuple(int(d) for d in m.group(1).split(",") if d) if m else ()
-
-
 def batch_gathered(trial: Trial) -> str | None:
     """An all-gather whose result is the batch (the global [B, D] of x or y), read from the
     compiled program's shapes. In every draw B = N·rows ≤ 2N is smaller than D = 8N and
@@ -419,7 +413,7 @@ def batch_gathered(trial: Trial) -> str | None:
     s = sizes(trial.example)
     batch = (s.batch, s.d)
     hits = [c for c in trial.comms.collectives
-            if c.kind == ALL_GATHER and c.count and _dims(c.shape)[-2:] == batch]  # fmt: skip
+            if c.kind == ALL_GATHER and c.count and shape_dims(c.shape)[-2:] == batch]  # fmt: skip
     if not hits:
         return None
     out = trial.output
@@ -557,7 +551,7 @@ def _all_reduce_advice(trial: Trial) -> str | None:
     L, d, f, part = s.n_layers, s.d, s.f, s.d // trial.example["n"]
     whole = {(d, f), (f, d), (L, d, f), (L, f, d)}
     shard = {(part, f), (f, part), (L, part, f), (L, f, part)}
-    dims = {_dims(c.shape) for c in trial.comms.collectives
+    dims = {shape_dims(c.shape) for c in trial.comms.collectives
             if c.kind == ALL_REDUCE and c.count and c.moves_data}  # fmt: skip
     if dims & whole:
         return GRADS_ALL_REDUCE

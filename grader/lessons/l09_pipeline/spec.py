@@ -323,14 +323,10 @@ def _peaks_suspects(trial: Trial) -> list[tuple[Any, str]]:
         out.append(([top] * p, f"You returned the largest stage's peak ({top}) on every stage: "
                     f"each stage's count is its own; {walk}"))  # fmt: skip
     if sim.ticks != p:  # the grid read as [stage][tick]: one count per tick, across stages
-        last = schedules.WEIGHT if sim.split_w else schedules.BACKWARD
-        per_tick = []
-        for row in sim.grid:
-            alive = peak = 0
-            for c in row:
-                alive += c.startswith(schedules.FORWARD) - c.startswith(last)
-                peak = max(peak, alive)
-            per_tick.append(peak)
+        across = [list(row) for row in zip(*sim.grid)]  # a tick read as a stage
+        per_tick = schedules.peak_activations(
+            schedules.Simulation(sim.ticks, sim.m, sim.split_w, p, across)
+        )
         out.append((per_tick, f"Your list has one count per tick ({sim.ticks}), each walked "
                     "across the stages of that tick: the grid is schedule[tick][stage], a row a "
                     f"tick. Return one count per stage ({p}): walk each stage's column, "

@@ -239,11 +239,8 @@ def _blocks_hint(got: Any, want: Any, q: int, trial: Trial) -> str | None:
         return "The union of this process's blocks is one block: return it."
     if got == tuple((0, n) for n in trial.extra["shape"]):
         return "That is the whole array: a process holds only its own devices' blocks (d.process_index)."
-    mine = (
-        (trial.extra.get("device_boxes") or [])[q]
-        if q < len(trial.extra.get("device_boxes") or [])
-        else []
-    )
+    boxes = trial.extra.get("device_boxes") or []
+    mine = boxes[q] if q < len(boxes) else []
     if got in mine and len(mine) > 1:
         return (f"That is one device's block, {_show_box(got)}, of the {len(mine)} that process "
                 f"{q}'s devices hold: a process holds the union of all its devices' blocks — "

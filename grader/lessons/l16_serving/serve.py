@@ -49,17 +49,16 @@ ATOL = 2e-5
 
 
 def _near(got: np.ndarray, want: np.ndarray) -> bool:
-    """``got`` within ATOL of ``want``'s largest magnitude everywhere, where every element
-    of ``want`` is finite; an infinite one matched only by itself (an infinite bound would
-    match anything: :func:`grader.checks.values.within`'s rule)."""
+    """``got`` within ATOL of ``want``'s largest finite magnitude everywhere, an infinite
+    element matched only by itself (:func:`grader.checks.values.within`: an infinite bound
+    would match anything)."""
+    from grader.checks.values import within
+
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     if got.shape != want.shape:
         return False
-    finite = np.isfinite(want)
-    if not np.array_equal(got[~finite], want[~finite], equal_nan=True):
-        return False
-    scale = float(np.abs(want[finite]).max(initial=0.0))
-    return bool(np.all(np.abs(got[finite] - want[finite]) <= ATOL * scale))
+    scale = float(np.abs(want[np.isfinite(want)]).max(initial=0.0))
+    return bool(np.all(within(got, want, ATOL * scale, 0.0) | (np.isnan(got) & np.isnan(want))))
 
 
 """Logits within ATOL·max|reference| (module docstring)."""
